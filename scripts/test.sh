@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every test: the C++ suite (warnings as errors), pytest for the CLI and the Python package,
+# the `pip install .` check, then the C++ suite again under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+
+echo "== setup and build (warnings are errors)"
+scripts/setup.sh
+
+echo "== pip install . (executable and Python package in one step)"
+rm -rf build/pip-venv
+"$PYTHON" -m venv --system-site-packages build/pip-venv
+build/pip-venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .
+
+echo "== C++ tests"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== Python tests"
+DUALTRACK_BIN="$PWD/build/dualtrack" DUALTRACK_PIP_VENV="$PWD/build/pip-venv" \
+  "$PYTHON" -m pytest -q tests
+
+echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+if [ ! -f build-asan/CMakeCache.txt ]; then
+  gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+  cmake -S . -B build-asan "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DDUALTRACK_SANITIZE=ON \
+    -DDUALTRACK_WERROR=ON >/dev/null
+fi
+cmake --build build-asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"

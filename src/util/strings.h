@@ -1,0 +1,28 @@
+// Small string helpers that know nothing of dualtrack.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dt {
+
+// Edit distance counting an adjacent transposition as one edit; used for "did you mean" suggestions.
+std::size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word` if it is close enough to be a plausible typo, else empty.
+std::string ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates);
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string_view> Split(std::string_view s, char sep);
+bool StartsWith(std::string_view s, std::string_view prefix);
+bool EndsWith(std::string_view s, std::string_view suffix);
+
+// True when `s` is valid UTF-8 (no overlongs, no surrogates).
+bool IsValidUtf8(std::string_view s);
+
+// Shell-style glob with '*', '?' and '[...]'; '*' matches '/' too.
+bool GlobMatch(std::string_view pattern, std::string_view text);
+
+}  // namespace dt

@@ -1,0 +1,52 @@
+#include "util/strings.h"
+
+#include <gtest/gtest.h>
+
+namespace dt {
+namespace {
+
+TEST(StringsTest, EditDistance) {
+  EXPECT_EQ(EditDistance("", ""), 0u);
+  EXPECT_EQ(EditDistance("scan", "scan"), 0u);
+  EXPECT_EQ(EditDistance("scna", "scan"), 1u);  // A transposition is one edit.
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("", "abc"), 3u);
+}
+
+TEST(StringsTest, ClosestMatchRejectsFarWords) {
+  std::vector<std::string_view> c = {"scan", "env", "freeze", "compare"};
+  EXPECT_EQ(ClosestMatch("scam", c), "scan");
+  EXPECT_EQ(ClosestMatch("compre", c), "compare");
+  EXPECT_EQ(ClosestMatch("zzzzzz", c), "");
+}
+
+TEST(StringsTest, TrimAndSplit) {
+  EXPECT_EQ(Trim("  a b \n"), "a b");
+  EXPECT_EQ(Trim("   "), "");
+  auto parts = Split("a::b", ':');
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[1], "");
+}
+
+TEST(StringsTest, Utf8Validation) {
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(IsValidUtf8("\xe4\xbd\xa0\xe5\xa5\xbd"));   // 你好
+  EXPECT_FALSE(IsValidUtf8("\xff\xfe"));                  // Not UTF-8 at all.
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));                  // Overlong '/'.
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));              // Surrogate.
+  EXPECT_FALSE(IsValidUtf8("\xe4\xbd"));                  // Truncated sequence.
+}
+
+TEST(StringsTest, GlobMatch) {
+  EXPECT_TRUE(GlobMatch("*.py", "a/b/train.py"));
+  EXPECT_TRUE(GlobMatch("model.*.weight", "model.layer1.weight"));
+  EXPECT_FALSE(GlobMatch("model.*.weight", "model.layer1.bias"));
+  EXPECT_TRUE(GlobMatch("file?.txt", "file1.txt"));
+  EXPECT_TRUE(GlobMatch("[ab]*", "beta"));
+  EXPECT_FALSE(GlobMatch("[!ab]*", "beta"));
+  EXPECT_TRUE(GlobMatch("*", ""));
+  EXPECT_FALSE(GlobMatch("a*b*c*d*e*f*g", std::string(5000, 'a')));  // No exponential blow-up.
+}
+
+}  // namespace
+}  // namespace dt
