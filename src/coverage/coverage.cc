@@ -1,0 +1,363 @@
+#include "coverage/coverage.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <sstream>
+
+#include "app/paths.h"
+#include "coverage/rules.h"
+#include "coverage/table.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::coverage {
+namespace {
+
+struct TraceRow {
+  std::string op, overload;
+  std::vector<std::string> dtypes;
+  std::int64_t count = 0;
+  std::optional<CodeLocation> location;
+  std::string status;
+  std::int64_t max_ndim = 0;
+};
+
+Result<std::vector<TraceRow>> ReadOpsJsonl(const std::filesystem::path& path) {
+  auto text = ReadFile(path, 512u << 20);
+  if (!text) return text.take_error();
+  std::vector<TraceRow> rows;
+  std::int64_t lineno = 0;
+  std::size_t pos = 0;
+  const std::string file = path.string();
+  while (pos < text->size()) {
+    std::size_t end = text->find('\n', pos);
+    if (end == std::string::npos) end = text->size();
+    std::string_view line = Trim(std::string_view(*text).substr(pos, end - pos));
+    pos = end + 1;
+    ++lineno;
+    if (line.empty()) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::parse_error& e) {
+      return MakeError(ErrorCode::kInput, std::string("ops.jsonl: invalid JSON: ") + e.what(), file, lineno);
+    }
+    auto bad = [&](const std::string& what) {
+      return MakeError(ErrorCode::kInput, "ops.jsonl: " + what, file, lineno);
+    };
+    if (!j.is_object()) return bad("each line must be a JSON object");
+    if (!j.contains("op") || !j["op"].is_string() || j["op"].get<std::string>().empty()) {
+      return bad("missing string field 'op'");
+    }
+    TraceRow r;
+    r.op = j["op"].get<std::string>();
+    r.overload = j.contains("overload") && j["overload"].is_string() ? j["overload"].get<std::string>()
+                                                                      : "default";
+    if (r.overload.empty()) r.overload = "default";
+    if (j.contains("dtypes") && !j["dtypes"].is_null()) {
+      if (!j["dtypes"].is_array()) return bad("'dtypes' must be an array of strings");
+      for (const auto& d : j["dtypes"]) {
+        if (!d.is_string()) return bad("'dtypes' must be an array of strings");
+        r.dtypes.push_back(d.get<std::string>());
+      }
+    }
+    if (j.contains("count")) {
+      if (!j["count"].is_number_integer() || j["count"].get<std::int64_t>() < 0) {
+        return bad("'count' must be a non-negative integer");
+      }
+      r.count = j["count"].get<std::int64_t>();
+    } else {
+      r.count = 1;
+    }
+    if (j.contains("location") && j["location"].is_object()) {
+      const auto& l = j["location"];
+      CodeLocation loc;
+      if (l.contains("file") && l["file"].is_string()) loc.file = l["file"].get<std::string>();
+      if (l.contains("line") && l["line"].is_number_integer()) loc.line = l["line"].get<std::int64_t>();
+      if (l.contains("function") && l["function"].is_string()) loc.function = l["function"].get<std::string>();
+      if (!loc.file.empty()) r.location = loc;
+    } else if (j.contains("location") && !j["location"].is_null()) {
+      return bad("'location' must be an object or null");
+    }
+    if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
+    for (const char* key : {"max_ndim", "ndim"}) {
+      if (j.contains(key) && j[key].is_number_integer()) r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+// The table key of a traced operator: "aten::add" + "Tensor" → "add.Tensor".
+std::string TableKey(const std::string& op, const std::string& overload) {
+  std::string base = StartsWith(op, "aten::") ? op.substr(6) : op;
+  return overload == "default" ? base : base + "." + overload;
+}
+
+int Severity(const CoverageOp& o) {
+  if (o.fails) return 0;
+  switch (o.cls) {
+    case OpClass::kAlwaysCpu: return 1;
+    case OpClass::kCpuFallback: return 2;
+    case OpClass::kAbsent: return 3;
+    case OpClass::kComposite: return 4;
+    default: return 5;
+  }
+}
+
+std::string LocationText(const std::optional<CodeLocation>& l) {
+  if (!l) return "(no user-code location)";
+  std::string s = l->file;
+  if (l->line > 0) s += ":" + std::to_string(l->line);
+  if (!l->function.empty()) s += " in " + l->function;
+  return s;
+}
+
+}  // namespace
+
+Result<CoverageReport> Predict(const CoverageOptions& options) {
+  std::filesystem::path data = options.data_dir;
+  if (data.empty()) {
+    auto d = DataDir();
+    if (!d) return d.take_error();
+    data = *d / "coverage";
+  }
+  Result<CapabilityTable> loaded = options.table_override
+                                       ? Result<CapabilityTable>(*options.table_override)
+                                       : CapabilityTable::Load(options.table.empty() ? data / "ops.tsv"
+                                                                                     : options.table);
+  if (!loaded) return loaded.take_error();
+  const CapabilityTable* table = &*loaded;
+  auto rules = LoadRules(data / "rules.json");
+  if (!rules) return rules.take_error();
+
+  CoverageReport report;
+  report.known_versions = table->versions();
+  std::size_t vi = table->versions().size() - 1;
+  if (!options.torch.empty()) {
+    auto found = table->FindVersion(options.torch);
+    if (!found) return found.take_error();
+    vi = *found;
+  }
+  report.torch = table->versions()[vi];
+  report.macos = options.macos;
+
+  // The bundle: a directory with ops.jsonl (and usually manifest.json) or an ops.jsonl itself.
+  std::error_code ec;
+  std::filesystem::path ops_path = options.bundle;
+  report.bundle = options.bundle.string();
+  report.evidence = "predicted";
+  if (std::filesystem::is_directory(options.bundle, ec)) {
+    ops_path = options.bundle / "ops.jsonl";
+    std::filesystem::path manifest = options.bundle / "manifest.json";
+    if (std::filesystem::exists(manifest, ec)) {
+      auto text = ReadFile(manifest, 64u << 20);
+      if (!text) return text.take_error();
+      try {
+        auto j = nlohmann::json::parse(*text);
+        if (!j.is_object() || j.value("schema", "") != "dualtrack.bundle/1") {
+          return MakeError(ErrorCode::kInput, "manifest.json: expected \"schema\": \"dualtrack.bundle/1\"",
+                           manifest.string());
+        }
+        if (j.contains("track") && j["track"].is_string()) report.track = j["track"].get<std::string>();
+      } catch (const nlohmann::json::parse_error& e) {
+        return MakeError(ErrorCode::kInput, std::string("manifest.json: invalid JSON: ") + e.what(),
+                         manifest.string());
+      }
+    }
+    if (!std::filesystem::exists(ops_path, ec)) {
+      return MakeError(ErrorCode::kInput, "not a dualtrack bundle: no ops.jsonl in the directory",
+                       options.bundle.string());
+    }
+  } else if (!std::filesystem::exists(options.bundle, ec)) {
+    return MakeError(ErrorCode::kInput, "no such bundle or ops.jsonl", options.bundle.string());
+  }
+  if (report.track == "mps") report.evidence = "measured";
+  auto rows = ReadOpsJsonl(ops_path);
+  if (!rows) return rows.take_error();
+
+  // Rows of the same operator at the same place merge (their dtypes and counts add up).
+  std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, CoverageOp> merged;
+  for (TraceRow& r : *rows) {
+    auto key = std::make_tuple(r.op, r.overload, r.location ? r.location->file : "",
+                               r.location ? r.location->line : 0);
+    auto [it, inserted] = merged.try_emplace(key);
+    CoverageOp& o = it->second;
+    if (inserted) {
+      o.op = r.op;
+      o.overload = r.overload;
+      o.location = r.location;
+    }
+    o.count += r.count;
+    for (const std::string& d : r.dtypes) {
+      std::string n = NormalizeDtype(d);
+      if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
+    }
+    if (!r.status.empty() && report.evidence == "measured" && r.status != "ok") o.measured_status = r.status;
+    std::vector<std::string> issues = DtypeIssues(*rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
+    for (std::string& s : issues) {
+      if (std::find(o.dtype_issues.begin(), o.dtype_issues.end(), s) == o.dtype_issues.end()) {
+        o.dtype_issues.push_back(std::move(s));
+      }
+    }
+  }
+
+  // What a release's MPS backend would run for the op (a backend variant maps to its MPS path).
+  auto resolve = [&](const CoverageOp& o, std::size_t v, std::string* mps_op, std::string* note) {
+    std::string key = TableKey(o.op, o.overload);
+    const VariantRule* rule = FindVariant(*rules, key);
+    if (rule) {
+      for (const std::string& target : rule->to) {
+        OpClass c = table->Get(target, v);
+        if (c != OpClass::kAbsent) {
+          if (mps_op) *mps_op = "aten::" + target;
+          if (note) *note = rule->why;
+          return c;
+        }
+      }
+    }
+    return table->Get(key, v);
+  };
+
+  std::vector<std::size_t> upgrade_candidates;
+  for (auto& [key, o] : merged) {
+    o.cls = resolve(o, vi, &o.mps_op, &o.mapping_note);
+    // native_since: the lowest release from which every later one runs the op on MPS.
+    std::optional<std::string> since;
+    for (std::size_t v = table->versions().size(); v-- > 0;) {
+      if (!RunsOnMps(resolve(o, v, nullptr, nullptr))) break;
+      since = table->versions()[v];
+    }
+    o.native_since = since;
+    if (o.measured_status == "fallback" && RunsOnMps(o.cls)) o.cls = OpClass::kCpuFallback;
+    if (o.measured_status == "failed") o.fails = true;
+    report.ops.push_back(o);
+  }
+  for (const CoverageOp& o : report.ops) {
+    switch (o.cls) {
+      case OpClass::kNative:
+      case OpClass::kExplicit: ++report.summary.native; break;
+      case OpClass::kComposite: ++report.summary.composite; break;
+      case OpClass::kCpuFallback:
+      case OpClass::kAlwaysCpu: ++report.summary.fallback; break;
+      case OpClass::kAbsent: ++report.summary.unknown; break;
+    }
+    if (o.fails) ++report.summary.fail;
+  }
+  std::stable_sort(report.ops.begin(), report.ops.end(), [](const CoverageOp& a, const CoverageOp& b) {
+    if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
+    if (a.count != b.count) return a.count > b.count;
+    return a.op < b.op;
+  });
+
+  // The lowest newer release at which every traced operator known to the table runs on MPS.
+  if (report.summary.fallback > 0) {
+    for (std::size_t v = vi + 1; v < table->versions().size(); ++v) {
+      bool all = true;
+      for (const CoverageOp& o : report.ops) {
+        OpClass c = resolve(o, v, nullptr, nullptr);
+        if (c != OpClass::kAbsent && !RunsOnMps(c)) { all = false; break; }
+      }
+      if (all) {
+        report.upgrade_version = table->versions()[v];
+        report.upgrade_removes = report.summary.fallback;
+        break;
+      }
+    }
+  }
+  return report;
+}
+
+nlohmann::json CoverageReportToJson(const CoverageReport& r) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const CoverageOp& o : r.ops) {
+    nlohmann::json loc = nullptr;
+    if (o.location) {
+      loc = {{"file", o.location->file},
+             {"line", o.location->line > 0 ? nlohmann::json(o.location->line) : nlohmann::json(nullptr)},
+             {"function", o.location->function.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(o.location->function)}};
+    }
+    ops.push_back({{"op", o.op},
+                   {"overload", o.overload},
+                   {"class", std::string(OpClassName(o.cls))},
+                   {"basis", std::string(OpClassBasis(o.cls))},
+                   {"mps_op", o.mps_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mps_op)},
+                   {"mapping_note", o.mapping_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mapping_note)},
+                   {"dtypes", o.dtypes},
+                   {"dtype_issues", o.dtype_issues},
+                   {"fails", o.fails},
+                   {"count", o.count},
+                   {"location", loc},
+                   {"native_since", o.native_since ? nlohmann::json(*o.native_since) : nlohmann::json(nullptr)},
+                   {"measured_status", o.measured_status.empty() ? nlohmann::json(nullptr)
+                                                                 : nlohmann::json(o.measured_status)}});
+  }
+  return {{"schema", "dualtrack.coverage/1"},
+          {"torch", r.torch},
+          {"macos", r.macos},
+          {"evidence", r.evidence},
+          {"bundle", r.bundle},
+          {"track", r.track.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.track)},
+          {"ops", ops},
+          {"summary", {{"native", r.summary.native},
+                       {"composite", r.summary.composite},
+                       {"fallback", r.summary.fallback},
+                       {"fail", r.summary.fail},
+                       {"unknown", r.summary.unknown}}},
+          {"upgrade", {{"version", r.upgrade_version ? nlohmann::json(*r.upgrade_version) : nlohmann::json(nullptr)},
+                       {"removes", r.upgrade_removes}}},
+          {"known_versions", r.known_versions}};
+}
+
+std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
+  std::ostringstream out;
+  std::string title = fmt::format("MPS coverage of {} for PyTorch {} on macOS {} ({})", r.bundle, r.torch,
+                                  r.macos, r.evidence);
+  if (markdown) {
+    out << "## " << title << "\n\n| class | operator | count | dtypes | location | note |\n"
+        << "| --- | --- | ---: | --- | --- | --- |\n";
+  } else {
+    out << title << "\n\n";
+  }
+  for (const CoverageOp& o : r.ops) {
+    std::string name = o.op + (o.overload == "default" ? "" : "." + o.overload);
+    std::string cls = o.fails ? "FAIL " + std::string(OpClassName(o.cls)) : std::string(OpClassName(o.cls));
+    std::vector<std::string> notes;
+    if (!o.mps_op.empty()) notes.push_back("MPS runs " + o.mps_op);
+    for (const std::string& s : o.dtype_issues) notes.push_back(s);
+    if (!RunsOnMps(o.cls) && o.native_since) notes.push_back("MPS kernel since " + *o.native_since);
+    if (!o.measured_status.empty()) notes.push_back("measured: " + o.measured_status);
+    std::string dtypes;
+    for (const std::string& d : o.dtypes) dtypes += (dtypes.empty() ? "" : ",") + d;
+    std::string note;
+    for (const std::string& n : notes) note += (note.empty() ? "" : "; ") + n;
+    if (markdown) {
+      out << "| " << cls << " | `" << name << "` | " << o.count << " | " << dtypes << " | "
+          << LocationText(o.location) << " | " << note << " |\n";
+    } else {
+      out << fmt::format("  {:<18} {:<44} x{:<5} {:<20} {}\n", cls, name, o.count, dtypes,
+                         LocationText(o.location));
+      if (!note.empty()) out << fmt::format("  {:<18} {}\n", "", note);
+    }
+  }
+  out << (markdown ? "\n" : "\n")
+      << fmt::format("Summary: {} native, {} composite, {} fallback, {} fail", r.summary.native,
+                     r.summary.composite, r.summary.fallback, r.summary.fail);
+  if (r.summary.unknown) out << fmt::format(", {} unknown to the table", r.summary.unknown);
+  out << "\n";
+  if (r.summary.fallback > 0) {
+    out << "Operators without an MPS kernel error on MPS unless PYTORCH_ENABLE_MPS_FALLBACK=1, which runs "
+           "them on the CPU.\n";
+  }
+  if (r.upgrade_version) {
+    out << fmt::format("Upgrade to PyTorch >= {} removes {} fallback{}.\n", *r.upgrade_version,
+                       r.upgrade_removes, r.upgrade_removes == 1 ? "" : "s");
+  } else if (r.summary.fallback > 0) {
+    out << "No release in the tables gives every traced operator an MPS kernel.\n";
+  }
+  return out.str();
+}
+
+}  // namespace dt::coverage

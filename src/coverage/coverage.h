@@ -1,0 +1,70 @@
+// `dualtrack coverage`: which operators of a traced training step would run natively, decompose,
+// fall back to the CPU or fail on MPS, for a given PyTorch release and macOS version. The in-process
+// API below is what `report`/`audit` call.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coverage/native_functions.h"
+#include "coverage/table.h"
+#include "util/result.h"
+
+namespace dt::coverage {
+
+struct CoverageOptions {
+  std::filesystem::path bundle;    // A bundle directory (ops.jsonl + manifest.json) or an ops.jsonl.
+  std::string torch;               // "2.13", "2.4.1"; empty: the newest release in the table.
+  int macos = 14;
+  std::filesystem::path table;     // Empty: the shipped data/coverage/ops.tsv.
+  std::filesystem::path data_dir;  // Empty: dt::DataDir() / "coverage".
+  const CapabilityTable* table_override = nullptr;  // Used instead of `table` when set.
+};
+
+struct CodeLocation {
+  std::string file;
+  std::int64_t line = 0;
+  std::string function;
+};
+
+struct CoverageOp {
+  std::string op;        // "aten::multi_margin_loss", as traced.
+  std::string overload;  // "default" or the overload name.
+  std::string mps_op;    // What MPS runs instead when the traced op is a backend variant; else empty.
+  std::string mapping_note;
+  OpClass cls = OpClass::kAbsent;
+  std::vector<std::string> dtypes;
+  std::vector<std::string> dtype_issues;  // Exact PyTorch error texts where known.
+  bool fails = false;                     // A dtype or rank issue makes it error on MPS.
+  std::int64_t count = 0;
+  std::optional<CodeLocation> location;
+  std::optional<std::string> native_since;  // Lowest release from which it runs on MPS in every later one.
+  std::string measured_status;              // ops.jsonl status when the bundle ran on MPS.
+};
+
+struct CoverageSummary {
+  int native = 0, composite = 0, fallback = 0, unknown = 0, fail = 0;
+};
+
+struct CoverageReport {
+  std::string torch;  // The release of the table used ("2.13.0").
+  int macos = 14;
+  std::string evidence;  // "predicted" or "measured".
+  std::string bundle;
+  std::string track;
+  std::vector<CoverageOp> ops;  // Most severe first.
+  CoverageSummary summary;
+  std::optional<std::string> upgrade_version;  // Lowest newer release where every op runs on MPS.
+  int upgrade_removes = 0;
+  std::vector<std::string> known_versions;
+};
+
+Result<CoverageReport> Predict(const CoverageOptions& options);
+nlohmann::json CoverageReportToJson(const CoverageReport& report);
+std::string CoverageReportToText(const CoverageReport& report, bool markdown);
+
+}  // namespace dt::coverage
