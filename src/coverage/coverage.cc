@@ -180,6 +180,8 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
   // Rows of the same operator at the same place merge (their dtypes and counts add up).
   std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, CoverageOp> merged;
   for (TraceRow& r : *rows) {
+    // Profiler markers (record_function) are bookkeeping the tracer sees, not computation.
+    if (StartsWith(r.op, "profiler::")) continue;
     auto key = std::make_tuple(r.op, r.overload, r.location ? r.location->file : "",
                                r.location ? r.location->line : 0);
     auto [it, inserted] = merged.try_emplace(key);
@@ -251,20 +253,25 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     return a.op < b.op;
   });
 
-  // The lowest newer release at which every traced operator known to the table runs on MPS.
+  // The lowest newer release at which every traced operator known to the table runs on MPS; when
+  // none does, the lowest one with the fewest fallbacks (and how many remain).
   if (report.summary.fallback > 0) {
+    int best = report.summary.fallback;
     for (std::size_t v = vi + 1; v < table->versions().size(); ++v) {
-      bool all = true;
+      int fallbacks = 0;
       for (const CoverageOp& o : report.ops) {
         OpClass c = resolve(o, v, nullptr, nullptr);
-        if (c != OpClass::kAbsent && !RunsOnMps(c)) { all = false; break; }
+        if (c != OpClass::kAbsent && !RunsOnMps(c)) ++fallbacks;
       }
-      if (all) {
+      if (fallbacks < best) {
+        best = fallbacks;
         report.upgrade_version = table->versions()[v];
-        report.upgrade_removes = report.summary.fallback;
-        break;
+        report.upgrade_removes = report.summary.fallback - fallbacks;
+        report.upgrade_remaining = fallbacks;
+        if (fallbacks == 0) break;
       }
     }
+    if (!report.upgrade_version) report.upgrade_remaining = report.summary.fallback;
   }
   return report;
 }
@@ -307,7 +314,9 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
                        {"fail", r.summary.fail},
                        {"unknown", r.summary.unknown}}},
           {"upgrade", {{"version", r.upgrade_version ? nlohmann::json(*r.upgrade_version) : nlohmann::json(nullptr)},
-                       {"removes", r.upgrade_removes}}},
+                       {"removes", r.upgrade_removes},
+                       {"remaining", r.upgrade_remaining},
+                       {"complete", r.upgrade_version.has_value() && r.upgrade_remaining == 0}}},
           {"known_versions", r.known_versions}};
 }
 
@@ -352,10 +361,14 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
            "them on the CPU.\n";
   }
   if (r.upgrade_version) {
-    out << fmt::format("Upgrade to PyTorch >= {} removes {} fallback{}.\n", *r.upgrade_version,
+    out << fmt::format("Upgrade to PyTorch >= {} removes {} fallback{}", *r.upgrade_version,
                        r.upgrade_removes, r.upgrade_removes == 1 ? "" : "s");
+    out << (r.upgrade_remaining == 0 ? ": every traced operator then has an MPS kernel.\n"
+                                     : fmt::format("; {} remain in every release of the tables.\n",
+                                                   r.upgrade_remaining));
   } else if (r.summary.fallback > 0) {
-    out << "No release in the tables gives every traced operator an MPS kernel.\n";
+    out << fmt::format("No release in the tables ({} to {}) removes these fallbacks.\n",
+                       r.known_versions.front(), r.known_versions.back());
   }
   return out.str();
 }

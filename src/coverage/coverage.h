@@ -58,8 +58,9 @@ struct CoverageReport {
   std::string track;
   std::vector<CoverageOp> ops;  // Most severe first.
   CoverageSummary summary;
-  std::optional<std::string> upgrade_version;  // Lowest newer release where every op runs on MPS.
+  std::optional<std::string> upgrade_version;  // Lowest newer release with the fewest fallbacks.
   int upgrade_removes = 0;
+  int upgrade_remaining = 0;  // Fallbacks left at upgrade_version (or now, when there is none).
   std::vector<std::string> known_versions;
 };
 

@@ -74,7 +74,7 @@ def main() -> int:
             print(f"{v}: FAILED: {e}", flush=True)
             failed.append(v)
             continue
-        print(f"{v}: {meta['wheel']} yaml {meta['yaml_sha256'][:12]}", flush=True)
+        print(f"{v.partition('=')[0]}: {meta['wheel']} yaml {meta['yaml_sha256'][:12]}", flush=True)
     return 1 if failed else 0
 
 
