@@ -27,13 +27,14 @@ def classify(qualname: str, has_kernel: Callable[[str, str], bool],
     short = qualname.split("::", 1)[1]
     if has_kernel(qualname, "MPS"):
         # MPSFallback.mm registers its always-CPU list as MPS kernels; the dump names the file.
+        # When the dump can be had it is the measurement; the shipped list is only a stand-in.
         if dump_table is not None:
             try:
-                for line in dump_table(qualname).splitlines():
-                    if line.startswith("MPS") and "MPSFallback" in line:
-                        return "A"
+                mps_lines = [l for l in dump_table(qualname).splitlines() if l.startswith("MPS:")]
             except RuntimeError:
-                pass
+                mps_lines = None
+            if mps_lines is not None:
+                return "A" if any("MPSFallback" in l for l in mps_lines) else "N"
         return "A" if short in always_cpu else "N"
     if any(has_kernel(qualname, k) for k in EXPLICIT_KEYS):
         return "E"
