@@ -44,10 +44,10 @@ def fetch(spec: str, out: Path) -> dict:
                "--platform", "macosx_11_0_arm64", "--only-binary=:all:", "--no-deps",
                "--python-version", "3.11", "-d", tmp, "-q"]
         if local_wheel:
-            shutil.copy(local_wheel, tmp)
+            wheels = [Path(local_wheel)]  # Read in place: never copied, never deleted.
         else:
             subprocess.run(cmd, check=True)
-        wheels = list(Path(tmp).glob("torch-*.whl"))
+            wheels = list(Path(tmp).glob("torch-*.whl"))
         if len(wheels) != 1:
             raise SystemExit(f"{version}: expected one wheel, found {wheels}")
         wheel = wheels[0]
