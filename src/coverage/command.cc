@@ -85,9 +85,8 @@ Result<ExitCode> Probe(const std::string& python, const std::filesystem::path& o
     io.out << r->out;
   } else {
     if (auto s = WriteFileAtomic(out, table->Serialize()); !s) return s.take_error();
-    io.out << fmt::format("wrote the {} table of torch {} ({} overloads) to {}\n",
-                          table->versions().size() == 1 ? "measured" : "", table->versions().front(),
-                          table->size(), out.string());
+    io.out << fmt::format("wrote the measured table of torch {} ({} overloads) to {}\n",
+                          table->versions().front(), table->size(), out.string());
   }
   if (!r->err.empty()) io.err << r->err;
   return ExitCode::kOk;

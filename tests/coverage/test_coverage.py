@@ -216,3 +216,23 @@ def test_probe_module_runs_as_a_script(repo_root, tmp_path):
     rows = table_column(table, out.stdout.split("\nop\t", 1)[1].split("\n", 1)[0])
     assert rows["multi_margin_loss"] == "F"
     assert len(rows) > 2000
+
+
+def test_probe_writes_the_table_the_interpreter_prints(dualtrack, tmp_path):
+    # A stand-in interpreter that answers like `python -m dualtrack.probe` on a Mac would.
+    fake = tmp_path / "fakepython"
+    fake.write_text("#!/bin/sh\nprintf '# t\\nop\\t2.13.0\\nmulti_margin_loss\\tN\\nrelu\\tN\\n'\n")
+    fake.chmod(0o755)
+    out = tmp_path / "measured.tsv"
+    r = dualtrack("coverage", "--probe", "--python", fake, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "2 overloads" in r.stdout
+    r = dualtrack("coverage", FIXTURE, "--table", out, "--format", "json")
+    j = json.loads(r.stdout)
+    mm = next(o for o in j["ops"] if o["op"] == "aten::multi_margin_loss")
+    assert mm["class"] == "native"
+    # A broken answer is an error, and nothing is written.
+    fake.write_text("#!/bin/sh\necho 'not a table'\n")
+    bad = tmp_path / "bad.tsv"
+    r = dualtrack("coverage", "--probe", "--python", fake, "--out", bad)
+    assert r.returncode == 2 and not bad.exists()
