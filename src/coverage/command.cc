@@ -17,7 +17,8 @@ namespace dt::coverage {
 namespace {
 
 Result<CapabilityTable> TableFromYaml(const std::filesystem::path& yaml, const std::string& version,
-                                      const std::filesystem::path& data_dir, std::string* provenance) {
+                                      const std::filesystem::path& data_dir,
+                                      std::string* provenance) {
   auto map = MappedFile::Open(yaml);
   if (!map) return map.take_error();
   auto fns = ParseNativeFunctions(map->view(), yaml.string());
@@ -28,17 +29,20 @@ Result<CapabilityTable> TableFromYaml(const std::filesystem::path& yaml, const s
   return CapabilityTable::FromClasses(version, ClassifyOperators(*fns, sources->lists));
 }
 
-std::string StripAten(std::string name) { return name.rfind("aten::", 0) == 0 ? name.substr(6) : name; }
+std::string StripAten(std::string name) {
+  return name.rfind("aten::", 0) == 0 ? name.substr(6) : name;
+}
 
-Result<ExitCode> LookUpOp(const CapabilityTable& table, const std::string& name, const std::string& format,
-                          Io& io) {
+Result<ExitCode> LookUpOp(const CapabilityTable& table, const std::string& name,
+                          const std::string& format, Io& io) {
   std::string base = StripAten(name);
-  std::vector<std::string> overloads =
-      base.find('.') != std::string::npos && table.Has(base) ? std::vector<std::string>{base}
-                                                              : table.Overloads(base);
+  std::vector<std::string> overloads = base.find('.') != std::string::npos && table.Has(base)
+                                           ? std::vector<std::string>{base}
+                                           : table.Overloads(base);
   if (overloads.empty()) {
-    return MakeError(ErrorCode::kUsage, "no operator '" + name + "' in the coverage tables (releases " +
-                                            table.versions().front() + " to " + table.versions().back() + ")");
+    return MakeError(ErrorCode::kUsage,
+                     "no operator '" + name + "' in the coverage tables (releases " +
+                         table.versions().front() + " to " + table.versions().back() + ")");
   }
   if (format == "json") {
     nlohmann::json ops = nlohmann::json::array();
@@ -49,7 +53,8 @@ Result<ExitCode> LookUpOp(const CapabilityTable& table, const std::string& name,
       }
       ops.push_back({{"op", "aten::" + o}, {"classes", by}});
     }
-    io.out << nlohmann::json{{"schema", "dualtrack.coverage-op/1"}, {"query", name}, {"ops", ops}}.dump(2)
+    io.out << nlohmann::json{{"schema", "dualtrack.coverage-op/1"}, {"query", name}, {"ops", ops}}
+                  .dump(2)
            << "\n";
     return ExitCode::kOk;
   }
@@ -58,7 +63,8 @@ Result<ExitCode> LookUpOp(const CapabilityTable& table, const std::string& name,
     for (std::size_t v = 0; v < table.versions().size(); ++v) {
       OpClass c = table.Get(o, v);
       if (c == OpClass::kAbsent) continue;
-      io.out << fmt::format("  {:<8} {:<13} {}\n", table.versions()[v], OpClassName(c), OpClassBasis(c));
+      io.out << fmt::format("  {:<8} {:<13} {}\n", table.versions()[v], OpClassName(c),
+                            OpClassBasis(c));
     }
   }
   return ExitCode::kOk;
@@ -72,12 +78,12 @@ Result<ExitCode> Probe(const std::string& python, const std::filesystem::path& o
   opts.timeout = std::chrono::milliseconds(300000);
   opts.set_env.emplace_back("PYTHONPATH", pkg->string());
   opts.max_output_bytes = 64u << 20;
-  auto r = RunProcess({python, "-m", "dualtrack.probe", "--sources", (data_dir / "sources.json").string()},
-                      opts);
+  auto r = RunProcess(
+      {python, "-m", "dualtrack.probe", "--sources", (data_dir / "sources.json").string()}, opts);
   if (!r) return r.take_error();
   if (!r->Succeeded()) {
-    return MakeError(ErrorCode::kExternal,
-                     fmt::format("the probe failed in {} (exit {}): {}", python, r->exit_code, r->err));
+    return MakeError(ErrorCode::kExternal, fmt::format("the probe failed in {} (exit {}): {}",
+                                                       python, r->exit_code, r->err));
   }
   auto table = CapabilityTable::Parse(r->out, "probe output");
   if (!table) return table.take_error();
@@ -95,30 +101,40 @@ Result<ExitCode> Probe(const std::string& python, const std::filesystem::path& o
 }  // namespace
 
 Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"Which operators of a traced training step run natively, decompose, fall back to the CPU or "
-               "fail on Apple's MPS backend, for a given PyTorch release: predicted on Linux from the "
-               "shipped capability tables, measured on a Mac with --probe.",
-               "dualtrack coverage"};
+  CLI::App app{
+      "Which operators of a traced training step run natively, decompose, fall back to the CPU or "
+      "fail on Apple's MPS backend, for a given PyTorch release: predicted on Linux from the "
+      "shipped capability tables, measured on a Mac with --probe.",
+      "dualtrack coverage"};
   std::string bundle, torch, format = "text", op, python = "python3", yaml, table_path;
   std::string out_path, write_table;
   int macos = 14;
   bool probe = false;
-  app.add_option("BUNDLE", bundle, "A run bundle directory (ops.jsonl + manifest.json) or an ops.jsonl");
-  app.add_option("--torch", torch, "PyTorch release to predict for (2.13, 2.4.1); default the newest known");
-  app.add_option("--macos", macos, "macOS major version of the Mac (bf16 needs 14)")->check(CLI::Range(11, 99));
-  app.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json", "markdown"}));
+  app.add_option("BUNDLE", bundle,
+                 "A run bundle directory (ops.jsonl + manifest.json) or an ops.jsonl");
+  app.add_option("--torch", torch,
+                 "PyTorch release to predict for (2.13, 2.4.1); default the newest known");
+  app.add_option("--macos", macos, "macOS major version of the Mac (bf16 needs 14)")
+      ->check(CLI::Range(11, 99));
+  app.add_option("--format", format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "markdown"}));
   app.add_option("--op", op, "Look one operator up across releases (add, aten::add.Tensor)");
-  app.add_flag("--probe", probe, "On a Mac: ask the installed torch's dispatcher and write a table");
+  app.add_flag("--probe", probe,
+               "On a Mac: ask the installed torch's dispatcher and write a table");
   app.add_option("--python", python, "Python interpreter for --probe");
   app.add_option("--out", out_path, "File for --probe's table (default: standard output)");
-  app.add_option("--yaml", yaml, "Classify from this native_functions.yaml instead of the shipped tables");
-  app.add_option("--write-table", write_table, "With --yaml: write its one-release table to this file");
-  app.add_option("--table", table_path, "Use this table file instead of the shipped data/coverage/ops.tsv");
+  app.add_option("--yaml", yaml,
+                 "Classify from this native_functions.yaml instead of the shipped tables");
+  app.add_option("--write-table", write_table,
+                 "With --yaml: write its one-release table to this file");
+  app.add_option("--table", table_path,
+                 "Use this table file instead of the shipped data/coverage/ops.tsv");
   app.footer(
       "Examples:\n"
       "  dualtrack coverage runs/cpu --torch 2.13 --macos 14\n"
       "  dualtrack coverage --op multi_margin_loss\n"
-      "Exit codes: 0 every operator runs on MPS, 1 some fall back or fail, 2 usage or input error.");
+      "Exit codes: 0 every operator runs on MPS, 1 some fall back or fail, 2 usage or input "
+      "error.");
   if (auto early = ParseArgs(app, args, io)) return *early;
 
   auto data = DataDir();
@@ -147,13 +163,15 @@ Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io
 
   if (!op.empty()) {
     if (yaml_table) return LookUpOp(*yaml_table, op, format, io);
-    auto t = CapabilityTable::Load(table_path.empty() ? data_dir / "ops.tsv" : std::filesystem::path(table_path));
+    auto t = CapabilityTable::Load(table_path.empty() ? data_dir / "ops.tsv"
+                                                      : std::filesystem::path(table_path));
     if (!t) return t.take_error();
     return LookUpOp(*t, op, format, io);
   }
   if (bundle.empty()) {
-    return MakeError(ErrorCode::kUsage,
-                     "give a bundle (or ops.jsonl), --op NAME or --probe; see 'dualtrack coverage --help'");
+    return MakeError(
+        ErrorCode::kUsage,
+        "give a bundle (or ops.jsonl), --op NAME or --probe; see 'dualtrack coverage --help'");
   }
   CoverageOptions options;
   options.bundle = bundle;

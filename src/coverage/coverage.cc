@@ -1,7 +1,8 @@
 #include "coverage/coverage.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -41,7 +42,8 @@ Result<std::vector<TraceRow>> ReadOpsJsonl(const std::filesystem::path& path) {
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
-      return MakeError(ErrorCode::kInput, std::string("ops.jsonl: invalid JSON: ") + e.what(), file, lineno);
+      return MakeError(ErrorCode::kInput, std::string("ops.jsonl: invalid JSON: ") + e.what(), file,
+                       lineno);
     }
     auto bad = [&](const std::string& what) {
       return MakeError(ErrorCode::kInput, "ops.jsonl: " + what, file, lineno);
@@ -52,8 +54,9 @@ Result<std::vector<TraceRow>> ReadOpsJsonl(const std::filesystem::path& path) {
     }
     TraceRow r;
     r.op = j["op"].get<std::string>();
-    r.overload = j.contains("overload") && j["overload"].is_string() ? j["overload"].get<std::string>()
-                                                                      : "default";
+    r.overload = j.contains("overload") && j["overload"].is_string()
+                     ? j["overload"].get<std::string>()
+                     : "default";
     if (r.overload.empty()) r.overload = "default";
     if (j.contains("dtypes") && !j["dtypes"].is_null()) {
       if (!j["dtypes"].is_array()) return bad("'dtypes' must be an array of strings");
@@ -74,15 +77,18 @@ Result<std::vector<TraceRow>> ReadOpsJsonl(const std::filesystem::path& path) {
       const auto& l = j["location"];
       CodeLocation loc;
       if (l.contains("file") && l["file"].is_string()) loc.file = l["file"].get<std::string>();
-      if (l.contains("line") && l["line"].is_number_integer()) loc.line = l["line"].get<std::int64_t>();
-      if (l.contains("function") && l["function"].is_string()) loc.function = l["function"].get<std::string>();
+      if (l.contains("line") && l["line"].is_number_integer())
+        loc.line = l["line"].get<std::int64_t>();
+      if (l.contains("function") && l["function"].is_string())
+        loc.function = l["function"].get<std::string>();
       if (!loc.file.empty()) r.location = loc;
     } else if (j.contains("location") && !j["location"].is_null()) {
       return bad("'location' must be an object or null");
     }
     if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
     for (const char* key : {"max_ndim", "ndim"}) {
-      if (j.contains(key) && j[key].is_number_integer()) r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());
+      if (j.contains(key) && j[key].is_number_integer())
+        r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());
     }
     rows.push_back(std::move(r));
   }
@@ -98,11 +104,16 @@ std::string TableKey(const std::string& op, const std::string& overload) {
 int Severity(const CoverageOp& o) {
   if (o.fails) return 0;
   switch (o.cls) {
-    case OpClass::kAlwaysCpu: return 1;
-    case OpClass::kCpuFallback: return 2;
-    case OpClass::kAbsent: return 3;
-    case OpClass::kComposite: return 4;
-    default: return 5;
+    case OpClass::kAlwaysCpu:
+      return 1;
+    case OpClass::kCpuFallback:
+      return 2;
+    case OpClass::kAbsent:
+      return 3;
+    case OpClass::kComposite:
+      return 4;
+    default:
+      return 5;
   }
 }
 
@@ -123,10 +134,10 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     if (!d) return d.take_error();
     data = *d / "coverage";
   }
-  Result<CapabilityTable> loaded = options.table_override
-                                       ? Result<CapabilityTable>(*options.table_override)
-                                       : CapabilityTable::Load(options.table.empty() ? data / "ops.tsv"
-                                                                                     : options.table);
+  Result<CapabilityTable> loaded =
+      options.table_override
+          ? Result<CapabilityTable>(*options.table_override)
+          : CapabilityTable::Load(options.table.empty() ? data / "ops.tsv" : options.table);
   if (!loaded) return loaded.take_error();
   const CapabilityTable* table = &*loaded;
   auto rules = LoadRules(data / "rules.json");
@@ -157,10 +168,12 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
       try {
         auto j = nlohmann::json::parse(*text);
         if (!j.is_object() || j.value("schema", "") != "dualtrack.bundle/1") {
-          return MakeError(ErrorCode::kInput, "manifest.json: expected \"schema\": \"dualtrack.bundle/1\"",
+          return MakeError(ErrorCode::kInput,
+                           "manifest.json: expected \"schema\": \"dualtrack.bundle/1\"",
                            manifest.string());
         }
-        if (j.contains("track") && j["track"].is_string()) report.track = j["track"].get<std::string>();
+        if (j.contains("track") && j["track"].is_string())
+          report.track = j["track"].get<std::string>();
       } catch (const nlohmann::json::parse_error& e) {
         return MakeError(ErrorCode::kInput, std::string("manifest.json: invalid JSON: ") + e.what(),
                          manifest.string());
@@ -196,8 +209,10 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
       std::string n = NormalizeDtype(d);
       if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
     }
-    if (!r.status.empty() && report.evidence == "measured" && r.status != "ok") o.measured_status = r.status;
-    std::vector<std::string> issues = DtypeIssues(*rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
+    if (!r.status.empty() && report.evidence == "measured" && r.status != "ok")
+      o.measured_status = r.status;
+    std::vector<std::string> issues =
+        DtypeIssues(*rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
     for (std::string& s : issues) {
       if (std::find(o.dtype_issues.begin(), o.dtype_issues.end(), s) == o.dtype_issues.end()) {
         o.dtype_issues.push_back(std::move(s));
@@ -239,19 +254,28 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
   for (const CoverageOp& o : report.ops) {
     switch (o.cls) {
       case OpClass::kNative:
-      case OpClass::kExplicit: ++report.summary.native; break;
-      case OpClass::kComposite: ++report.summary.composite; break;
+      case OpClass::kExplicit:
+        ++report.summary.native;
+        break;
+      case OpClass::kComposite:
+        ++report.summary.composite;
+        break;
       case OpClass::kCpuFallback:
-      case OpClass::kAlwaysCpu: ++report.summary.fallback; break;
-      case OpClass::kAbsent: ++report.summary.unknown; break;
+      case OpClass::kAlwaysCpu:
+        ++report.summary.fallback;
+        break;
+      case OpClass::kAbsent:
+        ++report.summary.unknown;
+        break;
     }
     if (o.fails) ++report.summary.fail;
   }
-  std::stable_sort(report.ops.begin(), report.ops.end(), [](const CoverageOp& a, const CoverageOp& b) {
-    if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
-    if (a.count != b.count) return a.count > b.count;
-    return a.op < b.op;
-  });
+  std::stable_sort(report.ops.begin(), report.ops.end(),
+                   [](const CoverageOp& a, const CoverageOp& b) {
+                     if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
+                     if (a.count != b.count) return a.count > b.count;
+                     return a.op < b.op;
+                   });
 
   // The lowest newer release at which every traced operator known to the table runs on MPS; when
   // none does, the lowest one with the fewest fallbacks (and how many remain).
@@ -282,24 +306,28 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
     nlohmann::json loc = nullptr;
     if (o.location) {
       loc = {{"file", o.location->file},
-             {"line", o.location->line > 0 ? nlohmann::json(o.location->line) : nlohmann::json(nullptr)},
+             {"line",
+              o.location->line > 0 ? nlohmann::json(o.location->line) : nlohmann::json(nullptr)},
              {"function", o.location->function.empty() ? nlohmann::json(nullptr)
                                                        : nlohmann::json(o.location->function)}};
     }
-    ops.push_back({{"op", o.op},
-                   {"overload", o.overload},
-                   {"class", std::string(OpClassName(o.cls))},
-                   {"basis", std::string(OpClassBasis(o.cls))},
-                   {"mps_op", o.mps_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mps_op)},
-                   {"mapping_note", o.mapping_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mapping_note)},
-                   {"dtypes", o.dtypes},
-                   {"dtype_issues", o.dtype_issues},
-                   {"fails", o.fails},
-                   {"count", o.count},
-                   {"location", loc},
-                   {"native_since", o.native_since ? nlohmann::json(*o.native_since) : nlohmann::json(nullptr)},
-                   {"measured_status", o.measured_status.empty() ? nlohmann::json(nullptr)
-                                                                 : nlohmann::json(o.measured_status)}});
+    ops.push_back(
+        {{"op", o.op},
+         {"overload", o.overload},
+         {"class", std::string(OpClassName(o.cls))},
+         {"basis", std::string(OpClassBasis(o.cls))},
+         {"mps_op", o.mps_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mps_op)},
+         {"mapping_note",
+          o.mapping_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mapping_note)},
+         {"dtypes", o.dtypes},
+         {"dtype_issues", o.dtype_issues},
+         {"fails", o.fails},
+         {"count", o.count},
+         {"location", loc},
+         {"native_since",
+          o.native_since ? nlohmann::json(*o.native_since) : nlohmann::json(nullptr)},
+         {"measured_status", o.measured_status.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(o.measured_status)}});
   }
   return {{"schema", "dualtrack.coverage/1"},
           {"torch", r.torch},
@@ -308,22 +336,25 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
           {"bundle", r.bundle},
           {"track", r.track.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.track)},
           {"ops", ops},
-          {"summary", {{"native", r.summary.native},
-                       {"composite", r.summary.composite},
-                       {"fallback", r.summary.fallback},
-                       {"fail", r.summary.fail},
-                       {"unknown", r.summary.unknown}}},
-          {"upgrade", {{"version", r.upgrade_version ? nlohmann::json(*r.upgrade_version) : nlohmann::json(nullptr)},
-                       {"removes", r.upgrade_removes},
-                       {"remaining", r.upgrade_remaining},
-                       {"complete", r.upgrade_version.has_value() && r.upgrade_remaining == 0}}},
+          {"summary",
+           {{"native", r.summary.native},
+            {"composite", r.summary.composite},
+            {"fallback", r.summary.fallback},
+            {"fail", r.summary.fail},
+            {"unknown", r.summary.unknown}}},
+          {"upgrade",
+           {{"version",
+             r.upgrade_version ? nlohmann::json(*r.upgrade_version) : nlohmann::json(nullptr)},
+            {"removes", r.upgrade_removes},
+            {"remaining", r.upgrade_remaining},
+            {"complete", r.upgrade_version.has_value() && r.upgrade_remaining == 0}}},
           {"known_versions", r.known_versions}};
 }
 
 std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
   std::ostringstream out;
-  std::string title = fmt::format("MPS coverage of {} for PyTorch {} on macOS {} ({})", r.bundle, r.torch,
-                                  r.macos, r.evidence);
+  std::string title = fmt::format("MPS coverage of {} for PyTorch {} on macOS {} ({})", r.bundle,
+                                  r.torch, r.macos, r.evidence);
   if (markdown) {
     out << "## " << title << "\n\n| class | operator | count | dtypes | location | note |\n"
         << "| --- | --- | ---: | --- | --- | --- |\n";
@@ -332,7 +363,8 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
   }
   for (const CoverageOp& o : r.ops) {
     std::string name = o.op + (o.overload == "default" ? "" : "." + o.overload);
-    std::string cls = o.fails ? "FAIL " + std::string(OpClassName(o.cls)) : std::string(OpClassName(o.cls));
+    std::string cls =
+        o.fails ? "FAIL " + std::string(OpClassName(o.cls)) : std::string(OpClassName(o.cls));
     std::vector<std::string> notes;
     if (!o.mps_op.empty()) notes.push_back("MPS runs " + o.mps_op);
     for (const std::string& s : o.dtype_issues) notes.push_back(s);
@@ -357,7 +389,8 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
   if (r.summary.unknown) out << fmt::format(", {} unknown to the table", r.summary.unknown);
   out << "\n";
   if (r.summary.fallback > 0) {
-    out << "Operators without an MPS kernel error on MPS unless PYTORCH_ENABLE_MPS_FALLBACK=1, which runs "
+    out << "Operators without an MPS kernel error on MPS unless PYTORCH_ENABLE_MPS_FALLBACK=1, "
+           "which runs "
            "them on the CPU.\n";
   }
   if (r.upgrade_version) {

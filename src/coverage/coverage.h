@@ -1,14 +1,13 @@
 // `dualtrack coverage`: which operators of a traced training step would run natively, decompose,
-// fall back to the CPU or fail on MPS, for a given PyTorch release and macOS version. The in-process
-// API below is what `report`/`audit` call.
+// fall back to the CPU or fail on MPS, for a given PyTorch release and macOS version. The
+// in-process API below is what `report`/`audit` call.
 #pragma once
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "coverage/native_functions.h"
 #include "coverage/table.h"
@@ -17,11 +16,11 @@
 namespace dt::coverage {
 
 struct CoverageOptions {
-  std::filesystem::path bundle;    // A bundle directory (ops.jsonl + manifest.json) or an ops.jsonl.
-  std::string torch;               // "2.13", "2.4.1"; empty: the newest release in the table.
+  std::filesystem::path bundle;  // A bundle directory (ops.jsonl + manifest.json) or an ops.jsonl.
+  std::string torch;             // "2.13", "2.4.1"; empty: the newest release in the table.
   int macos = 14;
-  std::filesystem::path table;     // Empty: the shipped data/coverage/ops.tsv.
-  std::filesystem::path data_dir;  // Empty: dt::DataDir() / "coverage".
+  std::filesystem::path table;                      // Empty: the shipped data/coverage/ops.tsv.
+  std::filesystem::path data_dir;                   // Empty: dt::DataDir() / "coverage".
   const CapabilityTable* table_override = nullptr;  // Used instead of `table` when set.
 };
 
@@ -34,7 +33,7 @@ struct CodeLocation {
 struct CoverageOp {
   std::string op;        // "aten::multi_margin_loss", as traced.
   std::string overload;  // "default" or the overload name.
-  std::string mps_op;    // What MPS runs instead when the traced op is a backend variant; else empty.
+  std::string mps_op;  // What MPS runs instead when the traced op is a backend variant; else empty.
   std::string mapping_note;
   OpClass cls = OpClass::kAbsent;
   std::vector<std::string> dtypes;
@@ -42,8 +41,9 @@ struct CoverageOp {
   bool fails = false;                     // A dtype or rank issue makes it error on MPS.
   std::int64_t count = 0;
   std::optional<CodeLocation> location;
-  std::optional<std::string> native_since;  // Lowest release from which it runs on MPS in every later one.
-  std::string measured_status;              // ops.jsonl status when the bundle ran on MPS.
+  std::optional<std::string>
+      native_since;             // Lowest release from which it runs on MPS in every later one.
+  std::string measured_status;  // ops.jsonl status when the bundle ran on MPS.
 };
 
 struct CoverageSummary {

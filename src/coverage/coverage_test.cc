@@ -11,7 +11,8 @@ namespace {
 std::filesystem::path SourceDir() { return DUALTRACK_TEST_SOURCE_DIR; }
 
 TEST(CoverageTableTest, RoundTripsAndFindsReleases) {
-  auto t = CapabilityTable::Parse("# c\nop\t2.0.1\t2.9.1\t2.10.0\nrelu\tNNN\nhinge\tFFN\nnew_op\t--C\n", "t.tsv");
+  auto t = CapabilityTable::Parse(
+      "# c\nop\t2.0.1\t2.9.1\t2.10.0\nrelu\tNNN\nhinge\tFFN\nnew_op\t--C\n", "t.tsv");
   ASSERT_TRUE(t.ok()) << t.error().ToString();
   EXPECT_EQ(t->Get("hinge", 2), OpClass::kNative);
   EXPECT_EQ(t->Get("missing", 0), OpClass::kAbsent);

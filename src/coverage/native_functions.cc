@@ -1,8 +1,9 @@
-// A reader for the subset of YAML that native_functions.yaml uses: a top-level list of maps, one per
-// `- func:`, whose values are scalars, flow lists or one level of nested map (`dispatch:`). A general
-// YAML library costs several times the 50 ms budget on the 15k-line file and we read only `func`,
-// `dispatch`, `structured_delegate` and `autogen`; anything outside the subset is reported with its
-// line rather than guessed at.
+// A reader for the subset of YAML that native_functions.yaml uses: a top-level list of maps, one
+// per
+// `- func:`, whose values are scalars, flow lists or one level of nested map (`dispatch:`). A
+// general YAML library costs several times the 50 ms budget on the 15k-line file and we read only
+// `func`, `dispatch`, `structured_delegate` and `autogen`; anything outside the subset is reported
+// with its line rather than guessed at.
 #include "coverage/native_functions.h"
 
 #include <unordered_set>
@@ -58,7 +59,8 @@ Result<std::vector<NativeFunction>> ParseNativeFunctions(std::string_view text,
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::size_t indent = Indent(line);
     if (indent == line.size() || line[indent] == '#') continue;
-    if (line.find('\t') != std::string_view::npos) return error("tab character (YAML indents with spaces)");
+    if (line.find('\t') != std::string_view::npos)
+      return error("tab character (YAML indents with spaces)");
     std::string_view body = line.substr(indent);
 
     if (indent == 0) {
@@ -137,23 +139,34 @@ Result<std::vector<NativeFunction>> ParseNativeFunctions(std::string_view text,
 std::string_view OpClassName(OpClass c) {
   switch (c) {
     case OpClass::kNative:
-    case OpClass::kExplicit: return "native";
-    case OpClass::kComposite: return "composite";
-    case OpClass::kCpuFallback: return "cpu-fallback";
-    case OpClass::kAlwaysCpu: return "always-cpu";
-    case OpClass::kAbsent: return "unknown";
+    case OpClass::kExplicit:
+      return "native";
+    case OpClass::kComposite:
+      return "composite";
+    case OpClass::kCpuFallback:
+      return "cpu-fallback";
+    case OpClass::kAlwaysCpu:
+      return "always-cpu";
+    case OpClass::kAbsent:
+      return "unknown";
   }
   return "unknown";
 }
 
 std::string_view OpClassBasis(OpClass c) {
   switch (c) {
-    case OpClass::kNative: return "MPS kernel";
-    case OpClass::kExplicit: return "CompositeExplicitAutograd kernel (all backends)";
-    case OpClass::kComposite: return "CompositeImplicitAutograd (decomposes)";
-    case OpClass::kCpuFallback: return "no MPS kernel";
-    case OpClass::kAlwaysCpu: return "MPSFallback.mm sends it to the CPU";
-    case OpClass::kAbsent: return "not in this release";
+    case OpClass::kNative:
+      return "MPS kernel";
+    case OpClass::kExplicit:
+      return "CompositeExplicitAutograd kernel (all backends)";
+    case OpClass::kComposite:
+      return "CompositeImplicitAutograd (decomposes)";
+    case OpClass::kCpuFallback:
+      return "no MPS kernel";
+    case OpClass::kAlwaysCpu:
+      return "MPSFallback.mm sends it to the CPU";
+    case OpClass::kAbsent:
+      return "not in this release";
   }
   return "";
 }
@@ -169,7 +182,8 @@ OpClass ClassOfDispatch(const NativeFunction& fn) {
   bool mps = false, explicit_composite = false, implicit = false;
   for (const DispatchEntry& e : fn.dispatch) {
     for (const std::string& k : e.keys) {
-      if (k == "MPS") mps = true;
+      if (k == "MPS")
+        mps = true;
       else if (k == "CompositeExplicitAutograd" || k == "CompositeExplicitAutogradNonFunctional") {
         explicit_composite = true;
       } else if (k == "CompositeImplicitAutograd") {

@@ -19,11 +19,11 @@ struct DispatchEntry {
 
 // The fields of one `- func:` entry that decide where the operator runs.
 struct NativeFunction {
-  std::string name;      // "add.Tensor" (the schema name with its overload; no "aten::").
+  std::string name;       // "add.Tensor" (the schema name with its overload; no "aten::").
   std::int64_t line = 0;  // 1-based line of `- func:`.
   bool has_dispatch = false;
   std::vector<DispatchEntry> dispatch;
-  std::string structured_delegate;  // "add.out" or empty.
+  std::string structured_delegate;   // "add.out" or empty.
   std::vector<std::string> autogen;  // Overloads generated from this one ("foo.out").
 };
 
@@ -33,18 +33,20 @@ Result<std::vector<NativeFunction>> ParseNativeFunctions(std::string_view text,
 
 // Where an overload runs on MPS. The letters are the ones the shipped tables store.
 enum class OpClass : char {
-  kNative = 'N',          // An MPS kernel.
-  kExplicit = 'E',        // A CompositeExplicitAutograd kernel: one kernel for every backend.
-  kComposite = 'C',       // CompositeImplicitAutograd: decomposes into other operators.
-  kCpuFallback = 'F',     // No MPS kernel: errors, or runs on the CPU with PYTORCH_ENABLE_MPS_FALLBACK=1.
-  kAlwaysCpu = 'A',       // Registered to the CPU fallback in MPSFallback.mm: always runs on the CPU.
-  kAbsent = '-',          // Not an operator of that release.
+  kNative = 'N',     // An MPS kernel.
+  kExplicit = 'E',   // A CompositeExplicitAutograd kernel: one kernel for every backend.
+  kComposite = 'C',  // CompositeImplicitAutograd: decomposes into other operators.
+  kCpuFallback =
+      'F',  // No MPS kernel: errors, or runs on the CPU with PYTORCH_ENABLE_MPS_FALLBACK=1.
+  kAlwaysCpu = 'A',  // Registered to the CPU fallback in MPSFallback.mm: always runs on the CPU.
+  kAbsent = '-',     // Not an operator of that release.
 };
 
 // "native", "composite", "cpu-fallback", "always-cpu" or "unknown" (the JSON class names; an
 // explicit-composite kernel is reported as "native").
 std::string_view OpClassName(OpClass c);
-// The dispatch key (or source) that decided the class, for the report: "MPS", "CompositeExplicitAutograd"...
+// The dispatch key (or source) that decided the class, for the report: "MPS",
+// "CompositeExplicitAutograd"...
 std::string_view OpClassBasis(OpClass c);
 bool IsValidClassLetter(char c);
 // Runs on MPS without falling back (native, explicit composite or composite).
@@ -60,7 +62,8 @@ struct SourceLists {
 
 // Classifies every overload (structured delegates resolved, autogen overloads included).
 // Names of the always-CPU list that have an MPS kernel in the YAML are dropped: PyTorch removes
-// them from MPSFallback.mm when it adds the kernel, so the YAML of the release is the better witness.
+// them from MPSFallback.mm when it adds the kernel, so the YAML of the release is the better
+// witness.
 std::unordered_map<std::string, OpClass> ClassifyOperators(const std::vector<NativeFunction>& fns,
                                                            const SourceLists& sources);
 

@@ -109,9 +109,10 @@ TEST(CoverageNativeFunctionsTest, MalformedInputNamesTheLine) {
 // The real file of the installed torch (2.13.0), located through its Python.
 std::filesystem::path InstalledYaml() {
   if (const char* env = std::getenv("DUALTRACK_TEST_NATIVE_FUNCTIONS")) return env;
-  auto r = RunProcess({"python3", "-c",
-                       "import torchgen, os; print(os.path.join(os.path.dirname(torchgen.__file__), "
-                       "'packaged/ATen/native/native_functions.yaml'))"});
+  auto r =
+      RunProcess({"python3", "-c",
+                  "import torchgen, os; print(os.path.join(os.path.dirname(torchgen.__file__), "
+                  "'packaged/ATen/native/native_functions.yaml'))"});
   if (!r.ok() || !r->Succeeded()) return {};
   std::string p = r->out;
   while (!p.empty() && (p.back() == '\n' || p.back() == '\r')) p.pop_back();
@@ -127,11 +128,12 @@ TEST(CoverageNativeFunctionsTest, KnownCasesOfTheInstalledTorch) {
   ASSERT_TRUE(fns.ok()) << fns.error().ToString();
   EXPECT_GT(fns->size(), 2000u);
   // MPSFallback.mm's list as of the newest stored revision.
-  SourceLists lists{{"embedding_renorm_", "linalg_svd", "linalg_svd.U", "col2im", "upsample_nearest3d.vec"},
-                    {"_copy_from", "_copy_from_and_resize"}};
+  SourceLists lists{
+      {"embedding_renorm_", "linalg_svd", "linalg_svd.U", "col2im", "upsample_nearest3d.vec"},
+      {"_copy_from", "_copy_from_and_resize"}};
   auto c = ClassifyOperators(*fns, lists);
-  EXPECT_EQ(c.at("relu"), OpClass::kNative);                 // `MPS: relu_mps` in its own entry.
-  EXPECT_EQ(c.at("add.Tensor"), OpClass::kNative);           // structured_delegate: add.out.
+  EXPECT_EQ(c.at("relu"), OpClass::kNative);                  // `MPS: relu_mps` in its own entry.
+  EXPECT_EQ(c.at("add.Tensor"), OpClass::kNative);            // structured_delegate: add.out.
   EXPECT_EQ(c.at("embedding_renorm_"), OpClass::kAlwaysCpu);  // MPSFallback.mm.
   EXPECT_EQ(c.at("linalg_svd"), OpClass::kAlwaysCpu);
   EXPECT_EQ(c.at("multi_margin_loss"), OpClass::kCpuFallback);  // CPU and CUDA keys only.

@@ -43,7 +43,7 @@ std::string NormalizeDtype(std::string_view dtype) {
   if (StartsWith(d, "torch.")) d = d.substr(6);
   std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
   if (d == "double") return "float64";
-  if (d == "float" ) return "float32";
+  if (d == "float") return "float32";
   if (d == "half") return "float16";
   if (d == "bf16") return "bfloat16";
   if (d == "cdouble" || d == "complexdouble") return "complex128";

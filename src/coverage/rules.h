@@ -11,16 +11,17 @@
 namespace dt::coverage {
 
 struct VariantRule {
-  std::vector<std::string> from;  // Table keys ("cudnn_batch_norm", "_scaled_dot_product_flash_attention_for_cpu").
-  std::vector<std::string> to;    // Candidates in order; the first one a release has is used.
+  std::vector<std::string>
+      from;  // Table keys ("cudnn_batch_norm", "_scaled_dot_product_flash_attention_for_cpu").
+  std::vector<std::string> to;  // Candidates in order; the first one a release has is used.
   std::string why;
 };
 
 struct DtypeRule {
-  std::string dtype;      // Normalized name ("float64").
-  int below_macos = 0;    // 0: refused on every macOS; N: refused below macOS N.
-  std::string issue;      // Short statement.
-  std::string error;      // PyTorch's error text.
+  std::string dtype;    // Normalized name ("float64").
+  int below_macos = 0;  // 0: refused on every macOS; N: refused below macOS N.
+  std::string issue;    // Short statement.
+  std::string error;    // PyTorch's error text.
 };
 
 struct Rules {

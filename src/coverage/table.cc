@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
@@ -13,8 +12,10 @@ namespace {
 
 constexpr std::string_view kHeader =
     "# dualtrack coverage table 1: one line per operator overload, one class letter per release\n"
-    "# N MPS kernel, E CompositeExplicitAutograd kernel, C CompositeImplicitAutograd (decomposes),\n"
-    "# F no MPS kernel (cpu-fallback), A always on the CPU (MPSFallback.mm), - not in that release\n";
+    "# N MPS kernel, E CompositeExplicitAutograd kernel, C CompositeImplicitAutograd "
+    "(decomposes),\n"
+    "# F no MPS kernel (cpu-fallback), A always on the CPU (MPSFallback.mm), - not in that "
+    "release\n";
 
 std::vector<long> VersionParts(std::string_view v) {
   std::vector<long> parts;
@@ -52,8 +53,9 @@ Result<CapabilityTable> CapabilityTable::Parse(std::string_view text, const std:
                          file, lineno);
       }
       for (std::size_t i = 1; i < cols.size(); ++i) t.versions_.emplace_back(cols[i]);
-      if (!std::is_sorted(t.versions_.begin(), t.versions_.end(),
-                          [](const std::string& a, const std::string& b) { return VersionLess(a, b); })) {
+      if (!std::is_sorted(
+              t.versions_.begin(), t.versions_.end(),
+              [](const std::string& a, const std::string& b) { return VersionLess(a, b); })) {
         return MakeError(ErrorCode::kInput, "coverage table: releases must be in ascending order",
                          file, lineno);
       }
@@ -62,14 +64,15 @@ Result<CapabilityTable> CapabilityTable::Parse(std::string_view text, const std:
     }
     if (cols.size() != 2 || cols[0].empty() || cols[1].size() != t.versions_.size()) {
       return MakeError(ErrorCode::kInput,
-                       "coverage table: expected 'operator<TAB>" + std::to_string(t.versions_.size()) +
-                           " class letters'",
+                       "coverage table: expected 'operator<TAB>" +
+                           std::to_string(t.versions_.size()) + " class letters'",
                        file, lineno);
     }
     for (char c : cols[1]) {
       if (!IsValidClassLetter(c)) {
         return MakeError(ErrorCode::kInput,
-                         std::string("coverage table: unknown class letter '") + c + "'", file, lineno);
+                         std::string("coverage table: unknown class letter '") + c + "'", file,
+                         lineno);
       }
     }
     t.rows_.emplace(std::string(cols[0]), std::string(cols[1]));
@@ -86,8 +89,8 @@ Result<CapabilityTable> CapabilityTable::Load(const std::filesystem::path& path)
   return Parse(*text, path.string());
 }
 
-CapabilityTable CapabilityTable::FromClasses(const std::string& version,
-                                             const std::unordered_map<std::string, OpClass>& classes) {
+CapabilityTable CapabilityTable::FromClasses(
+    const std::string& version, const std::unordered_map<std::string, OpClass>& classes) {
   CapabilityTable t;
   t.versions_.push_back(version);
   for (const auto& [name, c] : classes) t.rows_.emplace(name, std::string(1, static_cast<char>(c)));
@@ -131,7 +134,8 @@ OpClass CapabilityTable::Get(std::string_view op, std::size_t v) const {
 std::vector<std::string> CapabilityTable::Overloads(std::string_view base) const {
   std::vector<std::string> out;
   for (const auto& [name, letters] : rows_) {
-    if (name == base || (StartsWith(name, base) && name.size() > base.size() && name[base.size()] == '.')) {
+    if (name == base ||
+        (StartsWith(name, base) && name.size() > base.size() && name[base.size()] == '.')) {
       out.push_back(name);
     }
   }
@@ -139,7 +143,8 @@ std::vector<std::string> CapabilityTable::Overloads(std::string_view base) const
   return out;
 }
 
-Result<ReleaseSources> LoadReleaseSources(const std::filesystem::path& path, std::string_view version) {
+Result<ReleaseSources> LoadReleaseSources(const std::filesystem::path& path,
+                                          std::string_view version) {
   auto text = ReadFile(path, 16u << 20);
   if (!text) return text.take_error();
   nlohmann::json j;

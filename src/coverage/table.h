@@ -1,5 +1,6 @@
 // Capability tables: for each operator overload, its OpClass in each PyTorch release. Shipped as
-// data/coverage/ops.tsv; `coverage --probe` and `coverage --yaml --write-table` write the same format.
+// data/coverage/ops.tsv; `coverage --probe` and `coverage --yaml --write-table` write the same
+// format.
 #pragma once
 
 #include <filesystem>
@@ -54,6 +55,7 @@ struct ReleaseSources {
 
 // Reads sources.json and picks `version`'s entry; a release it does not list gets the newest
 // revision's lists with exact=false.
-Result<ReleaseSources> LoadReleaseSources(const std::filesystem::path& path, std::string_view version);
+Result<ReleaseSources> LoadReleaseSources(const std::filesystem::path& path,
+                                          std::string_view version);
 
 }  // namespace dt::coverage
