@@ -236,3 +236,20 @@ def test_probe_writes_the_table_the_interpreter_prints(dualtrack, tmp_path):
     bad = tmp_path / "bad.tsv"
     r = dualtrack("coverage", "--probe", "--python", fake, "--out", bad)
     assert r.returncode == 2 and not bad.exists()
+
+
+def test_mps_bundle_is_measured_evidence(dualtrack, tmp_path):
+    bundle = tmp_path / "mps"
+    shutil.copytree(FIXTURE, bundle)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["track"] = "mps"
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    rows = [json.loads(l) for l in (bundle / "ops.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row["op"] == "aten::gelu":
+            row["status"] = "fallback"  # What the tracer saw on the Mac overrides the tables.
+    (bundle / "ops.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    j = json.loads(dualtrack("coverage", bundle, "--torch", "2.13", "--format", "json").stdout)
+    assert j["evidence"] == "measured" and j["track"] == "mps"
+    gelu = [o for o in j["ops"] if o["op"] == "aten::gelu"]
+    assert gelu and all(o["class"] == "cpu-fallback" and o["measured_status"] == "fallback" for o in gelu)
