@@ -157,7 +157,9 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   try {
     b.manifest = json::parse(*text);
   } catch (const json::parse_error& e) {
-    return InputError(manifest_path, 0, std::string("invalid JSON: ") + e.what());
+    // e.what() quotes the offending bytes, which may not be printable text.
+    return InputError(manifest_path, 0,
+                      "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
   }
   if (!b.manifest.is_object()) return InputError(manifest_path, 0, "not a JSON object");
   auto schema = RequireString(b.manifest, "schema", manifest_path, 0);

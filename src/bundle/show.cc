@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "bundle/bundle.h"
+#include "util/strings.h"
 
 namespace dt::bundle {
 
@@ -197,13 +198,21 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     if (r.error) o << "      " << r.error->substr(0, 200) << "\n";
   }
   o << "float64     ";
-  if (!m.contains("float64") || !m["float64"].is_array() || m["float64"].empty()) o << "none";
+  if (!m.contains("float64") || !m["float64"].is_array() || m["float64"].empty()) {
+    o << "none";
+  } else {
+    o << m["float64"].size() << " operator(s) met float64 (MPS has none)";
+  }
   o << "\n";
   if (m.contains("float64") && m["float64"].is_array()) {
     for (const auto& f : m["float64"]) o << "  " << Str(f, "op") << "  " << Where(f) << "\n";
   }
   o << "redirects   ";
-  if (!m.contains("redirects") || !m["redirects"].is_array() || m["redirects"].empty()) o << "none";
+  if (!m.contains("redirects") || !m["redirects"].is_array() || m["redirects"].empty()) {
+    o << "none";
+  } else {
+    o << m["redirects"].size() << " CUDA use(s) redirected";
+  }
   o << "\n";
   if (m.contains("redirects") && m["redirects"].is_array()) {
     for (const auto& r : m["redirects"]) {
@@ -212,15 +221,25 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     }
   }
   o << "tensors     " << b.tensors.size() << "\n";
+  // Gradients and parameters are summarised per step; the rest is listed by name.
+  std::map<std::string, std::pair<std::size_t, std::uint64_t>> groups;
   std::size_t shown = 0;
   for (const auto& t : b.tensors) {
-    if (++shown > 25) {
-      o << "  ... " << (b.tensors.size() - 25) << " more (--format json lists all)\n";
-      break;
+    if (StartsWith(t.name, "grad/") || StartsWith(t.name, "param/")) {
+      std::size_t second = t.name.find('/', t.name.find('/') + 1);
+      auto& g = groups[t.name.substr(0, second) + "/*"];
+      ++g.first;
+      g.second += t.end - t.begin;
+      continue;
     }
+    if (++shown > 25) continue;
     std::vector<std::string> dims;
     for (auto d : t.shape) dims.push_back(std::to_string(d));
     o << "  " << t.name << "  " << t.dtype << " [" << Join(dims, ", ") << "]\n";
+  }
+  if (shown > 25) o << "  ... " << (shown - 25) << " more (--format json lists all)\n";
+  for (const auto& [name, g] : groups) {
+    o << "  " << name << "  " << g.first << " tensors, " << Bytes(json(g.second)) << "\n";
   }
   o << "metrics     " << b.metrics.size() << "\n";
   std::map<std::string, std::vector<const MetricRow*>> by_name;
