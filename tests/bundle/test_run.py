@@ -284,21 +284,26 @@ dualtrack.capture("acc", 0.75)
 
 
 def test_seed_deterministic_and_capture_api(tmp_path, dualtrack):
+    import random
+
+    import numpy
+
     script = tmp_path / "seeded.py"
     script.write_text(SEEDED)
-    lines = []
-    for i in range(2):
-        out = tmp_path / f"b{i}"
-        p = dualtrack("run", "--track", "cpu", "--no-env", "--seed", "7", "--deterministic", "-o",
-                      out, "--", PY, script)
-        assert p.returncode == 0, p.stderr
-        lines.append(p.stdout)
-    assert lines[0] == lines[1] and lines[0].strip().endswith("True")
-    m = manifest(tmp_path / "b0")
+    out = tmp_path / "b0"
+    p = dualtrack("run", "--track", "cpu", "--no-env", "--seed", "7", "--deterministic", "-o",
+                  out, "--", PY, script)
+    assert p.returncode == 0, p.stderr
+    random.seed(7)
+    numpy.random.seed(7)
+    torch.manual_seed(7)
+    expected = f"{random.random()} {numpy.random.rand()} {torch.rand(1).item()} True"
+    assert p.stdout.strip() == expected
+    m = manifest(out)
     assert m["seed"] == 7 and m["deterministic"] is True
-    t = load_file(str(tmp_path / "b0" / "tensors.safetensors"))
+    t = load_file(str(out / "tensors.safetensors"))
     assert torch.equal(t["capture/feature/step1"], torch.arange(4.0) * 2)
-    assert {"step": 1, "name": "acc", "value": 0.75} in metrics(tmp_path / "b0")
+    assert {"step": 1, "name": "acc", "value": 0.75} in metrics(out)
 
 
 def test_capture_outside_dualtrack_run_is_a_no_op():
