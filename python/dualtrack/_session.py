@@ -382,12 +382,46 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def install_tracer(session: Session):
+    """Installs the operator recorder and the capture hooks; returns a function that removes them
+    (the benchmark compares traced and untraced steps in one process)."""
+    import torch
+    import torch.optim.optimizer as optim_mod
+    from torch.nn.modules import module as module_mod
+
+    handles = [module_mod.register_module_forward_pre_hook(session.on_forward_pre)]
+    try:
+        handles.append(module_mod.register_module_forward_hook(session.on_forward, always_call=True))
+    except TypeError:  # PyTorch < 2.1 has no always_call
+        handles.append(module_mod.register_module_forward_hook(session.on_forward))
+    handles.append(optim_mod.register_optimizer_step_post_hook(
+        lambda opt, args, kwargs: session.after_optimizer_step(opt)))
+
+    orig_backward = torch.autograd.backward
+
+    def backward(tensors, *args, **kwargs):
+        session.on_backward(tensors)
+        result = orig_backward(tensors, *args, **kwargs)
+        session.after_backward()
+        return result
+
+    torch.autograd.backward = backward
+    recorder = _make_recorder(session)
+    recorder.__enter__()
+
+    def uninstall():
+        recorder.__exit__(None, None, None)
+        torch.autograd.backward = orig_backward
+        for h in handles:
+            h.remove()
+
+    return uninstall
+
+
 def activate(cfg: dict) -> Session:
     """Installs the tracer into this process for the run described by `cfg`."""
     global _current
     import torch
-    import torch.optim.optimizer as optim_mod
-    from torch.nn.modules import module as module_mod
 
     if cfg.get("root"):
         _where.set_root(cfg["root"])
@@ -403,24 +437,7 @@ def activate(cfg: dict) -> Session:
         from ._redirect import Redirector
         Redirector(cfg["redirect_cuda"], session.record_redirect).install()
 
-    module_mod.register_module_forward_pre_hook(session.on_forward_pre)
-    try:
-        module_mod.register_module_forward_hook(session.on_forward, always_call=True)
-    except TypeError:  # PyTorch < 2.1 has no always_call
-        module_mod.register_module_forward_hook(session.on_forward)
-    optim_mod.register_optimizer_step_post_hook(
-        lambda opt, args, kwargs: session.after_optimizer_step(opt))
-
-    orig_backward = torch.autograd.backward
-
-    def backward(tensors, *args, **kwargs):
-        session.on_backward(tensors)
-        result = orig_backward(tensors, *args, **kwargs)
-        session.after_backward()
-        return result
-
-    torch.autograd.backward = backward
-
+    install_tracer(session)
     _install_warning_hook(session)
     _install_exception_hook(session)
 
@@ -430,8 +447,6 @@ def activate(cfg: dict) -> Session:
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, on_term)
 
-    recorder = _make_recorder(session)
-    recorder.__enter__()
     atexit.register(lambda: session.flush(final=True))
     session.flush(final=False)
     return session
