@@ -9,6 +9,8 @@ import sysconfig
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _skip_cache: dict = {}
+# Decorator modules outside the standard library that sit between user code and torch.
+_WRAPPER_FILES = ("typing_extensions.py",)
 _root = os.getcwd()
 
 
@@ -37,7 +39,7 @@ def set_root(root: str) -> None:
 def is_internal(filename: str) -> bool:
     hit = _skip_cache.get(filename)
     if hit is None:
-        if filename.startswith("<"):
+        if filename.startswith("<") or filename.endswith(_WRAPPER_FILES):
             hit = True
         else:
             path = os.path.abspath(filename)
