@@ -462,10 +462,19 @@ def activate_from_environment() -> None:
     except ValueError as e:
         print(f"dualtrack: ignoring malformed DUALTRACK_RUN: {e}", file=sys.stderr)
         return
-    # Only the process `dualtrack run` started is traced, not its children (DataLoader workers,
-    # subprocesses), which would otherwise write the same bundle.
-    if cfg.get("parent_pid") and os.getppid() != int(cfg["parent_pid"]):
+    # Only the first Python process of the run is traced (the script itself, also behind a shell
+    # wrapper), not the processes it starts (spawned DataLoader workers, subprocesses), which would
+    # otherwise write the same bundle. The claim is an exclusively created file.
+    try:
+        fd = os.open(os.path.join(cfg.get("bundle", "."), "tracer.pid"),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
         return
+    except OSError as e:
+        print(f"dualtrack: tracer not active: cannot write to the bundle: {e}", file=sys.stderr)
+        return
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
     try:
         activate(cfg)
     except Exception as e:

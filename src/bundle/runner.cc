@@ -36,7 +36,7 @@ using nlohmann::json;
 // Files a bundle holds; --force removes exactly these, never anything else of the user's.
 constexpr const char* kBundleFiles[] = {"manifest.json",  "ops.jsonl",   "metrics.jsonl",
                                         "tensors.safetensors", "tracer.json", "exception.json",
-                                        "stdout.log",     "stderr.log"};
+                                        "stdout.log",     "stderr.log",  "tracer.pid"};
 
 // Self-pipe written by the signal handler, so the event loop forwards signals outside the handler.
 int g_signal_pipe_write = -1;
@@ -271,6 +271,16 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                          dir.string());
       }
       for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        // Leftover temporaries of an interrupted atomic write of a bundle file.
+        const std::string name = e.path().filename().string();
+        for (const char* f : kBundleFiles) {
+          if (StartsWith(name, std::string(f) + ".tmp") ||
+              StartsWith(name, "." + std::string(f) + ".tmp")) {
+            std::filesystem::remove(e.path(), ec);
+          }
+        }
+      }
     }
   } else {
     std::filesystem::create_directories(dir, ec);
@@ -320,8 +330,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                   {"seed", manifest["seed"]},
                   {"deterministic", options.deterministic},
                   {"redirect_cuda", manifest["redirect_cuda"]},
-                  {"root", root.string()},
-                  {"parent_pid", static_cast<std::int64_t>(::getpid())}};
+                  {"root", root.string()}};
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);

@@ -314,17 +314,24 @@ def test_capture_outside_dualtrack_run_is_a_no_op():
     assert p.returncode == 0 and p.stdout.strip() == "fine"
 
 
-def test_python_dash_m_module_is_traced(tmp_path, dualtrack):
+def test_python_dash_m_behind_a_shell_launcher_is_traced_once(tmp_path, dualtrack):
     pkg = tmp_path / "proj" / "pkg"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
-    (pkg / "__main__.py").write_text("import torch\nprint(torch.mm(torch.ones(2, 2), torch.ones(2, 2)).sum().item())\n")
+    (pkg / "__main__.py").write_text(
+        "import subprocess, sys, torch\n"
+        "print(torch.mm(torch.ones(2, 2), torch.ones(2, 2)).sum().item())\n"
+        "subprocess.run([sys.executable, '-c', 'import torch; torch.ones(1).exp()'], check=True)\n")
     out = tmp_path / "b"
-    p = dualtrack("run", "--track", "cpu", "--no-env", "-o", out, "--", PY, "-m", "pkg",
-                  cwd=tmp_path / "proj")
+    p = dualtrack("run", "--track", "cpu", "--no-env", "-o", out, "--", "/bin/sh", "-c",
+                  f"cd '{tmp_path / 'proj'}' && '{PY}' -m pkg", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    mm = next(r for r in ops(out) if r["op"] == "aten::mm")
-    assert mm["location"]["file"] == os.path.join("pkg", "__main__.py")
+    rows = ops(out)
+    mm = next(r for r in rows if r["op"] == "aten::mm")
+    assert mm["location"]["file"] == os.path.join("proj", "pkg", "__main__.py")
+    # The grandchild Python process was not traced into the same bundle.
+    assert not any(r["op"] == "aten::exp" for r in rows)
+    assert manifest(out)["status"] == "ok"
 
 
 def test_run_refuses_non_empty_output_without_force(tmp_path, dualtrack):
