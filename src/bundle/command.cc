@@ -37,6 +37,7 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   app.add_flag("--force", o.force, "Replace the bundle in a non-empty output directory");
   app.add_flag("-q,--quiet", o.quiet, "Do not echo the script's output (it still goes to the logs)");
   app.footer(
+      "The command comes last, after '--':  dualtrack run --track NAME [OPTIONS] -- COMMAND...\n\n"
       "Exit status: 0 when the script succeeded, 1 when it failed or was killed (the bundle says\n"
       "how far it got), 2 on a usage error.\n\n"
       "Examples:\n"
