@@ -404,3 +404,39 @@ def test_show_rejects_corrupt_bundles(tmp_path, dualtrack, good_bundle, corrupt,
 def test_show_missing_directory(tmp_path, dualtrack):
     p = dualtrack("show", tmp_path / "nope")
     assert p.returncode == 2 and "not a bundle directory" in p.stderr
+
+
+CUDA_SCRIPT = """
+import torch
+assert torch.cuda.is_available() and torch.cuda.device_count() == 1
+x = torch.zeros(2, 3, device="cuda")
+y = torch.randn(2, 3, device=torch.device("cuda:0"))
+z = torch.ones(3).cuda()
+w = torch.ones(3).to("cuda")
+with torch.cuda.amp.autocast():
+    m = torch.nn.Linear(3, 3).cuda()
+    out = m(y)
+scaler = torch.cuda.amp.GradScaler(enabled=False)
+torch.cuda.synchronize()
+print(x.device, y.device, z.device, w.device, torch.cuda.get_device_name(0))
+"""
+
+
+def test_redirect_covers_factories_amp_and_queries(tmp_path, dualtrack):
+    script = tmp_path / "cuda_only.py"
+    script.write_text(CUDA_SCRIPT)
+    out = tmp_path / "b"
+    p = dualtrack("run", "--track", "cpu", "--redirect-cuda", "cpu", "--no-env", "-o", out, "--",
+                  PY, script)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("cpu cpu cpu cpu dualtrack redirect to cpu")
+    lines = {r["what"]: r["line"] for r in manifest(out)["redirects"]}
+    assert lines["torch.cuda.is_available()"] == 3
+    assert lines["device='cuda'"] == 4
+    assert lines["device=torch.device('cuda:0')"] == 5
+    assert lines[".cuda()"] == 6
+    assert lines[".to('cuda')"] == 7
+    assert lines["autocast(cuda)"] == 8
+    assert lines["Module.cuda()"] == 9
+    assert lines["GradScaler(cuda)"] == 11
+    assert lines["torch.cuda.synchronize()"] == 12
