@@ -1,15 +1,14 @@
-// The evidence bundle of `dualtrack run` (docs/bundle.md): the runner that records one track and the
-// reader that the `show`, `coverage`, `compare` and `report` stages load bundles with.
+// The evidence bundle of `dualtrack run` (docs/bundle.md): the runner that records one track and
+// the reader that the `show`, `coverage`, `compare` and `report` stages load bundles with.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "app/cli.h"
 #include "util/result.h"
@@ -76,8 +75,9 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
 struct RunOptions {
   std::string track;
   std::filesystem::path out_dir;
-  std::vector<std::string> command;  // The user's command, e.g. {"python", "train.py", "--steps", "2"}.
-  int steps = 1;                     // Steps whose tensors are captured.
+  std::vector<std::string>
+      command;    // The user's command, e.g. {"python", "train.py", "--steps", "2"}.
+  int steps = 1;  // Steps whose tensors are captured.
   std::optional<std::int64_t> seed;
   bool deterministic = false;
   std::optional<std::string> redirect_cuda;  // "cpu" or "mps".
@@ -95,8 +95,8 @@ struct RunOutcome {
   std::int64_t peak_rss_bytes = 0;
 };
 
-// Runs `options.command` under the tracer, teeing its output, and writes the bundle. Errors are only
-// for what prevented the run (bad options, unwritable directory, program not found); a failing
+// Runs `options.command` under the tracer, teeing its output, and writes the bundle. Errors are
+// only for what prevented the run (bad options, unwritable directory, program not found); a failing
 // script is a RunOutcome with status "failed".
 Result<RunOutcome> RunTrack(const RunOptions& options, Io& io);
 

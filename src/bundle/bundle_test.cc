@@ -90,8 +90,8 @@ TEST_F(BundleTest, SafetensorsHeaderRejectsHostileInput) {
       {Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8), "outside"},
       {Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "outside"},
       {Safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "need"},
-      {Safetensors(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}})",
-                   8),
+      {Safetensors(
+           R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}})", 8),
        "too large"},
   };
   for (const auto& c : cases) {
@@ -136,7 +136,8 @@ TEST_F(BundleTest, LoadBundleReadsAllParts) {
 }
 
 TEST_F(BundleTest, LoadBundleWithOnlyAManifestIsAnIncompleteRun) {
-  Write("manifest.json", R"({"schema": "dualtrack.bundle/1", "track": "cpu", "status": "incomplete"})");
+  Write("manifest.json",
+        R"({"schema": "dualtrack.bundle/1", "track": "cpu", "status": "incomplete"})");
   auto b = LoadBundle(dir_);
   ASSERT_TRUE(b.ok()) << b.error().ToString();
   EXPECT_TRUE(b->ops.empty() && b->metrics.empty() && b->tensors.empty());

@@ -14,11 +14,12 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   RunOptions o;
   if (dashes != args.end()) o.command.assign(dashes + 1, args.end());
 
-  CLI::App app{"Run the minimal training task under dualtrack's operator tracer and write an "
-               "evidence bundle (manifest.json, ops.jsonl, tensors.safetensors, metrics.jsonl, "
-               "stdout.log, stderr.log). The script is not edited: the tracer is injected at "
-               "interpreter start-up.",
-               "dualtrack run"};
+  CLI::App app{
+      "Run the minimal training task under dualtrack's operator tracer and write an "
+      "evidence bundle (manifest.json, ops.jsonl, tensors.safetensors, metrics.jsonl, "
+      "stdout.log, stderr.log). The script is not edited: the tracer is injected at "
+      "interpreter start-up.",
+      "dualtrack run"};
   std::string out;
   std::int64_t seed = 0;
   std::string redirect;
@@ -35,7 +36,8 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   bool no_env = false;
   app.add_flag("--no-env", no_env, "Do not record the host facts of `dualtrack env`");
   app.add_flag("--force", o.force, "Replace the bundle in a non-empty output directory");
-  app.add_flag("-q,--quiet", o.quiet, "Do not echo the script's output (it still goes to the logs)");
+  app.add_flag("-q,--quiet", o.quiet,
+               "Do not echo the script's output (it still goes to the logs)");
   app.footer(
       "The command comes last, after '--':  dualtrack run --track NAME [OPTIONS] -- COMMAND...\n\n"
       "Exit status: 0 when the script succeeded, 1 when it failed or was killed (the bundle says\n"
@@ -62,10 +64,11 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
 }
 
 Result<ExitCode> RunShowCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"Print an evidence bundle written by `dualtrack run`: status, command, time and "
-               "memory, top operators, CPU fallbacks, float64 use, CUDA redirects, captured "
-               "tensors and metrics.",
-               "dualtrack show"};
+  CLI::App app{
+      "Print an evidence bundle written by `dualtrack run`: status, command, time and "
+      "memory, top operators, CPU fallbacks, float64 use, CUDA redirects, captured "
+      "tensors and metrics.",
+      "dualtrack show"};
   std::string dir;
   std::string format = "text";
   std::size_t top = 15;

@@ -21,8 +21,8 @@ Error InputError(const std::filesystem::path& file, std::int64_t line, std::stri
 
 int DtypeSize(std::string_view dtype) {
   static const std::pair<std::string_view, int> kSizes[] = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},     {"I32", 4},
-      {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2},     {"U32", 4},
+      {"F64", 8}, {"F32", 4},     {"F16", 2},     {"BF16", 2}, {"I64", 8}, {"I32", 4},
+      {"I16", 2}, {"I8", 1},      {"U8", 1},      {"BOOL", 1}, {"U16", 2}, {"U32", 4},
       {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"C64", 8}};
   for (const auto& [name, size] : kSizes) {
     if (name == dtype) return size;
@@ -68,8 +68,8 @@ Status ForEachJsonLine(const std::filesystem::path& path, F&& row) {
   return OkStatus();
 }
 
-Result<std::string> RequireString(const json& j, const char* key,
-                                  const std::filesystem::path& file, std::int64_t line) {
+Result<std::string> RequireString(const json& j, const char* key, const std::filesystem::path& file,
+                                  std::int64_t line) {
   if (!j.contains(key) || !j[key].is_string()) {
     return InputError(file, line, std::string("field '") + key + "' is missing or not a string");
   }
@@ -100,9 +100,9 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
     if (it.key() == "__metadata__") continue;
     const json& e = it.value();
     const std::string where = "tensor '" + it.key() + "'";
-    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() ||
-        !e.contains("shape") || !e["shape"].is_array() || !e.contains("data_offsets") ||
-        !e["data_offsets"].is_array() || e["data_offsets"].size() != 2) {
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
+        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2) {
       return fail(where + " needs dtype, shape and two data_offsets");
     }
     TensorInfo t;
@@ -131,7 +131,8 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
                   "] lie outside the " + std::to_string(data_size) + " data bytes");
     }
     if (en - b != elements * static_cast<std::uint64_t>(size)) {
-      return fail(where + " holds " + std::to_string(en - b) + " bytes but its shape and dtype need " +
+      return fail(where + " holds " + std::to_string(en - b) +
+                  " bytes but its shape and dtype need " +
                   std::to_string(elements * static_cast<std::uint64_t>(size)));
     }
     t.begin = data_start + b;
@@ -184,7 +185,8 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
     auto op = RequireString(j, "op", ops_path, line);
     if (!op) return op.take_error();
     r.op = *op;
-    if (j.contains("overload") && j["overload"].is_string()) r.overload = j["overload"].get<std::string>();
+    if (j.contains("overload") && j["overload"].is_string())
+      r.overload = j["overload"].get<std::string>();
     if (j.contains("device") && j["device"].is_string()) r.device = j["device"].get<std::string>();
     if (j.contains("dtypes") && j["dtypes"].is_array()) {
       for (const json& d : j["dtypes"]) {

@@ -35,9 +35,9 @@ namespace {
 using nlohmann::json;
 
 // Files a bundle holds; --force removes exactly these, never anything else of the user's.
-constexpr const char* kBundleFiles[] = {"manifest.json",  "ops.jsonl",   "metrics.jsonl",
+constexpr const char* kBundleFiles[] = {"manifest.json",       "ops.jsonl",   "metrics.jsonl",
                                         "tensors.safetensors", "tracer.json", "exception.json",
-                                        "stdout.log",     "stderr.log",  "tracer.pid"};
+                                        "stdout.log",          "stderr.log",  "tracer.pid"};
 
 // Self-pipe written by the signal handler, so the event loop forwards signals outside the handler.
 int g_signal_pipe_write = -1;
@@ -108,8 +108,9 @@ json InterestingEnvVars() {
     std::size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
     std::string_view k = kv.substr(0, eq);
-    if (StartsWith(k, "PYTORCH_") || k == "CUDA_VISIBLE_DEVICES" || k == "CUBLAS_WORKSPACE_CONFIG" ||
-        k == "OMP_NUM_THREADS" || k == "MKL_NUM_THREADS" || k == "CUDA_LAUNCH_BLOCKING") {
+    if (StartsWith(k, "PYTORCH_") || k == "CUDA_VISIBLE_DEVICES" ||
+        k == "CUBLAS_WORKSPACE_CONFIG" || k == "OMP_NUM_THREADS" || k == "MKL_NUM_THREADS" ||
+        k == "CUDA_LAUNCH_BLOCKING") {
       vars[std::string(k)] = std::string(kv.substr(eq + 1));
     }
   }
@@ -191,7 +192,7 @@ class SignalForwarding {
  public:
   explicit SignalForwarding(int write_fd) {
     g_signal_pipe_write = write_fd;
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = OnSignal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, &old_int_);
@@ -208,27 +209,39 @@ class SignalForwarding {
   SignalForwarding& operator=(const SignalForwarding&) = delete;
 
  private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-  struct sigaction old_hup_ {};
+  struct sigaction old_int_{};
+  struct sigaction old_term_{};
+  struct sigaction old_hup_{};
 };
 
 }  // namespace
 
 std::string SignalName(int sig) {
   switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGKILL: return "SIGKILL";
-    case SIGHUP: return "SIGHUP";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGQUIT: return "SIGQUIT";
-    default: return "signal " + std::to_string(sig);
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
 
@@ -263,7 +276,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   if (ec) return MakeError(ErrorCode::kIo, ec.message(), options.out_dir.string());
   if (std::filesystem::exists(dir, ec)) {
     if (!std::filesystem::is_directory(dir, ec)) {
-      return MakeError(ErrorCode::kUsage, "output path exists and is not a directory", dir.string());
+      return MakeError(ErrorCode::kUsage, "output path exists and is not a directory",
+                       dir.string());
     }
     if (!std::filesystem::is_empty(dir, ec)) {
       if (!options.force) {
@@ -465,7 +479,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     while (::wait4(pid, &child.wait_status, 0, &child.usage) < 0 && errno == EINTR) {
     }
   }
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   RunOutcome outcome;
   outcome.dir = dir;
@@ -473,7 +488,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
 #if defined(__APPLE__)
   outcome.peak_rss_bytes = static_cast<std::int64_t>(child.usage.ru_maxrss);  // Bytes on macOS.
 #else
-  outcome.peak_rss_bytes = static_cast<std::int64_t>(child.usage.ru_maxrss) * 1024;  // KiB on Linux.
+  outcome.peak_rss_bytes =
+      static_cast<std::int64_t>(child.usage.ru_maxrss) * 1024;  // KiB on Linux.
 #endif
   if (WIFSIGNALED(child.wait_status)) {
     outcome.signal = WTERMSIG(child.wait_status);
@@ -513,8 +529,9 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
       problems.push_back("the tracer did not finish writing (no final flush)");
     }
   } else {
-    problems.push_back("the tracer wrote nothing: the command may not be a Python interpreter, or "
-                       "it started no Python process dualtrack could trace");
+    problems.push_back(
+        "the tracer wrote nothing: the command may not be a Python interpreter, or "
+        "it started no Python process dualtrack could trace");
   }
   if (exception.is_object() && outcome.status != "ok") manifest["exception"] = exception;
   if (outcome.status == "failed" && !manifest["exception"].is_object()) {

@@ -15,11 +15,12 @@ using nlohmann::json;
 json OpToJson(const OpRow& r) {
   json loc = nullptr;
   if (r.location) {
-    loc = {{"file", r.location->file}, {"line", r.location->line},
-           {"function", r.location->function}};
+    loc = {
+        {"file", r.location->file}, {"line", r.location->line}, {"function", r.location->function}};
   }
-  return {{"op", r.op},         {"overload", r.overload}, {"device", r.device},
-          {"dtypes", r.dtypes}, {"count", r.count},       {"location", loc},
+  return {{"op", r.op},         {"overload", r.overload},
+          {"device", r.device}, {"dtypes", r.dtypes},
+          {"count", r.count},   {"location", loc},
           {"status", r.status}, {"error", r.error ? json(*r.error) : json(nullptr)}};
 }
 
@@ -125,7 +126,8 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
   o << "track       " << b.track << "\n";
   if (m.contains("command") && m["command"].is_array()) {
     std::vector<std::string> parts;
-    for (const auto& a : m["command"]) parts.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+    for (const auto& a : m["command"])
+      parts.push_back(a.is_string() ? a.get<std::string>() : a.dump());
     o << "command     " << Join(parts, " ") << "\n";
   }
   o << "cwd         " << Str(m, "cwd") << "\n";
@@ -149,8 +151,8 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     << Str(m, "deterministic", "false") << ", redirect-cuda " << Str(m, "redirect_cuda", "no")
     << ", torch " << Str(m, "torch_version", "?") << "\n";
   if (m.contains("env_vars") && m["env_vars"].is_object()) {
-    o << "env vars    PYTORCH_ENABLE_MPS_FALLBACK=" << Str(m["env_vars"], "PYTORCH_ENABLE_MPS_FALLBACK", "(unset)")
-      << "\n";
+    o << "env vars    PYTORCH_ENABLE_MPS_FALLBACK="
+      << Str(m["env_vars"], "PYTORCH_ENABLE_MPS_FALLBACK", "(unset)") << "\n";
   }
   if (m.contains("steps") && m["steps"].is_array()) {
     o << "steps       " << m["steps"].size() << " completed, " << Str(m, "steps_requested", "?")
@@ -177,8 +179,8 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     n_fallback += r.status == "fallback";
     n_failed += r.status == "failed";
   }
-  o << "\nops         " << b.ops.size() << " (operator, device, dtypes) rows, " << calls << " calls, "
-    << n_fallback << " fell back to the CPU, " << n_failed << " failed\n";
+  o << "\nops         " << b.ops.size() << " (operator, device, dtypes) rows, " << calls
+    << " calls, " << n_fallback << " fell back to the CPU, " << n_failed << " failed\n";
   for (const OpRow* r : TopOps(b, top_ops)) {
     std::snprintf(buf, sizeof buf, "  %8lld  ", static_cast<long long>(r->count));
     o << buf << OpName(*r) << "  [" << (r->device.empty() ? "-" : r->device) << " "
@@ -252,14 +254,16 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
         o << " ...";
         break;
       }
-      std::snprintf(buf, sizeof buf, " step %lld = %.9g", static_cast<long long>(r->step), r->value);
+      std::snprintf(buf, sizeof buf, " step %lld = %.9g", static_cast<long long>(r->step),
+                    r->value);
       o << buf;
     }
     o << "\n";
   }
   if (m.contains("problems") && m["problems"].is_array() && !m["problems"].empty()) {
     o << "problems\n";
-    for (const auto& p : m["problems"]) o << "  " << (p.is_string() ? p.get<std::string>() : p.dump()) << "\n";
+    for (const auto& p : m["problems"])
+      o << "  " << (p.is_string() ? p.get<std::string>() : p.dump()) << "\n";
   }
   return o.str();
 }
