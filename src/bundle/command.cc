@@ -1,14 +1,90 @@
-// Placeholder entry points: this stage is not built yet, so its commands say so (exit 2).
+// `dualtrack run` and `dualtrack show`.
+#include <algorithm>
+
+#include "app/args.h"
 #include "app/commands.h"
+#include "bundle/bundle.h"
 
 namespace dt::bundle {
 
-Result<ExitCode> RunRunCommand(const std::vector<std::string>& /*args*/, Io& /*io*/) {
-  return MakeError(ErrorCode::kUsage, "'dualtrack run' is not available in this version yet");
+Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
+  // Everything after the first "--" is the user's command, untouched by option parsing.
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> own(args.begin(), dashes);
+  RunOptions o;
+  if (dashes != args.end()) o.command.assign(dashes + 1, args.end());
+
+  CLI::App app{
+      "Run the minimal training task under dualtrack's operator tracer and write an "
+      "evidence bundle (manifest.json, ops.jsonl, tensors.safetensors, metrics.jsonl, "
+      "stdout.log, stderr.log). The script is not edited: the tracer is injected at "
+      "interpreter start-up.",
+      "dualtrack run"};
+  std::string out;
+  std::int64_t seed = 0;
+  std::string redirect;
+  app.add_option("--track", o.track, "Name of this track: cuda, mps, cpu, ...")->required();
+  app.add_option("-o,--output", out, "Bundle directory (default: runs/<track>)");
+  app.add_option("--steps", o.steps, "Optimizer steps whose tensors are captured (default: 1)")
+      ->check(CLI::NonNegativeNumber);
+  auto* seed_opt = app.add_option("--seed", seed, "Seed Python, NumPy and torch before the script");
+  app.add_flag("--deterministic", o.deterministic, "torch.use_deterministic_algorithms(True)");
+  app.add_option("--redirect-cuda", redirect,
+                 "Run an unmodified CUDA script on this device (cpu or mps), recording every "
+                 "redirect with its location")
+      ->check(CLI::IsMember({"cpu", "mps"}));
+  bool no_env = false;
+  app.add_flag("--no-env", no_env, "Do not record the host facts of `dualtrack env`");
+  app.add_flag("--force", o.force, "Replace the bundle in a non-empty output directory");
+  app.add_flag("-q,--quiet", o.quiet,
+               "Do not echo the script's output (it still goes to the logs)");
+  app.footer(
+      "The command comes last, after '--':  dualtrack run --track NAME [OPTIONS] -- COMMAND...\n\n"
+      "Exit status: 0 when the script succeeded, 1 when it failed or was killed (the bundle says\n"
+      "how far it got), 2 on a usage error.\n\n"
+      "Examples:\n"
+      "  dualtrack run --track cuda -o runs/cuda -- python train.py --steps 2\n"
+      "  dualtrack run --track mps --redirect-cuda mps --seed 0 -o runs/mps -- python train.py\n");
+  if (auto early = ParseArgs(app, own, io)) return *early;
+  if (o.command.empty()) {
+    return MakeError(ErrorCode::kUsage,
+                     "no command: put it after '--', e.g. dualtrack run --track cpu -- python "
+                     "train.py");
+  }
+  o.out_dir = out.empty() ? std::filesystem::path("runs") / o.track : std::filesystem::path(out);
+  if (seed_opt->count() > 0) o.seed = seed;
+  if (!redirect.empty()) o.redirect_cuda = redirect;
+  o.collect_env = !no_env;
+  auto outcome = RunTrack(o, io);
+  if (!outcome) return outcome.take_error();
+  io.err << "dualtrack run: bundle " << outcome->dir.string() << ": " << outcome->status;
+  if (outcome->signal != 0) io.err << " (" << SignalName(outcome->signal) << ")";
+  io.err << "; see `dualtrack show " << outcome->dir.string() << "`\n";
+  return outcome->status == "ok" ? ExitCode::kOk : ExitCode::kFindings;
 }
 
-Result<ExitCode> RunShowCommand(const std::vector<std::string>& /*args*/, Io& /*io*/) {
-  return MakeError(ErrorCode::kUsage, "'dualtrack show' is not available in this version yet");
+Result<ExitCode> RunShowCommand(const std::vector<std::string>& args, Io& io) {
+  CLI::App app{
+      "Print an evidence bundle written by `dualtrack run`: status, command, time and "
+      "memory, top operators, CPU fallbacks, float64 use, CUDA redirects, captured "
+      "tensors and metrics.",
+      "dualtrack show"};
+  std::string dir;
+  std::string format = "text";
+  std::size_t top = 15;
+  app.add_option("bundle", dir, "Bundle directory")->required();
+  app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--top", top, "How many operators to list (default: 15)");
+  app.footer("Examples:\n  dualtrack show runs/cpu\n  dualtrack show runs/mps --format json\n");
+  if (auto early = ParseArgs(app, args, io)) return *early;
+  auto bundle = LoadBundle(dir);
+  if (!bundle) return bundle.take_error();
+  if (format == "json") {
+    io.out << ShowJson(*bundle, top).dump(1) << "\n";
+  } else {
+    io.out << ShowText(*bundle, top);
+  }
+  return ExitCode::kOk;
 }
 
 }  // namespace dt::bundle

@@ -1,0 +1,487 @@
+"""The tracing session of one `dualtrack run`: operator table, automatic captures, bundle files.
+
+Activated by the bootstrap sitecustomize when $DUALTRACK_RUN holds the run's options (JSON written by
+the C++ side). Everything here is written into the bundle directory the C++ side created.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+import warnings
+
+from . import _messages, _where
+
+_current = None
+
+
+def current():
+    return _current
+
+
+class Session:
+    def __init__(self, cfg: dict):
+        import torch
+
+        self.torch = torch
+        self.dir = cfg["bundle"]
+        self.max_steps = int(cfg.get("steps", 1))
+        self.cfg = cfg
+        self.pid = os.getpid()
+        self.step = 1
+        self.ops: dict = {}
+        self.float64: list = []
+        self.fallback_names: set = set()
+        self.redirects: dict = {}
+        self.tensors: dict = {}
+        self.steps: list = []
+        self.step_start = None
+        self.root = None
+        self.root_params = 0
+        self.param_names: dict = {}
+        self.depth = 0
+        self.output_taken = 0
+        self.loss_taken = 0
+        self.paused = False
+        self.exception = None
+        self.tracer_errors: list = []
+        self.peak_device = None
+        self.tensors_written = 0
+        self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
+
+    # ---- capture -------------------------------------------------------------------------------
+    def capturing(self) -> bool:
+        return self.step <= self.max_steps
+
+    def _store(self, name, t) -> None:
+        from ._safetensors import to_storable
+
+        self.paused = True
+        try:
+            self.tensors[name] = to_storable(t)
+        finally:
+            self.paused = False
+
+    def metric(self, name, value) -> None:
+        self.metrics.write(json.dumps({"step": self.step, "name": name, "value": value}) + "\n")
+        self.metrics.flush()
+
+    def capture(self, name, value) -> None:
+        if not self.capturing():
+            return
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            self._store(f"capture/{name}/step{self.step}", value)
+            if value.numel() == 1:
+                self.paused = True
+                try:
+                    self.metric(name, float(value.detach().to("cpu").reshape(()).item()))
+                finally:
+                    self.paused = False
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.metric(name, float(value))
+        else:
+            raise TypeError(f"dualtrack.capture({name!r}): expected a tensor or a number, "
+                            f"got {type(value).__name__}")
+
+    def _store_tree(self, prefix, value) -> None:
+        torch = self.torch
+        if isinstance(value, torch.Tensor):
+            self._store(prefix, value)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                self._store_tree(f"{prefix}/{i}", v)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                self._store_tree(f"{prefix}/{k}", v)
+
+    # ---- hooks ---------------------------------------------------------------------------------
+    def _count_params(self, module) -> int:
+        return sum(1 for _ in module.parameters())
+
+    def on_forward_pre(self, module, args) -> None:
+        if self.depth == 0 and self.step_start is None:
+            self.step_start = time.perf_counter()
+        self.depth += 1
+
+    def on_forward(self, module, args, output) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth != 0 or self.paused:
+            return
+        n = self._count_params(module)
+        if n == 0:
+            return
+        if n > self.root_params:
+            self.root, self.root_params = module, n
+            self.param_names = {id(p): name for name, p in module.named_parameters()}
+        if self.capturing() and self.output_taken < self.step and module is self.root:
+            self.output_taken = self.step
+            self._store_tree(f"output/step{self.step}", output)
+
+    def on_backward(self, tensors) -> None:
+        if not self.capturing() or self.paused:
+            return
+        torch = self.torch
+        loss = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else tensors
+        if self.loss_taken < self.step and isinstance(loss, torch.Tensor):
+            self.loss_taken = self.step
+            self._store(f"loss/step{self.step}", loss)
+            if loss.numel() == 1:
+                self.paused = True
+                try:
+                    self.metric("loss", float(loss.detach().to("cpu").reshape(()).item()))
+                finally:
+                    self.paused = False
+
+    def after_backward(self) -> None:
+        if not self.capturing() or self.root is None:
+            return
+        for name, p in self.root.named_parameters():
+            if p.grad is not None:
+                self._store(f"grad/step{self.step}/{name}", p.grad)
+
+    def after_optimizer_step(self, optimizer) -> None:
+        now = time.perf_counter()
+        if self.capturing():
+            for g, group in enumerate(optimizer.param_groups):
+                for i, p in enumerate(group["params"]):
+                    name = self.param_names.get(id(p), f"group{g}.{i}")
+                    self._store(f"param/step{self.step}/{name}", p)
+        start = self.step_start if self.step_start is not None else now
+        if len(self.steps) < 100000:
+            self.steps.append({"step": self.step, "wall_s": round(now - start, 6)})
+        self._sample_device_memory()
+        finished = self.step
+        self.step += 1
+        self.step_start = None
+        if finished <= self.max_steps:
+            self.flush(final=False)
+
+    def _sample_device_memory(self) -> None:
+        torch = self.torch
+        try:
+            value = None
+            if self.cfg.get("redirect_cuda") is None and torch.cuda.is_available():
+                value = torch.cuda.max_memory_allocated()
+            elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+                value = torch.mps.driver_allocated_memory()
+            if value is not None:
+                self.peak_device = max(self.peak_device or 0, int(value))
+        except Exception as e:  # device queries are best-effort evidence
+            self.tracer_errors.append(f"device memory: {e}")
+
+    def record_redirect(self, what, target, loc) -> None:
+        key = (what, loc["file"] if loc else None, loc["line"] if loc else None)
+        row = self.redirects.get(key)
+        if row is None:
+            row = {"what": what, "to": target, "file": key[1], "line": key[2],
+                   "function": loc["function"] if loc else None, "count": 0}
+            self.redirects[key] = row
+        row["count"] += 1
+
+    # ---- output --------------------------------------------------------------------------------
+    def flush(self, final: bool) -> None:
+        if os.getpid() != self.pid:
+            return
+        self.paused = True
+        try:
+            rows = []
+            for row in self.ops.values():
+                if row["status"] == "ok" and row["name"] in self.fallback_names \
+                        and row["device"] == "mps":
+                    row["status"] = "fallback"
+                rows.append({k: v for k, v in row.items() if k != "name"})
+            _write_text(os.path.join(self.dir, "ops.jsonl"),
+                        "".join(json.dumps(r) + "\n" for r in rows))
+            if self.tensors and len(self.tensors) != self.tensors_written:
+                from . import _safetensors
+                _safetensors.save(self.tensors, os.path.join(self.dir, "tensors.safetensors"),
+                                  {"format": "pt", "producer": "dualtrack"})
+                self.tensors_written = len(self.tensors)
+            torch = self.torch
+            info = {
+                "schema": "dualtrack.tracer/1",
+                "final": final,
+                "torch_version": torch.__version__,
+                "python": sys.version.split()[0],
+                "steps_requested": self.max_steps,
+                "steps_completed": self.step - 1,
+                "steps": self.steps,
+                "peak_device_bytes": self.peak_device,
+                "redirects": list(self.redirects.values()),
+                "float64": self.float64,
+                "fallback_warnings": sorted(self.fallback_names),
+                "seed": self.cfg.get("seed"),
+                "deterministic": bool(self.cfg.get("deterministic")),
+                "mps_available": bool(getattr(torch.backends, "mps", None)
+                                      and torch.backends.mps.is_available()),
+                "exception": self.exception,
+                "tracer_errors": self.tracer_errors,
+            }
+            _write_text(os.path.join(self.dir, "tracer.json"), json.dumps(info, indent=1) + "\n")
+            self.metrics.flush()
+        finally:
+            self.paused = False
+
+
+def _write_text(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _make_recorder(session: Session):
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    Tensor = torch.Tensor
+    ops = session.ops
+    on_mps_check = _messages.mps_has_kernel
+    getframe = sys._getframe
+
+    class Recorder(TorchDispatchMode):
+        """One row per (operator overload, device, dtypes); the stack is walked on a row's first call."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if kwargs is None:
+                kwargs = {}
+            if session.paused:
+                return func(*args, **kwargs)
+            dts = []
+            dev = None
+            for a in args:
+                if isinstance(a, Tensor):
+                    dts.append(a.dtype)
+                    if dev is None:
+                        dev = a.device.type
+                elif isinstance(a, (list, tuple)):
+                    for b in a:
+                        if isinstance(b, Tensor):
+                            dts.append(b.dtype)
+                            if dev is None:
+                                dev = b.device.type
+            for a in kwargs.values():
+                if isinstance(a, Tensor):
+                    dts.append(a.dtype)
+                    if dev is None:
+                        dev = a.device.type
+            try:
+                out = func(*args, **kwargs)
+            except Exception as e:
+                _record_failure(func, dev, dts, kwargs, e)
+                raise
+            if isinstance(out, Tensor):
+                dts.append(out.dtype)
+                if dev is None:
+                    dev = out.device.type
+            elif isinstance(out, (list, tuple)):
+                for b in out:
+                    if isinstance(b, Tensor):
+                        dts.append(b.dtype)
+                        if dev is None:
+                            dev = b.device.type
+            key = (func, dev, frozenset(dts))
+            row = ops.get(key)
+            if row is None:
+                row = _new_row(func, dev, dts, getframe(1))
+                ops[key] = row
+                if dev == "mps" and not on_mps_check(row["name"]):
+                    row["status"] = "fallback"
+            row["count"] += 1
+            return out
+
+    def _new_row(func, dev, dts, frame):
+        schema = func._schema
+        name = _messages.operator_name(schema.name, schema.overload_name)
+        dtypes = sorted({str(d).replace("torch.", "") for d in dts})
+        loc = _where.frame_location(frame)
+        row = {"op": schema.name, "overload": func._overloadname, "device": dev, "dtypes": dtypes,
+               "count": 0, "location": loc, "status": "ok", "error": None, "name": name}
+        if any(_messages.is_float64(d) for d in dtypes):
+            session.float64.append({"op": schema.name, "overload": func._overloadname,
+                                    "device": dev, "dtypes": dtypes,
+                                    "file": loc["file"] if loc else None,
+                                    "line": loc["line"] if loc else None})
+        return row
+
+    def _record_failure(func, dev, dts, kwargs, exc):
+        key = (func, dev, frozenset(dts), "failed")
+        row = ops.get(key)
+        if row is None:
+            row = _new_row(func, dev, dts, getframe(2))
+            ops[key] = row
+        row["count"] += 1
+        text = str(exc)
+        row["status"] = "failed"
+        named = _messages.parse_not_implemented_error(text)
+        row["error"] = (text.splitlines() or [""])[0][:500]
+        if named:
+            row["error_kind"] = "not_implemented_on_mps"
+        elif "float64" in text.lower() or "double" in text.lower():
+            row["error_kind"] = "dtype"
+
+    return Recorder()
+
+
+def _install_warning_hook(session: Session) -> None:
+    orig = warnings.showwarning
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        try:
+            op = _messages.parse_fallback_warning(str(message))
+            if op:
+                session.fallback_names.add(op)
+        except Exception:  # parsing must never break the user's warning output
+            pass
+        return orig(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
+
+
+def _install_exception_hook(session: Session) -> None:
+    orig = sys.excepthook
+
+    def excepthook(etype, value, tb):
+        try:
+            loc = _where.traceback_location(tb)
+            session.exception = {
+                "type": etype.__name__,
+                "module": etype.__module__,
+                "message": str(value)[:4000],
+                "file": loc["file"] if loc else None,
+                "line": loc["line"] if loc else None,
+                "function": loc["function"] if loc else None,
+                "step": session.step,
+                "traceback": traceback.format_exception(etype, value, tb)[-12:],
+            }
+            _write_text(os.path.join(session.dir, "exception.json"),
+                        json.dumps(session.exception, indent=1) + "\n")
+        except Exception:  # the user's traceback must still print
+            pass
+        orig(etype, value, tb)
+
+    sys.excepthook = excepthook
+
+
+def _seed(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+    import torch
+    torch.manual_seed(seed)
+
+
+def install_tracer(session: Session):
+    """Installs the operator recorder and the capture hooks; returns a function that removes them
+    (the benchmark compares traced and untraced steps in one process)."""
+    import torch
+    import torch.optim.optimizer as optim_mod
+    from torch.nn.modules import module as module_mod
+
+    handles = [module_mod.register_module_forward_pre_hook(session.on_forward_pre)]
+    try:
+        handles.append(module_mod.register_module_forward_hook(session.on_forward, always_call=True))
+    except TypeError:  # PyTorch < 2.1 has no always_call
+        handles.append(module_mod.register_module_forward_hook(session.on_forward))
+    handles.append(optim_mod.register_optimizer_step_post_hook(
+        lambda opt, args, kwargs: session.after_optimizer_step(opt)))
+
+    orig_backward = torch.autograd.backward
+
+    def backward(tensors, *args, **kwargs):
+        session.on_backward(tensors)
+        result = orig_backward(tensors, *args, **kwargs)
+        session.after_backward()
+        return result
+
+    torch.autograd.backward = backward
+    recorder = _make_recorder(session)
+    recorder.__enter__()
+
+    def uninstall():
+        recorder.__exit__(None, None, None)
+        torch.autograd.backward = orig_backward
+        for h in handles:
+            h.remove()
+
+    return uninstall
+
+
+def activate(cfg: dict) -> Session:
+    """Installs the tracer into this process for the run described by `cfg`."""
+    global _current
+    import torch
+
+    if cfg.get("root"):
+        _where.set_root(cfg["root"])
+    session = Session(cfg)
+    _current = session
+    if cfg.get("seed") is not None:
+        _seed(int(cfg["seed"]))
+    if cfg.get("deterministic"):
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+    if cfg.get("redirect_cuda"):
+        from ._redirect import Redirector
+        Redirector(cfg["redirect_cuda"], session.record_redirect).install()
+
+    install_tracer(session)
+    _install_warning_hook(session)
+    _install_exception_hook(session)
+
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, on_term)
+
+    atexit.register(lambda: session.flush(final=True))
+    session.flush(final=False)
+    return session
+
+
+def activate_from_environment() -> None:
+    """Called by the bootstrap sitecustomize; a broken setup is reported, never fatal to the script."""
+    raw = os.environ.get("DUALTRACK_RUN")
+    if not raw:
+        return
+    try:
+        cfg = json.loads(raw)
+    except ValueError as e:
+        print(f"dualtrack: ignoring malformed DUALTRACK_RUN: {e}", file=sys.stderr)
+        return
+    # Only the first Python process of the run is traced (the script itself, also behind a shell
+    # wrapper), not the processes it starts (spawned DataLoader workers, subprocesses), which would
+    # otherwise write the same bundle. The claim is an exclusively created file.
+    try:
+        fd = os.open(os.path.join(cfg.get("bundle", "."), "tracer.pid"),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    except OSError as e:
+        print(f"dualtrack: tracer not active: cannot write to the bundle: {e}", file=sys.stderr)
+        return
+    os.write(fd, f"{os.getpid()}\n".encode())
+    os.close(fd)
+    try:
+        activate(cfg)
+    except Exception as e:
+        path = os.path.join(cfg.get("bundle", "."), "tracer.json")
+        try:
+            _write_text(path, json.dumps({"schema": "dualtrack.tracer/1", "final": True,
+                                          "tracer_errors": [f"activation failed: {e!r}"]}))
+        except OSError:
+            pass
+        print(f"dualtrack: tracer not active: {e!r}", file=sys.stderr)

@@ -1,0 +1,112 @@
+// The evidence bundle of `dualtrack run` (docs/bundle.md): the runner that records one track and
+// the reader that the `show`, `coverage`, `compare` and `report` stages load bundles with.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/cli.h"
+#include "util/result.h"
+
+namespace dt::bundle {
+
+inline constexpr const char* kManifestSchema = "dualtrack.bundle/1";
+
+struct Location {
+  std::string file;
+  std::int64_t line = 0;
+  std::string function;
+};
+
+// One row of ops.jsonl: an (operator overload, device, dtypes) seen during the run.
+struct OpRow {
+  std::string op;        // "aten::convolution"
+  std::string overload;  // "default"
+  std::string device;    // "cpu", "mps", "cuda"; empty when the op had no tensor.
+  std::vector<std::string> dtypes;
+  std::int64_t count = 0;
+  std::optional<Location> location;
+  std::string status = "ok";  // ok | fallback | failed
+  std::optional<std::string> error;
+};
+
+// One row of metrics.jsonl.
+struct MetricRow {
+  std::int64_t step = 0;
+  std::string name;
+  double value = 0;
+};
+
+// A tensor of tensors.safetensors, described by its header (the data is not read).
+struct TensorInfo {
+  std::string name;
+  std::string dtype;  // safetensors spelling: F32, F64, BF16, I64, BOOL, ...
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0;  // Absolute byte offsets in the file.
+  std::uint64_t end = 0;
+};
+
+struct Bundle {
+  std::filesystem::path dir;
+  nlohmann::json manifest;  // The whole manifest.json, schema-checked.
+  std::string status;       // ok | failed | killed | incomplete
+  std::string track;
+  std::vector<OpRow> ops;
+  std::vector<MetricRow> metrics;
+  std::vector<TensorInfo> tensors;
+};
+
+// Reads manifest.json, ops.jsonl, metrics.jsonl and the safetensors header of a bundle directory.
+// Missing ops/metrics/tensors files are empty (an incomplete run); malformed ones are kInput errors
+// naming the file and line.
+Result<Bundle> LoadBundle(const std::filesystem::path& dir);
+
+// Parses the header of a .safetensors file held in `bytes` (the whole file, or at least its header
+// when `file_size` says how long the file is) and checks every offset against the file size.
+Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
+                                                       std::uint64_t file_size,
+                                                       const std::string& file_name);
+
+struct RunOptions {
+  std::string track;
+  std::filesystem::path out_dir;
+  std::vector<std::string>
+      command;    // The user's command, e.g. {"python", "train.py", "--steps", "2"}.
+  int steps = 1;  // Steps whose tensors are captured.
+  std::optional<std::int64_t> seed;
+  bool deterministic = false;
+  std::optional<std::string> redirect_cuda;  // "cpu" or "mps".
+  bool collect_env = true;                   // Run `dualtrack env --format json` for the manifest.
+  bool force = false;                        // Reuse a non-empty output directory.
+  bool quiet = false;                        // Do not echo the child's output.
+};
+
+struct RunOutcome {
+  std::filesystem::path dir;
+  std::string status;  // ok | failed | killed
+  int exit_code = -1;  // The child's exit code; -1 when it died by a signal.
+  int signal = 0;
+  double wall_s = 0;
+  std::int64_t peak_rss_bytes = 0;
+};
+
+// Runs `options.command` under the tracer, teeing its output, and writes the bundle. Errors are
+// only for what prevented the run (bad options, unwritable directory, program not found); a failing
+// script is a RunOutcome with status "failed".
+Result<RunOutcome> RunTrack(const RunOptions& options, Io& io);
+
+// The bundle as the JSON `dualtrack show --format json` prints (schema dualtrack.show/1).
+nlohmann::json ShowJson(const Bundle& bundle, std::size_t top_ops);
+
+// The readable summary `dualtrack show` prints.
+std::string ShowText(const Bundle& bundle, std::size_t top_ops);
+
+// Human names for signals ("SIGKILL"), portable across Linux and macOS.
+std::string SignalName(int sig);
+
+}  // namespace dt::bundle

@@ -1,0 +1,239 @@
+#include <cstring>
+#include <limits>
+#include <system_error>
+
+#include "bundle/bundle.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::bundle {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // The reference library's own limit.
+constexpr std::uint64_t kMaxJsonlBytes = 512u << 20;
+
+Error InputError(const std::filesystem::path& file, std::int64_t line, std::string message) {
+  return MakeError(ErrorCode::kInput, std::move(message), file.string(), line);
+}
+
+int DtypeSize(std::string_view dtype) {
+  static const std::pair<std::string_view, int> kSizes[] = {
+      {"F64", 8}, {"F32", 4},     {"F16", 2},     {"BF16", 2}, {"I64", 8}, {"I32", 4},
+      {"I16", 2}, {"I8", 1},      {"U8", 1},      {"BOOL", 1}, {"U16", 2}, {"U32", 4},
+      {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"C64", 8}};
+  for (const auto& [name, size] : kSizes) {
+    if (name == dtype) return size;
+  }
+  return 0;
+}
+
+std::optional<Location> ParseLocation(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  Location loc;
+  if (j.contains("file") && j["file"].is_string()) loc.file = j["file"].get<std::string>();
+  if (j.contains("line") && j["line"].is_number_integer()) loc.line = j["line"].get<std::int64_t>();
+  if (j.contains("function") && j["function"].is_string()) {
+    loc.function = j["function"].get<std::string>();
+  }
+  if (loc.file.empty()) return std::nullopt;
+  return loc;
+}
+
+// Calls `row(json, line_number)` for each non-empty line; a parse error names the file and line.
+template <class F>
+Status ForEachJsonLine(const std::filesystem::path& path, F&& row) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return OkStatus();
+  auto text = ReadFile(path, kMaxJsonlBytes);
+  if (!text) return text.take_error();
+  std::int64_t line_no = 0;
+  std::size_t pos = 0;
+  const std::string& s = *text;
+  while (pos < s.size()) {
+    std::size_t nl = s.find('\n', pos);
+    if (nl == std::string::npos) nl = s.size();
+    ++line_no;
+    std::string_view line = Trim(std::string_view(s).substr(pos, nl - pos));
+    pos = nl + 1;
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      return InputError(path, line_no, "not a JSON object");
+    }
+    if (auto st = row(j, line_no); !st) return st;
+  }
+  return OkStatus();
+}
+
+Result<std::string> RequireString(const json& j, const char* key, const std::filesystem::path& file,
+                                  std::int64_t line) {
+  if (!j.contains(key) || !j[key].is_string()) {
+    return InputError(file, line, std::string("field '") + key + "' is missing or not a string");
+  }
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
+                                                       std::uint64_t file_size,
+                                                       const std::string& file_name) {
+  auto fail = [&](std::string message) {
+    return MakeError(ErrorCode::kInput, "safetensors: " + std::move(message), file_name);
+  };
+  if (bytes.size() < 8) return fail("file is shorter than the 8-byte header length");
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
+  if (n > kMaxHeaderBytes) return fail("header length " + std::to_string(n) + " is too large");
+  if (n + 8 > file_size || n + 8 > bytes.size()) {
+    return fail("header length " + std::to_string(n) + " runs past the end of the file");
+  }
+  json header = json::parse(bytes.substr(8, n), nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) return fail("header is not a JSON object");
+  const std::uint64_t data_start = 8 + n;
+  const std::uint64_t data_size = file_size - data_start;
+  std::vector<TensorInfo> out;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") continue;
+    const json& e = it.value();
+    const std::string where = "tensor '" + it.key() + "'";
+    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
+        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2) {
+      return fail(where + " needs dtype, shape and two data_offsets");
+    }
+    TensorInfo t;
+    t.name = it.key();
+    t.dtype = e["dtype"].get<std::string>();
+    int size = DtypeSize(t.dtype);
+    if (size == 0) return fail(where + " has unknown dtype " + t.dtype);
+    std::uint64_t elements = 1;
+    for (const json& d : e["shape"]) {
+      if (!d.is_number_unsigned()) return fail(where + " has a non-integer or negative dimension");
+      std::uint64_t v = d.get<std::uint64_t>();
+      if (v != 0 && elements > std::numeric_limits<std::uint64_t>::max() / v / 8) {
+        return fail(where + " has a shape too large to address");
+      }
+      elements *= v;
+      t.shape.push_back(static_cast<std::int64_t>(v));
+    }
+    const json& off = e["data_offsets"];
+    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+      return fail(where + " has non-integer data_offsets");
+    }
+    std::uint64_t b = off[0].get<std::uint64_t>();
+    std::uint64_t en = off[1].get<std::uint64_t>();
+    if (b > en || en > data_size) {
+      return fail(where + " data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
+                  "] lie outside the " + std::to_string(data_size) + " data bytes");
+    }
+    if (en - b != elements * static_cast<std::uint64_t>(size)) {
+      return fail(where + " holds " + std::to_string(en - b) +
+                  " bytes but its shape and dtype need " +
+                  std::to_string(elements * static_cast<std::uint64_t>(size)));
+    }
+    t.begin = data_start + b;
+    t.end = data_start + en;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(ErrorCode::kInput, "not a bundle directory", dir.string());
+  }
+  Bundle b;
+  b.dir = dir;
+  const auto manifest_path = dir / "manifest.json";
+  if (!std::filesystem::exists(manifest_path, ec)) {
+    return MakeError(ErrorCode::kInput, "no manifest.json: not a dualtrack bundle", dir.string());
+  }
+  auto text = ReadFile(manifest_path, 64u << 20);
+  if (!text) return text.take_error();
+  try {
+    b.manifest = json::parse(*text);
+  } catch (const json::parse_error& e) {
+    // e.what() quotes the offending bytes, which may not be printable text.
+    return InputError(manifest_path, 0,
+                      "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
+  }
+  if (!b.manifest.is_object()) return InputError(manifest_path, 0, "not a JSON object");
+  auto schema = RequireString(b.manifest, "schema", manifest_path, 0);
+  if (!schema) return schema.take_error();
+  if (*schema != kManifestSchema) {
+    return InputError(manifest_path, 0,
+                      "schema is '" + *schema + "', expected '" + kManifestSchema + "'");
+  }
+  auto status = RequireString(b.manifest, "status", manifest_path, 0);
+  if (!status) return status.take_error();
+  if (*status != "ok" && *status != "failed" && *status != "killed" && *status != "incomplete") {
+    return InputError(manifest_path, 0, "unknown status '" + *status + "'");
+  }
+  b.status = *status;
+  auto track = RequireString(b.manifest, "track", manifest_path, 0);
+  if (!track) return track.take_error();
+  b.track = *track;
+
+  const auto ops_path = dir / "ops.jsonl";
+  Status st = ForEachJsonLine(ops_path, [&](const json& j, std::int64_t line) -> Status {
+    OpRow r;
+    auto op = RequireString(j, "op", ops_path, line);
+    if (!op) return op.take_error();
+    r.op = *op;
+    if (j.contains("overload") && j["overload"].is_string())
+      r.overload = j["overload"].get<std::string>();
+    if (j.contains("device") && j["device"].is_string()) r.device = j["device"].get<std::string>();
+    if (j.contains("dtypes") && j["dtypes"].is_array()) {
+      for (const json& d : j["dtypes"]) {
+        if (!d.is_string()) return InputError(ops_path, line, "dtypes must be strings");
+        r.dtypes.push_back(d.get<std::string>());
+      }
+    }
+    if (!j.contains("count") || !j["count"].is_number_integer()) {
+      return InputError(ops_path, line, "field 'count' is missing or not an integer");
+    }
+    r.count = j["count"].get<std::int64_t>();
+    if (j.contains("location")) r.location = ParseLocation(j["location"]);
+    if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
+    if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
+    b.ops.push_back(std::move(r));
+    return OkStatus();
+  });
+  if (!st) return st.take_error();
+
+  const auto metrics_path = dir / "metrics.jsonl";
+  st = ForEachJsonLine(metrics_path, [&](const json& j, std::int64_t line) -> Status {
+    MetricRow m;
+    auto name = RequireString(j, "name", metrics_path, line);
+    if (!name) return name.take_error();
+    m.name = *name;
+    if (!j.contains("step") || !j["step"].is_number_integer()) {
+      return InputError(metrics_path, line, "field 'step' is missing or not an integer");
+    }
+    m.step = j["step"].get<std::int64_t>();
+    if (!j.contains("value") || !j["value"].is_number()) {
+      return InputError(metrics_path, line, "field 'value' is missing or not a number");
+    }
+    m.value = j["value"].get<double>();
+    b.metrics.push_back(std::move(m));
+    return OkStatus();
+  });
+  if (!st) return st.take_error();
+
+  const auto tensors_path = dir / "tensors.safetensors";
+  if (std::filesystem::exists(tensors_path, ec)) {
+    auto mapped = MappedFile::Open(tensors_path);
+    if (!mapped) return mapped.take_error();
+    auto tensors = ParseSafetensorsHeader(mapped->view(), mapped->size(), tensors_path.string());
+    if (!tensors) return tensors.take_error();
+    b.tensors = std::move(*tensors);
+  }
+  return b;
+}
+
+}  // namespace dt::bundle

@@ -1,0 +1,563 @@
+// `dualtrack run`: starts the user's command with the tracer injected, tees its output and writes
+// the bundle's manifest (first as "incomplete", atomically replaced at the end).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <system_error>
+
+#include "app/paths.h"
+#include "app/version.h"
+#include "bundle/bundle.h"
+#include "util/fs.h"
+#include "util/platform.h"
+#include "util/strings.h"
+#include "util/subprocess.h"
+
+extern char** environ;
+
+namespace dt::bundle {
+
+namespace {
+
+using nlohmann::json;
+
+// Files a bundle holds; --force removes exactly these, never anything else of the user's.
+constexpr const char* kBundleFiles[] = {"manifest.json",       "ops.jsonl",   "metrics.jsonl",
+                                        "tensors.safetensors", "tracer.json", "exception.json",
+                                        "stdout.log",          "stderr.log",  "tracer.pid"};
+
+// Self-pipe written by the signal handler, so the event loop forwards signals outside the handler.
+int g_signal_pipe_write = -1;
+
+extern "C" void OnSignal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  if (g_signal_pipe_write >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(g_signal_pipe_write, &b, 1);
+  }
+  errno = saved;
+}
+
+std::string IsoNow() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool ValidTrackName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The folder user-code locations are reported relative to: the script's folder for
+// `python path/to/script.py`, else the working directory.
+std::filesystem::path ProjectRoot(const std::vector<std::string>& command,
+                                  const std::filesystem::path& cwd) {
+  for (std::size_t i = 1; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a == "-m" || a == "-c") break;
+    if (EndsWith(a, ".py")) {
+      std::error_code ec;
+      auto abs = std::filesystem::absolute(a, ec);
+      if (!ec && std::filesystem::is_regular_file(abs, ec)) return abs.parent_path();
+      break;
+    }
+  }
+  return cwd;
+}
+
+json GitFacts(const std::filesystem::path& root) {
+  json g = {{"commit", nullptr}, {"dirty", nullptr}};
+  ProcessOptions po;
+  po.timeout = std::chrono::milliseconds(10000);
+  auto head = RunProcess({"git", "-C", root.string(), "rev-parse", "HEAD"}, po);
+  if (!head || !head->Succeeded()) return g;
+  g["commit"] = std::string(Trim(head->out));
+  auto st = RunProcess({"git", "-C", root.string(), "status", "--porcelain", "--", "."}, po);
+  if (st && st->Succeeded()) g["dirty"] = !Trim(st->out).empty();
+  return g;
+}
+
+json InterestingEnvVars() {
+  json vars = json::object();
+  vars["PYTORCH_ENABLE_MPS_FALLBACK"] = nullptr;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    std::size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view k = kv.substr(0, eq);
+    if (StartsWith(k, "PYTORCH_") || k == "CUDA_VISIBLE_DEVICES" ||
+        k == "CUBLAS_WORKSPACE_CONFIG" || k == "OMP_NUM_THREADS" || k == "MKL_NUM_THREADS" ||
+        k == "CUDA_LAUNCH_BLOCKING") {
+      vars[std::string(k)] = std::string(kv.substr(eq + 1));
+    }
+  }
+  return vars;
+}
+
+// Reads a small JSON file the Python side wrote; null when absent or unreadable (a killed child may
+// leave nothing), with the reason in `problem`.
+json ReadSideFile(const std::filesystem::path& path, std::string* problem) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nullptr;
+  auto text = ReadFile(path, 64u << 20);
+  if (!text) {
+    *problem = text.error().ToString();
+    return nullptr;
+  }
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *problem = path.filename().string() + " is not a JSON object";
+    return nullptr;
+  }
+  return j;
+}
+
+json CollectEnv() {
+  auto exe = CurrentExecutablePath();
+  if (!exe) return nullptr;
+  ProcessOptions po;
+  po.timeout = std::chrono::milliseconds(120000);
+  auto r = RunProcess({exe->string(), "env", "--format", "json"}, po);
+  if (!r || r->timed_out || (r->exit_code != 0 && r->exit_code != 1)) return nullptr;
+  json j = json::parse(r->out, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "dualtrack.env/1") {
+    return nullptr;
+  }
+  return j;
+}
+
+Status WriteManifest(const std::filesystem::path& dir, const json& manifest) {
+  return WriteFileAtomic(dir / "manifest.json", manifest.dump(1) + "\n");
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Close(); }
+  int get() const { return fd_; }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+void WriteAll(int fd, const char* data, std::size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return;  // A full disk must not stop the run; the log is then short.
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+struct ChildResult {
+  int wait_status = 0;
+  rusage usage{};
+  int forwarded_signal = 0;
+};
+
+// Restores the previous handlers of SIGINT and SIGTERM on scope exit.
+class SignalForwarding {
+ public:
+  explicit SignalForwarding(int write_fd) {
+    g_signal_pipe_write = write_fd;
+    struct sigaction sa{};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    ::sigaction(SIGHUP, &sa, &old_hup_);
+  }
+  ~SignalForwarding() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGHUP, &old_hup_, nullptr);
+    g_signal_pipe_write = -1;
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+ private:
+  struct sigaction old_int_{};
+  struct sigaction old_term_{};
+  struct sigaction old_hup_{};
+};
+
+}  // namespace
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal " + std::to_string(sig);
+  }
+}
+
+Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
+  if (!ValidTrackName(options.track)) {
+    return MakeError(ErrorCode::kUsage,
+                     "--track must be a short name of letters, digits, '-', '_' or '.' (got '" +
+                         options.track + "')");
+  }
+  if (options.command.empty()) {
+    return MakeError(ErrorCode::kUsage, "no command to run: put it after '--'");
+  }
+  if (options.steps < 0) return MakeError(ErrorCode::kUsage, "--steps must be 0 or more");
+  if (options.redirect_cuda && *options.redirect_cuda != "cpu" && *options.redirect_cuda != "mps") {
+    return MakeError(ErrorCode::kUsage, "--redirect-cuda must be 'cpu' or 'mps'");
+  }
+  auto program = FindInPath(options.command[0]);
+  if (!program) {
+    return MakeError(ErrorCode::kUsage, "program not found: " + options.command[0]);
+  }
+  auto pkg_parent = PythonPackageParent();
+  if (!pkg_parent) return pkg_parent.take_error();
+  const auto bootstrap = *pkg_parent / "dualtrack" / "_bootstrap";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(bootstrap / "sitecustomize.py", ec)) {
+    return MakeError(ErrorCode::kInternal, "dualtrack's Python bootstrap is missing",
+                     (bootstrap / "sitecustomize.py").string());
+  }
+
+  // The output directory: created, or reused only when empty or with --force.
+  const std::filesystem::path dir = std::filesystem::absolute(options.out_dir, ec);
+  if (ec) return MakeError(ErrorCode::kIo, ec.message(), options.out_dir.string());
+  if (std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return MakeError(ErrorCode::kUsage, "output path exists and is not a directory",
+                       dir.string());
+    }
+    if (!std::filesystem::is_empty(dir, ec)) {
+      if (!options.force) {
+        return MakeError(ErrorCode::kUsage,
+                         "output directory is not empty; pass --force to replace the bundle in it",
+                         dir.string());
+      }
+      for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+        // Leftover temporaries of an interrupted atomic write of a bundle file.
+        const std::string name = e.path().filename().string();
+        for (const char* f : kBundleFiles) {
+          if (StartsWith(name, std::string(f) + ".tmp") ||
+              StartsWith(name, "." + std::string(f) + ".tmp")) {
+            std::filesystem::remove(e.path(), ec);
+          }
+        }
+      }
+    }
+  } else {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
+  }
+
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  const std::filesystem::path root = ProjectRoot(options.command, cwd);
+  json git = GitFacts(root);
+
+  json manifest = {
+      {"schema", kManifestSchema},
+      {"dualtrack_version", kVersion},
+      {"track", options.track},
+      {"command", options.command},
+      {"cwd", cwd.string()},
+      {"root", root.string()},
+      {"git_commit", git["commit"]},
+      {"git_dirty", git["dirty"]},
+      {"env", nullptr},
+      {"seed", options.seed ? json(*options.seed) : json(nullptr)},
+      {"deterministic", options.deterministic},
+      {"redirect_cuda", options.redirect_cuda ? json(*options.redirect_cuda) : json(nullptr)},
+      {"steps_requested", options.steps},
+      {"env_vars", InterestingEnvVars()},
+      {"started", IsoNow()},
+      {"ended", nullptr},
+      {"status", "incomplete"},
+      {"exit_code", nullptr},
+      {"signal", nullptr},
+      {"exception", nullptr},
+      {"steps", json::array()},
+      {"wall_s", nullptr},
+      {"peak_rss_bytes", nullptr},
+      {"peak_device_bytes", nullptr},
+      {"redirects", json::array()},
+      {"float64", json::array()},
+      {"dualtrack_pid", static_cast<std::int64_t>(::getpid())},
+      {"child_pid", nullptr},
+  };
+  if (auto st = WriteManifest(dir, manifest); !st) return st.take_error();
+
+  // The child's environment: the bootstrap sitecustomize and the package first on PYTHONPATH, and
+  // the run's options for the tracer.
+  json run_cfg = {{"bundle", dir.string()},
+                  {"steps", options.steps},
+                  {"seed", manifest["seed"]},
+                  {"deterministic", options.deterministic},
+                  {"redirect_cuda", manifest["redirect_cuda"]},
+                  {"root", root.string()}};
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    std::size_t eq = kv.find('=');
+    if (eq != std::string_view::npos) {
+      env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    }
+  }
+  std::string pythonpath = bootstrap.string() + ":" + pkg_parent->string();
+  if (auto it = env.find("PYTHONPATH"); it != env.end() && !it->second.empty()) {
+    pythonpath += ":" + it->second;
+  }
+  env["PYTHONPATH"] = pythonpath;
+  env["DUALTRACK_RUN"] = run_cfg.dump();
+  env["PYTHONUNBUFFERED"] = "1";  // The tee shows output as it comes and a kill loses none of it.
+  if (options.deterministic && !env.contains("CUBLAS_WORKSPACE_CONFIG")) {
+    env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic algorithms.
+  }
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> c_env;
+  for (auto& s : env_strings) c_env.push_back(s.data());
+  c_env.push_back(nullptr);
+  std::vector<std::string> argv = options.command;
+  std::vector<char*> c_argv;
+  for (auto& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+
+  Fd out_log(::open((dir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  Fd err_log(::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (out_log.get() < 0 || err_log.get() < 0) {
+    return MakeError(ErrorCode::kIo, "cannot create the log files: " + ErrnoMessage(errno),
+                     dir.string());
+  }
+  int out_pipe[2];
+  int err_pipe[2];
+  int sig_pipe[2];
+  if (::pipe(out_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
+  Fd out_r(out_pipe[0]);
+  Fd out_w(out_pipe[1]);
+  if (::pipe(err_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
+  Fd err_r(err_pipe[0]);
+  Fd err_w(err_pipe[1]);
+  if (::pipe(sig_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
+  Fd sig_r(sig_pipe[0]);
+  Fd sig_w(sig_pipe[1]);
+  for (int fd : {out_pipe[0], err_pipe[0], sig_pipe[0], sig_pipe[1]}) {
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  ::fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group: a Ctrl-C at the terminal reaches only dualtrack, which forwards it once
+  // and then finalises the bundle.
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+
+  SignalForwarding forwarding(sig_pipe[1]);
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, c_argv.data(), c_env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  out_w.Close();
+  err_w.Close();
+  if (rc != 0) {
+    return MakeError(ErrorCode::kExternal,
+                     "cannot start " + options.command[0] + ": " + ErrnoMessage(rc));
+  }
+  manifest["child_pid"] = static_cast<std::int64_t>(pid);
+  (void)WriteManifest(dir, manifest);
+
+  ChildResult child;
+  bool exited = false;
+  std::chrono::steady_clock::time_point exited_at;
+  int signals_seen = 0;
+  pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {sig_r.get(), POLLIN, 0}};
+  const int logs[2] = {out_log.get(), err_log.get()};
+  std::ostream* echo[2] = {&io.out, &io.err};
+  char buf[1 << 15];
+  while (true) {
+    if (!exited) {
+      pid_t w = ::wait4(pid, &child.wait_status, WNOHANG, &child.usage);
+      if (w == pid) {
+        exited = true;
+        exited_at = std::chrono::steady_clock::now();
+      }
+    }
+    bool pipes_open = fds[0].fd >= 0 || fds[1].fd >= 0;
+    if (exited && !pipes_open) break;
+    // A grandchild may keep the pipes open after the child exits: stop echoing after 2 s.
+    if (exited && std::chrono::steady_clock::now() - exited_at > std::chrono::seconds(2)) break;
+    int n = ::poll(fds, 3, 100);
+    if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        fds[i].fd = -1;
+        continue;
+      }
+      WriteAll(logs[i], buf, static_cast<std::size_t>(got));
+      if (!options.quiet) {
+        echo[i]->write(buf, got);
+        echo[i]->flush();
+      }
+    }
+    if (fds[2].revents & POLLIN) {
+      unsigned char sigs[16];
+      ssize_t got = ::read(sig_r.get(), sigs, sizeof sigs);
+      for (ssize_t k = 0; k < got && !exited; ++k) {
+        ++signals_seen;
+        child.forwarded_signal = sigs[k];
+        // The third signal means the user really wants out: the child gets SIGKILL.
+        ::kill(pid, signals_seen >= 3 ? SIGKILL : sigs[k]);
+      }
+    }
+  }
+  if (!exited) {
+    while (::wait4(pid, &child.wait_status, 0, &child.usage) < 0 && errno == EINTR) {
+    }
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  RunOutcome outcome;
+  outcome.dir = dir;
+  outcome.wall_s = wall_s;
+#if defined(__APPLE__)
+  outcome.peak_rss_bytes = static_cast<std::int64_t>(child.usage.ru_maxrss);  // Bytes on macOS.
+#else
+  outcome.peak_rss_bytes =
+      static_cast<std::int64_t>(child.usage.ru_maxrss) * 1024;  // KiB on Linux.
+#endif
+  if (WIFSIGNALED(child.wait_status)) {
+    outcome.signal = WTERMSIG(child.wait_status);
+    outcome.status = "killed";
+  } else {
+    outcome.exit_code = WEXITSTATUS(child.wait_status);
+    if (child.forwarded_signal != 0) {
+      outcome.signal = child.forwarded_signal;
+      outcome.status = "killed";
+    } else {
+      outcome.status = outcome.exit_code == 0 ? "ok" : "failed";
+    }
+  }
+
+  // Merge what the tracer wrote.
+  std::vector<std::string> problems;
+  std::string problem;
+  json tracer = ReadSideFile(dir / "tracer.json", &problem);
+  if (!problem.empty()) problems.push_back(problem);
+  problem.clear();
+  json exception = ReadSideFile(dir / "exception.json", &problem);
+  if (!problem.empty()) problems.push_back(problem);
+  if (tracer.is_object()) {
+    for (const char* key : {"steps", "redirects", "float64"}) {
+      if (tracer.contains(key) && tracer[key].is_array()) manifest[key] = tracer[key];
+    }
+    for (const char* key : {"peak_device_bytes", "torch_version", "python", "steps_completed",
+                            "fallback_warnings", "mps_available"}) {
+      if (tracer.contains(key)) manifest[key] = tracer[key];
+    }
+    if (tracer.contains("tracer_errors") && tracer["tracer_errors"].is_array()) {
+      for (const auto& e : tracer["tracer_errors"]) {
+        if (e.is_string()) problems.push_back(e.get<std::string>());
+      }
+    }
+    if (!tracer.value("final", false) && outcome.status == "ok") {
+      problems.push_back("the tracer did not finish writing (no final flush)");
+    }
+  } else {
+    problems.push_back(
+        "the tracer wrote nothing: the command may not be a Python interpreter, or "
+        "it started no Python process dualtrack could trace");
+  }
+  if (exception.is_object() && outcome.status != "ok") manifest["exception"] = exception;
+  if (outcome.status == "failed" && !manifest["exception"].is_object()) {
+    manifest["exception"] = {{"type", nullptr},
+                             {"message", "exited with code " + std::to_string(outcome.exit_code)},
+                             {"file", nullptr},
+                             {"line", nullptr}};
+  }
+  if (options.collect_env) manifest["env"] = CollectEnv();
+  manifest["ended"] = IsoNow();
+  manifest["status"] = outcome.status;
+  manifest["exit_code"] = outcome.signal != 0 && WIFSIGNALED(child.wait_status)
+                              ? json(nullptr)
+                              : json(outcome.exit_code);
+  manifest["signal"] = outcome.signal != 0 ? json(SignalName(outcome.signal)) : json(nullptr);
+  manifest["wall_s"] = wall_s;
+  manifest["peak_rss_bytes"] = outcome.peak_rss_bytes;
+  manifest["problems"] = problems;
+  json files = json::object();
+  for (const char* f : kBundleFiles) {
+    auto size = std::filesystem::file_size(dir / f, ec);
+    if (!ec && std::string_view(f) != "manifest.json") files[f] = size;
+  }
+  manifest["files"] = files;
+  if (auto st = WriteManifest(dir, manifest); !st) return st.take_error();
+  return outcome;
+}
+
+}  // namespace dt::bundle
