@@ -313,7 +313,7 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8p
   border-bottom: 1px solid var(--line); padding-bottom: 4px; } h3 { font-size: 15px; margin: 16px 0 6px; }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; font-size: 13.5px; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; } code { font: 12.5px ui-monospace, Menlo, Consolas, monospace; }
+th { background: #f6f8fa; } td code { overflow-wrap: anywhere; } code { font: 12.5px ui-monospace, Menlo, Consolas, monospace; }
 .banner { border-radius: 8px; padding: 14px 18px; color: #fff; margin: 12px 0; }
 .banner .v { font-size: 28px; font-weight: 700; letter-spacing: .5px; }
 .banner .lvl { font-size: 14px; opacity: .95; margin-left: 10px; }
@@ -562,7 +562,13 @@ std::string RenderHtml(const Report& r) {
       os << "<tr><td>" << esc(f.field) << "</td><td><span class=\"st " << st << "\">" << label
          << "</span></td>";
       for (const auto& [who, value] : f.values) {
-        os << "<td><code>" << (value.empty() ? "missing" : esc(value)) << "</code></td>";
+        // Hashes are shortened on the page; the full value stays in the tooltip and the JSON.
+        if (value.empty()) {
+          os << "<td><code>missing</code></td>";
+        } else {
+          os << "<td><code title=\"" << esc(value) << "\">"
+             << esc(value.size() > 16 ? value.substr(0, 12) + "…" : value) << "</code></td>";
+        }
       }
       os << "</tr>";
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
 
 namespace dt::verdict {
@@ -216,18 +217,20 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
     for (const OpRow& op : cand->ops) fallbacks += op.status == "fallback" ? 1 : 0;
   }
   for (const Comparison& c : ev.comparisons) {
+    // The comparison file is named in the text: a location is kept for places in the user's code.
+    const std::string from = std::filesystem::path(c.source).filename().string() + ": ";
     for (const TensorComparison& t : c.tensors) {
       if (t.status == "pass") continue;
-      std::string text = fmt::format("{}: {}", t.name, t.status);
+      std::string text = fmt::format("{}{}: {}", from, t.name, t.status);
       if (t.max_abs) text += fmt::format(", max |a-b| {:.3g}", *t.max_abs);
       if (t.atol) text += fmt::format(" (atol {:.3g}, rtol {:.3g})", *t.atol, t.rtol.value_or(0));
-      r.evidence.push_back({text, {c.source, 0}, ""});
+      r.evidence.push_back({text, {}, ""});
     }
     for (const MetricComparison& m : c.metrics) {
-      if (m.status == "fail") r.evidence.push_back({"metric " + m.name + ": fail", {c.source, 0}, ""});
+      if (m.status == "fail") r.evidence.push_back({from + "metric " + m.name + ": fail", {}, ""});
     }
     if (c.verdict == "fail" && r.evidence.empty()) {
-      r.evidence.push_back({"comparison verdict: fail", {c.source, 0}, ""});
+      r.evidence.push_back({from + "comparison verdict: fail", {}, ""});
     }
   }
   if (!r.evidence.empty()) {
