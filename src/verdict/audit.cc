@@ -68,6 +68,30 @@ std::optional<T> Collect(const std::string& piece, const StageCall& call, F pars
   return std::move(*parsed);
 }
 
+// Changes the working directory for its lifetime and changes it back; audit is single-threaded.
+class CurrentDirectory {
+ public:
+  explicit CurrentDirectory(const fs::path& dir) {
+    std::error_code ec;
+    previous_ = fs::current_path(ec);
+    if (ec) return;
+    fs::current_path(dir, ec);
+    ok_ = !ec;
+  }
+  ~CurrentDirectory() {
+    if (!ok_) return;
+    std::error_code ec;
+    fs::current_path(previous_, ec);
+  }
+  CurrentDirectory(const CurrentDirectory&) = delete;
+  CurrentDirectory& operator=(const CurrentDirectory&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  fs::path previous_;
+  bool ok_ = false;
+};
+
 }  // namespace
 
 StageCall CallStage(const std::vector<std::string>& args) {
@@ -202,14 +226,21 @@ Result<Evidence> CollectAuditEvidence(const AuditOptions& options, std::ostream&
   auto tmp = TempDir::Make();
   if (!tmp.ok()) return tmp.take_error();
   const fs::path bundle = tmp->path() / "cpu";
-  std::vector<std::string> run_args = {"run", "--track", "cpu", "--redirect-cuda", "cpu",
-                                       "--out", bundle.string(), "--", options.python};
-  // The script is resolved against the project so audit works from any directory.
-  fs::path script = (*words)[0];
-  if (script.is_relative() && fs::exists(project / script, ec)) script = project / script;
-  run_args.push_back(script.string());
-  run_args.insert(run_args.end(), words->begin() + 1, words->end());
-  StageCall run = CallStage(run_args);
+  std::vector<std::string> run_args = {"run",           "--track", "cpu", "--redirect-cuda",
+                                       "cpu",           "--quiet", "-o",  bundle.string(),
+                                       "--",            options.python};
+  run_args.insert(run_args.end(), words->begin(), words->end());
+  StageCall run;
+  {
+    // The task runs from the project root, as its author runs it, so that the file paths in the
+    // trace are relative to the same root as the scan's.
+    CurrentDirectory here(project);
+    if (!here.ok()) {
+      return MakeError(ErrorCode::kIo, "cannot change into the project directory",
+                       project.string());
+    }
+    run = CallStage(run_args);
+  }
   if (!fs::exists(bundle / "manifest.json", ec)) {
     ev.missing["run"] = StageMessage(run);
     ev.missing["coverage"] = "no traced run to predict from";
