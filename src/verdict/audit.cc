@@ -184,6 +184,7 @@ Result<Evidence> CollectAuditEvidence(const AuditOptions& options, std::ostream&
   }
   const fs::path project = fs::absolute(options.project, ec).lexically_normal();
   Evidence ev;
+  ev.project = project.string();
   ev.remote_data_confirmed = options.remote_data_confirmed;
 
   // Scan first: it is the evidence that needs nothing installed.
@@ -228,7 +229,11 @@ Result<Evidence> CollectAuditEvidence(const AuditOptions& options, std::ostream&
   const fs::path bundle = tmp->path() / "cpu";
   std::vector<std::string> run_args = {"run",           "--track", "cpu", "--redirect-cuda",
                                        "cpu",           "--quiet", "-o",  bundle.string(),
-                                       "--",            options.python};
+                                       "--"};
+  // `--run "python3 train.py …"` names its own interpreter; `--run "train.py …"` uses --python.
+  if (!StartsWith(fs::path((*words)[0]).filename().string(), "python")) {
+    run_args.push_back(options.python);
+  }
   run_args.insert(run_args.end(), words->begin(), words->end());
   StageCall run;
   {

@@ -203,6 +203,7 @@ struct Evidence {
   std::vector<Comparison> comparisons;
   std::optional<CoverageEvidence> coverage;
   bool remote_data_confirmed = false;
+  std::string project;                      // The audited directory, when known.
   std::vector<std::string> designated_run;  // The run arguments audit used (script and args).
   std::map<std::string, std::string> missing;  // piece -> why it is missing.
 };

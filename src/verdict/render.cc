@@ -176,6 +176,7 @@ json EvidenceJson(const Evidence& ev) {
   }
   out["comparisons"] = comparisons;
   out["remote_data_confirmed"] = ev.remote_data_confirmed;
+  out["project"] = ev.project.empty() ? json(nullptr) : json(ev.project);
   out["designated_run"] = ev.designated_run;
   out["missing"] = ev.missing;
   return out;
@@ -526,7 +527,9 @@ std::string RenderHtml(const Report& r) {
         "<title>dualtrack report: "
      << esc(r.verdict) << "</title><style>" << kCss << "</style></head><body>\n";
   os << "<h1>dualtrack report</h1><div class=\"muted\">"
-     << esc(ev.scan ? ev.scan->root : (ev.tracks.empty() ? "" : ev.tracks.front().dir))
+     << esc(!ev.project.empty() ? ev.project
+                                : (ev.scan ? ev.scan->root
+                                           : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
   if (r.validity.state == "differs") {
     os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: " << esc(r.validity.summary)

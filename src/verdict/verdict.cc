@@ -409,7 +409,7 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
   } else if (verdict == "dev-only") {
     plan.push_back({"mac",
                     "The minimal task as a check" + (designated.empty() ? "" : ": " + designated),
-                    "no stop condition holds, but the Mac's results are not yet shown to match"});
+                    "no stop condition shown to hold, but the Mac's results are not yet shown to match"});
   }
   plan.push_back(
       {"mac",
