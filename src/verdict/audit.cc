@@ -172,7 +172,8 @@ Result<std::optional<std::string>> ReadDeclaredRun(const fs::path& project) {
     }
     return std::optional<std::string>();
   } catch (const toml::parse_error& e) {
-    return MakeError(ErrorCode::kInput, std::string("not valid TOML: ") + std::string(e.description()),
+    return MakeError(ErrorCode::kInput,
+                     std::string("not valid TOML: ") + std::string(e.description()),
                      path.string(), e.source().begin.line, e.source().begin.column);
   }
 }

@@ -383,7 +383,9 @@ json ToJson(const Report& r) {
   json fields = json::array();
   for (const ValidityField& f : r.validity.fields) {
     json values = json::object();
-    for (const auto& [who, value] : f.values) values[who] = value.empty() ? json(nullptr) : json(value);
+    for (const auto& [who, value] : f.values) {
+      values[who] = value.empty() ? json(nullptr) : json(value);
+    }
     fields.push_back({{"field", f.field},
                       {"state", f.state == RuleState::kHolds
                                     ? "differs"
@@ -399,7 +401,9 @@ json ToJson(const Report& r) {
                          {"user_statement", c.user_statement}});
   }
   json plan = json::array();
-  for (const PlanItem& p : r.plan) plan.push_back({{"where", p.where}, {"what", p.what}, {"why", p.why}});
+  for (const PlanItem& p : r.plan) {
+    plan.push_back({{"where", p.where}, {"what", p.what}, {"why", p.why}});
+  }
   json next = json::array();
   for (const NextStep& n : r.next_steps) {
     next.push_back({{"effect", n.effect},
@@ -532,7 +536,8 @@ std::string RenderHtml(const Report& r) {
                                            : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
   if (r.validity.state == "differs") {
-    os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: " << esc(r.validity.summary)
+    os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
+       << esc(r.validity.summary)
        << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
   }
   os << "<section class=\"banner " << esc(r.verdict) << "\" id=\"verdict\"><span class=\"v\">"
@@ -554,11 +559,14 @@ std::string RenderHtml(const Report& r) {
      << "\">" << esc(r.validity.state) << ": " << esc(r.validity.summary) << "</div>";
   if (!r.validity.fields.empty()) {
     os << "<table><tr><th>field</th><th>state</th>";
-    for (const auto& [who, value] : r.validity.fields.front().values) os << "<th>" << esc(who) << "</th>";
+    for (const auto& [who, value] : r.validity.fields.front().values) {
+      os << "<th>" << esc(who) << "</th>";
+    }
     os << "</tr>";
     for (const ValidityField& f : r.validity.fields) {
-      const char* st = f.state == RuleState::kHolds ? "holds"
-                                                    : (f.state == RuleState::kClear ? "clear" : "unknown");
+      const char* st = f.state == RuleState::kHolds
+                           ? "holds"
+                           : (f.state == RuleState::kClear ? "clear" : "unknown");
       const char* label = f.state == RuleState::kHolds
                               ? "differs"
                               : (f.state == RuleState::kClear ? "same" : "unknown");
@@ -605,7 +613,8 @@ std::string RenderHtml(const Report& r) {
        << "</h3><ul>";
     for (const PlanItem& p : r.plan) {
       if (p.where == where) {
-        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why) << "</span></li>";
+        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why)
+           << "</span></li>";
       }
     }
     os << "</ul></div>";
@@ -724,7 +733,8 @@ std::string RenderHtml(const Report& r) {
       for (const OpRow& op : t.ops) n += op.status == "fallback" ? 1 : 0;
       return t.has_ops ? std::to_string(n) : std::string("not traced");
     });
-    row("PYTORCH_ENABLE_MPS_FALLBACK", [](const Track& t) { return t.mps_fallback.value_or("unset"); });
+    row("PYTORCH_ENABLE_MPS_FALLBACK",
+        [](const Track& t) { return t.mps_fallback.value_or("unset"); });
     os << "</table><p class=\"muted\">Times as measured on each track; no faster/slower claim "
           "beyond runs under the same conditions.</p>";
   }

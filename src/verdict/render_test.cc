@@ -103,7 +103,8 @@ TEST(VerdictAuditTest, ReadsDeclaredRunFromPyproject) {
 }
 
 TEST(VerdictAuditTest, MissingStagesLeaveEvidenceMissing) {
-  StageCall call{2, "", "dualtrack scan: error: 'dualtrack scan' is not available in this version yet\n"};
+  StageCall call{2, "",
+                 "dualtrack scan: error: 'dualtrack scan' is not available in this version yet\n"};
   EXPECT_EQ(StageMessage(call), "'dualtrack scan' is not available in this version yet");
   EXPECT_EQ(StageMessage(StageCall{2, "", ""}), "exit code 2 with no message");
 }

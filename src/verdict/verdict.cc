@@ -60,7 +60,8 @@ std::string Memory(const Track& t) {
   std::string out;
   if (t.peak_rss_bytes) out += "peak RSS " + HumanBytes(*t.peak_rss_bytes);
   if (t.peak_device_bytes) {
-    out += (out.empty() ? "" : ", ") + std::string("peak device ") + HumanBytes(*t.peak_device_bytes);
+    out += (out.empty() ? "" : ", ") + std::string("peak device ") +
+           HumanBytes(*t.peak_device_bytes);
   }
   return out.empty() ? "memory not recorded" : out;
 }
@@ -172,8 +173,8 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
     items.push_back(std::move(c));
   }
   {
-    ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution", "missing", "",
-                    false};
+    ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution", "missing",
+                    "", false};
     if (mps != nullptr) {
       if (!mps->has_ops) {
         c.status = "failed";
@@ -363,13 +364,14 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
   for (const ChecklistItem& c : checklist) {
     if (c.status != "missing") continue;
     if (c.id == "baseline") {
-      add(1, c.id, "Record the CUDA baseline: dualtrack freeze -o baseline.json (on the CUDA machine)",
-          {});
+      add(1, c.id,
+          "Record the CUDA baseline: dualtrack freeze -o baseline.json (on the CUDA machine)", {});
     } else if (c.id == "mps-available") {
       add(1, c.id, "Check the Mac: dualtrack env --format json > env-mac.json (on the Mac)", {});
     } else if (c.id == "real-input-step") {
       add(1, c.id,
-          "Run the minimal task on the Mac: dualtrack run --track mps -- python <entry> --device mps",
+          "Run the minimal task on the Mac: dualtrack run --track mps -- python <entry> "
+          "--device mps",
           {});
     } else if (c.id == "within-tolerance") {
       add(1, c.id,
@@ -380,7 +382,8 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
       add(1, c.id, "Time the target workload on both tracks under the same conditions", {});
     } else if (c.id == "remote-data") {
       add(1, c.id,
-          "If a remote Mac is used, check its data handling and say so with --remote-data-confirmed",
+          "If a remote Mac is used, check its data handling and say so with "
+          "--remote-data-confirmed",
           {});
     }
   }
@@ -401,15 +404,19 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
   }
   std::vector<EvidenceItem> stopping;
   for (const RuleResult& r : stops) {
-    if (r.state == RuleState::kHolds) stopping.insert(stopping.end(), r.evidence.begin(), r.evidence.end());
+    if (r.state == RuleState::kHolds) {
+      stopping.insert(stopping.end(), r.evidence.begin(), r.evidence.end());
+    }
   }
   if (verdict == "mac-ready") {
-    plan.push_back({"mac", "The designated experiments" + (designated.empty() ? "" : ": " + designated),
+    plan.push_back({"mac",
+                    "The designated experiments" + (designated.empty() ? "" : ": " + designated),
                     "measured on MPS within tolerance, same commit, data slice and seed"});
   } else if (verdict == "dev-only") {
     plan.push_back({"mac",
                     "The minimal task as a check" + (designated.empty() ? "" : ": " + designated),
-                    "no stop condition shown to hold, but the Mac's results are not yet shown to match"});
+                    "no stop condition shown to hold, but the Mac's results are not yet shown to "
+                    "match"});
   }
   plan.push_back(
       {"mac",
@@ -527,7 +534,9 @@ Report Decide(Evidence evidence) {
   if (ev.coverage) {
     std::vector<EvidenceItem> fb;
     for (const CoverageOp& op : ev.coverage->ops) {
-      if (op.cls == "cpu-fallback" || op.cls == "always-cpu") fb.push_back({op.op, op.location, ""});
+      if (op.cls == "cpu-fallback" || op.cls == "always-cpu") {
+        fb.push_back({op.op, op.location, ""});
+      }
     }
     if (!fb.empty()) {
       std::vector<std::string> names;

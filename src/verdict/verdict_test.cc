@@ -118,7 +118,8 @@ TEST(VerdictRulesTest, OutsideToleranceAfterFallback) {
 }
 
 TEST(VerdictRulesTest, CandidateStartedButDidNotFinish) {
-  RuleResult r = CheckCandidateUnfinished(Load({.tracks = {{"cuda", "cuda"}, {"mac", "mps_failed"}}}));
+  RuleResult r =
+      CheckCandidateUnfinished(Load({.tracks = {{"cuda", "cuda"}, {"mac", "mps_failed"}}}));
   EXPECT_EQ(r.state, RuleState::kHolds);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   EXPECT_NE(r.summary.find("utils/metrics.py:15"), std::string::npos) << r.summary;
@@ -138,7 +139,8 @@ TEST(VerdictRulesTest, MultiGpuOnReachablePathHoldsUntilATrackFinishesWithoutIt)
   ASSERT_EQ(predicted.notes.size(), 1u);
   EXPECT_EQ(predicted.notes[0].location.file, "scripts/launch.sh");
 
-  RuleResult measured = CheckMultiGpu(Load({.scan = "scan_example.json", .tracks = {{"cpu", "cpu"}}}));
+  RuleResult measured =
+      CheckMultiGpu(Load({.scan = "scan_example.json", .tracks = {{"cpu", "cpu"}}}));
   EXPECT_EQ(measured.state, RuleState::kClear);
   EXPECT_EQ(measured.level, EvidenceLevel::kMeasured);
   EXPECT_EQ(measured.notes.size(), 2u);
@@ -191,7 +193,9 @@ TEST(VerdictDecideTest, MacReadyNeedsMeasuredMpsTrackWithinToleranceAndValidity)
                           .remote = true}));
   EXPECT_EQ(r.verdict, "mac-ready");
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
-  for (const ChecklistItem& c : r.checklist) EXPECT_EQ(c.status, "done") << c.id << ": " << c.evidence;
+  for (const ChecklistItem& c : r.checklist) {
+    EXPECT_EQ(c.status, "done") << c.id << ": " << c.evidence;
+  }
   EXPECT_TRUE(Item(r, "remote-data").user_statement);
   EXPECT_NE(Item(r, "fallback-separated").evidence.find("1 fell back"), std::string::npos);
   EXPECT_NE(Item(r, "workload-timed").evidence.find("cuda (cuda)"), std::string::npos);
