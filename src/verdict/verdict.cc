@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <set>
 
@@ -301,6 +302,10 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
             "Find where the results drift (" + e.text +
                 "): compare intermediate captures, rerun without the CPU fallback",
             {});
+      } else if (r.id == "no-mps-implementation" && !e.fix.empty()) {
+        std::string fix = e.fix;
+        fix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fix[0])));
+        add(3, r.id, fmt::format("{}{}", fix, at.empty() ? "" : " at " + at), e.location);
       } else if (!e.fix.empty()) {
         add(3, r.id, fmt::format("Replace by {}{}", e.fix, at.empty() ? "" : " at " + at),
             e.location);
@@ -312,7 +317,11 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
   }
   // Float64 made on a CPU track would fail on MPS; the fix is the same even when not yet stopping.
   for (const EvidenceItem& e : Rule(stops, "no-mps-implementation").notes) {
-    if (!e.fix.empty()) {
+    const bool located = std::any_of(steps.begin(), steps.end(), [&](const NextStep& n) {
+      return !e.location.file.empty() && n.location.file == e.location.file &&
+             n.location.line == e.location.line;
+    });
+    if (!e.fix.empty() && !located) {
       add(2, "no-mps-implementation",
           fmt::format("Compute in float32 instead of float64 at {}", Where(e.location)),
           e.location);
