@@ -16,19 +16,29 @@ std::string Where(const Location& l) {
   return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
 }
 
-// "a, b, c and 4 more": keeps reasons short while naming the first places.
-std::string PlaceList(const std::vector<EvidenceItem>& items, std::size_t max = 3) {
-  std::vector<std::string> places;
+// "a.py:3, b.cu:4 (+9 more there) and 2 more files": one place per file keeps reasons short while
+// naming every file up to `max`.
+std::string PlaceList(const std::vector<EvidenceItem>& items, std::size_t max = 4) {
+  std::vector<std::pair<std::string, std::size_t>> files;  // first place, places in that file
+  std::vector<std::string> names;
   std::set<std::string> seen;
   for (const EvidenceItem& e : items) {
-    std::string w = Where(e.location);
+    const std::string w = Where(e.location);
     if (w.empty() || !seen.insert(w).second) continue;
-    places.push_back(w);
+    auto it = std::find(names.begin(), names.end(), e.location.file);
+    if (it == names.end()) {
+      names.push_back(e.location.file);
+      files.emplace_back(w, 1);
+    } else {
+      files[static_cast<std::size_t>(it - names.begin())].second += 1;
+    }
   }
-  if (places.empty()) return {};
   std::string out;
-  for (std::size_t i = 0; i < places.size() && i < max; ++i) out += (i ? ", " : "") + places[i];
-  if (places.size() > max) out += fmt::format(" and {} more", places.size() - max);
+  for (std::size_t i = 0; i < files.size() && i < max; ++i) {
+    out += (i ? ", " : "") + files[i].first;
+    if (files[i].second > 1) out += fmt::format(" (+{} more there)", files[i].second - 1);
+  }
+  if (files.size() > max) out += fmt::format(" and {} more file(s)", files.size() - max);
   return out;
 }
 
