@@ -1,0 +1,527 @@
+#include "verdict/evidence.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <system_error>
+
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::verdict {
+
+namespace {
+
+using nlohmann::json;
+
+// Reads typed fields leniently (absent or null is "unknown") but strictly (a field of the wrong
+// type is an error naming the file and the field), remembering only the first error.
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  bool ok() const { return !error_.has_value(); }
+  Error TakeError() { return std::move(*error_); }
+
+  void Fail(const std::string& where, const std::string& what) {
+    if (!error_) error_ = MakeError(ErrorCode::kInput, where + ": " + what, source_);
+  }
+
+  const json* Field(const json& obj, const char* key, const std::string& where) {
+    if (!obj.is_object()) {
+      Fail(where, "expected an object");
+      return nullptr;
+    }
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  std::string Str(const json& obj, const char* key, const std::string& where) {
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return {};
+    if (!v->is_string()) {
+      Fail(Join(where, key), "expected a string, got " + std::string(v->type_name()));
+      return {};
+    }
+    return v->get<std::string>();
+  }
+
+  std::optional<std::string> OptStr(const json& obj, const char* key, const std::string& where) {
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_string()) return v->get<std::string>();
+    if (v->is_number() || v->is_boolean()) return v->dump();
+    Fail(Join(where, key), "expected a string, got " + std::string(v->type_name()));
+    return std::nullopt;
+  }
+
+  std::optional<std::int64_t> OptInt(const json& obj, const char* key, const std::string& where) {
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_number_integer()) return v->get<std::int64_t>();
+    if (v->is_number_float()) return static_cast<std::int64_t>(v->get<double>());
+    Fail(Join(where, key), "expected an integer, got " + std::string(v->type_name()));
+    return std::nullopt;
+  }
+
+  std::int64_t Int(const json& obj, const char* key, const std::string& where) {
+    return OptInt(obj, key, where).value_or(0);
+  }
+
+  std::optional<double> OptNum(const json& obj, const char* key, const std::string& where) {
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return std::nullopt;
+    if (v->is_number()) return v->get<double>();
+    // JSON has no NaN or infinity; writers that need them use strings.
+    if (v->is_string()) {
+      const std::string s = v->get<std::string>();
+      if (s == "NaN" || s == "nan") return std::numeric_limits<double>::quiet_NaN();
+      if (s == "Infinity" || s == "inf") return std::numeric_limits<double>::infinity();
+      if (s == "-Infinity" || s == "-inf") return -std::numeric_limits<double>::infinity();
+    }
+    Fail(Join(where, key), "expected a number, got " + std::string(v->type_name()));
+    return std::nullopt;
+  }
+
+  std::optional<bool> OptBool(const json& obj, const char* key, const std::string& where) {
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return std::nullopt;
+    if (!v->is_boolean()) {
+      Fail(Join(where, key), "expected true, false or null, got " + std::string(v->type_name()));
+      return std::nullopt;
+    }
+    return v->get<bool>();
+  }
+
+  // An array field; absent or null is an empty array.
+  const json& Arr(const json& obj, const char* key, const std::string& where) {
+    static const json kEmpty = json::array();
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return kEmpty;
+    if (!v->is_array()) {
+      Fail(Join(where, key), "expected an array, got " + std::string(v->type_name()));
+      return kEmpty;
+    }
+    return *v;
+  }
+
+  const json& Obj(const json& obj, const char* key, const std::string& where) {
+    static const json kEmpty = json::object();
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return kEmpty;
+    if (!v->is_object()) {
+      Fail(Join(where, key), "expected an object, got " + std::string(v->type_name()));
+      return kEmpty;
+    }
+    return *v;
+  }
+
+  std::vector<std::string> StrList(const json& obj, const char* key, const std::string& where) {
+    std::vector<std::string> out;
+    const json& arr = Arr(obj, key, where);
+    for (std::size_t i = 0; i < arr.size(); ++i) {
+      if (arr[i].is_string()) {
+        out.push_back(arr[i].get<std::string>());
+      } else {
+        Fail(fmt::format("{}[{}]", Join(where, key), i), "expected a string");
+      }
+    }
+    return out;
+  }
+
+  Location Loc(const json& obj, const char* key, const std::string& where) {
+    Location loc;
+    const json& l = Obj(obj, key, where);
+    loc.file = Str(l, "file", Join(where, key));
+    loc.line = Int(l, "line", Join(where, key));
+    return loc;
+  }
+
+  static std::string Join(const std::string& where, const char* key) {
+    return where.empty() ? std::string(key) : where + "." + key;
+  }
+
+ private:
+  std::string source_;
+  std::optional<Error> error_;
+};
+
+Status CheckSchema(const json& doc, const std::string& source, std::string_view expected) {
+  if (!doc.is_object()) {
+    return MakeError(ErrorCode::kInput, "expected a JSON object (" + std::string(expected) + ")",
+                     source);
+  }
+  auto it = doc.find("schema");
+  if (it == doc.end() || !it->is_string()) {
+    return MakeError(ErrorCode::kInput,
+                     "no \"schema\" field; expected \"" + std::string(expected) + "\"", source);
+  }
+  const std::string got = it->get<std::string>();
+  if (got != expected) {
+    return MakeError(ErrorCode::kInput,
+                     "schema is \"" + got + "\", expected \"" + std::string(expected) + "\"",
+                     source);
+  }
+  return OkStatus();
+}
+
+EnvEvidence ReadEnvObject(Reader& r, const json& doc, const std::string& source,
+                          const std::string& where) {
+  EnvEvidence e;
+  e.source = source;
+  const std::string hw = Reader::Join(where, "host");
+  const json& host = r.Obj(doc, "host", where);
+  e.os = r.Str(host, "os", hw);
+  e.os_version = r.Str(host, "os_version", hw);
+  e.arch = r.Str(host, "arch", hw);
+  e.cpu = r.Str(host, "cpu", hw);
+  e.memory_bytes = r.OptInt(host, "memory_bytes", hw);
+  const json& gpus = r.Arr(doc, "gpus", where);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const std::string gw = fmt::format("{}[{}]", Reader::Join(where, "gpus"), i);
+    Gpu g;
+    g.vendor = r.Str(gpus[i], "vendor", gw);
+    g.name = r.Str(gpus[i], "name", gw);
+    g.driver = r.Str(gpus[i], "driver", gw);
+    g.memory_bytes = r.OptInt(gpus[i], "memory_bytes", gw);
+    e.gpus.push_back(std::move(g));
+  }
+  e.nvcc_version = r.Str(r.Obj(doc, "cuda", where), "nvcc_version", Reader::Join(where, "cuda"));
+  e.python_version =
+      r.Str(r.Obj(doc, "python", where), "version", Reader::Join(where, "python"));
+  const std::string tw = Reader::Join(where, "torch");
+  const json& torch = r.Obj(doc, "torch", where);
+  e.torch_installed = r.OptBool(torch, "installed", tw);
+  e.torch_version = r.Str(torch, "version", tw);
+  e.torch_cuda_version = r.OptStr(torch, "cuda_version", tw).value_or("");
+  e.cuda_available = r.OptBool(torch, "cuda_available", tw);
+  e.mps_built = r.OptBool(torch, "mps_built", tw);
+  e.mps_available = r.OptBool(torch, "mps_available", tw);
+  e.mps_fallback = r.OptStr(r.Obj(doc, "mps_env", where), "PYTORCH_ENABLE_MPS_FALLBACK",
+                            Reader::Join(where, "mps_env"));
+  const json& conclusions = r.Arr(doc, "conclusions", where);
+  for (std::size_t i = 0; i < conclusions.size(); ++i) {
+    const std::string cw = fmt::format("{}[{}]", Reader::Join(where, "conclusions"), i);
+    e.conclusions.push_back({r.Str(conclusions[i], "id", cw), r.Str(conclusions[i], "level", cw),
+                             r.Str(conclusions[i], "text", cw)});
+  }
+  return e;
+}
+
+template <class T, class F>
+Result<T> LoadWith(const std::filesystem::path& path, F parse) {
+  auto text = ReadFile(path, std::uint64_t{256} << 20);
+  if (!text.ok()) return text.take_error();
+  auto doc = ParseJsonText(*text, path.string());
+  if (!doc.ok()) return doc.take_error();
+  return parse(*doc, path.string());
+}
+
+// Reads a JSON-lines file, calling `row` for each non-empty line; errors name file and line.
+template <class F>
+Status ReadJsonLines(const std::filesystem::path& path, F row) {
+  auto text = ReadFile(path, std::uint64_t{512} << 20);
+  if (!text.ok()) return text.take_error();
+  std::int64_t line_no = 0;
+  for (std::string_view line : Split(*text, '\n')) {
+    ++line_no;
+    if (Trim(line).empty()) continue;
+    json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) {
+      return MakeError(ErrorCode::kInput, "not valid JSON", path.string(), line_no);
+    }
+    if (!doc.is_object()) {
+      return MakeError(ErrorCode::kInput, "expected a JSON object per line", path.string(),
+                       line_no);
+    }
+    Reader r(path.string());
+    row(r, doc);
+    if (!r.ok()) {
+      Error e = r.TakeError();
+      e.line = line_no;
+      return e;
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<json> ParseJsonText(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    return MakeError(ErrorCode::kInput,
+                     fmt::format("not valid JSON (at byte {}): {}", e.byte, e.what()), source);
+  }
+}
+
+Result<ScanEvidence> ParseScan(const json& doc, const std::string& source) {
+  if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
+  Reader r(source);
+  ScanEvidence scan;
+  scan.source = source;
+  scan.root = r.Str(doc, "root", "");
+  const json& findings = r.Arr(doc, "findings", "");
+  for (std::size_t i = 0; i < findings.size() && r.ok(); ++i) {
+    const std::string w = fmt::format("findings[{}]", i);
+    const json& f = findings[i];
+    Finding x;
+    x.code = r.Str(f, "code", w);
+    x.cls = r.Str(f, "class", w);
+    x.severity = r.Str(f, "severity", w);
+    x.file = r.Str(f, "file", w);
+    x.line = r.Int(f, "line", w);
+    x.message = r.Str(f, "message", w);
+    x.snippet = r.Str(f, "snippet", w);
+    x.guarded = r.OptBool(f, "guarded", w);
+    x.reachable = r.OptBool(f, "reachable", w);
+    x.replacement = r.Str(f, "replacement", w);
+    scan.findings.push_back(std::move(x));
+  }
+  scan.files_scanned = r.Int(r.Obj(doc, "summary", ""), "files_scanned", "summary");
+  if (!r.ok()) return r.TakeError();
+  return scan;
+}
+
+Result<EnvEvidence> ParseEnv(const json& doc, const std::string& source) {
+  if (auto s = CheckSchema(doc, source, "dualtrack.env/1"); !s.ok()) return s.take_error();
+  Reader r(source);
+  EnvEvidence e = ReadEnvObject(r, doc, source, "");
+  if (!r.ok()) return r.TakeError();
+  return e;
+}
+
+Result<Baseline> ParseBaseline(const json& doc, const std::string& source) {
+  if (auto s = CheckSchema(doc, source, "dualtrack.baseline/1"); !s.ok()) return s.take_error();
+  Reader r(source);
+  Baseline b;
+  b.source = source;
+  b.created = r.Str(doc, "created", "");
+  const json& code = r.Obj(doc, "code", "");
+  b.commit = r.Str(code, "commit", "code");
+  b.dirty = r.StrList(code, "dirty", "code");
+  const json& data = r.Obj(doc, "data", "");
+  b.data_digest = r.Str(data, "digest", "data");
+  b.data_files = r.Arr(data, "files", "data").size();
+  const json& seeds = r.Arr(doc, "seeds", "");
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i].is_number_integer()) {
+      b.seeds.push_back(seeds[i].get<std::int64_t>());
+    } else {
+      r.Fail(fmt::format("seeds[{}]", i), "expected an integer");
+    }
+  }
+  b.packages = r.Arr(doc, "packages", "").size();
+  if (const json* env = r.Field(doc, "env", ""); env != nullptr && env->is_object()) {
+    b.env = ReadEnvObject(r, *env, source, "env");
+  }
+  if (!r.ok()) return r.TakeError();
+  return b;
+}
+
+Result<CoverageEvidence> ParseCoverage(const json& doc, const std::string& source) {
+  if (auto s = CheckSchema(doc, source, "dualtrack.coverage/1"); !s.ok()) return s.take_error();
+  Reader r(source);
+  CoverageEvidence c;
+  c.source = source;
+  c.torch = r.OptStr(doc, "torch", "").value_or("");
+  c.evidence = r.Str(doc, "evidence", "");
+  const json& ops = r.Arr(doc, "ops", "");
+  for (std::size_t i = 0; i < ops.size() && r.ok(); ++i) {
+    const std::string w = fmt::format("ops[{}]", i);
+    CoverageOp op;
+    op.op = r.Str(ops[i], "op", w);
+    op.overload = r.Str(ops[i], "overload", w);
+    op.cls = r.Str(ops[i], "class", w);
+    op.dtypes = r.StrList(ops[i], "dtypes", w);
+    op.dtype_issues = r.StrList(ops[i], "dtype_issues", w);
+    op.count = r.Int(ops[i], "count", w);
+    op.location = r.Loc(ops[i], "location", w);
+    op.native_since = r.OptStr(ops[i], "native_since", w);
+    c.ops.push_back(std::move(op));
+  }
+  const json& upgrade = r.Obj(doc, "upgrade", "");
+  c.upgrade_version = r.OptStr(upgrade, "version", "upgrade");
+  c.upgrade_removes = r.Int(upgrade, "removes", "upgrade");
+  if (!r.ok()) return r.TakeError();
+  return c;
+}
+
+Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
+  if (auto s = CheckSchema(doc, source, "dualtrack.compare/1"); !s.ok()) return s.take_error();
+  Reader r(source);
+  Comparison c;
+  c.source = source;
+  c.a = r.Str(doc, "a", "");
+  c.b = r.Str(doc, "b", "");
+  c.rule = r.Str(doc, "rule", "");
+  c.check = r.Str(doc, "check", "");
+  c.verdict = r.Str(doc, "verdict", "");
+  c.n_pass = r.Int(doc, "n_pass", "");
+  c.n_fail = r.Int(doc, "n_fail", "");
+  const json& tensors = r.Arr(doc, "tensors", "");
+  for (std::size_t i = 0; i < tensors.size() && r.ok(); ++i) {
+    const std::string w = fmt::format("tensors[{}]", i);
+    const json& t = tensors[i];
+    TensorComparison x;
+    x.name = r.Str(t, "name", w);
+    x.status = r.Str(t, "status", w);
+    x.dtype_a = r.Str(t, "dtype_a", w);
+    x.dtype_b = r.Str(t, "dtype_b", w);
+    for (const json& d : r.Arr(t, "shape", w)) {
+      if (d.is_number_integer()) x.shape.push_back(d.get<std::int64_t>());
+    }
+    x.atol = r.OptNum(t, "atol", w);
+    x.rtol = r.OptNum(t, "rtol", w);
+    x.max_abs = r.OptNum(t, "max_abs", w);
+    x.mean_abs = r.OptNum(t, "mean_abs", w);
+    x.max_rel = r.OptNum(t, "max_rel", w);
+    x.frac_outside = r.OptNum(t, "frac_outside", w);
+    x.cosine = r.OptNum(t, "cosine", w);
+    const json& hist = r.Obj(t, "histogram", w);
+    const std::string hw = w + ".histogram";
+    for (const json& e : r.Arr(hist, "log10_edges", hw)) {
+      if (e.is_number()) x.hist_log10_edges.push_back(e.get<double>());
+    }
+    for (const json& n : r.Arr(hist, "counts", hw)) {
+      if (n.is_number()) x.hist_counts.push_back(n.get<std::int64_t>());
+    }
+    c.tensors.push_back(std::move(x));
+  }
+  const json& metrics = r.Arr(doc, "metrics", "");
+  for (std::size_t i = 0; i < metrics.size() && r.ok(); ++i) {
+    const std::string w = fmt::format("metrics[{}]", i);
+    MetricComparison m;
+    m.name = r.Str(metrics[i], "name", w);
+    m.status = r.Str(metrics[i], "status", w);
+    const json& steps = r.Arr(metrics[i], "steps", w);
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      const std::string sw = fmt::format("{}.steps[{}]", w, k);
+      m.steps.push_back({r.Int(steps[k], "step", sw), r.OptNum(steps[k], "a", sw),
+                         r.OptNum(steps[k], "b", sw), r.OptNum(steps[k], "diff", sw)});
+    }
+    c.metrics.push_back(std::move(m));
+  }
+  if (!r.ok()) return r.TakeError();
+  return c;
+}
+
+Result<ScanEvidence> LoadScan(const std::filesystem::path& path) {
+  return LoadWith<ScanEvidence>(path, ParseScan);
+}
+Result<EnvEvidence> LoadEnv(const std::filesystem::path& path) {
+  return LoadWith<EnvEvidence>(path, ParseEnv);
+}
+Result<Baseline> LoadBaseline(const std::filesystem::path& path) {
+  return LoadWith<Baseline>(path, ParseBaseline);
+}
+Result<CoverageEvidence> LoadCoverage(const std::filesystem::path& path) {
+  return LoadWith<CoverageEvidence>(path, ParseCoverage);
+}
+Result<Comparison> LoadComparison(const std::filesystem::path& path) {
+  return LoadWith<Comparison>(path, ParseComparison);
+}
+
+Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(ErrorCode::kInput, "not a bundle directory (run 'dualtrack run' to make one)",
+                     dir.string());
+  }
+  const std::filesystem::path manifest_path = dir / "manifest.json";
+  auto text = ReadFile(manifest_path, std::uint64_t{64} << 20);
+  if (!text.ok()) return text.take_error();
+  auto parsed = ParseJsonText(*text, manifest_path.string());
+  if (!parsed.ok()) return parsed.take_error();
+  const json& doc = *parsed;
+  const std::string source = manifest_path.string();
+  if (auto s = CheckSchema(doc, source, "dualtrack.bundle/1"); !s.ok()) return s.take_error();
+
+  Reader r(source);
+  Track t;
+  t.name = name;
+  t.dir = dir.string();
+  t.device = r.Str(doc, "track", "");
+  t.command = r.StrList(doc, "command", "");
+  t.git_commit = r.OptStr(doc, "git_commit", "");
+  t.data_digest = r.OptStr(doc, "data_digest", "");
+  if (!t.data_digest) {
+    if (const json* data = r.Field(doc, "data", ""); data != nullptr && data->is_object()) {
+      t.data_digest = r.OptStr(*data, "digest", "data");
+    }
+  }
+  t.seed = r.OptInt(doc, "seed", "");
+  t.status = r.Str(doc, "status", "");
+  t.exit_code = r.OptInt(doc, "exit_code", "");
+  if (const json* ex = r.Field(doc, "exception", ""); ex != nullptr) {
+    Track::Exception e;
+    e.type = r.Str(*ex, "type", "exception");
+    e.message = r.Str(*ex, "message", "exception");
+    e.location.file = r.Str(*ex, "file", "exception");
+    e.location.line = r.Int(*ex, "line", "exception");
+    t.exception = std::move(e);
+  }
+  const json& steps = r.Arr(doc, "steps", "");
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (auto w = r.OptNum(steps[i], "wall_s", fmt::format("steps[{}]", i))) {
+      t.step_wall_s.push_back(*w);
+    }
+  }
+  t.peak_rss_bytes = r.OptInt(doc, "peak_rss_bytes", "");
+  t.peak_device_bytes = r.OptInt(doc, "peak_device_bytes", "");
+  t.mps_fallback =
+      r.OptStr(r.Obj(doc, "env_vars", ""), "PYTORCH_ENABLE_MPS_FALLBACK", "env_vars");
+  const json& redirects = r.Arr(doc, "redirects", "");
+  for (std::size_t i = 0; i < redirects.size(); ++i) {
+    const std::string w = fmt::format("redirects[{}]", i);
+    Track::Redirect x;
+    x.what = r.Str(redirects[i], "what", w);
+    x.to = r.Str(redirects[i], "to", w);
+    x.location.file = r.Str(redirects[i], "file", w);
+    x.location.line = r.Int(redirects[i], "line", w);
+    x.count = r.Int(redirects[i], "count", w);
+    t.redirects.push_back(std::move(x));
+  }
+  const json& f64 = r.Arr(doc, "float64", "");
+  for (std::size_t i = 0; i < f64.size(); ++i) {
+    const std::string w = fmt::format("float64[{}]", i);
+    t.float64.push_back({r.Str(f64[i], "file", w), r.Int(f64[i], "line", w)});
+  }
+  if (const json* env = r.Field(doc, "env", ""); env != nullptr && env->is_object() &&
+                                                 !env->empty()) {
+    t.env = ReadEnvObject(r, *env, source, "env");
+  }
+  if (!r.ok()) return r.TakeError();
+
+  if (std::filesystem::exists(dir / "ops.jsonl", ec)) {
+    t.has_ops = true;
+    auto s = ReadJsonLines(dir / "ops.jsonl", [&](Reader& rr, const json& row) {
+      OpRow op;
+      op.op = rr.Str(row, "op", "");
+      op.overload = rr.Str(row, "overload", "");
+      op.device = rr.Str(row, "device", "");
+      op.dtypes = rr.StrList(row, "dtypes", "");
+      op.count = rr.Int(row, "count", "");
+      op.location = rr.Loc(row, "location", "");
+      op.status = rr.Str(row, "status", "");
+      op.error = rr.OptStr(row, "error", "").value_or("");
+      t.ops.push_back(std::move(op));
+    });
+    if (!s.ok()) return s.take_error();
+  }
+  if (std::filesystem::exists(dir / "metrics.jsonl", ec)) {
+    auto s = ReadJsonLines(dir / "metrics.jsonl", [&](Reader& rr, const json& row) {
+      Metric m;
+      m.step = rr.Int(row, "step", "");
+      m.name = rr.Str(row, "name", "");
+      m.value = rr.OptNum(row, "value", "").value_or(0.0);
+      t.metrics.push_back(std::move(m));
+    });
+    if (!s.ok()) return s.take_error();
+  }
+  return t;
+}
+
+}  // namespace dt::verdict

@@ -1,0 +1,230 @@
+// The evidence the verdict is built from: what the other stages wrote (docs/json-contracts.md),
+// loaded into plain structs. Every piece is optional; a missing piece is reported as missing, never
+// guessed. Unknown extra fields are ignored so the other stages can grow their documents freely.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace dt::verdict {
+
+struct Location {
+  std::string file;
+  std::int64_t line = 0;  // 0 when unknown.
+};
+
+// One `dualtrack.scan/1` finding.
+struct Finding {
+  std::string code;
+  std::string cls;       // device | library | extension | environment
+  std::string severity;  // portable | fixable | replace | blocker
+  std::string file;
+  std::int64_t line = 0;
+  std::string message;
+  std::string snippet;
+  std::optional<bool> guarded;
+  std::optional<bool> reachable;  // nullopt for files that are not Python.
+  std::string replacement;
+};
+
+struct ScanEvidence {
+  std::string source;  // Where it was read from, for messages.
+  std::string root;
+  std::vector<Finding> findings;
+  std::int64_t files_scanned = 0;
+};
+
+struct Gpu {
+  std::string vendor;
+  std::string name;
+  std::string driver;
+  std::optional<std::int64_t> memory_bytes;
+};
+
+// The parts of `dualtrack.env/1` the report shows and the rules read.
+struct EnvEvidence {
+  std::string source;
+  std::string os;
+  std::string os_version;
+  std::string arch;
+  std::string cpu;
+  std::optional<std::int64_t> memory_bytes;
+  std::vector<Gpu> gpus;
+  std::string nvcc_version;
+  std::string python_version;
+  std::optional<bool> torch_installed;
+  std::string torch_version;
+  std::string torch_cuda_version;
+  std::optional<bool> cuda_available;
+  std::optional<bool> mps_built;
+  std::optional<bool> mps_available;
+  std::optional<std::string> mps_fallback;  // PYTORCH_ENABLE_MPS_FALLBACK; nullopt when unset.
+  struct Conclusion {
+    std::string id, level, text;
+  };
+  std::vector<Conclusion> conclusions;
+
+  bool IsMac() const { return os == "macOS" || os == "Darwin"; }
+};
+
+struct Baseline {
+  std::string source;
+  std::string created;
+  std::string commit;
+  std::vector<std::string> dirty;
+  std::string data_digest;
+  std::vector<std::int64_t> seeds;
+  std::size_t packages = 0;
+  std::size_t data_files = 0;
+  std::optional<EnvEvidence> env;
+};
+
+// One row of a bundle's ops.jsonl.
+struct OpRow {
+  std::string op;
+  std::string overload;
+  std::string device;
+  std::vector<std::string> dtypes;
+  std::int64_t count = 0;
+  Location location;
+  std::string status;  // ok | fallback | failed
+  std::string error;
+};
+
+struct Metric {
+  std::int64_t step = 0;
+  std::string name;
+  double value = 0;
+};
+
+// A run bundle of one track: manifest.json, ops.jsonl and metrics.jsonl.
+struct Track {
+  std::string name;  // The user's NAME in --track NAME=BUNDLE.
+  std::string dir;
+  std::string device;  // manifest "track": cpu | cuda | mps | ...
+  std::vector<std::string> command;
+  std::optional<std::string> git_commit;
+  std::optional<std::string> data_digest;  // manifest "data_digest" or "data.digest" if written.
+  std::optional<std::int64_t> seed;
+  std::string status;  // ok | failed | killed | incomplete
+  std::optional<std::int64_t> exit_code;
+  struct Exception {
+    std::string type, message;
+    Location location;
+  };
+  std::optional<Exception> exception;
+  std::vector<double> step_wall_s;
+  std::optional<std::int64_t> peak_rss_bytes;
+  std::optional<std::int64_t> peak_device_bytes;
+  std::optional<std::string> mps_fallback;  // env_vars.PYTORCH_ENABLE_MPS_FALLBACK
+  struct Redirect {
+    std::string what, to;
+    Location location;
+    std::int64_t count = 0;
+  };
+  std::vector<Redirect> redirects;
+  std::vector<Location> float64;
+  std::optional<EnvEvidence> env;
+  bool has_ops = false;  // ops.jsonl was present.
+  std::vector<OpRow> ops;
+  std::vector<Metric> metrics;
+
+  bool Finished() const { return status == "ok"; }
+  // Whether this track ran on the Mac's GPU backend.
+  bool IsMps() const { return device == "mps"; }
+  bool IsCuda() const { return device == "cuda"; }
+};
+
+struct CoverageOp {
+  std::string op;
+  std::string overload;
+  std::string cls;  // native | composite | cpu-fallback | always-cpu | unknown
+  std::vector<std::string> dtypes;
+  std::vector<std::string> dtype_issues;
+  std::int64_t count = 0;
+  Location location;
+  std::optional<std::string> native_since;
+};
+
+struct CoverageEvidence {
+  std::string source;
+  std::string torch;
+  std::string evidence;  // predicted | measured
+  std::vector<CoverageOp> ops;
+  std::optional<std::string> upgrade_version;
+  std::int64_t upgrade_removes = 0;
+};
+
+struct TensorComparison {
+  std::string name;
+  std::string status;  // pass | fail | missing_a | missing_b | shape_mismatch | dtype_mismatch
+  std::string dtype_a, dtype_b;
+  std::vector<std::int64_t> shape;
+  std::optional<double> atol, rtol, max_abs, mean_abs, max_rel, frac_outside, cosine;
+  std::vector<double> hist_log10_edges;
+  std::vector<std::int64_t> hist_counts;
+};
+
+struct MetricComparison {
+  std::string name;
+  std::string status;
+  struct Step {
+    std::int64_t step = 0;
+    std::optional<double> a, b, diff;
+  };
+  std::vector<Step> steps;
+};
+
+struct Comparison {
+  std::string source;
+  std::string a, b;
+  std::string rule, check;
+  std::vector<TensorComparison> tensors;
+  std::vector<MetricComparison> metrics;
+  std::string verdict;  // pass | fail
+  std::int64_t n_pass = 0, n_fail = 0;
+};
+
+// Everything the verdict may use. `missing` explains pieces that could not be produced (e.g. a
+// stage answered "not available in this version yet"), so the report can say why they are missing.
+struct Evidence {
+  std::optional<ScanEvidence> scan;
+  std::optional<EnvEvidence> env;  // The host the report or audit ran on.
+  std::optional<Baseline> baseline;
+  std::vector<Track> tracks;
+  std::vector<Comparison> comparisons;
+  std::optional<CoverageEvidence> coverage;
+  bool remote_data_confirmed = false;
+  std::string project;                      // The audited directory, when known.
+  std::vector<std::string> designated_run;  // The run arguments audit used (script and args).
+  std::map<std::string, std::string> missing;  // piece -> why it is missing.
+};
+
+// Parsers from an already-decoded JSON document; `source` names the file in errors.
+Result<ScanEvidence> ParseScan(const nlohmann::json& doc, const std::string& source);
+Result<EnvEvidence> ParseEnv(const nlohmann::json& doc, const std::string& source);
+Result<Baseline> ParseBaseline(const nlohmann::json& doc, const std::string& source);
+Result<CoverageEvidence> ParseCoverage(const nlohmann::json& doc, const std::string& source);
+Result<Comparison> ParseComparison(const nlohmann::json& doc, const std::string& source);
+
+// Decodes JSON text; a syntax error names `source` and the byte offset.
+Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& source);
+
+// Loaders from files (JSON documents of the contract).
+Result<ScanEvidence> LoadScan(const std::filesystem::path& path);
+Result<EnvEvidence> LoadEnv(const std::filesystem::path& path);
+Result<Baseline> LoadBaseline(const std::filesystem::path& path);
+Result<CoverageEvidence> LoadCoverage(const std::filesystem::path& path);
+Result<Comparison> LoadComparison(const std::filesystem::path& path);
+// A bundle directory: manifest.json is required, ops.jsonl and metrics.jsonl are optional.
+Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& dir);
+
+}  // namespace dt::verdict

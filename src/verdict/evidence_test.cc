@@ -1,0 +1,120 @@
+#include "verdict/evidence.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace dt::verdict {
+namespace {
+
+std::filesystem::path Data(const std::string& name) {
+  return std::filesystem::path(DUALTRACK_TEST_SOURCE_DIR) / "src/verdict/testdata" / name;
+}
+
+TEST(VerdictEvidenceTest, LoadsScanAndIgnoresUnknownFields) {
+  auto scan = LoadScan(Data("scan_example.json"));
+  ASSERT_TRUE(scan.ok()) << scan.error().ToString();
+  EXPECT_EQ(scan->root, "examples/cuda-research");
+  EXPECT_EQ(scan->files_scanned, 21);
+  ASSERT_EQ(scan->findings.size(), 10u);
+  const Finding& nccl = scan->findings[2];
+  EXPECT_EQ(nccl.file, "train.py");
+  EXPECT_EQ(nccl.line, 108);
+  EXPECT_EQ(nccl.severity, "blocker");
+  EXPECT_EQ(nccl.reachable, std::optional<bool>(true));
+  EXPECT_EQ(nccl.guarded, std::optional<bool>(false));
+  EXPECT_FALSE(scan->findings[5].reachable.has_value());  // ext/setup.py: not Python.
+}
+
+TEST(VerdictEvidenceTest, LoadsEnvBaselineCoverageCompare) {
+  auto mac = LoadEnv(Data("env_mac.json"));
+  ASSERT_TRUE(mac.ok()) << mac.error().ToString();
+  EXPECT_TRUE(mac->IsMac());
+  EXPECT_EQ(mac->mps_available, std::optional<bool>(true));
+  EXPECT_FALSE(mac->mps_fallback.has_value());
+
+  auto base = LoadBaseline(Data("baseline.json"));
+  ASSERT_TRUE(base.ok()) << base.error().ToString();
+  EXPECT_EQ(base->commit.size(), 40u);
+  EXPECT_EQ(base->seeds, std::vector<std::int64_t>{0});
+  ASSERT_TRUE(base->env.has_value());
+  EXPECT_EQ(base->env->gpus.at(0).name, "NVIDIA A100");
+
+  auto cov = LoadCoverage(Data("coverage_fallback.json"));
+  ASSERT_TRUE(cov.ok()) << cov.error().ToString();
+  ASSERT_EQ(cov->ops.size(), 3u);
+  EXPECT_EQ(cov->ops[1].cls, "cpu-fallback");
+  EXPECT_EQ(cov->ops[1].location.line, 166);
+
+  auto cmp = LoadComparison(Data("compare_fail.json"));
+  ASSERT_TRUE(cmp.ok()) << cmp.error().ToString();
+  EXPECT_EQ(cmp->verdict, "fail");
+  EXPECT_EQ(cmp->tensors.at(1).hist_counts.size(), 5u);
+  EXPECT_EQ(cmp->tensors.at(1).hist_log10_edges.size(), 6u);
+}
+
+TEST(VerdictEvidenceTest, LoadsBundleWithOpsAndMetrics) {
+  auto t = LoadTrack("mps", Data("bundles/mps"));
+  ASSERT_TRUE(t.ok()) << t.error().ToString();
+  EXPECT_TRUE(t->IsMps());
+  EXPECT_TRUE(t->Finished());
+  EXPECT_EQ(t->step_wall_s.size(), 2u);
+  EXPECT_EQ(t->ops.size(), 2u);
+  EXPECT_EQ(t->ops[1].status, "fallback");
+  EXPECT_EQ(t->metrics.size(), 2u);
+  EXPECT_EQ(t->mps_fallback, std::optional<std::string>("1"));
+  ASSERT_TRUE(t->env.has_value());
+  EXPECT_TRUE(t->env->IsMac());
+
+  auto failed = LoadTrack("mps", Data("bundles/mps_failed"));
+  ASSERT_TRUE(failed.ok());
+  ASSERT_TRUE(failed->exception.has_value());
+  EXPECT_EQ(failed->exception->location.file, "utils/metrics.py");
+}
+
+TEST(VerdictEvidenceTest, MalformedInputNamesTheFile) {
+  auto syntax = LoadScan(Data("bad_syntax.json"));
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_NE(syntax.error().file.find("bad_syntax.json"), std::string::npos);
+  EXPECT_NE(syntax.error().message.find("not valid JSON"), std::string::npos);
+
+  auto schema = LoadScan(Data("bad_schema.json"));
+  ASSERT_FALSE(schema.ok());
+  EXPECT_NE(schema.error().message.find("dualtrack.scan/2"), std::string::npos);
+  EXPECT_NE(schema.error().message.find("expected \"dualtrack.scan/1\""), std::string::npos);
+
+  auto type = LoadScan(Data("bad_type.json"));
+  ASSERT_FALSE(type.ok());
+  EXPECT_NE(type.error().message.find("findings[0].line"), std::string::npos);
+
+  // A scan document given where an env is expected is a schema error, not a silent empty env.
+  auto wrong = LoadEnv(Data("scan_clean.json"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("dualtrack.env/1"), std::string::npos);
+
+  auto ops = LoadTrack("x", Data("bundles/bad_ops"));
+  ASSERT_FALSE(ops.ok());
+  EXPECT_NE(ops.error().file.find("ops.jsonl"), std::string::npos);
+  EXPECT_EQ(ops.error().line, 2);
+
+  auto missing = LoadTrack("x", Data("bundles/does_not_exist"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("bundle"), std::string::npos);
+
+  auto not_object = ParseScan(nlohmann::json::array(), "x.json");
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_EQ(not_object.error().file, "x.json");
+}
+
+TEST(VerdictEvidenceTest, NullsAreUnknownNotErrors) {
+  nlohmann::json doc = {{"schema", "dualtrack.scan/1"},
+                        {"root", nullptr},
+                        {"findings", {{{"code", "DT1"}, {"line", nullptr}, {"guarded", nullptr}}}}};
+  auto scan = ParseScan(doc, "s.json");
+  ASSERT_TRUE(scan.ok()) << scan.error().ToString();
+  EXPECT_EQ(scan->findings.at(0).line, 0);
+  EXPECT_FALSE(scan->findings.at(0).guarded.has_value());
+}
+
+}  // namespace
+}  // namespace dt::verdict

@@ -1,0 +1,772 @@
+#include "verdict/render.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "app/version.h"
+
+namespace dt::verdict {
+
+namespace {
+
+using nlohmann::json;
+
+json OptJson(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
+json OptJson(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+json OptJson(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
+json OptJson(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? json(*v) : json(nullptr);
+}
+
+std::string Where(const Location& l) {
+  if (l.file.empty()) return {};
+  return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
+}
+
+json ItemsJson(const std::vector<EvidenceItem>& items) {
+  json arr = json::array();
+  for (const EvidenceItem& e : items) {
+    arr.push_back({{"text", e.text},
+                   {"file", e.location.file.empty() ? json(nullptr) : json(e.location.file)},
+                   {"line", e.location.line > 0 ? json(e.location.line) : json(nullptr)},
+                   {"fix", e.fix.empty() ? json(nullptr) : json(e.fix)}});
+  }
+  return arr;
+}
+
+json EnvJson(const EnvEvidence& e) {
+  json gpus = json::array();
+  for (const Gpu& g : e.gpus) {
+    gpus.push_back({{"vendor", g.vendor},
+                    {"name", g.name},
+                    {"driver", g.driver},
+                    {"memory_bytes", OptJson(g.memory_bytes)}});
+  }
+  json conclusions = json::array();
+  for (const auto& c : e.conclusions) {
+    conclusions.push_back({{"id", c.id}, {"level", c.level}, {"text", c.text}});
+  }
+  return {{"source", e.source},
+          {"os", e.os},
+          {"os_version", e.os_version},
+          {"arch", e.arch},
+          {"cpu", e.cpu},
+          {"memory_bytes", OptJson(e.memory_bytes)},
+          {"gpus", gpus},
+          {"nvcc_version", e.nvcc_version},
+          {"python_version", e.python_version},
+          {"torch_installed", OptJson(e.torch_installed)},
+          {"torch_version", e.torch_version},
+          {"torch_cuda_version", e.torch_cuda_version},
+          {"cuda_available", OptJson(e.cuda_available)},
+          {"mps_built", OptJson(e.mps_built)},
+          {"mps_available", OptJson(e.mps_available)},
+          {"PYTORCH_ENABLE_MPS_FALLBACK", OptJson(e.mps_fallback)},
+          {"conclusions", conclusions}};
+}
+
+json EvidenceJson(const Evidence& ev) {
+  json out = json::object();
+  if (ev.scan) {
+    json findings = json::array();
+    for (const Finding& f : ev.scan->findings) {
+      findings.push_back({{"code", f.code},
+                          {"class", f.cls},
+                          {"severity", f.severity},
+                          {"file", f.file},
+                          {"line", f.line},
+                          {"message", f.message},
+                          {"snippet", f.snippet},
+                          {"guarded", OptJson(f.guarded)},
+                          {"reachable", OptJson(f.reachable)},
+                          {"replacement", f.replacement}});
+    }
+    out["scan"] = {{"source", ev.scan->source},
+                   {"root", ev.scan->root},
+                   {"files_scanned", ev.scan->files_scanned},
+                   {"findings", findings}};
+  } else {
+    out["scan"] = nullptr;
+  }
+  out["env"] = ev.env ? EnvJson(*ev.env) : json(nullptr);
+  if (ev.baseline) {
+    const Baseline& b = *ev.baseline;
+    out["baseline"] = {{"source", b.source},          {"created", b.created},
+                       {"commit", b.commit},          {"dirty", b.dirty},
+                       {"data_digest", b.data_digest}, {"seeds", b.seeds},
+                       {"packages", b.packages},      {"data_files", b.data_files},
+                       {"env", b.env ? EnvJson(*b.env) : json(nullptr)}};
+  } else {
+    out["baseline"] = nullptr;
+  }
+  json tracks = json::array();
+  for (const Track& t : ev.tracks) {
+    std::map<std::string, std::int64_t> by_status;
+    for (const OpRow& op : t.ops) by_status[op.status.empty() ? "ok" : op.status] += 1;
+    json exc = nullptr;
+    if (t.exception) {
+      exc = {{"type", t.exception->type},
+             {"message", t.exception->message},
+             {"file", t.exception->location.file},
+             {"line", t.exception->location.line}};
+    }
+    tracks.push_back({{"name", t.name},
+                      {"dir", t.dir},
+                      {"device", t.device},
+                      {"command", t.command},
+                      {"status", t.status},
+                      {"exit_code", OptJson(t.exit_code)},
+                      {"exception", exc},
+                      {"git_commit", OptJson(t.git_commit)},
+                      {"data_digest", OptJson(t.data_digest)},
+                      {"seed", OptJson(t.seed)},
+                      {"step_wall_s", t.step_wall_s},
+                      {"peak_rss_bytes", OptJson(t.peak_rss_bytes)},
+                      {"peak_device_bytes", OptJson(t.peak_device_bytes)},
+                      {"PYTORCH_ENABLE_MPS_FALLBACK", OptJson(t.mps_fallback)},
+                      {"ops_traced", t.has_ops},
+                      {"ops_by_status", by_status},
+                      {"env", t.env ? EnvJson(*t.env) : json(nullptr)}});
+  }
+  out["tracks"] = tracks;
+  if (ev.coverage) {
+    json ops = json::array();
+    for (const CoverageOp& op : ev.coverage->ops) {
+      ops.push_back({{"op", op.op},
+                     {"class", op.cls},
+                     {"dtypes", op.dtypes},
+                     {"dtype_issues", op.dtype_issues},
+                     {"count", op.count},
+                     {"file", op.location.file},
+                     {"line", op.location.line},
+                     {"native_since", OptJson(op.native_since)}});
+    }
+    out["coverage"] = {{"source", ev.coverage->source},
+                       {"torch", ev.coverage->torch},
+                       {"evidence", ev.coverage->evidence},
+                       {"ops", ops}};
+  } else {
+    out["coverage"] = nullptr;
+  }
+  json comparisons = json::array();
+  for (const Comparison& c : ev.comparisons) {
+    json tensors = json::array();
+    for (const TensorComparison& t : c.tensors) {
+      tensors.push_back({{"name", t.name},
+                         {"status", t.status},
+                         {"shape", t.shape},
+                         {"atol", OptJson(t.atol)},
+                         {"rtol", OptJson(t.rtol)},
+                         {"max_abs", OptJson(t.max_abs)},
+                         {"mean_abs", OptJson(t.mean_abs)},
+                         {"max_rel", OptJson(t.max_rel)},
+                         {"cosine", OptJson(t.cosine)}});
+    }
+    comparisons.push_back({{"source", c.source},
+                           {"a", c.a},
+                           {"b", c.b},
+                           {"verdict", c.verdict},
+                           {"n_pass", c.n_pass},
+                           {"n_fail", c.n_fail},
+                           {"tensors", tensors}});
+  }
+  out["comparisons"] = comparisons;
+  out["remote_data_confirmed"] = ev.remote_data_confirmed;
+  out["project"] = ev.project.empty() ? json(nullptr) : json(ev.project);
+  out["designated_run"] = ev.designated_run;
+  out["missing"] = ev.missing;
+  return out;
+}
+
+// Markdown table cells: pipes and newlines would break the row.
+std::string Cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+const char* StatusMark(const std::string& status) {
+  if (status == "done") return "✅";
+  if (status == "failed") return "❌";
+  return "⬜";
+}
+
+std::string Bool(const std::optional<bool>& b) { return b ? (*b ? "yes" : "no") : "unknown"; }
+
+std::string Bytes(const std::optional<std::int64_t>& b) {
+  if (!b) return "—";
+  if (*b >= (std::int64_t{1} << 30)) return fmt::format("{:.1f} GiB", *b / double(1 << 30));
+  return fmt::format("{:.0f} MiB", *b / double(1 << 20));
+}
+
+std::string Num(const std::optional<double>& v) {
+  if (!v) return "—";
+  return fmt::format("{:.3g}", *v);
+}
+
+std::string MedianStep(const Track& t) {
+  if (t.step_wall_s.empty()) return "—";
+  std::vector<double> s = t.step_wall_s;
+  std::sort(s.begin(), s.end());
+  return fmt::format("{:.3f} s", s[s.size() / 2]);
+}
+
+struct EnvColumn {
+  std::string label;
+  const EnvEvidence* env;
+};
+
+std::vector<EnvColumn> EnvColumns(const Evidence& ev) {
+  std::vector<EnvColumn> cols;
+  if (ev.baseline && ev.baseline->env) cols.push_back({"baseline", &*ev.baseline->env});
+  for (const Track& t : ev.tracks) {
+    if (t.env) cols.push_back({"track " + t.name, &*t.env});
+  }
+  if (ev.env) cols.push_back({"this host", &*ev.env});
+  return cols;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> EnvRows(
+    const std::vector<EnvColumn>& cols) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  auto row = [&](const std::string& name, auto get) {
+    std::vector<std::string> v;
+    for (const EnvColumn& c : cols) v.push_back(get(*c.env));
+    rows.emplace_back(name, std::move(v));
+  };
+  row("OS", [](const EnvEvidence& e) { return e.os + " " + e.os_version; });
+  row("arch", [](const EnvEvidence& e) { return e.arch; });
+  row("CPU", [](const EnvEvidence& e) { return e.cpu; });
+  row("memory", [](const EnvEvidence& e) { return Bytes(e.memory_bytes); });
+  row("GPUs", [](const EnvEvidence& e) {
+    std::string s;
+    for (const Gpu& g : e.gpus) s += (s.empty() ? "" : "; ") + g.vendor + " " + g.name;
+    return s.empty() ? std::string("none") : s;
+  });
+  row("nvcc", [](const EnvEvidence& e) { return e.nvcc_version.empty() ? "—" : e.nvcc_version; });
+  row("Python", [](const EnvEvidence& e) { return e.python_version; });
+  row("torch", [](const EnvEvidence& e) {
+    return e.torch_installed == std::optional<bool>(false) ? std::string("not installed")
+                                                            : e.torch_version;
+  });
+  row("CUDA available", [](const EnvEvidence& e) { return Bool(e.cuda_available); });
+  row("MPS built", [](const EnvEvidence& e) { return Bool(e.mps_built); });
+  row("MPS available", [](const EnvEvidence& e) { return Bool(e.mps_available); });
+  row("PYTORCH_ENABLE_MPS_FALLBACK",
+      [](const EnvEvidence& e) { return e.mps_fallback.value_or("unset"); });
+  return rows;
+}
+
+// Error histogram (log10 |a-b| buckets) as inline SVG bars.
+std::string HistogramSvg(const TensorComparison& t) {
+  if (t.hist_counts.empty()) return "<span class=\"muted\">no histogram</span>";
+  const int width = 240, height = 56, pad = 14;
+  const std::int64_t max_count =
+      std::max<std::int64_t>(1, *std::max_element(t.hist_counts.begin(), t.hist_counts.end()));
+  const double bar_w = double(width) / double(t.hist_counts.size());
+  std::string svg = fmt::format(
+      "<svg class=\"hist\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" "
+      "aria-label=\"histogram of log10 absolute error for {}\">",
+      width, height + pad, width, height + pad, HtmlEscape(t.name));
+  for (std::size_t i = 0; i < t.hist_counts.size(); ++i) {
+    const double h = t.hist_counts[i] == 0
+                         ? 0.0
+                         : std::max(1.0, double(height) * double(t.hist_counts[i]) / max_count);
+    std::string label = fmt::format("{}", t.hist_counts[i]);
+    if (i + 1 < t.hist_log10_edges.size()) {
+      label = fmt::format("1e{:g} to 1e{:g}: {}", t.hist_log10_edges[i],
+                          t.hist_log10_edges[i + 1], t.hist_counts[i]);
+    }
+    svg += fmt::format(
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}</title>"
+        "</rect>",
+        i * bar_w + 0.5, height - h, std::max(0.5, bar_w - 1.0), h, HtmlEscape(label));
+  }
+  if (!t.hist_log10_edges.empty()) {
+    svg += fmt::format(
+        "<text x=\"0\" y=\"{}\">1e{:g}</text><text x=\"{}\" y=\"{}\" "
+        "text-anchor=\"end\">1e{:g}</text>",
+        height + pad - 2, t.hist_log10_edges.front(), width, height + pad - 2,
+        t.hist_log10_edges.back());
+  }
+  svg += "</svg>";
+  return svg;
+}
+
+constexpr const char* kCss = R"css(
+:root { --ok:#1a7f37; --warn:#9a6700; --bad:#cf222e; --muted:#57606a; --line:#d0d7de; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color:#1f2328;
+  margin: 0 auto; max-width: 1100px; padding: 24px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px;
+  border-bottom: 1px solid var(--line); padding-bottom: 4px; } h3 { font-size: 15px; margin: 16px 0 6px; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; font-size: 13.5px; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; } td code { overflow-wrap: anywhere; } code { font: 12.5px ui-monospace, Menlo, Consolas, monospace; }
+.banner { border-radius: 8px; padding: 14px 18px; color: #fff; margin: 12px 0; }
+.banner .v { font-size: 28px; font-weight: 700; letter-spacing: .5px; }
+.banner .lvl { font-size: 14px; opacity: .95; margin-left: 10px; }
+.banner ul { margin: 8px 0 0; padding-left: 20px; }
+.mac-ready { background: var(--ok); } .dev-only { background: var(--warn); } .cuda-only { background: var(--bad); }
+.validity { border: 2px solid var(--bad); border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
+.validity.ok { border-color: var(--ok); } .validity.unknown, .validity.not-applicable { border-color: var(--warn); }
+.st { font-weight: 600; white-space: nowrap; } .st.done, .st.clear, .st.pass { color: var(--ok); }
+.st.failed, .st.holds, .st.fail { color: var(--bad); } .st.missing, .st.unknown { color: var(--warn); }
+.muted { color: var(--muted); } .user { font-style: italic; }
+.plan { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
+.plan > div { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; }
+svg.hist rect { fill: #0969da; } svg.hist text { font-size: 9px; fill: var(--muted); }
+.sev-blocker { color: var(--bad); font-weight: 600; } .sev-replace { color: var(--warn); font-weight: 600; }
+footer { margin-top: 32px; font-size: 12px; color: var(--muted); }
+@media (max-width: 760px) { .plan { grid-template-columns: 1fr; } }
+@media print { body { max-width: none; padding: 0; font-size: 11pt; }
+  .banner { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  h2 { break-after: avoid; } tr, .plan > div { break-inside: avoid; } a { color: inherit; } }
+)css";
+
+std::string StatusSpan(const std::string& status) {
+  return fmt::format("<span class=\"st {}\">{}</span>", HtmlEscape(status), HtmlEscape(status));
+}
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+json ToJson(const Report& r) {
+  json stops = json::array();
+  for (const RuleResult& s : r.stops) {
+    stops.push_back({{"id", s.id},
+                     {"title", s.title},
+                     {"state", ToString(s.state)},
+                     {"level", ToString(s.level)},
+                     {"summary", s.summary},
+                     {"evidence", ItemsJson(s.evidence)},
+                     {"notes", ItemsJson(s.notes)}});
+  }
+  json fields = json::array();
+  for (const ValidityField& f : r.validity.fields) {
+    json values = json::object();
+    for (const auto& [who, value] : f.values) {
+      values[who] = value.empty() ? json(nullptr) : json(value);
+    }
+    fields.push_back({{"field", f.field},
+                      {"state", f.state == RuleState::kHolds
+                                    ? "differs"
+                                    : (f.state == RuleState::kClear ? "same" : "unknown")},
+                      {"values", values}});
+  }
+  json checklist = json::array();
+  for (const ChecklistItem& c : r.checklist) {
+    checklist.push_back({{"id", c.id},
+                         {"title", c.title},
+                         {"status", c.status},
+                         {"evidence", c.evidence},
+                         {"user_statement", c.user_statement}});
+  }
+  json plan = json::array();
+  for (const PlanItem& p : r.plan) {
+    plan.push_back({{"where", p.where}, {"what", p.what}, {"why", p.why}});
+  }
+  json next = json::array();
+  for (const NextStep& n : r.next_steps) {
+    next.push_back({{"effect", n.effect},
+                    {"lifts", n.lifts},
+                    {"action", n.action},
+                    {"file", n.location.file.empty() ? json(nullptr) : json(n.location.file)},
+                    {"line", n.location.line > 0 ? json(n.location.line) : json(nullptr)}});
+  }
+  return {{"schema", "dualtrack.report/1"},
+          {"generator", std::string("dualtrack ") + kVersion},
+          {"verdict", r.verdict},
+          {"evidence_level", ToString(r.level)},
+          {"reasons", r.reasons},
+          {"validity",
+           {{"state", r.validity.state}, {"summary", r.validity.summary}, {"fields", fields}}},
+          {"stop_conditions", stops},
+          {"checklist", checklist},
+          {"plan", plan},
+          {"next_steps", next},
+          {"evidence", EvidenceJson(r.evidence)}};
+}
+
+std::string RenderJson(const Report& report) { return ToJson(report).dump(2) + "\n"; }
+
+std::string RenderText(const Report& r) {
+  std::ostringstream os;
+  os << "verdict: " << r.verdict << " (" << ToString(r.level) << ")\n";
+  if (r.validity.state == "differs") os << "VALIDITY: " << r.validity.summary << '\n';
+  for (const std::string& reason : r.reasons) os << "  - " << reason << '\n';
+  os << "checklist:\n";
+  for (const ChecklistItem& c : r.checklist) {
+    os << fmt::format("  [{:<7}] {}: {}{}\n", c.status, c.title, c.evidence,
+                      c.user_statement ? " (user statement)" : "");
+  }
+  if (!r.next_steps.empty()) {
+    os << "next steps:\n";
+    for (std::size_t i = 0; i < r.next_steps.size() && i < 5; ++i) {
+      os << fmt::format("  {}. {}\n", i + 1, r.next_steps[i].action);
+    }
+  }
+  return os.str();
+}
+
+std::string RenderMarkdown(const Report& r) {
+  const Evidence& ev = r.evidence;
+  std::ostringstream os;
+  os << "# dualtrack report: **" << r.verdict << "** (" << ToString(r.level) << " evidence)\n\n";
+  if (r.validity.state == "differs") {
+    os << "> **Validity: " << r.validity.summary << "** A `mac-ready` verdict is not possible.\n\n";
+  }
+  os << "## Verdict\n\n";
+  for (const std::string& reason : r.reasons) os << "- " << reason << '\n';
+  os << "\n## Checklist\n\n| | item | status | evidence |\n|---|---|---|---|\n";
+  for (const ChecklistItem& c : r.checklist) {
+    os << "| " << StatusMark(c.status) << " | " << Cell(c.title) << " | " << c.status << " | "
+       << Cell(c.evidence) << (c.user_statement ? " *(user statement)*" : "") << " |\n";
+  }
+  os << "\n## Validity\n\n" << r.validity.state << ": " << r.validity.summary << "\n\n";
+  if (!r.validity.fields.empty()) {
+    os << "| field | state | values |\n|---|---|---|\n";
+    for (const ValidityField& f : r.validity.fields) {
+      std::string values;
+      for (const auto& [who, value] : f.values) {
+        values += (values.empty() ? "" : "; ") + who + ": " + (value.empty() ? "missing" : value);
+      }
+      os << "| " << f.field << " | "
+         << (f.state == RuleState::kHolds ? "differs"
+                                          : (f.state == RuleState::kClear ? "same" : "unknown"))
+         << " | " << Cell(values) << " |\n";
+    }
+    os << '\n';
+  }
+  os << "## Stop conditions\n\n| condition | state | level | summary |\n|---|---|---|---|\n";
+  for (const RuleResult& s : r.stops) {
+    os << "| " << Cell(s.title) << " | " << ToString(s.state) << " | " << ToString(s.level)
+       << " | " << Cell(s.summary) << " |\n";
+  }
+  for (const RuleResult& s : r.stops) {
+    if (s.evidence.empty() && s.notes.empty()) continue;
+    os << "\n**" << s.id << "**\n\n";
+    for (const EvidenceItem& e : s.evidence) {
+      os << "- " << (Where(e.location).empty() ? "" : "`" + Where(e.location) + "` ") << e.text
+         << '\n';
+    }
+    for (const EvidenceItem& e : s.notes) {
+      os << "- *(not stopping)* "
+         << (Where(e.location).empty() ? "" : "`" + Where(e.location) + "` ") << e.text << '\n';
+    }
+  }
+  os << "\n## Dual-track plan\n\n| where | what | why |\n|---|---|---|\n";
+  for (const PlanItem& p : r.plan) {
+    os << "| " << (p.where == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)") << " | " << Cell(p.what)
+       << " | " << Cell(p.why) << " |\n";
+  }
+  os << "\n## Next steps (by effect)\n\n";
+  for (std::size_t i = 0; i < r.next_steps.size(); ++i) {
+    os << i + 1 << ". " << r.next_steps[i].action << '\n';
+  }
+  if (r.next_steps.empty()) os << "None.\n";
+  if (!ev.tracks.empty()) {
+    os << "\n## Tracks\n\n| track | device | status | median step | peak RSS | peak device |\n"
+          "|---|---|---|---|---|---|\n";
+    for (const Track& t : ev.tracks) {
+      os << "| " << Cell(t.name) << " | " << Cell(t.device) << " | " << Cell(t.status) << " | "
+         << MedianStep(t) << " | " << Bytes(t.peak_rss_bytes) << " | "
+         << Bytes(t.peak_device_bytes) << " |\n";
+    }
+    os << "\nTimes are as measured on each track; they support no faster/slower claim beyond "
+          "runs made under the same conditions.\n";
+  }
+  if (!ev.missing.empty()) {
+    os << "\n## Missing evidence\n\n";
+    for (const auto& [what, why] : ev.missing) os << "- " << what << ": " << why << '\n';
+  }
+  os << "\n<sub>dualtrack " << kVersion << " · dualtrack.report/1</sub>\n";
+  return os.str();
+}
+
+std::string RenderHtml(const Report& r) {
+  const Evidence& ev = r.evidence;
+  std::ostringstream os;
+  auto esc = [](std::string_view s) { return HtmlEscape(s); };
+  os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<title>dualtrack report: "
+     << esc(r.verdict) << "</title><style>" << kCss << "</style></head><body>\n";
+  os << "<h1>dualtrack report</h1><div class=\"muted\">"
+     << esc(!ev.project.empty() ? ev.project
+                                : (ev.scan ? ev.scan->root
+                                           : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
+     << "</div>\n";
+  if (r.validity.state == "differs") {
+    os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
+       << esc(r.validity.summary)
+       << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
+  }
+  os << "<section class=\"banner " << esc(r.verdict) << "\" id=\"verdict\"><span class=\"v\">"
+     << esc(r.verdict) << "</span><span class=\"lvl\">evidence: " << ToString(r.level)
+     << "</span><ul>";
+  for (const std::string& reason : r.reasons) os << "<li>" << esc(reason) << "</li>";
+  os << "</ul></section>\n";
+
+  os << "<h2 id=\"checklist\">Checklist</h2><table><tr><th>item</th><th>status</th>"
+        "<th>evidence</th></tr>";
+  for (const ChecklistItem& c : r.checklist) {
+    os << "<tr><td>" << esc(c.title) << "</td><td>" << StatusSpan(c.status) << "</td><td"
+       << (c.user_statement ? " class=\"user\"" : "") << ">" << esc(c.evidence)
+       << (c.user_statement ? " (user statement)" : "") << "</td></tr>";
+  }
+  os << "</table>\n";
+
+  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << esc(r.validity.state)
+     << "\">" << esc(r.validity.state) << ": " << esc(r.validity.summary) << "</div>";
+  if (!r.validity.fields.empty()) {
+    os << "<table><tr><th>field</th><th>state</th>";
+    for (const auto& [who, value] : r.validity.fields.front().values) {
+      os << "<th>" << esc(who) << "</th>";
+    }
+    os << "</tr>";
+    for (const ValidityField& f : r.validity.fields) {
+      const char* st = f.state == RuleState::kHolds
+                           ? "holds"
+                           : (f.state == RuleState::kClear ? "clear" : "unknown");
+      const char* label = f.state == RuleState::kHolds
+                              ? "differs"
+                              : (f.state == RuleState::kClear ? "same" : "unknown");
+      os << "<tr><td>" << esc(f.field) << "</td><td><span class=\"st " << st << "\">" << label
+         << "</span></td>";
+      for (const auto& [who, value] : f.values) {
+        // Hashes are shortened on the page; the full value stays in the tooltip and the JSON.
+        if (value.empty()) {
+          os << "<td><code>missing</code></td>";
+        } else {
+          os << "<td><code title=\"" << esc(value) << "\">"
+             << esc(value.size() > 16 ? value.substr(0, 12) + "…" : value) << "</code></td>";
+        }
+      }
+      os << "</tr>";
+    }
+    os << "</table>";
+  }
+  os << '\n';
+
+  os << "<h2 id=\"stops\">Stop conditions</h2><table><tr><th>condition</th><th>state</th>"
+        "<th>level</th><th>evidence</th></tr>";
+  for (const RuleResult& s : r.stops) {
+    os << "<tr><td>" << esc(s.title) << "</td><td>" << StatusSpan(ToString(s.state)) << "</td><td>"
+       << ToString(s.level) << "</td><td>" << esc(s.summary);
+    if (!s.evidence.empty() || !s.notes.empty()) {
+      os << "<ul>";
+      for (const EvidenceItem& e : s.evidence) {
+        os << "<li><code>" << esc(Where(e.location)) << "</code> " << esc(e.text) << "</li>";
+      }
+      for (const EvidenceItem& e : s.notes) {
+        os << "<li class=\"muted\"><code>" << esc(Where(e.location)) << "</code> " << esc(e.text)
+           << "</li>";
+      }
+      os << "</ul>";
+    }
+    os << "</td></tr>";
+  }
+  os << "</table>\n";
+
+  os << "<h2 id=\"plan\">Dual-track plan</h2><div class=\"plan\">";
+  for (const char* where : {"mac", "linux-gpu"}) {
+    os << "<div><h3>" << (std::string(where) == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)")
+       << "</h3><ul>";
+    for (const PlanItem& p : r.plan) {
+      if (p.where == where) {
+        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why)
+           << "</span></li>";
+      }
+    }
+    os << "</ul></div>";
+  }
+  os << "</div>\n";
+
+  os << "<h2 id=\"next\">Next steps, by effect</h2><ol>";
+  for (const NextStep& n : r.next_steps) {
+    os << "<li>" << esc(n.action) << " <span class=\"muted\">(" << esc(n.lifts) << ")</span></li>";
+  }
+  os << "</ol>";
+  if (r.next_steps.empty()) os << "<p class=\"muted\">None.</p>";
+  os << '\n';
+
+  os << "<h2 id=\"findings\">Findings by class</h2>";
+  if (!ev.scan) {
+    os << "<p class=\"muted\">missing: "
+       << esc(ev.missing.count("scan") ? ev.missing.at("scan") : "no scan given") << "</p>";
+  } else if (ev.scan->findings.empty()) {
+    os << "<p>The scan found no CUDA dependency.</p>";
+  } else {
+    for (const char* cls : {"device", "library", "extension", "environment"}) {
+      std::vector<const Finding*> fs;
+      for (const Finding& f : ev.scan->findings) {
+        if (f.cls == cls) fs.push_back(&f);
+      }
+      if (fs.empty()) continue;
+      os << "<h3>" << cls << " (" << fs.size() << ")</h3><table><tr><th>where</th><th>code</th>"
+            "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
+            "<th>replacement</th></tr>";
+      for (const Finding* f : fs) {
+        os << "<tr><td><code>" << esc(f->file) << ':' << f->line << "</code></td><td>"
+           << esc(f->code) << "</td><td class=\"sev-" << esc(f->severity) << "\">"
+           << esc(f->severity) << "</td><td>" << esc(f->message);
+        if (!f->snippet.empty()) os << "<br><code>" << esc(f->snippet) << "</code>";
+        os << "</td><td>" << Bool(f->guarded) << "</td><td>"
+           << (f->reachable ? (*f->reachable ? "yes" : "no") : "n/a") << "</td><td>"
+           << esc(f->replacement) << "</td></tr>";
+      }
+      os << "</table>";
+    }
+  }
+  os << '\n';
+
+  os << "<h2 id=\"coverage\">Operator coverage on MPS</h2>";
+  if (!ev.coverage) {
+    os << "<p class=\"muted\">missing: "
+       << esc(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
+       << "</p>";
+  } else {
+    os << "<p>" << esc(ev.coverage->evidence) << " for torch " << esc(ev.coverage->torch)
+       << "</p><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</th>"
+          "<th>count</th><th>called at</th></tr>";
+    for (const CoverageOp& op : ev.coverage->ops) {
+      const std::string st = op.cls == "native" || op.cls == "composite"
+                                 ? "clear"
+                                 : (op.cls == "unknown" ? "unknown" : "holds");
+      os << "<tr><td><code>" << esc(op.op) << "</code></td><td><span class=\"st " << st << "\">"
+         << esc(op.cls) << "</span></td><td>" << esc(fmt::format("{}", fmt::join(op.dtypes, ", ")))
+         << "</td><td>" << esc(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
+         << op.count << "</td><td><code>" << esc(Where(op.location)) << "</code></td></tr>";
+    }
+    os << "</table>";
+  }
+  os << '\n';
+
+  os << "<h2 id=\"comparison\">Per-tensor comparison</h2>";
+  if (ev.comparisons.empty()) {
+    os << "<p class=\"muted\">missing: no comparison of two tracks</p>";
+  }
+  for (const Comparison& c : ev.comparisons) {
+    os << "<p><code>" << esc(c.a) << "</code> vs <code>" << esc(c.b) << "</code>: "
+       << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
+       << " fail)</p><table><tr><th>tensor</th><th>status</th><th>shape</th><th>max |a−b|</th>"
+          "<th>mean |a−b|</th><th>max rel</th><th>atol / rtol</th><th>error histogram "
+          "(log10 |a−b|)</th></tr>";
+    for (const TensorComparison& t : c.tensors) {
+      std::string shape;
+      for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
+      os << "<tr><td><code>" << esc(t.name) << "</code></td><td>" << StatusSpan(t.status)
+         << "</td><td>" << shape << "</td><td>" << Num(t.max_abs) << "</td><td>"
+         << Num(t.mean_abs) << "</td><td>" << Num(t.max_rel) << "</td><td>" << Num(t.atol)
+         << " / " << Num(t.rtol) << "</td><td>" << HistogramSvg(t) << "</td></tr>";
+    }
+    os << "</table>";
+  }
+  os << '\n';
+
+  os << "<h2 id=\"tracks\">Tracks</h2>";
+  if (ev.tracks.empty()) {
+    os << "<p class=\"muted\">missing: no track bundles</p>";
+  } else {
+    os << "<table><tr><th></th>";
+    for (const Track& t : ev.tracks) os << "<th>" << esc(t.name) << "</th>";
+    os << "</tr>";
+    auto row = [&](const char* name, auto get) {
+      os << "<tr><th>" << name << "</th>";
+      for (const Track& t : ev.tracks) os << "<td>" << esc(get(t)) << "</td>";
+      os << "</tr>";
+    };
+    row("device", [](const Track& t) { return t.device; });
+    row("status", [](const Track& t) {
+      std::string s = t.status;
+      if (t.exception) {
+        s += ": " + t.exception->type + " at " + Where(t.exception->location);
+      }
+      return s;
+    });
+    row("command", [](const Track& t) { return fmt::format("{}", fmt::join(t.command, " ")); });
+    row("steps", [](const Track& t) { return std::to_string(t.step_wall_s.size()); });
+    row("median step", [](const Track& t) { return MedianStep(t); });
+    row("peak RSS", [](const Track& t) { return Bytes(t.peak_rss_bytes); });
+    row("peak device memory", [](const Track& t) { return Bytes(t.peak_device_bytes); });
+    row("CPU fallback ops", [](const Track& t) {
+      std::int64_t n = 0;
+      for (const OpRow& op : t.ops) n += op.status == "fallback" ? 1 : 0;
+      return t.has_ops ? std::to_string(n) : std::string("not traced");
+    });
+    row("PYTORCH_ENABLE_MPS_FALLBACK",
+        [](const Track& t) { return t.mps_fallback.value_or("unset"); });
+    os << "</table><p class=\"muted\">Times as measured on each track; no faster/slower claim "
+          "beyond runs under the same conditions.</p>";
+  }
+  os << '\n';
+
+  os << "<h2 id=\"environments\">Environments side by side</h2>";
+  const std::vector<EnvColumn> cols = EnvColumns(ev);
+  if (cols.empty()) {
+    os << "<p class=\"muted\">missing: "
+       << esc(ev.missing.count("env") ? ev.missing.at("env") : "no environment recorded") << "</p>";
+  } else {
+    os << "<table><tr><th></th>";
+    for (const EnvColumn& c : cols) os << "<th>" << esc(c.label) << "</th>";
+    os << "</tr>";
+    for (const auto& [name, values] : EnvRows(cols)) {
+      os << "<tr><th>" << esc(name) << "</th>";
+      for (const std::string& v : values) os << "<td>" << esc(v) << "</td>";
+      os << "</tr>";
+    }
+    os << "</table>";
+  }
+  if (!ev.missing.empty()) {
+    os << "<h2 id=\"missing\">Missing evidence</h2><ul>";
+    for (const auto& [what, why] : ev.missing) {
+      os << "<li><strong>" << esc(what) << "</strong>: " << esc(why) << "</li>";
+    }
+    os << "</ul>";
+  }
+  os << "\n<footer>dualtrack " << kVersion
+     << " · schema dualtrack.report/1 · predicted = from scan and coverage tables; measured = "
+        "from runs of the tracks</footer>\n</body></html>\n";
+  return os.str();
+}
+
+}  // namespace dt::verdict

@@ -1,0 +1,25 @@
+// The report in three formats with the same content: JSON (`dualtrack.report/1`, for machines),
+// Markdown (for a pull request or an issue) and one self-contained HTML page (for a supervisor).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "verdict/verdict.h"
+
+namespace dt::verdict {
+
+nlohmann::json ToJson(const Report& report);
+std::string RenderJson(const Report& report);
+std::string RenderMarkdown(const Report& report);
+// No network, no external fonts or scripts: inline CSS and inline SVG only.
+std::string RenderHtml(const Report& report);
+// The short summary `audit` prints: verdict, reasons, checklist.
+std::string RenderText(const Report& report);
+
+// Escapes text for HTML element content and attribute values.
+std::string HtmlEscape(std::string_view s);
+
+}  // namespace dt::verdict

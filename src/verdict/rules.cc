@@ -1,0 +1,375 @@
+#include "verdict/rules.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <set>
+
+namespace dt::verdict {
+
+namespace {
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string Where(const Location& l) {
+  if (l.file.empty()) return {};
+  return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
+}
+
+std::string Describe(const Finding& f) {
+  std::string text = fmt::format("{} {}", f.code, f.message.empty() ? f.snippet : f.message);
+  if (!f.snippet.empty() && !f.message.empty()) text += fmt::format(" (`{}`)", f.snippet);
+  return text;
+}
+
+EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {}) {
+  return {prefix + Describe(f), {f.file, f.line}, f.replacement};
+}
+
+// A finished track that ran without CUDA: proof the task's path does not need what it skipped.
+const Track* FinishedNonCudaTrack(const Evidence& ev) {
+  for (const Track& t : ev.tracks) {
+    if (!t.IsCuda() && t.Finished()) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* ToString(RuleState s) {
+  switch (s) {
+    case RuleState::kHolds:
+      return "holds";
+    case RuleState::kClear:
+      return "clear";
+    case RuleState::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+const char* ToString(EvidenceLevel l) {
+  return l == EvidenceLevel::kMeasured ? "measured" : "predicted";
+}
+
+const Track* CandidateTrack(const Evidence& ev) {
+  for (const Track& t : ev.tracks) {
+    if (t.IsMps()) return &t;
+  }
+  for (const Track& t : ev.tracks) {
+    if (!t.IsCuda()) return &t;
+  }
+  return nullptr;
+}
+
+bool IsMultiGpuFinding(const Finding& f) {
+  const std::string text = Lower(f.code + " " + f.message + " " + f.snippet);
+  for (const char* word : {"nccl", "distributeddataparallel", "fullyshardeddataparallel", "fsdp",
+                           "torchrun", "nproc_per_node", "init_process_group", "ddp"}) {
+    if (text.find(word) != std::string::npos) {
+      // The portable backend runs everywhere PyTorch does; it is not a reason to stay on CUDA.
+      if (text.find("gloo") != std::string::npos && text.find("nccl") == std::string::npos) {
+        return false;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+RuleResult CheckBlockerOnPath(const Evidence& ev) {
+  RuleResult r;
+  r.id = "blocker-on-path";
+  r.title = "Irreplaceable CUDA dependency on the reachable path, with no other path";
+  if (!ev.scan) {
+    r.summary = "No scan: whether a blocker is on the reachable path is unknown.";
+    return r;
+  }
+  bool has_python_alternative = false;  // A guarded extension or library use: another path exists.
+  for (const Finding& f : ev.scan->findings) {
+    if ((f.cls == "extension" || f.cls == "library") && f.guarded.value_or(false)) {
+      has_python_alternative = true;
+    }
+  }
+  for (const Finding& f : ev.scan->findings) {
+    if (f.severity != "blocker" || IsMultiGpuFinding(f)) continue;
+    if (f.reachable == std::optional<bool>(false)) {
+      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: "));
+    } else if (f.guarded.value_or(false)) {
+      r.notes.push_back(FromFinding(f, "guarded, another path exists: "));
+    } else if (!f.reachable.has_value()) {
+      // Build files, .cu sources and pins: they stop only if the Python path uses them unguarded.
+      r.notes.push_back(FromFinding(
+          f, has_python_alternative
+                 ? "CUDA-only build, the code has a guarded alternative path: "
+                 : "CUDA-only build or pin, no unguarded use on the reachable path found: "));
+    } else {
+      r.evidence.push_back(FromFinding(f));
+    }
+  }
+  const Track* cand = CandidateTrack(ev);
+  if (cand != nullptr && cand->exception && !cand->exception->location.file.empty()) {
+    for (const Finding& f : ev.scan->findings) {
+      if (f.severity == "blocker" && f.file == cand->exception->location.file &&
+          f.line == cand->exception->location.line) {
+        r.evidence.push_back({fmt::format("track {} failed here: {}: {}", cand->name,
+                                          cand->exception->type, cand->exception->message),
+                              cand->exception->location, f.replacement});
+        r.level = EvidenceLevel::kMeasured;
+      }
+    }
+  }
+  if (!r.evidence.empty()) {
+    r.state = RuleState::kHolds;
+    r.summary = fmt::format("{} unguarded blocker(s) on the reachable path: {}", r.evidence.size(),
+                            Where(r.evidence.front().location));
+  } else {
+    r.state = RuleState::kClear;
+    r.summary = r.notes.empty() ? "The scan found no blocker."
+                                : fmt::format("No unguarded blocker on the reachable path ({} "
+                                              "blocker(s) guarded, unused or outside Python).",
+                                              r.notes.size());
+  }
+  return r;
+}
+
+RuleResult CheckNoMpsImplementation(const Evidence& ev) {
+  RuleResult r;
+  r.id = "no-mps-implementation";
+  r.title = "Key operation or library with no MPS, Metal or CPU implementation";
+  const Track* cand = CandidateTrack(ev);
+  bool decided = false;
+  if (cand != nullptr && cand->IsMps() && cand->has_ops) {
+    decided = true;
+    r.level = EvidenceLevel::kMeasured;
+    for (const OpRow& op : cand->ops) {
+      if (op.status == "failed") {
+        r.evidence.push_back({fmt::format("{} failed on {}{}", op.op, cand->name,
+                                          op.error.empty() ? "" : ": " + op.error),
+                              op.location, ""});
+      }
+    }
+  }
+  if (!decided && ev.coverage) {
+    decided = true;
+    std::set<std::string> seen;
+    for (const CoverageOp& op : ev.coverage->ops) {
+      for (const std::string& issue : op.dtype_issues) {
+        const std::string key = op.op + Where(op.location) + issue;
+        if (!seen.insert(key).second) continue;
+        // MPS has no float64 at all: the CPU fallback does not cover dtypes, so the step fails.
+        r.evidence.push_back(
+            {fmt::format("{} ({}): {}", op.op, fmt::join(op.dtypes, ", "), issue), op.location,
+             Lower(issue).find("float64") != std::string::npos
+                 ? "compute in float32 instead of float64"
+                 : ""});
+      }
+      if (op.cls == "unknown" && op.count > 0) {
+        r.notes.push_back({fmt::format("{}: MPS support unknown to the coverage table", op.op),
+                           op.location, ""});
+      }
+    }
+    for (const Track& t : ev.tracks) {
+      for (const Location& l : t.float64) {
+        const std::string key = "f64" + Where(l);
+        if (!seen.insert(key).second) continue;
+        r.notes.push_back({fmt::format("float64 tensor made on track {}", t.name), l,
+                           "compute in float32 instead of float64"});
+      }
+    }
+  }
+  if (!decided) {
+    r.summary = "No coverage prediction and no traced MPS track: unknown.";
+    return r;
+  }
+  if (!r.evidence.empty()) {
+    r.state = RuleState::kHolds;
+    r.summary = fmt::format("{} operation(s) of the task cannot run on MPS, even with the CPU "
+                            "fallback: {}",
+                            r.evidence.size(), Where(r.evidence.front().location));
+  } else {
+    r.state = RuleState::kClear;
+    r.summary = r.level == EvidenceLevel::kMeasured
+                    ? "No operator failed on the MPS track."
+                    : "Every traced operator has an MPS kernel, a composite or a CPU fallback.";
+  }
+  return r;
+}
+
+RuleResult CheckOutsideTolerance(const Evidence& ev) {
+  RuleResult r;
+  r.id = "outside-tolerance";
+  r.title = "Results outside tolerance (after CPU fallback)";
+  r.level = EvidenceLevel::kMeasured;
+  if (ev.comparisons.empty()) {
+    r.summary = "No comparison of two tracks: unknown.";
+    return r;
+  }
+  const Track* cand = CandidateTrack(ev);
+  std::int64_t fallbacks = 0;
+  if (cand != nullptr) {
+    for (const OpRow& op : cand->ops) fallbacks += op.status == "fallback" ? 1 : 0;
+  }
+  for (const Comparison& c : ev.comparisons) {
+    // The comparison file is named in the text: a location is kept for places in the user's code.
+    const std::string from = std::filesystem::path(c.source).filename().string() + ": ";
+    for (const TensorComparison& t : c.tensors) {
+      if (t.status == "pass") continue;
+      std::string text = fmt::format("{}{}: {}", from, t.name, t.status);
+      if (t.max_abs) text += fmt::format(", max |a-b| {:.3g}", *t.max_abs);
+      if (t.atol) text += fmt::format(" (atol {:.3g}, rtol {:.3g})", *t.atol, t.rtol.value_or(0));
+      r.evidence.push_back({text, {}, ""});
+    }
+    for (const MetricComparison& m : c.metrics) {
+      if (m.status == "fail") r.evidence.push_back({from + "metric " + m.name + ": fail", {}, ""});
+    }
+    if (c.verdict == "fail" && r.evidence.empty()) {
+      r.evidence.push_back({from + "comparison verdict: fail", {}, ""});
+    }
+  }
+  if (!r.evidence.empty()) {
+    r.state = RuleState::kHolds;
+    r.summary = fmt::format("{} tensor(s) or metric(s) outside tolerance{}.", r.evidence.size(),
+                            fallbacks > 0 ? fmt::format(" with {} operator(s) on the CPU fallback",
+                                                        fallbacks)
+                                          : "");
+  } else {
+    r.state = RuleState::kClear;
+    r.summary = "Every compared tensor and metric is within tolerance.";
+  }
+  return r;
+}
+
+RuleResult CheckCandidateUnfinished(const Evidence& ev) {
+  RuleResult r;
+  r.id = "candidate-unfinished";
+  r.title = "The candidate track started but did not finish";
+  r.level = EvidenceLevel::kMeasured;
+  const Track* cand = CandidateTrack(ev);
+  if (cand == nullptr) {
+    r.summary = "No candidate (non-CUDA) track: unknown.";
+    return r;
+  }
+  if (cand->Finished()) {
+    r.state = RuleState::kClear;
+    r.summary = fmt::format("Track {} ({}) finished {} step(s).", cand->name, cand->device,
+                            cand->step_wall_s.size());
+    return r;
+  }
+  r.state = RuleState::kHolds;
+  std::string text = fmt::format("track {} ({}) status {}", cand->name, cand->device,
+                                 cand->status.empty() ? "unknown" : cand->status);
+  Location where;
+  if (cand->exception) {
+    text += fmt::format(": {}: {}", cand->exception->type, cand->exception->message);
+    where = cand->exception->location;
+  }
+  r.evidence.push_back({text, where, ""});
+  r.summary = fmt::format("Track {} did not finish{}.", cand->name,
+                          where.file.empty() ? "" : " (" + Where(where) + ")");
+  return r;
+}
+
+RuleResult CheckMultiGpu(const Evidence& ev) {
+  RuleResult r;
+  r.id = "multi-gpu";
+  r.title = "Multi-GPU communication, a cluster or GPU-memory management needed";
+  if (!ev.scan) {
+    r.summary = "No scan: unknown.";
+    return r;
+  }
+  const Track* finished = FinishedNonCudaTrack(ev);
+  for (const Finding& f : ev.scan->findings) {
+    if (!IsMultiGpuFinding(f)) continue;
+    if (f.reachable == std::optional<bool>(false)) {
+      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: "));
+    } else if (f.guarded.value_or(false)) {
+      r.notes.push_back(FromFinding(f, "optional (guarded): "));
+    } else if (!f.reachable.has_value()) {
+      r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: "));
+    } else if (finished != nullptr) {
+      r.notes.push_back(FromFinding(
+          f, fmt::format("optional: track {} finished the task without it: ", finished->name)));
+      r.level = EvidenceLevel::kMeasured;
+    } else {
+      r.evidence.push_back(FromFinding(f));
+    }
+  }
+  if (!r.evidence.empty()) {
+    r.state = RuleState::kHolds;
+    r.summary = fmt::format("Multi-GPU communication on the reachable path, not shown to be "
+                            "optional: {}",
+                            Where(r.evidence.front().location));
+  } else {
+    r.state = RuleState::kClear;
+    r.summary = r.notes.empty() ? "No DDP, FSDP or NCCL use found."
+                                : "Multi-GPU code exists but the task does not need it.";
+  }
+  return r;
+}
+
+std::vector<RuleResult> CheckStopConditions(const Evidence& ev) {
+  return {CheckBlockerOnPath(ev), CheckNoMpsImplementation(ev), CheckOutsideTolerance(ev),
+          CheckCandidateUnfinished(ev), CheckMultiGpu(ev)};
+}
+
+Validity CheckValidity(const Evidence& ev) {
+  Validity v;
+  const std::size_t sources = ev.tracks.size() + (ev.baseline ? 1 : 0);
+  if (ev.tracks.empty() || sources < 2) {
+    v.state = "not-applicable";
+    v.summary = ev.tracks.empty() ? "No tracks: nothing to compare."
+                                  : "One track and no baseline: nothing to compare it with.";
+    return v;
+  }
+  auto add = [&](const std::string& field, auto get_track, std::string baseline_value) {
+    ValidityField f;
+    f.field = field;
+    if (ev.baseline) f.values.emplace_back("baseline", std::move(baseline_value));
+    for (const Track& t : ev.tracks) f.values.emplace_back(t.name, get_track(t));
+    std::set<std::string> known;
+    bool any_missing = false;
+    for (const auto& [who, value] : f.values) {
+      if (value.empty()) {
+        any_missing = true;
+      } else {
+        known.insert(value);
+      }
+    }
+    f.state = known.size() > 1 ? RuleState::kHolds
+                               : (any_missing ? RuleState::kUnknown : RuleState::kClear);
+    v.fields.push_back(std::move(f));
+  };
+  add("git commit", [](const Track& t) { return t.git_commit.value_or(""); },
+      ev.baseline ? ev.baseline->commit : "");
+  add("data-slice digest", [](const Track& t) { return t.data_digest.value_or(""); },
+      ev.baseline ? ev.baseline->data_digest : "");
+  add("seed",
+      [](const Track& t) { return t.seed ? std::to_string(*t.seed) : std::string(); },
+      ev.baseline && ev.baseline->seeds.size() == 1 ? std::to_string(ev.baseline->seeds[0]) : "");
+  std::vector<std::string> differs, unknown;
+  for (const ValidityField& f : v.fields) {
+    if (f.state == RuleState::kHolds) differs.push_back(f.field);
+    if (f.state == RuleState::kUnknown) unknown.push_back(f.field);
+  }
+  if (!differs.empty()) {
+    v.state = "differs";
+    v.summary = fmt::format("The tracks differ in {}: the comparison proves nothing.",
+                            fmt::join(differs, ", "));
+  } else if (!unknown.empty()) {
+    v.state = "unknown";
+    v.summary = fmt::format("Not recorded for every track: {}.", fmt::join(unknown, ", "));
+  } else {
+    v.state = "ok";
+    v.summary = "The tracks share git commit, data-slice digest and seed.";
+  }
+  return v;
+}
+
+}  // namespace dt::verdict

@@ -1,0 +1,580 @@
+#include "verdict/verdict.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+#include <set>
+
+namespace dt::verdict {
+
+namespace {
+
+std::string Where(const Location& l) {
+  if (l.file.empty()) return {};
+  return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
+}
+
+// "a.py:3, b.cu:4 (+9 more there) and 2 more files": one place per file keeps reasons short while
+// naming every file up to `max`.
+std::string PlaceList(const std::vector<EvidenceItem>& items, std::size_t max = 4) {
+  std::vector<std::pair<std::string, std::size_t>> files;  // first place, places in that file
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const EvidenceItem& e : items) {
+    const std::string w = Where(e.location);
+    if (w.empty() || !seen.insert(w).second) continue;
+    auto it = std::find(names.begin(), names.end(), e.location.file);
+    if (it == names.end()) {
+      names.push_back(e.location.file);
+      files.emplace_back(w, 1);
+    } else {
+      files[static_cast<std::size_t>(it - names.begin())].second += 1;
+    }
+  }
+  std::string out;
+  for (std::size_t i = 0; i < files.size() && i < max; ++i) {
+    out += (i ? ", " : "") + files[i].first;
+    if (files[i].second > 1) out += fmt::format(" (+{} more there)", files[i].second - 1);
+  }
+  if (files.size() > max) out += fmt::format(" and {} more file(s)", files.size() - max);
+  return out;
+}
+
+const RuleResult& Rule(const std::vector<RuleResult>& rules, std::string_view id) {
+  for (const RuleResult& r : rules) {
+    if (r.id == id) return r;
+  }
+  DT_CHECK(false);
+  return rules.front();
+}
+
+bool IsExtensionNote(const EvidenceItem& e) {
+  return e.text.find("CUDA-only build") != std::string::npos;
+}
+
+std::string HumanBytes(std::int64_t b) {
+  if (b >= (std::int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
+  if (b >= (std::int64_t{1} << 20)) return fmt::format("{:.1f} MiB", b / double(1 << 20));
+  return fmt::format("{} B", b);
+}
+
+std::string StepTime(const Track& t) {
+  if (t.step_wall_s.empty()) return "no step times";
+  std::vector<double> s = t.step_wall_s;
+  std::sort(s.begin(), s.end());
+  return fmt::format("median step {:.3f} s over {} step(s)", s[s.size() / 2], s.size());
+}
+
+std::string Memory(const Track& t) {
+  std::string out;
+  if (t.peak_rss_bytes) out += "peak RSS " + HumanBytes(*t.peak_rss_bytes);
+  if (t.peak_device_bytes) {
+    out += (out.empty() ? "" : ", ") + std::string("peak device ") +
+           HumanBytes(*t.peak_device_bytes);
+  }
+  return out.empty() ? "memory not recorded" : out;
+}
+
+std::vector<const EnvEvidence*> AllEnvs(const Evidence& ev) {
+  std::vector<const EnvEvidence*> envs;
+  if (ev.env) envs.push_back(&*ev.env);
+  if (ev.baseline && ev.baseline->env) envs.push_back(&*ev.baseline->env);
+  for (const Track& t : ev.tracks) {
+    if (t.env) envs.push_back(&*t.env);
+  }
+  return envs;
+}
+
+std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleResult>& stops) {
+  std::vector<ChecklistItem> items;
+  const Track* cand = CandidateTrack(ev);
+  const Track* mps = (cand != nullptr && cand->IsMps()) ? cand : nullptr;
+
+  {
+    ChecklistItem c{"baseline", "CUDA baseline saved", "missing", "", false};
+    if (ev.baseline) {
+      const Baseline& b = *ev.baseline;
+      if (b.commit.empty()) {
+        c.status = "failed";
+        c.evidence = fmt::format("{} records no git commit", b.source);
+      } else {
+        c.status = "done";
+        c.evidence = fmt::format("{}: commit {}{}, {} package(s), {} data file(s){}", b.source,
+                                 b.commit.substr(0, 12), b.dirty.empty() ? "" : " (dirty)",
+                                 b.packages, b.data_files,
+                                 b.data_digest.empty() ? ", no data-slice digest"
+                                                       : ", data digest " +
+                                                             b.data_digest.substr(0, 12));
+      }
+    } else {
+      c.evidence = "no baseline given (run 'dualtrack freeze' on the CUDA machine)";
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"cuda-parts-marked", "CUDA-only parts marked, with alternatives", "missing", "",
+                    false};
+    if (ev.scan) {
+      std::size_t needing = 0, with_alt = 0;
+      for (const Finding& f : ev.scan->findings) {
+        if (f.severity == "portable") continue;
+        ++needing;
+        with_alt += f.replacement.empty() ? 0 : 1;
+      }
+      c.status = "done";
+      c.evidence = fmt::format("{} finding(s) in {} file(s) scanned; {} need a change, {} with a "
+                               "suggested alternative",
+                               ev.scan->findings.size(), ev.scan->files_scanned, needing, with_alt);
+    } else {
+      c.evidence = ev.missing.count("scan") ? "scan missing: " + ev.missing.at("scan")
+                                             : "no scan given";
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"mps-available", "MPS built and available", "missing", "", false};
+    const EnvEvidence* mac = nullptr;
+    for (const EnvEvidence* e : AllEnvs(ev)) {
+      if (e->IsMac()) mac = e;
+    }
+    if (mac != nullptr) {
+      const bool ok = mac->mps_built.value_or(false) && mac->mps_available.value_or(false);
+      c.status = ok ? "done" : "failed";
+      c.evidence = fmt::format("{} {} ({}), torch {}: mps_built={}, mps_available={}", mac->os,
+                               mac->os_version, mac->arch, mac->torch_version,
+                               mac->mps_built ? (*mac->mps_built ? "true" : "false") : "unknown",
+                               mac->mps_available ? (*mac->mps_available ? "true" : "false")
+                                                  : "unknown");
+    } else if (ev.env) {
+      c.evidence = fmt::format("this host is {} {}; no Mac environment recorded (run 'dualtrack "
+                               "env' on the Mac)",
+                               ev.env->os, ev.env->arch);
+    } else {
+      c.evidence = "no environment recorded";
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"real-input-step", "Forward, backward and update ran on real input (MPS)",
+                    "missing", "", false};
+    if (mps != nullptr) {
+      if (mps->Finished() && !mps->step_wall_s.empty()) {
+        c.status = "done";
+        c.evidence = fmt::format("track {} (mps) finished {} step(s)", mps->name,
+                                 mps->step_wall_s.size());
+      } else if (mps->Finished()) {
+        c.status = "failed";
+        c.evidence = fmt::format("track {} (mps) exited without recording a step", mps->name);
+      } else {
+        c.status = "failed";
+        c.evidence = Rule(stops, "candidate-unfinished").summary;
+      }
+    } else {
+      c.evidence = "no MPS track";
+      for (const Track& t : ev.tracks) {
+        if (!t.IsCuda()) {
+          c.evidence += fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence", t.name,
+                                    t.device, t.Finished() ? "finished" : "did not finish",
+                                    t.step_wall_s.size());
+        }
+      }
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution", "missing",
+                    "", false};
+    if (mps != nullptr) {
+      if (!mps->has_ops) {
+        c.status = "failed";
+        c.evidence = fmt::format("track {} has no operator trace (ops.jsonl): MPS and CPU-fallback "
+                                 "execution cannot be told apart",
+                                 mps->name);
+      } else {
+        std::int64_t on_mps = 0, fallback = 0, failed = 0;
+        std::vector<std::string> names;
+        for (const OpRow& op : mps->ops) {
+          if (op.status == "fallback") {
+            ++fallback;
+            if (names.size() < 5) names.push_back(op.op);
+          } else if (op.status == "failed") {
+            ++failed;
+          } else {
+            ++on_mps;
+          }
+        }
+        c.status = "done";
+        c.evidence = fmt::format("{} operator(s) ran on MPS, {} fell back to the CPU{}{}; "
+                                 "PYTORCH_ENABLE_MPS_FALLBACK={}",
+                                 on_mps, fallback, names.empty() ? "" : " (",
+                                 names.empty() ? "" : fmt::format("{})", fmt::join(names, ", ")),
+                                 mps->mps_fallback.value_or("unset"));
+        if (failed > 0) c.evidence += fmt::format(", {} failed", failed);
+      }
+    } else if (ev.coverage) {
+      std::int64_t fb = 0;
+      for (const CoverageOp& op : ev.coverage->ops) {
+        fb += (op.cls == "cpu-fallback" || op.cls == "always-cpu") ? 1 : 0;
+      }
+      c.evidence = fmt::format("no MPS track; predicted: {} operator(s) would fall back to the CPU",
+                               fb);
+    } else {
+      c.evidence = "no MPS track and no coverage prediction";
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"within-tolerance", "Outputs and gradients within tolerance", "missing", "",
+                    false};
+    const RuleResult& tol = Rule(stops, "outside-tolerance");
+    if (!ev.comparisons.empty()) {
+      std::int64_t tensors = 0, grads = 0, outputs = 0;
+      for (const Comparison& cmp : ev.comparisons) {
+        for (const TensorComparison& t : cmp.tensors) {
+          ++tensors;
+          grads += t.name.rfind("grad/", 0) == 0 ? 1 : 0;
+          outputs += (t.name.rfind("output/", 0) == 0 || t.name.rfind("loss/", 0) == 0) ? 1 : 0;
+        }
+      }
+      c.status = tol.state == RuleState::kHolds ? "failed" : "done";
+      c.evidence = fmt::format("{} ({} tensor(s): {} output/loss, {} gradient)", tol.summary,
+                               tensors, outputs, grads);
+      if (c.status == "done" && (grads == 0 || outputs == 0)) {
+        c.evidence += "; note: outputs and gradients were not both compared";
+      }
+    } else {
+      c.evidence = "no comparison given (run 'dualtrack compare' on the two bundles)";
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"workload-timed", "Target workload timed on both tracks", "missing", "", false};
+    std::vector<std::string> timed;
+    for (const Track& t : ev.tracks) {
+      if (!t.step_wall_s.empty()) {
+        timed.push_back(fmt::format("{} ({}): {}, {}", t.name, t.device, StepTime(t), Memory(t)));
+      }
+    }
+    if (timed.size() >= 2) {
+      c.status = "done";
+      c.evidence = fmt::format("{} (side by side; no speed claim beyond these runs)",
+                               fmt::join(timed, "; "));
+    } else if (timed.size() == 1) {
+      c.evidence = "only one track timed: " + timed.front();
+    } else {
+      c.evidence = "no track with step times";
+    }
+    items.push_back(std::move(c));
+  }
+  {
+    ChecklistItem c{"remote-data", "Data handling on a remote machine checked", "missing", "",
+                    false};
+    if (ev.remote_data_confirmed) {
+      c.status = "done";
+      c.user_statement = true;
+      c.evidence = "stated by the user (--remote-data-confirmed); dualtrack did not verify it";
+    } else {
+      c.evidence = "no statement (pass --remote-data-confirmed once the remote machine's data "
+                   "handling is checked)";
+    }
+    items.push_back(std::move(c));
+  }
+  return items;
+}
+
+std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult>& stops,
+                                const std::vector<ChecklistItem>& checklist) {
+  std::vector<NextStep> steps;
+  std::set<std::string> seen;
+  auto add = [&](int effect, const std::string& lifts, const std::string& action,
+                 const Location& loc) {
+    if (!seen.insert(action + Where(loc)).second) return;
+    steps.push_back({effect, lifts, action, loc});
+  };
+  for (const RuleResult& r : stops) {
+    if (r.state != RuleState::kHolds) continue;
+    for (const EvidenceItem& e : r.evidence) {
+      std::string at = Where(e.location);
+      if (r.id == "multi-gpu") {
+        add(3, r.id,
+            fmt::format("Make the multi-GPU path optional at {} (a single-process path, or the "
+                        "gloo backend off NVIDIA GPUs)",
+                        at),
+            e.location);
+      } else if (r.id == "candidate-unfinished") {
+        add(3, r.id, fmt::format("Fix the error that stopped the track{}: {}",
+                                 at.empty() ? "" : " at " + at, e.text),
+            e.location);
+      } else if (r.id == "outside-tolerance") {
+        add(3, r.id,
+            "Find where the results drift (" + e.text +
+                "): compare intermediate captures, rerun without the CPU fallback",
+            {});
+      } else if (r.id == "no-mps-implementation" && !e.fix.empty()) {
+        std::string fix = e.fix;
+        fix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fix[0])));
+        add(3, r.id, fmt::format("{}{}", fix, at.empty() ? "" : " at " + at), e.location);
+      } else if (!e.fix.empty()) {
+        add(3, r.id, fmt::format("Replace by {}{}", e.fix, at.empty() ? "" : " at " + at),
+            e.location);
+      } else {
+        add(3, r.id, fmt::format("Remove or replace {}{}", e.text, at.empty() ? "" : " at " + at),
+            e.location);
+      }
+    }
+  }
+  // Float64 made on a CPU track would fail on MPS; the fix is the same even when not yet stopping.
+  for (const EvidenceItem& e : Rule(stops, "no-mps-implementation").notes) {
+    const bool located = std::any_of(steps.begin(), steps.end(), [&](const NextStep& n) {
+      return !e.location.file.empty() && n.location.file == e.location.file &&
+             n.location.line == e.location.line;
+    });
+    if (!e.fix.empty() && !located) {
+      add(2, "no-mps-implementation",
+          fmt::format("Compute in float32 instead of float64 at {}", Where(e.location)),
+          e.location);
+    }
+  }
+  if (ev.coverage) {
+    if (ev.coverage->upgrade_version && ev.coverage->upgrade_removes > 0) {
+      add(2, "fallback-separated",
+          fmt::format("Upgrade torch to >= {}: removes {} CPU fallback(s) on MPS",
+                      *ev.coverage->upgrade_version, ev.coverage->upgrade_removes),
+          {});
+    }
+    for (const CoverageOp& op : ev.coverage->ops) {
+      if (op.cls != "cpu-fallback" && op.cls != "always-cpu") continue;
+      std::string at = Where(op.location);
+      if (op.native_since) {
+        add(2, "fallback-separated",
+            fmt::format("Upgrade torch to >= {} for a native MPS {}{}", *op.native_since, op.op,
+                        at.empty() ? "" : " (called at " + at + ")"),
+            op.location);
+      } else {
+        add(2, "fallback-separated",
+            fmt::format("Replace {}{} by native operators (it runs on the CPU on MPS)", op.op,
+                        at.empty() ? "" : " at " + at),
+            op.location);
+      }
+    }
+  }
+  if (ev.scan) {
+    std::vector<std::string> device_lines;
+    for (const Finding& f : ev.scan->findings) {
+      if (f.reachable == std::optional<bool>(false) || f.guarded.value_or(false)) continue;
+      if (f.severity == "replace" && !f.replacement.empty()) {
+        add(2, "cuda-parts-marked",
+            fmt::format("Replace `{}` by {} at {}:{}", f.snippet.empty() ? f.code : f.snippet,
+                        f.replacement, f.file, f.line),
+            {f.file, f.line});
+      } else if (f.severity == "fixable" && f.cls == "device") {
+        device_lines.push_back(fmt::format("{}:{}", f.file, f.line));
+      }
+    }
+    if (!device_lines.empty()) {
+      add(2, "cuda-parts-marked",
+          fmt::format("Set the device at run time (cuda, else mps, else cpu) at these lines: {}",
+                      fmt::join(device_lines, ", ")),
+          {});
+    }
+  }
+  for (const ChecklistItem& c : checklist) {
+    if (c.status != "missing") continue;
+    if (c.id == "baseline") {
+      add(1, c.id,
+          "Record the CUDA baseline: dualtrack freeze -o baseline.json (on the CUDA machine)", {});
+    } else if (c.id == "mps-available") {
+      add(1, c.id, "Check the Mac: dualtrack env --format json > env-mac.json (on the Mac)", {});
+    } else if (c.id == "real-input-step") {
+      add(1, c.id,
+          "Run the minimal task on the Mac: dualtrack run --track mps -- python <entry> "
+          "--device mps",
+          {});
+    } else if (c.id == "within-tolerance") {
+      add(1, c.id,
+          "Compare the tracks: dualtrack compare <cuda bundle> <mps bundle> --format json > "
+          "compare.json",
+          {});
+    } else if (c.id == "workload-timed") {
+      add(1, c.id, "Time the target workload on both tracks under the same conditions", {});
+    } else if (c.id == "remote-data") {
+      add(1, c.id,
+          "If a remote Mac is used, check its data handling and say so with "
+          "--remote-data-confirmed",
+          {});
+    }
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const NextStep& a, const NextStep& b) { return a.effect > b.effect; });
+  return steps;
+}
+
+std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
+                           const std::vector<RuleResult>& stops) {
+  std::vector<PlanItem> plan;
+  const Track* cand = CandidateTrack(ev);
+  std::string designated;
+  if (!ev.designated_run.empty()) {
+    designated = fmt::format("{}", fmt::join(ev.designated_run, " "));
+  } else if (cand != nullptr && !cand->command.empty()) {
+    designated = fmt::format("{}", fmt::join(cand->command, " "));
+  }
+  std::vector<EvidenceItem> stopping;
+  for (const RuleResult& r : stops) {
+    if (r.state == RuleState::kHolds) {
+      stopping.insert(stopping.end(), r.evidence.begin(), r.evidence.end());
+    }
+  }
+  if (verdict == "mac-ready") {
+    plan.push_back({"mac",
+                    "The designated experiments" + (designated.empty() ? "" : ": " + designated),
+                    "measured on MPS within tolerance, same commit, data slice and seed"});
+  } else if (verdict == "dev-only") {
+    plan.push_back({"mac",
+                    "The minimal task as a check" + (designated.empty() ? "" : ": " + designated),
+                    "no stop condition shown to hold, but the Mac's results are not yet shown to "
+                    "match"});
+  }
+  plan.push_back(
+      {"mac",
+       verdict == "cuda-only"
+           ? "Development, debugging, unit tests and data preparation of the parts that avoid " +
+                 (PlaceList(stopping).empty() ? std::string("the stopping code")
+                                              : PlaceList(stopping))
+           : "Development, debugging, unit tests and data-preparation checks",
+       "they need no CUDA"});
+  if (verdict != "mac-ready") {
+    plan.push_back({"linux-gpu", "Formal training runs and every result you report",
+                    verdict == "cuda-only" ? "a stop condition holds"
+                                           : "the Mac track is not measured against the baseline"});
+  }
+  if (!stopping.empty()) {
+    plan.push_back({"linux-gpu", "Anything that runs " + PlaceList(stopping), "stop condition"});
+  }
+  std::vector<EvidenceItem> multi = Rule(stops, "multi-gpu").notes;
+  if (!multi.empty()) {
+    plan.push_back({"linux-gpu", "Multi-GPU and distributed runs (" + PlaceList(multi) + ")",
+                    "NCCL, DDP and multi-GPU launchers need NVIDIA GPUs"});
+  }
+  std::vector<EvidenceItem> ext;
+  for (const EvidenceItem& e : Rule(stops, "blocker-on-path").notes) {
+    if (IsExtensionNote(e)) ext.push_back(e);
+  }
+  if (!ext.empty()) {
+    plan.push_back({"linux-gpu", "Building and benchmarking the CUDA extensions and pins (" +
+                                     PlaceList(ext) + ")",
+                    "no MPS or Metal build of them exists in the project"});
+  }
+  return plan;
+}
+
+}  // namespace
+
+Report Decide(Evidence evidence) {
+  Report rep;
+  const Evidence& ev = evidence;
+  rep.stops = CheckStopConditions(ev);
+  rep.validity = CheckValidity(ev);
+  const Track* cand = CandidateTrack(ev);
+
+  std::vector<const RuleResult*> holding;
+  for (const RuleResult& r : rep.stops) {
+    if (r.state == RuleState::kHolds) holding.push_back(&r);
+  }
+  if (rep.validity.state == "differs") {
+    rep.reasons.push_back("Validity: " + rep.validity.summary);
+  }
+  if (!holding.empty()) {
+    rep.verdict = "cuda-only";
+    rep.level = EvidenceLevel::kPredicted;
+    for (const RuleResult* r : holding) {
+      if (r->level == EvidenceLevel::kMeasured) rep.level = EvidenceLevel::kMeasured;
+      rep.reasons.push_back(fmt::format("Stop condition ({}, {}): {}", r->id, ToString(r->level),
+                                        r->summary));
+    }
+  } else {
+    const bool mps_finished = cand != nullptr && cand->IsMps() && cand->Finished();
+    const bool compared = Rule(rep.stops, "outside-tolerance").state == RuleState::kClear;
+    const bool valid = rep.validity.state == "ok";
+    const bool ops_ok = Rule(rep.stops, "no-mps-implementation").state == RuleState::kClear;
+    if (mps_finished && compared && valid && ops_ok) {
+      rep.verdict = "mac-ready";
+      rep.level = EvidenceLevel::kMeasured;
+      rep.reasons.push_back(fmt::format("Track {} (mps) finished {} step(s) on real input.",
+                                        cand->name, cand->step_wall_s.size()));
+      rep.reasons.push_back(Rule(rep.stops, "outside-tolerance").summary);
+      rep.reasons.push_back(rep.validity.summary);
+    } else {
+      rep.verdict = "dev-only";
+      rep.level = (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured
+                                                      : EvidenceLevel::kPredicted;
+      std::vector<std::string> unknown;
+      for (const RuleResult& r : rep.stops) {
+        if (r.state == RuleState::kUnknown) unknown.push_back(r.id);
+      }
+      rep.reasons.push_back(
+          unknown.empty()
+              ? std::string("No stop condition holds on the evidence given.")
+              : fmt::format("No stop condition shown to hold; {} of {} could not be checked for "
+                            "missing evidence ({}).",
+                            unknown.size(), rep.stops.size(), fmt::join(unknown, ", ")));
+      if (!mps_finished) {
+        rep.reasons.push_back("Not mac-ready: no finished MPS track, so the evidence for the Mac "
+                              "is predicted.");
+      }
+      if (!compared) {
+        rep.reasons.push_back("Not mac-ready: no comparison of the tracks within tolerance.");
+      }
+      if (!valid && !ev.tracks.empty()) {
+        rep.reasons.push_back("Not mac-ready: validity " + rep.validity.state + ": " +
+                              rep.validity.summary);
+      }
+      if (!ops_ok) {
+        rep.reasons.push_back("Not mac-ready: " + Rule(rep.stops, "no-mps-implementation").summary);
+      }
+    }
+  }
+  // What keeps parts of the work on the Linux GPU, even when it does not stop the Mac track.
+  std::vector<EvidenceItem> ext;
+  for (const EvidenceItem& e : Rule(rep.stops, "blocker-on-path").notes) {
+    if (IsExtensionNote(e)) ext.push_back(e);
+  }
+  if (!ext.empty()) {
+    rep.reasons.push_back("Custom CUDA extension or CUDA-only build with no MPS build, kept on the "
+                          "Linux GPU: " + PlaceList(ext));
+  }
+  const RuleResult& multi = Rule(rep.stops, "multi-gpu");
+  if (multi.state != RuleState::kHolds && !multi.notes.empty()) {
+    rep.reasons.push_back("Multi-GPU path (NCCL / DDP) not needed by the task, kept on the Linux "
+                          "GPU: " + PlaceList(multi.notes));
+  }
+  if (ev.coverage) {
+    std::vector<EvidenceItem> fb;
+    for (const CoverageOp& op : ev.coverage->ops) {
+      if (op.cls == "cpu-fallback" || op.cls == "always-cpu") {
+        fb.push_back({op.op, op.location, ""});
+      }
+    }
+    if (!fb.empty()) {
+      std::vector<std::string> names;
+      for (const auto& e : fb) names.push_back(e.text);
+      rep.reasons.push_back(fmt::format("Predicted CPU fallback on MPS ({} torch {}): {}{}",
+                                        ev.coverage->evidence, ev.coverage->torch,
+                                        fmt::join(names, ", "),
+                                        PlaceList(fb).empty() ? "" : " at " + PlaceList(fb)));
+    }
+  }
+  if (!ev.designated_run.empty()) {
+    rep.reasons.push_back(fmt::format("Judged for the designated run: {}",
+                                      fmt::join(ev.designated_run, " ")));
+  }
+  rep.checklist = Checklist(ev, rep.stops);
+  rep.plan = Plan(ev, rep.verdict, rep.stops);
+  rep.next_steps = NextSteps(ev, rep.stops, rep.checklist);
+  rep.evidence = std::move(evidence);
+  return rep;
+}
+
+}  // namespace dt::verdict

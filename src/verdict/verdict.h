@@ -1,0 +1,49 @@
+// The decision of step 8: the verdict with its reasons and evidence level, the articles' checklist
+// item by item, the dual-track plan and the next steps. docs/report.md states the logic in words.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "verdict/evidence.h"
+#include "verdict/rules.h"
+
+namespace dt::verdict {
+
+struct ChecklistItem {
+  std::string id;
+  std::string title;
+  std::string status;  // done | failed | missing
+  std::string evidence;
+  bool user_statement = false;  // Decided by the user's own statement (a flag), not by dualtrack.
+};
+
+struct PlanItem {
+  std::string where;  // mac | linux-gpu
+  std::string what;
+  std::string why;
+};
+
+struct NextStep {
+  int effect = 1;      // 3 lifts a stop condition, 2 removes a replacement or fallback, 1 evidence.
+  std::string lifts;   // The rule or checklist item it addresses.
+  std::string action;  // "Replace X by Y at file:line", "Upgrade torch to >= 2.6", ...
+  Location location;
+};
+
+struct Report {
+  std::string verdict;  // mac-ready | dev-only | cuda-only
+  EvidenceLevel level = EvidenceLevel::kPredicted;
+  std::vector<std::string> reasons;
+  Validity validity;
+  std::vector<RuleResult> stops;
+  std::vector<ChecklistItem> checklist;
+  std::vector<PlanItem> plan;
+  std::vector<NextStep> next_steps;
+  Evidence evidence;  // What it was decided from; the renderers show it.
+};
+
+// Decides from whatever evidence is present; missing evidence stays missing.
+Report Decide(Evidence evidence);
+
+}  // namespace dt::verdict

@@ -1,0 +1,343 @@
+#include "verdict/verdict.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "verdict/rules.h"
+
+// The fixtures name only the pieces of evidence a test uses; the rest stays empty on purpose.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace dt::verdict {
+namespace {
+
+std::filesystem::path Data(const std::string& name) {
+  return std::filesystem::path(DUALTRACK_TEST_SOURCE_DIR) / "src/verdict/testdata" / name;
+}
+
+// Builds evidence from fixtures; an empty name leaves that piece out.
+struct Fixture {
+  std::string scan, env, baseline, coverage;
+  std::vector<std::pair<std::string, std::string>> tracks;  // name, bundle
+  std::vector<std::string> compares;
+  bool remote = false;
+};
+
+Evidence Load(const Fixture& f) {
+  Evidence ev;
+  if (!f.scan.empty()) ev.scan = *LoadScan(Data(f.scan));
+  if (!f.env.empty()) ev.env = *LoadEnv(Data(f.env));
+  if (!f.baseline.empty()) ev.baseline = *LoadBaseline(Data(f.baseline));
+  if (!f.coverage.empty()) ev.coverage = *LoadCoverage(Data(f.coverage));
+  for (const auto& [name, dir] : f.tracks) {
+    auto t = LoadTrack(name, Data("bundles/" + dir));
+    EXPECT_TRUE(t.ok()) << t.error().ToString();
+    ev.tracks.push_back(*t);
+  }
+  for (const std::string& c : f.compares) ev.comparisons.push_back(*LoadComparison(Data(c)));
+  ev.remote_data_confirmed = f.remote;
+  return ev;
+}
+
+const ChecklistItem& Item(const Report& r, const std::string& id) {
+  for (const ChecklistItem& c : r.checklist) {
+    if (c.id == id) return c;
+  }
+  ADD_FAILURE() << "no checklist item " << id;
+  return r.checklist.front();
+}
+
+bool AnyReasonHas(const Report& r, const std::string& text) {
+  for (const std::string& reason : r.reasons) {
+    if (reason.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// ---- Stop conditions, one by one.
+
+TEST(VerdictRulesTest, BlockerOnReachablePathHolds) {
+  RuleResult r = CheckBlockerOnPath(Load({.scan = "scan_blocker.json"}));
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
+  ASSERT_EQ(r.evidence.size(), 1u);
+  EXPECT_EQ(r.evidence[0].location.file, "model.py");
+  EXPECT_EQ(r.evidence[0].fix, "torch.nn.functional.scaled_dot_product_attention");
+}
+
+TEST(VerdictRulesTest, GuardedUnreachableAndBuildBlockersDoNotStop) {
+  RuleResult r = CheckBlockerOnPath(Load({.scan = "scan_example.json"}));
+  EXPECT_EQ(r.state, RuleState::kClear) << r.summary;
+  std::string notes;
+  for (const auto& n : r.notes) notes += n.location.file + ":" + n.text + "\n";
+  EXPECT_NE(notes.find("model.py:guarded"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("scripts/benchmark_cuda.py:not reachable"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("ext/setup.py:CUDA-only build, the code has a guarded alternative"),
+            std::string::npos)
+      << notes;
+  // The NCCL blocker belongs to the multi-GPU rule, not this one.
+  EXPECT_EQ(notes.find("train.py"), std::string::npos);
+}
+
+TEST(VerdictRulesTest, BlockerWithoutScanIsUnknown) {
+  EXPECT_EQ(CheckBlockerOnPath(Evidence{}).state, RuleState::kUnknown);
+}
+
+TEST(VerdictRulesTest, Float64OnTheTracedPathHasNoMpsImplementation) {
+  RuleResult r = CheckNoMpsImplementation(Load({.coverage = "coverage_fallback.json"}));
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
+  ASSERT_EQ(r.evidence.size(), 1u);
+  EXPECT_EQ(r.evidence[0].location.file, "utils/metrics.py");
+  EXPECT_EQ(r.evidence[0].fix, "compute in float32 instead of float64");
+  // A CPU fallback is not a stop condition by itself.
+  EXPECT_EQ(CheckNoMpsImplementation(Load({.coverage = "coverage_clean.json"})).state,
+            RuleState::kClear);
+  EXPECT_EQ(CheckNoMpsImplementation(Evidence{}).state, RuleState::kUnknown);
+}
+
+TEST(VerdictRulesTest, FailedOperatorOnMpsTrackIsMeasured) {
+  RuleResult r = CheckNoMpsImplementation(
+      Load({.coverage = "coverage_clean.json", .tracks = {{"mps", "mps_failed"}}}));
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  EXPECT_EQ(r.evidence.at(0).location.line, 15);
+}
+
+TEST(VerdictRulesTest, OutsideToleranceAfterFallback) {
+  RuleResult r = CheckOutsideTolerance(
+      Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps"}}, .compares = {"compare_fail.json"}}));
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  EXPECT_NE(r.summary.find("CPU fallback"), std::string::npos) << r.summary;
+  EXPECT_NE(r.evidence.at(0).text.find("grad/step1/fc.weight"), std::string::npos);
+  EXPECT_EQ(CheckOutsideTolerance(Load({.compares = {"compare_pass.json"}})).state,
+            RuleState::kClear);
+  EXPECT_EQ(CheckOutsideTolerance(Evidence{}).state, RuleState::kUnknown);
+}
+
+TEST(VerdictRulesTest, CandidateStartedButDidNotFinish) {
+  RuleResult r =
+      CheckCandidateUnfinished(Load({.tracks = {{"cuda", "cuda"}, {"mac", "mps_failed"}}}));
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  EXPECT_NE(r.summary.find("utils/metrics.py:15"), std::string::npos) << r.summary;
+  EXPECT_EQ(CheckCandidateUnfinished(Load({.tracks = {{"mac", "mps"}}})).state, RuleState::kClear);
+  // A CUDA track alone is no candidate.
+  EXPECT_EQ(CheckCandidateUnfinished(Load({.tracks = {{"cuda", "cuda"}}})).state,
+            RuleState::kUnknown);
+}
+
+TEST(VerdictRulesTest, MultiGpuOnReachablePathHoldsUntilATrackFinishesWithoutIt) {
+  RuleResult predicted = CheckMultiGpu(Load({.scan = "scan_example.json"}));
+  EXPECT_EQ(predicted.state, RuleState::kHolds);
+  ASSERT_EQ(predicted.evidence.size(), 1u);
+  EXPECT_EQ(predicted.evidence[0].location.file, "train.py");
+  EXPECT_EQ(predicted.evidence[0].location.line, 108);
+  // The torchrun launcher is not Python: a note, not a stop.
+  ASSERT_EQ(predicted.notes.size(), 1u);
+  EXPECT_EQ(predicted.notes[0].location.file, "scripts/launch.sh");
+
+  RuleResult measured =
+      CheckMultiGpu(Load({.scan = "scan_example.json", .tracks = {{"cpu", "cpu"}}}));
+  EXPECT_EQ(measured.state, RuleState::kClear);
+  EXPECT_EQ(measured.level, EvidenceLevel::kMeasured);
+  EXPECT_EQ(measured.notes.size(), 2u);
+  EXPECT_EQ(CheckMultiGpu(Evidence{}).state, RuleState::kUnknown);
+}
+
+TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
+  Finding gloo{.message = "process group", .snippet = "init_process_group(backend=\"gloo\")"};
+  Finding nccl{.snippet = "dist.init_process_group(backend=\"nccl\")"};
+  Finding fsdp{.message = "FullyShardedDataParallel wrapper"};
+  Finding cuda{.snippet = "x.cuda()"};
+  EXPECT_FALSE(IsMultiGpuFinding(gloo));
+  EXPECT_TRUE(IsMultiGpuFinding(nccl));
+  EXPECT_TRUE(IsMultiGpuFinding(fsdp));
+  EXPECT_FALSE(IsMultiGpuFinding(cuda));
+}
+
+// ---- Validity.
+
+TEST(VerdictValidityTest, SameCommitDigestAndSeedIsOk) {
+  Validity v = CheckValidity(Load({.baseline = "baseline.json",
+                                   .tracks = {{"cuda", "cuda"}, {"mps", "mps"}}}));
+  EXPECT_EQ(v.state, "ok") << v.summary;
+}
+
+TEST(VerdictValidityTest, DifferentCommitAndSeedDiffer) {
+  Validity v = CheckValidity(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_other_commit"}}}));
+  EXPECT_EQ(v.state, "differs");
+  EXPECT_NE(v.summary.find("git commit"), std::string::npos);
+  EXPECT_NE(v.summary.find("seed"), std::string::npos);
+  EXPECT_EQ(v.summary.find("data-slice"), std::string::npos);
+}
+
+TEST(VerdictValidityTest, MissingDigestIsUnknownAndOneTrackIsNotApplicable) {
+  EXPECT_EQ(CheckValidity(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_no_digest"}}})).state,
+            "unknown");
+  EXPECT_EQ(CheckValidity(Load({.tracks = {{"mps", "mps"}}})).state, "not-applicable");
+  EXPECT_EQ(CheckValidity(Evidence{}).state, "not-applicable");
+}
+
+// ---- Verdicts with their evidence level.
+
+TEST(VerdictDecideTest, MacReadyNeedsMeasuredMpsTrackWithinToleranceAndValidity) {
+  Report r = Decide(Load({.scan = "scan_clean.json",
+                          .env = "env_mac.json",
+                          .baseline = "baseline.json",
+                          .coverage = "coverage_clean.json",
+                          .tracks = {{"cuda", "cuda"}, {"mps", "mps"}},
+                          .compares = {"compare_pass.json"},
+                          .remote = true}));
+  EXPECT_EQ(r.verdict, "mac-ready");
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  for (const ChecklistItem& c : r.checklist) {
+    EXPECT_EQ(c.status, "done") << c.id << ": " << c.evidence;
+  }
+  EXPECT_TRUE(Item(r, "remote-data").user_statement);
+  EXPECT_NE(Item(r, "fallback-separated").evidence.find("1 fell back"), std::string::npos);
+  EXPECT_NE(Item(r, "workload-timed").evidence.find("cuda (cuda)"), std::string::npos);
+  EXPECT_NE(Item(r, "workload-timed").evidence.find("mps (mps)"), std::string::npos);
+}
+
+TEST(VerdictDecideTest, DifferentCommitBlocksMacReadyAndIsShownFirst) {
+  Report r = Decide(Load({.coverage = "coverage_clean.json",
+                          .tracks = {{"cuda", "cuda"}, {"mps", "mps_other_commit"}},
+                          .compares = {"compare_pass.json"}}));
+  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  ASSERT_FALSE(r.reasons.empty());
+  EXPECT_EQ(r.reasons.front().rfind("Validity:", 0), 0u) << r.reasons.front();
+}
+
+TEST(VerdictDecideTest, CudaOnlyPredictedFromScan) {
+  Report r = Decide(Load({.scan = "scan_blocker.json"}));
+  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
+  EXPECT_TRUE(AnyReasonHas(r, "blocker-on-path"));
+  ASSERT_FALSE(r.next_steps.empty());
+  EXPECT_EQ(r.next_steps.front().effect, 3);
+  EXPECT_NE(r.next_steps.front().action.find("scaled_dot_product_attention at model.py:3"),
+            std::string::npos)
+      << r.next_steps.front().action;
+}
+
+TEST(VerdictDecideTest, CudaOnlyMeasuredWhenCandidateFails) {
+  Report r = Decide(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_failed"}}}));
+  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  EXPECT_EQ(Item(r, "real-input-step").status, "failed");
+  EXPECT_TRUE(AnyReasonHas(r, "candidate-unfinished"));
+}
+
+TEST(VerdictDecideTest, CudaOnlyMeasuredWhenOutsideTolerance) {
+  Report r = Decide(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps"}},
+                          .compares = {"compare_fail.json"}}));
+  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  EXPECT_EQ(Item(r, "within-tolerance").status, "failed");
+}
+
+TEST(VerdictDecideTest, ExampleWithoutRunIsCudaOnlyNamingNcclAndExtension) {
+  Report r = Decide(Load({.scan = "scan_example.json", .env = "env_linux.json"}));
+  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
+  EXPECT_TRUE(AnyReasonHas(r, "train.py:108"));
+  EXPECT_TRUE(AnyReasonHas(r, "ext/setup.py:10"));
+}
+
+TEST(VerdictDecideTest, ExampleDefaultRunStopsOnFloat64AndPortableRunMovesUp) {
+  // The default run makes float64 on the traced path: MPS cannot run it.
+  Report def = Decide(Load({.scan = "scan_example.json",
+                            .env = "env_linux.json",
+                            .coverage = "coverage_fallback.json",
+                            .tracks = {{"cpu", "cpu"}}}));
+  EXPECT_EQ(def.verdict, "cuda-only");
+  EXPECT_TRUE(AnyReasonHas(def, "no-mps-implementation"));
+  EXPECT_TRUE(AnyReasonHas(def, "train.py:108"));     // NCCL, kept on the Linux GPU.
+  EXPECT_TRUE(AnyReasonHas(def, "ext/setup.py:10"));  // The planted extension.
+  EXPECT_TRUE(AnyReasonHas(def, "aten::multi_margin_loss"));
+  ASSERT_FALSE(def.next_steps.empty());
+  EXPECT_NE(def.next_steps.front().action.find("utils/metrics.py:15"), std::string::npos)
+      << def.next_steps.front().action;
+
+  // The device-agnostic variant has neither: no stop condition, dev-only on predicted evidence.
+  Report portable = Decide(Load({.scan = "scan_example.json",
+                                 .env = "env_linux.json",
+                                 .coverage = "coverage_clean.json",
+                                 .tracks = {{"cpu", "cpu"}}}));
+  EXPECT_EQ(portable.verdict, "dev-only");
+  EXPECT_EQ(portable.level, EvidenceLevel::kPredicted);
+  EXPECT_TRUE(AnyReasonHas(portable, "no finished MPS track"));
+}
+
+TEST(VerdictDecideTest, DevOnlyMeasuredWithMpsTrackButNoComparison) {
+  Report r = Decide(Load({.coverage = "coverage_clean.json", .tracks = {{"mps", "mps"}}}));
+  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
+  EXPECT_EQ(Item(r, "within-tolerance").status, "missing");
+  EXPECT_EQ(Item(r, "workload-timed").status, "missing");  // One track only.
+  EXPECT_EQ(Item(r, "real-input-step").status, "done");
+}
+
+// ---- Missing evidence is reported as missing, never guessed.
+
+TEST(VerdictDecideTest, NoEvidenceAtAllIsDevOnlyWithEverythingMissing) {
+  Report r = Decide(Evidence{});
+  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
+  EXPECT_EQ(r.checklist.size(), 8u);
+  for (const ChecklistItem& c : r.checklist) EXPECT_EQ(c.status, "missing") << c.id;
+  for (const RuleResult& s : r.stops) EXPECT_EQ(s.state, RuleState::kUnknown) << s.id;
+  EXPECT_TRUE(AnyReasonHas(r, "could not be checked"));
+}
+
+TEST(VerdictDecideTest, NoBaselineAndOneTrackAreMissing) {
+  Report r = Decide(Load({.scan = "scan_clean.json", .tracks = {{"mps", "mps"}}}));
+  EXPECT_EQ(Item(r, "baseline").status, "missing");
+  EXPECT_EQ(Item(r, "within-tolerance").status, "missing");
+  EXPECT_EQ(Item(r, "remote-data").status, "missing");
+  EXPECT_EQ(Item(r, "mps-available").status, "done");  // From the bundle's own env.
+  EXPECT_EQ(r.validity.state, "not-applicable");
+}
+
+TEST(VerdictDecideTest, LinuxHostAloneDoesNotDecideMpsAvailability) {
+  Report r = Decide(Load({.env = "env_linux.json"}));
+  EXPECT_EQ(Item(r, "mps-available").status, "missing");
+  EXPECT_NE(Item(r, "mps-available").evidence.find("Linux"), std::string::npos);
+}
+
+TEST(VerdictDecideTest, PlanPutsMultiGpuAndExtensionsOnLinux) {
+  Report r = Decide(Load({.scan = "scan_example.json", .tracks = {{"cpu", "cpu"}}}));
+  bool multi = false, ext = false, mac_dev = false;
+  for (const PlanItem& p : r.plan) {
+    if (p.where == "linux-gpu" && p.what.find("Multi-GPU") != std::string::npos) multi = true;
+    if (p.where == "linux-gpu" && p.what.find("ext/setup.py") != std::string::npos) ext = true;
+    if (p.where == "mac" && p.what.find("Development") != std::string::npos) mac_dev = true;
+  }
+  EXPECT_TRUE(multi);
+  EXPECT_TRUE(ext);
+  EXPECT_TRUE(mac_dev);
+}
+
+TEST(VerdictDecideTest, NextStepsAreOrderedByEffect) {
+  Report r = Decide(Load({.scan = "scan_example.json", .coverage = "coverage_fallback.json",
+                          .tracks = {{"cpu", "cpu"}}}));
+  ASSERT_GE(r.next_steps.size(), 3u);
+  for (std::size_t i = 1; i < r.next_steps.size(); ++i) {
+    EXPECT_GE(r.next_steps[i - 1].effect, r.next_steps[i].effect);
+  }
+  bool device_lines = false;
+  for (const NextStep& n : r.next_steps) {
+    if (n.action.find("Set the device") != std::string::npos &&
+        n.action.find("train.py:44") != std::string::npos) {
+      device_lines = true;
+    }
+  }
+  EXPECT_TRUE(device_lines);
+}
+
+}  // namespace
+}  // namespace dt::verdict

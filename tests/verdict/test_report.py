@@ -1,0 +1,191 @@
+"""`dualtrack report` and `dualtrack audit` driven from outside, and the HTML report in a real browser."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "src" / "verdict" / "testdata"
+CHECKLIST = [
+    "CUDA baseline saved",
+    "CUDA-only parts marked, with alternatives",
+    "MPS built and available",
+    "Forward, backward and update ran on real input (MPS)",
+    "CPU fallback separated from MPS execution",
+    "Outputs and gradients within tolerance",
+    "Target workload timed on both tracks",
+    "Data handling on a remote machine checked",
+]
+RANK = {"cuda-only": 0, "dev-only": 1, "mac-ready": 2}
+
+
+def full_args():
+    f = FIXTURES
+    return [
+        "--scan", f / "scan_example.json", "--env", f / "env_linux.json",
+        "--baseline", f / "baseline.json", "--track", f"cuda={f / 'bundles/cuda'}",
+        "--track", f"mps={f / 'bundles/mps'}", "--compare", f / "compare_pass.json",
+        "--coverage", f / "coverage_clean.json",
+    ]
+
+
+def test_report_writes_three_formats_with_the_same_verdict(dualtrack, tmp_path):
+    verdicts = {}
+    for ext in ("html", "md", "json"):
+        out = tmp_path / f"report.{ext}"
+        r = dualtrack("report", *full_args(), "--remote-data-confirmed", "-o", out)
+        assert r.returncode == 0, r.stderr
+        assert out.exists()
+        verdicts[ext] = out.read_text()
+    doc = json.loads(verdicts["json"])
+    assert doc["schema"] == "dualtrack.report/1"
+    assert doc["verdict"] == "mac-ready"
+    assert doc["evidence_level"] == "measured"
+    assert [c["status"] for c in doc["checklist"]] == ["done"] * 8
+    assert doc["checklist"][-1]["user_statement"] is True
+    assert "mac-ready" in verdicts["md"] and "mac-ready" in verdicts["html"]
+    # No leftover temporary files beside the outputs (written atomically).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json", "report.md"]
+
+
+def test_report_missing_evidence_says_missing(dualtrack, tmp_path):
+    out = tmp_path / "r.json"
+    r = dualtrack("report", "--track", f"mps={FIXTURES / 'bundles/mps'}", "-o", out)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    status = {c["id"]: c["status"] for c in doc["checklist"]}
+    assert status["baseline"] == "missing"
+    assert status["within-tolerance"] == "missing"
+    assert status["workload-timed"] == "missing"
+    assert status["real-input-step"] == "done"
+    assert doc["verdict"] == "dev-only"
+    assert doc["validity"]["state"] == "not-applicable"
+
+
+def test_report_without_output_prints_markdown(dualtrack):
+    r = dualtrack("report")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("# dualtrack report: **dev-only** (predicted evidence)")
+    assert r.stdout.count("| missing |") == 8
+
+
+def test_report_bad_inputs_exit_2_naming_the_file(dualtrack, tmp_path):
+    r = dualtrack("report", "--scan", FIXTURES / "bad_schema.json")
+    assert r.returncode == 2
+    assert "bad_schema.json" in r.stderr and "dualtrack.scan/1" in r.stderr
+    r = dualtrack("report", "--scan", FIXTURES / "bad_syntax.json")
+    assert r.returncode == 2 and "bad_syntax.json" in r.stderr and "not valid JSON" in r.stderr
+    r = dualtrack("report", "--track", f"x={FIXTURES / 'bundles/bad_ops'}")
+    assert r.returncode == 2 and "ops.jsonl:2" in r.stderr
+    r = dualtrack("report", "--track", "no-equals-sign")
+    assert r.returncode == 2 and "NAME=BUNDLE_DIR" in r.stderr
+    r = dualtrack("report", "-o", tmp_path / "report.txt")
+    assert r.returncode == 2 and "--format" in r.stderr
+    assert not (tmp_path / "report.txt").exists()
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\x00\xff\xfe garbage")
+    r = dualtrack("report", "--compare", binary)
+    assert r.returncode == 2 and "binary.json" in r.stderr
+
+
+def test_report_fail_on(dualtrack):
+    r = dualtrack("report", "--scan", FIXTURES / "scan_blocker.json", "--fail-on", "cuda-only")
+    assert r.returncode == 1
+    assert "cuda-only" in r.stdout
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def test_html_report_in_headless_chromium(dualtrack, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is required in CI (scripts/deps/apt.txt)")
+        pytest.skip("chromium is not installed")
+    html = tmp_path / "report.html"
+    args = full_args()
+    args[args.index(FIXTURES / "compare_pass.json")] = FIXTURES / "compare_fail.json"
+    r = dualtrack("report", *args, "-o", html)
+    assert r.returncode == 0, r.stderr
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000",
+              f"--user-data-dir={tmp_path / 'profile'}"]
+    shot = tmp_path / "report.png"
+    subprocess.run(common + [f"--screenshot={shot}", html.as_uri()], capture_output=True,
+                   timeout=120, check=True)
+    assert shot.exists() and shot.stat().st_size > 10_000
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    dom = subprocess.run(common + ["--dump-dom", html.as_uri()], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    text = re.sub(r"<[^>]+>", " ", dom)
+    assert "cuda-only" in text
+    assert "evidence: measured" in text
+    for item in CHECKLIST:
+        assert item in text, item
+    assert dom.count("<svg") == 2  # One error histogram per compared tensor.
+    assert "Linux GPU (CUDA)" in text and "Mac (MPS)" in text
+
+
+def _audit(dualtrack, cwd, *args):
+    r = dualtrack("audit", *args, cwd=cwd, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_audit_example_writes_html_and_markdown(dualtrack, example_dir, tmp_path):
+    r = _audit(dualtrack, tmp_path, example_dir)
+    out = tmp_path / "dualtrack-report"
+    assert (out / "report.html").exists() and (out / "report.md").exists()
+    doc = json.loads((out / "report.json").read_text())
+    assert f"verdict: {doc['verdict']} ({doc['evidence_level']})" in r.stdout
+    for item in CHECKLIST:
+        assert item in r.stdout
+    # Nothing was written into the example project.
+    assert not (example_dir / "dualtrack-report").exists()
+    missing = doc["evidence"]["missing"]
+    if "scan" in missing:
+        # This branch alone: the stages audit joins are not merged yet; the evidence says so.
+        assert "not available" in missing["scan"]
+        assert doc["checklist"][1]["status"] == "missing"
+        return
+    assert doc["verdict"] in ("dev-only", "cuda-only")
+    reasons = " ".join(doc["reasons"])
+    assert "ext/" in reasons, reasons
+    assert re.search(r"train\.py:1\d\d", reasons), reasons  # The NCCL process group.
+
+
+def test_audit_portable_variant_moves_the_verdict_up(dualtrack, example_dir, tmp_path):
+    _audit(dualtrack, tmp_path, example_dir, "-o", tmp_path / "default" / "report.html")
+    _audit(dualtrack, tmp_path, example_dir, "--run",
+           "train.py --device cpu --steps 2 --portable", "-o", tmp_path / "portable" / "r.html")
+    default = json.loads((tmp_path / "default" / "report.json").read_text())
+    portable = json.loads((tmp_path / "portable" / "r.json").read_text())
+    assert (tmp_path / "portable" / "r.md").exists()
+    assert portable["evidence"]["designated_run"][-1] == "--portable"
+    assert any("--portable" in reason for reason in portable["reasons"])
+    if {"scan", "run", "coverage"} & set(default["evidence"]["missing"]):
+        pytest.skip("scan, run or coverage not available on this branch: "
+                    + json.dumps(default["evidence"]["missing"]))
+    assert RANK[portable["verdict"]] > RANK[default["verdict"]], (default["reasons"],
+                                                                  portable["reasons"])
+
+
+def test_audit_errors(dualtrack, tmp_path):
+    r = dualtrack("audit", tmp_path / "nope", cwd=tmp_path)
+    assert r.returncode == 2 and "nope" in r.stderr and "not a directory" in r.stderr
+    r = dualtrack("audit", tmp_path, "--run", "train.py 'unbalanced", cwd=tmp_path)
+    assert r.returncode == 2 and "unbalanced" in r.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.dualtrack\nrun = 3\n")
+    r = dualtrack("audit", tmp_path, "-o", tmp_path / "out" / "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "out" / "r.json").read_text())
+    assert "pyproject.toml" in doc["evidence"]["missing"]["run"]
