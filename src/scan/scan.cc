@@ -353,7 +353,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     auto& r = results[i];
     if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
     if (r.scanned) ++report.files_scanned;
-    bool is_py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
+    bool is_py = items[i].kind == FileKind::kPython;  // setup.py is build code, not runtime.
     bool is_nb = items[i].kind == FileKind::kNotebook;
     for (auto& f : r.findings) {
       bool drop = false;
