@@ -1,5 +1,6 @@
 #include "scan/python_lexer.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dt::scan {
@@ -31,7 +32,7 @@ class Lexer {
   explicit Lexer(std::string_view src) : s_(src) {}
 
   Lexed Run() {
-    out_.tokens.reserve(s_.size() / 6 + 16);
+    out_.tokens.reserve(std::min<std::size_t>(s_.size() / 12, 1 << 20) + 16);
     bool line_start = true;
     std::uint32_t indent = 0;
     while (i_ < s_.size()) {

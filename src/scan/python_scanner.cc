@@ -35,7 +35,11 @@ bool IsCudaDeviceString(const Token& t) {
 class PythonScanner {
  public:
   PythonScanner(std::string_view src, FindingSink& sink, bool is_setup_py)
-      : sink_(sink), reg_(sink.registry()), setup_py_(is_setup_py), lex_(LexPython(src)) {}
+      : sink_(sink),
+        reg_(sink.registry()),
+        setup_py_(is_setup_py),
+        always_(is_setup_py || !sink.registry().user_rules().empty()),
+        lex_(LexPython(src)) {}
 
   PyScanResult Run() {
     const auto n = lex_.lines.size();
@@ -99,13 +103,14 @@ class PythonScanner {
       std::size_t k = l.begin + 1;
       while (k < l.end) {
         std::string mod;
+        std::size_t first_tok = k;
         k = Dotted(k, l.end, mod);
         if (mod.empty()) break;
         result_.imports.push_back(PyImport{mod, 0, {}});
-        std::string local = mod.substr(0, mod.find('.'));
-        std::string target = local;
+        std::string_view local = T(first_tok).text;
+        std::string target(local);
         if (k + 1 < l.end && Is(T(k), "as") && IsName(T(k + 1))) {
-          local = std::string(T(k + 1).text);
+          local = T(k + 1).text;
           target = mod;
           k += 2;
         }
@@ -127,24 +132,45 @@ class PythonScanner {
       for (; k < l.end; ++k) {
         if (!IsName(T(k))) continue;
         std::string name(T(k).text);
-        std::string local = name;
+        std::string_view local = T(k).text;
         if (k + 2 < l.end && Is(T(k + 1), "as") && IsName(T(k + 2))) {
-          local = std::string(T(k + 2).text);
+          local = T(k + 2).text;
           k += 2;
         }
         imp.names.push_back(name);
         if (level == 0) Bind(local, mod.empty() ? name : mod + "." + name, optional, mod);
-        else local_names_.insert(local);
       }
       result_.imports.push_back(std::move(imp));
     }
   }
 
-  void Bind(const std::string& local, const std::string& target, bool optional,
+  void Bind(std::string_view local, const std::string& target, bool optional,
             const std::string& module) {
     alias_[local] = target;
     if (optional) optional_names_.insert(local);
     if (IsExtensionModule(module)) ext_names_.insert(local);
+    if (optional || IsExtensionModule(module) || reg_.LibraryForModule(target) != nullptr ||
+        target.find("cud") != std::string::npos || target.find("CUD") != std::string::npos ||
+        reg_.MatchApi(target) != nullptr)
+      hot_names_.insert(local);
+  }
+
+  // Cheap test before any analysis of tokens [b, e): a trigger substring or a hot name.
+  bool Maybe(std::size_t b, std::size_t e) const {
+    if (b >= e) return false;
+    if (always_) return true;
+    const char* start = T(b).text.data();
+    const char* end = T(e - 1).text.data() + T(e - 1).text.size();
+    std::string_view span(start, static_cast<std::size_t>(end - start));
+    static constexpr std::string_view kNeedles[] = {
+        "cud", "CUD", "Cud", "nccl", "float64", "double", "multi_margin", "MultiMargin",
+        "gencode", "compute_", "sm_", "CUDA_ARCH", "NCCL"};
+    for (std::string_view n : kNeedles)
+      if (span.find(n) != std::string_view::npos) return true;
+    if (hot_names_.empty()) return false;
+    for (std::size_t k = b; k < e; ++k)
+      if (IsName(T(k)) && hot_names_.count(T(k).text)) return true;
+    return false;
   }
 
   // A compiled CUDA extension: a top-level module named like one ("fused_gelu_cuda"), not a
@@ -162,7 +188,7 @@ class PythonScanner {
     std::string raw;
     std::size_t e = Dotted(k, end, raw);
     head = std::string(T(k).text);
-    auto it = alias_.find(head);
+    auto it = alias_.find(T(k).text);
     if (it != alias_.end()) {
       resolved = it->second + raw.substr(head.size());
     } else {
@@ -183,6 +209,7 @@ class PythonScanner {
 
   // Whether tokens [b, e) test for CUDA.
   bool IsCheck(std::size_t b, std::size_t e) const {
+    if (!Maybe(b, e)) return false;
     for (std::size_t k = b; k < e; ++k) {
       const Token& t = T(k);
       if (t.kind == TokKind::kString) {
@@ -193,11 +220,11 @@ class PythonScanner {
       bool after_dot = k > b && IsOp(T(k - 1), ".");
       if (after_dot) {
         if (t.text == "is_cuda") return true;
-        if (guard_attrs_.count(std::string(t.text))) return true;
+        if (guard_attrs_.count(t.text)) return true;
         continue;
       }
-      std::string key(t.text);
-      if (guard_names_.count(key) || optional_names_.count(key)) return true;
+      if (guard_names_.count(t.text) || optional_names_.count(t.text)) return true;
+      if (t.text != "torch" && !alias_.count(t.text)) continue;
       std::string resolved, head;
       std::size_t ce = Chain(k, e, resolved, head);
       if (const PythonApi* api = reg_.MatchApi(resolved); api != nullptr && api->guard) return true;
@@ -241,12 +268,13 @@ class PythonScanner {
     std::string_view f = First(l);
     if (f == "def") {
       if (l.end - l.begin < 2) return;
-      std::string name(T(l.begin + 1).text);
+      std::string_view name = T(l.begin + 1).text;
       for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
         const auto& body = lex_.lines[j];
         if (First(body) == "return" && IsCheck(body.begin + 1, body.end)) {
           guard_attrs_.insert(name);
           guard_names_.insert(name);
+          hot_names_.insert(name);
           return;
         }
       }
@@ -256,11 +284,12 @@ class PythonScanner {
     std::size_t eq = l.begin;
     while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
     if (eq >= l.end || eq == l.begin) return;
-    if (!IsCheck(eq + 1, l.end)) return;
+    if (!IsCheck(eq + 1, l.end)) return;  // IsCheck starts with the cheap Maybe().
     const Token& target = T(eq - 1);
     if (!IsName(target)) return;
-    if (eq - 1 == l.begin) guard_names_.insert(std::string(target.text));
-    else if (eq - 1 > l.begin && IsOp(T(eq - 2), ".")) guard_attrs_.insert(std::string(target.text));
+    if (eq - 1 == l.begin) guard_names_.insert(target.text);
+    else if (eq - 1 > l.begin && IsOp(T(eq - 2), ".")) guard_attrs_.insert(target.text);
+    hot_names_.insert(target.text);
   }
 
   struct Block {
@@ -364,6 +393,7 @@ class PythonScanner {
   }
 
   void LineFindings(const LogicalLine& l, bool guarded) {
+    if (!Maybe(l.begin, l.end)) return;
     bool docstring = true;
     for (auto k = l.begin; k < l.end; ++k) docstring &= T(k).kind == TokKind::kString;
     if (docstring) return;
@@ -390,17 +420,18 @@ class PythonScanner {
         ++k;  // The defined name is not a use.
         continue;
       }
+      if (t.text != "torch" && !alias_.count(t.text)) continue;
       std::string resolved, head;
       std::size_t ce = Chain(k, l.end, resolved, head);
       bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
       bool none_test = ce < l.end && Is(T(ce), "is");
-      bool imported = alias_.count(head) > 0;
+      bool imported = alias_.count(t.text) > 0;
       if (!assigned && !none_test) {
-        bool use_guard = guarded || optional_names_.count(head) > 0;
+        bool use_guard = guarded || optional_names_.count(t.text) > 0;
         if (!ApiFinding(resolved, t, guarded) && imported) {
           if (const Library* lib = reg_.LibraryForModule(resolved)) {
             sink_.Add("DT202", t.line, t.column, resolved, use_guard, lib->alternative);
-          } else if (ext_names_.count(head)) {
+          } else if (ext_names_.count(t.text)) {
             sink_.Add("DT305", t.line, t.column, resolved, use_guard);
           }
         }
@@ -439,15 +470,19 @@ class PythonScanner {
   FindingSink& sink_;
   const Registry& reg_;
   bool setup_py_;
+  bool always_;  // setup.py strings and user rules bypass the cheap line test.
   Lexed lex_;
   PyScanResult result_;
   std::vector<bool> optional_line_;
-  std::unordered_map<std::string, std::string> alias_;
-  std::unordered_set<std::string> optional_names_;
-  std::unordered_set<std::string> ext_names_;
-  std::unordered_set<std::string> local_names_;
-  std::unordered_set<std::string> guard_names_;
-  std::unordered_set<std::string> guard_attrs_;
+  // Keys are views into the source, which outlives the scanner.
+  std::unordered_map<std::string_view, std::string> alias_;
+  std::unordered_set<std::string_view> optional_names_;
+  std::unordered_set<std::string_view> ext_names_;
+  std::unordered_set<std::string_view> guard_names_;
+  std::unordered_set<std::string_view> guard_attrs_;
+  // Names whose mention can make a line interesting (library, extension, optional and guard
+  // names); lines with none of them and none of kNeedles are skipped without analysis.
+  std::unordered_set<std::string_view> hot_names_;
 };
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "scan/scan.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -90,8 +94,9 @@ Result<Config> ReadConfig(const fs::path& root) {
 }
 
 std::vector<std::string> PythonNeedles(const Registry& reg) {
-  std::vector<std::string> n = {"cuda", "nccl", "float64", "double", "multi_margin",
-                                "multimargin", "gencode", "compute_", "arch=sm_"};
+  std::vector<std::string> n = {"cuda", "cudnn", "nccl", "torch.float64", "torch.double",
+                                ".double()",
+                                "multi_margin", "multimargin", "gencode", "compute_", "arch=sm_"};
   for (auto& m : reg.ModuleNeedles()) n.push_back(m);
   for (const auto& u : reg.user_rules()) {
     if (!u.python_api.empty()) n.push_back(u.python_api.substr(u.python_api.rfind('.') + 1));
@@ -142,13 +147,89 @@ void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& i
   }
 }
 
+// Python files keep their imports even when the prefilter skipped them (reachability needs
+// them): only the lines that start with `import` / `from` (and their bracketed continuations) and
+// the `__main__` test are lexed, which is far cheaper than lexing the whole file.
+void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg) {
+  std::string picked;
+  auto take_line = [&](std::size_t pos) {
+    std::size_t b = text.rfind('\n', pos);
+    b = b == std::string_view::npos ? 0 : b + 1;
+    std::string_view t = Trim(text.substr(b, pos - b));
+    if (!t.empty()) return pos + 1;  // Not at the start of a statement.
+    int open = 0;
+    std::size_t e = pos;
+    do {
+      std::size_t nl = text.find('\n', e);
+      std::size_t end = nl == std::string_view::npos ? text.size() : nl;
+      std::string_view line = text.substr(e, end - e);
+      for (char c : line) open += c == '(' ? 1 : c == ')' ? -1 : 0;
+      picked.append(Trim(line));
+      picked.push_back('\n');
+      e = nl == std::string_view::npos ? text.size() : nl + 1;
+    } while (open > 0 && e < text.size());
+    return e;
+  };
+  for (std::string_view kw : {std::string_view("import "), std::string_view("from ")}) {
+    for (std::size_t p = text.find(kw); p != std::string_view::npos; p = text.find(kw, p))
+      p = take_line(p);  // Always past p: the loop ends.
+  }
+  for (std::size_t p = text.find("__name__"); p != std::string_view::npos;
+       p = text.find("__name__", p + 1)) {
+    std::size_t b = text.rfind('\n', p);
+    b = b == std::string_view::npos ? 0 : b + 1;
+    std::size_t e = text.find('\n', p);
+    std::string_view line = Trim(text.substr(b, (e == std::string_view::npos ? text.size() : e) - b));
+    if (StartsWith(line, "if __name__") && line.find("__main__") != std::string_view::npos) {
+      picked.append(line);
+      picked.append(" pass\n");
+      break;
+    }
+  }
+  if (picked.empty() || !IsValidUtf8(picked)) return;
+  std::vector<Finding> none;
+  FindingSink sink(reg, item.rel, picked, none);
+  auto py = ScanPython(picked, sink, false);
+  r.imports = std::move(py.imports);
+  r.has_main = py.has_main;
+}
+
+// Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
+Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
+  thread_local std::string buffer;
+  if (item.size >= (std::uint64_t{1} << 20)) {
+    auto m = MappedFile::Open(item.abs);
+    if (!m) return m.take_error();
+    mapped = std::move(*m);
+    return mapped.view();
+  }
+  int fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return MakeError(ErrorCode::kIo, ErrnoMessage(errno), item.rel);
+  buffer.resize(static_cast<std::size_t>(item.size) + 1);
+  std::size_t got = 0;
+  while (got < buffer.size()) {
+    ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return MakeError(ErrorCode::kIo, ErrnoMessage(err), item.rel);
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return std::string_view(buffer.data(), got);
+}
+
 void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
-  auto mapped = MappedFile::Open(item.abs);
-  if (!mapped) {
-    r.skip_reason = "unreadable: " + mapped.error().message;
+  MappedFile mapped;
+  auto loaded = Load(item, mapped);
+  if (!loaded) {
+    r.skip_reason = "unreadable: " + loaded.error().message;
     return;
   }
-  std::string_view text = mapped->view();
+  std::string_view text = *loaded;
   r.scanned = true;
   if (text.empty()) return;
   if (std::memchr(text.data(), 0, std::min<std::size_t>(text.size(), 8192)) != nullptr) {
@@ -159,7 +240,10 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   const Prefilter* pre = nullptr;
   if (item.kind == FileKind::kPython || item.kind == FileKind::kNotebook) pre = &ctx.python;
   if (item.kind == FileKind::kCpp) pre = &ctx.cpp;
-  if (pre != nullptr && !pre->Matches(text)) return;
+  if (pre != nullptr && !pre->Matches(text)) {
+    if (item.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg);
+    return;
+  }
   if (!IsValidUtf8(text)) {
     r.scanned = false;
     r.skip_reason = "not valid UTF-8";
@@ -190,36 +274,6 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     case FileKind::kShell: ScanShell(text, sink); break;
   }
   UserTextRules(ctx.reg, text, item, r.findings);
-}
-
-// Python files keep their imports even when the prefilter skipped them (reachability needs
-// them): only the lines that start with `import` / `from` (and their bracketed continuations) and
-// the `__main__` test are lexed, which is far cheaper than lexing the file.
-void ImportsOnly(const WalkItem& item, FileResult& r, const Registry& reg) {
-  if (item.kind != FileKind::kPython && item.kind != FileKind::kSetupPy) return;
-  if (!r.scanned || !r.findings.empty() || !r.imports.empty() || r.has_main) return;
-  auto mapped = MappedFile::Open(item.abs);
-  if (!mapped) return;
-  std::string_view text = mapped->view();
-  std::string picked;
-  int open = 0;
-  ForEachLine(text, [&](std::uint32_t, std::string_view line) {
-    std::string_view t = Trim(line);
-    bool take = open > 0 || StartsWith(t, "import ") || StartsWith(t, "from ") ||
-                (StartsWith(t, "if __name__") && t.find("__main__") != std::string_view::npos);
-    if (!take) return;
-    for (char c : t) open += c == '(' ? 1 : c == ')' ? -1 : 0;
-    if (open < 0) open = 0;
-    picked.append(t);
-    if (StartsWith(t, "if __name__")) picked.append(" pass");
-    picked.push_back('\n');
-  });
-  if (picked.empty() || !IsValidUtf8(picked)) return;
-  std::vector<Finding> none;
-  FindingSink sink(reg, item.rel, picked, none);
-  auto py = ScanPython(picked, sink, false);
-  r.imports = std::move(py.imports);
-  r.has_main = py.has_main;
 }
 
 std::string Rel(const fs::path& p) {
@@ -304,7 +358,6 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   auto worker = [&] {
     for (std::size_t i = next++; i < items.size(); i = next++) {
       ScanOne(ctx, items[i], results[i]);
-      ImportsOnly(items[i], results[i], *reg);
     }
   };
   if (threads <= 1) {
