@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
@@ -170,9 +171,18 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
     } while (open > 0 && e < text.size());
     return e;
   };
-  for (std::string_view kw : {std::string_view("import "), std::string_view("from ")}) {
-    for (std::size_t p = text.find(kw); p != std::string_view::npos; p = text.find(kw, p))
-      p = take_line(p);  // Always past p: the loop ends.
+  // Boyer-Moore-Horspool skips ahead by the needle length; find() stops at every 'i'.
+  static const std::boyer_moore_horspool_searcher kImport(std::string_view("import ").begin(),
+                                                           std::string_view("import ").end());
+  static const std::boyer_moore_horspool_searcher kFrom(std::string_view("from ").begin(),
+                                                         std::string_view("from ").end());
+  for (const auto* searcher : {&kImport, &kFrom}) {
+    std::size_t p = 0;
+    while (p < text.size()) {
+      auto it = std::search(text.begin() + static_cast<std::ptrdiff_t>(p), text.end(), *searcher);
+      if (it == text.end()) break;
+      p = take_line(static_cast<std::size_t>(it - text.begin()));  // Always moves past the match.
+    }
   }
   for (std::size_t p = text.find("__name__"); p != std::string_view::npos;
        p = text.find("__name__", p + 1)) {
