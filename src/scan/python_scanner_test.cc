@@ -139,3 +139,32 @@ TEST(ScanRegistryTest, LibrariesAndPackages) {
 
 }  // namespace
 }  // namespace dt::scan
+
+namespace dt::scan {
+namespace {
+
+TEST(ScanCMakeTest, CudaLanguageAndArchitectures) {
+  std::string src = "# enable_language(CUDA) in a comment\nproject(x LANGUAGES CXX CUDA)\n"
+                    "find_package(CUDAToolkit REQUIRED)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES 80)\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "CMakeLists.txt", src, out);
+  ScanCMake(src, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT306@2", "DT306@3", "DT302@4"}));
+}
+
+TEST(ScanEnvTest, CondaAndDocker) {
+  std::string env = "channels:\n  - conda-forge\n  - nvidia\ndependencies:\n  - numpy\n  - cudatoolkit=11.8\n"
+                    "  - pip:\n    - bitsandbytes==0.43\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "environment.yml", env, out);
+  ScanCondaEnv(env, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT408@3", "DT402@6", "DT403@8"}));
+  std::string docker = "# FROM nvidia/cuda:12.1\nFROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:24.01-py3\nRUN nvidia-smi\n";
+  std::vector<Finding> out2;
+  FindingSink sink2(Reg(), "Dockerfile", docker, out2);
+  ScanDockerfile(docker, sink2);
+  EXPECT_EQ(Codes(out2), (std::vector<std::string>{"DT404@2", "DT405@3"}));
+}
+
+}  // namespace
+}  // namespace dt::scan
