@@ -1,0 +1,24 @@
+// The project's own Python import graph, used to tell which findings lie on a path reachable from
+// an entry script.
+#pragma once
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "scan/python_scanner.h"
+
+namespace dt::scan {
+
+struct PyModule {
+  std::string rel;  // "pkg/mod.py".
+  std::vector<PyImport> imports;
+};
+
+// Relative paths of the modules reachable from `entries` (relative paths, included themselves).
+// An import resolves against the root, the importing file's folder (the script's sys.path[0]),
+// src/, and relative imports against the package.
+std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& modules,
+                                                 const std::vector<std::string>& entries);
+
+}  // namespace dt::scan

@@ -1,0 +1,49 @@
+#include "scan/notebook_scanner.h"
+
+#include <nlohmann/json.hpp>
+
+namespace dt::scan {
+
+Status ScanNotebook(std::string_view text, const Registry& reg, const std::string& rel,
+                    std::vector<Finding>& out) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return MakeError(ErrorCode::kInput, std::string("invalid notebook JSON: ") + e.what(), rel);
+  }
+  if (!doc.is_object() || !doc.contains("cells") || !doc["cells"].is_array())
+    return MakeError(ErrorCode::kInput, "not a notebook: no \"cells\" list", rel);
+  std::int64_t index = 0;
+  for (const auto& cell : doc["cells"]) {
+    ++index;
+    if (!cell.is_object() || cell.value("cell_type", "") != "code") continue;
+    std::string source;
+    auto it = cell.find("source");
+    if (it == cell.end()) continue;
+    if (it->is_string()) {
+      source = it->get<std::string>();
+    } else if (it->is_array()) {
+      for (const auto& part : *it)
+        if (part.is_string()) source += part.get<std::string>();
+    } else {
+      continue;
+    }
+    // Blank magics (%time, %%bash) and shell escapes (!pip), keeping the line count.
+    std::size_t pos = 0;
+    while (pos < source.size()) {
+      std::size_t nl = source.find('\n', pos);
+      std::size_t end = nl == std::string::npos ? source.size() : nl;
+      std::size_t first = source.find_first_not_of(" \t", pos);
+      if (first < end && (source[first] == '%' || source[first] == '!'))
+        for (std::size_t k = first; k < end; ++k) source[k] = ' ';
+      if (nl == std::string::npos) break;
+      pos = nl + 1;
+    }
+    FindingSink sink(reg, rel, source, out, index);
+    (void)ScanPython(source, sink, false);
+  }
+  return OkStatus();
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,336 @@
+#include "scan/output.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <map>
+
+namespace dt::scan {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 4> kClasses = {"device", "library", "extension",
+                                                      "environment"};
+constexpr std::array<Severity, 4> kSeverities = {Severity::kBlocker, Severity::kReplace,
+                                                 Severity::kFixable, Severity::kPortable};
+
+std::string Location(const Finding& f) {
+  if (f.cell) return fmt::format("{}:cell {}:{}:{}", f.file, *f.cell, f.line, f.column);
+  return fmt::format("{}:{}:{}", f.file, f.line, f.column);
+}
+
+std::string_view Color(Severity s) {
+  switch (s) {
+    case Severity::kBlocker: return "\x1b[1;31m";
+    case Severity::kReplace: return "\x1b[31m";
+    case Severity::kFixable: return "\x1b[33m";
+    case Severity::kPortable: return "\x1b[32m";
+  }
+  return "";
+}
+
+std::string Percent(double r) { return fmt::format("{:.0f}%", r * 100.0); }
+
+}  // namespace
+
+json Statistics(const ScanReport& report) {
+  std::map<std::string, int> by_code;
+  std::map<std::string, std::vector<Finding>> by_file;
+  for (const auto& f : report.findings) {
+    ++by_code[f.code];
+    by_file[f.file].push_back(f);
+  }
+  json files = json::object();
+  for (const auto& [file, list] : by_file)
+    files[file] = {{"findings", list.size()}, {"readiness", Readiness(list)}};
+  return {{"by_code", by_code}, {"by_file", files}};
+}
+
+nlohmann::json ScanReportToJson(const ScanReport& report) {
+  json findings = json::array();
+  std::map<std::string, int> by_sev, by_class;
+  int reach_yes = 0, reach_no = 0, reach_unknown = 0;
+  for (const auto& f : report.findings) {
+    json j = {{"code", f.code},
+              {"class", f.cls},
+              {"severity", SeverityName(f.severity)},
+              {"file", f.file},
+              {"line", f.line},
+              {"column", f.column},
+              {"cell", f.cell ? json(*f.cell) : json(nullptr)},
+              {"message", f.message},
+              {"snippet", f.snippet},
+              {"guarded", f.guarded},
+              {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
+              {"replacement", f.replacement}};
+    findings.push_back(std::move(j));
+    ++by_sev[std::string(SeverityName(f.severity))];
+    ++by_class[f.cls];
+    if (!f.reachable) ++reach_unknown;
+    else if (*f.reachable) ++reach_yes;
+    else ++reach_no;
+  }
+  json skipped = json::array();
+  for (const auto& s : report.skipped) skipped.push_back({{"file", s.file}, {"reason", s.reason}});
+  json stats = Statistics(report);
+  return {{"schema", "dualtrack.scan/1"},
+          {"root", report.root},
+          {"entries", report.entries},
+          {"findings", findings},
+          {"summary",
+           {{"files_scanned", report.files_scanned},
+            {"findings", report.findings.size()},
+            {"by_severity", by_sev},
+            {"by_class", by_class},
+            {"by_code", stats["by_code"]},
+            {"by_reachability",
+             {{"reachable", reach_yes}, {"unreachable", reach_no}, {"not_python", reach_unknown}}},
+            {"readiness", Readiness(report.findings)}}},
+          {"statistics", {{"by_file", stats["by_file"]}}},
+          {"skipped", skipped}};
+}
+
+std::string FormatText(const ScanReport& report, bool color, bool statistics) {
+  std::string out;
+  auto c = [&](std::string_view code) { return color ? std::string(code) : std::string(); };
+  std::string reset = c("\x1b[0m"), dim = c("\x1b[2m"), bold = c("\x1b[1m");
+  out += fmt::format("{}dualtrack scan{} {}: {} findings, {} files scanned, {} skipped\n", bold,
+                     reset, report.root, report.findings.size(), report.files_scanned,
+                     report.skipped.size());
+  if (!report.entries.empty())
+    out += fmt::format("entry scripts: {}\n", fmt::join(report.entries, ", "));
+  for (auto cls : kClasses) {
+    for (auto sev : kSeverities) {
+      std::vector<const Finding*> group;
+      for (const auto& f : report.findings)
+        if (f.cls == cls && f.severity == sev) group.push_back(&f);
+      if (group.empty()) continue;
+      out += fmt::format("\n{}{} · {}{} ({})\n", c(Color(sev)), cls, SeverityName(sev), reset,
+                         group.size());
+      for (const Finding* f : group) {
+        std::string tags;
+        if (f->guarded) tags += " [guarded]";
+        if (f->reachable) tags += *f->reachable ? " [reachable]" : " [not reachable]";
+        out += fmt::format("  {}  {}  {}{}\n", Location(*f), f->code, f->message, tags);
+        if (!f->snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f->snippet, reset);
+        if (!f->replacement.empty() && f->severity != Severity::kPortable)
+          out += fmt::format("      -> {}\n", f->replacement);
+      }
+    }
+  }
+  // Summary table: classes by severity.
+  out += fmt::format("\n{}Summary{}\n  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", bold, reset, "class",
+                     "blocker", "replace", "fixable", "portable", "total");
+  std::array<int, 4> col_total{};
+  for (auto cls : kClasses) {
+    std::array<int, 4> n{};
+    for (const auto& f : report.findings)
+      if (f.cls == cls) ++n[static_cast<std::size_t>(f.severity)];
+    out += fmt::format("  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", cls, n[3], n[2], n[1], n[0],
+                       n[0] + n[1] + n[2] + n[3]);
+    for (std::size_t i = 0; i < 4; ++i) col_total[i] += n[i];
+  }
+  out += fmt::format("  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", "total", col_total[3], col_total[2],
+                     col_total[1], col_total[0], report.findings.size());
+  int yes = 0, no = 0, unknown = 0;
+  for (const auto& f : report.findings) {
+    if (!f.reachable) ++unknown;
+    else if (*f.reachable) ++yes;
+    else ++no;
+  }
+  out += fmt::format("  Python on the path from the entry scripts: {}, off the path: {}, "
+                     "not Python (build / environment / C++): {}\n", yes, no, unknown);
+  out += fmt::format("  readiness: {} of findings are portable or fixable\n",
+                     Percent(Readiness(report.findings)));
+  for (const auto& s : report.skipped)
+    out += fmt::format("  skipped {}: {}\n", s.file, s.reason);
+  if (statistics) {
+    json st = Statistics(report);
+    out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
+    for (const auto& [code, n] : st["by_code"].items())
+      out += fmt::format("    {:<8}{:>6}\n", code, n.get<int>());
+    out += "  per file (findings, readiness):\n";
+    for (const auto& [file, v] : st["by_file"].items())
+      out += fmt::format("    {:<48}{:>6}  {:>5}\n", file, v["findings"].get<int>(),
+                         Percent(v["readiness"].get<double>()));
+  }
+  return out;
+}
+
+std::string FormatSarif(const ScanReport& report, const Registry& reg) {
+  json rules = json::array();
+  std::map<std::string, int> rule_index;
+  for (const auto& f : report.findings) {
+    if (rule_index.count(f.code)) continue;
+    const Rule* r = reg.FindRule(f.code);
+    rule_index[f.code] = static_cast<int>(rules.size());
+    json rule = {{"id", f.code},
+                 {"name", r ? r->title : f.code},
+                 {"shortDescription", {{"text", r ? r->title : f.code}}},
+                 {"fullDescription", {{"text", r ? r->explanation : ""}}},
+                 {"helpUri", "https://github.com/dualtrack/dualtrack/blob/main/docs/rules/" +
+                                 f.code + ".md"},
+                 {"properties", {{"class", f.cls}, {"severity", r ? SeverityName(r->severity) : ""}}}};
+    rules.push_back(std::move(rule));
+  }
+  json results = json::array();
+  for (const auto& f : report.findings) {
+    std::string level = f.severity == Severity::kPortable ? "note"
+                        : f.severity == Severity::kFixable ? "warning"
+                                                             : "error";
+    json region = {{"startLine", f.line}, {"startColumn", f.column}};
+    json res = {{"ruleId", f.code},
+                {"ruleIndex", rule_index[f.code]},
+                {"level", level},
+                {"message", {{"text", f.message + (f.replacement.empty() ? "" : ". Suggested: " + f.replacement)}}},
+                {"locations",
+                 json::array({{{"physicalLocation",
+                                {{"artifactLocation", {{"uri", f.file}, {"uriBaseId", "SRCROOT"}}},
+                                 {"region", region}}}}})},
+                {"properties",
+                 {{"class", f.cls},
+                  {"severity", SeverityName(f.severity)},
+                  {"guarded", f.guarded},
+                  {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
+                  {"cell", f.cell ? json(*f.cell) : json(nullptr)}}}};
+    results.push_back(std::move(res));
+  }
+  json sarif = {
+      {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+      {"version", "2.1.0"},
+      {"runs",
+       json::array({{{"tool",
+                      {{"driver",
+                        {{"name", "dualtrack"},
+                         {"informationUri", "https://github.com/dualtrack/dualtrack"},
+                         {"rules", rules}}}}},
+                     {"originalUriBaseIds", {{"SRCROOT", {{"uri", report.root + "/"}}}}},
+                     {"results", results}}})}};
+  return sarif.dump(2) + "\n";
+}
+
+std::string FormatMarkdown(const ScanReport& report, bool statistics) {
+  std::string out = fmt::format("# CUDA dependencies of `{}`\n\n", report.root);
+  out += fmt::format("{} findings in {} scanned files; readiness {} (portable or fixable).\n\n",
+                     report.findings.size(), report.files_scanned,
+                     Percent(Readiness(report.findings)));
+  out += "| class | blocker | replace | fixable | portable |\n|---|---:|---:|---:|---:|\n";
+  for (auto cls : kClasses) {
+    std::array<int, 4> n{};
+    for (const auto& f : report.findings)
+      if (f.cls == cls) ++n[static_cast<std::size_t>(f.severity)];
+    out += fmt::format("| {} | {} | {} | {} | {} |\n", cls, n[3], n[2], n[1], n[0]);
+  }
+  auto esc = [](std::string s) {
+    std::string o;
+    for (char ch : s) {
+      if (ch == '|') o += "\\|";
+      else if (ch == '`') o += "'";
+      else o.push_back(ch);
+    }
+    return o;
+  };
+  out += "\n| location | code | severity | message | guarded | reachable | replacement |\n"
+         "|---|---|---|---|---|---|---|\n";
+  for (const auto& f : report.findings) {
+    out += fmt::format("| `{}` | [{}](docs/rules/{}.md) | {} | {} | {} | {} | {} |\n",
+                       esc(Location(f)), f.code, f.code, SeverityName(f.severity), esc(f.message),
+                       f.guarded ? "yes" : "no", f.reachable ? (*f.reachable ? "yes" : "no") : "-",
+                       esc(f.replacement));
+  }
+  if (!report.skipped.empty()) {
+    out += "\n## Skipped\n\n";
+    for (const auto& s : report.skipped) out += fmt::format("- `{}`: {}\n", esc(s.file), s.reason);
+  }
+  if (statistics) {
+    json st = Statistics(report);
+    out += "\n## Statistics\n\n| file | findings | readiness |\n|---|---:|---:|\n";
+    for (const auto& [file, v] : st["by_file"].items())
+      out += fmt::format("| `{}` | {} | {} |\n", esc(file), v["findings"].get<int>(),
+                         Percent(v["readiness"].get<double>()));
+  }
+  return out;
+}
+
+std::string FormatGithub(const ScanReport& report) {
+  std::string out;
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char ch : s) {
+      if (ch == '%') o += "%25";
+      else if (ch == '\r') o += "%0D";
+      else if (ch == '\n') o += "%0A";
+      else if (ch == ',') o += "%2C";
+      else if (ch == ':') o += "%3A";
+      else o.push_back(ch);
+    }
+    return o;
+  };
+  auto msg_esc = [](const std::string& s) {
+    std::string o;
+    for (char ch : s) {
+      if (ch == '%') o += "%25";
+      else if (ch == '\r') o += "%0D";
+      else if (ch == '\n') o += "%0A";
+      else o.push_back(ch);
+    }
+    return o;
+  };
+  std::string prefix = report.root == "." ? "" : report.root + "/";
+  for (const auto& f : report.findings) {
+    std::string level = f.severity == Severity::kPortable ? "notice"
+                        : f.severity == Severity::kFixable ? "warning"
+                                                             : "error";
+    out += fmt::format("::{} file={},line={},col={},title={}::{}{}\n", level, esc(prefix + f.file),
+                       f.line, f.column, esc(f.code + " " + std::string(SeverityName(f.severity))),
+                       msg_esc(f.message),
+                       f.replacement.empty() ? "" : msg_esc(". Suggested: " + f.replacement));
+  }
+  return out;
+}
+
+std::string RuleText(const Rule& r, const Registry& reg) {
+  std::string out = fmt::format("{}: {}\n  class: {}\n  severity: {} (guarded uses: portable)\n\n{}\n",
+                                r.code, r.title, r.cls, SeverityName(r.severity), r.explanation);
+  if (!r.replacement.empty()) out += fmt::format("\nSuggested replacement: {}\n", r.replacement);
+  if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
+    out += "\nKnown CUDA-only libraries (data/scan/libraries.json):\n";
+    for (const auto& lib : reg.libraries())
+      out += fmt::format("  {:<28} -> {}\n", lib.name, lib.alternative);
+  }
+  return out;
+}
+
+std::string RuleMarkdown(const Rule& r, const Registry& reg) {
+  std::string out = fmt::format("# {}: {}\n\n", r.code, r.title);
+  out += "<!-- Generated by `dualtrack rule --all --markdown docs/rules` from data/scan/; do not edit. -->\n\n";
+  out += fmt::format("- Class: `{}`\n- Severity: `{}` (`portable` when the use is guarded)\n\n",
+                     r.cls, SeverityName(r.severity));
+  out += r.explanation + "\n";
+  if (!r.replacement.empty()) out += fmt::format("\n**Suggested replacement:** {}\n", r.replacement);
+  if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
+    out += "\n## Known CUDA-only libraries\n\n| library | modules | packages | alternative |\n|---|---|---|---|\n";
+    for (const auto& lib : reg.libraries())
+      out += fmt::format("| {} | {} | {} | {} |\n", lib.name, fmt::join(lib.modules, ", "),
+                         fmt::join(lib.packages, ", "), lib.alternative);
+  }
+  out += fmt::format("\nSuppress one line with `# dualtrack: ignore[{}]`, or every occurrence with "
+                     "`ignore = [\"{}\"]` under `[tool.dualtrack]` in pyproject.toml.\n",
+                     r.code, r.code);
+  return out;
+}
+
+std::string RuleIndexMarkdown(const Registry& reg) {
+  std::string out =
+      "# Scan rules\n\nOne page per rule code, generated from the rule registry (data/scan/rules.json)\n"
+      "by `dualtrack rule --all --markdown docs/rules`; tests/scan checks that it is up to date.\n\n"
+      "| code | class | severity | title |\n|---|---|---|---|\n";
+  for (const auto& r : reg.rules())
+    out += fmt::format("| [{}]({}.md) | {} | {} | {} |\n", r.code, r.code, r.cls,
+                       SeverityName(r.severity), r.title);
+  return out;
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,280 @@
+#include "scan/python_lexer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dt::scan {
+
+namespace {
+
+inline bool IsIdentStart(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+}
+inline bool IsIdentChar(unsigned char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
+
+// Recognises a string prefix (r, b, u, f, rb, br, fr, rf, t... any case) followed by a quote.
+std::size_t StringPrefixLen(std::string_view s, std::size_t i) {
+  std::size_t n = 0;
+  while (n < 2 && i + n < s.size()) {
+    char c = static_cast<char>(s[i + n] | 0x20);
+    if (c == 'r' || c == 'b' || c == 'u' || c == 'f' || c == 't') {
+      ++n;
+    } else {
+      break;
+    }
+  }
+  if (i + n < s.size() && (s[i + n] == '"' || s[i + n] == '\'')) return n;
+  return std::string_view::npos;
+}
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view src) : s_(src) {}
+
+  Lexed Run() {
+    out_.tokens.reserve(std::min<std::size_t>(s_.size() / 12, 1 << 20) + 16);
+    bool line_start = true;
+    std::uint32_t indent = 0;
+    while (i_ < s_.size()) {
+      unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (line_start) {
+        indent = 0;
+        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\f')) {
+          indent = s_[i_] == '\t' ? (indent / 8 + 1) * 8 : indent + 1;
+          ++i_;
+        }
+        line_start = false;
+        continue;
+      }
+      if (c == '\n') {
+        NewLine();
+        if (depth_ == 0) {
+          EndLogical(indent);
+          line_start = true;
+        }
+        continue;
+      }
+      if (c == ' ' || c == '\t' || c == '\f' || c == '\r') {
+        ++i_;
+        continue;
+      }
+      if (c == '#') {
+        const void* nl = std::memchr(s_.data() + i_, '\n', s_.size() - i_);
+        i_ = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - s_.data()) : s_.size();
+        continue;
+      }
+      if (c == '\\' && i_ + 1 < s_.size() && (s_[i_ + 1] == '\n' || s_[i_ + 1] == '\r')) {
+        ++i_;
+        if (s_[i_] == '\r') ++i_;
+        if (i_ < s_.size() && s_[i_] == '\n') NewLine();
+        continue;
+      }
+      if (IsIdentStart(c)) {
+        std::size_t pre = StringPrefixLen(s_, i_);
+        if (pre != std::string_view::npos) {
+          String(pre);
+          continue;
+        }
+        std::size_t start = i_;
+        while (i_ < s_.size() && IsIdentChar(static_cast<unsigned char>(s_[i_]))) ++i_;
+        Push(TokKind::kName, start);
+        continue;
+      }
+      if (c == '"' || c == '\'') {
+        String(0);
+        continue;
+      }
+      if ((c >= '0' && c <= '9') ||
+          (c == '.' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9')) {
+        std::size_t start = i_;
+        while (i_ < s_.size()) {
+          unsigned char d = static_cast<unsigned char>(s_[i_]);
+          if (IsIdentChar(d) || d == '.') {
+            ++i_;
+          } else if ((d == '+' || d == '-') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E') &&
+                     !(s_[start] == '0' && i_ > start + 1 && (s_[start + 1] | 0x20) == 'x')) {
+            ++i_;
+          } else {
+            break;
+          }
+        }
+        Push(TokKind::kNumber, start);
+        continue;
+      }
+      // Operators: brackets change the depth; multi-char operators matter only for == and !=.
+      std::size_t start = i_;
+      if (c == '(' || c == '[' || c == '{') {
+        ++depth_;
+      } else if ((c == ')' || c == ']' || c == '}') && depth_ > 0) {
+        --depth_;
+      }
+      ++i_;
+      if (i_ < s_.size() && s_[i_] == '=' && std::strchr("=!<>+-*/%&|^:", c) != nullptr) ++i_;
+      else if (c == '-' && i_ < s_.size() && s_[i_] == '>') ++i_;
+      else if ((c == '*' || c == '/' || c == '<' || c == '>') && i_ < s_.size() && s_[i_] == c) ++i_;
+      Push(TokKind::kOp, start);
+    }
+    EndLogical(indent);
+    return std::move(out_);
+  }
+
+ private:
+  void NewLine() {
+    ++i_;
+    ++line_;
+    line_begin_ = i_;
+  }
+
+  void Push(TokKind kind, std::size_t start) {
+    std::uint32_t ln = tok_line_ ? tok_line_ : line_;
+    std::size_t lb = tok_line_ ? tok_line_begin_ : line_begin_;
+    out_.tokens.push_back(Token{kind, ln, static_cast<std::uint32_t>(start - lb + 1),
+                                s_.substr(start, i_ - start)});
+    tok_line_ = 0;
+  }
+
+  void EndLogical(std::uint32_t indent) {
+    auto end = static_cast<std::uint32_t>(out_.tokens.size());
+    if (end > logical_begin_) out_.lines.push_back(LogicalLine{logical_begin_, end, indent});
+    logical_begin_ = end;
+    depth_ = 0;
+  }
+
+  // Skips the string literal at i_ (prefix of `pre` letters) and pushes it as one token.
+  void String(std::size_t pre) {
+    std::size_t start = i_;
+    std::uint32_t start_line = line_;
+    std::size_t start_line_begin = line_begin_;
+    bool raw = false, fstr = false;
+    for (std::size_t k = 0; k < pre; ++k) {
+      char l = static_cast<char>(s_[i_ + k] | 0x20);
+      raw |= l == 'r';
+      fstr |= l == 'f' || l == 't';
+    }
+    i_ += pre;
+    SkipStringBody(raw, fstr);
+    tok_line_ = start_line;
+    tok_line_begin_ = start_line_begin;
+    Push(TokKind::kString, start);
+  }
+
+  // i_ is at the opening quote; leaves i_ after the closing quote.
+  void SkipStringBody(bool raw, bool fstr) {
+    char q = s_[i_];
+    bool triple = i_ + 2 < s_.size() && s_[i_ + 1] == q && s_[i_ + 2] == q;
+    i_ += triple ? 3 : 1;
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (c == '\\' && !raw) {
+        if (i_ + 1 < s_.size() && s_[i_ + 1] == '\n') {
+          ++i_;
+          NewLine();
+        } else {
+          i_ += 2;
+        }
+        continue;
+      }
+      if (c == '\\' && raw) {  // In raw strings a backslash still protects the quote.
+        i_ += (i_ + 1 < s_.size() && s_[i_ + 1] != '\n') ? 2 : 1;
+        continue;
+      }
+      if (c == '\n') {
+        if (!triple) return;  // Unterminated single-quoted string ends at the line.
+        NewLine();
+        continue;
+      }
+      if (c == q) {
+        if (!triple) {
+          ++i_;
+          return;
+        }
+        if (i_ + 2 < s_.size() && s_[i_ + 1] == q && s_[i_ + 2] == q) {
+          i_ += 3;
+          return;
+        }
+      }
+      if (fstr && c == '{') {
+        if (i_ + 1 < s_.size() && s_[i_ + 1] == '{') {
+          i_ += 2;
+          continue;
+        }
+        SkipReplacementField();
+        continue;
+      }
+      ++i_;
+    }
+  }
+
+  // Skips "{expr!r:spec}" in an f-string, including nested strings that may reuse the quote.
+  void SkipReplacementField() {
+    int depth = 0;
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (c == '{' || c == '(' || c == '[') {
+        ++depth;
+      } else if (c == '}' || c == ')' || c == ']') {
+        if (--depth == 0 && c == '}') {
+          ++i_;
+          return;
+        }
+      } else if (c == '\'' || c == '"') {
+        std::size_t pre = 0;
+        while (pre < 2 && i_ >= pre + 1 && IsIdentChar(static_cast<unsigned char>(s_[i_ - pre - 1])))
+          ++pre;
+        bool nested_f = false;
+        for (std::size_t k = 1; k <= pre; ++k) nested_f |= (s_[i_ - k] | 0x20) == 'f';
+        SkipStringBody(false, nested_f);
+        continue;
+      } else if (c == '\n') {
+        NewLine();
+        continue;
+      }
+      ++i_;
+    }
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+  std::uint32_t line_ = 1;
+  std::size_t line_begin_ = 0;
+  std::uint32_t tok_line_ = 0;
+  std::size_t tok_line_begin_ = 0;
+  int depth_ = 0;
+  std::uint32_t logical_begin_ = 0;
+  Lexed out_;
+};
+
+}  // namespace
+
+Lexed LexPython(std::string_view src) { return Lexer(src).Run(); }
+
+std::string_view StringBody(std::string_view lit) {
+  std::size_t i = 0;
+  while (i < lit.size() && lit[i] != '"' && lit[i] != '\'') ++i;
+  if (i >= lit.size()) return {};
+  char q = lit[i];
+  std::size_t qn = (i + 2 < lit.size() && lit[i + 1] == q && lit[i + 2] == q) ? 3 : 1;
+  std::size_t b = i + qn;
+  if (b > lit.size()) return {};
+  std::size_t e = lit.size();
+  if (e >= b + qn && lit.substr(e - qn).find_first_not_of(q) == std::string_view::npos) e -= qn;
+  return lit.substr(b, e - b);
+}
+
+bool IsFString(std::string_view lit) {
+  for (char c : lit) {
+    if (c == '"' || c == '\'') return false;
+    if ((c | 0x20) == 'f') return true;
+  }
+  return false;
+}
+
+bool IsBytes(std::string_view lit) {
+  for (char c : lit) {
+    if (c == '"' || c == '\'') return false;
+    if ((c | 0x20) == 'b') return true;
+  }
+  return false;
+}
+
+}  // namespace dt::scan

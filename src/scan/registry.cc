@@ -1,0 +1,254 @@
+#include "scan/registry.h"
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::scan {
+
+namespace {
+
+using nlohmann::json;
+
+Result<json> ReadJson(const std::filesystem::path& file) {
+  auto text = ReadFile(file, std::uint64_t{16} << 20);
+  if (!text) return text.take_error();
+  try {
+    return json::parse(*text);
+  } catch (const json::exception& e) {
+    return MakeError(ErrorCode::kInput, std::string("invalid JSON: ") + e.what(), file.string());
+  }
+}
+
+std::string Str(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return {};
+  return it->get<std::string>();
+}
+
+std::vector<std::string> StrList(const json& j, const char* key) {
+  std::vector<std::string> out;
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_array()) return out;
+  for (const auto& v : *it)
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+Result<Rule> ParseRule(const json& j, const std::string& file) {
+  Rule r;
+  r.code = Str(j, "code");
+  r.cls = Str(j, "class");
+  r.title = Str(j, "title");
+  r.message = Str(j, "message");
+  r.replacement = Str(j, "replacement");
+  r.explanation = Str(j, "explanation");
+  auto sev = ParseSeverity(Str(j, "severity"));
+  if (r.code.empty() || !sev) {
+    return MakeError(ErrorCode::kInput, "rule needs a code and a severity (portable, fixable, "
+                                        "replace, blocker): " + j.dump(), file);
+  }
+  if (r.cls != "device" && r.cls != "library" && r.cls != "extension" && r.cls != "environment") {
+    return MakeError(ErrorCode::kInput,
+                     "rule " + r.code + ": class must be device, library, extension or environment",
+                     file);
+  }
+  r.severity = *sev;
+  if (r.message.empty()) r.message = r.title.empty() ? r.code : r.title;
+  return r;
+}
+
+}  // namespace
+
+std::string NormalizePackageName(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  bool sep = false;
+  for (char c : name) {
+    if (c == '-' || c == '_' || c == '.') {
+      sep = true;
+      continue;
+    }
+    if (sep && !out.empty()) out.push_back('-');
+    sep = false;
+    out.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c));
+  }
+  return out;
+}
+
+std::string FormatMessage(const Rule& rule, std::string_view name) {
+  std::string out = rule.message;
+  auto pos = out.find("{name}");
+  if (pos != std::string::npos) out.replace(pos, 6, name);
+  return out;
+}
+
+Result<Registry> Registry::Load(const std::filesystem::path& dir) {
+  Registry reg;
+  auto rules_file = dir / "rules.json";
+  auto rules = ReadJson(rules_file);
+  if (!rules) return rules.take_error();
+  if (!rules->is_object() || !rules->contains("rules") || !(*rules)["rules"].is_array())
+    return MakeError(ErrorCode::kInput, "expected an object with a \"rules\" array",
+                     rules_file.string());
+  for (const auto& j : (*rules)["rules"]) {
+    auto r = ParseRule(j, rules_file.string());
+    if (!r) return r.take_error();
+    reg.rule_index_[r->code] = reg.rules_.size();
+    reg.rules_.push_back(std::move(*r));
+  }
+  if (auto it = rules->find("python_apis"); it != rules->end() && it->is_array()) {
+    for (const auto& j : *it) {
+      PythonApi api;
+      api.name = Str(j, "name");
+      api.code = Str(j, "code");
+      api.guard = j.value("guard", false);
+      api.replacement = Str(j, "replacement");
+      if (api.name.empty() || (!api.guard && !reg.FindRule(api.code)))
+        return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
+                         rules_file.string());
+      reg.api_index_[api.name] = reg.apis_.size();
+      reg.apis_.push_back(std::move(api));
+    }
+  }
+  auto libs_file = dir / "libraries.json";
+  auto libs = ReadJson(libs_file);
+  if (!libs) return libs.take_error();
+  if (!libs->is_object() || !libs->contains("libraries") || !(*libs)["libraries"].is_array())
+    return MakeError(ErrorCode::kInput, "expected an object with a \"libraries\" array",
+                     libs_file.string());
+  for (const auto& j : (*libs)["libraries"]) {
+    Library lib;
+    lib.name = Str(j, "name");
+    lib.modules = StrList(j, "modules");
+    for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
+    lib.alternative = Str(j, "alternative");
+    for (const auto& m : lib.modules) reg.module_index_[m] = reg.libraries_.size();
+    reg.libraries_.push_back(std::move(lib));
+  }
+  return reg;
+}
+
+Status Registry::AddUserRules(const std::filesystem::path& file) {
+  json doc;
+  auto text = ReadFile(file, std::uint64_t{16} << 20);
+  if (!text) return text.take_error();
+  if (EndsWith(file.string(), ".toml")) {
+    try {
+      auto tbl = toml::parse(*text, file.string());
+      std::ostringstream os;
+      os << toml::json_formatter{tbl};
+      doc = json::parse(os.str());
+    } catch (const toml::parse_error& e) {
+      return MakeError(ErrorCode::kInput, std::string(e.description()), file.string(),
+                       e.source().begin.line);
+    } catch (const json::exception& e) {
+      return MakeError(ErrorCode::kInput, e.what(), file.string());
+    }
+  } else {
+    auto j = ReadJson(file);
+    if (!j) return j.take_error();
+    doc = std::move(*j);
+  }
+  const json* list = nullptr;
+  if (doc.is_object() && doc.contains("rule")) list = &doc["rule"];
+  if (doc.is_object() && doc.contains("rules")) list = &doc["rules"];
+  if (list == nullptr || !list->is_array())
+    return MakeError(ErrorCode::kInput, "expected a \"rule\" (TOML [[rule]]) or \"rules\" array",
+                     file.string());
+  for (const auto& j : *list) {
+    auto r = ParseRule(j, file.string());
+    if (!r) return r.take_error();
+    if (FindRule(r->code))
+      return MakeError(ErrorCode::kInput, "rule " + r->code + " clashes with an existing rule",
+                       file.string());
+    UserRule u;
+    u.python_api = Str(j, "python_api");
+    u.text = Str(j, "text");
+    u.files = Str(j, "files");
+    if (u.python_api.empty() && u.text.empty())
+      return MakeError(ErrorCode::kInput, "rule " + r->code + " needs python_api or text",
+                       file.string());
+    rule_index_[r->code] = rules_.size();
+    rules_.push_back(*r);
+    u.rule = std::move(*r);
+    if (!u.python_api.empty()) {
+      PythonApi api;
+      api.name = u.python_api;
+      api.code = u.rule.code;
+      api_index_[api.name] = apis_.size();
+      apis_.push_back(std::move(api));
+    }
+    user_rules_.push_back(std::move(u));
+  }
+  return OkStatus();
+}
+
+const Rule* Registry::FindRule(std::string_view code) const {
+  auto it = rule_index_.find(std::string(code));
+  return it == rule_index_.end() ? nullptr : &rules_[it->second];
+}
+
+const PythonApi* Registry::MatchApi(std::string_view dotted) const {
+  std::string key(dotted);
+  while (true) {
+    auto it = api_index_.find(key);
+    if (it != api_index_.end()) return &apis_[it->second];
+    auto dot = key.rfind('.');
+    if (dot == std::string::npos) return nullptr;
+    key.resize(dot);
+  }
+}
+
+const Library* Registry::LibraryForModule(std::string_view dotted) const {
+  std::string key(dotted);
+  while (true) {
+    auto it = module_index_.find(key);
+    if (it != module_index_.end()) return &libraries_[it->second];
+    auto dot = key.rfind('.');
+    if (dot == std::string::npos) return nullptr;
+    key.resize(dot);
+  }
+}
+
+const Library* Registry::LibraryForPackage(std::string_view name) const {
+  std::string norm = NormalizePackageName(name);
+  for (const auto& lib : libraries_) {
+    for (const auto& p : lib.packages) {
+      if (p == norm) return &lib;
+      if (p.find('*') != std::string::npos && GlobMatch(p, norm)) return &lib;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Registry::ModuleNeedles() const {
+  std::vector<std::string> out;
+  for (const auto& lib : libraries_)
+    for (const auto& m : lib.modules) out.push_back(m.substr(0, m.find('.')));
+  return out;
+}
+
+std::string_view SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kPortable: return "portable";
+    case Severity::kFixable: return "fixable";
+    case Severity::kReplace: return "replace";
+    case Severity::kBlocker: return "blocker";
+  }
+  return "fixable";
+}
+
+std::optional<Severity> ParseSeverity(std::string_view name) {
+  if (name == "portable") return Severity::kPortable;
+  if (name == "fixable") return Severity::kFixable;
+  if (name == "replace") return Severity::kReplace;
+  if (name == "blocker") return Severity::kBlocker;
+  return std::nullopt;
+}
+
+}  // namespace dt::scan

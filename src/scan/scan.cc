@@ -1,0 +1,445 @@
+#include "scan/scan.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <atomic>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <toml++/toml.h>
+
+#include "app/paths.h"
+#include "scan/cpp_scanner.h"
+#include "scan/env_scanners.h"
+#include "scan/import_graph.h"
+#include "scan/notebook_scanner.h"
+#include "scan/prefilter.h"
+#include "scan/python_scanner.h"
+#include "scan/registry.h"
+#include "scan/walker.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::scan {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Config {
+  std::vector<std::string> exclude;
+  std::vector<std::string> ignore;
+  std::vector<std::string> entry;
+  std::vector<std::string> scripts;  // [project.scripts] targets as module paths.
+  std::string rules;
+};
+
+std::vector<std::string> TomlStrings(const toml::node* node) {
+  std::vector<std::string> out;
+  if (node == nullptr) return out;
+  if (auto s = node->value<std::string>()) {
+    out.push_back(*s);
+  } else if (const auto* arr = node->as_array()) {
+    for (const auto& v : *arr)
+      if (auto s2 = v.value<std::string>()) out.push_back(*s2);
+  }
+  return out;
+}
+
+Result<Config> ReadConfig(const fs::path& root) {
+  Config cfg;
+  fs::path file = root / "pyproject.toml";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return cfg;
+  auto text = ReadFile(file, std::uint64_t{4} << 20);
+  if (!text) return text.take_error();
+  toml::table tbl;
+  try {
+    tbl = toml::parse(*text, file.string());
+  } catch (const toml::parse_error& e) {
+    return MakeError(ErrorCode::kInput, std::string(e.description()), file.string(),
+                     e.source().begin.line, e.source().begin.column);
+  }
+  if (const auto* tool = tbl["tool"]["dualtrack"].as_table()) {
+    for (const auto& [key, node] : *tool) {
+      std::string_view k = key.str();
+      if (k == "exclude") cfg.exclude = TomlStrings(&node);
+      else if (k == "ignore") cfg.ignore = TomlStrings(&node);
+      else if (k == "entry") cfg.entry = TomlStrings(&node);
+      else if (k == "rules") {
+        auto v = TomlStrings(&node);
+        if (v.size() != 1)
+          return MakeError(ErrorCode::kInput, "[tool.dualtrack] rules must be one file name",
+                           file.string(), node.source().begin.line);
+        cfg.rules = v[0];
+      }
+    }
+  }
+  if (const auto* scripts = tbl["project"]["scripts"].as_table()) {
+    for (const auto& [key, node] : *scripts) {
+      if (auto s = node.value<std::string>()) {
+        std::string target = s->substr(0, s->find(':'));
+        for (char& c : target)
+          if (c == '.') c = '/';
+        cfg.scripts.push_back(target);
+      }
+    }
+  }
+  return cfg;
+}
+
+std::vector<std::string> PythonNeedles(const Registry& reg) {
+  std::vector<std::string> n = {"cuda", "cudnn", "nccl", "torch.float64", "torch.double",
+                                ".double()",
+                                "multi_margin", "multimargin", "gencode", "compute_", "arch=sm_"};
+  for (auto& m : reg.ModuleNeedles()) n.push_back(m);
+  for (const auto& u : reg.user_rules()) {
+    if (!u.python_api.empty()) n.push_back(u.python_api.substr(u.python_api.rfind('.') + 1));
+    if (!u.text.empty()) n.push_back(u.text);
+  }
+  return n;
+}
+
+std::vector<std::string> CppNeedles(const Registry& reg) {
+  std::vector<std::string> n = {"cuda", "cublas", "cudnn", "nccl", "cufft", "curand", "cusparse",
+                                "cusolver", "nvrtc", "cutensor", "nvtx", "__global__",
+                                "__device__", "__shared__", "__constant__", "<<<", "thrust/",
+                                "cub/", "cutlass/", "cute/", "cumem", "cuctx", "culaunch",
+                                "cumodule", "custream", "cudevice"};
+  for (const auto& u : reg.user_rules())
+    if (!u.text.empty()) n.push_back(u.text);
+  return n;
+}
+
+struct FileResult {
+  std::vector<Finding> findings;
+  std::vector<PyImport> imports;
+  bool has_main = false;
+  bool scanned = false;
+  std::string skip_reason;
+};
+
+struct Context {
+  const Registry& reg;
+  Prefilter python;
+  Prefilter cpp;
+};
+
+void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& item,
+                   std::vector<Finding>& out) {
+  if (reg.user_rules().empty()) return;
+  FindingSink sink(reg, item.rel, text, out);
+  for (const auto& u : reg.user_rules()) {
+    if (u.text.empty()) continue;
+    if (!u.files.empty() && !GlobMatch(u.files, item.rel)) continue;
+    ForEachLine(text, [&](std::uint32_t n, std::string_view line) {
+      std::string_view t = Trim(line);
+      if (StartsWith(t, "#") || StartsWith(t, "//")) return;
+      auto p = line.find(u.text);
+      if (p != std::string_view::npos)
+        sink.Add(u.rule.code, n, static_cast<std::uint32_t>(p + 1), u.text, false);
+    });
+  }
+}
+
+// Python files keep their imports even when the prefilter skipped them (reachability needs
+// them): only the lines that start with `import` / `from` (and their bracketed continuations) and
+// the `__main__` test are lexed, which is far cheaper than lexing the whole file.
+void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg) {
+  std::string picked;
+  auto take_line = [&](std::size_t pos) {
+    std::size_t b = text.rfind('\n', pos);
+    b = b == std::string_view::npos ? 0 : b + 1;
+    std::string_view t = Trim(text.substr(b, pos - b));
+    if (!t.empty()) return pos + 1;  // Not at the start of a statement.
+    int open = 0;
+    std::size_t e = pos;
+    do {
+      std::size_t nl = text.find('\n', e);
+      std::size_t end = nl == std::string_view::npos ? text.size() : nl;
+      std::string_view line = text.substr(e, end - e);
+      for (char c : line) open += c == '(' ? 1 : c == ')' ? -1 : 0;
+      picked.append(Trim(line));
+      picked.push_back('\n');
+      e = nl == std::string_view::npos ? text.size() : nl + 1;
+    } while (open > 0 && e < text.size());
+    return e;
+  };
+  // Boyer-Moore-Horspool skips ahead by the needle length; find() stops at every 'i'.
+  static const std::boyer_moore_horspool_searcher kImport(std::string_view("import ").begin(),
+                                                           std::string_view("import ").end());
+  static const std::boyer_moore_horspool_searcher kFrom(std::string_view("from ").begin(),
+                                                         std::string_view("from ").end());
+  for (const auto* searcher : {&kImport, &kFrom}) {
+    std::size_t p = 0;
+    while (p < text.size()) {
+      auto it = std::search(text.begin() + static_cast<std::ptrdiff_t>(p), text.end(), *searcher);
+      if (it == text.end()) break;
+      p = take_line(static_cast<std::size_t>(it - text.begin()));  // Always moves past the match.
+    }
+  }
+  for (std::size_t p = text.find("__name__"); p != std::string_view::npos;
+       p = text.find("__name__", p + 1)) {
+    std::size_t b = text.rfind('\n', p);
+    b = b == std::string_view::npos ? 0 : b + 1;
+    std::size_t e = text.find('\n', p);
+    std::string_view line = Trim(text.substr(b, (e == std::string_view::npos ? text.size() : e) - b));
+    if (StartsWith(line, "if __name__") && line.find("__main__") != std::string_view::npos) {
+      picked.append(line);
+      picked.append(" pass\n");
+      break;
+    }
+  }
+  if (picked.empty() || !IsValidUtf8(picked)) return;
+  std::vector<Finding> none;
+  FindingSink sink(reg, item.rel, picked, none);
+  auto py = ScanPython(picked, sink, false);
+  r.imports = std::move(py.imports);
+  r.has_main = py.has_main;
+}
+
+// Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
+Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
+  thread_local std::string buffer;
+  if (item.size >= (std::uint64_t{1} << 20)) {
+    auto m = MappedFile::Open(item.abs);
+    if (!m) return m.take_error();
+    mapped = std::move(*m);
+    return mapped.view();
+  }
+  int fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return MakeError(ErrorCode::kIo, ErrnoMessage(errno), item.rel);
+  buffer.resize(static_cast<std::size_t>(item.size) + 1);
+  std::size_t got = 0;
+  while (got < buffer.size()) {
+    ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return MakeError(ErrorCode::kIo, ErrnoMessage(err), item.rel);
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  return std::string_view(buffer.data(), got);
+}
+
+void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
+  MappedFile mapped;
+  auto loaded = Load(item, mapped);
+  if (!loaded) {
+    r.skip_reason = "unreadable: " + loaded.error().message;
+    return;
+  }
+  std::string_view text = *loaded;
+  r.scanned = true;
+  if (text.empty()) return;
+  if (std::memchr(text.data(), 0, std::min<std::size_t>(text.size(), 8192)) != nullptr) {
+    r.scanned = false;
+    r.skip_reason = "binary file";
+    return;
+  }
+  const Prefilter* pre = nullptr;
+  if (item.kind == FileKind::kPython || item.kind == FileKind::kNotebook) pre = &ctx.python;
+  if (item.kind == FileKind::kCpp) pre = &ctx.cpp;
+  if (pre != nullptr && !pre->Matches(text)) {
+    if (item.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg);
+    return;
+  }
+  if (!IsValidUtf8(text)) {
+    r.scanned = false;
+    r.skip_reason = "not valid UTF-8";
+    return;
+  }
+  FindingSink sink(ctx.reg, item.rel, text, r.findings);
+  switch (item.kind) {
+    case FileKind::kPython:
+    case FileKind::kSetupPy: {
+      auto py = ScanPython(text, sink, item.kind == FileKind::kSetupPy);
+      r.imports = std::move(py.imports);
+      r.has_main = py.has_main;
+      break;
+    }
+    case FileKind::kNotebook:
+      if (auto st = ScanNotebook(text, ctx.reg, item.rel, r.findings); !st) {
+        r.scanned = false;
+        r.skip_reason = st.error().message;
+      }
+      return;
+    case FileKind::kCpp: ScanCpp(text, sink); break;
+    case FileKind::kCMake: ScanCMake(text, sink); break;
+    case FileKind::kRequirements: ScanRequirements(text, sink); break;
+    case FileKind::kConda: ScanCondaEnv(text, sink); break;
+    case FileKind::kPyproject: ScanPyproject(text, sink); break;
+    case FileKind::kSetupCfg: ScanSetupCfg(text, sink); break;
+    case FileKind::kDocker: ScanDockerfile(text, sink); break;
+    case FileKind::kShell: ScanShell(text, sink); break;
+  }
+  UserTextRules(ctx.reg, text, item, r.findings);
+}
+
+std::string Rel(const fs::path& p) {
+  std::string s = p.generic_string();
+  while (StartsWith(s, "./")) s.erase(0, 2);
+  return s;
+}
+
+}  // namespace
+
+double Readiness(const std::vector<Finding>& findings) {
+  if (findings.empty()) return 1.0;
+  std::size_t ok = 0;
+  for (const auto& f : findings)
+    if (f.severity <= Severity::kFixable) ++ok;
+  return static_cast<double>(ok) / static_cast<double>(findings.size());
+}
+
+Result<ScanReport> Scan(const ScanOptions& options) {
+  if (options.paths.empty()) return MakeError(ErrorCode::kUsage, "no path to scan");
+  std::error_code ec;
+  for (const auto& p : options.paths) {
+    if (!fs::exists(fs::symlink_status(p, ec)))
+      return MakeError(ErrorCode::kInput, "no such file or directory", p.string());
+  }
+  fs::path data_dir;
+  if (options.data_dir) {
+    data_dir = *options.data_dir;
+  } else {
+    auto d = DataDir();
+    if (!d) return d.take_error();
+    data_dir = *d / "scan";
+  }
+  auto reg = Registry::Load(data_dir);
+  if (!reg) return reg.take_error();
+
+  const fs::path& first = options.paths.front();
+  fs::path root = fs::is_directory(first, ec) ? first : first.parent_path();
+  if (root.empty()) root = ".";
+  ScanReport report;
+  report.root = Rel(root.lexically_normal());
+  if (report.root.empty() || report.root == "/" ) report.root = root.generic_string();
+  while (report.root.size() > 1 && report.root.back() == '/') report.root.pop_back();
+
+  Config cfg;
+  if (options.read_pyproject) {
+    auto c = ReadConfig(root);
+    if (!c) return c.take_error();
+    cfg = std::move(*c);
+  }
+  if (!cfg.rules.empty()) {
+    fs::path rules = fs::path(cfg.rules).is_absolute() ? fs::path(cfg.rules) : root / cfg.rules;
+    if (auto st = reg->AddUserRules(rules); !st) return st.take_error();
+  }
+
+  WalkOptions wopt;
+  wopt.exclude = cfg.exclude;
+  wopt.exclude.insert(wopt.exclude.end(), options.exclude.begin(), options.exclude.end());
+  wopt.honour_gitignore = options.honour_gitignore;
+  wopt.max_file_size = options.max_file_size;
+  std::vector<WalkItem> items;
+  fs::path abs_root = fs::absolute(root, ec).lexically_normal();
+  for (const auto& p : options.paths) {
+    fs::path abs = fs::absolute(p, ec).lexically_normal();
+    fs::path rel = abs.lexically_relative(abs_root);
+    std::string rel_s = Rel(rel);
+    if (rel_s == ".") rel_s.clear();
+    if (rel.empty() || StartsWith(rel_s, "..")) rel_s = p.generic_string();
+    Walk(p, rel_s, wopt, items, report.skipped);
+  }
+  // The same file named twice (overlapping paths) is scanned once.
+  std::sort(items.begin(), items.end(), [](const WalkItem& a, const WalkItem& b) { return a.rel < b.rel; });
+  items.erase(std::unique(items.begin(), items.end(),
+                          [](const WalkItem& a, const WalkItem& b) { return a.rel == b.rel; }),
+              items.end());
+
+  Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg))};
+  std::vector<FileResult> results(items.size());
+  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, items.size())));
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < items.size(); i = next++) {
+      ScanOne(ctx, items[i], results[i]);
+    }
+  };
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+
+  // Reachability over the project's own modules.
+  std::vector<PyModule> modules;
+  std::vector<std::string> mains;
+  std::set<std::string> python_files;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
+    python_files.insert(items[i].rel);
+    modules.push_back(PyModule{items[i].rel, results[i].imports});
+    if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
+  }
+  std::vector<std::string> entries;
+  std::vector<std::string> declared = options.entries.empty() ? cfg.entry : options.entries;
+  for (const auto& e : declared) {
+    fs::path ep(e);
+    std::string rel = Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
+    if (!python_files.count(rel))
+      return MakeError(ErrorCode::kInput, "entry script not found among the scanned Python files",
+                       e);
+    entries.push_back(rel);
+  }
+  if (options.entries.empty()) {
+    for (const auto& s : cfg.scripts) {
+      for (const std::string& cand : {s + ".py", s + "/__init__.py", "src/" + s + ".py"})
+        if (python_files.count(cand)) entries.push_back(cand);
+    }
+    if (entries.empty()) entries = mains;
+  }
+  std::sort(entries.begin(), entries.end());
+  entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+  auto reachable = ReachableModules(modules, entries);
+  report.entries = entries;
+
+  std::vector<std::string> ignore = cfg.ignore;
+  ignore.insert(ignore.end(), options.ignore_codes.begin(), options.ignore_codes.end());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto& r = results[i];
+    if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
+    if (r.scanned) ++report.files_scanned;
+    bool is_py = items[i].kind == FileKind::kPython;  // setup.py is build code, not runtime.
+    bool is_nb = items[i].kind == FileKind::kNotebook;
+    for (auto& f : r.findings) {
+      bool drop = false;
+      for (const auto& code : ignore) drop |= !code.empty() && StartsWith(f.code, code);
+      if (drop) continue;
+      if (is_py && !entries.empty()) f.reachable = reachable.count(items[i].rel) > 0;
+      if (is_nb && !entries.empty()) f.reachable = false;
+      report.findings.push_back(std::move(f));
+    }
+  }
+  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.file, a.cell, a.line, a.column, a.code) <
+           std::tie(b.file, b.cell, b.line, b.column, b.code);
+  });
+  std::sort(report.skipped.begin(), report.skipped.end(),
+            [](const Skipped& a, const Skipped& b) { return a.file < b.file; });
+  if (report.files_scanned == 0) {
+    return MakeError(ErrorCode::kInput,
+                     "nothing was scanned: no Python, notebook, C/C++/CUDA, build or environment "
+                     "file found" + std::string(report.skipped.empty() ? "" : " (some were skipped)"),
+                     options.paths.front().string());
+  }
+  return report;
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,75 @@
+// In-process API of the scan stage: the inventory of a project's CUDA dependencies. The `audit`
+// and `report` stages call Scan() directly instead of spawning `dualtrack scan`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/result.h"
+
+namespace dt::scan {
+
+// Ordered from harmless to hard: `portable` runs anywhere already (guarded or a no-op), `fixable`
+// is a mechanical edit, `replace` needs another library or operator, `blocker` needs a rewrite.
+enum class Severity { kPortable = 0, kFixable = 1, kReplace = 2, kBlocker = 3 };
+
+std::string_view SeverityName(Severity s);
+std::optional<Severity> ParseSeverity(std::string_view name);
+
+struct Finding {
+  std::string code;      // "DT101".
+  std::string cls;       // device | library | extension | environment.
+  Severity severity = Severity::kFixable;
+  std::string file;      // Relative to the scanned root, '/'-separated.
+  std::int64_t line = 0;    // 1-based; within the cell for notebooks.
+  std::int64_t column = 0;  // 1-based, in bytes.
+  std::optional<std::int64_t> cell;  // 1-based code-cell index of a notebook.
+  std::string message;
+  std::string snippet;   // The trimmed source line.
+  bool guarded = false;
+  std::optional<bool> reachable;  // Only for Python files and notebooks.
+  std::string replacement;
+};
+
+struct Skipped {
+  std::string file;
+  std::string reason;
+};
+
+struct ScanOptions {
+  std::vector<std::filesystem::path> paths;  // Files or directories; the first sets the root.
+  std::vector<std::string> entries;          // --entry; relative to the root or absolute.
+  std::vector<std::string> exclude;          // Extra globs, relative to the root.
+  std::vector<std::string> ignore_codes;     // Codes or code prefixes ("DT4") to drop.
+  bool honour_gitignore = true;
+  bool read_pyproject = true;                // [tool.dualtrack] of <root>/pyproject.toml.
+  std::uint64_t max_file_size = std::uint64_t{16} << 20;
+  unsigned threads = 0;                      // 0: hardware concurrency.
+  std::optional<std::filesystem::path> data_dir;  // Defaults to dt::DataDir()/scan.
+};
+
+struct ScanReport {
+  std::string root;  // As the user gave it (relative stays relative).
+  std::vector<Finding> findings;  // Sorted by file, cell, line, column, code.
+  std::vector<Skipped> skipped;
+  std::int64_t files_scanned = 0;
+  std::vector<std::string> entries;  // Entry scripts used for reachability, relative.
+};
+
+// Walks the paths, scans every recognised file and returns the sorted inventory. Errors: a path
+// that does not exist, an unreadable registry, a malformed [tool.dualtrack], or nothing scanned.
+Result<ScanReport> Scan(const ScanOptions& options);
+
+// The `dualtrack.scan/1` document (docs/scan.md).
+nlohmann::json ScanReportToJson(const ScanReport& report);
+
+// Share of findings that are portable or fixable; 1.0 when there are none.
+double Readiness(const std::vector<Finding>& findings);
+
+}  // namespace dt::scan

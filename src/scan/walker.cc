@@ -1,0 +1,222 @@
+#include "scan/walker.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <set>
+#include <utility>
+
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::scan {
+
+namespace {
+
+struct IgnoreRule {
+  std::string base;  // Directory of the .gitignore, relative; "" for the root.
+  std::string pattern;
+  bool negate = false;
+  bool dir_only = false;
+  bool anchored = false;
+};
+
+std::string_view Basename(std::string_view rel) {
+  auto slash = rel.rfind('/');
+  return slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+}
+
+void LoadGitignore(const std::string& dir_abs, const std::string& base,
+                   std::vector<IgnoreRule>& rules) {
+  auto text = ReadFile(dir_abs + "/.gitignore", std::uint64_t{1} << 20);
+  if (!text) return;
+  for (auto line : Split(*text, '\n')) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // Trailing spaces are insignificant unless escaped.
+    while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+    if (line.empty() || line[0] == '#') continue;
+    IgnoreRule r;
+    r.base = base;
+    if (line[0] == '!') {
+      r.negate = true;
+      line.remove_prefix(1);
+    }
+    if (!line.empty() && line[0] == '\\') line.remove_prefix(1);
+    if (!line.empty() && line.back() == '/') {
+      r.dir_only = true;
+      line.remove_suffix(1);
+    }
+    if (StartsWith(line, "**/")) line.remove_prefix(3);
+    if (!line.empty() && line[0] == '/') {
+      r.anchored = true;
+      line.remove_prefix(1);
+    }
+    if (line.find('/') != std::string_view::npos) r.anchored = true;
+    if (line.empty()) continue;
+    r.pattern = std::string(line);
+    rules.push_back(std::move(r));
+  }
+}
+
+bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool is_dir) {
+  bool ignored = false;
+  for (const auto& r : rules) {
+    if (r.dir_only && !is_dir) continue;
+    std::string_view sub = rel;
+    if (!r.base.empty()) {
+      if (!StartsWith(sub, r.base) || sub.size() <= r.base.size() || sub[r.base.size()] != '/')
+        continue;
+      sub.remove_prefix(r.base.size() + 1);
+    }
+    bool match = r.anchored ? GlobMatch(r.pattern, sub) : GlobMatch(r.pattern, Basename(sub));
+    if (match) ignored = !r.negate;
+  }
+  return ignored;
+}
+
+bool Excluded(const std::vector<std::string>& globs, const std::string& rel) {
+  for (const auto& g : globs) {
+    if (GlobMatch(g, rel)) return true;
+    // "build" or "build/" excludes the whole folder.
+    std::string_view d = g;
+    if (!d.empty() && d.back() == '/') d.remove_suffix(1);
+    if (rel == d || (StartsWith(rel, d) && rel.size() > d.size() && rel[d.size()] == '/'))
+      return true;
+  }
+  return false;
+}
+
+class Walker {
+ public:
+  Walker(const WalkOptions& o, std::vector<WalkItem>& items, std::vector<Skipped>& skipped)
+      : opt_(o), items_(items), skipped_(skipped) {}
+
+  void Root(const std::string& abs, const std::string& rel) {
+    struct stat st {};
+    if (::stat(abs.c_str(), &st) != 0) {
+      skipped_.push_back({rel, "cannot read: " + ErrnoMessage(errno)});
+      return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      Dir(abs, rel, st);
+    } else {
+      File(abs, rel.empty() ? std::string(Basename(abs)) : rel, st);
+    }
+  }
+
+ private:
+  void Dir(const std::string& abs, const std::string& rel, const struct stat& st) {
+    auto id = std::make_pair(static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino));
+    if (!active_.insert(id).second) {
+      skipped_.push_back({rel, "symlink loop"});
+      return;
+    }
+    std::size_t rules_before = rules_.size();
+    if (opt_.honour_gitignore) LoadGitignore(abs, rel, rules_);
+    DIR* d = ::opendir(abs.c_str());
+    if (d == nullptr) {
+      skipped_.push_back({rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
+    } else {
+      std::vector<std::string> names;
+      while (struct dirent* e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        if (name == "." || name == "..") continue;
+        names.emplace_back(name);
+      }
+      ::closedir(d);
+      std::sort(names.begin(), names.end());
+      for (const auto& name : names) {
+        if (name == ".git" || name == ".hg" || name == ".svn") continue;
+        std::string child_abs = abs + "/" + name;
+        std::string child_rel = rel.empty() ? name : rel + "/" + name;
+        struct stat lst {};
+        if (::lstat(child_abs.c_str(), &lst) != 0) continue;
+        struct stat cst = lst;
+        bool link = S_ISLNK(lst.st_mode);
+        if (link && ::stat(child_abs.c_str(), &cst) != 0) {
+          if (errno == ELOOP) skipped_.push_back({child_rel, "symlink loop"});
+          else if (ClassifyFile(child_rel)) skipped_.push_back({child_rel, "broken symlink"});
+          continue;
+        }
+        bool is_dir = S_ISDIR(cst.st_mode);
+        if (Excluded(opt_.exclude, child_rel)) continue;
+        if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir)) continue;
+        if (is_dir) Dir(child_abs, child_rel, cst);
+        else File(child_abs, child_rel, cst);
+      }
+    }
+    rules_.resize(rules_before);
+    active_.erase(id);
+  }
+
+  void File(const std::string& abs, const std::string& rel, const struct stat& st) {
+    auto kind = ClassifyFile(rel);
+    if (!kind) return;
+    if (!S_ISREG(st.st_mode)) {
+      skipped_.push_back({rel, "not a regular file"});
+      return;
+    }
+    auto size = static_cast<std::uint64_t>(st.st_size);
+    if (opt_.max_file_size > 0 && size > opt_.max_file_size) {
+      skipped_.push_back({rel, "larger than --max-file-size (" + std::to_string(size) + " bytes)"});
+      return;
+    }
+    items_.push_back(WalkItem{abs, rel, *kind, size});
+  }
+
+  const WalkOptions& opt_;
+  std::vector<WalkItem>& items_;
+  std::vector<Skipped>& skipped_;
+  std::vector<IgnoreRule> rules_;
+  std::set<std::pair<std::uint64_t, std::uint64_t>> active_;
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return out;
+}
+
+}  // namespace
+
+std::optional<FileKind> ClassifyFile(std::string_view rel) {
+  std::string_view base = Basename(rel);
+  std::string lower = Lower(base);
+  std::string_view ext;
+  if (auto dot = lower.rfind('.'); dot != std::string::npos) ext = std::string_view(lower).substr(dot);
+  if (lower == "setup.py") return FileKind::kSetupPy;
+  if (ext == ".py" || ext == ".pyi") return FileKind::kPython;
+  if (ext == ".ipynb") return FileKind::kNotebook;
+  if (ext == ".c" || ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".h" || ext == ".hh" ||
+      ext == ".hpp" || ext == ".hxx" || ext == ".cu" || ext == ".cuh" || ext == ".inl")
+    return FileKind::kCpp;
+  if (lower == "cmakelists.txt" || ext == ".cmake") return FileKind::kCMake;
+  if (lower == "pyproject.toml") return FileKind::kPyproject;
+  if (lower == "setup.cfg") return FileKind::kSetupCfg;
+  if ((StartsWith(lower, "requirements") || StartsWith(lower, "constraints") ||
+       EndsWith(lower, "requirements.txt")) && (ext == ".txt" || ext == ".in"))
+    return FileKind::kRequirements;
+  if (rel.find("requirements/") != std::string_view::npos && ext == ".txt")
+    return FileKind::kRequirements;
+  if ((StartsWith(lower, "environment") || StartsWith(lower, "conda") || StartsWith(lower, "env")) &&
+      (ext == ".yml" || ext == ".yaml"))
+    return FileKind::kConda;
+  if (lower == "dockerfile" || StartsWith(lower, "dockerfile.") || ext == ".dockerfile" ||
+      lower == "containerfile")
+    return FileKind::kDocker;
+  if (ext == ".sh" || ext == ".bash" || ext == ".zsh" || ext == ".slurm" || ext == ".sbatch" ||
+      ext == ".mk" || lower == "makefile" || lower == "gnumakefile")
+    return FileKind::kShell;
+  return std::nullopt;
+}
+
+void Walk(const std::filesystem::path& path, const std::string& rel_prefix,
+          const WalkOptions& options, std::vector<WalkItem>& items, std::vector<Skipped>& skipped) {
+  Walker w(options, items, skipped);
+  w.Root(path.string(), rel_prefix);
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,40 @@
+// Walks the scanned paths: classifies files by name, honours .gitignore and excludes, and notes
+// (instead of failing on) symlink loops, broken links, special files and unreadable directories.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "scan/scan.h"
+
+namespace dt::scan {
+
+enum class FileKind : std::uint8_t {
+  kPython, kSetupPy, kNotebook, kCpp, kCMake, kRequirements, kConda, kPyproject, kSetupCfg,
+  kDocker, kShell,
+};
+
+// The kind of a file from its name, or nullopt when scan has no rules for it.
+std::optional<FileKind> ClassifyFile(std::string_view rel_path);
+
+struct WalkItem {
+  std::string abs;  // Path to open.
+  std::string rel;  // Relative to the root, '/'-separated.
+  FileKind kind;
+  std::uint64_t size = 0;
+};
+
+struct WalkOptions {
+  std::vector<std::string> exclude;  // Globs on relative paths.
+  bool honour_gitignore = true;
+  std::uint64_t max_file_size = 0;
+};
+
+// Appends the files under `path` (a directory or a file) to `items`; `rel_prefix` is the path of
+// `path` relative to the root ("" for the root itself).
+void Walk(const std::filesystem::path& path, const std::string& rel_prefix,
+          const WalkOptions& options, std::vector<WalkItem>& items, std::vector<Skipped>& skipped);
+
+}  // namespace dt::scan
