@@ -399,6 +399,14 @@ void Conclude(EnvReport& r) {
                     "no CUDA device is usable",
                     *r.cuda.nvidia_smi_error));
   }
+  if (r.cuda.nvcc_version && t.cuda_version &&
+      r.cuda.nvcc_version->substr(0, r.cuda.nvcc_version->find('.')) !=
+          t.cuda_version->substr(0, t.cuda_version->find('.'))) {
+    add("nvcc-torch-cuda-mismatch", "warning",
+        fmt::format("nvcc {} and the CUDA {} torch was built with differ in major version: CUDA extensions "
+                    "compiled here will not load into this torch",
+                    *r.cuda.nvcc_version, *t.cuda_version));
+  }
   if (!nvidia && !apple) {
     add("no-gpu", "info",
         fmt::format("No NVIDIA or Apple GPU found on this {} {} host: only the CPU track can run here",

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,5 +61,9 @@ class ReplayHost : public CommandRunner, public HostFiles {
   std::map<std::string, std::string> env_;
   std::vector<std::string> calls_;
 };
+
+// Loads a recorded host: `dir`/host.json lists programs on PATH, commands with their output (inline
+// or in a file beside it), system files and environment variables; see tests/env/hosts/README.md.
+Result<std::unique_ptr<ReplayHost>> LoadReplayHost(const std::filesystem::path& dir);
 
 }  // namespace dt::env

@@ -55,7 +55,10 @@ def guard(fn, default=None):
 t["version"] = guard(lambda: str(torch.__version__))
 t["cuda_version"] = guard(lambda: torch.version.cuda)
 cudnn = guard(lambda: torch.backends.cudnn.version())
-t["cudnn_version"] = str(cudnn) if cudnn else None
+if cudnn:
+    # torch reports 8902 for 8.9.2 and 90100 for 9.1.0.
+    major, rest = (cudnn // 10000, cudnn % 10000) if cudnn >= 10000 else (cudnn // 1000, cudnn % 1000)
+    t["cudnn_version"] = "%d.%d.%d" % (major, rest // 100, rest % 100)
 t["cuda_available"] = bool(guard(lambda: torch.cuda.is_available(), False))
 if t["cuda_available"]:
     n = guard(lambda: torch.cuda.device_count(), 0)
