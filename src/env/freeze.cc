@@ -318,6 +318,13 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
     if (j.contains("lock_files") && j["lock_files"].is_array()) {
       for (const auto& l : j["lock_files"]) b.lock_files.push_back({Str(l, "path"), Str(l, "sha256"), "", 0});
     }
+    if (j.contains("container") && j["container"].is_object()) {
+      const auto& c = j["container"];
+      b.in_container = c.value("detected", false);
+      if (c.contains("dockerfile_images") && c["dockerfile_images"].is_array()) {
+        b.container_images = c["dockerfile_images"].get<std::vector<std::string>>();
+      }
+    }
     if (j.contains("compilers") && j["compilers"].is_object()) {
       for (const auto& [k, v] : j["compilers"].items()) b.compilers[k] = OptStr(j["compilers"], k.c_str());
     }
