@@ -93,6 +93,11 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
                                    "slice differs");
   app.add_option("--format", format, "Output format of --check")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--threads", threads, "Hashing threads (default: one per core)");
+  std::size_t buffer_kib = 0;
+  // Hidden: the read size per hashing thread, for the benchmark.
+  app.add_option("--buffer-kib", buffer_kib, "Read buffer per hashing thread in KiB")->group("");
+  app.add_flag("--data-only", options.data_only,
+               "Record only the data slice, preprocessing scripts and seeds (no host, git or package probes)");
   app.footer(
       "Examples:\n"
       "  dualtrack freeze -o baseline.json --data data --preprocess preprocess.py --seed 0\n"
@@ -100,6 +105,7 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
   if (auto early = ParseArgs(app, args, io)) return *early;
   options.project = project;
   options.hash.threads = threads;
+  if (buffer_kib > 0) options.hash.buffer_bytes = buffer_kib * 1024;
   ProgressBar bar(io.err);
   if (io.err_is_tty) {
     options.hash.progress = [&bar](std::uint64_t done, std::uint64_t total) { bar.Update(done, total); };
@@ -126,6 +132,7 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
       if (fs::exists(p, ec)) options.preprocess.push_back(pre.path);
     }
     options.seeds = before->seeds;
+    options.data_only = options.data_only || before->data_only;
     auto now = Freeze(runner, files, options);
     bar.Finish();
     if (!now.ok()) return now.take_error();

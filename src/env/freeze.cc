@@ -218,6 +218,8 @@ Result<Baseline> Freeze(CommandRunner& runner, HostFiles& files, const FreezeOpt
   b.seeds = options.seeds;
   if (auto s = HashDataFiles(b.data, options.hash); !s.ok()) return s.take_error();
   b.data_digest = DataDigest(b.data);
+  b.data_only = options.data_only;
+  if (options.data_only) return b;
 
   auto env = Diagnose(runner, files, options.env);
   if (!env.ok()) return env.take_error();
@@ -264,6 +266,7 @@ json BaselineToJson(const Baseline& b) {
   return {
       {"schema", "dualtrack.baseline/1"},
       {"created", b.created},
+      {"data_only", b.data_only},
       {"project", b.project},
       {"code",
        {{"git", b.code.git}, {"commit", Opt(b.code.commit)}, {"branch", Opt(b.code.branch)},
@@ -292,6 +295,7 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
   }
   Baseline b;
   b.created = Str(j, "created");
+  b.data_only = j.value("data_only", false);
   b.project = Str(j, "project");
   try {
     if (j.contains("code") && j["code"].is_object()) {
@@ -375,6 +379,7 @@ bool BaselineDiff::Empty() const {
 
 BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
   BaselineDiff d;
+  const bool data_only = a.data_only || b.data_only;
   std::map<std::string, const DataFile*> before, after;
   for (const auto& f : a.data) before[f.path] = &f;
   for (const auto& f : b.data) after[f.path] = &f;
@@ -396,6 +401,7 @@ BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
   for (const auto& [p, h] : pa) diff(d.preprocess, p, h, pb.count(p) ? pb[p] : "");
   for (const auto& [p, h] : pb) if (!pa.count(p)) diff(d.preprocess, p, "", h);
 
+  if (data_only) return d;
   diff(d.code, "commit", o(a.code.commit), o(b.code.commit));
   diff(d.code, "branch", o(a.code.branch), o(b.code.branch));
   auto join = [](const std::vector<std::string>& v) {

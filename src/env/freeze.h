@@ -38,6 +38,7 @@ struct HashedPath {
 };
 
 struct Baseline {
+  bool data_only = false;  // Made with --data-only: code, env and packages were not measured.
   std::string created;  // UTC, ISO 8601.
   std::string project;  // Absolute path of the project when frozen.
   CodeState code;
@@ -65,6 +66,7 @@ struct FreezeOptions {
   std::vector<std::string> preprocess;
   std::vector<std::int64_t> seeds;
   HashOptions hash;
+  bool data_only = false;  // Skip the host, git and package probes (a data slice record in seconds).
 };
 
 // Measures everything. Errors (exit 2) only for the user's inputs: a data path or preprocessing
