@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +66,66 @@ std::int64_t MtimeNs(const struct stat& st) {
 #endif
 }
 
+// Files at least this large are hashed from a memory map: reading them with read() spent as much
+// CPU in the kernel's copy as SHA-NI spent hashing.
+constexpr std::uint64_t kMapThreshold = std::uint64_t{1} << 20;
+constexpr std::size_t kMapChunk = std::size_t{4} << 20;
+
+// A file truncated while it is mapped raises SIGBUS on the next page read. The handler turns that
+// into an error for the thread that armed it (a jump out of the hashing loop) and passes any other
+// SIGBUS on to the handler that was there before.
+thread_local sigjmp_buf* tls_sigbus_jump = nullptr;
+struct sigaction g_previous_sigbus;
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  if (tls_sigbus_jump != nullptr) siglongjmp(*tls_sigbus_jump, 1);
+  if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
+    if (g_previous_sigbus.sa_sigaction != nullptr) {
+      g_previous_sigbus.sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
+    g_previous_sigbus.sa_handler(sig);
+    return;
+  }
+  ::signal(SIGBUS, SIG_DFL);
+  ::raise(SIGBUS);
+}
+
+void InstallSigbusHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
+  });
+}
+
+// Feeds a mapped file to the digests; false when the file shrank under the map (SIGBUS).
+bool DigestMapped(const unsigned char* data, std::uint64_t size, EVP_MD_CTX* sha256, EVP_MD_CTX* sha1,
+                  const std::function<void(std::uint64_t)>& on_bytes,
+                  const std::function<void()>& after_first_block) {
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    tls_sigbus_jump = nullptr;
+    return false;
+  }
+  tls_sigbus_jump = &jump;
+  for (std::uint64_t off = 0; off < size; off += kMapChunk) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kMapChunk, size - off));
+    EVP_DigestUpdate(sha256, data + off, n);
+    if (sha1 != nullptr) EVP_DigestUpdate(sha1, data + off, n);
+    // Drop the hashed pages from this process (the page cache keeps them), so RSS stays flat.
+    ::madvise(const_cast<unsigned char*>(data + off), n, MADV_DONTNEED);
+    if (on_bytes) on_bytes(n);
+    if (off == 0 && after_first_block) after_first_block();
+  }
+  tls_sigbus_jump = nullptr;
+  return true;
+}
+
 struct StreamResult {
   std::uint64_t size = 0;
   std::string sha256;
@@ -97,7 +160,25 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
   }
   std::uint64_t total = 0;
   bool first = true;
-  while (true) {
+  const auto size = static_cast<std::uint64_t>(before.st_size);
+  if (size >= kMapThreshold) {
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+    if (map == MAP_FAILED) return IoErr(path, "cannot map", errno);
+    ::madvise(map, size, MADV_SEQUENTIAL);
+    InstallSigbusHandler();
+    std::function<void()> hook;
+    if (after_first_block) hook = [&] { after_first_block(path); };
+    bool whole = DigestMapped(static_cast<const unsigned char*>(map), size, sha256.get(), sha1.get(), on_bytes, hook);
+    ::munmap(map, size);
+    if (!whole) {
+      return MakeError(ErrorCode::kInput,
+                       "the file was truncated while it was hashed: freeze a slice that nothing is writing to",
+                       path.string());
+    }
+    total = size;
+    first = false;
+  }
+  while (size < kMapThreshold) {
     ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
     if (n < 0) {
       if (errno == EINTR) continue;

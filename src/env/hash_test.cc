@@ -127,6 +127,23 @@ TEST_F(EnvHashTest, AFileChangedWhileHashedIsDetected) {
   EXPECT_NE(s.error().file.find("d/a"), std::string::npos);
 }
 
+TEST_F(EnvHashTest, AFileTruncatedWhileMappedIsAnErrorNotACrash) {
+  Write("d/big", std::string(12u << 20, 'z'));  // Mapped: large enough, several chunks.
+  auto c = CollectDataFiles({"d"}, dir_);
+  ASSERT_TRUE(c.ok());
+  HashOptions opts;
+  opts.after_first_block = [](const fs::path& p) { fs::resize_file(p, 0); };
+  auto s = HashDataFiles(c->files, opts);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("truncated while it was hashed"), std::string::npos) << s.error().message;
+  // The next file hashes normally: the handler was disarmed.
+  Write("d/big", std::string(3u << 20, 'y'));
+  auto again = CollectDataFiles({"d"}, dir_);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(HashDataFiles(again->files).ok());
+  EXPECT_EQ(again->files[0].sha256, Sha256Hex(std::string(3u << 20, 'y')));
+}
+
 TEST_F(EnvHashTest, AFileReplacedWhileHashedIsDetected) {
   Write("d/a", "old contents");
   auto c = CollectDataFiles({"d"}, dir_);
