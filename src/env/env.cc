@@ -388,7 +388,7 @@ void Conclude(EnvReport& r) {
   } else if (r.cuda.nvcc_path) {
     std::string why = r.cuda.nvidia_smi_error
                           ? " (nvidia-smi fails: \"" + *r.cuda.nvidia_smi_error + "\")"
-                          : (r.cuda.nvidia_smi_path ? "" : " (no nvidia-smi, no driver)");
+                          : (r.cuda.nvidia_smi_path ? "" : " (no nvidia-smi on PATH)");
     add("nvcc-without-gpu", "warning",
         fmt::format("nvcc {} is installed ({}) but there is no NVIDIA GPU and driver{}: CUDA programs "
                     "cannot run here; nvcc only compiles and proves nothing about the GPU",
