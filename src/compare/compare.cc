@@ -168,11 +168,16 @@ Result<CompareReport> Compare(const CompareOptions& o) {
   r.equal_nan = o.equal_nan;
   r.inf_equal = o.inf_equal;
 
+  // Two single-tensor files (typically .npy, named after the file) are each other's match.
+  std::vector<std::pair<std::string, std::string>> map = o.map;
+  if (fa->tensors.size() == 1 && fb->tensors.size() == 1 && map.empty()) {
+    map.emplace_back(fa->tensors[0].name, fb->tensors[0].name);
+  }
   std::map<std::string, const TensorInfo*> b_by_name;
   for (const TensorInfo& t : fb->tensors) b_by_name[t.name] = &t;
   std::set<std::string> matched_b;
   for (const TensorInfo& ta : fa->tensors) {
-    std::string name = MapName(ta.name, o.map);
+    std::string name = MapName(ta.name, map);
     if (!Selected(o, ta.name, name)) continue;
     TensorComparison c;
     c.name = name;
