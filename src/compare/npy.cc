@@ -148,11 +148,11 @@ Result<NpyHeader> ParseNpyHeader(const unsigned char* data, std::size_t size,
   std::string descr, err;
   DictParser parser(std::string_view(reinterpret_cast<const char*>(data + pre), hlen));
   if (!parser.Parse(descr, h.fortran, h.shape, err)) return Bad(file, what, "header: " + err);
-  if (descr.size() < 3) return Bad(file, what, "unknown dtype '" + descr + "'");
+  if (descr.size() < 3) return Bad(file, what, "unknown or unsupported dtype '" + descr + "'");
   char order = descr[0];
   std::string_view code = std::string_view(descr).substr(1);
   if (order != '<' && order != '>' && order != '|' && order != '=') {
-    return Bad(file, what, "unknown dtype '" + descr + "'");
+    return Bad(file, what, "unknown or unsupported dtype '" + descr + "'");
   }
   struct Code {
     std::string_view code;
