@@ -90,9 +90,9 @@ struct Tables {
       e5m2[i] = F8ToFloat(static_cast<std::uint8_t>(i), 5, false);
     }
     for (int e = 0; e < 2048; ++e) {
-      if (e == 0) {  // Subnormals: below every decade we keep.
-        lo[0] = kMinDecade;
-        thr[0] = INFINITY;
+      if (e == 0 || e == 2047) {  // Subnormals, and the exponent of inf/NaN (never binned).
+        lo[static_cast<std::size_t>(e)] = e == 0 ? kMinDecade : kMaxDecade - 1;
+        thr[static_cast<std::size_t>(e)] = INFINITY;
         continue;
       }
       int p = e - 1023;  // Values in [2^p, 2^(p+1)).
