@@ -1,6 +1,9 @@
 // `dualtrack compare A B`: options, output format and exit code around Compare().
+#include <atomic>
 #include <chrono>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "app/args.h"
 #include "app/commands.h"
@@ -13,8 +16,36 @@ namespace {
 
 // Times the statistics against a plain read of the same bytes (the bandwidth ceiling), for
 // bench/compare/; each round opens the inputs afresh so both pay the same page-mapping costs.
+// Anonymous (heap and stack) resident memory in bytes, or -1 where /proc is not available: file
+// pages of the memory maps are left out, since they are the page cache, not our heap.
+std::int64_t RssAnon() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8)) * 1024;
+  }
+  return -1;
+}
+
 Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
   using Clock = std::chrono::steady_clock;
+  std::atomic<bool> done{false};
+  std::atomic<std::int64_t> peak{RssAnon()};
+  std::thread sampler([&] {
+    while (!done) {
+      std::int64_t v = RssAnon();
+      if (v > peak) peak = v;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  struct Join {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Join() {
+      done = true;
+      t.join();
+    }
+  } join{done, sampler};
   nlohmann::json out = nlohmann::json::array();
   for (int round = 0; round < rounds; ++round) {
     nlohmann::json row;
@@ -27,7 +58,8 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
       auto t0 = Clock::now();
       for (const TensorInfo& ta : fa->tensors) {
         for (const TensorInfo& tb : fb->tensors) {
-          if (ta.name != tb.name || ta.storage.is_deflated() || tb.storage.is_deflated()) continue;
+          bool pair = ta.name == tb.name || (fa->tensors.size() == 1 && fb->tensors.size() == 1);
+          if (!pair || ta.storage.is_deflated() || tb.storage.is_deflated()) continue;
           sum += ReadCeiling(ta, tb, o.threads);
           bytes += ta.numel * DTypeSize(ta.dtype) + tb.numel * DTypeSize(tb.dtype);
         }
@@ -41,6 +73,7 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
     if (!report) return report.take_error();
     row["stats_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
     row["verdict"] = report->verdict;
+    row["peak_rss_anon_bytes"] = peak.load();
     out.push_back(row);
   }
   io.out << out.dump() << '\n';

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <thread>
 
 #include "compare/zip.h"
@@ -83,7 +84,11 @@ struct Tables {
   // Decade of |x| from the binary exponent: bin = lo[e] + (x >= thr[e]).
   std::array<std::int16_t, 2048> lo{};
   std::array<double, 2048> thr{};
+  std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
   Tables() : half(65536) {
+    for (int k = 0; k < kDecades + 2; ++k) {
+      pow10[static_cast<std::size_t>(k)] = std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+    }
     for (std::uint32_t i = 0; i < 65536; ++i) half[i] = HalfToFloatSlow(static_cast<std::uint16_t>(i));
     for (int i = 0; i < 256; ++i) {
       e4m3[i] = F8ToFloat(static_cast<std::uint8_t>(i), 4, true);
@@ -390,6 +395,85 @@ DT_CLONES DT_VECTOR_KERNEL void FiniteBlock(const double* __restrict a, const do
                mina, maxa, minb, maxb, eq, nrel, zbe, out};
 }
 
+// The decade bin of each |a - b| (kDecades for an exact zero), from the exponent bits: the
+// binary exponent gives floor(log10) up to one, settled by one comparison with a power of ten.
+DT_CLONES DT_VECTOR_KERNEL void DecadeBins(const double* __restrict a, const double* __restrict b,
+                                           std::size_t n, const double* __restrict pow10,
+                                           std::uint8_t* __restrict bins) {
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = std::fabs(a[i] - b[i]);
+    std::uint64_t bits;
+    std::memcpy(&bits, &e, 8);
+    std::int32_t p = static_cast<std::int32_t>(bits >> 52) - 1023;
+    // floor(p * log10(2)) for |p| < 1650 (the constant is log10(2) * 2^18, rounded).
+    std::int32_t d = (p * 78913) >> 18;
+    d = d < kMinDecade ? kMinDecade : d > kMaxDecade - 1 ? kMaxDecade - 1 : d;
+    std::int32_t k = d - kMinDecade;
+    k += e >= pow10[k + 1] ? 1 : 0;
+    k = k > kDecades - 1 ? kDecades - 1 : k;
+    bins[i] = static_cast<std::uint8_t>(bits == 0 ? kDecades : (bits >> 52) == 0 ? 0 : k);
+  }
+}
+
+// Largest distance in units in the last place, in the ULP dtype, over finite pairs.
+template <DType U>
+DT_CLONES DT_VECTOR_KERNEL std::uint64_t MaxUlp(const double* __restrict a,
+                                                const double* __restrict b, std::size_t n) {
+  std::uint64_t m = 0;
+  std::uint32_t m32 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t x, y;
+    if constexpr (U == DType::kF64) {
+      std::uint64_t ba, bb;
+      std::memcpy(&ba, &a[i], 8);
+      std::memcpy(&bb, &b[i], 8);
+      constexpr std::uint64_t kMag = ~(std::uint64_t{1} << 63);
+      x = (ba >> 63) ? -static_cast<std::int64_t>(ba & kMag) : static_cast<std::int64_t>(ba);
+      y = (bb >> 63) ? -static_cast<std::int64_t>(bb & kMag) : static_cast<std::int64_t>(bb);
+    } else {
+      // 32-bit lanes: ordered values differ by less than 2^32, so unsigned differences fit.
+      float fa = static_cast<float>(a[i]), fb = static_cast<float>(b[i]);
+      std::uint32_t ba, bb;
+      std::memcpy(&ba, &fa, 4);
+      std::memcpy(&bb, &fb, 4);
+      if constexpr (U == DType::kBF16) {
+        ba = (ba + 0x7fffu + ((ba >> 16) & 1u)) >> 16;
+        bb = (bb + 0x7fffu + ((bb >> 16) & 1u)) >> 16;
+        ba = (ba & 0x8000u) ? 0x8000u - (ba & 0x7fffu) : 0x8000u + ba;
+        bb = (bb & 0x8000u) ? 0x8000u - (bb & 0x7fffu) : 0x8000u + bb;
+      } else {
+        ba = (ba >> 31) ? 0x80000000u - (ba & 0x7fffffffu) : 0x80000000u + ba;
+        bb = (bb >> 31) ? 0x80000000u - (bb & 0x7fffffffu) : 0x80000000u + bb;
+      }
+      std::uint32_t d32 = ba >= bb ? ba - bb : bb - ba;
+      m32 = d32 > m32 ? d32 : m32;
+      continue;
+    }
+    std::uint64_t d = x >= y ? static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y)
+                             : static_cast<std::uint64_t>(y) - static_cast<std::uint64_t>(x);
+    m = d > m ? d : m;
+  }
+  return m > m32 ? m : m32;
+}
+
+std::uint64_t MaxUlpIn(DType u, const double* a, const double* b, std::size_t n) {
+  switch (u) {
+    case DType::kF64: return MaxUlp<DType::kF64>(a, b, n);
+    case DType::kF32: return MaxUlp<DType::kF32>(a, b, n);
+    case DType::kBF16: return MaxUlp<DType::kBF16>(a, b, n);
+    default: {
+      std::uint64_t m = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t x = OrderedIn(u, a[i]), y = OrderedIn(u, b[i]);
+        std::uint64_t d = x >= y ? static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y)
+                                 : static_cast<std::uint64_t>(y) - static_cast<std::uint64_t>(x);
+        m = d > m ? d : m;
+      }
+      return m;
+    }
+  }
+}
+
 inline std::size_t PctKey(double v) {
   std::uint64_t bits;
   std::memcpy(&bits, &v, 8);
@@ -453,32 +537,15 @@ class Kernel {
     acc.sab += o.sab;
     double nd = static_cast<double>(n);
     acc.MergeMoments(n, o.sa / nd, o.sb / nd, o.m2a, o.m2b, o.cab);
-    // Decade histogram: the bin comes from the exponent bits and one comparison.
-    const Tables& t = T();
-    for (std::size_t i = 0; i < n; ++i) {
-      double e = std::fabs(a[i] - b[i]);
-      if (e == 0) {
-        ++acc.hist_zero;
-        continue;
-      }
-      std::uint64_t bits;
-      std::memcpy(&bits, &e, 8);
-      std::size_t ex = static_cast<std::size_t>(bits >> 52);
-      int d = t.lo[ex] + (e >= t.thr[ex] ? 1 : 0);
-      d = std::clamp(d, kMinDecade, kMaxDecade - 1);
-      ++acc.hist[static_cast<std::size_t>(d - kMinDecade)];
-    }
-    if (cfg_.ulp_dtype) {
-      std::uint64_t m = acc.max_ulp;
-      DType u = *cfg_.ulp_dtype;
-      for (std::size_t i = 0; i < n; ++i) {
-        std::int64_t x = OrderedIn(u, a[i]), y = OrderedIn(u, b[i]);
-        std::uint64_t dist = x >= y ? static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y)
-                                    : static_cast<std::uint64_t>(y) - static_cast<std::uint64_t>(x);
-        m = dist > m ? dist : m;
-      }
-      acc.max_ulp = m;
-    }
+    // Decade histogram: the bin comes from the exponent bits and one comparison. Four
+    // interleaved copies keep consecutive increments of the same bin from waiting on each other.
+    std::uint8_t bins[kBlock];
+    DecadeBins(a, b, n, T().pow10.data(), bins);
+    std::uint32_t h[4][kDecades + 1] = {};
+    for (std::size_t i = 0; i < n; ++i) ++h[i & 3][bins[i]];
+    for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
+    acc.hist_zero += h[0][kDecades] + h[1][kDecades] + h[2][kDecades] + h[3][kDecades];
+    if (cfg_.ulp_dtype) acc.max_ulp = std::max(acc.max_ulp, MaxUlpIn(*cfg_.ulp_dtype, a, b, n));
     if (!acc.pct.empty()) {
       for (std::size_t i = 0; i < n; ++i) {
         double e = std::fabs(a[i] - b[i]), ab = std::fabs(b[i]);
