@@ -141,7 +141,11 @@ def main():
         ceiling = statistics.median(r["ceiling_s"] for r in rows)
         stats = statistics.median(r["stats_s"] for r in rows)
         gib = rows[0]["bytes"] / (1 << 30)
+        ceiling_cpu = statistics.median(r["ceiling_cpu_s"] for r in rows)
+        stats_cpu = statistics.median(r["stats_cpu_s"] for r in rows)
         results[label] = dict(bytes=rows[0]["bytes"], ceiling_s=ceiling, stats_s=stats,
+                              ceiling_cpu_s=ceiling_cpu, stats_cpu_s=stats_cpu,
+                              cpu_ratio=ceiling_cpu / stats_cpu,
                               ceiling_gib_s=gib / ceiling, stats_gib_s=gib / stats,
                               ratio=ceiling / stats, peak_rss_anon_mib=max(r["peak_rss_anon_bytes"] for r in rows) / 2**20)
     a = np.load(big[0], mmap_mode="r")
@@ -152,6 +156,7 @@ def main():
     results["speedup_vs_allclose"] = results["numpy_allclose_s"] / f["stats_s"]
     results["speedup_vs_numpy_stats"] = results["numpy_stats_s"] / f["stats_s"]
     results["cores"] = os.cpu_count()
+    results["loadavg"] = os.getloadavg()
     print(json.dumps(results, indent=2))
 
 

@@ -1,4 +1,6 @@
 // `dualtrack compare A B`: options, output format and exit code around Compare().
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -25,6 +27,14 @@ std::int64_t RssAnon() {
     if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8)) * 1024;
   }
   return -1;
+}
+
+// CPU seconds (user + system) this process has used, all threads together.
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
 Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
@@ -55,6 +65,7 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
       auto fb = OpenTensorFile(o.b);
       if (!fb) return fb.take_error();
       std::uint64_t bytes = 0, sum = 0;
+      double c0 = CpuSeconds();
       auto t0 = Clock::now();
       for (const TensorInfo& ta : fa->tensors) {
         for (const TensorInfo& tb : fb->tensors) {
@@ -65,13 +76,16 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
         }
       }
       row["ceiling_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+      row["ceiling_cpu_s"] = CpuSeconds() - c0;
       row["bytes"] = bytes;
       row["checksum"] = sum;
     }
+    double c0 = CpuSeconds();
     auto t0 = Clock::now();
     auto report = Compare(o);
     if (!report) return report.take_error();
     row["stats_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+    row["stats_cpu_s"] = CpuSeconds() - c0;
     row["verdict"] = report->verdict;
     row["peak_rss_anon_bytes"] = peak.load();
     out.push_back(row);
