@@ -43,17 +43,37 @@ constexpr StorageType kStorageTypes[] = {
     {"torch.ByteStorage", DType::kU8},      {"torch.BoolStorage", DType::kBool},
     {"torch.UInt16Storage", DType::kU16},   {"torch.UInt32Storage", DType::kU32},
     {"torch.UInt64Storage", DType::kU64},
+    // Newer dtypes (float8, uint16…) are saved as untyped byte storages plus a dtype argument.
+    {"torch.storage.UntypedStorage", DType::kU8},
+};
+
+struct DTypeGlobal {
+  std::string_view name;
+  DType dtype;
+};
+
+constexpr DTypeGlobal kDTypeObjects[] = {
+    {"torch.float64", DType::kF64},   {"torch.float32", DType::kF32},
+    {"torch.float16", DType::kF16},   {"torch.bfloat16", DType::kBF16},
+    {"torch.float8_e4m3fn", DType::kF8E4M3}, {"torch.float8_e5m2", DType::kF8E5M2},
+    {"torch.int64", DType::kI64},     {"torch.int32", DType::kI32},
+    {"torch.int16", DType::kI16},     {"torch.int8", DType::kI8},
+    {"torch.uint64", DType::kU64},    {"torch.uint32", DType::kU32},
+    {"torch.uint16", DType::kU16},    {"torch.uint8", DType::kU8},
+    {"torch.bool", DType::kBool},
 };
 
 // dtype objects torch.save writes as plain globals (a saved `torch.float32` value).
 constexpr std::string_view kDTypeGlobals[] = {
     "torch.float64", "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64",
     "torch.int32",   "torch.int16",   "torch.int8",    "torch.uint8",    "torch.bool",
-    "torch.float8_e4m3fn", "torch.float8_e5m2", "torch.device", "torch.Size",
+    "torch.float8_e4m3fn", "torch.float8_e5m2", "torch.uint16", "torch.uint32", "torch.uint64",
+    "torch.device", "torch.Size",
 };
 
 constexpr std::string_view kCallables[] = {
-    "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_parameter",
+    "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3",
+    "torch._utils._rebuild_parameter",
     "collections.OrderedDict",
 };
 
@@ -437,17 +457,31 @@ class Unpickler {
       stack_.push_back(a.items[0]);
       return OkStatus();
     }
-    if (f.s == "torch._utils._rebuild_tensor_v2") {
-      if (a.items.size() < 4) return FailAt(at, "_rebuild_tensor_v2 with too few arguments");
+    if (f.s == "torch._utils._rebuild_tensor_v2" || f.s == "torch._utils._rebuild_tensor_v3") {
+      bool v3 = f.s == "torch._utils._rebuild_tensor_v3";
+      if (a.items.size() < (v3 ? 7u : 4u)) return FailAt(at, f.s + " with too few arguments");
       const Obj& st = objs_[a.items[0]];
       const Obj& off = objs_[a.items[1]];
       if (st.kind != Kind::kStorage || off.kind != Kind::kInt || off.i < 0) {
-        return FailAt(at, "_rebuild_tensor_v2 without a storage and offset");
+        return FailAt(at, f.s + " without a storage and offset");
       }
       PickledTensor t;
       t.storage_key = st.s;
       t.dtype = st.dtype;
       t.storage_numel = static_cast<std::uint64_t>(st.i);
+      if (v3) {
+        const Obj& dt = objs_[a.items[6]];
+        bool found = false;
+        for (const DTypeGlobal& g : kDTypeObjects) {
+          if (dt.kind == Kind::kGlobal && g.name == dt.s) {
+            t.dtype = g.dtype;
+            found = true;
+          }
+        }
+        if (!found) return FailAt(at, "_rebuild_tensor_v3 with an unsupported dtype");
+        // The untyped storage counts bytes; the view counts elements of its dtype.
+        t.storage_numel /= DTypeSize(t.dtype);
+      }
       t.offset = static_cast<std::uint64_t>(off.i);
       auto shape = Ints(a.items[2], at, false);
       if (!shape) return shape.take_error();

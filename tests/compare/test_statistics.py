@@ -278,3 +278,19 @@ def test_text_and_markdown_outputs(dualtrack, tmp_path):
     assert r.returncode == 1 and r.stdout == ""
     md = out.read_text()
     assert "| status | tensor |" in md and "| FAIL | bad |" in md and "**FAIL: 1 of 2" in md
+
+
+def test_float8_and_uint16_through_torch_save_v3_and_safetensors(dualtrack, tmp_path):
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(7))
+    y = x * 1.05
+    dtypes = {"e4": torch.float8_e4m3fn, "e5": torch.float8_e5m2}
+    torch.save({k: y.to(d) for k, d in dtypes.items()} | {"u": torch.arange(7).to(torch.uint16)},
+               tmp_path / "a.pt")  # Written with _rebuild_tensor_v3 and untyped storages.
+    torch_save_file({k: x.to(d) for k, d in dtypes.items()} | {"u": torch.arange(7).to(torch.uint16)},
+                    tmp_path / "b.safetensors")
+    _, rep = compare_json(dualtrack, tmp_path / "a.pt", tmp_path / "b.safetensors")
+    t = by_name(rep)
+    for k, d in dtypes.items():
+        rtol = 6.25e-2 if k == "e4" else 1.25e-1
+        check_against_numpy(t[k], y.to(d).double().numpy(), x.to(d).double().numpy(), 1e-5, rtol, None)
+    assert t["u"]["status"] == "pass" and t["u"]["dtype_a"] == "uint16"
