@@ -129,7 +129,8 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
                "The same infinity in both at the same position counts as equal");
   app.add_flag("--strict-dtype", o.strict_dtype,
                "Differing dtypes fail (by default they are compared numerically)");
-  app.add_option("--only", o.only, "Compare only tensors whose name matches this glob (repeatable)");
+  app.add_option("--only", o.only,
+                 "Compare only tensors whose name matches this glob (repeatable)");
   app.add_option("--map", maps,
                  "OLD=NEW: A's tensor OLD is B's NEW; 'old.*=new.*' renames a prefix (repeatable)");
   app.add_option("--tolerances", o.tolerance_file,

@@ -52,17 +52,25 @@ bool Passes(const TensorStats& s, const TensorComparison& t) {
   if (s.finite_pairs == 0) return true;
   if (t.rule == Rule::kEither) {
     switch (t.check) {
-      case Check::kMax: return s.max_abs <= t.atol || s.max_rel <= t.rtol;
-      case Check::kMean: return s.mean_abs <= t.atol || s.mean_rel <= t.rtol;
-      case Check::kMedian: return s.median_abs <= t.atol || s.median_rel <= t.rtol;
-      default: return s.p99_abs <= t.atol || s.p99_rel <= t.rtol;
+      case Check::kMax:
+        return s.max_abs <= t.atol || s.max_rel <= t.rtol;
+      case Check::kMean:
+        return s.mean_abs <= t.atol || s.mean_rel <= t.rtol;
+      case Check::kMedian:
+        return s.median_abs <= t.atol || s.median_rel <= t.rtol;
+      default:
+        return s.p99_abs <= t.atol || s.p99_rel <= t.rtol;
     }
   }
   switch (t.check) {
-    case Check::kMax: return s.n_outside == 0;
-    case Check::kMean: return s.mean_excess <= t.atol;
-    case Check::kMedian: return s.median_excess <= t.atol;
-    default: return s.p99_excess <= t.atol;
+    case Check::kMax:
+      return s.n_outside == 0;
+    case Check::kMean:
+      return s.mean_excess <= t.atol;
+    case Check::kMedian:
+      return s.median_excess <= t.atol;
+    default:
+      return s.p99_excess <= t.atol;
   }
 }
 
@@ -254,10 +262,14 @@ Result<CompareReport> Compare(const CompareOptions& o) {
                    });
   int compared = 0;
   for (const TensorComparison& c : r.tensors) {
-    if (c.status == "pass") ++r.n_pass, ++compared;
-    else if (c.status == "missing_a") ++r.n_missing_a;
-    else if (c.status == "missing_b") ++r.n_missing_b;
-    else ++r.n_fail, ++compared;
+    if (c.status == "pass")
+      ++r.n_pass, ++compared;
+    else if (c.status == "missing_a")
+      ++r.n_missing_a;
+    else if (c.status == "missing_b")
+      ++r.n_missing_b;
+    else
+      ++r.n_fail, ++compared;
   }
   if (fa->has_metrics && fb->has_metrics) {
     double matol = tf.metrics_atol ? *tf.metrics_atol : o.atol ? *o.atol : 1e-5;
@@ -289,8 +301,7 @@ Result<CompareReport> Compare(const CompareOptions& o) {
   if (!r.metrics.empty()) {
     int metrics_pass = 0;
     for (const auto& m : r.metrics) metrics_pass += m.status == "pass";
-    s += fmt::format("; metrics: {} of {} series within tolerance", metrics_pass,
-                     metrics_compared);
+    s += fmt::format("; metrics: {} of {} series within tolerance", metrics_pass, metrics_compared);
   }
   r.summary = s;
   return r;
@@ -356,13 +367,15 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
       t["min_passing_rtol"] = JsonNum(s.min_passing_rtol);
       t["mean_excess"] = JsonNum(s.mean_excess);
       if (c.check == Check::kMedian || c.check == Check::kP99) {
-        t["percentiles"] = {{"median_abs", JsonNum(s.median_abs)}, {"p99_abs", JsonNum(s.p99_abs)},
-                            {"median_rel", JsonNum(s.median_rel)}, {"p99_rel", JsonNum(s.p99_rel)},
-                            {"median_excess", JsonNum(s.median_excess)},
-                            {"p99_excess", JsonNum(s.p99_excess)}};
+        t["percentiles"] = {
+            {"median_abs", JsonNum(s.median_abs)},       {"p99_abs", JsonNum(s.p99_abs)},
+            {"median_rel", JsonNum(s.median_rel)},       {"p99_rel", JsonNum(s.p99_rel)},
+            {"median_excess", JsonNum(s.median_excess)}, {"p99_excess", JsonNum(s.p99_excess)}};
       }
       auto side = [](const SideStats& x) {
-        return json{{"min", JsonNum(x.min)}, {"max", JsonNum(x.max)}, {"mean", JsonNum(x.mean)},
+        return json{{"min", JsonNum(x.min)},
+                    {"max", JsonNum(x.max)},
+                    {"mean", JsonNum(x.mean)},
                     {"std", JsonNum(x.std)}};
       };
       t["stats_a"] = side(s.a);
@@ -373,8 +386,8 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
           edges.push_back(s.histogram.first_decade + static_cast<int>(i));
         }
       }
-      t["histogram"] = {{"log10_edges", edges}, {"counts", s.histogram.counts},
-                        {"zero", s.histogram.zero}};
+      t["histogram"] = {
+          {"log10_edges", edges}, {"counts", s.histogram.counts}, {"zero", s.histogram.zero}};
     }
     tensors.push_back(std::move(t));
   }
@@ -424,8 +437,10 @@ std::vector<Row> TableRows(const CompareReport& r) {
     std::string shape = ShapeStr(c.status == "missing_a" ? c.shape_b : c.shape_a);
     if (c.status == "shape_mismatch") shape += " vs " + ShapeStr(c.shape_b);
     Row row;
-    row.cells = {c.status == "pass" ? "ok" : c.status == "fail" ? "FAIL" : c.status, c.name, dtype,
-                 shape};
+    row.cells = {c.status == "pass"   ? "ok"
+                 : c.status == "fail" ? "FAIL"
+                                      : c.status,
+                 c.name, dtype, shape};
     if (c.stats) {
       const TensorStats& s = *c.stats;
       row.cells.push_back(Num(s.max_abs));
@@ -444,14 +459,16 @@ std::vector<Row> TableRows(const CompareReport& r) {
   return rows;
 }
 
-const std::vector<std::string> kHeader = {"status", "tensor",   "dtype",     "shape",
+const std::vector<std::string> kHeader = {"status",  "tensor",   "dtype",     "shape",
                                           "max_abs", "mean_abs", "max_rel",   "outside",
-                                          "cosine", "max_ulp",  "need_atol", "atol/rtol"};
+                                          "cosine",  "max_ulp",  "need_atol", "atol/rtol"};
 
 std::string MetricLine(const MetricComparison& m) {
   return fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
-                     m.status == "pass" ? "ok" : m.status == "fail" ? "FAIL" : m.status, m.name,
-                     m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
+                     m.status == "pass"   ? "ok"
+                     : m.status == "fail" ? "FAIL"
+                                          : m.status,
+                     m.name, m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
                      m.final_b ? Num(*m.final_b) : "-");
 }
 
@@ -462,11 +479,12 @@ std::string CompareReportToText(const CompareReport& r) {
   std::vector<std::size_t> width(kHeader.size());
   for (std::size_t i = 0; i < kHeader.size(); ++i) width[i] = kHeader[i].size();
   for (const Row& row : rows) {
-    for (std::size_t i = 0; i < row.cells.size(); ++i) width[i] = std::max(width[i], row.cells[i].size());
+    for (std::size_t i = 0; i < row.cells.size(); ++i)
+      width[i] = std::max(width[i], row.cells[i].size());
   }
   std::ostringstream os;
-  os << "compare " << r.a << " (A) against " << r.b << " (B, reference); rule "
-     << RuleName(r.rule) << ", check " << CheckName(r.check) << "\n\n";
+  os << "compare " << r.a << " (A) against " << r.b << " (B, reference); rule " << RuleName(r.rule)
+     << ", check " << CheckName(r.check) << "\n\n";
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -505,8 +523,10 @@ std::string CompareReportToMarkdown(const CompareReport& r) {
         std::string cell = c;
         std::string esc;
         for (char ch : cell) {
-          if (ch == '|') esc += "\\|";
-          else esc += ch;
+          if (ch == '|')
+            esc += "\\|";
+          else
+            esc += ch;
         }
         os << ' ' << esc << " |";
       }

@@ -24,16 +24,16 @@ struct ToleranceOverride {
 };
 
 struct CompareOptions {
-  std::string a, b;  // Bundle directories or tensor files; b is the reference.
+  std::string a, b;                  // Bundle directories or tensor files; b is the reference.
   std::optional<double> atol, rtol;  // Override the per-dtype defaults for every tensor.
   Rule rule = Rule::kAllclose;
   Check check = Check::kElementwise;
   bool equal_nan = false;
   bool inf_equal = false;
-  bool strict_dtype = false;  // Differing dtypes are a failure instead of compared numerically.
+  bool strict_dtype = false;      // Differing dtypes are a failure instead of compared numerically.
   std::vector<std::string> only;  // Globs; a tensor is compared when any matches.
   std::vector<std::pair<std::string, std::string>> map;  // A's name → B's name ("x*" = prefix).
-  std::string tolerance_file;  // TOML; empty for none.
+  std::string tolerance_file;                            // TOML; empty for none.
   int threads = 2;
 };
 

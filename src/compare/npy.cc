@@ -42,7 +42,9 @@ class DictParser {
       if (!Eat(':')) return Fail(err, "expected ':' after '" + key + "'");
       Ws();
       if (key == "descr") {
-        if (!Str(descr)) return Fail(err, "descr is not a simple dtype string (structured arrays are not supported)");
+        if (!Str(descr))
+          return Fail(err,
+                      "descr is not a simple dtype string (structured arrays are not supported)");
         have_descr = true;
       } else if (key == "fortran_order") {
         if (s_.substr(i_, 4) == "True") {
@@ -202,8 +204,9 @@ Status ReadNpy(const unsigned char* data, std::size_t size, const std::string& f
   if (auto s = FillNpy(*h, file, "npy", info); !s) return s;
   std::uint64_t need = info.numel * DTypeSize(info.dtype);
   if (need > size - h->data_offset) {
-    return Bad(file, "npy", "truncated: the data needs " + std::to_string(need) + " bytes, " +
-                                std::to_string(size - h->data_offset) + " present");
+    return Bad(file, "npy",
+               "truncated: the data needs " + std::to_string(need) + " bytes, " +
+                   std::to_string(size - h->data_offset) + " present");
   }
   info.storage.data = data + h->data_offset;
   out.push_back(std::move(info));
@@ -236,10 +239,10 @@ Status ReadNpz(const unsigned char* data, std::size_t size, const std::string& f
     if (pre_len < 10 || std::memcmp(pre, "\x93NUMPY", 6) != 0) {
       return Bad(file, what, "not an .npy file (bad magic)");
     }
-    std::uint64_t hlen = pre[6] == 1 ? (pre[8] | (std::uint64_t{pre[9]} << 8))
-                                     : (pre[8] | (std::uint64_t{pre[9]} << 8) |
-                                        (std::uint64_t{pre[10]} << 16) |
-                                        (std::uint64_t{pre[11]} << 24));
+    std::uint64_t hlen = pre[6] == 1
+                             ? (pre[8] | (std::uint64_t{pre[9]} << 8))
+                             : (pre[8] | (std::uint64_t{pre[9]} << 8) |
+                                (std::uint64_t{pre[10]} << 16) | (std::uint64_t{pre[11]} << 24));
     std::uint64_t pre_size = pre[6] == 1 ? 10 : 12;
     if (hlen > (1u << 20)) return Bad(file, what, "header is larger than 1 MiB");
     if (pre_size + hlen > e.size) return Bad(file, what, "header length is longer than the member");
@@ -253,9 +256,9 @@ Status ReadNpz(const unsigned char* data, std::size_t size, const std::string& f
     if (auto s = FillNpy(*h, file, what, info); !s) return s;
     std::uint64_t need = info.numel * DTypeSize(info.dtype);
     if (need != e.size - h->data_offset) {
-      return Bad(file, what, "declared size " + std::to_string(e.size) +
-                                 " does not match the header (" + std::to_string(need) +
-                                 " data bytes)");
+      return Bad(file, what,
+                 "declared size " + std::to_string(e.size) + " does not match the header (" +
+                     std::to_string(need) + " data bytes)");
     }
     info.storage.deflated = e.data;
     info.storage.deflated_size = e.compressed_size;

@@ -12,15 +12,28 @@ namespace dt::compare {
 
 namespace {
 
-enum class Kind { kNone, kBool, kInt, kFloat, kStr, kBytes, kList, kTuple, kDict, kGlobal,
-                  kStorage, kTensor, kMark };
+enum class Kind {
+  kNone,
+  kBool,
+  kInt,
+  kFloat,
+  kStr,
+  kBytes,
+  kList,
+  kTuple,
+  kDict,
+  kGlobal,
+  kStorage,
+  kTensor,
+  kMark
+};
 
 struct Obj {
   Kind kind = Kind::kNone;
   std::int64_t i = 0;
   double f = 0;
-  std::string s;           // Str, Bytes, Global ("module.name"), Storage key.
-  std::vector<int> items;  // List/Tuple items; Dict as key, value pairs.
+  std::string s;              // Str, Bytes, Global ("module.name"), Storage key.
+  std::vector<int> items;     // List/Tuple items; Dict as key, value pairs.
   DType dtype = DType::kF32;  // Storage.
   int tensor = -1;            // Tensor: index into the tensors found.
 };
@@ -34,14 +47,20 @@ struct StorageType {
 };
 
 constexpr StorageType kStorageTypes[] = {
-    {"torch.DoubleStorage", DType::kF64},   {"torch.FloatStorage", DType::kF32},
-    {"torch.HalfStorage", DType::kF16},     {"torch.BFloat16Storage", DType::kBF16},
+    {"torch.DoubleStorage", DType::kF64},
+    {"torch.FloatStorage", DType::kF32},
+    {"torch.HalfStorage", DType::kF16},
+    {"torch.BFloat16Storage", DType::kBF16},
     {"torch.Float8_e4m3fnStorage", DType::kF8E4M3},
     {"torch.Float8_e5m2Storage", DType::kF8E5M2},
-    {"torch.LongStorage", DType::kI64},     {"torch.IntStorage", DType::kI32},
-    {"torch.ShortStorage", DType::kI16},    {"torch.CharStorage", DType::kI8},
-    {"torch.ByteStorage", DType::kU8},      {"torch.BoolStorage", DType::kBool},
-    {"torch.UInt16Storage", DType::kU16},   {"torch.UInt32Storage", DType::kU32},
+    {"torch.LongStorage", DType::kI64},
+    {"torch.IntStorage", DType::kI32},
+    {"torch.ShortStorage", DType::kI16},
+    {"torch.CharStorage", DType::kI8},
+    {"torch.ByteStorage", DType::kU8},
+    {"torch.BoolStorage", DType::kBool},
+    {"torch.UInt16Storage", DType::kU16},
+    {"torch.UInt32Storage", DType::kU32},
     {"torch.UInt64Storage", DType::kU64},
     // Newer dtypes (float8, uint16…) are saved as untyped byte storages plus a dtype argument.
     {"torch.storage.UntypedStorage", DType::kU8},
@@ -53,34 +72,45 @@ struct DTypeGlobal {
 };
 
 constexpr DTypeGlobal kDTypeObjects[] = {
-    {"torch.float64", DType::kF64},   {"torch.float32", DType::kF32},
-    {"torch.float16", DType::kF16},   {"torch.bfloat16", DType::kBF16},
-    {"torch.float8_e4m3fn", DType::kF8E4M3}, {"torch.float8_e5m2", DType::kF8E5M2},
-    {"torch.int64", DType::kI64},     {"torch.int32", DType::kI32},
-    {"torch.int16", DType::kI16},     {"torch.int8", DType::kI8},
-    {"torch.uint64", DType::kU64},    {"torch.uint32", DType::kU32},
-    {"torch.uint16", DType::kU16},    {"torch.uint8", DType::kU8},
+    {"torch.float64", DType::kF64},
+    {"torch.float32", DType::kF32},
+    {"torch.float16", DType::kF16},
+    {"torch.bfloat16", DType::kBF16},
+    {"torch.float8_e4m3fn", DType::kF8E4M3},
+    {"torch.float8_e5m2", DType::kF8E5M2},
+    {"torch.int64", DType::kI64},
+    {"torch.int32", DType::kI32},
+    {"torch.int16", DType::kI16},
+    {"torch.int8", DType::kI8},
+    {"torch.uint64", DType::kU64},
+    {"torch.uint32", DType::kU32},
+    {"torch.uint16", DType::kU16},
+    {"torch.uint8", DType::kU8},
     {"torch.bool", DType::kBool},
 };
 
 // dtype objects torch.save writes as plain globals (a saved `torch.float32` value).
 constexpr std::string_view kDTypeGlobals[] = {
-    "torch.float64", "torch.float32", "torch.float16", "torch.bfloat16", "torch.int64",
-    "torch.int32",   "torch.int16",   "torch.int8",    "torch.uint8",    "torch.bool",
-    "torch.float8_e4m3fn", "torch.float8_e5m2", "torch.uint16", "torch.uint32", "torch.uint64",
-    "torch.device", "torch.Size",
+    "torch.float64",       "torch.float32",     "torch.float16", "torch.bfloat16", "torch.int64",
+    "torch.int32",         "torch.int16",       "torch.int8",    "torch.uint8",    "torch.bool",
+    "torch.float8_e4m3fn", "torch.float8_e5m2", "torch.uint16",  "torch.uint32",   "torch.uint64",
+    "torch.device",        "torch.Size",
 };
 
 constexpr std::string_view kCallables[] = {
-    "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3",
+    "torch._utils._rebuild_tensor_v2",
+    "torch._utils._rebuild_tensor_v3",
     "torch._utils._rebuild_parameter",
     "collections.OrderedDict",
 };
 
 bool Allowed(const std::string& g) {
-  for (auto n : kCallables) if (n == g) return true;
-  for (auto& s : kStorageTypes) if (s.name == g) return true;
-  for (auto n : kDTypeGlobals) if (n == g) return true;
+  for (auto n : kCallables)
+    if (n == g) return true;
+  for (auto& s : kStorageTypes)
+    if (s.name == g) return true;
+  for (auto n : kDTypeGlobals)
+    if (n == g) return true;
   return false;
 }
 
@@ -175,7 +205,8 @@ class Unpickler {
         o.kind = op == '}' ? Kind::kDict : op == ']' ? Kind::kList : Kind::kTuple;
         return Push(std::move(o));
       }
-      case 'N': return Push(Obj{});
+      case 'N':
+        return Push(Obj{});
       case 0x88:
       case 0x89: {
         Obj o;
@@ -336,7 +367,8 @@ class Unpickler {
         }
         return Add(stack_.back(), *items, at);
       }
-      case '0': return Pop().ok() ? OkStatus() : Status(Fail("POP on an empty stack"));
+      case '0':
+        return Pop().ok() ? OkStatus() : Status(Fail("POP on an empty stack"));
       case '1': {
         auto items = PopMark();
         return items ? OkStatus() : Status(items.take_error());
@@ -345,8 +377,10 @@ class Unpickler {
         if (stack_.empty()) return FailAt(at, "DUP on an empty stack");
         stack_.push_back(stack_.back());
         return OkStatus();
-      case 'Q': return PersistentLoad(at);
-      case 'R': return Reduce(at);
+      case 'Q':
+        return PersistentLoad(at);
+      case 'R':
+        return Reduce(at);
       case 'b': {  // BUILD: state for an object; torch's rebuilt objects ignore it here.
         auto state = Pop();
         if (!state) return state.take_error();
@@ -497,7 +531,8 @@ class Unpickler {
       o.tensor = static_cast<int>(tensors_.size() - 1);
       return Push(std::move(o));
     }
-    return FailAt(at, "refused call of '" + f.s + "': torch.save never calls it; nothing was executed");
+    return FailAt(at,
+                  "refused call of '" + f.s + "': torch.save never calls it; nothing was executed");
   }
 
   Status Collect(int idx, const std::string& path, std::size_t depth, std::set<int>& seen,
@@ -519,7 +554,7 @@ class Unpickler {
         if (o.kind == Kind::kDict) {
           for (std::size_t i = 0; i + 1 < o.items.size(); i += 2) {
             const Obj& k = objs_[o.items[i]];
-            std::string key = k.kind == Kind::kStr ? k.s
+            std::string key = k.kind == Kind::kStr   ? k.s
                               : k.kind == Kind::kInt ? std::to_string(k.i)
                                                      : "?";
             if (auto s = Collect(o.items[i + 1], join(key), depth + 1, seen, out); !s) return s;
@@ -633,16 +668,16 @@ Status ReadTorchZip(const unsigned char* data, std::size_t size, const std::stri
       bool overflow = false;
       for (std::size_t d = 0; d < t.shape.size(); ++d) {
         std::uint64_t span = 0;
-        overflow |= __builtin_mul_overflow(t.shape[d] - 1,
-                                           static_cast<std::uint64_t>(t.strides[d]), &span);
+        overflow |=
+            __builtin_mul_overflow(t.shape[d] - 1, static_cast<std::uint64_t>(t.strides[d]), &span);
         overflow |= __builtin_add_overflow(last, span, &last);
       }
       if (overflow) last = UINT64_MAX;
       if (last >= elems) {
-        return MakeError(ErrorCode::kInput,
-                         "tensor '" + t.name + "': its view reaches past the end of storage '" +
-                             member + "'",
-                         file);
+        return MakeError(
+            ErrorCode::kInput,
+            "tensor '" + t.name + "': its view reaches past the end of storage '" + member + "'",
+            file);
       }
     }
     info.storage.data = e.data + t.offset * es;

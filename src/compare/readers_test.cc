@@ -33,19 +33,24 @@ TEST(CompareSafetensorsTest, ReadsTensorsAndRejectsMalformedHeaders) {
   const Case cases[] = {
       {longer, "longer than the file"},
       {"\x01\x02", "shorter than the 8-byte"},
-      {Safetensors(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", ""), "outside the data"},
-      {Safetensors(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                   std::string(12, '\0')),
+      {Safetensors(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", ""),
+       "outside the data"},
+      {Safetensors(
+           R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+           std::string(12, '\0')),
        "overlap"},
-      {Safetensors(R"({"x":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", std::string(8, '\0')),
+      {Safetensors(R"({"x":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})",
+                   std::string(8, '\0')),
        "unknown or unsupported dtype 'C64'"},
       {Safetensors(R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})",
                    std::string(8, '\0')),
        "overflows"},
-      {Safetensors(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[8,0]}})", std::string(8, '\0')),
+      {Safetensors(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[8,0]}})",
+                   std::string(8, '\0')),
        "outside the data"},
       {Safetensors(R"([1,2])", ""), "not a JSON object"},
-      {Safetensors(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+      {Safetensors(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+                   std::string(4, '\0')),
        "bad shape entry"},
   };
   for (const Case& c : cases) {
@@ -78,12 +83,14 @@ TEST(CompareNpyTest, ReadsVersionsOrdersAndRejectsMalformed) {
       {"\x93NUMPX" + data, "bad magic"},
       {hlen, "longer than the file"},
       {Npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", data), "unsupported dtype"},
-      {Npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", data), "structured"},
+      {Npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", data),
+       "structured"},
       {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", data),
        "overflow"},
       {Npy("{'descr': '<f4', 'fortran_order': maybe, 'shape': (1,), }", data), "fortran_order"},
       {Npy("{'descr': '<f4', 'shape': (1,), }", data), "lacks"},
-      {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", data), "unexpected key"},
+      {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", data),
+       "unexpected key"},
       {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", data), "non-negative"},
       {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", data, 9), "version 9"},
   };
@@ -95,11 +102,12 @@ TEST(CompareNpyTest, ReadsVersionsOrdersAndRejectsMalformed) {
 }
 
 TEST(CompareNpzTest, StoredAndDeflatedMembersAndZipAttacks) {
-  std::string npy = Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
-                        Floats({1.5f, -2.f}));
+  std::string npy =
+      Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", Floats({1.5f, -2.f}));
   std::string zip = Zip({{"a.npy", npy, false}, {"b.npy", npy, true}});
   std::vector<TensorInfo> out;
-  ASSERT_TRUE(ReadNpz(U(zip), zip.size(), "f", out)) << ErrorOf(ReadNpz(U(zip), zip.size(), "f", out));
+  ASSERT_TRUE(ReadNpz(U(zip), zip.size(), "f", out))
+      << ErrorOf(ReadNpz(U(zip), zip.size(), "f", out));
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].name, "a");
   EXPECT_FALSE(out[0].storage.is_deflated());
@@ -164,15 +172,33 @@ TEST(CompareTorchPickleTest, ReadsTheTorchSaveShapeAndRefusesEverythingElse) {
     std::string bytes, needle;
   };
   const Case cases[] = {
-      {"\x80\x02" "cos\nsystem\n(X\x01\x00\x00\x00xtR.", "refused global 'os.system'"},
-      {"\x80\x02" "cbuiltins\nexec\n.", "refused global 'builtins.exec'"},
-      {"\x80\x02" "ctorch\nFloatStorage\n)R.", "refused call of 'torch.FloatStorage'"},
-      {"\x80\x02" "N", "truncated"},
-      {"\x80\x02" "X\xff\xff\xff\x7f", "past the end"},
-      {"\x80\x02" "a.", "underflow"},
-      {"\x80\x02" "]N\x81.", "unsupported pickle opcode 0x81"},
-      {"\x80\x02" "h\x05.", "unknown memo entry"},
-      {"\x80\x02" "NN.", "exactly one object"},
+      {"\x80\x02"
+       "cos\nsystem\n(X\x01\x00\x00\x00xtR.",
+       "refused global 'os.system'"},
+      {"\x80\x02"
+       "cbuiltins\nexec\n.",
+       "refused global 'builtins.exec'"},
+      {"\x80\x02"
+       "ctorch\nFloatStorage\n)R.",
+       "refused call of 'torch.FloatStorage'"},
+      {"\x80\x02"
+       "N",
+       "truncated"},
+      {"\x80\x02"
+       "X\xff\xff\xff\x7f",
+       "past the end"},
+      {"\x80\x02"
+       "a.",
+       "underflow"},
+      {"\x80\x02"
+       "]N\x81.",
+       "unsupported pickle opcode 0x81"},
+      {"\x80\x02"
+       "h\x05.",
+       "unknown memo entry"},
+      {"\x80\x02"
+       "NN.",
+       "exactly one object"},
       {"\x80\x09.", "unsupported pickle protocol"},
       {TorchPickle(4).replace(TorchPickle(4).find("FloatStorage"), 12, "FloatStorags"),
        "refused global 'torch.FloatStorags'"},
@@ -185,7 +211,8 @@ TEST(CompareTorchPickleTest, ReadsTheTorchSaveShapeAndRefusesEverythingElse) {
   }
   std::string legacy = "\x80\x02\x8a\x0alegacy";
   std::vector<TensorInfo> o;
-  EXPECT_NE(ErrorOf(ReadTorchZip(U(legacy), legacy.size(), "f", o)).find("legacy"), std::string::npos);
+  EXPECT_NE(ErrorOf(ReadTorchZip(U(legacy), legacy.size(), "f", o)).find("legacy"),
+            std::string::npos);
   std::string small = Zip({{"m/data.pkl", TorchPickle(8)}, {"m/data/0", Floats({1, 2, 3, 4})}});
   EXPECT_NE(ErrorOf(ReadTorchZip(U(small), small.size(), "f", o)).find("declares 8 elements"),
             std::string::npos);

@@ -30,16 +30,16 @@ Status ReadMetrics(const fs::path& path, TensorFile& tf) {
     if (line.empty()) continue;
     try {
       auto j = nlohmann::json::parse(line);
-      if (!j.is_object() || !j.contains("name") || !j["name"].is_string() ||
-          !j.contains("value") || !j["value"].is_number()) {
+      if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("value") ||
+          !j["value"].is_number()) {
         return MakeError(ErrorCode::kInput, "metrics row lacks a string name or a numeric value",
                          path.string(), line_no);
       }
       MetricPoint p;
       p.name = j["name"].get<std::string>();
       p.value = j["value"].get<double>();
-      p.step = j.contains("step") && j["step"].is_number_integer() ? j["step"].get<std::int64_t>()
-                                                                   : 0;
+      p.step =
+          j.contains("step") && j["step"].is_number_integer() ? j["step"].get<std::int64_t>() : 0;
       tf.metrics.push_back(std::move(p));
     } catch (const nlohmann::json::exception& e) {
       return MakeError(ErrorCode::kInput, std::string("metrics row is not valid JSON: ") + e.what(),

@@ -15,7 +15,7 @@
 // (every input is finite, sums are per 2048-element block), and on x86-64 Linux it is also built
 // for AVX2 and picked at run time.
 #if defined(__GNUC__) && !defined(__clang__)
-#define DT_VECTOR_KERNEL                                                                    \
+#define DT_VECTOR_KERNEL                                                                   \
   __attribute__((optimize("O3", "no-trapping-math", "no-signed-zeros", "associative-math", \
                           "finite-math-only", "no-math-errno")))
 #if defined(__x86_64__) && defined(__linux__) && !defined(DT_NO_TARGET_CLONES)
@@ -73,7 +73,8 @@ float F8ToFloat(std::uint8_t v, int exp_bits, bool fn) {
   if (exp == 0) {
     r = std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits);
   } else {
-    r = std::ldexp(1.0f + static_cast<float>(mant) / static_cast<float>(1 << mant_bits), exp - bias);
+    r = std::ldexp(1.0f + static_cast<float>(mant) / static_cast<float>(1 << mant_bits),
+                   exp - bias);
   }
   return sign ? -r : r;
 }
@@ -87,9 +88,11 @@ struct Tables {
   std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
   Tables() : half(65536) {
     for (int k = 0; k < kDecades + 2; ++k) {
-      pow10[static_cast<std::size_t>(k)] = std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+      pow10[static_cast<std::size_t>(k)] =
+          std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
     }
-    for (std::uint32_t i = 0; i < 65536; ++i) half[i] = HalfToFloatSlow(static_cast<std::uint16_t>(i));
+    for (std::uint32_t i = 0; i < 65536; ++i)
+      half[i] = HalfToFloatSlow(static_cast<std::uint16_t>(i));
     for (int i = 0; i < 256; ++i) {
       e4m3[i] = F8ToFloat(static_cast<std::uint8_t>(i), 4, true);
       e5m2[i] = F8ToFloat(static_cast<std::uint8_t>(i), 5, false);
@@ -221,7 +224,8 @@ std::uint16_t FloatToHalf(float f) {
   std::uint32_t x;
   std::memcpy(&x, &f, 4);
   std::uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
-  if (ax >= 0x7f800000) return static_cast<std::uint16_t>(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
+  if (ax >= 0x7f800000)
+    return static_cast<std::uint16_t>(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
   if (ax >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);
   if (ax < 0x38800000) {
     float v = std::fabs(f) * 16777216.0f;
@@ -328,7 +332,8 @@ struct Acc {
     sbb += o.sbb;
     sab += o.sab;
     max_ulp = std::max(max_ulp, o.max_ulp);
-    for (int i = 0; i < kDecades; ++i) hist[static_cast<std::size_t>(i)] += o.hist[static_cast<std::size_t>(i)];
+    for (int i = 0; i < kDecades; ++i)
+      hist[static_cast<std::size_t>(i)] += o.hist[static_cast<std::size_t>(i)];
     hist_zero += o.hist_zero;
     if (!o.pct.empty()) {
       if (pct.empty()) pct.assign(o.pct.size(), 0);
@@ -346,11 +351,10 @@ struct BlockOut {
 // The finite-pair kernel: every value of a and b is finite here.
 template <bool kEither>
 DT_CLONES DT_VECTOR_KERNEL void FiniteBlock(const double* __restrict a, const double* __restrict b,
-                                            std::size_t n, double atol, double rtol,
-                                            BlockOut& o) {
+                                            std::size_t n, double atol, double rtol, BlockOut& o) {
   double se = 0, sq = 0, srel = 0, sex = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
-  double maxe = 0, maxrel = 0, maxex = -DBL_MAX, mina = DBL_MAX, maxa = -DBL_MAX,
-         minb = DBL_MAX, maxb = -DBL_MAX;
+  double maxe = 0, maxrel = 0, maxex = -DBL_MAX, mina = DBL_MAX, maxa = -DBL_MAX, minb = DBL_MAX,
+         maxb = -DBL_MAX;
   double eq = 0, nrel = 0, zbe = 0, out = 0;
   for (std::size_t i = 0; i < n; ++i) {
     double x = a[i], y = b[i];
@@ -391,8 +395,8 @@ DT_CLONES DT_VECTOR_KERNEL void FiniteBlock(const double* __restrict a, const do
     m2b += db * db;
     cab += da * db;
   }
-  o = BlockOut{se, sq, srel, sex, sa, sb, saa, sbb, sab, m2a, m2b, cab, maxe, maxrel, maxex,
-               mina, maxa, minb, maxb, eq, nrel, zbe, out};
+  o = BlockOut{se,   sq,     srel,  sex,  sa,   sb,   saa,  sbb, sab,  m2a, m2b, cab,
+               maxe, maxrel, maxex, mina, maxa, minb, maxb, eq,  nrel, zbe, out};
 }
 
 // The decade bin of each |a - b| (kDecades for an exact zero), from the exponent bits: the
@@ -473,9 +477,12 @@ DT_CLONES DT_VECTOR_KERNEL std::uint64_t MaxUlp(const double* __restrict a,
 
 std::uint64_t MaxUlpIn(DType u, const double* a, const double* b, std::size_t n) {
   switch (u) {
-    case DType::kF64: return MaxUlp<DType::kF64>(a, b, n);
-    case DType::kF32: return MaxUlp<DType::kF32>(a, b, n);
-    case DType::kBF16: return MaxUlp<DType::kBF16>(a, b, n);
+    case DType::kF64:
+      return MaxUlp<DType::kF64>(a, b, n);
+    case DType::kF32:
+      return MaxUlp<DType::kF32>(a, b, n);
+    case DType::kBF16:
+      return MaxUlp<DType::kBF16>(a, b, n);
     default: {
       std::uint64_t m = 0;
       for (std::size_t i = 0; i < n; ++i) {
@@ -598,8 +605,7 @@ class Kernel {
       acc.ninf_b += y == -INFINITY;
       acc.nan_mismatch += nx != ny;
       acc.equal += x == y;
-      bool pass = (nx && ny && cfg_.equal_nan) ||
-                  (std::isinf(x) && x == y && cfg_.inf_equal);
+      bool pass = (nx && ny && cfg_.equal_nan) || (std::isinf(x) && x == y && cfg_.inf_equal);
       acc.outside += !pass;
       acc.nf_outside += !pass;
     }
@@ -680,7 +686,9 @@ class Reader {
   std::vector<unsigned char> bytes_;
 };
 
-bool IsC(const TensorInfo& t) { return t.strides.empty() || t.strides == ContiguousStrides(t.shape); }
+bool IsC(const TensorInfo& t) {
+  return t.strides.empty() || t.strides == ContiguousStrides(t.shape);
+}
 
 // True when `strides` lay the shape out densely in some dimension order (C, Fortran, …).
 bool IsDense(const TensorInfo& t) {
@@ -870,8 +878,10 @@ std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads)
     std::uint64_t s = 0;
     for (const auto& [p, len] : {std::pair{a.storage.data, na}, std::pair{b.storage.data, nb}}) {
       std::uint64_t words = len / 8;
-      std::uint64_t lo = words * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
-      std::uint64_t hi = words * static_cast<std::uint64_t>(t + 1) / static_cast<std::uint64_t>(threads);
+      std::uint64_t lo =
+          words * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
+      std::uint64_t hi =
+          words * static_cast<std::uint64_t>(t + 1) / static_cast<std::uint64_t>(threads);
       std::uint64_t x0 = 0, x1 = 0, x2 = 0, x3 = 0;
       std::uint64_t i = lo;
       for (; i + 4 <= hi; i += 4) {

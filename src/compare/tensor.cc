@@ -15,14 +15,20 @@ struct DTypeRow {
 };
 
 constexpr DTypeRow kDTypes[] = {
-    {DType::kF64, "float64", "F64", 8, 52},       {DType::kF32, "float32", "F32", 4, 23},
-    {DType::kF16, "float16", "F16", 2, 10},       {DType::kBF16, "bfloat16", "BF16", 2, 7},
+    {DType::kF64, "float64", "F64", 8, 52},
+    {DType::kF32, "float32", "F32", 4, 23},
+    {DType::kF16, "float16", "F16", 2, 10},
+    {DType::kBF16, "bfloat16", "BF16", 2, 7},
     {DType::kF8E4M3, "float8_e4m3fn", "F8_E4M3", 1, 3},
     {DType::kF8E5M2, "float8_e5m2", "F8_E5M2", 1, 2},
-    {DType::kI64, "int64", "I64", 8, 0},          {DType::kI32, "int32", "I32", 4, 0},
-    {DType::kI16, "int16", "I16", 2, 0},          {DType::kI8, "int8", "I8", 1, 0},
-    {DType::kU64, "uint64", "U64", 8, 0},         {DType::kU32, "uint32", "U32", 4, 0},
-    {DType::kU16, "uint16", "U16", 2, 0},         {DType::kU8, "uint8", "U8", 1, 0},
+    {DType::kI64, "int64", "I64", 8, 0},
+    {DType::kI32, "int32", "I32", 4, 0},
+    {DType::kI16, "int16", "I16", 2, 0},
+    {DType::kI8, "int8", "I8", 1, 0},
+    {DType::kU64, "uint64", "U64", 8, 0},
+    {DType::kU32, "uint32", "U32", 4, 0},
+    {DType::kU16, "uint16", "U16", 2, 0},
+    {DType::kU8, "uint8", "U8", 1, 0},
     {DType::kBool, "bool", "BOOL", 1, 0},
 };
 
@@ -70,14 +76,13 @@ Result<std::uint64_t> ShapeProduct(const std::vector<std::uint64_t>& shape, cons
   for (std::uint64_t d : shape) {
     if (d == 0) zero = true;
     if (d > kMax) {
-      return MakeError(ErrorCode::kInput,
-                       std::string(what) + ": shape dimension " + std::to_string(d) + " is too large",
-                       file);
+      return MakeError(
+          ErrorCode::kInput,
+          std::string(what) + ": shape dimension " + std::to_string(d) + " is too large", file);
     }
     std::uint64_t dim = d == 0 ? 1 : d;
     if (n > kMax / dim) {
-      return MakeError(ErrorCode::kInput,
-                       std::string(what) + ": shape product overflows", file);
+      return MakeError(ErrorCode::kInput, std::string(what) + ": shape product overflows", file);
     }
     n *= dim;
   }

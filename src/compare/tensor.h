@@ -16,8 +16,21 @@
 namespace dt::compare {
 
 enum class DType {
-  kF64, kF32, kF16, kBF16, kF8E4M3, kF8E5M2,
-  kI64, kI32, kI16, kI8, kU64, kU32, kU16, kU8, kBool,
+  kF64,
+  kF32,
+  kF16,
+  kBF16,
+  kF8E4M3,
+  kF8E5M2,
+  kI64,
+  kI32,
+  kI16,
+  kI8,
+  kU64,
+  kU32,
+  kU16,
+  kU8,
+  kBool,
 };
 
 // "float32", "bfloat16", "float8_e4m3fn"… (torch's names).
@@ -35,7 +48,7 @@ struct TensorStorage {
   const unsigned char* data = nullptr;  // Direct bytes, when not deflated.
   const unsigned char* deflated = nullptr;
   std::uint64_t deflated_size = 0;
-  std::uint64_t inflated_skip = 0;  // Bytes of the inflated stream before the tensor data.
+  std::uint64_t inflated_skip = 0;   // Bytes of the inflated stream before the tensor data.
   std::uint64_t inflated_limit = 0;  // The member's declared inflated size.
   bool is_deflated() const { return deflated != nullptr; }
 };

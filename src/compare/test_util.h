@@ -56,7 +56,8 @@ inline std::string Zip(const std::vector<Member>& members) {
   std::string out, central;
   for (const Member& m : members) {
     std::string data = m.deflate ? RawDeflate(m.payload) : m.payload;
-    std::uint64_t size = m.declared >= 0 ? static_cast<std::uint64_t>(m.declared) : m.payload.size();
+    std::uint64_t size =
+        m.declared >= 0 ? static_cast<std::uint64_t>(m.declared) : m.payload.size();
     std::uint64_t off = out.size();
     PutLe(out, 0x04034b50, 4);
     PutLe(out, 20, 2);
@@ -115,7 +116,8 @@ inline std::string TorchPickle(int numel) {
   p.push_back(0);
   p += "K";
   p.push_back(static_cast<char>(numel));
-  p += "\x85K\x01\x85\x89" "ccollections\nOrderedDict\n)RtRu.";
+  p += "\x85K\x01\x85\x89"
+       "ccollections\nOrderedDict\n)RtRu.";
   return p;
 }
 

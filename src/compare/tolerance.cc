@@ -7,14 +7,21 @@ namespace dt::compare {
 
 std::pair<double, double> DefaultTolerance(DType t) {
   switch (t) {
-    case DType::kF64: return {1e-7, 1e-7};
-    case DType::kF32: return {1.3e-6, 1e-5};
-    case DType::kF16: return {1e-3, 1e-5};
-    case DType::kBF16: return {1.6e-2, 1e-5};
+    case DType::kF64:
+      return {1e-7, 1e-7};
+    case DType::kF32:
+      return {1.3e-6, 1e-5};
+    case DType::kF16:
+      return {1e-3, 1e-5};
+    case DType::kBF16:
+      return {1.6e-2, 1e-5};
     // assert_close has no float8 entry; half an ULP at 1.0 of each format.
-    case DType::kF8E4M3: return {6.25e-2, 1e-5};
-    case DType::kF8E5M2: return {1.25e-1, 1e-5};
-    default: return {0.0, 0.0};  // Integers and bool compare exactly.
+    case DType::kF8E4M3:
+      return {6.25e-2, 1e-5};
+    case DType::kF8E5M2:
+      return {1.25e-1, 1e-5};
+    default:
+      return {0.0, 0.0};  // Integers and bool compare exactly.
   }
 }
 
@@ -22,11 +29,16 @@ std::string_view RuleName(Rule r) { return r == Rule::kEither ? "either" : "allc
 
 std::string_view CheckName(Check c) {
   switch (c) {
-    case Check::kMax: return "max";
-    case Check::kMean: return "mean";
-    case Check::kMedian: return "median";
-    case Check::kP99: return "p99";
-    default: return "elementwise";
+    case Check::kMax:
+      return "max";
+    case Check::kMean:
+      return "mean";
+    case Check::kMedian:
+      return "median";
+    case Check::kP99:
+      return "p99";
+    default:
+      return "elementwise";
   }
 }
 
@@ -118,14 +130,15 @@ Result<ToleranceFile> ParseToleranceFile(const std::string& text, const std::str
       if (auto rule = (*t)["rule"].value<std::string>()) {
         o.rule = ParseRule(*rule);
         if (!o.rule) {
-          return MakeError(ErrorCode::kInput, "rule must be \"allclose\" or \"either\"", file, line);
+          return MakeError(ErrorCode::kInput, "rule must be \"allclose\" or \"either\"", file,
+                           line);
         }
       }
       if (auto check = (*t)["check"].value<std::string>()) {
         o.check = ParseCheck(*check);
         if (!o.check) {
-          return MakeError(ErrorCode::kInput,
-                           "check must be elementwise, max, mean, median or p99", file, line);
+          return MakeError(ErrorCode::kInput, "check must be elementwise, max, mean, median or p99",
+                           file, line);
         }
       }
       for (auto&& [k, v] : *t) {

@@ -109,7 +109,8 @@ Result<std::vector<ZipEntry>> ReadZipDirectory(const unsigned char* data, std::s
     std::uint64_t lnlen = Le(data + local + 26, 2), lelen = Le(data + local + 28, 2);
     std::uint64_t start = local + 30 + lnlen + lelen;
     if (start > size || e.compressed_size > size - start) {
-      return Bad(file, "member '" + e.name + "' is truncated: its data runs past the end of the file");
+      return Bad(file,
+                 "member '" + e.name + "' is truncated: its data runs past the end of the file");
     }
     if (e.method == 0 && e.size != e.compressed_size) {
       return Bad(file, "stored member '" + e.name + "' declares different sizes");

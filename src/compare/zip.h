@@ -17,7 +17,7 @@ struct ZipEntry {
   std::string name;
   std::uint16_t method = 0;  // 0 stored, 8 deflated.
   std::uint64_t compressed_size = 0;
-  std::uint64_t size = 0;  // Declared uncompressed size.
+  std::uint64_t size = 0;               // Declared uncompressed size.
   const unsigned char* data = nullptr;  // Start of the member's (compressed) bytes.
 };
 
