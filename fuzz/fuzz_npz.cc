@@ -1,0 +1,9 @@
+// libFuzzer target: the npz reader, then a full statistics pass over what it accepted.
+#include "fuzz_common.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace dt::compare;  // NOLINT
+  std::vector<TensorInfo> out;
+  if (ReadNpz(data, size, "fuzz", out)) fuzz::Exercise(out);
+  return 0;
+}

@@ -1,0 +1,544 @@
+#include "compare/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::compare {
+
+namespace {
+
+// A's name as B calls it: exact renames first, then prefix renames ("old.*=new.*").
+std::string MapName(const std::string& name,
+                    const std::vector<std::pair<std::string, std::string>>& map) {
+  for (const auto& [from, to] : map) {
+    if (from == name) return to;
+  }
+  for (const auto& [from, to] : map) {
+    if (EndsWith(from, "*") && EndsWith(to, "*") &&
+        StartsWith(name, std::string_view(from).substr(0, from.size() - 1))) {
+      return to.substr(0, to.size() - 1) + name.substr(from.size() - 1);
+    }
+  }
+  return name;
+}
+
+bool Selected(const CompareOptions& o, const std::string& name_a, const std::string& name_b) {
+  if (o.only.empty()) return true;
+  for (const std::string& g : o.only) {
+    if (GlobMatch(g, name_a) || GlobMatch(g, name_b)) return true;
+  }
+  return false;
+}
+
+std::optional<DType> UlpDType(DType a, DType b) {
+  if (!IsFloat(a) || !IsFloat(b) || a == DType::kF8E4M3 || a == DType::kF8E5M2 ||
+      b == DType::kF8E4M3 || b == DType::kF8E5M2) {
+    return std::nullopt;
+  }
+  return MantissaBits(a) <= MantissaBits(b) ? a : b;
+}
+
+bool Passes(const TensorStats& s, const TensorComparison& t) {
+  if (t.check == Check::kElementwise) return s.n_outside == 0;
+  if (s.nonfinite_outside > 0) return false;
+  if (s.finite_pairs == 0) return true;
+  if (t.rule == Rule::kEither) {
+    switch (t.check) {
+      case Check::kMax:
+        return s.max_abs <= t.atol || s.max_rel <= t.rtol;
+      case Check::kMean:
+        return s.mean_abs <= t.atol || s.mean_rel <= t.rtol;
+      case Check::kMedian:
+        return s.median_abs <= t.atol || s.median_rel <= t.rtol;
+      default:
+        return s.p99_abs <= t.atol || s.p99_rel <= t.rtol;
+    }
+  }
+  switch (t.check) {
+    case Check::kMax:
+      return s.n_outside == 0;
+    case Check::kMean:
+      return s.mean_excess <= t.atol;
+    case Check::kMedian:
+      return s.median_excess <= t.atol;
+    default:
+      return s.p99_excess <= t.atol;
+  }
+}
+
+int StatusRank(const std::string& s) {
+  if (s == "fail" || s == "shape_mismatch" || s == "dtype_mismatch") return 0;
+  if (s == "pass") return 1;
+  return 2;
+}
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return "0";
+  return fmt::format("{:.3g}", v);
+}
+
+std::string ShapeStr(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+nlohmann::json JsonNum(double v) {
+  if (std::isfinite(v)) return v;
+  return nullptr;
+}
+
+void CompareMetrics(const TensorFile& fa, const TensorFile& fb, double atol, double rtol,
+                    CompareReport& r) {
+  std::map<std::string, std::map<std::int64_t, MetricStep>> by_name;
+  std::vector<std::string> order;
+  auto add = [&](const TensorFile& f, bool is_a) {
+    for (const MetricPoint& p : f.metrics) {
+      if (!by_name.count(p.name)) order.push_back(p.name);
+      MetricStep& st = by_name[p.name][p.step];
+      st.step = p.step;
+      (is_a ? st.a : st.b) = p.value;
+    }
+  };
+  add(fa, true);
+  add(fb, false);
+  for (const std::string& name : order) {
+    MetricComparison m;
+    m.name = name;
+    m.atol = atol;
+    m.rtol = rtol;
+    bool any_a = false, any_b = false, fail = false;
+    for (auto& [step, st] : by_name[name]) {
+      any_a |= st.a.has_value();
+      any_b |= st.b.has_value();
+      if (st.a && st.b) {
+        double d = *st.a - *st.b;
+        st.diff = d;
+        double ad = std::fabs(d);
+        if (!(ad <= atol + rtol * std::fabs(*st.b))) fail = true;
+        if (!(ad <= m.max_abs_diff)) m.max_abs_diff = ad;
+      } else {
+        fail = true;
+      }
+      m.steps.push_back(st);
+    }
+    if (!m.steps.empty()) {
+      const MetricStep& last = m.steps.back();
+      m.final_a = last.a;
+      m.final_b = last.b;
+      m.final_diff = last.diff;
+    }
+    m.status = !any_a ? "missing_a" : !any_b ? "missing_b" : fail ? "fail" : "pass";
+    if (m.status == "fail") ++r.metrics_fail;
+    r.metrics.push_back(std::move(m));
+  }
+}
+
+}  // namespace
+
+Result<CompareReport> Compare(const CompareOptions& o) {
+  ToleranceFile tf;
+  if (!o.tolerance_file.empty()) {
+    auto text = ReadFile(o.tolerance_file, 16u << 20);
+    if (!text) return text.take_error();
+    auto parsed = ParseToleranceFile(*text, o.tolerance_file);
+    if (!parsed) return parsed.take_error();
+    tf = std::move(*parsed);
+  }
+  auto fa = OpenTensorFile(o.a);
+  if (!fa) return fa.take_error();
+  auto fb = OpenTensorFile(o.b);
+  if (!fb) return fb.take_error();
+  // The file each side's tensors live in, for errors met while streaming them.
+  std::string file_a = fa->maps.empty() ? o.a : fa->maps.front()->path();
+  std::string file_b = fb->maps.empty() ? o.b : fb->maps.front()->path();
+
+  CompareReport r;
+  r.a = o.a;
+  r.b = o.b;
+  r.kind_a = fa->kind;
+  r.kind_b = fb->kind;
+  r.rule = o.rule;
+  r.check = o.check;
+  r.equal_nan = o.equal_nan;
+  r.inf_equal = o.inf_equal;
+
+  // Two single-tensor files (typically .npy, named after the file) are each other's match.
+  std::vector<std::pair<std::string, std::string>> map = o.map;
+  if (fa->tensors.size() == 1 && fb->tensors.size() == 1 && map.empty()) {
+    map.emplace_back(fa->tensors[0].name, fb->tensors[0].name);
+  }
+  std::map<std::string, const TensorInfo*> b_by_name;
+  for (const TensorInfo& t : fb->tensors) b_by_name[t.name] = &t;
+  std::set<std::string> matched_b;
+  for (const TensorInfo& ta : fa->tensors) {
+    std::string name = MapName(ta.name, map);
+    if (!Selected(o, ta.name, name)) continue;
+    TensorComparison c;
+    c.name = name;
+    c.name_a = ta.name;
+    c.dtype_a = ta.dtype;
+    c.shape_a = ta.shape;
+    c.rule = o.rule;
+    c.check = o.check;
+    auto it = b_by_name.find(name);
+    if (it == b_by_name.end()) {
+      c.status = "missing_b";
+      r.tensors.push_back(std::move(c));
+      continue;
+    }
+    matched_b.insert(name);
+    const TensorInfo& tb = *it->second;
+    c.dtype_b = tb.dtype;
+    c.shape_b = tb.shape;
+    auto [ra, aa] = DefaultTolerance(ta.dtype);
+    auto [rb, ab] = DefaultTolerance(tb.dtype);
+    c.rtol = o.rtol ? *o.rtol : tf.rtol ? *tf.rtol : std::max(ra, rb);
+    c.atol = o.atol ? *o.atol : tf.atol ? *tf.atol : std::max(aa, ab);
+    for (const ToleranceOverride& ov : tf.overrides) {
+      if (!GlobMatch(ov.glob, name) && !GlobMatch(ov.glob, ta.name)) continue;
+      if (ov.atol) c.atol = *ov.atol;
+      if (ov.rtol) c.rtol = *ov.rtol;
+      if (ov.rule) c.rule = *ov.rule;
+      if (ov.check) c.check = *ov.check;
+    }
+    if (ta.shape != tb.shape) {
+      c.status = "shape_mismatch";
+      c.severity = INFINITY;
+      r.tensors.push_back(std::move(c));
+      continue;
+    }
+    if (o.strict_dtype && ta.dtype != tb.dtype) {
+      c.status = "dtype_mismatch";
+      c.severity = INFINITY;
+      r.tensors.push_back(std::move(c));
+      continue;
+    }
+    StatsConfig cfg;
+    cfg.atol = c.atol;
+    cfg.rtol = c.rtol;
+    cfg.rule = c.rule;
+    cfg.equal_nan = o.equal_nan;
+    cfg.inf_equal = o.inf_equal;
+    cfg.percentiles = c.check == Check::kMedian || c.check == Check::kP99;
+    cfg.threads = o.threads;
+    cfg.ulp_dtype = UlpDType(ta.dtype, tb.dtype);
+    auto stats = ComputeStats(ta, tb, cfg, file_a, file_b);
+    if (!stats) return stats.take_error();
+    c.status = Passes(*stats, c) ? "pass" : "fail";
+    c.severity = stats->frac_outside * 1e6 +
+                 (c.atol > 0 ? stats->min_passing_atol / c.atol : stats->max_abs);
+    if (std::isnan(c.severity)) c.severity = INFINITY;
+    c.stats = std::move(*stats);
+    r.tensors.push_back(std::move(c));
+  }
+  for (const TensorInfo& tb : fb->tensors) {
+    if (matched_b.count(tb.name) || !Selected(o, tb.name, tb.name)) continue;
+    TensorComparison c;
+    c.name = tb.name;
+    c.status = "missing_a";
+    c.dtype_b = tb.dtype;
+    c.shape_b = tb.shape;
+    r.tensors.push_back(std::move(c));
+  }
+  std::stable_sort(r.tensors.begin(), r.tensors.end(),
+                   [](const TensorComparison& x, const TensorComparison& y) {
+                     int rx = StatusRank(x.status), ry = StatusRank(y.status);
+                     if (rx != ry) return rx < ry;
+                     return x.severity > y.severity;
+                   });
+  int compared = 0;
+  for (const TensorComparison& c : r.tensors) {
+    if (c.status == "pass")
+      ++r.n_pass, ++compared;
+    else if (c.status == "missing_a")
+      ++r.n_missing_a;
+    else if (c.status == "missing_b")
+      ++r.n_missing_b;
+    else
+      ++r.n_fail, ++compared;
+  }
+  if (fa->has_metrics && fb->has_metrics) {
+    double matol = tf.metrics_atol ? *tf.metrics_atol : o.atol ? *o.atol : 1e-5;
+    double mrtol = tf.metrics_rtol ? *tf.metrics_rtol : o.rtol ? *o.rtol : 1.3e-6;
+    CompareMetrics(*fa, *fb, matol, mrtol, r);
+  }
+  int metrics_compared = 0;
+  for (const auto& m : r.metrics) metrics_compared += m.status == "pass" || m.status == "fail";
+  bool nothing = compared == 0 && metrics_compared == 0;
+  r.verdict = (r.n_fail > 0 || r.metrics_fail > 0 || nothing) ? "fail" : "pass";
+
+  std::string s = r.verdict == "pass" ? "PASS: " : "FAIL: ";
+  if (nothing) {
+    s += "no tensor or metric in common to compare";
+  } else {
+    s += fmt::format("{} of {} tensors within tolerance", r.n_pass, compared);
+    if (r.n_fail > 0) {
+      const TensorComparison& w = r.tensors.front();
+      s += fmt::format("; worst {} ({})", w.name, w.status);
+      if (w.stats) {
+        s += fmt::format(", max |a-b| {} at {}, {} outside", Num(w.stats->max_abs),
+                         ShapeStr(w.stats->max_abs_index), w.stats->n_outside);
+      }
+    }
+  }
+  if (r.n_missing_a + r.n_missing_b > 0) {
+    s += fmt::format("; {} only in A, {} only in B", r.n_missing_b, r.n_missing_a);
+  }
+  if (!r.metrics.empty()) {
+    int metrics_pass = 0;
+    for (const auto& m : r.metrics) metrics_pass += m.status == "pass";
+    s += fmt::format("; metrics: {} of {} series within tolerance", metrics_pass, metrics_compared);
+  }
+  r.summary = s;
+  return r;
+}
+
+nlohmann::json CompareReportToJson(const CompareReport& r) {
+  using nlohmann::json;
+  json j;
+  j["schema"] = "dualtrack.compare/1";
+  j["a"] = r.a;
+  j["b"] = r.b;
+  j["kind_a"] = r.kind_a;
+  j["kind_b"] = r.kind_b;
+  j["rule"] = RuleName(r.rule);
+  j["check"] = CheckName(r.check);
+  j["equal_nan"] = r.equal_nan;
+  j["inf_equal"] = r.inf_equal;
+  json tensors = json::array();
+  for (const TensorComparison& c : r.tensors) {
+    json t;
+    t["name"] = c.name;
+    t["name_a"] = c.name_a.empty() ? json(nullptr) : json(c.name_a);
+    t["status"] = c.status;
+    t["dtype_a"] = c.dtype_a ? json(DTypeName(*c.dtype_a)) : json(nullptr);
+    t["dtype_b"] = c.dtype_b ? json(DTypeName(*c.dtype_b)) : json(nullptr);
+    t["shape"] = c.status == "missing_a" ? c.shape_b : c.shape_a;
+    if (c.status == "shape_mismatch") t["shape_b"] = c.shape_b;
+    if (c.status == "missing_a" || c.status == "missing_b") {
+      tensors.push_back(std::move(t));
+      continue;
+    }
+    t["atol"] = c.atol;
+    t["rtol"] = c.rtol;
+    t["rule"] = RuleName(c.rule);
+    t["check"] = CheckName(c.check);
+    if (c.stats) {
+      const TensorStats& s = *c.stats;
+      t["numel"] = s.numel;
+      t["finite_pairs"] = s.finite_pairs;
+      t["max_abs"] = JsonNum(s.max_abs);
+      t["max_abs_index"] = s.max_abs_index;
+      t["mean_abs"] = JsonNum(s.mean_abs);
+      t["rmse"] = JsonNum(s.rmse);
+      t["max_rel"] = JsonNum(s.max_rel);
+      t["max_rel_infinite"] = std::isinf(s.max_rel);
+      t["mean_rel"] = JsonNum(s.mean_rel);
+      t["n_outside"] = s.n_outside;
+      t["frac_outside"] = s.frac_outside;
+      t["cosine"] = JsonNum(s.cosine);
+      t["pearson"] = JsonNum(s.pearson);
+      t["max_ulp"] = s.max_ulp ? json(*s.max_ulp) : json(nullptr);
+      t["nan_a"] = s.nan_a;
+      t["nan_b"] = s.nan_b;
+      t["inf_a"] = s.posinf_a + s.neginf_a;
+      t["inf_b"] = s.posinf_b + s.neginf_b;
+      t["posinf_a"] = s.posinf_a;
+      t["neginf_a"] = s.neginf_a;
+      t["posinf_b"] = s.posinf_b;
+      t["neginf_b"] = s.neginf_b;
+      t["nan_mismatch"] = s.nan_mismatch;
+      t["equal"] = s.equal;
+      t["min_passing_atol"] = JsonNum(s.min_passing_atol);
+      t["min_passing_rtol"] = JsonNum(s.min_passing_rtol);
+      t["mean_excess"] = JsonNum(s.mean_excess);
+      if (c.check == Check::kMedian || c.check == Check::kP99) {
+        t["percentiles"] = {
+            {"median_abs", JsonNum(s.median_abs)},       {"p99_abs", JsonNum(s.p99_abs)},
+            {"median_rel", JsonNum(s.median_rel)},       {"p99_rel", JsonNum(s.p99_rel)},
+            {"median_excess", JsonNum(s.median_excess)}, {"p99_excess", JsonNum(s.p99_excess)}};
+      }
+      auto side = [](const SideStats& x) {
+        return json{{"min", JsonNum(x.min)},
+                    {"max", JsonNum(x.max)},
+                    {"mean", JsonNum(x.mean)},
+                    {"std", JsonNum(x.std)}};
+      };
+      t["stats_a"] = side(s.a);
+      t["stats_b"] = side(s.b);
+      json edges = json::array();
+      if (!s.histogram.counts.empty()) {
+        for (std::size_t i = 0; i <= s.histogram.counts.size(); ++i) {
+          edges.push_back(s.histogram.first_decade + static_cast<int>(i));
+        }
+      }
+      t["histogram"] = {
+          {"log10_edges", edges}, {"counts", s.histogram.counts}, {"zero", s.histogram.zero}};
+    }
+    tensors.push_back(std::move(t));
+  }
+  j["tensors"] = std::move(tensors);
+  json metrics = json::array();
+  for (const MetricComparison& m : r.metrics) {
+    json steps = json::array();
+    for (const MetricStep& st : m.steps) {
+      steps.push_back({{"step", st.step},
+                       {"a", st.a ? JsonNum(*st.a) : json(nullptr)},
+                       {"b", st.b ? JsonNum(*st.b) : json(nullptr)},
+                       {"diff", st.diff ? JsonNum(*st.diff) : json(nullptr)}});
+    }
+    metrics.push_back({{"name", m.name},
+                       {"steps", steps},
+                       {"status", m.status},
+                       {"atol", m.atol},
+                       {"rtol", m.rtol},
+                       {"max_abs_diff", JsonNum(m.max_abs_diff)},
+                       {"final_a", m.final_a ? JsonNum(*m.final_a) : json(nullptr)},
+                       {"final_b", m.final_b ? JsonNum(*m.final_b) : json(nullptr)},
+                       {"final_diff", m.final_diff ? JsonNum(*m.final_diff) : json(nullptr)}});
+  }
+  j["metrics"] = std::move(metrics);
+  j["verdict"] = r.verdict;
+  j["n_pass"] = r.n_pass;
+  j["n_fail"] = r.n_fail;
+  j["n_missing_a"] = r.n_missing_a;
+  j["n_missing_b"] = r.n_missing_b;
+  j["summary"] = r.summary;
+  return j;
+}
+
+namespace {
+
+struct Row {
+  std::vector<std::string> cells;
+};
+
+std::vector<Row> TableRows(const CompareReport& r) {
+  std::vector<Row> rows;
+  for (const TensorComparison& c : r.tensors) {
+    std::string dtype = c.dtype_a ? std::string(DTypeName(*c.dtype_a)) : "-";
+    if (c.dtype_b && (!c.dtype_a || *c.dtype_a != *c.dtype_b)) {
+      dtype += "/" + std::string(DTypeName(*c.dtype_b));
+    }
+    std::string shape = ShapeStr(c.status == "missing_a" ? c.shape_b : c.shape_a);
+    if (c.status == "shape_mismatch") shape += " vs " + ShapeStr(c.shape_b);
+    Row row;
+    row.cells = {c.status == "pass"   ? "ok"
+                 : c.status == "fail" ? "FAIL"
+                                      : c.status,
+                 c.name, dtype, shape};
+    if (c.stats) {
+      const TensorStats& s = *c.stats;
+      row.cells.push_back(Num(s.max_abs));
+      row.cells.push_back(Num(s.mean_abs));
+      row.cells.push_back(Num(s.max_rel));
+      row.cells.push_back(fmt::format("{} ({})", s.n_outside, Num(s.frac_outside)));
+      row.cells.push_back(std::isnan(s.cosine) ? "-" : fmt::format("{:.6f}", s.cosine));
+      row.cells.push_back(s.max_ulp ? std::to_string(*s.max_ulp) : "-");
+      row.cells.push_back(Num(s.min_passing_atol));
+      row.cells.push_back(fmt::format("{}/{}", Num(c.atol), Num(c.rtol)));
+    } else {
+      for (int i = 0; i < 8; ++i) row.cells.push_back("-");
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+const std::vector<std::string> kHeader = {"status",  "tensor",   "dtype",     "shape",
+                                          "max_abs", "mean_abs", "max_rel",   "outside",
+                                          "cosine",  "max_ulp",  "need_atol", "atol/rtol"};
+
+std::string MetricLine(const MetricComparison& m) {
+  return fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
+                     m.status == "pass"   ? "ok"
+                     : m.status == "fail" ? "FAIL"
+                                          : m.status,
+                     m.name, m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
+                     m.final_b ? Num(*m.final_b) : "-");
+}
+
+}  // namespace
+
+std::string CompareReportToText(const CompareReport& r) {
+  std::vector<Row> rows = TableRows(r);
+  std::vector<std::size_t> width(kHeader.size());
+  for (std::size_t i = 0; i < kHeader.size(); ++i) width[i] = kHeader[i].size();
+  for (const Row& row : rows) {
+    for (std::size_t i = 0; i < row.cells.size(); ++i)
+      width[i] = std::max(width[i], row.cells[i].size());
+  }
+  std::ostringstream os;
+  os << "compare " << r.a << " (A) against " << r.b << " (B, reference); rule " << RuleName(r.rule)
+     << ", check " << CheckName(r.check) << "\n\n";
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (i) s += "  ";
+      s += cells[i];
+      if (i + 1 < cells.size()) s += std::string(width[i] - cells[i].size(), ' ');
+    }
+    os << s << '\n';
+  };
+  if (!rows.empty()) {
+    line(kHeader);
+    for (const Row& row : rows) line(row.cells);
+  }
+  if (!r.metrics.empty()) {
+    os << "\nmetrics:\n";
+    for (const MetricComparison& m : r.metrics) os << "  " << MetricLine(m) << '\n';
+  }
+  os << '\n' << r.summary << '\n';
+  return os.str();
+}
+
+std::string CompareReportToMarkdown(const CompareReport& r) {
+  std::ostringstream os;
+  os << "## Comparison: `" << r.a << "` vs `" << r.b << "` (reference)\n\n";
+  os << "Rule `" << RuleName(r.rule) << "`, check `" << CheckName(r.check) << "`.\n\n";
+  std::vector<Row> rows = TableRows(r);
+  if (!rows.empty()) {
+    os << '|';
+    for (const auto& h : kHeader) os << ' ' << h << " |";
+    os << "\n|";
+    for (std::size_t i = 0; i < kHeader.size(); ++i) os << " --- |";
+    os << '\n';
+    for (const Row& row : rows) {
+      os << '|';
+      for (const auto& c : row.cells) {
+        std::string cell = c;
+        std::string esc;
+        for (char ch : cell) {
+          if (ch == '|')
+            esc += "\\|";
+          else
+            esc += ch;
+        }
+        os << ' ' << esc << " |";
+      }
+      os << '\n';
+    }
+  }
+  if (!r.metrics.empty()) {
+    os << "\n**Metrics**\n\n";
+    for (const MetricComparison& m : r.metrics) os << "- " << MetricLine(m) << '\n';
+  }
+  os << "\n**" << r.summary << "**\n";
+  return os.str();
+}
+
+}  // namespace dt::compare

@@ -1,0 +1,105 @@
+// `dualtrack compare`: matches the tensors of two inputs by name, computes their statistics
+// under tolerances fixed before the run, and compares the metric series of two bundles. The
+// report/audit stage calls Compare() in-process and serialises with CompareReportToJson().
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compare/stats.h"
+#include "compare/tensor.h"
+#include "util/result.h"
+
+namespace dt::compare {
+
+// A per-tensor override from the tolerance TOML file ([[tensor]] tables, matched by glob).
+struct ToleranceOverride {
+  std::string glob;
+  std::optional<double> atol, rtol;
+  std::optional<Rule> rule;
+  std::optional<Check> check;
+};
+
+struct CompareOptions {
+  std::string a, b;                  // Bundle directories or tensor files; b is the reference.
+  std::optional<double> atol, rtol;  // Override the per-dtype defaults for every tensor.
+  Rule rule = Rule::kAllclose;
+  Check check = Check::kElementwise;
+  bool equal_nan = false;
+  bool inf_equal = false;
+  bool strict_dtype = false;      // Differing dtypes are a failure instead of compared numerically.
+  std::vector<std::string> only;  // Globs; a tensor is compared when any matches.
+  std::vector<std::pair<std::string, std::string>> map;  // A's name → B's name ("x*" = prefix).
+  std::string tolerance_file;                            // TOML; empty for none.
+  int threads = 2;
+};
+
+struct TensorComparison {
+  std::string name;    // The name in B (after --map).
+  std::string name_a;  // The name in A.
+  std::string status;  // pass|fail|missing_a|missing_b|shape_mismatch|dtype_mismatch
+  std::optional<DType> dtype_a, dtype_b;
+  std::vector<std::uint64_t> shape_a, shape_b;
+  double atol = 0, rtol = 0;
+  Rule rule = Rule::kAllclose;
+  Check check = Check::kElementwise;
+  std::optional<TensorStats> stats;
+  double severity = 0;  // Sort key: how far outside (or inside) tolerance it is.
+};
+
+struct MetricStep {
+  std::int64_t step = 0;
+  std::optional<double> a, b;
+  std::optional<double> diff;
+};
+
+struct MetricComparison {
+  std::string name;
+  std::vector<MetricStep> steps;
+  std::string status;  // pass|fail|missing_a|missing_b
+  double atol = 0, rtol = 0;
+  double max_abs_diff = 0;
+  std::optional<double> final_a, final_b, final_diff;
+};
+
+struct CompareReport {
+  std::string a, b, kind_a, kind_b;
+  Rule rule = Rule::kAllclose;
+  Check check = Check::kElementwise;
+  bool equal_nan = false, inf_equal = false;
+  std::vector<TensorComparison> tensors;  // Worst first.
+  std::vector<MetricComparison> metrics;
+  std::string verdict;  // pass|fail
+  int n_pass = 0, n_fail = 0, n_missing_a = 0, n_missing_b = 0;
+  int metrics_fail = 0;
+  std::string summary;  // The one-line verdict.
+};
+
+// torch.testing.assert_close's defaults for a dtype: {rtol, atol}.
+std::pair<double, double> DefaultTolerance(DType t);
+
+Result<CompareReport> Compare(const CompareOptions& options);
+nlohmann::json CompareReportToJson(const CompareReport& report);
+std::string CompareReportToText(const CompareReport& report);
+std::string CompareReportToMarkdown(const CompareReport& report);
+
+std::string_view RuleName(Rule r);
+std::string_view CheckName(Check c);
+std::optional<Rule> ParseRule(std::string_view s);
+std::optional<Check> ParseCheck(std::string_view s);
+
+// The tolerance TOML file: [default] atol/rtol (used where no --atol/--rtol is given),
+// [[tensor]] overrides (name glob, atol, rtol, rule, check; the last match wins), [metrics].
+struct ToleranceFile {
+  std::optional<double> atol, rtol;
+  std::vector<ToleranceOverride> overrides;
+  std::optional<double> metrics_atol, metrics_rtol;
+};
+
+// Parses the tolerance file's text; `file` names it in errors.
+Result<ToleranceFile> ParseToleranceFile(const std::string& text, const std::string& file);
+
+}  // namespace dt::compare

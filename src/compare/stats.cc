@@ -1,0 +1,912 @@
+#include "compare/stats.h"
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "compare/zip.h"
+
+// The finite-pair kernel is written to auto-vectorise: GCC may reassociate its float sums there
+// (every input is finite, sums are per 2048-element block), and on x86-64 Linux it is also built
+// for AVX2 and picked at run time.
+#if defined(__GNUC__) && !defined(__clang__)
+#define DT_VECTOR_KERNEL                                                                   \
+  __attribute__((optimize("O3", "no-trapping-math", "no-signed-zeros", "associative-math", \
+                          "finite-math-only", "no-math-errno")))
+#if defined(__x86_64__) && defined(__linux__) && !defined(DT_NO_TARGET_CLONES)
+#define DT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DT_CLONES
+#endif
+#else
+#define DT_VECTOR_KERNEL
+#define DT_CLONES
+#endif
+
+namespace dt::compare {
+
+namespace {
+
+constexpr std::size_t kBlock = 2048;
+constexpr int kMinDecade = -40;
+constexpr int kMaxDecade = 40;
+constexpr int kDecades = kMaxDecade - kMinDecade;
+constexpr std::size_t kPctBuckets = 65536;
+
+// ---- Conversions to double -------------------------------------------------------------------
+
+float HalfToFloatSlow(std::uint16_t h) {
+  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  std::uint32_t bits;
+  if (exp == 0) {
+    float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float F8ToFloat(std::uint8_t v, int exp_bits, bool fn) {
+  int mant_bits = 7 - exp_bits;
+  int bias = (1 << (exp_bits - 1)) - 1;
+  int sign = v >> 7;
+  int exp = (v >> mant_bits) & ((1 << exp_bits) - 1);
+  int mant = v & ((1 << mant_bits) - 1);
+  float r;
+  if (fn) {  // e4m3fn: no infinities, NaN only at S.1111.111.
+    if (exp == 15 && mant == 7) return std::numeric_limits<float>::quiet_NaN();
+  } else if (exp == (1 << exp_bits) - 1) {
+    if (mant != 0) return std::numeric_limits<float>::quiet_NaN();
+    return sign ? -INFINITY : INFINITY;
+  }
+  if (exp == 0) {
+    r = std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits);
+  } else {
+    r = std::ldexp(1.0f + static_cast<float>(mant) / static_cast<float>(1 << mant_bits),
+                   exp - bias);
+  }
+  return sign ? -r : r;
+}
+
+struct Tables {
+  std::vector<float> half;
+  std::array<float, 256> e4m3{}, e5m2{};
+  // Decade of |x| from the binary exponent: bin = lo[e] + (x >= thr[e]).
+  std::array<std::int16_t, 2048> lo{};
+  std::array<double, 2048> thr{};
+  std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
+  Tables() : half(65536) {
+    for (int k = 0; k < kDecades + 2; ++k) {
+      pow10[static_cast<std::size_t>(k)] =
+          std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+    }
+    for (std::uint32_t i = 0; i < 65536; ++i)
+      half[i] = HalfToFloatSlow(static_cast<std::uint16_t>(i));
+    for (int i = 0; i < 256; ++i) {
+      e4m3[i] = F8ToFloat(static_cast<std::uint8_t>(i), 4, true);
+      e5m2[i] = F8ToFloat(static_cast<std::uint8_t>(i), 5, false);
+    }
+    for (int e = 0; e < 2048; ++e) {
+      if (e == 0 || e == 2047) {  // Subnormals, and the exponent of inf/NaN (never binned).
+        lo[static_cast<std::size_t>(e)] = e == 0 ? kMinDecade : kMaxDecade - 1;
+        thr[static_cast<std::size_t>(e)] = INFINITY;
+        continue;
+      }
+      int p = e - 1023;  // Values in [2^p, 2^(p+1)).
+      double low = std::ldexp(1.0, p);
+      int d = static_cast<int>(std::floor(std::log10(low)));
+      if (std::pow(10.0, d + 1) <= low) ++d;  // Guard log10 rounding.
+      if (std::pow(10.0, d) > low) --d;
+      double next = std::pow(10.0, d + 1);
+      lo[e] = static_cast<std::int16_t>(d);
+      thr[e] = next < std::ldexp(1.0, p + 1) ? next : INFINITY;
+    }
+  }
+};
+
+const Tables& T() {
+  static const Tables t;
+  return t;
+}
+
+template <class U>
+U Swap(U v) {
+  if constexpr (sizeof(U) == 2) return static_cast<U>(__builtin_bswap16(v));
+  if constexpr (sizeof(U) == 4) return static_cast<U>(__builtin_bswap32(v));
+  if constexpr (sizeof(U) == 8) return static_cast<U>(__builtin_bswap64(v));
+  return v;
+}
+
+template <class Raw, class F>
+void ConvertLoop(const unsigned char* src, std::size_t n, bool swap, double* out, F f) {
+  Raw tmp[256];
+  for (std::size_t i = 0; i < n; i += 256) {
+    std::size_t k = std::min<std::size_t>(256, n - i);
+    std::memcpy(tmp, src + i * sizeof(Raw), k * sizeof(Raw));
+    if (swap) {
+      for (std::size_t j = 0; j < k; ++j) tmp[j] = Swap(tmp[j]);
+    }
+    for (std::size_t j = 0; j < k; ++j) out[i + j] = f(tmp[j]);
+  }
+}
+
+// Converts n contiguous elements of `dtype` at src to double.
+void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
+  switch (dtype) {
+    case DType::kF64:
+      return ConvertLoop<std::uint64_t>(src, n, swap, out, [](std::uint64_t v) {
+        double d;
+        std::memcpy(&d, &v, 8);
+        return d;
+      });
+    case DType::kF32:
+      if (!swap) {
+        const float* f = reinterpret_cast<const float*>(src);
+        if (reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0) {
+          for (std::size_t i = 0; i < n; ++i) out[i] = f[i];
+          return;
+        }
+      }
+      return ConvertLoop<std::uint32_t>(src, n, swap, out, [](std::uint32_t v) {
+        float d;
+        std::memcpy(&d, &v, 4);
+        return static_cast<double>(d);
+      });
+    case DType::kF16: {
+      const float* t = T().half.data();
+      return ConvertLoop<std::uint16_t>(src, n, swap, out,
+                                        [t](std::uint16_t v) { return static_cast<double>(t[v]); });
+    }
+    case DType::kBF16:
+      return ConvertLoop<std::uint16_t>(src, n, swap, out, [](std::uint16_t v) {
+        std::uint32_t b = static_cast<std::uint32_t>(v) << 16;
+        float d;
+        std::memcpy(&d, &b, 4);
+        return static_cast<double>(d);
+      });
+    case DType::kF8E4M3: {
+      const float* t = T().e4m3.data();
+      for (std::size_t i = 0; i < n; ++i) out[i] = t[src[i]];
+      return;
+    }
+    case DType::kF8E5M2: {
+      const float* t = T().e5m2.data();
+      for (std::size_t i = 0; i < n; ++i) out[i] = t[src[i]];
+      return;
+    }
+    case DType::kI64:
+      return ConvertLoop<std::uint64_t>(src, n, swap, out, [](std::uint64_t v) {
+        return static_cast<double>(static_cast<std::int64_t>(v));
+      });
+    case DType::kI32:
+      return ConvertLoop<std::uint32_t>(src, n, swap, out, [](std::uint32_t v) {
+        return static_cast<double>(static_cast<std::int32_t>(v));
+      });
+    case DType::kI16:
+      return ConvertLoop<std::uint16_t>(src, n, swap, out, [](std::uint16_t v) {
+        return static_cast<double>(static_cast<std::int16_t>(v));
+      });
+    case DType::kI8:
+      for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int8_t>(src[i]);
+      return;
+    case DType::kU64:
+      return ConvertLoop<std::uint64_t>(src, n, swap, out,
+                                        [](std::uint64_t v) { return static_cast<double>(v); });
+    case DType::kU32:
+      return ConvertLoop<std::uint32_t>(src, n, swap, out,
+                                        [](std::uint32_t v) { return static_cast<double>(v); });
+    case DType::kU16:
+      return ConvertLoop<std::uint16_t>(src, n, swap, out,
+                                        [](std::uint16_t v) { return static_cast<double>(v); });
+    case DType::kU8:
+      for (std::size_t i = 0; i < n; ++i) out[i] = src[i];
+      return;
+    case DType::kBool:
+      for (std::size_t i = 0; i < n; ++i) out[i] = src[i] != 0 ? 1.0 : 0.0;
+      return;
+  }
+}
+
+// ---- ULP ordering ----------------------------------------------------------------------------
+
+std::uint16_t FloatToHalf(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, 4);
+  std::uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+  if (ax >= 0x7f800000)
+    return static_cast<std::uint16_t>(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
+  if (ax >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);
+  if (ax < 0x38800000) {
+    float v = std::fabs(f) * 16777216.0f;
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(v)));
+  }
+  ax += 0xfff + ((ax >> 13) & 1);
+  return static_cast<std::uint16_t>(sign | ((ax - 0x38000000u) >> 13));
+}
+
+// Maps a sign-magnitude float bit pattern to an integer whose order is the float order.
+inline std::int64_t Ordered(std::uint64_t bits, int width) {
+  std::uint64_t sign = std::uint64_t{1} << (width - 1);
+  std::uint64_t mag = bits & (sign - 1);
+  return (bits & sign) ? -static_cast<std::int64_t>(mag) : static_cast<std::int64_t>(mag);
+}
+
+inline std::int64_t OrderedIn(DType t, double v) {
+  switch (t) {
+    case DType::kF64: {
+      std::uint64_t b;
+      std::memcpy(&b, &v, 8);
+      return Ordered(b, 64);
+    }
+    case DType::kF32: {
+      float f = static_cast<float>(v);
+      std::uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return Ordered(b, 32);
+    }
+    case DType::kF16:
+      return Ordered(FloatToHalf(static_cast<float>(v)), 16);
+    case DType::kBF16: {
+      float f = static_cast<float>(v);
+      std::uint32_t b;
+      std::memcpy(&b, &f, 4);
+      b = (b + 0x7fff + ((b >> 16) & 1)) >> 16;
+      return Ordered(b, 16);
+    }
+    default:
+      return 0;
+  }
+}
+
+// ---- Accumulation ----------------------------------------------------------------------------
+
+struct Acc {
+  std::uint64_t n = 0;  // Finite pairs.
+  double sum_e = 0, sum_sq = 0, sum_rel = 0, sum_ex = 0;
+  double max_e = -1, max_rel = 0, max_ex = -INFINITY;
+  std::uint64_t max_i = 0;
+  std::uint64_t n_rel = 0, zero_b_err = 0, outside = 0, equal = 0;
+  std::uint64_t nan_a = 0, nan_b = 0, pinf_a = 0, ninf_a = 0, pinf_b = 0, ninf_b = 0;
+  std::uint64_t nan_mismatch = 0, nf_outside = 0;
+  double min_a = INFINITY, max_a = -INFINITY, min_b = INFINITY, max_b = -INFINITY;
+  double mean_a = 0, mean_b = 0, m2a = 0, m2b = 0, cab = 0;  // Chan's parallel moments.
+  double saa = 0, sbb = 0, sab = 0;
+  std::uint64_t max_ulp = 0;
+  std::array<std::uint64_t, kDecades> hist{};
+  std::uint64_t hist_zero = 0;
+  std::vector<std::uint64_t> pct;  // 3 × kPctBuckets when percentiles are kept.
+
+  void MergeMoments(std::uint64_t nb, double ma, double mb, double m2a_b, double m2b_b,
+                    double cab_b) {
+    if (nb == 0) return;
+    double na = static_cast<double>(n), nbd = static_cast<double>(nb), tot = na + nbd;
+    double da = ma - mean_a, db = mb - mean_b;
+    mean_a += da * nbd / tot;
+    mean_b += db * nbd / tot;
+    m2a += m2a_b + da * da * na * nbd / tot;
+    m2b += m2b_b + db * db * na * nbd / tot;
+    cab += cab_b + da * db * na * nbd / tot;
+    n += nb;
+  }
+
+  void Merge(const Acc& o) {
+    if (o.max_e > max_e) {
+      max_e = o.max_e;
+      max_i = o.max_i;
+    }
+    sum_e += o.sum_e;
+    sum_sq += o.sum_sq;
+    sum_rel += o.sum_rel;
+    sum_ex += o.sum_ex;
+    max_rel = std::max(max_rel, o.max_rel);
+    max_ex = std::max(max_ex, o.max_ex);
+    n_rel += o.n_rel;
+    zero_b_err += o.zero_b_err;
+    outside += o.outside;
+    equal += o.equal;
+    nan_a += o.nan_a;
+    nan_b += o.nan_b;
+    pinf_a += o.pinf_a;
+    ninf_a += o.ninf_a;
+    pinf_b += o.pinf_b;
+    ninf_b += o.ninf_b;
+    nan_mismatch += o.nan_mismatch;
+    nf_outside += o.nf_outside;
+    min_a = std::min(min_a, o.min_a);
+    max_a = std::max(max_a, o.max_a);
+    min_b = std::min(min_b, o.min_b);
+    max_b = std::max(max_b, o.max_b);
+    MergeMoments(o.n, o.mean_a, o.mean_b, o.m2a, o.m2b, o.cab);
+    saa += o.saa;
+    sbb += o.sbb;
+    sab += o.sab;
+    max_ulp = std::max(max_ulp, o.max_ulp);
+    for (int i = 0; i < kDecades; ++i)
+      hist[static_cast<std::size_t>(i)] += o.hist[static_cast<std::size_t>(i)];
+    hist_zero += o.hist_zero;
+    if (!o.pct.empty()) {
+      if (pct.empty()) pct.assign(o.pct.size(), 0);
+      for (std::size_t i = 0; i < pct.size(); ++i) pct[i] += o.pct[i];
+    }
+  }
+};
+
+struct BlockOut {
+  double se, sq, srel, sex, sa, sb, saa, sbb, sab, m2a, m2b, cab;
+  double maxe, maxrel, maxex, mina, maxa, minb, maxb;
+  double eq, nrel, zbe, out;
+};
+
+// The finite-pair kernel: every value of a and b is finite here.
+template <bool kEither>
+DT_CLONES DT_VECTOR_KERNEL void FiniteBlock(const double* __restrict a, const double* __restrict b,
+                                            std::size_t n, double atol, double rtol, BlockOut& o) {
+  double se = 0, sq = 0, srel = 0, sex = 0, sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+  double maxe = 0, maxrel = 0, maxex = -DBL_MAX, mina = DBL_MAX, maxa = -DBL_MAX, minb = DBL_MAX,
+         maxb = -DBL_MAX;
+  double eq = 0, nrel = 0, zbe = 0, out = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double x = a[i], y = b[i];
+    double d = x - y;
+    double e = std::fabs(d), ab = std::fabs(y);
+    double rel = ab > 0 ? e / ab : 0.0;
+    double ex = e - rtol * ab;
+    se += e;
+    sq += d * d;
+    srel += rel;
+    sex += ex;
+    sa += x;
+    sb += y;
+    saa += x * x;
+    sbb += y * y;
+    sab += x * y;
+    maxe = e > maxe ? e : maxe;
+    maxrel = rel > maxrel ? rel : maxrel;
+    maxex = ex > maxex ? ex : maxex;
+    mina = x < mina ? x : mina;
+    maxa = x > maxa ? x : maxa;
+    minb = y < minb ? y : minb;
+    maxb = y > maxb ? y : maxb;
+    eq += x == y ? 1.0 : 0.0;
+    nrel += ab > 0 ? 1.0 : 0.0;
+    zbe += (ab == 0 && e > 0) ? 1.0 : 0.0;
+    if constexpr (kEither) {
+      out += (e > atol && (ab == 0 || rel > rtol)) ? 1.0 : 0.0;
+    } else {
+      out += ex > atol ? 1.0 : 0.0;
+    }
+  }
+  double ma = sa / static_cast<double>(n), mb = sb / static_cast<double>(n);
+  double m2a = 0, m2b = 0, cab = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double da = a[i] - ma, db = b[i] - mb;
+    m2a += da * da;
+    m2b += db * db;
+    cab += da * db;
+  }
+  o = BlockOut{se,   sq,     srel,  sex,  sa,   sb,   saa,  sbb, sab,  m2a, m2b, cab,
+               maxe, maxrel, maxex, mina, maxa, minb, maxb, eq,  nrel, zbe, out};
+}
+
+// The decade bin of each |a - b| (kDecades for an exact zero), from the exponent bits: the
+// binary exponent gives floor(log10) up to one, settled by one comparison with a power of ten.
+DT_CLONES DT_VECTOR_KERNEL void DecadeBins(const double* __restrict a, const double* __restrict b,
+                                           std::size_t n, const double* __restrict pow10,
+                                           std::uint8_t* __restrict bins) {
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = std::fabs(a[i] - b[i]);
+    std::uint64_t bits;
+    std::memcpy(&bits, &e, 8);
+    std::int32_t p = static_cast<std::int32_t>(bits >> 52) - 1023;
+    // floor(p * log10(2)) for |p| < 1650 (the constant is log10(2) * 2^18, rounded).
+    std::int32_t d = (p * 78913) >> 18;
+    d = d < kMinDecade ? kMinDecade : d > kMaxDecade - 1 ? kMaxDecade - 1 : d;
+    std::int32_t k = d - kMinDecade;
+    k += e >= pow10[k + 1] ? 1 : 0;
+    k = k > kDecades - 1 ? kDecades - 1 : k;
+    bins[i] = static_cast<std::uint8_t>(bits == 0 ? kDecades : (bits >> 52) == 0 ? 0 : k);
+  }
+}
+
+// True when every value of both blocks is finite (an all-ones exponent marks inf and NaN); bit
+// tests, so the fast-math options of the kernel cannot fold them away.
+DT_CLONES DT_VECTOR_KERNEL bool AllFinite(const double* __restrict a, const double* __restrict b,
+                                          std::size_t n) {
+  std::uint64_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t x, y;
+    std::memcpy(&x, &a[i], 8);
+    std::memcpy(&y, &b[i], 8);
+    bad |= static_cast<std::uint64_t>((x & 0x7ff0000000000000ull) == 0x7ff0000000000000ull) |
+           static_cast<std::uint64_t>((y & 0x7ff0000000000000ull) == 0x7ff0000000000000ull);
+  }
+  return bad == 0;
+}
+
+// Largest distance in units in the last place, in the ULP dtype, over finite pairs.
+template <DType U>
+DT_CLONES DT_VECTOR_KERNEL std::uint64_t MaxUlp(const double* __restrict a,
+                                                const double* __restrict b, std::size_t n) {
+  std::uint64_t m = 0;
+  std::uint32_t m32 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::int64_t x, y;
+    if constexpr (U == DType::kF64) {
+      std::uint64_t ba, bb;
+      std::memcpy(&ba, &a[i], 8);
+      std::memcpy(&bb, &b[i], 8);
+      constexpr std::uint64_t kMag = ~(std::uint64_t{1} << 63);
+      x = (ba >> 63) ? -static_cast<std::int64_t>(ba & kMag) : static_cast<std::int64_t>(ba);
+      y = (bb >> 63) ? -static_cast<std::int64_t>(bb & kMag) : static_cast<std::int64_t>(bb);
+    } else {
+      // 32-bit lanes: ordered values differ by less than 2^32, so unsigned differences fit.
+      float fa = static_cast<float>(a[i]), fb = static_cast<float>(b[i]);
+      std::uint32_t ba, bb;
+      std::memcpy(&ba, &fa, 4);
+      std::memcpy(&bb, &fb, 4);
+      if constexpr (U == DType::kBF16) {
+        ba = (ba + 0x7fffu + ((ba >> 16) & 1u)) >> 16;
+        bb = (bb + 0x7fffu + ((bb >> 16) & 1u)) >> 16;
+        ba = (ba & 0x8000u) ? 0x8000u - (ba & 0x7fffu) : 0x8000u + ba;
+        bb = (bb & 0x8000u) ? 0x8000u - (bb & 0x7fffu) : 0x8000u + bb;
+      } else {
+        ba = (ba >> 31) ? 0x80000000u - (ba & 0x7fffffffu) : 0x80000000u + ba;
+        bb = (bb >> 31) ? 0x80000000u - (bb & 0x7fffffffu) : 0x80000000u + bb;
+      }
+      std::uint32_t d32 = ba >= bb ? ba - bb : bb - ba;
+      m32 = d32 > m32 ? d32 : m32;
+      continue;
+    }
+    std::uint64_t d = x >= y ? static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y)
+                             : static_cast<std::uint64_t>(y) - static_cast<std::uint64_t>(x);
+    m = d > m ? d : m;
+  }
+  return m > m32 ? m : m32;
+}
+
+std::uint64_t MaxUlpIn(DType u, const double* a, const double* b, std::size_t n) {
+  switch (u) {
+    case DType::kF64:
+      return MaxUlp<DType::kF64>(a, b, n);
+    case DType::kF32:
+      return MaxUlp<DType::kF32>(a, b, n);
+    case DType::kBF16:
+      return MaxUlp<DType::kBF16>(a, b, n);
+    default: {
+      std::uint64_t m = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::int64_t x = OrderedIn(u, a[i]), y = OrderedIn(u, b[i]);
+        std::uint64_t d = x >= y ? static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y)
+                                 : static_cast<std::uint64_t>(y) - static_cast<std::uint64_t>(x);
+        m = d > m ? d : m;
+      }
+      return m;
+    }
+  }
+}
+
+inline std::size_t PctKey(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  std::size_t k = static_cast<std::size_t>((bits >> 48) & 0x7fff);
+  return (bits >> 63) ? 32767 - k : 32768 + k;
+}
+
+// The upper edge of a percentile bucket.
+double PctValue(std::size_t key) {
+  std::uint64_t bits;
+  double v;
+  if (key >= 32768) {
+    bits = static_cast<std::uint64_t>(key - 32768 + 1) << 48;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+  bits = static_cast<std::uint64_t>(32767 - key) << 48;
+  std::memcpy(&v, &bits, 8);
+  return -v;
+}
+
+class Kernel {
+ public:
+  Kernel(const StatsConfig& cfg) : cfg_(cfg) {}
+
+  // Accumulates finite pairs a[i], b[i] whose flat positions are base + i (or idx[i]).
+  void Finite(const double* a, const double* b, std::size_t n, std::uint64_t base,
+              const std::uint64_t* idx, Acc& acc) const {
+    if (n == 0) return;
+    BlockOut o;
+    if (cfg_.rule == Rule::kEither) {
+      FiniteBlock<true>(a, b, n, cfg_.atol, cfg_.rtol, o);
+    } else {
+      FiniteBlock<false>(a, b, n, cfg_.atol, cfg_.rtol, o);
+    }
+    if (o.maxe > acc.max_e) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (std::fabs(a[i] - b[i]) == o.maxe) {
+          acc.max_e = o.maxe;
+          acc.max_i = idx ? idx[i] : base + i;
+          break;
+        }
+      }
+    }
+    acc.sum_e += o.se;
+    acc.sum_sq += o.sq;
+    acc.sum_rel += o.srel;
+    acc.sum_ex += o.sex;
+    acc.max_rel = std::max(acc.max_rel, o.maxrel);
+    acc.max_ex = std::max(acc.max_ex, o.maxex);
+    acc.min_a = std::min(acc.min_a, o.mina);
+    acc.max_a = std::max(acc.max_a, o.maxa);
+    acc.min_b = std::min(acc.min_b, o.minb);
+    acc.max_b = std::max(acc.max_b, o.maxb);
+    acc.equal += static_cast<std::uint64_t>(o.eq);
+    acc.n_rel += static_cast<std::uint64_t>(o.nrel);
+    acc.zero_b_err += static_cast<std::uint64_t>(o.zbe);
+    acc.outside += static_cast<std::uint64_t>(o.out);
+    acc.saa += o.saa;
+    acc.sbb += o.sbb;
+    acc.sab += o.sab;
+    double nd = static_cast<double>(n);
+    acc.MergeMoments(n, o.sa / nd, o.sb / nd, o.m2a, o.m2b, o.cab);
+    // Decade histogram: the bin comes from the exponent bits and one comparison. Four
+    // interleaved copies keep consecutive increments of the same bin from waiting on each other.
+    std::uint8_t bins[kBlock];
+    DecadeBins(a, b, n, T().pow10.data(), bins);
+    std::uint32_t h[4][kDecades + 1] = {};
+    for (std::size_t i = 0; i < n; ++i) ++h[i & 3][bins[i]];
+    for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
+    acc.hist_zero += h[0][kDecades] + h[1][kDecades] + h[2][kDecades] + h[3][kDecades];
+    if (cfg_.ulp_dtype) acc.max_ulp = std::max(acc.max_ulp, MaxUlpIn(*cfg_.ulp_dtype, a, b, n));
+    if (!acc.pct.empty()) {
+      for (std::size_t i = 0; i < n; ++i) {
+        double e = std::fabs(a[i] - b[i]), ab = std::fabs(b[i]);
+        double rel = ab > 0 ? e / ab : (e > 0 ? INFINITY : 0.0);
+        ++acc.pct[PctKey(e)];
+        ++acc.pct[kPctBuckets + PctKey(rel)];
+        ++acc.pct[2 * kPctBuckets + PctKey(e - cfg_.rtol * ab)];
+      }
+    }
+  }
+
+  // Any block: pairs with a non-finite side are counted here, the rest go to Finite().
+  void Block(const double* a, const double* b, std::size_t n, std::uint64_t base, Acc& acc) const {
+    if (AllFinite(a, b, n)) {
+      Finite(a, b, n, base, nullptr, acc);
+      return;
+    }
+    double fa[kBlock], fb[kBlock];
+    std::uint64_t idx[kBlock];
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double x = a[i], y = b[i];
+      if (std::isfinite(x) && std::isfinite(y)) {
+        fa[k] = x;
+        fb[k] = y;
+        idx[k++] = base + i;
+        continue;
+      }
+      bool nx = std::isnan(x), ny = std::isnan(y);
+      acc.nan_a += nx;
+      acc.nan_b += ny;
+      acc.pinf_a += x == INFINITY;
+      acc.ninf_a += x == -INFINITY;
+      acc.pinf_b += y == INFINITY;
+      acc.ninf_b += y == -INFINITY;
+      acc.nan_mismatch += nx != ny;
+      acc.equal += x == y;
+      bool pass = (nx && ny && cfg_.equal_nan) || (std::isinf(x) && x == y && cfg_.inf_equal);
+      acc.outside += !pass;
+      acc.nf_outside += !pass;
+    }
+    Finite(fa, fb, k, 0, idx, acc);
+  }
+
+ private:
+  const StatsConfig& cfg_;
+};
+
+// Reads tensor elements in iteration order into double blocks: a linear run of storage, a
+// gather through strides, or a deflated stream.
+class Reader {
+ public:
+  Status Init(const TensorInfo& t, bool linear, const std::string& file) {
+    t_ = &t;
+    linear_ = linear;
+    es_ = DTypeSize(t.dtype);
+    strides_ = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
+    if (t.storage.is_deflated()) {
+      z_ = std::make_unique<InflateStream>();
+      if (auto s = z_->Init(t.storage.deflated, t.storage.deflated_size, t.storage.inflated_limit,
+                            file, t.name);
+          !s) {
+        return s;
+      }
+      if (auto s = z_->Skip(t.storage.inflated_skip); !s) return s;
+      bytes_.resize(kBlock * es_);
+    } else if (!linear) {
+      bytes_.resize(kBlock * es_);
+    }
+    return OkStatus();
+  }
+
+  // Elements [start, start + n) of the iteration into out.
+  Status Load(std::uint64_t start, std::size_t n, double* out) {
+    if (z_) {
+      if (auto s = z_->ReadExactly(bytes_.data(), n * es_); !s) return s;
+      Convert(t_->dtype, t_->big_endian, bytes_.data(), n, out);
+      return OkStatus();
+    }
+    if (linear_) {
+      Convert(t_->dtype, t_->big_endian, t_->storage.data + start * es_, n, out);
+      return OkStatus();
+    }
+    // Gather in C order: the multi-index of `start`, then step it element by element.
+    std::size_t nd = t_->shape.size();
+    std::uint64_t idx[64] = {};
+    std::uint64_t rem = start;
+    std::int64_t off = 0;
+    for (std::size_t d = nd; d-- > 0;) {
+      idx[d] = rem % t_->shape[d];
+      rem /= t_->shape[d];
+      off += static_cast<std::int64_t>(idx[d]) * strides_[d];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::memcpy(bytes_.data() + i * es_, t_->storage.data + static_cast<std::uint64_t>(off) * es_,
+                  es_);
+      for (std::size_t d = nd; d-- > 0;) {
+        if (++idx[d] < t_->shape[d]) {
+          off += strides_[d];
+          break;
+        }
+        off -= static_cast<std::int64_t>(idx[d] - 1) * strides_[d];
+        idx[d] = 0;
+      }
+    }
+    Convert(t_->dtype, t_->big_endian, bytes_.data(), n, out);
+    return OkStatus();
+  }
+
+ private:
+  const TensorInfo* t_ = nullptr;
+  bool linear_ = true;
+  std::size_t es_ = 1;
+  std::vector<std::int64_t> strides_;
+  std::unique_ptr<InflateStream> z_;
+  std::vector<unsigned char> bytes_;
+};
+
+bool IsC(const TensorInfo& t) {
+  return t.strides.empty() || t.strides == ContiguousStrides(t.shape);
+}
+
+// True when `strides` lay the shape out densely in some dimension order (C, Fortran, …).
+bool IsDense(const TensorInfo& t) {
+  if (t.strides.empty()) return true;
+  std::vector<std::size_t> order(t.shape.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t x, std::size_t y) { return t.strides[x] < t.strides[y]; });
+  std::int64_t expect = 1;
+  for (std::size_t d : order) {
+    if (t.shape[d] == 1) continue;
+    if (t.strides[d] != expect) return false;
+    expect *= static_cast<std::int64_t>(t.shape[d]);
+  }
+  return true;
+}
+
+// The multi-index of the element at storage position `pos` of a dense layout.
+std::vector<std::uint64_t> UnravelStorage(const TensorInfo& t, std::uint64_t pos) {
+  std::vector<std::int64_t> s = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
+  std::vector<std::size_t> order(t.shape.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return s[x] > s[y]; });
+  std::vector<std::uint64_t> idx(t.shape.size(), 0);
+  for (std::size_t d : order) {
+    if (t.shape[d] <= 1) continue;
+    idx[d] = pos / static_cast<std::uint64_t>(s[d]);
+    pos %= static_cast<std::uint64_t>(s[d]);
+  }
+  return idx;
+}
+
+std::vector<std::uint64_t> UnravelC(const std::vector<std::uint64_t>& shape, std::uint64_t pos) {
+  std::vector<std::uint64_t> idx(shape.size(), 0);
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 0) continue;
+    idx[d] = pos % shape[d];
+    pos /= shape[d];
+  }
+  return idx;
+}
+
+double Percentile(const std::vector<std::uint64_t>& pct, std::size_t which, std::uint64_t total,
+                  double q) {
+  if (total == 0) return 0;
+  std::uint64_t rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
+  rank = std::max<std::uint64_t>(rank, 1);
+  std::uint64_t seen = 0;
+  for (std::size_t k = 0; k < kPctBuckets; ++k) {
+    seen += pct[which * kPctBuckets + k];
+    if (seen >= rank) return PctValue(k);
+  }
+  return PctValue(kPctBuckets - 1);
+}
+
+Status RunRange(const TensorInfo& a, const TensorInfo& b, bool linear, std::uint64_t begin,
+                std::uint64_t end, const Kernel& kernel, Acc& acc, const std::string& fa,
+                const std::string& fb) {
+  Reader ra, rb;
+  if (auto s = ra.Init(a, linear || IsC(a), fa); !s) return s;
+  if (auto s = rb.Init(b, linear || IsC(b), fb); !s) return s;
+  std::vector<double> buf(2 * kBlock);
+  for (std::uint64_t i = begin; i < end; i += kBlock) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - i));
+    if (auto s = ra.Load(i, n, buf.data()); !s) return s;
+    if (auto s = rb.Load(i, n, buf.data() + kBlock); !s) return s;
+    kernel.Block(buf.data(), buf.data() + kBlock, n, i, acc);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const StatsConfig& cfg,
+                                 const std::string& file_a, const std::string& file_b) {
+  DT_CHECK(a.shape == b.shape);
+  const bool same_dense = IsDense(a) && IsDense(b) &&
+                          (a.strides.empty() ? ContiguousStrides(a.shape) : a.strides) ==
+                              (b.strides.empty() ? ContiguousStrides(b.shape) : b.strides);
+  const bool linear = same_dense;
+  for (const TensorInfo* t : {&a, &b}) {
+    if (t->storage.is_deflated() && !linear && !IsC(*t)) {
+      return MakeError(ErrorCode::kInput,
+                       "tensor '" + t->name +
+                           "': a compressed Fortran-order member can only be compared with a "
+                           "tensor of the same layout",
+                       t == &a ? file_a : file_b);
+    }
+  }
+  const std::uint64_t n = a.numel;
+  Kernel kernel(cfg);
+  bool streamed = a.storage.is_deflated() || b.storage.is_deflated();
+  int threads = streamed ? 1 : std::max(1, cfg.threads);
+  if (n < 4 * kBlock) threads = 1;
+  std::vector<Acc> accs(static_cast<std::size_t>(threads));
+  if (cfg.percentiles) {
+    for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
+  }
+  std::vector<Status> status(static_cast<std::size_t>(threads), OkStatus());
+  auto bounds = [&](int t) {
+    std::uint64_t blocks = (n + kBlock - 1) / kBlock;
+    std::uint64_t lo = blocks * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
+    return std::min(n, lo * kBlock);
+  };
+  if (threads == 1) {
+    status[0] = RunRange(a, b, linear, 0, n, kernel, accs[0], file_a, file_b);
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        status[static_cast<std::size_t>(t)] =
+            RunRange(a, b, linear, bounds(t), bounds(t + 1), kernel,
+                     accs[static_cast<std::size_t>(t)], file_a, file_b);
+      });
+    }
+    for (auto& th : pool) th.join();
+  }
+  for (auto& s : status) {
+    if (!s) return s.take_error();
+  }
+  Acc acc = std::move(accs[0]);
+  for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
+
+  TensorStats s;
+  s.numel = n;
+  s.finite_pairs = acc.n;
+  double fn = static_cast<double>(acc.n);
+  if (acc.n > 0) {
+    s.max_abs = acc.max_e;
+    s.max_abs_index = linear ? UnravelStorage(a, acc.max_i) : UnravelC(a.shape, acc.max_i);
+    s.mean_abs = acc.sum_e / fn;
+    s.rmse = std::sqrt(acc.sum_sq / fn);
+    s.max_rel = acc.zero_b_err > 0 ? INFINITY : acc.max_rel;
+    s.mean_rel = acc.n_rel > 0 ? acc.sum_rel / static_cast<double>(acc.n_rel) : 0;
+    s.mean_excess = acc.sum_ex / fn;
+    double denom = std::sqrt(acc.saa) * std::sqrt(acc.sbb);
+    s.cosine = denom > 0 ? acc.sab / denom : NAN;
+    double pd = std::sqrt(acc.m2a) * std::sqrt(acc.m2b);
+    s.pearson = pd > 0 ? acc.cab / pd : NAN;
+    s.a = {acc.min_a, acc.max_a, acc.mean_a, std::sqrt(acc.m2a / fn)};
+    s.b = {acc.min_b, acc.max_b, acc.mean_b, std::sqrt(acc.m2b / fn)};
+    s.min_passing_atol = cfg.rule == Rule::kEither ? s.max_abs : std::max(0.0, acc.max_ex);
+    s.min_passing_rtol = s.max_rel;
+  } else {
+    s.cosine = NAN;
+    s.pearson = NAN;
+  }
+  if (cfg.ulp_dtype) s.max_ulp = acc.max_ulp;
+  s.n_outside = acc.outside;
+  s.nonfinite_outside = acc.nf_outside;
+  s.frac_outside = n > 0 ? static_cast<double>(acc.outside) / static_cast<double>(n) : 0;
+  s.nan_a = acc.nan_a;
+  s.nan_b = acc.nan_b;
+  s.posinf_a = acc.pinf_a;
+  s.neginf_a = acc.ninf_a;
+  s.posinf_b = acc.pinf_b;
+  s.neginf_b = acc.ninf_b;
+  s.nan_mismatch = acc.nan_mismatch;
+  s.equal = acc.equal;
+  int lo = kDecades, hi = -1;
+  for (int i = 0; i < kDecades; ++i) {
+    if (acc.hist[static_cast<std::size_t>(i)] != 0) {
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
+    }
+  }
+  s.histogram.zero = acc.hist_zero;
+  if (hi >= 0) {
+    s.histogram.first_decade = kMinDecade + lo;
+    s.histogram.counts.assign(acc.hist.begin() + lo, acc.hist.begin() + hi + 1);
+  }
+  if (cfg.percentiles) {
+    s.median_abs = Percentile(acc.pct, 0, acc.n, 0.5);
+    s.p99_abs = Percentile(acc.pct, 0, acc.n, 0.99);
+    s.median_rel = Percentile(acc.pct, 1, acc.n, 0.5);
+    s.p99_rel = Percentile(acc.pct, 1, acc.n, 0.99);
+    s.median_excess = Percentile(acc.pct, 2, acc.n, 0.5);
+    s.p99_excess = Percentile(acc.pct, 2, acc.n, 0.99);
+  }
+  return s;
+}
+
+std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads) {
+  const std::uint64_t na = a.numel * DTypeSize(a.dtype), nb = b.numel * DTypeSize(b.dtype);
+  std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads), 0);
+  auto work = [&](int t) {
+    std::uint64_t s = 0;
+    for (const auto& [p, len] : {std::pair{a.storage.data, na}, std::pair{b.storage.data, nb}}) {
+      std::uint64_t words = len / 8;
+      std::uint64_t lo =
+          words * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
+      std::uint64_t hi =
+          words * static_cast<std::uint64_t>(t + 1) / static_cast<std::uint64_t>(threads);
+      std::uint64_t x0 = 0, x1 = 0, x2 = 0, x3 = 0;
+      std::uint64_t i = lo;
+      for (; i + 4 <= hi; i += 4) {
+        std::uint64_t w[4];
+        std::memcpy(w, p + i * 8, 32);
+        x0 += w[0];
+        x1 += w[1];
+        x2 += w[2];
+        x3 += w[3];
+      }
+      for (; i < hi; ++i) {
+        std::uint64_t w;
+        std::memcpy(&w, p + i * 8, 8);
+        x0 += w;
+      }
+      s += x0 + x1 + x2 + x3;
+    }
+    sums[static_cast<std::size_t>(t)] = s;
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  for (auto& th : pool) th.join();
+  std::uint64_t total = 0;
+  for (auto v : sums) total += v;
+  return total;
+}
+
+}  // namespace dt::compare
