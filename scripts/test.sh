@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ suite (warnings as errors), pytest for the CLI and the Python package,
-# the `pip install .` check, then the C++ suite again under AddressSanitizer + UBSan.
+# Runs every test: the C++ suite (warnings as errors), the `pip install .` check, pytest for the CLI,
+# the Python package and the example, a short libFuzzer run of every tensor-file reader, then the C++
+# suite again under AddressSanitizer + UBSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -19,7 +20,10 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== Python tests"
 DUALTRACK_BIN="$PWD/build/dualtrack" DUALTRACK_PIP_VENV="$PWD/build/pip-venv" \
-  "$PYTHON" -m pytest -q tests
+  "$PYTHON" -m pytest -q -p no:cacheprovider tests
+
+echo "== libFuzzer: each tensor-file reader for ${FUZZ_SECONDS:=10}s"
+FUZZ_SECONDS=$FUZZ_SECONDS scripts/fuzz.sh
 
 echo "== C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 if [ ! -f build-asan/CMakeCache.txt ]; then

@@ -113,7 +113,8 @@ Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io
   app.add_option("BUNDLE", bundle,
                  "A run bundle directory (ops.jsonl + manifest.json) or an ops.jsonl");
   app.add_option("--torch", torch,
-                 "PyTorch release to predict for (2.13, 2.4.1); default the newest known");
+                 "PyTorch release to predict for (2.13, 2.4.1); default: the release that\n"
+                 "recorded the bundle if the tables know it, else the newest known");
   app.add_option("--macos", macos, "macOS major version of the Mac (bf16 needs 14)")
       ->check(CLI::Range(11, 99));
   app.add_option("--format", format, "Output format")

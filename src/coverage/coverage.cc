@@ -145,14 +145,8 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
 
   CoverageReport report;
   report.known_versions = table->versions();
-  std::size_t vi = table->versions().size() - 1;
-  if (!options.torch.empty()) {
-    auto found = table->FindVersion(options.torch);
-    if (!found) return found.take_error();
-    vi = *found;
-  }
-  report.torch = table->versions()[vi];
   report.macos = options.macos;
+  std::string traced_torch;  // The torch that recorded the bundle, from its manifest.
 
   // The bundle: a directory with ops.jsonl (and usually manifest.json) or an ops.jsonl itself.
   std::error_code ec;
@@ -174,6 +168,8 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
         }
         if (j.contains("track") && j["track"].is_string())
           report.track = j["track"].get<std::string>();
+        if (j.contains("torch_version") && j["torch_version"].is_string())
+          traced_torch = j["torch_version"].get<std::string>();
       } catch (const nlohmann::json::parse_error& e) {
         return MakeError(ErrorCode::kInput, std::string("manifest.json: invalid JSON: ") + e.what(),
                          manifest.string());
@@ -186,6 +182,18 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
   } else if (!std::filesystem::exists(options.bundle, ec)) {
     return MakeError(ErrorCode::kInput, "no such bundle or ops.jsonl", options.bundle.string());
   }
+  // Predict for --torch, else for the release that recorded the trace (what the user would install
+  // on the Mac), else for the newest release in the tables.
+  std::size_t vi = table->versions().size() - 1;
+  if (!options.torch.empty()) {
+    auto found = table->FindVersion(options.torch);
+    if (!found) return found.take_error();
+    vi = *found;
+  } else if (!traced_torch.empty()) {
+    std::string release = traced_torch.substr(0, traced_torch.find_first_of("+a"));
+    if (auto found = table->FindVersion(release); found.ok()) vi = *found;
+  }
+  report.torch = table->versions()[vi];
   if (report.track == "mps") report.evidence = "measured";
   auto rows = ReadOpsJsonl(ops_path);
   if (!rows) return rows.take_error();
