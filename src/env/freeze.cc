@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <future>
 #include <set>
 #include <sstream>
 
@@ -187,6 +188,36 @@ std::string StripCredentials(const std::string& url) {
   return url.substr(0, host_start) + url.substr(at + 1);
 }
 
+namespace {
+
+// Everything of the baseline that asks the host (env, git, packages, compilers, variables).
+Status ProbeHost(CommandRunner& runner, HostFiles& files, const FreezeOptions& options,
+                 const fs::path& project, Baseline& b) {
+  auto env = Diagnose(runner, files, options.env);
+  if (!env.ok()) return env.take_error();
+  b.env = std::move(*env);
+  b.code = ProbeGit(runner, project);
+  ProbePackages(runner, b.env, b);
+  auto conda_prefix = files.GetEnv("CONDA_PREFIX");
+  if (conda_prefix) {
+    b.conda = std::map<std::string, std::string>{{"prefix", *conda_prefix},
+                                                 {"name", files.GetEnv("CONDA_DEFAULT_ENV").value_or("")}};
+  }
+  if (auto s = FindLockFiles(project, b); !s.ok()) return s.take_error();
+  b.in_container = files.Read("/.dockerenv").has_value() || files.Read("/run/.containerenv").has_value();
+  for (const char* cc : {"cc", "c++"}) {
+    auto out = Output(runner, {cc, "--version"});
+    b.compilers[cc] = out ? std::optional<std::string>(FirstLine(*out)) : std::nullopt;
+  }
+  b.compilers["nvcc"] = b.env.cuda.nvcc_version;
+  for (const auto& [name, value] : files.Environment()) {
+    if (IsAllowListedEnvVar(name)) b.env_vars[name] = value;
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<Baseline> Freeze(CommandRunner& runner, HostFiles& files, const FreezeOptions& options) {
   Baseline b;
   b.created = NowUtc();
@@ -216,31 +247,19 @@ Result<Baseline> Freeze(CommandRunner& runner, HostFiles& files, const FreezeOpt
     b.preprocess.push_back({rel, d->sha256, d->git_blob, d->size});
   }
   b.seeds = options.seeds;
-  if (auto s = HashDataFiles(b.data, options.hash); !s.ok()) return s.take_error();
-  b.data_digest = DataDigest(b.data);
   b.data_only = options.data_only;
-  if (options.data_only) return b;
-
-  auto env = Diagnose(runner, files, options.env);
-  if (!env.ok()) return env.take_error();
-  b.env = std::move(*env);
-  b.code = ProbeGit(runner, project);
-  ProbePackages(runner, b.env, b);
-  auto conda_prefix = files.GetEnv("CONDA_PREFIX");
-  if (conda_prefix) {
-    b.conda = std::map<std::string, std::string>{{"prefix", *conda_prefix},
-                                                 {"name", files.GetEnv("CONDA_DEFAULT_ENV").value_or("")}};
+  // The host probes mostly wait on child processes (importing torch, pip list), so they run on
+  // their own thread while the data slice is hashed; they touch other members of `b` than hashing.
+  std::future<Status> probed;
+  if (!options.data_only) {
+    probed = std::async(std::launch::async,
+                        [&] { return ProbeHost(runner, files, options, project, b); });
   }
-  if (auto s = FindLockFiles(project, b); !s.ok()) return s.take_error();
-  b.in_container = files.Read("/.dockerenv").has_value() || files.Read("/run/.containerenv").has_value();
-  for (const char* cc : {"cc", "c++"}) {
-    auto out = Output(runner, {cc, "--version"});
-    b.compilers[cc] = out ? std::optional<std::string>(FirstLine(*out)) : std::nullopt;
-  }
-  b.compilers["nvcc"] = b.env.cuda.nvcc_version;
-  for (const auto& [name, value] : files.Environment()) {
-    if (IsAllowListedEnvVar(name)) b.env_vars[name] = value;
-  }
+  Status hashed = HashDataFiles(b.data, options.hash);
+  Status host = probed.valid() ? probed.get() : OkStatus();
+  if (!hashed.ok()) return hashed.take_error();
+  if (!host.ok()) return host.take_error();
+  b.data_digest = DataDigest(b.data);
   return b;
 }
 
