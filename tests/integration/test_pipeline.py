@@ -74,3 +74,22 @@ def test_report_joins_scan_runs_and_comparison(dualtrack, two_tracks, tmp_path):
     assert any(status == "missing" for cid, status in checklist.items() if "baseline" in cid)
     tracks = report["evidence"]["tracks"]
     assert {t["name"] for t in tracks} == {"cuda", "mps"}
+
+
+def test_coverage_of_a_real_bundle_names_the_planted_operator(dualtrack, two_tracks):
+    _, project, bundles = two_tracks
+    r = dualtrack("coverage", bundles["default"], "--format", "json")
+    assert r.returncode == 1, r.stderr  # Something falls back or fails: exit 1.
+    doc = json.loads(r.stdout)
+    assert doc["torch"].startswith("2.13")  # Predicted for the torch that recorded the trace.
+    planted = [o for o in doc["ops"] if o["op"] == "aten::multi_margin_loss"]
+    assert planted and planted[0]["class"] == "cpu-fallback"
+    line = planted[0]["location"]["line"]
+    source = (project / "train.py").read_text().splitlines()[line - 1]
+    assert "margin_loss(" in source and planted[0]["location"]["file"] == "train.py"
+    f64 = [o for o in doc["ops"] if o["dtype_issues"]]
+    assert any(o["location"]["file"] == "utils/metrics.py" for o in f64)
+    # The portable path computes the hinge from native operators: nothing falls back there.
+    p = json.loads(dualtrack("coverage", bundles["portable"], "--format", "json").stdout)
+    assert not [o for o in p["ops"] if o["op"].startswith("aten::multi_margin_loss")]
+    assert p["summary"]["fallback"] == 0
