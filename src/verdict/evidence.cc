@@ -5,6 +5,7 @@
 #include <limits>
 #include <system_error>
 
+#include "bundle/bundle.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -218,34 +219,6 @@ Result<T> LoadWith(const std::filesystem::path& path, F parse) {
   return parse(*doc, path.string());
 }
 
-// Reads a JSON-lines file, calling `row` for each non-empty line; errors name file and line.
-template <class F>
-Status ReadJsonLines(const std::filesystem::path& path, F row) {
-  auto text = ReadFile(path, std::uint64_t{512} << 20);
-  if (!text.ok()) return text.take_error();
-  std::int64_t line_no = 0;
-  for (std::string_view line : Split(*text, '\n')) {
-    ++line_no;
-    if (Trim(line).empty()) continue;
-    json doc = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) {
-      return MakeError(ErrorCode::kInput, "not valid JSON", path.string(), line_no);
-    }
-    if (!doc.is_object()) {
-      return MakeError(ErrorCode::kInput, "expected a JSON object per line", path.string(),
-                       line_no);
-    }
-    Reader r(path.string());
-    row(r, doc);
-    if (!r.ok()) {
-      Error e = r.TakeError();
-      e.line = line_no;
-      return e;
-    }
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 Result<json> ParseJsonText(const std::string& text, const std::string& source) {
@@ -425,19 +398,12 @@ Result<Comparison> LoadComparison(const std::filesystem::path& path) {
 }
 
 Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return MakeError(ErrorCode::kInput, "not a bundle directory (run 'dualtrack run' to make one)",
-                     dir.string());
-  }
-  const std::filesystem::path manifest_path = dir / "manifest.json";
-  auto text = ReadFile(manifest_path, std::uint64_t{64} << 20);
-  if (!text.ok()) return text.take_error();
-  auto parsed = ParseJsonText(*text, manifest_path.string());
-  if (!parsed.ok()) return parsed.take_error();
-  const json& doc = *parsed;
-  const std::string source = manifest_path.string();
-  if (auto s = CheckSchema(doc, source, "dualtrack.bundle/1"); !s.ok()) return s.take_error();
+  // The bundle stage's reader checks the manifest's schema and status and reads ops.jsonl and
+  // metrics.jsonl (errors name file and line); this function picks what the verdict needs.
+  auto bundle = bundle::LoadBundle(dir);
+  if (!bundle.ok()) return bundle.take_error();
+  const json& doc = bundle->manifest;
+  const std::string source = (dir / "manifest.json").string();
 
   Reader r(source);
   Track t;
@@ -495,32 +461,21 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
   }
   if (!r.ok()) return r.TakeError();
 
-  if (std::filesystem::exists(dir / "ops.jsonl", ec)) {
-    t.has_ops = true;
-    auto s = ReadJsonLines(dir / "ops.jsonl", [&](Reader& rr, const json& row) {
-      OpRow op;
-      op.op = rr.Str(row, "op", "");
-      op.overload = rr.Str(row, "overload", "");
-      op.device = rr.Str(row, "device", "");
-      op.dtypes = rr.StrList(row, "dtypes", "");
-      op.count = rr.Int(row, "count", "");
-      op.location = rr.Loc(row, "location", "");
-      op.status = rr.Str(row, "status", "");
-      op.error = rr.OptStr(row, "error", "").value_or("");
-      t.ops.push_back(std::move(op));
-    });
-    if (!s.ok()) return s.take_error();
+  std::error_code ec;
+  t.has_ops = std::filesystem::exists(dir / "ops.jsonl", ec);
+  for (bundle::OpRow& row : bundle->ops) {
+    OpRow op;
+    op.op = std::move(row.op);
+    op.overload = std::move(row.overload);
+    op.device = std::move(row.device);
+    op.dtypes = std::move(row.dtypes);
+    op.count = row.count;
+    if (row.location) op.location = {std::move(row.location->file), row.location->line};
+    op.status = std::move(row.status);
+    op.error = row.error.value_or("");
+    t.ops.push_back(std::move(op));
   }
-  if (std::filesystem::exists(dir / "metrics.jsonl", ec)) {
-    auto s = ReadJsonLines(dir / "metrics.jsonl", [&](Reader& rr, const json& row) {
-      Metric m;
-      m.step = rr.Int(row, "step", "");
-      m.name = rr.Str(row, "name", "");
-      m.value = rr.OptNum(row, "value", "").value_or(0.0);
-      t.metrics.push_back(std::move(m));
-    });
-    if (!s.ok()) return s.take_error();
-  }
+  for (const bundle::MetricRow& m : bundle->metrics) t.metrics.push_back({m.step, m.name, m.value});
   return t;
 }
 
