@@ -86,8 +86,9 @@ struct Tables {
   std::array<std::int16_t, 2048> lo{};
   std::array<double, 2048> thr{};
   std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
-  // The histogram bin of a nonzero finite |x| from its float64 exponent field:
-  // bin_of[e] + (x >= bin_thr[e]), the bin DecadeBins computes.
+  // The histogram bin of a finite |x| from its float64 exponent field: bin_of[e] + (x >=
+  // bin_thr[e]), the bin DecadeBins computes; the zero exponent is the zero bin, since the
+  // difference of two float32 values is 0 or at least 2^-149, never a float64 subnormal.
   std::array<std::uint8_t, 2048> bin_of{};
   std::array<double, 2048> bin_thr{};
   Tables() : half(65536) {
@@ -99,7 +100,7 @@ struct Tables {
       std::int32_t d = ((static_cast<std::int32_t>(e) - 1023) * 78913) >> 18;
       d = std::clamp(d, kMinDecade, kMaxDecade - 1);
       std::int32_t k = d - kMinDecade;
-      bin_of[e] = static_cast<std::uint8_t>(e == 0 ? 0 : k);
+      bin_of[e] = static_cast<std::uint8_t>(e == 0 ? kDecades : k);
       bin_thr[e] = e == 0 || k == kDecades - 1 ? INFINITY : pow10[static_cast<std::size_t>(k + 1)];
     }
     for (std::uint32_t i = 0; i < 65536; ++i)
@@ -790,14 +791,20 @@ class Kernel {
     const std::uint8_t* bin_of = T().bin_of.data();
     const double* bin_thr = T().bin_thr.data();
     std::uint32_t h[4][kDecades + 1] = {};
-    for (std::size_t i = 0; i < n; ++i) {
-      double e = err[i];
+    auto bin = [&](double e) {
       std::uint64_t bits;
       std::memcpy(&bits, &e, 8);
       std::size_t x = static_cast<std::size_t>(bits >> 52);
-      std::size_t k = bits == 0 ? kDecades : bin_of[x] + (e >= bin_thr[x] ? 1u : 0u);
-      ++h[i & 3][k];
+      return bin_of[x] + (e >= bin_thr[x] ? 1u : 0u);
+    };
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      ++h[0][bin(err[i])];
+      ++h[1][bin(err[i + 1])];
+      ++h[2][bin(err[i + 2])];
+      ++h[3][bin(err[i + 3])];
     }
+    for (; i < n; ++i) ++h[0][bin(err[i])];
     for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
     acc.hist_zero += h[0][kDecades] + h[1][kDecades] + h[2][kDecades] + h[3][kDecades];
   }
