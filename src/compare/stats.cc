@@ -534,7 +534,7 @@ double PctValue(std::size_t key) {
 
 // Per-block results of the native kernel for float32, bfloat16 and float16 pairs of one dtype.
 struct NativeOut {
-  double se, sq, srel, sex, sa, sb, maxe, maxrel, maxex;
+  double se, sq, srel, sex, sa, sb, maxe, mine, maxrel, maxex;
   float mina, maxa, minb, maxb;
   std::uint32_t eq, nrel, zbe, out, ulp, bad;
 };
@@ -605,7 +605,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeErr(const float* __restrict a, const float
                                           std::size_t n, double atol, double rtol,
                                           double* __restrict err, NativeOut& o) {
   double se = 0, sq = 0, srel = 0, sex = 0, sa = 0, sb = 0, out = 0;
-  double maxe = 0, maxrel = 0, maxex = -DBL_MAX;
+  double maxe = 0, mine = DBL_MAX, maxrel = 0, maxex = -DBL_MAX;
   for (std::size_t i = 0; i < n; ++i) {
     double xd = a[i], yd = b[i];
     double d = xd - yd;
@@ -619,6 +619,8 @@ DT_CLONES DT_VECTOR_KERNEL void NativeErr(const float* __restrict a, const float
     sa += xd;
     sb += yd;
     maxe = e > maxe ? e : maxe;
+    double enz = e > 0 ? e : DBL_MAX;
+    mine = enz < mine ? enz : mine;
     maxrel = rel > maxrel ? rel : maxrel;
     maxex = ex > maxex ? ex : maxex;
     if constexpr (kEither) {
@@ -635,6 +637,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeErr(const float* __restrict a, const float
   o.sa = sa;
   o.sb = sb;
   o.maxe = maxe;
+  o.mine = mine;
   o.maxrel = maxrel;
   o.maxex = maxex;
   o.out = static_cast<std::uint32_t>(out);
@@ -654,6 +657,63 @@ DT_CLONES DT_VECTOR_KERNEL void NativeMoments(const float* __restrict a, const f
   m2a = s2a;
   m2b = s2b;
   cab = sab;
+}
+
+// The decade bin of each error of a native block (kDecades for zero). Scalar on purpose: the
+// table loads would be gathers, slower than plain loads where AVX2 has them at all.
+void ErrBins(const double* __restrict err, std::size_t n, std::uint8_t* __restrict bins) {
+  const std::uint8_t* bin_of = T().bin_of.data();
+  const double* bin_thr = T().bin_thr.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = err[i];
+    std::uint64_t bits;
+    std::memcpy(&bits, &e, 8);
+    std::size_t x = static_cast<std::size_t>(bits >> 52);
+    bins[i] = static_cast<std::uint8_t>(bin_of[x] + (e >= bin_thr[x] ? 1u : 0u));
+  }
+}
+
+// How many of bins[0, n) equal j, in byte lanes over chunks short enough not to overflow them.
+DT_CLONES DT_VECTOR_KERNEL std::uint64_t CountBin(const std::uint8_t* __restrict bins,
+                                                  std::size_t n, std::uint8_t j) {
+  constexpr std::size_t kChunk = 224;  // A multiple of 32 below 256.
+  std::uint64_t total = 0;
+  std::size_t i = 0;
+  for (; i + kChunk <= n; i += kChunk) {
+    std::uint8_t c = 0;
+    for (std::size_t k = 0; k < kChunk; ++k) c = static_cast<std::uint8_t>(c + (bins[i + k] == j));
+    total += c;
+  }
+  for (; i < n; ++i) total += bins[i] == j ? 1 : 0;
+  return total;
+}
+
+// Adds a block's bins to `hist` (kDecades + 1 counters, the last for zero errors); `lo` and
+// `hi` are the bins of its smallest nonzero and its largest error. One vector count per bin
+// when they are few (the usual case), else increments.
+void CountBins(const std::uint8_t* bins, std::size_t n, std::size_t lo, std::size_t hi,
+               std::uint64_t* hist) {
+  if (hi - lo < 16) {
+    std::uint64_t counted = 0;
+    for (std::size_t j = lo; j <= hi; ++j) {
+      std::uint64_t c = CountBin(bins, n, static_cast<std::uint8_t>(j));
+      hist[j] += c;
+      counted += c;
+    }
+    hist[kDecades] += n - counted;
+    return;
+  }
+  std::uint32_t h[4][kDecades + 1] = {};
+  for (std::size_t i = 0; i < n; ++i) ++h[i & 3][bins[i]];
+  for (std::size_t k = 0; k <= kDecades; ++k) hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
+}
+
+// The decade bin of a finite nonzero error, as DecadeBins computes it.
+inline std::size_t BinOf(double e) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &e, 8);
+  std::size_t x = static_cast<std::size_t>(bits >> 52);
+  return T().bin_of[x] + (e >= T().bin_thr[x] ? 1u : 0u);
 }
 
 // bfloat16 → float32 is a 16-bit shift of the bits.
@@ -786,27 +846,18 @@ class Kernel {
     acc.sbb += m2b + nd * mb * mb;
     acc.sab += cab + nd * ma * mb;
     acc.MergeMoments(n, ma, mb, m2a, m2b, cab);
-    // Decade histogram: two table loads by exponent and one comparison per error, counted in
-    // four interleaved copies so that increments of the same bin do not wait on each other.
-    const std::uint8_t* bin_of = T().bin_of.data();
-    const double* bin_thr = T().bin_thr.data();
-    std::uint32_t h[4][kDecades + 1] = {};
-    auto bin = [&](double e) {
-      std::uint64_t bits;
-      std::memcpy(&bits, &e, 8);
-      std::size_t x = static_cast<std::size_t>(bits >> 52);
-      return bin_of[x] + (e >= bin_thr[x] ? 1u : 0u);
-    };
-    std::size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      ++h[0][bin(err[i])];
-      ++h[1][bin(err[i + 1])];
-      ++h[2][bin(err[i + 2])];
-      ++h[3][bin(err[i + 3])];
+    // Decade histogram: the bin of each error from two table loads by exponent and one
+    // comparison, then counted bin by bin with vector compares over the block's range of bins.
+    std::uint8_t bins[kBlock];
+    ErrBins(err, n, bins);
+    std::uint64_t h[kDecades + 1] = {};
+    if (o.eq == n) {
+      h[kDecades] = n;
+    } else {
+      CountBins(bins, n, BinOf(o.mine), BinOf(o.maxe), h);
     }
-    for (; i < n; ++i) ++h[0][bin(err[i])];
-    for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
-    acc.hist_zero += h[0][kDecades] + h[1][kDecades] + h[2][kDecades] + h[3][kDecades];
+    for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[k];
+    acc.hist_zero += h[kDecades];
   }
 
   // Any block: pairs with a non-finite side are counted here, the rest go to Finite().
