@@ -716,6 +716,25 @@ inline std::size_t BinOf(double e) {
   return T().bin_of[x] + (e >= T().bin_thr[x] ? 1u : 0u);
 }
 
+// How many of err[0, n) are at or above each of four thresholds.
+DT_CLONES DT_VECTOR_KERNEL void CountAtLeast4(const double* __restrict err, std::size_t n,
+                                              const double* __restrict t,
+                                              std::int64_t* __restrict c) {
+  double t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
+  std::int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = err[i];
+    c0 += e >= t0 ? 1 : 0;
+    c1 += e >= t1 ? 1 : 0;
+    c2 += e >= t2 ? 1 : 0;
+    c3 += e >= t3 ? 1 : 0;
+  }
+  c[0] = c0;
+  c[1] = c1;
+  c[2] = c2;
+  c[3] = c3;
+}
+
 // bfloat16 → float32 is a 16-bit shift of the bits.
 DT_CLONES DT_VECTOR_KERNEL void WidenBF16(const unsigned char* __restrict raw, std::size_t n,
                                           float* __restrict out) {
@@ -848,13 +867,33 @@ class Kernel {
     acc.MergeMoments(n, ma, mb, m2a, m2b, cab);
     // Decade histogram: the bin of each error from two table loads by exponent and one
     // comparison, then counted bin by bin with vector compares over the block's range of bins.
-    std::uint8_t bins[kBlock];
-    ErrBins(err, n, bins);
     std::uint64_t h[kDecades + 1] = {};
-    if (o.eq == n) {
-      h[kDecades] = n;
-    } else {
-      CountBins(bins, n, BinOf(o.mine), BinOf(o.maxe), h);
+    h[kDecades] = o.eq;  // Every value is finite: the zero errors are the equal pairs.
+    if (o.eq < n) {
+      std::size_t lo = BinOf(o.mine), hi = BinOf(o.maxe);
+      if (hi - lo < 12) {
+        // bin(e) >= j exactly when e >= the float64 10^j (1 <= j < kDecades): each bin's count
+        // is the difference of the counts at or above its two edges.
+        const double* pow10 = T().pow10.data();
+        std::uint64_t above = n - o.eq;  // Errors in bins >= j, for j = lo.
+        for (std::size_t j = lo + 1; j <= hi; j += 4) {
+          double t[4];
+          for (std::size_t q = 0; q < 4; ++q) t[q] = j + q <= hi ? pow10[j + q] : DBL_MAX;
+          std::int64_t c[4];
+          CountAtLeast4(err, n, t, c);
+          for (std::size_t q = 0; q < 4 && j + q <= hi; ++q) {
+            std::uint64_t at_or_above = static_cast<std::uint64_t>(c[q]);
+            h[j + q - 1] += above - at_or_above;
+            above = at_or_above;
+          }
+        }
+        h[hi] += above;
+      } else {
+        std::uint8_t bins[kBlock];
+        ErrBins(err, n, bins);
+        h[kDecades] = 0;
+        CountBins(bins, n, lo, hi, h);
+      }
     }
     for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[k];
     acc.hist_zero += h[kDecades];
