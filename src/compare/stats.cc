@@ -541,9 +541,9 @@ struct NativeOut {
 
 // The ULP-ordered integer of a float32 value that is exactly representable in U: counting in U
 // needs no rounding, so the distance comes from the bits (bfloat16: the upper half; float16: its
-// exponent rebased, or the subnormal's integer multiple of 2^-24).
+// exponent rebased, or for a subnormal half its integer multiple of 2^-24, by shifts only).
 template <DType U>
-inline std::uint32_t OrderedBits(std::uint32_t bits, float x) {
+inline std::uint32_t OrderedBits(std::uint32_t bits) {
   std::uint32_t mag = bits & 0x7fffffffu, neg = bits >> 31;
   if constexpr (U == DType::kF32) {
     return neg ? 0x80000000u - mag : 0x80000000u + mag;
@@ -552,9 +552,10 @@ inline std::uint32_t OrderedBits(std::uint32_t bits, float x) {
     if constexpr (U == DType::kBF16) {
       h = mag >> 16;
     } else {
-      float ax = std::fabs(x);
-      std::uint32_t sub = static_cast<std::uint32_t>(static_cast<std::int32_t>(ax * 16777216.0f));
-      h = ax < 6.103515625e-05f ? sub : (mag >> 13) - (112u << 10);
+      std::uint32_t exp = mag >> 23;
+      std::uint32_t shift = exp >= 126 ? 0u : (126u - exp > 31u ? 31u : 126u - exp);
+      std::uint32_t sub = (0x800000u | (mag & 0x7fffffu)) >> shift;
+      h = mag < 0x38800000u ? sub : (mag >> 13) - (112u << 10);  // 0x38800000: 2^-14.
     }
     return neg ? 0x8000u - h : 0x8000u + h;
   }
@@ -582,7 +583,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const float* __restrict a, const floa
     eq += x == y ? 1u : 0u;
     nrel += y != 0 ? 1u : 0u;
     zbe += (y == 0 && x != y) ? 1u : 0u;
-    std::uint32_t oa = OrderedBits<U>(bx, x), ob = OrderedBits<U>(by, y);
+    std::uint32_t oa = OrderedBits<U>(bx), ob = OrderedBits<U>(by);
     std::uint32_t du = oa >= ob ? oa - ob : ob - oa;
     ulp = du > ulp ? du : ulp;
   }

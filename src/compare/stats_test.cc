@@ -227,5 +227,44 @@ TEST(CompareStatsTest, NativeLanesMatchFloat64Path) {
   }
 }
 
+// float16 ULP distances from the native lanes' bit arithmetic agree with the float64 path's
+// rounding to half, for subnormal, normal and boundary halves of both signs.
+TEST(CompareStatsTest, NativeFloat16UlpMatchesFloat64Path) {
+  auto half_value = [](std::uint16_t h) {
+    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
+    return (h & 0x8000) ? -v : v;
+  };
+  for (std::uint32_t base : {0x0000u, 0x0300u, 0x0400u, 0x3c00u, 0x7b00u}) {
+    for (std::uint32_t sign : {0x0000u, 0x8000u}) {
+      std::vector<std::uint16_t> a, b;
+      for (std::uint32_t k = 0; k < 256; ++k) {
+        a.push_back(static_cast<std::uint16_t>(sign | (base + k)));
+        b.push_back(static_cast<std::uint16_t>(0x8000u ^ sign ^ (k % 3 == 0 ? base : 0x0001u)));
+      }
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        TensorInfo ta, tb;
+        for (auto* t : {&ta, &tb}) {
+          t->name = "x";
+          t->dtype = DType::kF16;
+          t->shape = {1};
+          t->numel = 1;
+          t->storage_elements = 1;
+        }
+        ta.storage.data = reinterpret_cast<const unsigned char*>(&a[i]);
+        tb.storage.data = reinterpret_cast<const unsigned char*>(&b[i]);
+        std::vector<double> da = {half_value(a[i])}, db = {half_value(b[i])};
+        StatsConfig cfg;
+        cfg.ulp_dtype = DType::kF16;
+        auto got = ComputeStats(ta, tb, cfg, "a", "b");
+        auto want = ComputeStats(F64(da), F64(db), cfg, "a", "b");
+        ASSERT_TRUE(got && want);
+        ASSERT_EQ(got->max_ulp, want->max_ulp) << std::hex << a[i] << " " << b[i];
+        ASSERT_EQ(got->max_abs, want->max_abs);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dt::compare
