@@ -82,9 +82,6 @@ float F8ToFloat(std::uint8_t v, int exp_bits, bool fn) {
 struct Tables {
   std::vector<float> half;
   std::array<float, 256> e4m3{}, e5m2{};
-  // Decade of |x| from the binary exponent: bin = lo[e] + (x >= thr[e]).
-  std::array<std::int16_t, 2048> lo{};
-  std::array<double, 2048> thr{};
   std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
   // The histogram bin of a finite |x| from its float64 exponent field: bin_of[e] + (x >=
   // bin_thr[e]), the bin DecadeBins computes; the zero exponent is the zero bin, since the
@@ -108,21 +105,6 @@ struct Tables {
     for (int i = 0; i < 256; ++i) {
       e4m3[i] = F8ToFloat(static_cast<std::uint8_t>(i), 4, true);
       e5m2[i] = F8ToFloat(static_cast<std::uint8_t>(i), 5, false);
-    }
-    for (int e = 0; e < 2048; ++e) {
-      if (e == 0 || e == 2047) {  // Subnormals, and the exponent of inf/NaN (never binned).
-        lo[static_cast<std::size_t>(e)] = e == 0 ? kMinDecade : kMaxDecade - 1;
-        thr[static_cast<std::size_t>(e)] = INFINITY;
-        continue;
-      }
-      int p = e - 1023;  // Values in [2^p, 2^(p+1)).
-      double low = std::ldexp(1.0, p);
-      int d = static_cast<int>(std::floor(std::log10(low)));
-      if (std::pow(10.0, d + 1) <= low) ++d;  // Guard log10 rounding.
-      if (std::pow(10.0, d) > low) --d;
-      double next = std::pow(10.0, d + 1);
-      lo[e] = static_cast<std::int16_t>(d);
-      thr[e] = next < std::ldexp(1.0, p + 1) ? next : INFINITY;
     }
   }
 };
@@ -529,7 +511,6 @@ double PctValue(std::size_t key) {
   return -v;
 }
 
-
 // ---- Native float32 lanes ---------------------------------------------------------------------
 
 // Per-block results of the native kernel for float32, bfloat16 and float16 pairs of one dtype.
@@ -813,8 +794,7 @@ class Kernel {
   // exact): one fused pass and a second over the cached block for the centred moments. A block
   // with a non-finite value goes through Block() in float64 instead.
   template <DType U>
-  void Native(const float* fa, const float* fb, std::size_t n, std::uint64_t base,
-              Acc& acc) const {
+  void Native(const float* fa, const float* fb, std::size_t n, std::uint64_t base, Acc& acc) const {
     NativeOut o;
     NativeBits<U>(fa, fb, n, o);
     if (o.bad) {
