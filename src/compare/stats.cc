@@ -82,35 +82,29 @@ float F8ToFloat(std::uint8_t v, int exp_bits, bool fn) {
 struct Tables {
   std::vector<float> half;
   std::array<float, 256> e4m3{}, e5m2{};
-  // Decade of |x| from the binary exponent: bin = lo[e] + (x >= thr[e]).
-  std::array<std::int16_t, 2048> lo{};
-  std::array<double, 2048> thr{};
   std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
+  // The histogram bin of a finite |x| from its float64 exponent field: bin_of[e] + (x >=
+  // bin_thr[e]), the bin DecadeBins computes; the zero exponent is the zero bin, since the
+  // difference of two float32 values is 0 or at least 2^-149, never a float64 subnormal.
+  std::array<std::uint8_t, 2048> bin_of{};
+  std::array<double, 2048> bin_thr{};
   Tables() : half(65536) {
     for (int k = 0; k < kDecades + 2; ++k) {
       pow10[static_cast<std::size_t>(k)] =
           std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+    }
+    for (std::size_t e = 0; e < 2048; ++e) {
+      std::int32_t d = ((static_cast<std::int32_t>(e) - 1023) * 78913) >> 18;
+      d = std::clamp(d, kMinDecade, kMaxDecade - 1);
+      std::int32_t k = d - kMinDecade;
+      bin_of[e] = static_cast<std::uint8_t>(e == 0 ? kDecades : k);
+      bin_thr[e] = e == 0 || k == kDecades - 1 ? INFINITY : pow10[static_cast<std::size_t>(k + 1)];
     }
     for (std::uint32_t i = 0; i < 65536; ++i)
       half[i] = HalfToFloatSlow(static_cast<std::uint16_t>(i));
     for (int i = 0; i < 256; ++i) {
       e4m3[i] = F8ToFloat(static_cast<std::uint8_t>(i), 4, true);
       e5m2[i] = F8ToFloat(static_cast<std::uint8_t>(i), 5, false);
-    }
-    for (int e = 0; e < 2048; ++e) {
-      if (e == 0 || e == 2047) {  // Subnormals, and the exponent of inf/NaN (never binned).
-        lo[static_cast<std::size_t>(e)] = e == 0 ? kMinDecade : kMaxDecade - 1;
-        thr[static_cast<std::size_t>(e)] = INFINITY;
-        continue;
-      }
-      int p = e - 1023;  // Values in [2^p, 2^(p+1)).
-      double low = std::ldexp(1.0, p);
-      int d = static_cast<int>(std::floor(std::log10(low)));
-      if (std::pow(10.0, d + 1) <= low) ++d;  // Guard log10 rounding.
-      if (std::pow(10.0, d) > low) --d;
-      double next = std::pow(10.0, d + 1);
-      lo[e] = static_cast<std::int16_t>(d);
-      thr[e] = next < std::ldexp(1.0, p + 1) ? next : INFINITY;
     }
   }
 };
@@ -517,6 +511,223 @@ double PctValue(std::size_t key) {
   return -v;
 }
 
+// ---- Native float32 lanes ---------------------------------------------------------------------
+
+// Per-block results of the native kernel for float32, bfloat16 and float16 pairs of one dtype.
+struct NativeOut {
+  double se, sq, srel, sex, sa, sb, maxe, mine, maxrel, maxex;
+  float mina, maxa, minb, maxb;
+  std::uint32_t eq, nrel, zbe, out, ulp, bad;
+};
+
+// The ULP-ordered integer of a float32 value that is exactly representable in U: counting in U
+// needs no rounding, so the distance comes from the bits (bfloat16: the upper half; float16: its
+// exponent rebased, or for a subnormal half its integer multiple of 2^-24, by shifts only).
+template <DType U>
+inline std::uint32_t OrderedBits(std::uint32_t bits) {
+  std::uint32_t mag = bits & 0x7fffffffu, neg = bits >> 31;
+  if constexpr (U == DType::kF32) {
+    return neg ? 0x80000000u - mag : 0x80000000u + mag;
+  } else {
+    std::uint32_t h;
+    if constexpr (U == DType::kBF16) {
+      h = mag >> 16;
+    } else {
+      std::uint32_t exp = mag >> 23;
+      std::uint32_t shift = exp >= 126 ? 0u : (126u - exp > 31u ? 31u : 126u - exp);
+      std::uint32_t sub = (0x800000u | (mag & 0x7fffffu)) >> shift;
+      h = mag < 0x38800000u ? sub : (mag >> 13) - (112u << 10);  // 0x38800000: 2^-14.
+    }
+    return neg ? 0x8000u - h : 0x8000u + h;
+  }
+}
+
+// The float32 and integer lanes of a block (values exact in U, eight per AVX2 vector): the
+// finiteness probe, the extremes, the equality counts and the ULP distance from the bits. `bad`
+// is nonzero when some value is not finite; the caller then discards the block.
+template <DType U>
+DT_CLONES DT_VECTOR_KERNEL void NativeBits(const float* __restrict a, const float* __restrict b,
+                                           std::size_t n, NativeOut& o) {
+  float mina = FLT_MAX, maxa = -FLT_MAX, minb = FLT_MAX, maxb = -FLT_MAX;
+  std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    float x = a[i], y = b[i];
+    std::uint32_t bx, by;
+    std::memcpy(&bx, &x, 4);
+    std::memcpy(&by, &y, 4);
+    bad |= static_cast<std::uint32_t>((bx & 0x7f800000u) == 0x7f800000u) |
+           static_cast<std::uint32_t>((by & 0x7f800000u) == 0x7f800000u);
+    mina = x < mina ? x : mina;
+    maxa = x > maxa ? x : maxa;
+    minb = y < minb ? y : minb;
+    maxb = y > maxb ? y : maxb;
+    eq += x == y ? 1u : 0u;
+    nrel += y != 0 ? 1u : 0u;
+    zbe += (y == 0 && x != y) ? 1u : 0u;
+    std::uint32_t oa = OrderedBits<U>(bx), ob = OrderedBits<U>(by);
+    std::uint32_t du = oa >= ob ? oa - ob : ob - oa;
+    ulp = du > ulp ? du : ulp;
+  }
+  o.mina = mina;
+  o.maxa = maxa;
+  o.minb = minb;
+  o.maxb = maxb;
+  o.eq = eq;
+  o.nrel = nrel;
+  o.zbe = zbe;
+  o.ulp = ulp;
+  o.bad = bad;
+}
+
+// The float64 lanes of a block: the error terms NumPy computes in float64, bit for bit (the
+// float32 difference is not exact, and the tolerance test must agree with NumPy's), their sums
+// and maxima; |a - b| is kept in `err` for the decade bins.
+template <bool kEither>
+DT_CLONES DT_VECTOR_KERNEL void NativeErr(const float* __restrict a, const float* __restrict b,
+                                          std::size_t n, double atol, double rtol,
+                                          double* __restrict err, NativeOut& o) {
+  double se = 0, sq = 0, srel = 0, sex = 0, sa = 0, sb = 0, out = 0;
+  double maxe = 0, mine = DBL_MAX, maxrel = 0, maxex = -DBL_MAX;
+  for (std::size_t i = 0; i < n; ++i) {
+    double xd = a[i], yd = b[i];
+    double d = xd - yd;
+    double e = std::fabs(d), ab = std::fabs(yd);
+    double rel = ab > 0 ? e / ab : 0.0;
+    double ex = e - rtol * ab;
+    se += e;
+    sq += d * d;
+    srel += rel;
+    sex += ex;
+    sa += xd;
+    sb += yd;
+    maxe = e > maxe ? e : maxe;
+    double enz = e > 0 ? e : DBL_MAX;
+    mine = enz < mine ? enz : mine;
+    maxrel = rel > maxrel ? rel : maxrel;
+    maxex = ex > maxex ? ex : maxex;
+    if constexpr (kEither) {
+      out += (e > atol && (ab == 0 || rel > rtol)) ? 1.0 : 0.0;
+    } else {
+      out += ex > atol ? 1.0 : 0.0;
+    }
+    err[i] = e;
+  }
+  o.se = se;
+  o.sq = sq;
+  o.srel = srel;
+  o.sex = sex;
+  o.sa = sa;
+  o.sb = sb;
+  o.maxe = maxe;
+  o.mine = mine;
+  o.maxrel = maxrel;
+  o.maxex = maxex;
+  o.out = static_cast<std::uint32_t>(out);
+}
+
+// The second pass of a block (in cache): centred moments about the block means, in float64.
+DT_CLONES DT_VECTOR_KERNEL void NativeMoments(const float* __restrict a, const float* __restrict b,
+                                              std::size_t n, double ma, double mb, double& m2a,
+                                              double& m2b, double& cab) {
+  double s2a = 0, s2b = 0, sab = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double da = static_cast<double>(a[i]) - ma, db = static_cast<double>(b[i]) - mb;
+    s2a += da * da;
+    s2b += db * db;
+    sab += da * db;
+  }
+  m2a = s2a;
+  m2b = s2b;
+  cab = sab;
+}
+
+// The decade bin of each error of a native block (kDecades for zero). Scalar on purpose: the
+// table loads would be gathers, slower than plain loads where AVX2 has them at all.
+void ErrBins(const double* __restrict err, std::size_t n, std::uint8_t* __restrict bins) {
+  const std::uint8_t* bin_of = T().bin_of.data();
+  const double* bin_thr = T().bin_thr.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = err[i];
+    std::uint64_t bits;
+    std::memcpy(&bits, &e, 8);
+    std::size_t x = static_cast<std::size_t>(bits >> 52);
+    bins[i] = static_cast<std::uint8_t>(bin_of[x] + (e >= bin_thr[x] ? 1u : 0u));
+  }
+}
+
+// How many of bins[0, n) equal j, in byte lanes over chunks short enough not to overflow them.
+DT_CLONES DT_VECTOR_KERNEL std::uint64_t CountBin(const std::uint8_t* __restrict bins,
+                                                  std::size_t n, std::uint8_t j) {
+  constexpr std::size_t kChunk = 224;  // A multiple of 32 below 256.
+  std::uint64_t total = 0;
+  std::size_t i = 0;
+  for (; i + kChunk <= n; i += kChunk) {
+    std::uint8_t c = 0;
+    for (std::size_t k = 0; k < kChunk; ++k) c = static_cast<std::uint8_t>(c + (bins[i + k] == j));
+    total += c;
+  }
+  for (; i < n; ++i) total += bins[i] == j ? 1 : 0;
+  return total;
+}
+
+// Adds a block's bins to `hist` (kDecades + 1 counters, the last for zero errors); `lo` and
+// `hi` are the bins of its smallest nonzero and its largest error. One vector count per bin
+// when they are few (the usual case), else increments.
+void CountBins(const std::uint8_t* bins, std::size_t n, std::size_t lo, std::size_t hi,
+               std::uint64_t* hist) {
+  if (hi - lo < 16) {
+    std::uint64_t counted = 0;
+    for (std::size_t j = lo; j <= hi; ++j) {
+      std::uint64_t c = CountBin(bins, n, static_cast<std::uint8_t>(j));
+      hist[j] += c;
+      counted += c;
+    }
+    hist[kDecades] += n - counted;
+    return;
+  }
+  std::uint32_t h[4][kDecades + 1] = {};
+  for (std::size_t i = 0; i < n; ++i) ++h[i & 3][bins[i]];
+  for (std::size_t k = 0; k <= kDecades; ++k) hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
+}
+
+// The decade bin of a finite nonzero error, as DecadeBins computes it.
+inline std::size_t BinOf(double e) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &e, 8);
+  std::size_t x = static_cast<std::size_t>(bits >> 52);
+  return T().bin_of[x] + (e >= T().bin_thr[x] ? 1u : 0u);
+}
+
+// How many of err[0, n) are at or above each of four thresholds.
+DT_CLONES DT_VECTOR_KERNEL void CountAtLeast4(const double* __restrict err, std::size_t n,
+                                              const double* __restrict t,
+                                              std::int64_t* __restrict c) {
+  double t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
+  std::int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = err[i];
+    c0 += e >= t0 ? 1 : 0;
+    c1 += e >= t1 ? 1 : 0;
+    c2 += e >= t2 ? 1 : 0;
+    c3 += e >= t3 ? 1 : 0;
+  }
+  c[0] = c0;
+  c[1] = c1;
+  c[2] = c2;
+  c[3] = c3;
+}
+
+// bfloat16 → float32 is a 16-bit shift of the bits.
+DT_CLONES DT_VECTOR_KERNEL void WidenBF16(const unsigned char* __restrict raw, std::size_t n,
+                                          float* __restrict out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t v;
+    std::memcpy(&v, raw + 2 * i, 2);
+    std::uint32_t bits = static_cast<std::uint32_t>(v) << 16;
+    std::memcpy(&out[i], &bits, 4);
+  }
+}
+
 class Kernel {
  public:
   Kernel(const StatsConfig& cfg) : cfg_(cfg) {}
@@ -579,6 +790,96 @@ class Kernel {
     }
   }
 
+  // A block of a pair of one dtype held natively in float32 lanes (`fa`, `fb`: the values,
+  // exact): one fused pass and a second over the cached block for the centred moments. A block
+  // with a non-finite value goes through Block() in float64 instead.
+  template <DType U>
+  void Native(const float* fa, const float* fb, std::size_t n, std::uint64_t base, Acc& acc) const {
+    NativeOut o;
+    NativeBits<U>(fa, fb, n, o);
+    if (o.bad) {
+      double da[kBlock], db[kBlock];
+      for (std::size_t i = 0; i < n; ++i) {
+        da[i] = fa[i];
+        db[i] = fb[i];
+      }
+      Block(da, db, n, base, acc);
+      return;
+    }
+    double err[kBlock];
+    if (cfg_.rule == Rule::kEither) {
+      NativeErr<true>(fa, fb, n, cfg_.atol, cfg_.rtol, err, o);
+    } else {
+      NativeErr<false>(fa, fb, n, cfg_.atol, cfg_.rtol, err, o);
+    }
+    if (o.maxe > acc.max_e) {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (err[i] == o.maxe) {
+          acc.max_e = o.maxe;
+          acc.max_i = base + i;
+          break;
+        }
+      }
+    }
+    acc.sum_e += o.se;
+    acc.sum_sq += o.sq;
+    acc.sum_rel += o.srel;
+    acc.sum_ex += o.sex;
+    acc.max_rel = std::max(acc.max_rel, o.maxrel);
+    acc.max_ex = std::max(acc.max_ex, o.maxex);
+    acc.min_a = std::min(acc.min_a, static_cast<double>(o.mina));
+    acc.max_a = std::max(acc.max_a, static_cast<double>(o.maxa));
+    acc.min_b = std::min(acc.min_b, static_cast<double>(o.minb));
+    acc.max_b = std::max(acc.max_b, static_cast<double>(o.maxb));
+    acc.equal += o.eq;
+    acc.n_rel += o.nrel;
+    acc.zero_b_err += o.zbe;
+    acc.outside += o.out;
+    acc.max_ulp = std::max<std::uint64_t>(acc.max_ulp, o.ulp);
+    double nd = static_cast<double>(n), ma = o.sa / nd, mb = o.sb / nd;
+    double m2a, m2b, cab;
+    NativeMoments(fa, fb, n, ma, mb, m2a, m2b, cab);
+    // The raw sums of the cosine from the centred ones: every term is a sum of squares except
+    // cab + n·ma·mb, whose rounding error is at most a few ulp of sqrt(saa·sbb), the size of
+    // the rounding error of the plain dot product itself.
+    acc.saa += m2a + nd * ma * ma;
+    acc.sbb += m2b + nd * mb * mb;
+    acc.sab += cab + nd * ma * mb;
+    acc.MergeMoments(n, ma, mb, m2a, m2b, cab);
+    // Decade histogram: the bin of each error from two table loads by exponent and one
+    // comparison, then counted bin by bin with vector compares over the block's range of bins.
+    std::uint64_t h[kDecades + 1] = {};
+    h[kDecades] = o.eq;  // Every value is finite: the zero errors are the equal pairs.
+    if (o.eq < n) {
+      std::size_t lo = BinOf(o.mine), hi = BinOf(o.maxe);
+      if (hi - lo < 12) {
+        // bin(e) >= j exactly when e >= the float64 10^j (1 <= j < kDecades): each bin's count
+        // is the difference of the counts at or above its two edges.
+        const double* pow10 = T().pow10.data();
+        std::uint64_t above = n - o.eq;  // Errors in bins >= j, for j = lo.
+        for (std::size_t j = lo + 1; j <= hi; j += 4) {
+          double t[4];
+          for (std::size_t q = 0; q < 4; ++q) t[q] = j + q <= hi ? pow10[j + q] : DBL_MAX;
+          std::int64_t c[4];
+          CountAtLeast4(err, n, t, c);
+          for (std::size_t q = 0; q < 4 && j + q <= hi; ++q) {
+            std::uint64_t at_or_above = static_cast<std::uint64_t>(c[q]);
+            h[j + q - 1] += above - at_or_above;
+            above = at_or_above;
+          }
+        }
+        h[hi] += above;
+      } else {
+        std::uint8_t bins[kBlock];
+        ErrBins(err, n, bins);
+        h[kDecades] = 0;
+        CountBins(bins, n, lo, hi, h);
+      }
+    }
+    for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[k];
+    acc.hist_zero += h[kDecades];
+  }
+
   // Any block: pairs with a non-finite side are counted here, the rest go to Finite().
   void Block(const double* a, const double* b, std::size_t n, std::uint64_t base, Acc& acc) const {
     if (AllFinite(a, b, n)) {
@@ -612,6 +913,9 @@ class Kernel {
     Finite(fa, fb, k, 0, idx, acc);
   }
 
+  bool percentiles() const { return cfg_.percentiles; }
+  std::optional<DType> ulp_dtype() const { return cfg_.ulp_dtype; }
+
  private:
   const StatsConfig& cfg_;
 };
@@ -640,17 +944,14 @@ class Reader {
     return OkStatus();
   }
 
-  // Elements [start, start + n) of the iteration into out.
-  Status Load(std::uint64_t start, std::size_t n, double* out) {
+  // The raw bytes of elements [start, start + n) of the iteration: inside the map for a linear
+  // run, else gathered or inflated into the reader's buffer.
+  Result<const unsigned char*> Raw(std::uint64_t start, std::size_t n) {
     if (z_) {
-      if (auto s = z_->ReadExactly(bytes_.data(), n * es_); !s) return s;
-      Convert(t_->dtype, t_->big_endian, bytes_.data(), n, out);
-      return OkStatus();
+      if (auto s = z_->ReadExactly(bytes_.data(), n * es_); !s) return s.take_error();
+      return bytes_.data();
     }
-    if (linear_) {
-      Convert(t_->dtype, t_->big_endian, t_->storage.data + start * es_, n, out);
-      return OkStatus();
-    }
+    if (linear_) return t_->storage.data + start * es_;
     // Gather in C order: the multi-index of `start`, then step it element by element.
     std::size_t nd = t_->shape.size();
     std::uint64_t idx[64] = {};
@@ -673,7 +974,14 @@ class Reader {
         idx[d] = 0;
       }
     }
-    Convert(t_->dtype, t_->big_endian, bytes_.data(), n, out);
+    return bytes_.data();
+  }
+
+  // Elements [start, start + n) of the iteration into out.
+  Status Load(std::uint64_t start, std::size_t n, double* out) {
+    auto raw = Raw(start, n);
+    if (!raw) return raw.take_error();
+    Convert(t_->dtype, t_->big_endian, *raw, n, out);
     return OkStatus();
   }
 
@@ -750,6 +1058,54 @@ Status RunRange(const TensorInfo& a, const TensorInfo& b, bool linear, std::uint
   Reader ra, rb;
   if (auto s = ra.Init(a, linear || IsC(a), fa); !s) return s;
   if (auto s = rb.Init(b, linear || IsC(b), fb); !s) return s;
+  const DType t = a.dtype;
+  const bool native = t == b.dtype && !a.big_endian && !b.big_endian && !kernel.percentiles() &&
+                      kernel.ulp_dtype() == t &&
+                      (t == DType::kF32 || t == DType::kBF16 || t == DType::kF16);
+  if (native) {
+    std::vector<float> fbuf(2 * kBlock);
+    // float32 storage is used in place when aligned; half types widen to float32 by bit shifts
+    // (bfloat16) or the exact table (float16).
+    auto widen = [&](const unsigned char* raw, std::size_t n, float* out) -> const float* {
+      if (t == DType::kF32) {
+        if (reinterpret_cast<std::uintptr_t>(raw) % alignof(float) == 0) {
+          return reinterpret_cast<const float*>(raw);
+        }
+        std::memcpy(out, raw, n * 4);
+      } else if (t == DType::kBF16) {
+        WidenBF16(raw, n, out);
+      } else {
+        const float* tab = T().half.data();
+        for (std::size_t i = 0; i < n; ++i) {
+          std::uint16_t v;
+          std::memcpy(&v, raw + 2 * i, 2);
+          out[i] = tab[v];
+        }
+      }
+      return out;
+    };
+    for (std::uint64_t i = begin; i < end; i += kBlock) {
+      std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - i));
+      auto xa = ra.Raw(i, n);
+      if (!xa) return xa.take_error();
+      const float* fa = widen(*xa, n, fbuf.data());
+      auto xb = rb.Raw(i, n);
+      if (!xb) return xb.take_error();
+      const float* fb = widen(*xb, n, fbuf.data() + kBlock);
+      switch (t) {
+        case DType::kF32:
+          kernel.Native<DType::kF32>(fa, fb, n, i, acc);
+          break;
+        case DType::kBF16:
+          kernel.Native<DType::kBF16>(fa, fb, n, i, acc);
+          break;
+        default:
+          kernel.Native<DType::kF16>(fa, fb, n, i, acc);
+          break;
+      }
+    }
+    return OkStatus();
+  }
   std::vector<double> buf(2 * kBlock);
   for (std::uint64_t i = begin; i < end; i += kBlock) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - i));

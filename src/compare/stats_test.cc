@@ -118,3 +118,153 @@ TEST(CompareStatsTest, StridedGatherMatchesContiguousAndThreadsAgree) {
 
 }  // namespace
 }  // namespace dt::compare
+
+namespace dt::compare {
+namespace {
+
+// Widens float32 (or bfloat16) bit patterns to float64 values, exactly.
+std::vector<double> Widen(const std::vector<std::uint32_t>& bits) {
+  std::vector<double> out;
+  for (std::uint32_t b : bits) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    out.push_back(f);
+  }
+  return out;
+}
+
+// The native float32 lanes (f32 and bf16 pairs) agree with the float64 path on the same values:
+// errors over 30 decades (the per-element bins), values near powers of ten, zeros, subnormals,
+// NaN and infinities in some blocks, several blocks and both threads.
+TEST(CompareStatsTest, NativeLanesMatchFloat64Path) {
+  const std::size_t n = 40000;
+  std::vector<std::uint32_t> a32(n), b32(n);
+  std::uint64_t r = 12345;
+  auto next = [&] {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(r >> 33);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    // The first blocks span a few decades of error (counted at the decade edges), the later
+    // ones thirty (binned one by one).
+    bool narrow = i < 20000;
+    int e2 = narrow ? static_cast<int>(next() % 6) - 3 : static_cast<int>(next() % 60) - 40;
+    float x = std::ldexp(static_cast<float>(next() % 1000 + 1), e2);
+    if (next() % 2) x = -x;
+    float y = x;
+    std::uint32_t mode = next() % 8;
+    if (mode == 1) y = std::nextafter(x, 0.0f);
+    if (mode == 2) y = x * (1 + 1e-3f);
+    int p10 = narrow ? static_cast<int>(next() % 4) - 4 : static_cast<int>(next() % 20) - 12;
+    if (mode == 3) y = x + std::pow(10.0f, static_cast<float>(p10));
+    if (mode == 4 && !narrow) y = 0;
+    if (mode == 5 && !narrow) {
+      y = std::numeric_limits<float>::denorm_min() * static_cast<float>(next() % 9);
+    }
+    if (i > 30000 && i % 977 == 0) y = std::numeric_limits<float>::quiet_NaN();
+    if (i > 30000 && i % 1499 == 0) x = -std::numeric_limits<float>::infinity();
+    std::memcpy(&a32[i], &x, 4);
+    std::memcpy(&b32[i], &y, 4);
+  }
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    std::vector<std::uint32_t> wa = a32, wb = b32;
+    std::vector<std::uint16_t> ha(n), hb(n);
+    if (t == DType::kBF16) {
+      for (std::size_t i = 0; i < n; ++i) {
+        ha[i] = static_cast<std::uint16_t>(a32[i] >> 16);
+        hb[i] = static_cast<std::uint16_t>(b32[i] >> 16);
+        wa[i] = static_cast<std::uint32_t>(ha[i]) << 16;
+        wb[i] = static_cast<std::uint32_t>(hb[i]) << 16;
+      }
+    }
+    std::vector<double> da = Widen(wa), db = Widen(wb);
+    auto native = [&](const void* p) {
+      TensorInfo x;
+      x.name = "x";
+      x.dtype = t;
+      x.shape = {n};
+      x.numel = n;
+      x.storage_elements = n;
+      x.storage.data = static_cast<const unsigned char*>(p);
+      return x;
+    };
+    const void* pa = t == DType::kF32 ? static_cast<const void*>(wa.data()) : ha.data();
+    const void* pb = t == DType::kF32 ? static_cast<const void*>(wb.data()) : hb.data();
+    for (Rule rule : {Rule::kAllclose, Rule::kEither}) {
+      StatsConfig cfg;
+      cfg.rule = rule;
+      cfg.ulp_dtype = t;
+      auto got = ComputeStats(native(pa), native(pb), cfg, "a", "b");
+      auto want = ComputeStats(F64(da), F64(db), cfg, "a", "b");
+      ASSERT_TRUE(got && want);
+      EXPECT_EQ(got->finite_pairs, want->finite_pairs);
+      EXPECT_EQ(got->max_abs, want->max_abs);
+      EXPECT_EQ(got->max_abs_index, want->max_abs_index);
+      EXPECT_NEAR(got->mean_abs, want->mean_abs, 1e-12 * want->mean_abs);
+      EXPECT_NEAR(got->rmse, want->rmse, 1e-12 * want->rmse);
+      EXPECT_EQ(got->max_rel, want->max_rel);
+      EXPECT_NEAR(got->mean_rel, want->mean_rel, 1e-12 * want->mean_rel);
+      EXPECT_EQ(got->n_outside, want->n_outside);
+      EXPECT_EQ(got->nonfinite_outside, want->nonfinite_outside);
+      EXPECT_NEAR(got->cosine, want->cosine, 1e-12);
+      EXPECT_NEAR(got->pearson, want->pearson, 1e-12);
+      EXPECT_EQ(got->max_ulp, want->max_ulp);
+      EXPECT_EQ(got->nan_a + got->nan_b, want->nan_a + want->nan_b);
+      EXPECT_EQ(got->neginf_a, want->neginf_a);
+      EXPECT_EQ(got->nan_mismatch, want->nan_mismatch);
+      EXPECT_EQ(got->equal, want->equal);
+      EXPECT_EQ(got->a.min, want->a.min);
+      EXPECT_EQ(got->b.max, want->b.max);
+      EXPECT_NEAR(got->a.mean, want->a.mean, 1e-12 * std::fabs(want->a.mean) + 1e-300);
+      EXPECT_NEAR(got->b.std, want->b.std, 1e-12 * want->b.std);
+      EXPECT_EQ(got->min_passing_atol, want->min_passing_atol);
+      EXPECT_NEAR(got->mean_excess, want->mean_excess, 1e-12 * std::fabs(want->mean_excess));
+      EXPECT_EQ(got->histogram.first_decade, want->histogram.first_decade);
+      EXPECT_EQ(got->histogram.counts, want->histogram.counts);
+      EXPECT_EQ(got->histogram.zero, want->histogram.zero);
+      EXPECT_GT(got->histogram.counts.size(), 12u);
+    }
+  }
+}
+
+// float16 ULP distances from the native lanes' bit arithmetic agree with the float64 path's
+// rounding to half, for subnormal, normal and boundary halves of both signs.
+TEST(CompareStatsTest, NativeFloat16UlpMatchesFloat64Path) {
+  auto half_value = [](std::uint16_t h) {
+    int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+    double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
+    return (h & 0x8000) ? -v : v;
+  };
+  for (std::uint32_t base : {0x0000u, 0x0300u, 0x0400u, 0x3c00u, 0x7b00u}) {
+    for (std::uint32_t sign : {0x0000u, 0x8000u}) {
+      std::vector<std::uint16_t> a, b;
+      for (std::uint32_t k = 0; k < 256; ++k) {
+        a.push_back(static_cast<std::uint16_t>(sign | (base + k)));
+        b.push_back(static_cast<std::uint16_t>(0x8000u ^ sign ^ (k % 3 == 0 ? base : 0x0001u)));
+      }
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        TensorInfo ta, tb;
+        for (auto* t : {&ta, &tb}) {
+          t->name = "x";
+          t->dtype = DType::kF16;
+          t->shape = {1};
+          t->numel = 1;
+          t->storage_elements = 1;
+        }
+        ta.storage.data = reinterpret_cast<const unsigned char*>(&a[i]);
+        tb.storage.data = reinterpret_cast<const unsigned char*>(&b[i]);
+        std::vector<double> da = {half_value(a[i])}, db = {half_value(b[i])};
+        StatsConfig cfg;
+        cfg.ulp_dtype = DType::kF16;
+        auto got = ComputeStats(ta, tb, cfg, "a", "b");
+        auto want = ComputeStats(F64(da), F64(db), cfg, "a", "b");
+        ASSERT_TRUE(got && want);
+        ASSERT_EQ(got->max_ulp, want->max_ulp) << std::hex << a[i] << " " << b[i];
+        ASSERT_EQ(got->max_abs, want->max_abs);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dt::compare
