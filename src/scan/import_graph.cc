@@ -27,8 +27,9 @@ std::string ModulePath(const std::string& dotted) {
 
 }  // namespace
 
-std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& modules,
-                                                 const std::vector<std::string>& entries) {
+std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
+                                                 const std::vector<std::string>& entries,
+                                                 const ImportLoader& load) {
   // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py.
   std::unordered_map<std::string, std::size_t> index;
   std::unordered_map<std::string, std::size_t> by_rel;
@@ -56,8 +57,12 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
   for (const auto& e : entries)
     if (auto it = by_rel.find(e); it != by_rel.end()) visit(it->second);
   while (!queue.empty()) {
-    const PyModule& m = modules[queue.front()];
+    PyModule& m = modules[queue.front()];
     queue.pop_front();
+    if (m.imports_pending) {
+      m.imports_pending = false;
+      if (load) load(m);
+    }
     std::string dir = DirOf(m.rel);
     for (const auto& imp : m.imports) {
       std::vector<std::string> bases;

@@ -121,6 +121,7 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<PyImport> imports;
   bool has_main = false;
+  bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
   std::string skip_reason;
 };
@@ -204,6 +205,11 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
   r.has_main = py.has_main;
 }
 
+// memmem is vectorised in the C library; string_view::find stops at every first byte.
+bool Contains(std::string_view text, std::string_view needle) {
+  return ::memmem(text.data(), text.size(), needle.data(), needle.size()) != nullptr;
+}
+
 // Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
 Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
   thread_local std::string buffer;
@@ -251,7 +257,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   if (item.kind == FileKind::kPython || item.kind == FileKind::kNotebook) pre = &ctx.python;
   if (item.kind == FileKind::kCpp) pre = &ctx.cpp;
   if (pre != nullptr && !pre->Matches(text)) {
-    if (item.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg);
+    // Its imports only matter if an entry reaches it, so they are read lazily by the import graph;
+    // only a possible `__main__` test (which makes it an entry) needs the import pass now.
+    if (item.kind == FileKind::kPython) {
+      if (Contains(text, "__main__") && Contains(text, "__name__")) ImportsOnly(text, item, r, ctx.reg);
+      else r.imports_pending = true;
+    }
     return;
   }
   if (!IsValidUtf8(text)) {
@@ -380,12 +391,14 @@ Result<ScanReport> Scan(const ScanOptions& options) {
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;
+  std::vector<std::size_t> module_item;  // modules[k] is items[module_item[k]].
   std::vector<std::string> mains;
   std::set<std::string> python_files;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
     python_files.insert(items[i].rel);
-    modules.push_back(PyModule{items[i].rel, results[i].imports});
+    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports), results[i].imports_pending});
+    module_item.push_back(i);
     if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
   }
   std::vector<std::string> entries;
@@ -407,7 +420,16 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  auto reachable = ReachableModules(modules, entries);
+  auto load_imports = [&](PyModule& m) {
+    const WalkItem& item = items[module_item[static_cast<std::size_t>(&m - modules.data())]];
+    MappedFile mapped;
+    auto text = Load(item, mapped);
+    if (!text) return;
+    FileResult r;
+    ImportsOnly(*text, item, r, *reg);
+    m.imports = std::move(r.imports);
+  };
+  auto reachable = ReachableModules(modules, entries, load_imports);
   report.entries = entries;
 
   std::vector<std::string> ignore = cfg.ignore;
