@@ -56,13 +56,18 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
   };
   for (const auto& e : entries)
     if (auto it = by_rel.find(e); it != by_rel.end()) visit(it->second);
-  while (!queue.empty()) {
-    PyModule& m = modules[queue.front()];
-    queue.pop_front();
-    if (m.imports_pending) {
-      m.imports_pending = false;
-      if (load) load(m);
+  std::vector<PyModule*> pending;
+  for (std::size_t level_left = 0; !queue.empty(); --level_left) {
+    if (level_left == 0) {  // A new breadth-first level: load its deferred imports together.
+      level_left = queue.size();
+      pending.clear();
+      for (std::size_t i : queue)
+        if (modules[i].imports_pending) pending.push_back(&modules[i]);
+      if (!pending.empty() && load) load(pending);
+      for (PyModule* p : pending) p->imports_pending = false;
     }
+    const PyModule& m = modules[queue.front()];
+    queue.pop_front();
     std::string dir = DirOf(m.rel);
     for (const auto& imp : m.imports) {
       std::vector<std::string> bases;

@@ -17,8 +17,9 @@ struct PyModule {
   bool imports_pending = false;  // Imports not read yet: the loader fills them on first visit.
 };
 
-// Fills `module.imports` of a module whose imports were deferred.
-using ImportLoader = std::function<void(PyModule& module)>;
+// Fills the imports of modules whose imports were deferred (and clears their imports_pending);
+// given a whole breadth-first level at once so that it can read the files in parallel.
+using ImportLoader = std::function<void(const std::vector<PyModule*>& pending)>;
 
 // Relative paths of the modules reachable from `entries` (relative paths, included themselves).
 // An import resolves against the root, the importing file's folder (the script's sys.path[0]),

@@ -297,6 +297,22 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   UserTextRules(ctx.reg, text, item, r.findings);
 }
 
+// Runs fn(0..n-1) on `threads` threads; each takes the next index, so a slow file holds up no one.
+void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& fn) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) fn(i);
+  };
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, n)));
+  if (threads <= 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
+
 std::string Rel(const fs::path& p) {
   std::string s = p.generic_string();
   while (StartsWith(s, "./")) s.erase(0, 2);
@@ -374,20 +390,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg))};
   std::vector<FileResult> results(items.size());
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, items.size())));
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < items.size(); i = next++) {
-      ScanOne(ctx, items[i], results[i]);
-    }
-  };
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
+  ParallelFor(items.size(), threads, [&](std::size_t i) { ScanOne(ctx, items[i], results[i]); });
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;
@@ -420,14 +423,17 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  auto load_imports = [&](PyModule& m) {
-    const WalkItem& item = items[module_item[static_cast<std::size_t>(&m - modules.data())]];
-    MappedFile mapped;
-    auto text = Load(item, mapped);
-    if (!text) return;
-    FileResult r;
-    ImportsOnly(*text, item, r, *reg);
-    m.imports = std::move(r.imports);
+  auto load_imports = [&](const std::vector<PyModule*>& pending) {
+    ParallelFor(pending.size(), threads, [&](std::size_t k) {
+      PyModule& m = *pending[k];
+      const WalkItem& item = items[module_item[static_cast<std::size_t>(&m - modules.data())]];
+      MappedFile mapped;
+      auto text = Load(item, mapped);
+      if (!text) return;
+      FileResult r;
+      ImportsOnly(*text, item, r, *reg);
+      m.imports = std::move(r.imports);
+    });
   };
   auto reachable = ReachableModules(modules, entries, load_imports);
   report.entries = entries;
