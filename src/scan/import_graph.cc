@@ -33,6 +33,9 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
   // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py.
   std::unordered_map<std::string, std::size_t> index;
   std::unordered_map<std::string, std::size_t> by_rel;
+  // Folders holding a module (and their parents): `from X import name` can only name a submodule
+  // when X is one of them, which spares the lookups of the (many) imported functions and classes.
+  std::unordered_set<std::string> dirs;
   for (std::size_t i = 0; i < modules.size(); ++i) {
     const std::string& rel = modules[i].rel;
     by_rel[rel] = i;
@@ -42,6 +45,7 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
     else if (key.size() > init.size() && key.compare(key.size() - init.size(), init.size(), init) == 0)
       key.resize(key.size() - init.size());
     index.emplace(key, i);
+    for (std::string d = DirOf(rel); !d.empty() && dirs.insert(d).second;) d = DirOf(d);
   }
   std::unordered_set<std::string> seen;
   std::deque<std::size_t> queue;
@@ -84,7 +88,8 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
         bool found = !mod.empty() && try_path(target);
         // Parent packages run their __init__ first.
         for (std::string p = DirOf(mod); found && !p.empty(); p = DirOf(p)) try_path(Join(base, p));
-        for (const auto& name : imp.names) found |= try_path(Join(target, name));
+        if (target.empty() || dirs.count(target))
+          for (const auto& name : imp.names) found |= try_path(Join(target, name));
         if (found && imp.level == 0) break;
       }
     }
