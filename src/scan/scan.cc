@@ -149,6 +149,31 @@ void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& i
   }
 }
 
+// memmem is vectorised in the C library; string_view::find stops at every first byte.
+std::size_t Find(std::string_view text, std::string_view needle, std::size_t from = 0) {
+  if (from >= text.size()) return std::string_view::npos;
+  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+  return at == nullptr ? std::string_view::npos
+                       : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+}
+
+bool Contains(std::string_view text, std::string_view needle) {
+  return Find(text, needle) != std::string_view::npos;
+}
+
+// Source is nearly always ASCII: eight bytes at a time settle it before the full UTF-8 check.
+bool IsAscii(std::string_view text) {
+  std::size_t i = 0;
+  std::uint64_t high = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, text.data() + i, 8);
+    high |= word;
+  }
+  for (; i < text.size(); ++i) high |= static_cast<unsigned char>(text[i]);
+  return (high & 0x8080808080808080ULL) == 0;
+}
+
 // Python files keep their imports even when the prefilter skipped them (reachability needs
 // them): only the lines that start with `import` / `from` (and their bracketed continuations) and
 // the `__main__` test are lexed, which is far cheaper than lexing the whole file.
@@ -172,21 +197,16 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
     } while (open > 0 && e < text.size());
     return e;
   };
-  // Boyer-Moore-Horspool skips ahead by the needle length; find() stops at every 'i'.
-  static const std::boyer_moore_horspool_searcher kImport(std::string_view("import ").begin(),
-                                                           std::string_view("import ").end());
-  static const std::boyer_moore_horspool_searcher kFrom(std::string_view("from ").begin(),
-                                                         std::string_view("from ").end());
-  for (const auto* searcher : {&kImport, &kFrom}) {
+  for (std::string_view keyword : {std::string_view("import "), std::string_view("from ")}) {
     std::size_t p = 0;
     while (p < text.size()) {
-      auto it = std::search(text.begin() + static_cast<std::ptrdiff_t>(p), text.end(), *searcher);
-      if (it == text.end()) break;
-      p = take_line(static_cast<std::size_t>(it - text.begin()));  // Always moves past the match.
+      std::size_t at = Find(text, keyword, p);
+      if (at == std::string_view::npos) break;
+      p = take_line(at);  // Always moves past the match.
     }
   }
-  for (std::size_t p = text.find("__name__"); p != std::string_view::npos;
-       p = text.find("__name__", p + 1)) {
+  for (std::size_t p = Find(text, "__name__"); p != std::string_view::npos;
+       p = Find(text, "__name__", p + 1)) {
     std::size_t b = text.rfind('\n', p);
     b = b == std::string_view::npos ? 0 : b + 1;
     std::size_t e = text.find('\n', p);
@@ -203,11 +223,6 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
   auto py = ScanPython(picked, sink, false);
   r.imports = std::move(py.imports);
   r.has_main = py.has_main;
-}
-
-// memmem is vectorised in the C library; string_view::find stops at every first byte.
-bool Contains(std::string_view text, std::string_view needle) {
-  return ::memmem(text.data(), text.size(), needle.data(), needle.size()) != nullptr;
 }
 
 // Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
@@ -265,7 +280,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     }
     return;
   }
-  if (!IsValidUtf8(text)) {
+  if (!IsAscii(text) && !IsValidUtf8(text)) {
     r.scanned = false;
     r.skip_reason = "not valid UTF-8";
     return;
