@@ -1,6 +1,7 @@
 #include "scan/scan.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -130,6 +132,7 @@ struct Context {
   const Registry& reg;
   Prefilter python;
   Prefilter cpp;
+  std::uint64_t max_file_size;
 };
 
 void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& item,
@@ -226,17 +229,46 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
 }
 
 // Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
-Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
+// Files the walk did not stat are checked against `max_size` here; nullopt with `skip` set when
+// the file is not read.
+std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_size,
+                                     MappedFile& mapped, std::string& skip) {
   thread_local std::string buffer;
-  if (item.size >= (std::uint64_t{1} << 20)) {
+  auto unreadable = [&](int err) {
+    skip = "unreadable: " + ErrnoMessage(err);
+    return std::nullopt;
+  };
+  std::uint64_t size = item.size;
+  int fd = -1;
+  if (size == kUnknownSize) {
+    fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return unreadable(errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return unreadable(err);
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    if (max_size > 0 && size > max_size) {
+      ::close(fd);
+      skip = "larger than --max-file-size (" + std::to_string(size) + " bytes)";
+      return std::nullopt;
+    }
+  }
+  if (size >= (std::uint64_t{1} << 20)) {
+    if (fd >= 0) ::close(fd);
     auto m = MappedFile::Open(item.abs);
-    if (!m) return m.take_error();
+    if (!m) {
+      skip = "unreadable: " + m.error().message;
+      return std::nullopt;
+    }
     mapped = std::move(*m);
     return mapped.view();
   }
-  int fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return MakeError(ErrorCode::kIo, ErrnoMessage(errno), item.rel);
-  buffer.resize(static_cast<std::size_t>(item.size) + 1);
+  if (fd < 0) fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return unreadable(errno);
+  buffer.resize(static_cast<std::size_t>(size) + 1);
   std::size_t got = 0;
   while (got < buffer.size()) {
     ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
@@ -244,7 +276,7 @@ Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      return MakeError(ErrorCode::kIo, ErrnoMessage(err), item.rel);
+      return unreadable(err);
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -255,11 +287,8 @@ Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
 
 void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   MappedFile mapped;
-  auto loaded = Load(item, mapped);
-  if (!loaded) {
-    r.skip_reason = "unreadable: " + loaded.error().message;
-    return;
-  }
+  auto loaded = Load(item, ctx.max_file_size, mapped, r.skip_reason);
+  if (!loaded) return;
   std::string_view text = *loaded;
   r.scanned = true;
   if (text.empty()) return;
@@ -402,7 +431,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
                           [](const WalkItem& a, const WalkItem& b) { return a.rel == b.rel; }),
               items.end());
 
-  Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg))};
+  Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg)),
+              options.max_file_size};
   std::vector<FileResult> results(items.size());
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   ParallelFor(items.size(), threads, [&](std::size_t i) { ScanOne(ctx, items[i], results[i]); });
@@ -443,7 +473,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       PyModule& m = *pending[k];
       const WalkItem& item = items[module_item[static_cast<std::size_t>(&m - modules.data())]];
       MappedFile mapped;
-      auto text = Load(item, mapped);
+      std::string skip;
+      auto text = Load(item, 0, mapped, skip);
       if (!text) return;
       FileResult r;
       ImportsOnly(*text, item, r, *reg);
