@@ -98,7 +98,7 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
 
   std::string text;
   if (format == "json") {
-    text = ScanReportToJson(*report).dump(2) + "\n";
+    text = ScanReportJsonText(*report);
   } else if (format == "sarif") {
     auto reg = LoadRegistry();
     if (!reg) return reg.take_error();

@@ -27,11 +27,15 @@ std::string ModulePath(const std::string& dotted) {
 
 }  // namespace
 
-std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& modules,
-                                                 const std::vector<std::string>& entries) {
+std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
+                                                 const std::vector<std::string>& entries,
+                                                 const ImportLoader& load) {
   // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py.
   std::unordered_map<std::string, std::size_t> index;
   std::unordered_map<std::string, std::size_t> by_rel;
+  // Folders holding a module (and their parents): `from X import name` can only name a submodule
+  // when X is one of them, which spares the lookups of the (many) imported functions and classes.
+  std::unordered_set<std::string> dirs;
   for (std::size_t i = 0; i < modules.size(); ++i) {
     const std::string& rel = modules[i].rel;
     by_rel[rel] = i;
@@ -41,6 +45,7 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
     else if (key.size() > init.size() && key.compare(key.size() - init.size(), init.size(), init) == 0)
       key.resize(key.size() - init.size());
     index.emplace(key, i);
+    for (std::string d = DirOf(rel); !d.empty() && dirs.insert(d).second;) d = DirOf(d);
   }
   std::unordered_set<std::string> seen;
   std::deque<std::size_t> queue;
@@ -55,7 +60,16 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
   };
   for (const auto& e : entries)
     if (auto it = by_rel.find(e); it != by_rel.end()) visit(it->second);
-  while (!queue.empty()) {
+  std::vector<PyModule*> pending;
+  for (std::size_t level_left = 0; !queue.empty(); --level_left) {
+    if (level_left == 0) {  // A new breadth-first level: load its deferred imports together.
+      level_left = queue.size();
+      pending.clear();
+      for (std::size_t i : queue)
+        if (modules[i].imports_pending) pending.push_back(&modules[i]);
+      if (!pending.empty() && load) load(pending);
+      for (PyModule* p : pending) p->imports_pending = false;
+    }
     const PyModule& m = modules[queue.front()];
     queue.pop_front();
     std::string dir = DirOf(m.rel);
@@ -74,7 +88,8 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
         bool found = !mod.empty() && try_path(target);
         // Parent packages run their __init__ first.
         for (std::string p = DirOf(mod); found && !p.empty(); p = DirOf(p)) try_path(Join(base, p));
-        for (const auto& name : imp.names) found |= try_path(Join(target, name));
+        if (target.empty() || dirs.count(target))
+          for (const auto& name : imp.names) found |= try_path(Join(target, name));
         if (found && imp.level == 0) break;
       }
     }

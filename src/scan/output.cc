@@ -5,6 +5,8 @@
 #include <array>
 #include <map>
 
+#include "util/strings.h"
+
 namespace dt::scan {
 
 namespace {
@@ -48,24 +50,29 @@ json Statistics(const ScanReport& report) {
   return {{"by_code", by_code}, {"by_file", files}};
 }
 
-nlohmann::json ScanReportToJson(const ScanReport& report) {
+namespace {
+
+// The dualtrack.scan/1 document; `with_findings` false leaves "findings" empty (summary intact).
+json ReportJson(const ScanReport& report, bool with_findings) {
   json findings = json::array();
   std::map<std::string, int> by_sev, by_class;
   int reach_yes = 0, reach_no = 0, reach_unknown = 0;
   for (const auto& f : report.findings) {
-    json j = {{"code", f.code},
-              {"class", f.cls},
-              {"severity", SeverityName(f.severity)},
-              {"file", f.file},
-              {"line", f.line},
-              {"column", f.column},
-              {"cell", f.cell ? json(*f.cell) : json(nullptr)},
-              {"message", f.message},
-              {"snippet", f.snippet},
-              {"guarded", f.guarded},
-              {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
-              {"replacement", f.replacement}};
-    findings.push_back(std::move(j));
+    if (with_findings) {
+      json j = {{"code", f.code},
+                {"class", f.cls},
+                {"severity", SeverityName(f.severity)},
+                {"file", f.file},
+                {"line", f.line},
+                {"column", f.column},
+                {"cell", f.cell ? json(*f.cell) : json(nullptr)},
+                {"message", f.message},
+                {"snippet", f.snippet},
+                {"guarded", f.guarded},
+                {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
+                {"replacement", f.replacement}};
+      findings.push_back(std::move(j));
+    }
     ++by_sev[std::string(SeverityName(f.severity))];
     ++by_class[f.cls];
     if (!f.reachable) ++reach_unknown;
@@ -90,6 +97,89 @@ nlohmann::json ScanReportToJson(const ScanReport& report) {
             {"readiness", Readiness(report.findings)}}},
           {"statistics", {{"by_file", stats["by_file"]}}},
           {"skipped", skipped}};
+}
+
+}  // namespace
+
+nlohmann::json ScanReportToJson(const ScanReport& report) { return ReportJson(report, true); }
+
+namespace {
+
+// nlohmann's escaping with ensure_ascii off: the short escapes, \u00xx for other control bytes,
+// everything else (UTF-8 included) as is.
+void AppendJsonString(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\f': out += "\\f"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c <= 0x1F) out += fmt::format("\\u{:04x}", c);
+        else out.push_back(ch);
+    }
+  }
+  out.push_back('"');
+}
+
+void AppendFinding(std::string& out, const Finding& f) {
+  auto key = [&](std::string_view k) {
+    out += "      \"";
+    out += k;
+    out += "\": ";
+  };
+  auto str = [&](std::string_view k, std::string_view v, bool last = false) {
+    key(k);
+    AppendJsonString(out, v);
+    out += last ? "\n" : ",\n";
+  };
+  auto raw = [&](std::string_view k, std::string_view v) {
+    key(k);
+    out += v;
+    out += ",\n";
+  };
+  out += "    {\n";
+  raw("cell", f.cell ? std::to_string(*f.cell) : "null");
+  str("class", f.cls);
+  str("code", f.code);
+  raw("column", std::to_string(f.column));
+  str("file", f.file);
+  raw("guarded", f.guarded ? "true" : "false");
+  raw("line", std::to_string(f.line));
+  str("message", f.message);
+  raw("reachable", !f.reachable ? "null" : *f.reachable ? "true" : "false");
+  str("replacement", f.replacement);
+  str("severity", SeverityName(f.severity));
+  str("snippet", f.snippet, true);
+  out += "    }";
+}
+
+}  // namespace
+
+std::string ScanReportJsonText(const ScanReport& report) {
+  // nlohmann rejects invalid UTF-8; leave such (unexpected) text to it rather than guess.
+  for (const auto& f : report.findings)
+    for (const std::string* s : {&f.code, &f.cls, &f.file, &f.message, &f.snippet, &f.replacement})
+      if (!IsValidUtf8(*s)) return ScanReportToJson(report).dump(2) + "\n";
+  std::string text = ReportJson(report, false).dump(2);
+  // Keys are sorted, so the top-level (two-space) "findings" occurs once.
+  const std::string_view slot = "\n  \"findings\": [],\n";
+  std::size_t at = text.find(slot);
+  if (at == std::string::npos || report.findings.empty()) return text + "\n";
+  std::string findings = "\n  \"findings\": [\n";
+  findings.reserve(report.findings.size() * 512);
+  for (std::size_t i = 0; i < report.findings.size(); ++i) {
+    if (i > 0) findings += ",\n";
+    AppendFinding(findings, report.findings[i]);
+  }
+  findings += "\n  ],\n";
+  text.replace(at, slot.size(), findings);
+  return text + "\n";
 }
 
 std::string FormatText(const ScanReport& report, bool color, bool statistics) {

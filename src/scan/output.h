@@ -17,6 +17,9 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg);
 std::string FormatMarkdown(const ScanReport& report, bool statistics);
 // GitHub Actions workflow commands (::error / ::warning / ::notice).
 std::string FormatGithub(const ScanReport& report);
+// Byte-for-byte ScanReportToJson(report).dump(2) + "\n", but the findings (most of the document)
+// are written directly instead of through one nlohmann object per finding.
+std::string ScanReportJsonText(const ScanReport& report);
 // Per code, class and file counts with the readiness of each file.
 nlohmann::json Statistics(const ScanReport& report);
 

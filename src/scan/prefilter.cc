@@ -16,20 +16,20 @@ struct LowerTable {
 };
 constexpr LowerTable kLower;
 
+unsigned FoldedKey(unsigned char a, unsigned char b) { return ((a | 0x20u) << 8) | (b | 0x20u); }
+
 }  // namespace
 
-Prefilter::Prefilter(const std::vector<std::string>& needles)
-    : bits_(1024, 0), by_key_(65536) {
+Prefilter::Prefilter(const std::vector<std::string>& needles) : starts_(65536, 0), by_key_(65536) {
   for (const auto& raw : needles) {
     if (raw.size() < 2) continue;
     std::string n = raw;
     for (char& c : n) c = static_cast<char>(kLower.t[static_cast<unsigned char>(c)]);
-    auto key = static_cast<std::uint16_t>((static_cast<unsigned char>(n[0]) << 8) |
-                                          static_cast<unsigned char>(n[1]));
+    unsigned key = FoldedKey(static_cast<unsigned char>(n[0]), static_cast<unsigned char>(n[1]));
     auto& list = by_key_[key];
     if (std::find(list.begin(), list.end(), n) != list.end()) continue;
     list.push_back(n);
-    bits_[key >> 6] |= std::uint64_t{1} << (key & 63);
+    starts_[key] = 1;
     empty_ = false;
   }
 }
@@ -39,17 +39,17 @@ bool Prefilter::Matches(std::string_view text) const {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   if (n < 2) return false;
-  const std::uint64_t* bits = bits_.data();
-  unsigned prev = kLower.t[p[0]];
+  const std::uint8_t* starts = starts_.data();
+  unsigned prev = p[0] | 0x20u;
   for (std::size_t i = 1; i < n; ++i) {
-    unsigned cur = kLower.t[p[i]];
+    unsigned cur = p[i] | 0x20u;
     unsigned key = (prev << 8) | cur;
     prev = cur;
-    if (((bits[key >> 6] >> (key & 63)) & 1) == 0) [[likely]] continue;
+    if (starts[key] == 0) [[likely]] continue;
+    const std::size_t start = i - 1;
     for (const auto& needle : by_key_[key]) {
-      std::size_t start = i - 1;
       if (start + needle.size() > n) continue;
-      std::size_t k = 2;
+      std::size_t k = 0;
       while (k < needle.size() && kLower.t[p[start + k]] == static_cast<unsigned char>(needle[k])) ++k;
       if (k == needle.size()) return true;
     }

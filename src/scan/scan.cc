@@ -1,6 +1,7 @@
 #include "scan/scan.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -121,6 +123,7 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<PyImport> imports;
   bool has_main = false;
+  bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
   std::string skip_reason;
 };
@@ -129,6 +132,7 @@ struct Context {
   const Registry& reg;
   Prefilter python;
   Prefilter cpp;
+  std::uint64_t max_file_size;
 };
 
 void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& item,
@@ -146,6 +150,31 @@ void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& i
         sink.Add(u.rule.code, n, static_cast<std::uint32_t>(p + 1), u.text, false);
     });
   }
+}
+
+// memmem is vectorised in the C library; string_view::find stops at every first byte.
+std::size_t Find(std::string_view text, std::string_view needle, std::size_t from = 0) {
+  if (from >= text.size()) return std::string_view::npos;
+  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
+  return at == nullptr ? std::string_view::npos
+                       : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+}
+
+bool Contains(std::string_view text, std::string_view needle) {
+  return Find(text, needle) != std::string_view::npos;
+}
+
+// Source is nearly always ASCII: eight bytes at a time settle it before the full UTF-8 check.
+bool IsAscii(std::string_view text) {
+  std::size_t i = 0;
+  std::uint64_t high = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, text.data() + i, 8);
+    high |= word;
+  }
+  for (; i < text.size(); ++i) high |= static_cast<unsigned char>(text[i]);
+  return (high & 0x8080808080808080ULL) == 0;
 }
 
 // Python files keep their imports even when the prefilter skipped them (reachability needs
@@ -171,21 +200,16 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
     } while (open > 0 && e < text.size());
     return e;
   };
-  // Boyer-Moore-Horspool skips ahead by the needle length; find() stops at every 'i'.
-  static const std::boyer_moore_horspool_searcher kImport(std::string_view("import ").begin(),
-                                                           std::string_view("import ").end());
-  static const std::boyer_moore_horspool_searcher kFrom(std::string_view("from ").begin(),
-                                                         std::string_view("from ").end());
-  for (const auto* searcher : {&kImport, &kFrom}) {
+  for (std::string_view keyword : {std::string_view("import "), std::string_view("from ")}) {
     std::size_t p = 0;
     while (p < text.size()) {
-      auto it = std::search(text.begin() + static_cast<std::ptrdiff_t>(p), text.end(), *searcher);
-      if (it == text.end()) break;
-      p = take_line(static_cast<std::size_t>(it - text.begin()));  // Always moves past the match.
+      std::size_t at = Find(text, keyword, p);
+      if (at == std::string_view::npos) break;
+      p = take_line(at);  // Always moves past the match.
     }
   }
-  for (std::size_t p = text.find("__name__"); p != std::string_view::npos;
-       p = text.find("__name__", p + 1)) {
+  for (std::size_t p = Find(text, "__name__"); p != std::string_view::npos;
+       p = Find(text, "__name__", p + 1)) {
     std::size_t b = text.rfind('\n', p);
     b = b == std::string_view::npos ? 0 : b + 1;
     std::size_t e = text.find('\n', p);
@@ -205,17 +229,46 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
 }
 
 // Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
-Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
+// Files the walk did not stat are checked against `max_size` here; nullopt with `skip` set when
+// the file is not read.
+std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_size,
+                                     MappedFile& mapped, std::string& skip) {
   thread_local std::string buffer;
-  if (item.size >= (std::uint64_t{1} << 20)) {
+  auto unreadable = [&](int err) {
+    skip = "unreadable: " + ErrnoMessage(err);
+    return std::nullopt;
+  };
+  std::uint64_t size = item.size;
+  int fd = -1;
+  if (size == kUnknownSize) {
+    fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return unreadable(errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      int err = errno;
+      ::close(fd);
+      return unreadable(err);
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    if (max_size > 0 && size > max_size) {
+      ::close(fd);
+      skip = "larger than --max-file-size (" + std::to_string(size) + " bytes)";
+      return std::nullopt;
+    }
+  }
+  if (size >= (std::uint64_t{1} << 20)) {
+    if (fd >= 0) ::close(fd);
     auto m = MappedFile::Open(item.abs);
-    if (!m) return m.take_error();
+    if (!m) {
+      skip = "unreadable: " + m.error().message;
+      return std::nullopt;
+    }
     mapped = std::move(*m);
     return mapped.view();
   }
-  int fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return MakeError(ErrorCode::kIo, ErrnoMessage(errno), item.rel);
-  buffer.resize(static_cast<std::size_t>(item.size) + 1);
+  if (fd < 0) fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return unreadable(errno);
+  buffer.resize(static_cast<std::size_t>(size) + 1);
   std::size_t got = 0;
   while (got < buffer.size()) {
     ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
@@ -223,7 +276,7 @@ Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
     if (n < 0) {
       int err = errno;
       ::close(fd);
-      return MakeError(ErrorCode::kIo, ErrnoMessage(err), item.rel);
+      return unreadable(err);
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -234,11 +287,8 @@ Result<std::string_view> Load(const WalkItem& item, MappedFile& mapped) {
 
 void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   MappedFile mapped;
-  auto loaded = Load(item, mapped);
-  if (!loaded) {
-    r.skip_reason = "unreadable: " + loaded.error().message;
-    return;
-  }
+  auto loaded = Load(item, ctx.max_file_size, mapped, r.skip_reason);
+  if (!loaded) return;
   std::string_view text = *loaded;
   r.scanned = true;
   if (text.empty()) return;
@@ -251,10 +301,15 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   if (item.kind == FileKind::kPython || item.kind == FileKind::kNotebook) pre = &ctx.python;
   if (item.kind == FileKind::kCpp) pre = &ctx.cpp;
   if (pre != nullptr && !pre->Matches(text)) {
-    if (item.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg);
+    // Its imports only matter if an entry reaches it, so they are read lazily by the import graph;
+    // only a possible `__main__` test (which makes it an entry) needs the import pass now.
+    if (item.kind == FileKind::kPython) {
+      if (Contains(text, "__main__") && Contains(text, "__name__")) ImportsOnly(text, item, r, ctx.reg);
+      else r.imports_pending = true;
+    }
     return;
   }
-  if (!IsValidUtf8(text)) {
+  if (!IsAscii(text) && !IsValidUtf8(text)) {
     r.scanned = false;
     r.skip_reason = "not valid UTF-8";
     return;
@@ -284,6 +339,22 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     case FileKind::kShell: ScanShell(text, sink); break;
   }
   UserTextRules(ctx.reg, text, item, r.findings);
+}
+
+// Runs fn(0..n-1) on `threads` threads; each takes the next index, so a slow file holds up no one.
+void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& fn) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) fn(i);
+  };
+  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, n)));
+  if (threads <= 1) {
+    worker();
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
 }
 
 std::string Rel(const fs::path& p) {
@@ -360,32 +431,22 @@ Result<ScanReport> Scan(const ScanOptions& options) {
                           [](const WalkItem& a, const WalkItem& b) { return a.rel == b.rel; }),
               items.end());
 
-  Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg))};
+  Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg)),
+              options.max_file_size};
   std::vector<FileResult> results(items.size());
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, items.size())));
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < items.size(); i = next++) {
-      ScanOne(ctx, items[i], results[i]);
-    }
-  };
-  if (threads <= 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
+  ParallelFor(items.size(), threads, [&](std::size_t i) { ScanOne(ctx, items[i], results[i]); });
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;
+  std::vector<std::size_t> module_item;  // modules[k] is items[module_item[k]].
   std::vector<std::string> mains;
   std::set<std::string> python_files;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
     python_files.insert(items[i].rel);
-    modules.push_back(PyModule{items[i].rel, results[i].imports});
+    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports), results[i].imports_pending});
+    module_item.push_back(i);
     if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
   }
   std::vector<std::string> entries;
@@ -407,7 +468,20 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  auto reachable = ReachableModules(modules, entries);
+  auto load_imports = [&](const std::vector<PyModule*>& pending) {
+    ParallelFor(pending.size(), threads, [&](std::size_t k) {
+      PyModule& m = *pending[k];
+      const WalkItem& item = items[module_item[static_cast<std::size_t>(&m - modules.data())]];
+      MappedFile mapped;
+      std::string skip;
+      auto text = Load(item, 0, mapped, skip);
+      if (!text) return;
+      FileResult r;
+      ImportsOnly(*text, item, r, *reg);
+      m.imports = std::move(r.imports);
+    });
+  };
+  auto reachable = ReachableModules(modules, entries, load_imports);
   report.entries = entries;
 
   std::vector<std::string> ignore = cfg.ignore;

@@ -119,18 +119,25 @@ class Walker {
     if (d == nullptr) {
       skipped_.push_back({rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
     } else {
-      std::vector<std::string> names;
+      std::vector<std::pair<std::string, unsigned char>> entries;  // Name, d_type.
       while (struct dirent* e = ::readdir(d)) {
         std::string_view name = e->d_name;
         if (name == "." || name == "..") continue;
-        names.emplace_back(name);
+        entries.emplace_back(name, e->d_type);
       }
       ::closedir(d);
-      std::sort(names.begin(), names.end());
-      for (const auto& name : names) {
+      std::sort(entries.begin(), entries.end());
+      for (const auto& [name, type] : entries) {
         if (name == ".git" || name == ".hg" || name == ".svn") continue;
         std::string child_abs = abs + "/" + name;
         std::string child_rel = rel.empty() ? name : rel + "/" + name;
+        if (type == DT_REG) {
+          if (Excluded(opt_.exclude, child_rel)) continue;
+          if (opt_.honour_gitignore && Ignored(rules_, child_rel, false)) continue;
+          if (auto kind = ClassifyFile(child_rel))
+            items_.push_back(WalkItem{std::move(child_abs), std::move(child_rel), *kind, kUnknownSize});
+          continue;
+        }
         struct stat lst {};
         if (::lstat(child_abs.c_str(), &lst) != 0) continue;
         struct stat cst = lst;

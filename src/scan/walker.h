@@ -23,8 +23,12 @@ struct WalkItem {
   std::string abs;  // Path to open.
   std::string rel;  // Relative to the root, '/'-separated.
   FileKind kind;
-  std::uint64_t size = 0;
+  std::uint64_t size = 0;  // kUnknownSize when the walk did not stat the file.
 };
+
+// readdir's d_type already tells a plain file, so the walk (single-threaded) skips its lstat and
+// the reader, on the worker threads, takes the size from fstat and applies --max-file-size.
+inline constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
 
 struct WalkOptions {
   std::vector<std::string> exclude;  // Globs on relative paths.
