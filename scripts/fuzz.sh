@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets of fuzz/ (one per tensor-file reader) with clang into build-fuzz/,
 # with AddressSanitizer and UBSan, and runs each briefly from its seed corpus (fuzz/corpus/<reader>,
 # copied to a scratch folder so new inputs never land in the repository). Exits non-zero on a crash.
-# FUZZ_SECONDS sets the time per target (default 15); CXX_FUZZ the clang++ to use. macOS: Apple's
+# FUZZ_SECONDS sets the time per target (default 15), FUZZ_SEED the seed (default 1, so a run is
+# repeatable); CXX_FUZZ the clang++ to use. macOS: Apple's
 # clang has no libFuzzer; use Homebrew's llvm (CXX_FUZZ=$(brew --prefix llvm)/bin/clang++).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ for r in "${readers[@]}"; do
   cp fuzz/corpus/"$r"/* "$scratch/$r/"
   echo "== fuzz_$r (${seconds}s)"
   if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      build-fuzz/fuzz/fuzz_"$r" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      build-fuzz/fuzz/fuzz_"$r" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -max_len=65536 -artifact_prefix="$scratch/" -print_final_stats=0 "$scratch/$r" \
       >"$scratch/$r.log" 2>&1; then
     echo "fuzz_$r: crash or leak; the input and log follow" >&2

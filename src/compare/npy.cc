@@ -247,8 +247,10 @@ Status ReadNpz(const unsigned char* data, std::size_t size, const std::string& f
     if (hlen > (1u << 20)) return Bad(file, what, "header is larger than 1 MiB");
     if (pre_size + hlen > e.size) return Bad(file, what, "header length is longer than the member");
     std::vector<unsigned char> head(pre_size + hlen);
-    std::memcpy(head.data(), pre, pre_len);
-    if (auto s = z.ReadExactly(head.data() + pre_len, head.size() - pre_len); !s) return s;
+    // A version-1 header shorter than two bytes ends inside the 12 bytes already read.
+    std::size_t have = std::min<std::size_t>(pre_len, head.size());
+    std::memcpy(head.data(), pre, have);
+    if (auto s = z.ReadExactly(head.data() + have, head.size() - have); !s) return s;
     auto h = ParseNpyHeader(head.data(), head.size(), file, what);
     if (!h) return h.take_error();
     TensorInfo info;

@@ -198,3 +198,15 @@ def test_unknown_inputs(dualtrack, tmp_path):
     assert_refused(dualtrack("compare", tmp_path / "empty", tmp_path / "empty"), "not a dualtrack bundle")
     r = dualtrack("compare", tmp_path / "x.txt", tmp_path / "x.txt", "--map", "novalue")
     assert r.returncode == 2 and "--map expects OLD=NEW" in r.stderr
+
+
+def test_deflated_npz_member_with_a_header_shorter_than_its_preamble(dualtrack, tmp_path):
+    # Found by fuzz_npz: a version-1 .npy member, deflated, whose header length is 0, so the header
+    # ends inside the 12 bytes read to learn the layout. Built here with zipfile and zlib.
+    member = b"\x93NUMPY\x01\x00\x00\x00" + np.zeros(4, dtype="<f4").tobytes()
+    bad = tmp_path / "short.npz"
+    with zipfile.ZipFile(bad, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("a.npy", member)
+    good = tmp_path / "good.npz"
+    np.savez_compressed(good, a=np.zeros(4, dtype=np.float32))
+    assert_refused(dualtrack("compare", bad, good), "short.npz", "npz member 'a.npy'")
