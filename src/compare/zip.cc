@@ -44,7 +44,7 @@ Result<std::vector<ZipEntry>> ReadZipDirectory(const unsigned char* data, std::s
       return Bad(file, "zip64 end-of-central-directory locator is missing");
     }
     std::uint64_t z64 = Le(data + eocd - 20 + 8, 8);
-    if (z64 > size - 56 || Le(data + z64, 4) != 0x06064b50) {
+    if (size < 56 || z64 > size - 56 || Le(data + z64, 4) != 0x06064b50) {
       return Bad(file, "zip64 end-of-central-directory record lies outside the file");
     }
     count = Le(data + z64 + 32, 8);
@@ -103,7 +103,7 @@ Result<std::vector<ZipEntry>> ReadZipDirectory(const unsigned char* data, std::s
       return Bad(file, "member '" + e.name + "' uses compression method " +
                            std::to_string(e.method) + " (only stored and deflate are supported)");
     }
-    if (local > size - 30 || Le(data + local, 4) != 0x04034b50) {
+    if (size < 30 || local > size - 30 || Le(data + local, 4) != 0x04034b50) {
       return Bad(file, "member '" + e.name + "': local header lies outside the file");
     }
     std::uint64_t lnlen = Le(data + local + 26, 2), lelen = Le(data + local + 28, 2);
