@@ -2,6 +2,14 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DT_PREFILTER_SSSE3 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#define DT_PREFILTER_NEON 1
+#endif
+
 namespace dt::scan {
 
 namespace {
@@ -16,45 +24,260 @@ struct LowerTable {
 };
 constexpr LowerTable kLower;
 
-unsigned FoldedKey(unsigned char a, unsigned char b) { return ((a | 0x20u) << 8) | (b | 0x20u); }
+// A candidate position and the buckets whose fingerprint it matched.
+struct Candidate {
+  std::size_t offset;
+  unsigned bits;
+};
+constexpr std::size_t kCandidates = 64;
+// The vector kernels read 16 positions and the bytes after them that the fingerprint covers.
+constexpr std::size_t kLookahead = Prefilter::kFingerprint - 1;
+
+#if DT_PREFILTER_SSSE3
+bool HaveVectorUnit() {
+  static const bool ok = __builtin_cpu_supports("ssse3");
+  return ok;
+}
+
+// The buckets each of the 16 positions at `at` may start, judged by the byte at offset k.
+__attribute__((target("ssse3"))) inline __m128i Classify(const unsigned char* at, __m128i lo,
+                                                         __m128i hi) {
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)), _mm_set1_epi8(0x20));
+  __m128i l = _mm_shuffle_epi8(lo, _mm_and_si128(v, nibble));
+  __m128i h = _mm_shuffle_epi8(hi, _mm_and_si128(_mm_srli_epi16(v, 4), nibble));
+  return _mm_and_si128(l, h);
+}
+
+// Scans positions [i, ...) 16 at a time while the block fits in `n` and the candidate buffer has
+// room for another block; returns the first position not scanned.
+__attribute__((target("ssse3"))) std::size_t Kernel(const Prefilter::Tables& t,
+                                                    const unsigned char* p, std::size_t n,
+                                                    std::size_t i, Candidate* out,
+                                                    std::size_t& count) {
+  const __m128i zero = _mm_setzero_si128();
+  __m128i lo[Prefilter::kFingerprint], hi[Prefilter::kFingerprint];
+  for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+    lo[k] = _mm_load_si128(reinterpret_cast<const __m128i*>(t.lo[k].data()));
+    hi[k] = _mm_load_si128(reinterpret_cast<const __m128i*>(t.hi[k].data()));
+  }
+  for (; i + 16 + kLookahead <= n && count + 16 <= kCandidates; i += 16) {
+    const unsigned char* at = p + i;
+    __m128i m = _mm_and_si128(
+        _mm_and_si128(Classify(at, lo[0], hi[0]), Classify(at + 1, lo[1], hi[1])),
+        _mm_and_si128(Classify(at + 2, lo[2], hi[2]), Classify(at + 3, lo[3], hi[3])));
+    auto mask = static_cast<unsigned>(~_mm_movemask_epi8(_mm_cmpeq_epi8(m, zero))) & 0xffffu;
+    if (mask == 0) [[likely]] continue;
+    alignas(16) std::uint8_t lanes[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), m);
+    while (mask != 0) {
+      unsigned j = static_cast<unsigned>(__builtin_ctz(mask));
+      mask &= mask - 1;
+      out[count++] = Candidate{i + j, lanes[j]};
+    }
+  }
+  return i;
+}
+#elif DT_PREFILTER_NEON
+bool HaveVectorUnit() { return true; }
+
+std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n,
+                   std::size_t i, Candidate* out, std::size_t& count) {
+  const uint8x16_t fold = vdupq_n_u8(0x20);
+  const uint8x16_t nibble = vdupq_n_u8(0x0f);
+  uint8x16_t lo[Prefilter::kFingerprint], hi[Prefilter::kFingerprint];
+  for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+    lo[k] = vld1q_u8(t.lo[k].data());
+    hi[k] = vld1q_u8(t.hi[k].data());
+  }
+  auto classify = [&](const unsigned char* at, std::size_t k) {
+    uint8x16_t v = vorrq_u8(vld1q_u8(at), fold);
+    return vandq_u8(vqtbl1q_u8(lo[k], vandq_u8(v, nibble)), vqtbl1q_u8(hi[k], vshrq_n_u8(v, 4)));
+  };
+  for (; i + 16 + kLookahead <= n && count + 16 <= kCandidates; i += 16) {
+    const unsigned char* at = p + i;
+    uint8x16_t m = vandq_u8(vandq_u8(classify(at, 0), classify(at + 1, 1)),
+                            vandq_u8(classify(at + 2, 2), classify(at + 3, 3)));
+    if (vmaxvq_u8(m) == 0) [[likely]] continue;
+    std::uint8_t lanes[16];
+    vst1q_u8(lanes, m);
+    for (unsigned j = 0; j < 16; ++j)
+      if (lanes[j] != 0) out[count++] = Candidate{i + j, lanes[j]};
+  }
+  return i;
+}
+#else
+bool HaveVectorUnit() { return false; }
+
+std::size_t Kernel(const Prefilter::Tables&, const unsigned char*, std::size_t, std::size_t i,
+                   Candidate*, std::size_t&) {
+  return i;
+}
+#endif
 
 }  // namespace
 
-Prefilter::Prefilter(const std::vector<std::string>& needles) : starts_(65536, 0), by_key_(65536) {
+Prefilter::Prefilter(const std::vector<std::string>& needles) {
+  std::vector<std::string> list;
   for (const auto& raw : needles) {
     if (raw.size() < 2) continue;
     std::string n = raw;
     for (char& c : n) c = static_cast<char>(kLower.t[static_cast<unsigned char>(c)]);
-    unsigned key = FoldedKey(static_cast<unsigned char>(n[0]), static_cast<unsigned char>(n[1]));
-    auto& list = by_key_[key];
-    if (std::find(list.begin(), list.end(), n) != list.end()) continue;
-    list.push_back(n);
-    starts_[key] = 1;
-    empty_ = false;
+    list.push_back(std::move(n));
+  }
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  if (list.empty()) return;
+  empty_ = false;
+  // Each needle joins the bucket whose fingerprint it widens least, judged by the share of text
+  // positions the bucket would admit under a rough model of source text (letters common, space
+  // and newline more so): needles alike in their leading bytes end up together, and a bucket
+  // rarely admits a combination of bytes that none of its needles has.
+  struct Masks {
+    std::array<std::uint16_t, kFingerprint> lo{}, hi{};
+  };
+  auto weight = [](unsigned c) -> double {  // c is already folded with | 0x20.
+    if (c >= 'a' && c <= 'z') return 3;
+    if (c == ' ') return 12;
+    if (c == '\n' || c == '*') return 2;  // '\n' | 0x20 is '*'.
+    return c >= 0x20 && c < 0x80 ? 1 : 0.05;
+  };
+  double total = 0;
+  for (unsigned c = 0; c < 256; ++c) total += weight(c | 0x20u) / 256;
+  auto admits = [&](const Masks& m) {
+    double share = 1;
+    for (std::size_t k = 0; k < kFingerprint; ++k) {
+      double w = 0;
+      for (unsigned c = 0; c < 256; ++c)
+        if ((m.lo[k] >> (c & 15u) & 1u) && (m.hi[k] >> (c >> 4) & 1u)) w += weight(c | 0x20u) / 256;
+      share *= w / total;
+    }
+    return share;
+  };
+  auto with = [](Masks m, const std::string& n) {
+    for (std::size_t k = 0; k < kFingerprint; ++k) {
+      if (k >= n.size()) {  // A short needle accepts any byte after its end.
+        m.lo[k] = m.hi[k] = 0xffff;
+        continue;
+      }
+      auto c = static_cast<unsigned char>(n[k] | 0x20);
+      m.lo[k] = static_cast<std::uint16_t>(m.lo[k] | 1u << (c & 15u));
+      m.hi[k] = static_cast<std::uint16_t>(m.hi[k] | 1u << (c >> 4));
+    }
+    return m;
+  };
+  std::array<Masks, 8> masks{};
+  std::array<double, 8> cost{};
+  for (const std::string& n : list) {
+    std::size_t best = 0;
+    double best_rise = 0;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      double rise = admits(with(masks[b], n)) - (buckets_[b].empty() ? 0 : cost[b]);
+      if (b == 0 || rise < best_rise) {
+        best = b;
+        best_rise = rise;
+      }
+    }
+    masks[best] = with(masks[best], n);
+    cost[best] = admits(masks[best]);
+    buckets_[best].push_back(n);
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    for (std::size_t k = 0; k < kFingerprint; ++k) {
+      for (unsigned x = 0; x < 16; ++x) {
+        if (masks[b].lo[k] >> x & 1u) tables_.lo[k][x] = static_cast<std::uint8_t>(tables_.lo[k][x] | 1u << b);
+        if (masks[b].hi[k] >> x & 1u) tables_.hi[k][x] = static_cast<std::uint8_t>(tables_.hi[k][x] | 1u << b);
+      }
+    }
+  }
+  for (auto& bucket : buckets_)
+    std::stable_sort(bucket.begin(), bucket.end(),
+                     [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  for (std::size_t k = 0; k < kFingerprint; ++k)
+    for (unsigned c = 0; c < 256; ++c)
+      tables_.byte[k][c] = tables_.lo[k][c & 15u] & tables_.hi[k][c >> 4];
+}
+
+std::size_t Prefilter::Verify(const unsigned char* p, std::size_t n, std::size_t pos,
+                              unsigned bits) const {
+  std::size_t best = 0;
+  for (; bits != 0; bits &= bits - 1) {
+    for (const auto& needle : buckets_[static_cast<std::size_t>(__builtin_ctz(bits))]) {
+      std::size_t len = needle.size();
+      if (pos + len > n || (best != 0 && pos + len >= best)) break;  // Shortest first.
+      std::size_t k = 0;
+      while (k < len && kLower.t[p[pos + k]] == static_cast<unsigned char>(needle[k])) ++k;
+      if (k == len) {
+        best = pos + len;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+template <typename On>
+void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  if (vector_unit) {
+    Candidate found[kCandidates];
+    for (;;) {
+      std::size_t count = 0;
+      std::size_t next = Kernel(tables_, p, n, i, found, count);
+      for (std::size_t c = 0; c < count; ++c) {
+        std::size_t pos = found[c].offset;
+        if (std::size_t end = Verify(p, n, pos, found[c].bits); end != 0 && on(pos, end)) return;
+      }
+      if (next == i) break;  // Too close to the end for another vector block.
+      i = next;
+    }
+  }
+  // Byte at a time (the tail after the vector blocks, or everything). A fingerprint byte past
+  // the end admits every bucket; Verify checks the length.
+  const auto& t = tables_.byte;
+  for (; i < n; ++i) {
+    unsigned bits = t[0][p[i] | 0x20u];
+    if (bits == 0) [[likely]] continue;
+    for (std::size_t k = 1; k < kFingerprint && i + k < n; ++k) bits &= t[k][p[i + k] | 0x20u];
+    if (bits == 0) continue;
+    if (std::size_t end = Verify(p, n, i, bits); end != 0 && on(i, end)) return;
   }
 }
 
 bool Prefilter::Matches(std::string_view text) const {
   if (empty_) return true;
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  if (n < 2) return false;
-  const std::uint8_t* starts = starts_.data();
-  unsigned prev = p[0] | 0x20u;
-  for (std::size_t i = 1; i < n; ++i) {
-    unsigned cur = p[i] | 0x20u;
-    unsigned key = (prev << 8) | cur;
-    prev = cur;
-    if (starts[key] == 0) [[likely]] continue;
-    const std::size_t start = i - 1;
-    for (const auto& needle : by_key_[key]) {
-      if (start + needle.size() > n) continue;
-      std::size_t k = 0;
-      while (k < needle.size() && kLower.t[p[start + k]] == static_cast<unsigned char>(needle[k])) ++k;
-      if (k == needle.size()) return true;
-    }
-  }
-  return false;
+  bool found = false;
+  Search(text, HaveVectorUnit(), [&](std::size_t, std::size_t) { return found = true; });
+  return found;
+}
+
+bool Prefilter::MatchesScalar(std::string_view text) const {
+  if (empty_) return true;
+  bool found = false;
+  Search(text, false, [&](std::size_t, std::size_t) { return found = true; });
+  return found;
+}
+
+std::vector<Prefilter::Match> Prefilter::FindAll(std::string_view text) const {
+  std::vector<Match> out;
+  if (empty_) return out;
+  Search(text, HaveVectorUnit(), [&](std::size_t s, std::size_t e) {
+    out.push_back(Match{s, e});
+    return false;
+  });
+  return out;
+}
+
+std::vector<Prefilter::Match> Prefilter::FindAllScalar(std::string_view text) const {
+  std::vector<Match> out;
+  if (empty_) return out;
+  Search(text, false, [&](std::size_t s, std::size_t e) {
+    out.push_back(Match{s, e});
+    return false;
+  });
+  return out;
 }
 
 }  // namespace dt::scan

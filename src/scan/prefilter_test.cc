@@ -7,16 +7,39 @@
 namespace dt::scan {
 namespace {
 
+std::string Lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return s;
+}
+
 bool NaiveMatches(const std::vector<std::string>& needles, std::string text) {
-  auto lower = [](std::string s) {
-    for (char& c : s)
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-    return s;
-  };
-  text = lower(text);
+  text = Lower(text);
   for (const auto& n : needles)
-    if (n.size() >= 2 && text.find(lower(n)) != std::string::npos) return true;
+    if (n.size() >= 2 && text.find(Lower(n)) != std::string::npos) return true;
   return false;
+}
+
+// Every start position with the end of the shortest needle there, by brute force.
+std::vector<std::pair<std::size_t, std::size_t>> NaiveFindAll(const std::vector<std::string>& needles,
+                                                              std::string text) {
+  text = Lower(text);
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    std::size_t best = 0;
+    for (const auto& n : needles) {
+      if (n.size() < 2 || text.compare(i, n.size(), Lower(n)) != 0) continue;
+      if (best == 0 || i + n.size() < best) best = i + n.size();
+    }
+    if (best != 0) out.emplace_back(i, best);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> Pairs(const std::vector<Prefilter::Match>& m) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (const auto& x : m) out.emplace_back(x.start, x.end);
+  return out;
 }
 
 TEST(ScanPrefilterTest, FindsNeedlesCaseInsensitivelyAnywhere) {
@@ -31,21 +54,64 @@ TEST(ScanPrefilterTest, FindsNeedlesCaseInsensitivelyAnywhere) {
   EXPECT_TRUE(Prefilter().Matches("anything"));
 }
 
-// The skip table must never jump over an occurrence: compare with a plain search on random text
-// over a small alphabet (so needles and near misses are frequent).
+// The vector path (16 positions at a time, a scalar tail) and the byte-at-a-time path must both
+// find exactly what a plain search finds, at every position including the block edges: random
+// text over a small alphabet (so needles and near misses are frequent), lengths across several
+// vector blocks, and needle sets larger than the eight buckets (so buckets share needles).
 TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomText) {
   std::mt19937 rng(7);
-  const std::string alphabet = "cudaCUDnl<.tor";
+  const std::string alphabet = "cudaCUDnl<.tor_64";
   for (const std::vector<std::string>& needles :
        {std::vector<std::string>{"cuda", "nccl", "<<<"}, std::vector<std::string>{"cu", "dn"},
-        std::vector<std::string>{"cudnn", "torch.", "a"}}) {
+        std::vector<std::string>{"cudnn", "torch.", "a"},
+        std::vector<std::string>{"cud", "nccl", "float64", "double", "multi_margin", "gencode",
+                                 "compute_", "sm_", "cudnn", "torch.", "_6", "tor_", "Lun", "da4",
+                                 "<<<", "cU", "oooo", "rc"}}) {
     Prefilter f(needles);
     for (int round = 0; round < 3000; ++round) {
-      std::string text(rng() % 40, ' ');
+      std::string text(rng() % 80, ' ');
       for (char& c : text) c = alphabet[rng() % alphabet.size()];
-      ASSERT_EQ(f.Matches(text), NaiveMatches(needles, text)) << text;
+      bool expect = NaiveMatches(needles, text);
+      ASSERT_EQ(f.Matches(text), expect) << text;
+      ASSERT_EQ(f.MatchesScalar(text), expect) << text;
+      auto all = NaiveFindAll(needles, text);
+      ASSERT_EQ(Pairs(f.FindAll(text)), all) << text;
+      ASSERT_EQ(Pairs(f.FindAllScalar(text)), all) << text;
     }
   }
+}
+
+// Long texts: many vector blocks, more candidates than the kernel's buffer holds at once, and a
+// needle as the very last bytes.
+TEST(ScanPrefilterTest, FindsEveryOccurrenceInLongText) {
+  Prefilter f({"cud", "nccl"});
+  std::string text;
+  std::vector<std::pair<std::size_t, std::size_t>> expect;
+  for (int i = 0; i < 500; ++i) {
+    text += "xx";
+    expect.emplace_back(text.size(), text.size() + 3);
+    text += "CUD";
+  }
+  text += std::string(1000, 'y') + "ncc";
+  EXPECT_EQ(Pairs(f.FindAll(text)), expect);
+  text += "L";
+  expect.emplace_back(text.size() - 4, text.size());
+  EXPECT_EQ(Pairs(f.FindAll(text)), expect);
+  EXPECT_EQ(Pairs(f.FindAllScalar(text)), expect);
+  EXPECT_FALSE(f.Matches(std::string(100000, 'c') + "u"));
+  EXPECT_TRUE(f.Matches(std::string(100000, 'c') + "ud"));
+}
+
+// Bytes that `| 0x20` folds onto needle bytes (`_` | 0x20 is DEL, `@` is backquote) are near
+// misses the fingerprint lets through; verification must reject them.
+TEST(ScanPrefilterTest, FoldingOnlyLetters) {
+  Prefilter f({"sm_", "@x"});
+  std::string pad(40, ' ');
+  EXPECT_TRUE(f.Matches(pad + "arch=SM_80" + pad));
+  EXPECT_FALSE(f.Matches(pad + "SM\x7f" + pad));
+  EXPECT_FALSE(f.Matches(pad + "`x" + pad));
+  EXPECT_TRUE(f.Matches(pad + "@X" + pad));
+  EXPECT_FALSE(f.MatchesScalar(pad + "sm\x7f" + pad));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "scan/python_scanner.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -40,7 +42,9 @@ class PythonScanner {
         reg_(sink.registry()),
         setup_py_(is_setup_py),
         always_(is_setup_py || !sink.registry().user_rules().empty()),
-        lex_(LexPython(src)) {}
+        source_(src),
+        lex_(LexPython(src)),
+        triggers_(always_ ? std::vector<Prefilter::Match>{} : Triggers().FindAll(src)) {}
 
   PyScanResult Run() {
     const auto n = lex_.lines.size();
@@ -156,17 +160,32 @@ class PythonScanner {
       hot_names_.insert(local);
   }
 
+  // The words that can make a statement interesting on their own.
+  static const Prefilter& Triggers() {
+    static const Prefilter kTriggers({"cud", "nccl", "float64", "double", "multi_margin",
+                                      "multimargin", "gencode", "compute_", "sm_"});
+    return kTriggers;
+  }
+
   // Cheap test before any analysis of tokens [b, e): a trigger substring or a hot name.
   bool Maybe(std::size_t b, std::size_t e) const {
     if (b >= e) return false;
     if (always_) return true;
     const char* start = T(b).text.data();
     const char* end = T(e - 1).text.data() + T(e - 1).text.size();
-    std::string_view span(start, static_cast<std::size_t>(end - start));
-    // One case-insensitive pass for all trigger words instead of one find() per word.
-    static const Prefilter kNeedles({"cud", "nccl", "float64", "double", "multi_margin",
-                                     "multimargin", "gencode", "compute_", "sm_"});
-    if (kNeedles.Matches(span)) return true;
+    auto s = reinterpret_cast<std::uintptr_t>(start) - reinterpret_cast<std::uintptr_t>(source_.data());
+    auto f = reinterpret_cast<std::uintptr_t>(end) - reinterpret_cast<std::uintptr_t>(source_.data());
+    if (s > f || f > source_.size()) {
+      // Token text outside the source (the lexer makes none today): search the span itself.
+      if (Triggers().Matches(std::string_view(start, static_cast<std::size_t>(end - start))))
+        return true;
+    } else {
+      // One search of the whole source up front (triggers_) instead of one per statement.
+      auto it = std::lower_bound(triggers_.begin(), triggers_.end(), s,
+                                 [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
+      for (; it != triggers_.end() && it->start < f; ++it)
+        if (it->end <= f) return true;
+    }
     if (hot_names_.empty()) return false;
     for (std::size_t k = b; k < e; ++k)
       if (IsName(T(k)) && hot_names_.count(T(k).text)) return true;
@@ -471,7 +490,9 @@ class PythonScanner {
   const Registry& reg_;
   bool setup_py_;
   bool always_;  // setup.py strings and user rules bypass the cheap line test.
+  std::string_view source_;
   Lexed lex_;
+  std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
   PyScanResult result_;
   std::vector<bool> optional_line_;
   // Keys are views into the source, which outlives the scanner.

@@ -7,6 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <iterator>
+#include <mutex>
+#include <utility>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -357,6 +362,40 @@ void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::
   for (auto& t : pool) t.join();
 }
 
+// Batches of walked files waiting for a scanning thread.
+class BatchQueue {
+ public:
+  void Push(std::vector<WalkItem>&& batch) {
+    {
+      std::lock_guard lock(mu_);
+      batches_.push_back(std::move(batch));
+    }
+    cv_.notify_one();
+  }
+  void Close() {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+    }
+    cv_.notify_all();
+  }
+  // Waits for the next batch; false once the queue is closed and empty.
+  bool Pop(std::vector<WalkItem>& out) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !batches_.empty() || closed_; });
+    if (batches_.empty()) return false;
+    out = std::move(batches_.front());
+    batches_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::vector<WalkItem>> batches_;
+  bool closed_ = false;
+};
+
 std::string Rel(const fs::path& p) {
   std::string s = p.generic_string();
   while (StartsWith(s, "./")) s.erase(0, 2);
@@ -415,27 +454,69 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   wopt.exclude.insert(wopt.exclude.end(), options.exclude.begin(), options.exclude.end());
   wopt.honour_gitignore = options.honour_gitignore;
   wopt.max_file_size = options.max_file_size;
-  std::vector<WalkItem> items;
-  fs::path abs_root = fs::absolute(root, ec).lexically_normal();
-  for (const auto& p : options.paths) {
-    fs::path abs = fs::absolute(p, ec).lexically_normal();
-    fs::path rel = abs.lexically_relative(abs_root);
-    std::string rel_s = Rel(rel);
-    if (rel_s == ".") rel_s.clear();
-    if (rel.empty() || StartsWith(rel_s, "..")) rel_s = p.generic_string();
-    Walk(p, rel_s, wopt, items, report.skipped);
-  }
-  // The same file named twice (overlapping paths) is scanned once.
-  std::sort(items.begin(), items.end(), [](const WalkItem& a, const WalkItem& b) { return a.rel < b.rel; });
-  items.erase(std::unique(items.begin(), items.end(),
-                          [](const WalkItem& a, const WalkItem& b) { return a.rel == b.rel; }),
-              items.end());
-
   Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg)),
               options.max_file_size};
-  std::vector<FileResult> results(items.size());
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  ParallelFor(items.size(), threads, [&](std::size_t i) { ScanOne(ctx, items[i], results[i]); });
+  // The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files
+  // to the scanning threads, so scanning starts with the first files found.
+  fs::path abs_root = fs::absolute(root, ec).lexically_normal();
+  BatchQueue queue;
+  std::vector<std::vector<std::pair<WalkItem, FileResult>>> done(threads);
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) {
+    pool.emplace_back([&queue, &ctx, &out = done[t]] {
+      std::vector<WalkItem> batch;
+      while (queue.Pop(batch)) {
+        for (auto& item : batch) {
+          out.emplace_back(std::move(item), FileResult{});
+          ScanOne(ctx, out.back().first, out.back().second);
+        }
+      }
+    });
+  }
+  {
+    // Joins the pool however the walk ends.
+    struct Join {
+      BatchQueue& q;
+      std::vector<std::thread>& pool;
+      ~Join() {
+        q.Close();
+        for (auto& t : pool) t.join();
+      }
+    } join{queue, pool};
+    std::vector<WalkItem> batch;
+    auto on_item = [&](WalkItem&& item) {
+      batch.push_back(std::move(item));
+      if (batch.size() >= 32) queue.Push(std::exchange(batch, {}));
+    };
+    for (const auto& p : options.paths) {
+      fs::path abs = fs::absolute(p, ec).lexically_normal();
+      fs::path rel = abs.lexically_relative(abs_root);
+      std::string rel_s = Rel(rel);
+      if (rel_s == ".") rel_s.clear();
+      if (rel.empty() || StartsWith(rel_s, "..")) rel_s = p.generic_string();
+      Walk(p, rel_s, wopt, on_item, report.skipped);
+    }
+    if (!batch.empty()) queue.Push(std::move(batch));
+  }
+  std::vector<std::pair<WalkItem, FileResult>> scanned;
+  for (auto& d : done) std::move(d.begin(), d.end(), std::back_inserter(scanned));
+  done.clear();
+  // Files in path order; the same file named twice (overlapping paths) counts once.
+  std::sort(scanned.begin(), scanned.end(),
+            [](const auto& a, const auto& b) { return a.first.rel < b.first.rel; });
+  scanned.erase(std::unique(scanned.begin(), scanned.end(),
+                            [](const auto& a, const auto& b) { return a.first.rel == b.first.rel; }),
+                scanned.end());
+  std::vector<WalkItem> items;
+  std::vector<FileResult> results;
+  items.reserve(scanned.size());
+  results.reserve(scanned.size());
+  for (auto& [item, result] : scanned) {
+    items.push_back(std::move(item));
+    results.push_back(std::move(result));
+  }
+  scanned.clear();
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;

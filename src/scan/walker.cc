@@ -90,8 +90,9 @@ bool Excluded(const std::vector<std::string>& globs, const std::string& rel) {
 
 class Walker {
  public:
-  Walker(const WalkOptions& o, std::vector<WalkItem>& items, std::vector<Skipped>& skipped)
-      : opt_(o), items_(items), skipped_(skipped) {}
+  Walker(const WalkOptions& o, const std::function<void(WalkItem&&)>& on_item,
+         std::vector<Skipped>& skipped)
+      : opt_(o), on_item_(on_item), skipped_(skipped) {}
 
   void Root(const std::string& abs, const std::string& rel) {
     struct stat st {};
@@ -135,7 +136,7 @@ class Walker {
           if (Excluded(opt_.exclude, child_rel)) continue;
           if (opt_.honour_gitignore && Ignored(rules_, child_rel, false)) continue;
           if (auto kind = ClassifyFile(child_rel))
-            items_.push_back(WalkItem{std::move(child_abs), std::move(child_rel), *kind, kUnknownSize});
+            on_item_(WalkItem{std::move(child_abs), std::move(child_rel), *kind, kUnknownSize});
           continue;
         }
         struct stat lst {};
@@ -170,11 +171,11 @@ class Walker {
       skipped_.push_back({rel, "larger than --max-file-size (" + std::to_string(size) + " bytes)"});
       return;
     }
-    items_.push_back(WalkItem{abs, rel, *kind, size});
+    on_item_(WalkItem{abs, rel, *kind, size});
   }
 
   const WalkOptions& opt_;
-  std::vector<WalkItem>& items_;
+  const std::function<void(WalkItem&&)>& on_item_;
   std::vector<Skipped>& skipped_;
   std::vector<IgnoreRule> rules_;
   std::set<std::pair<std::uint64_t, std::uint64_t>> active_;
@@ -221,8 +222,9 @@ std::optional<FileKind> ClassifyFile(std::string_view rel) {
 }
 
 void Walk(const std::filesystem::path& path, const std::string& rel_prefix,
-          const WalkOptions& options, std::vector<WalkItem>& items, std::vector<Skipped>& skipped) {
-  Walker w(options, items, skipped);
+          const WalkOptions& options, const std::function<void(WalkItem&&)>& on_item,
+          std::vector<Skipped>& skipped) {
+  Walker w(options, on_item, skipped);
   w.Root(path.string(), rel_prefix);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,11 @@ struct WalkOptions {
   std::uint64_t max_file_size = 0;
 };
 
-// Appends the files under `path` (a directory or a file) to `items`; `rel_prefix` is the path of
-// `path` relative to the root ("" for the root itself).
+// Hands each file under `path` (a directory or a file) to `on_item` as soon as it is found, so
+// the caller can scan while the walk goes on; `rel_prefix` is the path of `path` relative to the
+// root ("" for the root itself). Within a directory, files come in name order.
 void Walk(const std::filesystem::path& path, const std::string& rel_prefix,
-          const WalkOptions& options, std::vector<WalkItem>& items, std::vector<Skipped>& skipped);
+          const WalkOptions& options, const std::function<void(WalkItem&&)>& on_item,
+          std::vector<Skipped>& skipped);
 
 }  // namespace dt::scan
