@@ -1,21 +1,23 @@
 #include "scan/import_graph.h"
 
 #include <deque>
+#include <string_view>
 #include <unordered_map>
 
 namespace dt::scan {
 
 namespace {
 
-std::string DirOf(const std::string& rel) {
+std::string_view DirOf(std::string_view rel) {
   auto slash = rel.rfind('/');
-  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+  return slash == std::string_view::npos ? std::string_view() : rel.substr(0, slash);
 }
 
-std::string Join(const std::string& dir, const std::string& path) {
-  if (dir.empty()) return path;
-  if (path.empty()) return dir;
-  return dir + "/" + path;
+std::string Join(std::string_view dir, std::string_view path) {
+  std::string out(dir);
+  if (!dir.empty() && !path.empty()) out += '/';
+  out += path;
+  return out;
 }
 
 std::string ModulePath(const std::string& dotted) {
@@ -30,27 +32,34 @@ std::string ModulePath(const std::string& dotted) {
 std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
                                                  const std::vector<std::string>& entries,
                                                  const ImportLoader& load) {
-  // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py.
-  std::unordered_map<std::string, std::size_t> index;
-  std::unordered_map<std::string, std::size_t> by_rel;
+  // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py. Keys are views into the modules'
+  // paths (prefixes of them), which outlive the maps: no string is copied for the ~40k modules of
+  // a large tree.
+  std::unordered_map<std::string_view, std::size_t> index;
+  std::unordered_map<std::string_view, std::size_t> by_rel;
   // Folders holding a module (and their parents): `from X import name` can only name a submodule
   // when X is one of them, which spares the lookups of the (many) imported functions and classes.
-  std::unordered_set<std::string> dirs;
+  std::unordered_set<std::string_view> dirs;
+  index.reserve(modules.size());
+  by_rel.reserve(modules.size());
   for (std::size_t i = 0; i < modules.size(); ++i) {
-    const std::string& rel = modules[i].rel;
-    by_rel[rel] = i;
-    std::string key = rel.substr(0, rel.rfind('.'));
-    const std::string init = "/__init__";
-    if (key == "__init__") key.clear();
-    else if (key.size() > init.size() && key.compare(key.size() - init.size(), init.size(), init) == 0)
-      key.resize(key.size() - init.size());
+    std::string_view rel = modules[i].rel;
+    by_rel.emplace(rel, i);
+    std::string_view key = rel.substr(0, rel.rfind('.'));
+    constexpr std::string_view init = "/__init__";
+    if (key == "__init__") key = {};
+    else if (key.size() > init.size() && key.substr(key.size() - init.size()) == init)
+      key.remove_suffix(init.size());
     index.emplace(key, i);
-    for (std::string d = DirOf(rel); !d.empty() && dirs.insert(d).second;) d = DirOf(d);
+    for (std::string_view d = DirOf(rel); !d.empty() && dirs.insert(d).second;) d = DirOf(d);
   }
-  std::unordered_set<std::string> seen;
+  std::vector<char> seen(modules.size(), 0);
   std::deque<std::size_t> queue;
   auto visit = [&](std::size_t i) {
-    if (seen.insert(modules[i].rel).second) queue.push_back(i);
+    if (!seen[i]) {
+      seen[i] = 1;
+      queue.push_back(i);
+    }
   };
   auto try_path = [&](const std::string& path) {
     auto it = index.find(path);
@@ -72,11 +81,11 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
     }
     const PyModule& m = modules[queue.front()];
     queue.pop_front();
-    std::string dir = DirOf(m.rel);
+    std::string_view dir = DirOf(m.rel);
     for (const auto& imp : m.imports) {
-      std::vector<std::string> bases;
+      std::vector<std::string_view> bases;
       if (imp.level > 0) {
-        std::string base = dir;
+        std::string_view base = dir;
         for (int up = 1; up < imp.level; ++up) base = DirOf(base);
         bases.push_back(base);
       } else {
@@ -87,14 +96,17 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
         std::string target = Join(base, mod);
         bool found = !mod.empty() && try_path(target);
         // Parent packages run their __init__ first.
-        for (std::string p = DirOf(mod); found && !p.empty(); p = DirOf(p)) try_path(Join(base, p));
-        if (target.empty() || dirs.count(target))
+        for (std::string_view p = DirOf(mod); found && !p.empty(); p = DirOf(p)) try_path(Join(base, p));
+        if (target.empty() || dirs.count(std::string_view(target)))
           for (const auto& name : imp.names) found |= try_path(Join(target, name));
         if (found && imp.level == 0) break;
       }
     }
   }
-  return seen;
+  std::unordered_set<std::string> reachable;
+  for (std::size_t i = 0; i < modules.size(); ++i)
+    if (seen[i]) reachable.insert(modules[i].rel);
+  return reachable;
 }
 
 }  // namespace dt::scan

@@ -234,35 +234,37 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
 }
 
 // Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
-// Files the walk did not stat are checked against `max_size` here; nullopt with `skip` set when
-// the file is not read.
+// Files the walk did not stat are read without an fstat until they prove larger than the first
+// read; `max_size` (0: none) is checked here. nullopt with `skip` set when the file is not read.
 std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_size,
                                      MappedFile& mapped, std::string& skip) {
+  constexpr std::size_t kFirstRead = 256 << 10;
+  constexpr std::uint64_t kMapFrom = 1 << 20;
   thread_local std::string buffer;
-  auto unreadable = [&](int err) {
+  int fd = -1;
+  auto fail = [&](int err) {
+    if (fd >= 0) ::close(fd);
     skip = "unreadable: " + ErrnoMessage(err);
     return std::nullopt;
   };
-  std::uint64_t size = item.size;
-  int fd = -1;
-  if (size == kUnknownSize) {
-    fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return unreadable(errno);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      return unreadable(err);
-    }
-    size = static_cast<std::uint64_t>(st.st_size);
-    if (max_size > 0 && size > max_size) {
-      ::close(fd);
-      skip = "larger than --max-file-size (" + std::to_string(size) + " bytes)";
-      return std::nullopt;
-    }
-  }
-  if (size >= (std::uint64_t{1} << 20)) {
+  auto too_large = [&](std::uint64_t size) {
     if (fd >= 0) ::close(fd);
+    skip = "larger than --max-file-size (" + std::to_string(size) + " bytes)";
+    return std::nullopt;
+  };
+  // Reads until end of file or until `buffer` is full; the byte count or -errno.
+  auto fill = [&](std::size_t got) -> std::int64_t {
+    while (got < buffer.size()) {
+      ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return -errno;
+      if (n == 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    return static_cast<std::int64_t>(got);
+  };
+  std::uint64_t size = item.size;
+  if (size >= kMapFrom && size != kUnknownSize) {
     auto m = MappedFile::Open(item.abs);
     if (!m) {
       skip = "unreadable: " + m.error().message;
@@ -271,23 +273,40 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     mapped = std::move(*m);
     return mapped.view();
   }
-  if (fd < 0) fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return unreadable(errno);
-  buffer.resize(static_cast<std::size_t>(size) + 1);
+  fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(errno);
   std::size_t got = 0;
-  while (got < buffer.size()) {
-    ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
+  if (size == kUnknownSize) {
+    buffer.resize(kFirstRead);
+    std::int64_t n = fill(0);
+    if (n < 0) return fail(static_cast<int>(-n));
+    got = static_cast<std::size_t>(n);
+    if (got < buffer.size()) {  // The whole file.
       ::close(fd);
-      return unreadable(err);
+      if (max_size > 0 && got > max_size) return too_large(got);
+      return std::string_view(buffer.data(), got);
     }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return fail(errno);
+    size = std::max<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), got);
+    if (max_size > 0 && size > max_size) return too_large(size);
+    if (size >= kMapFrom) {
+      ::close(fd);
+      auto m = MappedFile::Open(item.abs);
+      if (!m) {
+        skip = "unreadable: " + m.error().message;
+        return std::nullopt;
+      }
+      mapped = std::move(*m);
+      return mapped.view();
+    }
   }
+  buffer.resize(static_cast<std::size_t>(size) + 1);  // One more byte to see a file that grew.
+  std::int64_t n = fill(got);
   ::close(fd);
-  return std::string_view(buffer.data(), got);
+  fd = -1;
+  if (n < 0) return fail(static_cast<int>(-n));
+  return std::string_view(buffer.data(), static_cast<std::size_t>(n));
 }
 
 void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
@@ -362,10 +381,21 @@ void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::
   for (auto& t : pool) t.join();
 }
 
-// Batches of walked files waiting for a scanning thread.
+// Walked files waiting for a scanning thread; `first` is the walk's count before them.
+struct Batch {
+  std::size_t first = 0;
+  std::vector<WalkItem> items;
+};
+
+struct Scanned {
+  std::size_t seq = 0;  // Place in the walk.
+  WalkItem item;
+  FileResult result;
+};
+
 class BatchQueue {
  public:
-  void Push(std::vector<WalkItem>&& batch) {
+  void Push(Batch&& batch) {
     {
       std::lock_guard lock(mu_);
       batches_.push_back(std::move(batch));
@@ -380,7 +410,7 @@ class BatchQueue {
     cv_.notify_all();
   }
   // Waits for the next batch; false once the queue is closed and empty.
-  bool Pop(std::vector<WalkItem>& out) {
+  bool Pop(Batch& out) {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return !batches_.empty() || closed_; });
     if (batches_.empty()) return false;
@@ -392,7 +422,7 @@ class BatchQueue {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::vector<WalkItem>> batches_;
+  std::deque<Batch> batches_;
   bool closed_ = false;
 };
 
@@ -461,19 +491,20 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   // to the scanning threads, so scanning starts with the first files found.
   fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   BatchQueue queue;
-  std::vector<std::vector<std::pair<WalkItem, FileResult>>> done(threads);
+  std::vector<std::vector<Scanned>> done(threads);
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t) {
     pool.emplace_back([&queue, &ctx, &out = done[t]] {
-      std::vector<WalkItem> batch;
+      Batch batch;
       while (queue.Pop(batch)) {
-        for (auto& item : batch) {
-          out.emplace_back(std::move(item), FileResult{});
-          ScanOne(ctx, out.back().first, out.back().second);
+        for (std::size_t k = 0; k < batch.items.size(); ++k) {
+          out.push_back(Scanned{batch.first + k, std::move(batch.items[k]), FileResult{}});
+          ScanOne(ctx, out.back().item, out.back().result);
         }
       }
     });
   }
+  std::size_t walked = 0;
   {
     // Joins the pool however the walk ends.
     struct Join {
@@ -484,10 +515,13 @@ Result<ScanReport> Scan(const ScanOptions& options) {
         for (auto& t : pool) t.join();
       }
     } join{queue, pool};
-    std::vector<WalkItem> batch;
+    Batch batch;
     auto on_item = [&](WalkItem&& item) {
-      batch.push_back(std::move(item));
-      if (batch.size() >= 32) queue.Push(std::exchange(batch, {}));
+      batch.items.push_back(std::move(item));
+      if (batch.items.size() >= 32) {
+        walked += batch.items.size();
+        queue.Push(std::exchange(batch, Batch{walked, {}}));
+      }
     };
     for (const auto& p : options.paths) {
       fs::path abs = fs::absolute(p, ec).lexically_normal();
@@ -497,24 +531,27 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       if (rel.empty() || StartsWith(rel_s, "..")) rel_s = p.generic_string();
       Walk(p, rel_s, wopt, on_item, report.skipped);
     }
-    if (!batch.empty()) queue.Push(std::move(batch));
+    walked += batch.items.size();
+    if (!batch.items.empty()) queue.Push(std::move(batch));
   }
-  std::vector<std::pair<WalkItem, FileResult>> scanned;
-  for (auto& d : done) std::move(d.begin(), d.end(), std::back_inserter(scanned));
+  // Back into walk order, which is path order for one root (the walker sorts so); several roots,
+  // or symlinked folders the walker could not place, need a sort. The same file named twice
+  // (overlapping paths) counts once.
+  std::vector<Scanned> scanned(walked);
+  for (auto& d : done)
+    for (auto& x : d) scanned[x.seq] = std::move(x);
   done.clear();
-  // Files in path order; the same file named twice (overlapping paths) counts once.
-  std::sort(scanned.begin(), scanned.end(),
-            [](const auto& a, const auto& b) { return a.first.rel < b.first.rel; });
-  scanned.erase(std::unique(scanned.begin(), scanned.end(),
-                            [](const auto& a, const auto& b) { return a.first.rel == b.first.rel; }),
-                scanned.end());
+  auto by_rel = [](const Scanned& a, const Scanned& b) { return a.item.rel < b.item.rel; };
+  if (!std::is_sorted(scanned.begin(), scanned.end(), by_rel))
+    std::stable_sort(scanned.begin(), scanned.end(), by_rel);
   std::vector<WalkItem> items;
   std::vector<FileResult> results;
   items.reserve(scanned.size());
   results.reserve(scanned.size());
-  for (auto& [item, result] : scanned) {
-    items.push_back(std::move(item));
-    results.push_back(std::move(result));
+  for (auto& x : scanned) {
+    if (!items.empty() && items.back().rel == x.item.rel) continue;
+    items.push_back(std::move(x.item));
+    results.push_back(std::move(x.result));
   }
   scanned.clear();
 
@@ -522,10 +559,14 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   std::vector<PyModule> modules;
   std::vector<std::size_t> module_item;  // modules[k] is items[module_item[k]].
   std::vector<std::string> mains;
-  std::set<std::string> python_files;
+  auto is_python_file = [&](const std::string& rel) {  // items are sorted by rel.
+    auto it = std::lower_bound(items.begin(), items.end(), rel,
+                               [](const WalkItem& a, const std::string& r) { return a.rel < r; });
+    return it != items.end() && it->rel == rel &&
+           (it->kind == FileKind::kPython || it->kind == FileKind::kSetupPy);
+  };
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
-    python_files.insert(items[i].rel);
     modules.push_back(PyModule{items[i].rel, std::move(results[i].imports), results[i].imports_pending});
     module_item.push_back(i);
     if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
@@ -535,7 +576,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   for (const auto& e : declared) {
     fs::path ep(e);
     std::string rel = Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
-    if (!python_files.count(rel))
+    if (!is_python_file(rel))
       return MakeError(ErrorCode::kInput, "entry script not found among the scanned Python files",
                        e);
     entries.push_back(rel);
@@ -543,7 +584,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   if (options.entries.empty()) {
     for (const auto& s : cfg.scripts) {
       for (const std::string& cand : {s + ".py", s + "/__init__.py", "src/" + s + ".py"})
-        if (python_files.count(cand)) entries.push_back(cand);
+        if (is_python_file(cand)) entries.push_back(cand);
     }
     if (entries.empty()) entries = mains;
   }

@@ -120,14 +120,25 @@ class Walker {
     if (d == nullptr) {
       skipped_.push_back({rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
     } else {
-      std::vector<std::pair<std::string, unsigned char>> entries;  // Name, d_type.
+      // Name, d_type; sorted as the paths below them sort ("a.py" < "a/x.py", as '.' < '/'), so
+      // the files come out in the order of their relative paths.
+      std::vector<std::pair<std::string, unsigned char>> entries;
       while (struct dirent* e = ::readdir(d)) {
         std::string_view name = e->d_name;
         if (name == "." || name == "..") continue;
         entries.emplace_back(name, e->d_type);
       }
       ::closedir(d);
-      std::sort(entries.begin(), entries.end());
+      auto key = [](const std::pair<std::string, unsigned char>& e, std::size_t i) {
+        return i < e.first.size() ? static_cast<unsigned char>(e.first[i])
+                                  : i == e.first.size() && e.second == DT_DIR ? '/' : 0;
+      };
+      std::sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
+        for (std::size_t i = 0;; ++i) {
+          unsigned ka = key(a, i), kb = key(b, i);
+          if (ka != kb || ka == 0) return ka < kb;
+        }
+      });
       for (const auto& [name, type] : entries) {
         if (name == ".git" || name == ".hg" || name == ".svn") continue;
         std::string child_abs = abs + "/" + name;

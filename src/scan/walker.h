@@ -23,7 +23,7 @@ std::optional<FileKind> ClassifyFile(std::string_view rel_path);
 struct WalkItem {
   std::string abs;  // Path to open.
   std::string rel;  // Relative to the root, '/'-separated.
-  FileKind kind;
+  FileKind kind = FileKind::kPython;
   std::uint64_t size = 0;  // kUnknownSize when the walk did not stat the file.
 };
 
