@@ -1,16 +1,47 @@
 #include "scan/python_lexer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace dt::scan {
 
 namespace {
 
-inline bool IsIdentStart(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
-}
-inline bool IsIdentChar(unsigned char c) { return IsIdentStart(c) || (c >= '0' && c <= '9'); }
+// Byte classes, one table load instead of a chain of comparisons per byte.
+enum : std::uint8_t { kIdentStart = 1, kIdentChar = 2, kBlank = 4 };
+struct ClassTable {
+  std::uint8_t t[256] = {};
+  constexpr ClassTable() {
+    for (int c = 0; c < 256; ++c) {
+      bool start = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80;
+      if (start) t[c] |= kIdentStart | kIdentChar;
+      if (c >= '0' && c <= '9') t[c] |= kIdentChar;
+      if (c == ' ' || c == '\t' || c == '\f' || c == '\r') t[c] |= kBlank;
+    }
+  }
+};
+constexpr ClassTable kClass;
+
+inline bool IsIdentStart(unsigned char c) { return kClass.t[c] & kIdentStart; }
+inline bool IsIdentChar(unsigned char c) { return kClass.t[c] & kIdentChar; }
+
+// Bytes that end a run of plain string content: the backslash, the newline (lines are counted),
+// the quote, and for f-strings the brace. Indexed by [quote is '"'][f-string].
+struct StringStops {
+  bool t[2][2][256] = {};
+  constexpr StringStops() {
+    for (int dq = 0; dq < 2; ++dq) {
+      for (int f = 0; f < 2; ++f) {
+        t[dq][f][static_cast<unsigned char>('\\')] = true;
+        t[dq][f][static_cast<unsigned char>('\n')] = true;
+        t[dq][f][static_cast<unsigned char>(dq ? '"' : '\'')] = true;
+        if (f) t[dq][f][static_cast<unsigned char>('{')] = true;
+      }
+    }
+  }
+};
+constexpr StringStops kStringStops;
 
 // Recognises a string prefix (r, b, u, f, rb, br, fr, rf, t... any case) followed by a quote.
 std::size_t StringPrefixLen(std::string_view s, std::size_t i) {
@@ -29,10 +60,14 @@ std::size_t StringPrefixLen(std::string_view s, std::size_t i) {
 
 class Lexer {
  public:
-  explicit Lexer(std::string_view src) : s_(src) {}
+  Lexer(std::string_view src, Lexed& out) : s_(src), out_(out) {}
 
-  Lexed Run() {
-    out_.tokens.reserve(std::min<std::size_t>(s_.size() / 12, 1 << 20) + 16);
+  void Run() {
+    out_.tokens.clear();
+    out_.lines.clear();
+    // Python source averages a token per 8 bytes or so: reserving that avoids copying the tokens
+    // as the vector grows (capped: a huge one-line file grows as it goes).
+    out_.tokens.reserve(std::min<std::size_t>(s_.size() / 6, 1 << 20) + 16);
     bool line_start = true;
     std::uint32_t indent = 0;
     while (i_ < s_.size()) {
@@ -54,7 +89,7 @@ class Lexer {
         }
         continue;
       }
-      if (c == ' ' || c == '\t' || c == '\f' || c == '\r') {
+      if (kClass.t[c] & kBlank) {
         ++i_;
         continue;
       }
@@ -115,7 +150,6 @@ class Lexer {
       Push(TokKind::kOp, start);
     }
     EndLogical(indent);
-    return std::move(out_);
   }
 
  private:
@@ -163,7 +197,12 @@ class Lexer {
     char q = s_[i_];
     bool triple = i_ + 2 < s_.size() && s_[i_ + 1] == q && s_[i_ + 2] == q;
     i_ += triple ? 3 : 1;
-    while (i_ < s_.size()) {
+    const bool* stop = kStringStops.t[q == '"'][fstr];
+    const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
+    const std::size_t n = s_.size();
+    while (i_ < n) {
+      while (i_ < n && !stop[p[i_]]) ++i_;  // Plain content.
+      if (i_ >= n) break;
       char c = s_[i_];
       if (c == '\\' && !raw) {
         if (i_ + 1 < s_.size() && s_[i_ + 1] == '\n') {
@@ -241,12 +280,18 @@ class Lexer {
   std::size_t tok_line_begin_ = 0;
   int depth_ = 0;
   std::uint32_t logical_begin_ = 0;
-  Lexed out_;
+  Lexed& out_;
 };
 
 }  // namespace
 
-Lexed LexPython(std::string_view src) { return Lexer(src).Run(); }
+void LexPython(std::string_view src, Lexed& out) { Lexer(src, out).Run(); }
+
+Lexed LexPython(std::string_view src) {
+  Lexed out;
+  LexPython(src, out);
+  return out;
+}
 
 std::string_view StringBody(std::string_view lit) {
   std::size_t i = 0;

@@ -32,6 +32,8 @@ struct Lexed {
 
 // Never fails: unterminated strings run to the end of the input, stray bytes become operators.
 Lexed LexPython(std::string_view src);
+// The same into `out`, whose storage is reused (a scanner thread lexes thousands of files).
+void LexPython(std::string_view src, Lexed& out);
 
 // The body of a string literal without prefix and quotes (escapes left as written).
 std::string_view StringBody(std::string_view literal);

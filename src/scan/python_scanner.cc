@@ -43,7 +43,7 @@ class PythonScanner {
         setup_py_(is_setup_py),
         always_(is_setup_py || !sink.registry().user_rules().empty()),
         source_(src),
-        lex_(LexPython(src)),
+        lex_(LexInto(src)),
         triggers_(always_ ? std::vector<Prefilter::Match>{} : Triggers().FindAll(src)) {}
 
   PyScanResult Run() {
@@ -59,6 +59,13 @@ class PythonScanner {
 
  private:
   const Token& T(std::size_t k) const { return lex_.tokens[k]; }
+
+  // Lexes into this thread's token storage, reused from file to file (scanners do not nest).
+  static const Lexed& LexInto(std::string_view src) {
+    thread_local Lexed storage;
+    LexPython(src, storage);
+    return storage;
+  }
   std::string_view First(const LogicalLine& l) const { return T(l.begin).text; }
 
   // Lines inside a `try:` whose handler catches ImportError (or everything) are optional imports.
@@ -326,10 +333,10 @@ class PythonScanner {
       bool guarded = !stack.empty() && stack.back().guarded;
       std::string_view f = First(l);
       bool line_guard = guarded;
-      bool compound = FindColon(l) < l.end &&
-                      (f == "if" || f == "elif" || f == "else" || f == "while" || f == "for" ||
+      bool compound = (f == "if" || f == "elif" || f == "else" || f == "while" || f == "for" ||
                        f == "with" || f == "def" || f == "class" || f == "try" || f == "except" ||
-                       f == "finally" || f == "async" || f == "match" || f == "case");
+                       f == "finally" || f == "async" || f == "match" || f == "case") &&
+                      FindColon(l) < l.end;
       bool block_guard = guarded;
       if (f == "if" || f == "elif" || f == "while") {
         std::size_t colon = FindColon(l);
@@ -491,7 +498,7 @@ class PythonScanner {
   bool setup_py_;
   bool always_;  // setup.py strings and user rules bypass the cheap line test.
   std::string_view source_;
-  Lexed lex_;
+  const Lexed& lex_;
   std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
   PyScanResult result_;
   std::vector<bool> optional_line_;
