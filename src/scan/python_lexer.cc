@@ -23,6 +23,31 @@ struct ClassTable {
 };
 constexpr ClassTable kClass;
 
+// What a byte starts, for the lexer's dispatch.
+enum : std::uint8_t {
+  kOperator, kIdent, kPrefixable, kDigit, kQuote, kBlankRun, kNewline, kHash, kBackslash, kDot,
+};
+struct DispatchTable {
+  std::uint8_t t[256] = {};
+  constexpr DispatchTable() {
+    for (int c = 0; c < 256; ++c) {
+      std::uint8_t k = kOperator;
+      int l = c | 0x20;
+      if (kClass.t[c] & kIdentStart)
+        k = (l == 'r' || l == 'b' || l == 'u' || l == 'f' || l == 't') ? kPrefixable : kIdent;
+      else if (c >= '0' && c <= '9') k = kDigit;
+      else if (c == '"' || c == '\'') k = kQuote;
+      else if (c == '\n') k = kNewline;
+      else if (kClass.t[c] & kBlank) k = kBlankRun;
+      else if (c == '#') k = kHash;
+      else if (c == '\\') k = kBackslash;
+      else if (c == '.') k = kDot;
+      t[c] = k;
+    }
+  }
+};
+constexpr DispatchTable kDispatch;
+
 inline bool IsIdentStart(unsigned char c) { return kClass.t[c] & kIdentStart; }
 inline bool IsIdentChar(unsigned char c) { return kClass.t[c] & kIdentChar; }
 
@@ -68,73 +93,67 @@ class Lexer {
     // Python source averages a token per 8 bytes or so: reserving that avoids copying the tokens
     // as the vector grows (capped: a huge one-line file grows as it goes).
     out_.tokens.reserve(std::min<std::size_t>(s_.size() / 6, 1 << 20) + 16);
-    bool line_start = true;
-    std::uint32_t indent = 0;
+    std::uint32_t indent = Indent();
+    // One jump on the byte's class per token instead of a chain of tests, each of which the
+    // branch predictor missed at every change of token kind.
     while (i_ < s_.size()) {
       unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (line_start) {
-        indent = 0;
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\f')) {
-          indent = s_[i_] == '\t' ? (indent / 8 + 1) * 8 : indent + 1;
-          ++i_;
-        }
-        line_start = false;
-        continue;
-      }
-      if (c == '\n') {
-        NewLine();
-        if (depth_ == 0) {
-          EndLogical(indent);
-          line_start = true;
-        }
-        continue;
-      }
-      if (kClass.t[c] & kBlank) {
-        ++i_;
-        continue;
-      }
-      if (c == '#') {
-        const void* nl = std::memchr(s_.data() + i_, '\n', s_.size() - i_);
-        i_ = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - s_.data()) : s_.size();
-        continue;
-      }
-      if (c == '\\' && i_ + 1 < s_.size() && (s_[i_ + 1] == '\n' || s_[i_ + 1] == '\r')) {
-        ++i_;
-        if (s_[i_] == '\r') ++i_;
-        if (i_ < s_.size() && s_[i_] == '\n') NewLine();
-        continue;
-      }
-      if (IsIdentStart(c)) {
-        std::size_t pre = StringPrefixLen(s_, i_);
-        if (pre != std::string_view::npos) {
-          String(pre);
+      switch (kDispatch.t[c]) {
+        case kNewline:
+          NewLine();
+          if (depth_ == 0) {
+            EndLogical(indent);
+            indent = Indent();
+          }
+          continue;
+        case kBlankRun: {
+          // Locals in the byte loops: a store to i_ could alias the bytes read (char aliases
+          // everything), which would keep the loops going through memory.
+          const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
+          std::size_t i = i_ + 1;
+          while (i < s_.size() && (kClass.t[p[i]] & kBlank)) ++i;
+          i_ = i;
           continue;
         }
-        std::size_t start = i_;
-        while (i_ < s_.size() && IsIdentChar(static_cast<unsigned char>(s_[i_]))) ++i_;
-        Push(TokKind::kName, start);
-        continue;
-      }
-      if (c == '"' || c == '\'') {
-        String(0);
-        continue;
-      }
-      if ((c >= '0' && c <= '9') ||
-          (c == '.' && i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9')) {
-        std::size_t start = i_;
-        while (i_ < s_.size()) {
-          unsigned char d = static_cast<unsigned char>(s_[i_]);
-          if (IsIdentChar(d) || d == '.') {
-            ++i_;
-          } else if ((d == '+' || d == '-') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E') &&
-                     !(s_[start] == '0' && i_ > start + 1 && (s_[start + 1] | 0x20) == 'x')) {
-            ++i_;
-          } else {
-            break;
-          }
+        case kHash: {
+          const void* nl = std::memchr(s_.data() + i_, '\n', s_.size() - i_);
+          i_ = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - s_.data()) : s_.size();
+          continue;
         }
-        Push(TokKind::kNumber, start);
-        continue;
+        case kBackslash:
+          if (i_ + 1 < s_.size() && (s_[i_ + 1] == '\n' || s_[i_ + 1] == '\r')) {
+            ++i_;
+            if (s_[i_] == '\r') ++i_;
+            if (i_ < s_.size() && s_[i_] == '\n') NewLine();
+            continue;
+          }
+          break;  // A stray backslash is an operator.
+        case kPrefixable:  // A letter that may start a string prefix (r, b, u, f, t).
+          if (std::size_t pre = StringPrefixLen(s_, i_); pre != std::string_view::npos) {
+            String(pre);
+            continue;
+          }
+          [[fallthrough]];
+        case kIdent: {
+          std::size_t start = i_;
+          const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
+          std::size_t i = i_ + 1;
+          while (i < s_.size() && IsIdentChar(p[i])) ++i;
+          i_ = i;
+          Push(TokKind::kName, start);
+          continue;
+        }
+        case kQuote:
+          String(0);
+          continue;
+        case kDot:
+          if (!(i_ + 1 < s_.size() && s_[i_ + 1] >= '0' && s_[i_ + 1] <= '9')) break;
+          [[fallthrough]];
+        case kDigit:
+          Number();
+          continue;
+        default:
+          break;
       }
       // Operators: brackets change the depth; multi-char operators matter only for == and !=.
       std::size_t start = i_;
@@ -153,6 +172,32 @@ class Lexer {
   }
 
  private:
+  // Skips the leading whitespace of a logical line; returns its width (tabs to multiples of 8).
+  std::uint32_t Indent() {
+    std::uint32_t indent = 0;
+    std::size_t i = i_;
+    for (; i < s_.size() && (s_[i] == ' ' || s_[i] == '\t' || s_[i] == '\f'); ++i)
+      indent = s_[i] == '\t' ? (indent / 8 + 1) * 8 : indent + 1;
+    i_ = i;
+    return indent;
+  }
+
+  void Number() {
+    std::size_t start = i_;
+    while (i_ < s_.size()) {
+      unsigned char d = static_cast<unsigned char>(s_[i_]);
+      if (IsIdentChar(d) || d == '.') {
+        ++i_;
+      } else if ((d == '+' || d == '-') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E') &&
+                 !(s_[start] == '0' && i_ > start + 1 && (s_[start + 1] | 0x20) == 'x')) {
+        ++i_;
+      } else {
+        break;
+      }
+    }
+    Push(TokKind::kNumber, start);
+  }
+
   void NewLine() {
     ++i_;
     ++line_;
@@ -201,7 +246,9 @@ class Lexer {
     const auto* p = reinterpret_cast<const unsigned char*>(s_.data());
     const std::size_t n = s_.size();
     while (i_ < n) {
-      while (i_ < n && !stop[p[i_]]) ++i_;  // Plain content.
+      std::size_t i = i_;
+      while (i < n && !stop[p[i]]) ++i;  // Plain content.
+      i_ = i;
       if (i_ >= n) break;
       char c = s_[i_];
       if (c == '\\' && !raw) {
