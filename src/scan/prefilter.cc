@@ -270,6 +270,11 @@ std::vector<Prefilter::Match> Prefilter::FindAll(std::string_view text) const {
   return out;
 }
 
+void Prefilter::ForEachMatch(std::string_view text,
+                             const std::function<bool(std::size_t, std::size_t)>& on) const {
+  if (!empty_) Search(text, HaveVectorUnit(), on);
+}
+
 std::vector<Prefilter::Match> Prefilter::FindAllScalar(std::string_view text) const {
   std::vector<Match> out;
   if (empty_) return out;

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ class Prefilter {
   // Every position where a needle starts, in order, each with the end of the shortest needle
   // starting there. Nothing when the filter is empty.
   std::vector<Match> FindAll(std::string_view text) const;
+
+  // Calls on(start, end) for each match as FindAll reports them, until it returns true.
+  void ForEachMatch(std::string_view text, const std::function<bool(std::size_t, std::size_t)>& on) const;
 
   // The same searches without vector instructions: the reference the vector path is tested
   // against, and the path taken where no vector unit is available.

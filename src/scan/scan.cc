@@ -135,7 +135,8 @@ struct FileResult {
 
 struct Context {
   const Registry& reg;
-  Prefilter python;
+  Prefilter python;  // With "__main__" among its needles when python_main.
+  bool python_main;
   Prefilter cpp;
   std::uint64_t max_file_size;
 };
@@ -163,6 +164,17 @@ std::size_t Find(std::string_view text, std::string_view needle, std::size_t fro
   const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
   return at == nullptr ? std::string_view::npos
                        : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+}
+
+bool EqualsFolded(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
+    if (x != y) return false;
+  }
+  return true;
 }
 
 bool Contains(std::string_view text, std::string_view needle) {
@@ -324,11 +336,29 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   const Prefilter* pre = nullptr;
   if (item.kind == FileKind::kPython || item.kind == FileKind::kNotebook) pre = &ctx.python;
   if (item.kind == FileKind::kCpp) pre = &ctx.cpp;
-  if (pre != nullptr && !pre->Matches(text)) {
+  bool has_main = false;  // Whether "__main__" occurs, when the Python search looked for it.
+  bool matched = true;
+  if (pre == &ctx.python && ctx.python_main) {
+    // One search for the trigger words and "__main__" together: files without a trigger are
+    // common, and each needed a second pass for "__main__".
+    matched = false;
+    pre->ForEachMatch(text, [&](std::size_t start, std::size_t end) {
+      if (end - start == 8 && text.compare(start, 8, "__main__") == 0) {
+        has_main = true;
+        return false;
+      }
+      matched = !(end - start == 8 && EqualsFolded(text.substr(start, 8), "__main__"));
+      return matched;
+    });
+  } else if (pre != nullptr) {
+    matched = pre->Matches(text);
+    has_main = item.kind == FileKind::kPython && Contains(text, "__main__");
+  }
+  if (!matched) {
     // Its imports only matter if an entry reaches it, so they are read lazily by the import graph;
     // only a possible `__main__` test (which makes it an entry) needs the import pass now.
     if (item.kind == FileKind::kPython) {
-      if (Contains(text, "__main__") && Contains(text, "__name__")) ImportsOnly(text, item, r, ctx.reg);
+      if (has_main && Contains(text, "__name__")) ImportsOnly(text, item, r, ctx.reg);
       else r.imports_pending = true;
     }
     return;
@@ -484,7 +514,13 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   wopt.exclude.insert(wopt.exclude.end(), options.exclude.begin(), options.exclude.end());
   wopt.honour_gitignore = options.honour_gitignore;
   wopt.max_file_size = options.max_file_size;
-  Context ctx{*reg, Prefilter(PythonNeedles(*reg)), Prefilter(CppNeedles(*reg)),
+  // "__main__" joins the Python trigger words unless a trigger word could start where it does
+  // (only the shortest needle at a position is reported).
+  std::vector<std::string> python_needles = PythonNeedles(*reg);
+  bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
+                                  [](const std::string& n) { return StartsWith(n, "__"); });
+  if (python_main) python_needles.push_back("__main__");
+  Context ctx{*reg, Prefilter(python_needles), python_main, Prefilter(CppNeedles(*reg)),
               options.max_file_size};
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   // The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files
