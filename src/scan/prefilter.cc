@@ -1,6 +1,8 @@
 #include "scan/prefilter.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string_view>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -49,9 +51,49 @@ __attribute__((target("ssse3"))) inline __m128i Classify(const unsigned char* at
   return _mm_and_si128(l, h);
 }
 
+__attribute__((target("avx2"))) inline __m256i Classify32(const unsigned char* at, __m256i lo,
+                                                          __m256i hi) {
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  __m256i v = _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(at)),
+                              _mm256_set1_epi8(0x20));
+  __m256i l = _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nibble));
+  __m256i h = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+  return _mm256_and_si256(l, h);
+}
+
+// The same as Kernel, 32 positions at a time (the shuffles work within each 16-byte half, so
+// both halves get the same tables).
+__attribute__((target("avx2"))) std::size_t Kernel32(const Prefilter::Tables& t,
+                                                     const unsigned char* p, std::size_t n,
+                                                     std::size_t i, Candidate* out,
+                                                     std::size_t& count) {
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i lo[Prefilter::kFingerprint], hi[Prefilter::kFingerprint];
+  for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+    lo[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.lo[k].data())));
+    hi[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.hi[k].data())));
+  }
+  for (; i + 32 + kLookahead <= n && count + 32 <= kCandidates; i += 32) {
+    const unsigned char* at = p + i;
+    __m256i m = _mm256_and_si256(
+        _mm256_and_si256(Classify32(at, lo[0], hi[0]), Classify32(at + 1, lo[1], hi[1])),
+        _mm256_and_si256(Classify32(at + 2, lo[2], hi[2]), Classify32(at + 3, lo[3], hi[3])));
+    auto mask = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
+    if (mask == 0) [[likely]] continue;
+    alignas(32) std::uint8_t lanes[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m);
+    while (mask != 0) {
+      unsigned j = static_cast<unsigned>(__builtin_ctz(mask));
+      mask &= mask - 1;
+      out[count++] = Candidate{i + j, lanes[j]};
+    }
+  }
+  return i;
+}
+
 // Scans positions [i, ...) 16 at a time while the block fits in `n` and the candidate buffer has
 // room for another block; returns the first position not scanned.
-__attribute__((target("ssse3"))) std::size_t Kernel(const Prefilter::Tables& t,
+__attribute__((target("ssse3"))) std::size_t Kernel16(const Prefilter::Tables& t,
                                                     const unsigned char* p, std::size_t n,
                                                     std::size_t i, Candidate* out,
                                                     std::size_t& count) {
@@ -77,6 +119,13 @@ __attribute__((target("ssse3"))) std::size_t Kernel(const Prefilter::Tables& t,
     }
   }
   return i;
+}
+
+std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n,
+                   std::size_t i, Candidate* out, std::size_t& count) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) i = Kernel32(t, p, n, i, out, count);
+  return Kernel16(t, p, n, i, out, count);  // The last 16-byte block, or all without AVX2.
 }
 #elif DT_PREFILTER_NEON
 bool HaveVectorUnit() { return true; }
@@ -129,59 +178,124 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
   list.erase(std::unique(list.begin(), list.end()), list.end());
   if (list.empty()) return;
   empty_ = false;
-  // Each needle joins the bucket whose fingerprint it widens least, judged by the share of text
-  // positions the bucket would admit under a rough model of source text (letters common, space
-  // and newline more so): needles alike in their leading bytes end up together, and a bucket
-  // rarely admits a combination of bytes that none of its needles has.
+  // The false candidates a bucket lets through grow with the byte combinations its nibble tables
+  // admit beyond its own needles, so buckets should hold needles alike in their leading bytes.
+  // Each needle first joins the bucket it widens least, then needles move between buckets while
+  // that lowers the total; "widens" is judged by the share of text positions a bucket admits
+  // under a rough model of source text (letters common, space and newline more so).
   struct Masks {
     std::array<std::uint16_t, kFingerprint> lo{}, hi{};
   };
-  auto weight = [](unsigned c) -> double {  // c is already folded with | 0x20.
-    if (c >= 'a' && c <= 'z') return 3;
-    if (c == ' ') return 12;
-    if (c == '\n' || c == '*') return 2;  // '\n' | 0x20 is '*'.
-    return c >= 0x20 && c < 0x80 ? 1 : 0.05;
-  };
-  double total = 0;
-  for (unsigned c = 0; c < 256; ++c) total += weight(c | 0x20u) / 256;
+  std::array<double, 256> weight{};  // By byte value, folded with | 0x20; sums to 1.
+  double sum = 0;
+  for (unsigned c = 0; c < 256; ++c) {
+    unsigned f = c | 0x20u;
+    double w = (f >= 'a' && f <= 'z') ? 3 : f == ' ' ? 12 : f == '*' ? 2 : (f >= 0x20 && f < 0x80) ? 1 : 0.05;
+    weight[c] = w;  // '*' stands for '\n' too ('\n' | 0x20).
+    sum += w;
+  }
+  for (double& w : weight) w /= sum;
   auto admits = [&](const Masks& m) {
     double share = 1;
     for (std::size_t k = 0; k < kFingerprint; ++k) {
       double w = 0;
-      for (unsigned c = 0; c < 256; ++c)
-        if ((m.lo[k] >> (c & 15u) & 1u) && (m.hi[k] >> (c >> 4) & 1u)) w += weight(c | 0x20u) / 256;
-      share *= w / total;
+      for (unsigned lo = m.lo[k]; lo != 0; lo &= lo - 1)
+        for (unsigned hi = m.hi[k]; hi != 0; hi &= hi - 1)
+          w += weight[static_cast<unsigned>(__builtin_ctz(hi)) << 4 | static_cast<unsigned>(__builtin_ctz(lo))];
+      share *= w;
     }
     return share;
   };
-  auto with = [](Masks m, const std::string& n) {
-    for (std::size_t k = 0; k < kFingerprint; ++k) {
-      if (k >= n.size()) {  // A short needle accepts any byte after its end.
-        m.lo[k] = m.hi[k] = 0xffff;
-        continue;
+  auto masks_of = [&](const std::vector<std::string>& needles) {
+    Masks m;
+    for (const auto& n : needles) {
+      for (std::size_t k = 0; k < kFingerprint; ++k) {
+        if (k >= n.size()) {  // A short needle accepts any byte after its end.
+          m.lo[k] = m.hi[k] = 0xffff;
+          continue;
+        }
+        auto c = static_cast<unsigned char>(n[k] | 0x20);
+        m.lo[k] = static_cast<std::uint16_t>(m.lo[k] | 1u << (c & 15u));
+        m.hi[k] = static_cast<std::uint16_t>(m.hi[k] | 1u << (c >> 4));
       }
-      auto c = static_cast<unsigned char>(n[k] | 0x20);
-      m.lo[k] = static_cast<std::uint16_t>(m.lo[k] | 1u << (c & 15u));
-      m.hi[k] = static_cast<std::uint16_t>(m.hi[k] | 1u << (c >> 4));
     }
     return m;
   };
-  std::array<Masks, 8> masks{};
+  // Single-byte frequencies miss the words that fill source code: a bucket holding "cudf" and
+  // "selective_scan_cuda" admits "self". Each 4-byte window of these common words (with the
+  // bytes around them) that a bucket admits costs as if it were 1 position in 100.
+  static constexpr std::string_view kCommon[] = {
+      " self.", "(self, ", "(self)", "return ", "import ", "from ", " None", " True", " False",
+      "def ", "class ", " for ", " if ", " else", " elif ", " not ", " and ", " in ", " is ",
+      "torch.", "tensor", " int ", "const ", "std::", "void ", "template", "typename", "include",
+      "static ", "struct ", "size", "type", "name", "data", "value", "args", "kwargs", "shape",
+      "dtype", "device", "list", "dict", "print", "raise ", "assert ", "lambda ", "with ",
+      "yield ", "except ", "Optional", "Tensor", "numpy", " np.", "isinstance", "len(", "range(",
+      "append", "format", "string", "index", "input", "output", "result", "module", "config",
+      "_t ", "auto ", "unsigned ", "int64", "float", "double", "bool ", "char ", "#define ",
+      "return;", "nullptr", "this->", "inline ", "namespace", "__init__", "super(", "other",
+      "__name__", "   ", "\n    ", ", ", "()", "):", "= ", " == ", "\"\"\"", "# ", "// ", "/* "};
+  auto admits_window = [](const Masks& m, std::string_view w) {
+    for (std::size_t k = 0; k < kFingerprint; ++k) {
+      auto c = static_cast<unsigned char>(w[k] | 0x20);
+      if (!(m.lo[k] >> (c & 15u) & 1u) || !(m.hi[k] >> (c >> 4) & 1u)) return false;
+    }
+    return true;
+  };
+  auto cost_of = [&](const std::vector<std::string>& needles) {
+    if (needles.empty()) return 0.0;
+    Masks m = masks_of(needles);
+    double c = admits(m);
+    for (std::string_view word : kCommon)
+      for (std::size_t at = 0; at + kFingerprint <= word.size(); ++at)
+        if (admits_window(m, word.substr(at, kFingerprint))) c += 1.0 / 100;
+    return c;
+  };
   std::array<double, 8> cost{};
   for (const std::string& n : list) {
     std::size_t best = 0;
     double best_rise = 0;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      double rise = admits(with(masks[b], n)) - (buckets_[b].empty() ? 0 : cost[b]);
+      buckets_[b].push_back(n);
+      double rise = cost_of(buckets_[b]) - cost[b];
+      buckets_[b].pop_back();
       if (b == 0 || rise < best_rise) {
         best = b;
         best_rise = rise;
       }
     }
-    masks[best] = with(masks[best], n);
-    cost[best] = admits(masks[best]);
     buckets_[best].push_back(n);
+    cost[best] = cost_of(buckets_[best]);
   }
+  for (int moves = 0; moves < 200; ++moves) {
+    bool moved = false;
+    for (std::size_t a = 0; a < buckets_.size(); ++a) {
+      for (std::size_t i = 0; i < buckets_[a].size(); ++i) {
+        std::vector<std::string> rest = buckets_[a];
+        std::string n = rest[i];
+        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+        double rest_cost = cost_of(rest);
+        for (std::size_t b = 0; b < buckets_.size(); ++b) {
+          if (b == a) continue;
+          buckets_[b].push_back(n);
+          double joined = cost_of(buckets_[b]);
+          if (rest_cost + joined < (cost[a] + cost[b]) * (1 - 1e-9)) {
+            buckets_[a] = std::move(rest);
+            cost[a] = rest_cost;
+            cost[b] = joined;
+            moved = true;
+            break;
+          }
+          buckets_[b].pop_back();
+        }
+        if (moved) break;
+      }
+      if (moved) break;
+    }
+    if (!moved) break;
+  }
+  std::array<Masks, 8> masks{};
+  for (std::size_t b = 0; b < buckets_.size(); ++b) masks[b] = masks_of(buckets_[b]);
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     for (std::size_t k = 0; k < kFingerprint; ++k) {
       for (unsigned x = 0; x < 16; ++x) {
@@ -190,9 +304,21 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
       }
     }
   }
-  for (auto& bucket : buckets_)
-    std::stable_sort(bucket.begin(), bucket.end(),
-                     [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    std::stable_sort(buckets_[b].begin(), buckets_[b].end(),
+                     [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
+    for (const auto& n : buckets_[b]) {
+      unsigned char prefix[4] = {}, mask[4] = {};
+      for (std::size_t k = 0; k < 4 && k < n.size(); ++k) {
+        prefix[k] = static_cast<unsigned char>(n[k] | 0x20);
+        mask[k] = 0xff;
+      }
+      Quick q{};
+      std::memcpy(&q.prefix, prefix, 4);
+      std::memcpy(&q.mask, mask, 4);
+      quick_[b].push_back(q);
+    }
+  }
   for (std::size_t k = 0; k < kFingerprint; ++k)
     for (unsigned c = 0; c < 256; ++c)
       tables_.byte[k][c] = tables_.lo[k][c & 15u] & tables_.hi[k][c >> 4];
@@ -201,10 +327,18 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
 std::size_t Prefilter::Verify(const unsigned char* p, std::size_t n, std::size_t pos,
                               unsigned bits) const {
   std::size_t best = 0;
+  std::uint32_t word = 0;
+  const bool whole_word = pos + 4 <= n;
+  if (whole_word) std::memcpy(&word, p + pos, 4);
+  word |= 0x20202020u;
   for (; bits != 0; bits &= bits - 1) {
-    for (const auto& needle : buckets_[static_cast<std::size_t>(__builtin_ctz(bits))]) {
+    auto b = static_cast<std::size_t>(__builtin_ctz(bits));
+    const auto& bucket = buckets_[b];
+    for (std::size_t j = 0; j < bucket.size(); ++j) {
+      const std::string& needle = bucket[j];
       std::size_t len = needle.size();
       if (pos + len > n || (best != 0 && pos + len >= best)) break;  // Shortest first.
+      if (whole_word && (word & quick_[b][j].mask) != quick_[b][j].prefix) continue;
       std::size_t k = 0;
       while (k < len && kLower.t[p[pos + k]] == static_cast<unsigned char>(needle[k])) ++k;
       if (k == len) {

@@ -72,6 +72,13 @@ class Prefilter {
 
   Tables tables_;
   std::array<std::vector<std::string>, 8> buckets_;  // Needles, lower-cased, shortest first.
+  // Per needle of buckets_: its first four bytes folded with | 0x20, and the mask of those it
+  // has, so that most false candidates fail one 32-bit compare.
+  struct Quick {
+    std::uint32_t prefix;
+    std::uint32_t mask;
+  };
+  std::array<std::vector<Quick>, 8> quick_;
   bool empty_ = true;
 };
 
