@@ -48,7 +48,6 @@ struct DispatchTable {
 };
 constexpr DispatchTable kDispatch;
 
-inline bool IsIdentStart(unsigned char c) { return kClass.t[c] & kIdentStart; }
 inline bool IsIdentChar(unsigned char c) { return kClass.t[c] & kIdentChar; }
 
 // Bytes that end a run of plain string content: the backslash, the newline (lines are counted),
