@@ -170,7 +170,7 @@ class PythonScanner {
   // The words that can make a statement interesting on their own.
   static const Prefilter& Triggers() {
     static const Prefilter kTriggers({"cud", "nccl", "float64", "double", "multi_margin",
-                                      "multimargin", "gencode", "compute_", "sm_"});
+                                      "multimargin", "gencode", "arch=compute_", "arch=sm_"});
     return kTriggers;
   }
 

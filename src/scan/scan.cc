@@ -104,7 +104,7 @@ Result<Config> ReadConfig(const fs::path& root) {
 std::vector<std::string> PythonNeedles(const Registry& reg) {
   std::vector<std::string> n = {"cuda", "cudnn", "nccl", "torch.float64", "torch.double",
                                 ".double()",
-                                "multi_margin", "multimargin", "gencode", "compute_", "arch=sm_"};
+                                "multi_margin", "multimargin", "gencode", "arch=compute_", "arch=sm_"};
   for (auto& m : reg.ModuleNeedles()) n.push_back(m);
   for (const auto& u : reg.user_rules()) {
     if (!u.python_api.empty()) n.push_back(u.python_api.substr(u.python_api.rfind('.') + 1));
@@ -205,16 +205,19 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
     std::string_view t = Trim(text.substr(b, pos - b));
     if (!t.empty()) return pos + 1;  // Not at the start of a statement.
     int open = 0;
+    bool continued = false;  // A backslash continuation.
     std::size_t e = pos;
     do {
       std::size_t nl = text.find('\n', e);
       std::size_t end = nl == std::string_view::npos ? text.size() : nl;
       std::string_view line = text.substr(e, end - e);
       for (char c : line) open += c == '(' ? 1 : c == ')' ? -1 : 0;
-      picked.append(Trim(line));
+      std::string_view t = Trim(line);
+      continued = !t.empty() && t.back() == '\\';
+      picked.append(t);
       picked.push_back('\n');
       e = nl == std::string_view::npos ? text.size() : nl + 1;
-    } while (open > 0 && e < text.size());
+    } while ((open > 0 || continued) && e < text.size());
     return e;
   };
   for (std::string_view keyword : {std::string_view("import "), std::string_view("from ")}) {

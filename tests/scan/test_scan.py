@@ -258,6 +258,20 @@ def test_config_gitignore_and_entries(dualtrack, tmp_path):
     assert ("build/gen.py", "DT101", False) in got and ("other.py", "DT103", True) in got
 
 
+# An entry script without any trigger word is read by the cheap import-only pass; its imports
+# may continue over lines with a backslash, and its `__main__` test must still make it an entry
+# (a continuation once swallowed the test, and the script was no entry).
+def test_entry_without_trigger_words_with_continued_imports(dualtrack, tmp_path):
+    write(tmp_path / "run.py", "from helper import a, \\\n    b\nimport os\n\n"
+                               "if __name__ == '__main__':\n    a()\n")
+    write(tmp_path / "helper.py", "import torch\ndef a():\n    torch.cuda.synchronize()\nb = 1\n")
+    write(tmp_path / "unused.py", "import torch\ntorch.cuda.synchronize()\n")
+    doc = scan_json(dualtrack, tmp_path)
+    assert doc["entries"] == ["run.py"]
+    got = {(f["file"], f["code"], f["reachable"]) for f in doc["findings"]}
+    assert got == {("helper.py", "DT103", True), ("unused.py", "DT103", False)}
+
+
 def test_user_rules(dualtrack, tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.dualtrack]\nrules = "cuda-rules.toml"\n')
     write(tmp_path / "cuda-rules.toml", '''
