@@ -267,8 +267,8 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
     buckets_[best].push_back(n);
     cost[best] = cost_of(buckets_[best]);
   }
-  for (int moves = 0; moves < 200; ++moves) {
-    bool moved = false;
+  // Moves one needle to another bucket if that lowers the total cost; false when none does.
+  auto improve = [&] {
     for (std::size_t a = 0; a < buckets_.size(); ++a) {
       for (std::size_t i = 0; i < buckets_[a].size(); ++i) {
         std::vector<std::string> rest = buckets_[a];
@@ -283,16 +283,15 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
             buckets_[a] = std::move(rest);
             cost[a] = rest_cost;
             cost[b] = joined;
-            moved = true;
-            break;
+            return true;
           }
           buckets_[b].pop_back();
         }
-        if (moved) break;
       }
-      if (moved) break;
     }
-    if (!moved) break;
+    return false;
+  };
+  for (int moves = 0; moves < 200 && improve(); ++moves) {
   }
   std::array<Masks, 8> masks{};
   for (std::size_t b = 0; b < buckets_.size(); ++b) masks[b] = masks_of(buckets_[b]);
