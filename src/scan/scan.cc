@@ -260,15 +260,29 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
   constexpr std::uint64_t kMapFrom = 64 << 10;
   thread_local std::string buffer;
   int fd = -1;
-  auto fail = [&](int err) {
+  auto close_fd = [&] {
     if (fd >= 0) ::close(fd);
+    fd = -1;  // Never closed twice: another thread may have the number by then.
+  };
+  auto fail = [&](int err) {
+    close_fd();
     skip = "unreadable: " + ErrnoMessage(err);
     return std::nullopt;
   };
   auto too_large = [&](std::uint64_t size) {
-    if (fd >= 0) ::close(fd);
+    close_fd();
     skip = "larger than --max-file-size (" + std::to_string(size) + " bytes)";
     return std::nullopt;
+  };
+  auto map = [&]() -> std::optional<std::string_view> {
+    close_fd();
+    auto m = MappedFile::Open(item.abs);
+    if (!m) {
+      skip = "unreadable: " + m.error().message;
+      return std::nullopt;
+    }
+    mapped = std::move(*m);
+    return mapped.view();
   };
   // Reads until end of file or until `buffer` is full; the byte count or -errno.
   auto fill = [&](std::size_t got) -> std::int64_t {
@@ -282,15 +296,7 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     return static_cast<std::int64_t>(got);
   };
   std::uint64_t size = item.size;
-  if (size >= kMapFrom && size != kUnknownSize) {
-    auto m = MappedFile::Open(item.abs);
-    if (!m) {
-      skip = "unreadable: " + m.error().message;
-      return std::nullopt;
-    }
-    mapped = std::move(*m);
-    return mapped.view();
-  }
+  if (size >= kMapFrom && size != kUnknownSize) return map();
   fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail(errno);
   std::size_t got = 0;
@@ -300,7 +306,7 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     if (n < 0) return fail(static_cast<int>(-n));
     got = static_cast<std::size_t>(n);
     if (got < buffer.size()) {  // The whole file.
-      ::close(fd);
+      close_fd();
       if (max_size > 0 && got > max_size) return too_large(got);
       return std::string_view(buffer.data(), got);
     }
@@ -308,21 +314,11 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     if (::fstat(fd, &st) != 0) return fail(errno);
     size = std::max<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), got);
     if (max_size > 0 && size > max_size) return too_large(size);
-    if (size >= kMapFrom) {
-      ::close(fd);
-      auto m = MappedFile::Open(item.abs);
-      if (!m) {
-        skip = "unreadable: " + m.error().message;
-        return std::nullopt;
-      }
-      mapped = std::move(*m);
-      return mapped.view();
-    }
+    if (size >= kMapFrom) return map();
   }
   buffer.resize(static_cast<std::size_t>(size) + 1);  // One more byte to see a file that grew.
   std::int64_t n = fill(got);
-  ::close(fd);
-  fd = -1;
+  close_fd();
   if (n < 0) return fail(static_cast<int>(-n));
   return std::string_view(buffer.data(), static_cast<std::size_t>(n));
 }

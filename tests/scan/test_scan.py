@@ -207,6 +207,22 @@ def test_malformed_inputs_are_skipped_with_a_note(dualtrack, tmp_path):
     assert [(f["file"], f["code"]) for f in doc["findings"]] == [("ok.py", "DT101")]
 
 
+# The size limit holds on each path a file can take through the reader: read whole in the first
+# read, stat'ed after it, or mapped; the reason gives the file's real size.
+def test_max_file_size_on_every_read_path(dualtrack, tmp_path):
+    sizes = {"tiny.py": 10, "small.py": 5000, "medium.py": 40000, "large.py": 200000}
+    for name, size in sizes.items():
+        write(tmp_path / name, "x.cuda()\n" + "#" * (size - 10) + "\n")
+    for limit, kept in (("1K", {"tiny.py"}), ("20K", {"tiny.py", "small.py"}),
+                        ("100K", {"tiny.py", "small.py", "medium.py"})):
+        doc = scan_json(dualtrack, tmp_path, "--max-file-size", limit)
+        assert {f["file"] for f in doc["findings"]} == kept, limit
+        skipped = {s["file"]: s["reason"] for s in doc["skipped"]}
+        assert set(skipped) == set(sizes) - kept, limit
+        for name, reason in skipped.items():
+            assert reason == f"larger than --max-file-size ({sizes[name]} bytes)", reason
+
+
 def test_huge_one_line_file(dualtrack, tmp_path):
     big = tmp_path / "minified.py"
     with open(big, "w") as fh:
