@@ -28,6 +28,18 @@ TEST(StringsTest, TrimAndSplit) {
   EXPECT_EQ(parts[1], "");
 }
 
+// ASCII runs are skipped a word at a time: a bad or good sequence must be judged wherever it
+// falls relative to those words, and a sequence cut off by the end must fail.
+TEST(StringsTest, Utf8ValidationAfterAsciiRunsOfEveryLength) {
+  for (std::size_t k = 0; k < 40; ++k) {
+    std::string ascii(k, 'a');
+    EXPECT_FALSE(IsValidUtf8(ascii + "\xff" + ascii)) << k;
+    EXPECT_FALSE(IsValidUtf8(ascii + "\xe4\xbd")) << k;
+    EXPECT_FALSE(IsValidUtf8(ascii + "\xed\xa0\x80" + ascii)) << k;  // A surrogate.
+    EXPECT_TRUE(IsValidUtf8(ascii + "\xe4\xbd\xa0" + ascii + "\xc3\xa9")) << k;
+  }
+}
+
 TEST(StringsTest, Utf8Validation) {
   EXPECT_TRUE(IsValidUtf8("plain ascii"));
   EXPECT_TRUE(IsValidUtf8("\xe4\xbd\xa0\xe5\xa5\xbd"));   // 你好
