@@ -12,6 +12,9 @@ namespace dt::scan {
 
 namespace {
 
+// "torch" of "torch.cuda.amp".
+std::string_view TopOf(std::string_view dotted) { return dotted.substr(0, dotted.find('.')); }
+
 using nlohmann::json;
 
 Result<json> ReadJson(const std::filesystem::path& file) {
@@ -112,6 +115,7 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
         return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
                          rules_file.string());
       reg.api_index_[api.name] = reg.apis_.size();
+      reg.api_tops_.emplace(TopOf(api.name));
       reg.apis_.push_back(std::move(api));
     }
   }
@@ -127,7 +131,10 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
     lib.modules = StrList(j, "modules");
     for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
     lib.alternative = Str(j, "alternative");
-    for (const auto& m : lib.modules) reg.module_index_[m] = reg.libraries_.size();
+    for (const auto& m : lib.modules) {
+      reg.module_index_[m] = reg.libraries_.size();
+      reg.module_tops_.emplace(TopOf(m));
+    }
     reg.libraries_.push_back(std::move(lib));
   }
   return reg;
@@ -181,6 +188,7 @@ Status Registry::AddUserRules(const std::filesystem::path& file) {
       api.name = u.python_api;
       api.code = u.rule.code;
       api_index_[api.name] = apis_.size();
+      api_tops_.emplace(TopOf(api.name));
       apis_.push_back(std::move(api));
     }
     user_rules_.push_back(std::move(u));
@@ -194,6 +202,7 @@ const Rule* Registry::FindRule(std::string_view code) const {
 }
 
 const PythonApi* Registry::MatchApi(std::string_view dotted) const {
+  if (api_tops_.find(TopOf(dotted)) == api_tops_.end()) return nullptr;
   std::string key(dotted);
   while (true) {
     auto it = api_index_.find(key);
@@ -205,6 +214,7 @@ const PythonApi* Registry::MatchApi(std::string_view dotted) const {
 }
 
 const Library* Registry::LibraryForModule(std::string_view dotted) const {
+  if (module_tops_.find(TopOf(dotted)) == module_tops_.end()) return nullptr;
   std::string key(dotted);
   while (true) {
     auto it = module_index_.find(key);

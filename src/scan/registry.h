@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,6 +78,10 @@ class Registry {
   std::unordered_map<std::string, std::size_t> api_index_;
   std::vector<Library> libraries_;
   std::unordered_map<std::string, std::size_t> module_index_;
+  // The first components of the two indexes' keys: most names a scanned file looks up (`os.path`,
+  // `typing.List`) fail here without building a key string.
+  std::set<std::string, std::less<>> api_tops_;
+  std::set<std::string, std::less<>> module_tops_;
   std::vector<UserRule> user_rules_;
 };
 
