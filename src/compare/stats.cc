@@ -28,6 +28,10 @@
 #define DT_CLONES
 #endif
 
+// Helpers of the kernels are forced inline: GCC does not inline a function built with other
+// optimisation options (the kernels' above) otherwise.
+#define DT_INLINE __attribute__((always_inline)) inline
+
 namespace dt::compare {
 
 namespace {
@@ -342,6 +346,42 @@ struct BlockOut {
   double eq, nrel, zbe, out;
 };
 
+// The error terms of one pair as NumPy computes them in float64 (the float64 path and the
+// native lanes share them, so both agree bit for bit).
+struct ErrTerms {
+  double d, e, ab, rel, ex;
+};
+
+DT_INLINE ErrTerms Terms(double x, double y, double rtol) {
+  double d = x - y;
+  double e = std::fabs(d), ab = std::fabs(y);
+  return {d, e, ab, ab > 0 ? e / ab : 0.0, e - rtol * ab};
+}
+
+// The same with the relative error from a float32 reciprocal of |y| (a normal float32, neither
+// below 2^-126 nor above 2^126) and one Newton step in float64: the float32 quotient is within
+// 2^-24 of 1/|y|, the step squares that, so the relative error is below 2^-47. The float64
+// division costs several times more on common x86-64 cores (AMD Zen 2: 5 cycles per 4 lanes,
+// against 3.5 per 8 for float32), and it dominated the kernel.
+DT_INLINE ErrTerms TermsRecip(double x, float yf, double rtol) {
+  double y = yf;
+  double d = x - y;
+  double e = std::fabs(d), ab = std::fabs(y);
+  double r = static_cast<double>(1.0f / __builtin_fabsf(yf));
+  r += r * (1.0 - ab * r);
+  return {d, e, ab, ab > 0 ? e * r : 0.0, e - rtol * ab};
+}
+
+// The element-wise tolerance test of either rule.
+template <bool kEither>
+DT_INLINE bool Outside(const ErrTerms& t, double atol, double rtol) {
+  if constexpr (kEither) {
+    return t.e > atol && (t.ab == 0 || t.rel > rtol);
+  } else {
+    return t.ex > atol;
+  }
+}
+
 // The finite-pair kernel: every value of a and b is finite here.
 template <bool kEither>
 DT_CLONES DT_VECTOR_KERNEL void FiniteBlock(const double* __restrict a, const double* __restrict b,
@@ -352,34 +392,27 @@ DT_CLONES DT_VECTOR_KERNEL void FiniteBlock(const double* __restrict a, const do
   double eq = 0, nrel = 0, zbe = 0, out = 0;
   for (std::size_t i = 0; i < n; ++i) {
     double x = a[i], y = b[i];
-    double d = x - y;
-    double e = std::fabs(d), ab = std::fabs(y);
-    double rel = ab > 0 ? e / ab : 0.0;
-    double ex = e - rtol * ab;
-    se += e;
-    sq += d * d;
-    srel += rel;
-    sex += ex;
+    ErrTerms t = Terms(x, y, rtol);
+    se += t.e;
+    sq += t.d * t.d;
+    srel += t.rel;
+    sex += t.ex;
     sa += x;
     sb += y;
     saa += x * x;
     sbb += y * y;
     sab += x * y;
-    maxe = e > maxe ? e : maxe;
-    maxrel = rel > maxrel ? rel : maxrel;
-    maxex = ex > maxex ? ex : maxex;
+    maxe = t.e > maxe ? t.e : maxe;
+    maxrel = t.rel > maxrel ? t.rel : maxrel;
+    maxex = t.ex > maxex ? t.ex : maxex;
     mina = x < mina ? x : mina;
     maxa = x > maxa ? x : maxa;
     minb = y < minb ? y : minb;
     maxb = y > maxb ? y : maxb;
     eq += x == y ? 1.0 : 0.0;
-    nrel += ab > 0 ? 1.0 : 0.0;
-    zbe += (ab == 0 && e > 0) ? 1.0 : 0.0;
-    if constexpr (kEither) {
-      out += (e > atol && (ab == 0 || rel > rtol)) ? 1.0 : 0.0;
-    } else {
-      out += ex > atol ? 1.0 : 0.0;
-    }
+    nrel += t.ab > 0 ? 1.0 : 0.0;
+    zbe += (t.ab == 0 && t.e > 0) ? 1.0 : 0.0;
+    out += Outside<kEither>(t, atol, rtol) ? 1.0 : 0.0;
   }
   double ma = sa / static_cast<double>(n), mb = sb / static_cast<double>(n);
   double m2a = 0, m2b = 0, cab = 0;
@@ -513,18 +546,42 @@ double PctValue(std::size_t key) {
 
 // ---- Native float32 lanes ---------------------------------------------------------------------
 
+// Element loaders of the native kernels, straight from the tensor bytes (memcpy: any alignment):
+// float32 as it is, bfloat16 widened by a 16-bit shift in the register, so neither needs a
+// separate widening pass through a buffer.
+struct F32Src {
+  DT_INLINE static float At(const unsigned char* p, std::size_t i) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+};
+struct BF16Src {
+  DT_INLINE static float At(const unsigned char* p, std::size_t i) {
+    std::uint16_t v;
+    std::memcpy(&v, p + 2 * i, 2);
+    std::uint32_t bits = static_cast<std::uint32_t>(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+};
+
 // Per-block results of the native kernel for float32, bfloat16 and float16 pairs of one dtype.
+// s1*, s2*, sab are sums of the values shifted by a per-block constant (see Kernel::Native).
 struct NativeOut {
-  double se, sq, srel, sex, sa, sb, maxe, mine, maxrel, maxex;
+  double se, sq, srel, sex, s1a, s1b, s2a, s2b, sab, maxe, maxrel, maxex;
   float mina, maxa, minb, maxb;
   std::uint32_t eq, nrel, zbe, out, ulp, bad;
+  std::uint32_t mine_m1;   // Bits of the smallest nonzero float32 |a - b|, minus one.
+  std::uint32_t minab_m1;  // Bits of the smallest nonzero |b|, minus one.
 };
 
 // The ULP-ordered integer of a float32 value that is exactly representable in U: counting in U
 // needs no rounding, so the distance comes from the bits (bfloat16: the upper half; float16: its
 // exponent rebased, or for a subnormal half its integer multiple of 2^-24, by shifts only).
 template <DType U>
-inline std::uint32_t OrderedBits(std::uint32_t bits) {
+DT_INLINE std::uint32_t OrderedBits(std::uint32_t bits) {
   std::uint32_t mag = bits & 0x7fffffffu, neg = bits >> 31;
   if constexpr (U == DType::kF32) {
     return neg ? 0x80000000u - mag : 0x80000000u + mag;
@@ -543,20 +600,25 @@ inline std::uint32_t OrderedBits(std::uint32_t bits) {
 }
 
 // The float32 and integer lanes of a block (values exact in U, eight per AVX2 vector): the
-// finiteness probe, the extremes, the equality counts and the ULP distance from the bits. `bad`
-// is nonzero when some value is not finite; the caller then discards the block.
-template <DType U>
-DT_CLONES DT_VECTOR_KERNEL void NativeBits(const float* __restrict a, const float* __restrict b,
-                                           std::size_t n, NativeOut& o) {
+// finiteness probe, the extremes, the equality counts, the ULP distance from the bits and the
+// smallest nonzero error rounded to float32 (only the histogram's range needs it, where one
+// decade of slack is harmless, and here it costs half what it does in float64 lanes). `bad` is
+// nonzero when some value is not finite; the caller then discards the block.
+template <DType U, class Src>
+DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
+                                           const unsigned char* __restrict b, std::size_t n,
+                                           NativeOut& o) {
   float mina = FLT_MAX, maxa = -FLT_MAX, minb = FLT_MAX, maxb = -FLT_MAX;
-  std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, bad = 0;
+  std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, bad = 0, mine = 0xffffffffu,
+                minab = 0xffffffffu;
   for (std::size_t i = 0; i < n; ++i) {
-    float x = a[i], y = b[i];
-    std::uint32_t bx, by;
+    float x = Src::At(a, i), y = Src::At(b, i);
+    std::uint32_t bx, by, be;
     std::memcpy(&bx, &x, 4);
     std::memcpy(&by, &y, 4);
-    bad |= static_cast<std::uint32_t>((bx & 0x7f800000u) == 0x7f800000u) |
-           static_cast<std::uint32_t>((by & 0x7f800000u) == 0x7f800000u);
+    // The largest exponent field: all ones (inf, NaN) marks a bad block.
+    std::uint32_t ex = std::max(bx & 0x7f800000u, by & 0x7f800000u);
+    bad = ex > bad ? ex : bad;
     mina = x < mina ? x : mina;
     maxa = x > maxa ? x : maxa;
     minb = y < minb ? y : minb;
@@ -564,9 +626,23 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const float* __restrict a, const floa
     eq += x == y ? 1u : 0u;
     nrel += y != 0 ? 1u : 0u;
     zbe += (y == 0 && x != y) ? 1u : 0u;
-    std::uint32_t oa = OrderedBits<U>(bx), ob = OrderedBits<U>(by);
-    std::uint32_t du = oa >= ob ? oa - ob : ob - oa;
+    std::uint32_t du;
+    if constexpr (U == DType::kF16) {
+      std::uint32_t oa = OrderedBits<U>(bx), ob = OrderedBits<U>(by);
+      du = oa >= ob ? oa - ob : ob - oa;
+    } else {
+      // Sign-magnitude: the magnitudes add across zero and subtract on one side of it (the
+      // bfloat16 distance is this one shifted down by 16 bits, done once per block).
+      std::uint32_t ma = bx & 0x7fffffffu, mb = by & 0x7fffffffu;
+      du = static_cast<std::int32_t>(bx ^ by) < 0 ? ma + mb : std::max(ma, mb) - std::min(ma, mb);
+    }
     ulp = du > ulp ? du : ulp;
+    float ef = x - y;
+    std::memcpy(&be, &ef, 4);
+    be = (be & 0x7fffffffu) - 1u;  // A zero error wraps to the largest value, out of the minimum.
+    mine = be < mine ? be : mine;
+    std::uint32_t bb = (by & 0x7fffffffu) - 1u;
+    minab = bb < minab ? bb : minab;
   }
   o.mina = mina;
   o.maxa = maxa;
@@ -575,63 +651,80 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const float* __restrict a, const floa
   o.eq = eq;
   o.nrel = nrel;
   o.zbe = zbe;
-  o.ulp = ulp;
-  o.bad = bad;
+  o.ulp = U == DType::kBF16 ? ulp >> 16 : ulp;
+  o.bad = bad == 0x7f800000u;
+  o.mine_m1 = mine;
+  o.minab_m1 = minab;
 }
 
 // The float64 lanes of a block: the error terms NumPy computes in float64, bit for bit (the
 // float32 difference is not exact, and the tolerance test must agree with NumPy's), their sums
-// and maxima; |a - b| is kept in `err` for the decade bins.
-template <bool kEither>
-DT_CLONES DT_VECTOR_KERNEL void NativeErr(const float* __restrict a, const float* __restrict b,
-                                          std::size_t n, double atol, double rtol,
+// and maxima, and the moments as sums of the values shifted by (ka, kb), which folds what was a
+// second pass over the block into this one. |a - b| is kept in `err` for the decade bins.
+template <bool kRecip, class Src>
+DT_CLONES DT_VECTOR_KERNEL void NativeErr(const unsigned char* __restrict a,
+                                          const unsigned char* __restrict b, std::size_t n,
+                                          double rtol, double ka, double kb,
                                           double* __restrict err, NativeOut& o) {
-  double se = 0, sq = 0, srel = 0, sex = 0, sa = 0, sb = 0, out = 0;
-  double maxe = 0, mine = DBL_MAX, maxrel = 0, maxex = -DBL_MAX;
+  double se = 0, sq = 0, srel = 0, sex = 0, s1a = 0, s1b = 0, s2a = 0, s2b = 0, sab = 0;
+  double maxe = 0, maxrel = 0, maxex = -DBL_MAX;
   for (std::size_t i = 0; i < n; ++i) {
-    double xd = a[i], yd = b[i];
-    double d = xd - yd;
-    double e = std::fabs(d), ab = std::fabs(yd);
-    double rel = ab > 0 ? e / ab : 0.0;
-    double ex = e - rtol * ab;
-    se += e;
-    sq += d * d;
-    srel += rel;
-    sex += ex;
-    sa += xd;
-    sb += yd;
-    maxe = e > maxe ? e : maxe;
-    double enz = e > 0 ? e : DBL_MAX;
-    mine = enz < mine ? enz : mine;
-    maxrel = rel > maxrel ? rel : maxrel;
-    maxex = ex > maxex ? ex : maxex;
-    if constexpr (kEither) {
-      out += (e > atol && (ab == 0 || rel > rtol)) ? 1.0 : 0.0;
-    } else {
-      out += ex > atol ? 1.0 : 0.0;
-    }
-    err[i] = e;
+    float yf = Src::At(b, i);
+    double x = Src::At(a, i), y = yf;
+    ErrTerms t = kRecip ? TermsRecip(x, yf, rtol) : Terms(x, y, rtol);
+    se += t.e;
+    sq += t.d * t.d;
+    srel += t.rel;
+    sex += t.ex;
+    double xs = x - ka, ys = y - kb;
+    s1a += xs;
+    s1b += ys;
+    s2a += xs * xs;
+    s2b += ys * ys;
+    sab += xs * ys;
+    maxe = t.e > maxe ? t.e : maxe;
+    maxrel = t.rel > maxrel ? t.rel : maxrel;
+    maxex = t.ex > maxex ? t.ex : maxex;
+    err[i] = t.e;
   }
   o.se = se;
   o.sq = sq;
   o.srel = srel;
   o.sex = sex;
-  o.sa = sa;
-  o.sb = sb;
+  o.s1a = s1a;
+  o.s1b = s1b;
+  o.s2a = s2a;
+  o.s2b = s2b;
+  o.sab = sab;
   o.maxe = maxe;
-  o.mine = mine;
   o.maxrel = maxrel;
   o.maxex = maxex;
-  o.out = static_cast<std::uint32_t>(out);
 }
 
-// The second pass of a block (in cache): centred moments about the block means, in float64.
-DT_CLONES DT_VECTOR_KERNEL void NativeMoments(const float* __restrict a, const float* __restrict b,
-                                              std::size_t n, double ma, double mb, double& m2a,
-                                              double& m2b, double& cab) {
+// How many pairs of a block fail the tolerance test: a second pass, for the few blocks whose
+// largest error or excess says some might (so the first pass need not count).
+template <bool kEither, class Src>
+DT_CLONES DT_VECTOR_KERNEL std::uint32_t NativeOutside(const unsigned char* __restrict a,
+                                                       const unsigned char* __restrict b,
+                                                       std::size_t n, double atol, double rtol) {
+  std::uint32_t out = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    out += Outside<kEither>(Terms(Src::At(a, i), Src::At(b, i), rtol), atol, rtol) ? 1u : 0u;
+  }
+  return out;
+}
+
+// Centred moments about the block means in a second pass over the cached block: the fallback
+// for a block whose mean is far from its shift.
+template <class Src>
+DT_CLONES DT_VECTOR_KERNEL void NativeMoments(const unsigned char* __restrict a,
+                                              const unsigned char* __restrict b, std::size_t n,
+                                              double ma, double mb, double& m2a, double& m2b,
+                                              double& cab) {
   double s2a = 0, s2b = 0, sab = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    double da = static_cast<double>(a[i]) - ma, db = static_cast<double>(b[i]) - mb;
+    double da = static_cast<double>(Src::At(a, i)) - ma;
+    double db = static_cast<double>(Src::At(b, i)) - mb;
     s2a += da * da;
     s2b += db * db;
     sab += da * db;
@@ -639,6 +732,19 @@ DT_CLONES DT_VECTOR_KERNEL void NativeMoments(const float* __restrict a, const f
   m2a = s2a;
   m2b = s2b;
   cab = sab;
+}
+
+// The largest relative error of a block, divided exactly: for the blocks whose approximate
+// maximum (TermsRecip) might raise the running one.
+template <class Src>
+DT_CLONES DT_VECTOR_KERNEL double NativeMaxRel(const unsigned char* __restrict a,
+                                               const unsigned char* __restrict b, std::size_t n) {
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double rel = Terms(Src::At(a, i), Src::At(b, i), 0.0).rel;
+    m = rel > m ? rel : m;
+  }
+  return m;
 }
 
 // The decade bin of each error of a native block (kDecades for zero). Scalar on purpose: the
@@ -717,17 +823,6 @@ DT_CLONES DT_VECTOR_KERNEL void CountAtLeast4(const double* __restrict err, std:
   c[3] = c3;
 }
 
-// bfloat16 → float32 is a 16-bit shift of the bits.
-DT_CLONES DT_VECTOR_KERNEL void WidenBF16(const unsigned char* __restrict raw, std::size_t n,
-                                          float* __restrict out) {
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint16_t v;
-    std::memcpy(&v, raw + 2 * i, 2);
-    std::uint32_t bits = static_cast<std::uint32_t>(v) << 16;
-    std::memcpy(&out[i], &bits, 4);
-  }
-}
-
 class Kernel {
  public:
   Kernel(const StatsConfig& cfg) : cfg_(cfg) {}
@@ -790,27 +885,45 @@ class Kernel {
     }
   }
 
-  // A block of a pair of one dtype held natively in float32 lanes (`fa`, `fb`: the values,
-  // exact): one fused pass and a second over the cached block for the centred moments. A block
-  // with a non-finite value goes through Block() in float64 instead.
-  template <DType U>
-  void Native(const float* fa, const float* fb, std::size_t n, std::uint64_t base, Acc& acc) const {
+  // A block of a pair of one dtype held natively in float32 lanes (`fa`, `fb`: the tensor bytes,
+  // read through Src, values exact in float32): a pass in float32 lanes and one in float64
+  // lanes. A block with a non-finite value goes through Block() in float64 instead.
+  template <DType U, class Src>
+  void Native(const unsigned char* fa, const unsigned char* fb, std::size_t n, std::uint64_t base,
+              Acc& acc) const {
     NativeOut o;
-    NativeBits<U>(fa, fb, n, o);
+    NativeBits<U, Src>(fa, fb, n, o);
     if (o.bad) {
       double da[kBlock], db[kBlock];
       for (std::size_t i = 0; i < n; ++i) {
-        da[i] = fa[i];
-        db[i] = fb[i];
+        da[i] = Src::At(fa, i);
+        db[i] = Src::At(fb, i);
       }
       Block(da, db, n, base, acc);
       return;
     }
+    // The moments are summed about a shift: the running mean of this thread's range (close to
+    // the block mean for all but drifting data), or the block's first pair at the start.
+    const double ka = acc.n > 0 ? acc.mean_a : static_cast<double>(Src::At(fa, 0));
+    const double kb = acc.n > 0 ? acc.mean_b : static_cast<double>(Src::At(fb, 0));
     double err[kBlock];
-    if (cfg_.rule == Rule::kEither) {
-      NativeErr<true>(fa, fb, n, cfg_.atol, cfg_.rtol, err, o);
+    // The reciprocal is fine for the sum of relative errors; the maximum is redone exactly where
+    // it matters, below. Either's tolerance test compares each relative error with rtol, so it
+    // divides; so does a block with a |b| out of the reciprocal's range.
+    float maxab = std::max(-o.minb, o.maxb);
+    const bool recip = cfg_.rule == Rule::kAllclose && !(o.minab_m1 < 0x007fffffu) &&
+                       maxab < 0x1p126f;
+    if (!recip) {
+      NativeErr<false, Src>(fa, fb, n, cfg_.rtol, ka, kb, err, o);
     } else {
-      NativeErr<false>(fa, fb, n, cfg_.atol, cfg_.rtol, err, o);
+      NativeErr<true, Src>(fa, fb, n, cfg_.rtol, ka, kb, err, o);
+      if (o.maxrel >= acc.max_rel * (1 - 0x1p-40)) o.maxrel = NativeMaxRel<Src>(fa, fb, n);
+    }
+    o.out = 0;
+    if (cfg_.rule == Rule::kEither ? o.maxe > cfg_.atol : o.maxex > cfg_.atol) {
+      o.out = cfg_.rule == Rule::kEither
+                  ? NativeOutside<true, Src>(fa, fb, n, cfg_.atol, cfg_.rtol)
+                  : NativeOutside<false, Src>(fa, fb, n, cfg_.atol, cfg_.rtol);
     }
     if (o.maxe > acc.max_e) {
       for (std::size_t i = 0; i < n; ++i) {
@@ -836,9 +949,15 @@ class Kernel {
     acc.zero_b_err += o.zbe;
     acc.outside += o.out;
     acc.max_ulp = std::max<std::uint64_t>(acc.max_ulp, o.ulp);
-    double nd = static_cast<double>(n), ma = o.sa / nd, mb = o.sb / nd;
-    double m2a, m2b, cab;
-    NativeMoments(fa, fb, n, ma, mb, m2a, m2b, cab);
+    // Centred moments from the shifted sums: M2 = Σ(x-k)² - n·δ² with δ = mean - k. Its rounding
+    // error is a few ulp of Σ(x-k)², so while n·δ² is at most half of that (M2 at least the
+    // other half) it stays a few ulp of M2; otherwise the block takes a second, centred pass.
+    const double nd = static_cast<double>(n);
+    const double da = o.s1a / nd, db = o.s1b / nd, ma = ka + da, mb = kb + db;
+    double m2a = o.s2a - nd * da * da, m2b = o.s2b - nd * db * db, cab = o.sab - nd * da * db;
+    if (!(nd * da * da <= 0.5 * o.s2a) || !(nd * db * db <= 0.5 * o.s2b)) {
+      NativeMoments<Src>(fa, fb, n, ma, mb, m2a, m2b, cab);
+    }
     // The raw sums of the cosine from the centred ones: every term is a sum of squares except
     // cab + n·ma·mb, whose rounding error is at most a few ulp of sqrt(saa·sbb), the size of
     // the rounding error of the plain dot product itself.
@@ -851,7 +970,15 @@ class Kernel {
     std::uint64_t h[kDecades + 1] = {};
     h[kDecades] = o.eq;  // Every value is finite: the zero errors are the equal pairs.
     if (o.eq < n) {
-      std::size_t lo = BinOf(o.mine), hi = BinOf(o.maxe);
+      // The smallest error rounded to float32 (within 2^-24 of it, either way): its bin, one
+      // lower when the rounding may have lifted it across the bin's lower edge.
+      float minf;
+      std::uint32_t mine_bits = o.mine_m1 + 1u;
+      std::memcpy(&minf, &mine_bits, 4);
+      const double mine = static_cast<double>(minf);
+      std::size_t hi = BinOf(o.maxe), lo = BinOf(mine);
+      if (lo > 0 && lo < kDecades && mine * (1 - 0x1p-23) < T().pow10[lo]) --lo;
+      lo = std::min(lo, hi);
       if (hi - lo < 12) {
         // bin(e) >= j exactly when e >= the float64 10^j (1 <= j < kDecades): each bin's count
         // is the difference of the counts at or above its two edges.
@@ -1063,44 +1190,33 @@ Status RunRange(const TensorInfo& a, const TensorInfo& b, bool linear, std::uint
                       kernel.ulp_dtype() == t &&
                       (t == DType::kF32 || t == DType::kBF16 || t == DType::kF16);
   if (native) {
-    std::vector<float> fbuf(2 * kBlock);
-    // float32 storage is used in place when aligned; half types widen to float32 by bit shifts
-    // (bfloat16) or the exact table (float16).
-    auto widen = [&](const unsigned char* raw, std::size_t n, float* out) -> const float* {
-      if (t == DType::kF32) {
-        if (reinterpret_cast<std::uintptr_t>(raw) % alignof(float) == 0) {
-          return reinterpret_cast<const float*>(raw);
-        }
-        std::memcpy(out, raw, n * 4);
-      } else if (t == DType::kBF16) {
-        WidenBF16(raw, n, out);
-      } else {
-        const float* tab = T().half.data();
-        for (std::size_t i = 0; i < n; ++i) {
-          std::uint16_t v;
-          std::memcpy(&v, raw + 2 * i, 2);
-          out[i] = tab[v];
-        }
+    // float32 and bfloat16 are read in place; float16 widens to float32 through the exact table.
+    std::vector<float> fbuf(t == DType::kF16 ? 2 * kBlock : 0);
+    auto widen_half = [&](const unsigned char* raw, std::size_t n, float* out) {
+      const float* tab = T().half.data();
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t v;
+        std::memcpy(&v, raw + 2 * i, 2);
+        out[i] = tab[v];
       }
-      return out;
+      return reinterpret_cast<const unsigned char*>(out);
     };
     for (std::uint64_t i = begin; i < end; i += kBlock) {
       std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, end - i));
       auto xa = ra.Raw(i, n);
       if (!xa) return xa.take_error();
-      const float* fa = widen(*xa, n, fbuf.data());
       auto xb = rb.Raw(i, n);
       if (!xb) return xb.take_error();
-      const float* fb = widen(*xb, n, fbuf.data() + kBlock);
       switch (t) {
         case DType::kF32:
-          kernel.Native<DType::kF32>(fa, fb, n, i, acc);
+          kernel.Native<DType::kF32, F32Src>(*xa, *xb, n, i, acc);
           break;
         case DType::kBF16:
-          kernel.Native<DType::kBF16>(fa, fb, n, i, acc);
+          kernel.Native<DType::kBF16, BF16Src>(*xa, *xb, n, i, acc);
           break;
         default:
-          kernel.Native<DType::kF16>(fa, fb, n, i, acc);
+          kernel.Native<DType::kF16, F32Src>(widen_half(*xa, n, fbuf.data()),
+                                             widen_half(*xb, n, fbuf.data() + kBlock), n, i, acc);
           break;
       }
     }
