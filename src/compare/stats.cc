@@ -358,18 +358,18 @@ DT_INLINE ErrTerms Terms(double x, double y, double rtol) {
   return {d, e, ab, ab > 0 ? e / ab : 0.0, e - rtol * ab};
 }
 
-// The same with the relative error from a float32 reciprocal of |y| (a normal float32, neither
-// below 2^-126 nor above 2^126) and one Newton step in float64: the float32 quotient is within
-// 2^-24 of 1/|y|, the step squares that, so the relative error is below 2^-47. The float64
-// division costs several times more on common x86-64 cores (AMD Zen 2: 5 cycles per 4 lanes,
-// against 3.5 per 8 for float32), and it dominated the kernel.
-DT_INLINE ErrTerms TermsRecip(double x, float yf, double rtol) {
-  double y = yf;
+// The same with the relative error from `r0`, the float32 reciprocal of |y| (0 for y = 0), and
+// one Newton step in float64: the float32 quotient is within 2^-24 of 1/|y| for |y| in
+// [2^-126, 2^126], the step squares that, so the relative error is below 2^-47 (and r0 = 0
+// stays 0, the relative error of y = 0). The float64 division it replaces costs several times
+// more on common x86-64 cores (AMD Zen 2: 5 cycles per 4 lanes, against 3.5 per 8 for the
+// float32 one, which the float32 pass does off this pass's critical path) and dominated it.
+DT_INLINE ErrTerms TermsRecip(double x, double y, float r0, double rtol) {
   double d = x - y;
   double e = std::fabs(d), ab = std::fabs(y);
-  double r = static_cast<double>(1.0f / __builtin_fabsf(yf));
+  double r = r0;
   r += r * (1.0 - ab * r);
-  return {d, e, ab, ab > 0 ? e * r : 0.0, e - rtol * ab};
+  return {d, e, ab, e * r, e - rtol * ab};
 }
 
 // The element-wise tolerance test of either rule.
@@ -601,13 +601,13 @@ DT_INLINE std::uint32_t OrderedBits(std::uint32_t bits) {
 
 // The float32 and integer lanes of a block (values exact in U, eight per AVX2 vector): the
 // finiteness probe, the extremes, the equality counts, the ULP distance from the bits and the
-// smallest nonzero error rounded to float32 (only the histogram's range needs it, where one
-// decade of slack is harmless, and here it costs half what it does in float64 lanes). `bad` is
+// smallest nonzero error rounded to float32 (only the histogram's range needs it, and here it
+// costs half what it does in float64 lanes), and the float32 reciprocals of |b|. `bad` is
 // nonzero when some value is not finite; the caller then discards the block.
 template <DType U, class Src>
 DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
                                            const unsigned char* __restrict b, std::size_t n,
-                                           NativeOut& o) {
+                                           float* __restrict rcp, NativeOut& o) {
   float mina = FLT_MAX, maxa = -FLT_MAX, minb = FLT_MAX, maxb = -FLT_MAX;
   std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, bad = 0, mine = 0xffffffffu,
                 minab = 0xffffffffu;
@@ -643,6 +643,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
     mine = be < mine ? be : mine;
     std::uint32_t bb = (by & 0x7fffffffu) - 1u;
     minab = bb < minab ? bb : minab;
+    rcp[i] = y != 0 ? 1.0f / __builtin_fabsf(y) : 0.0f;
   }
   o.mina = mina;
   o.maxa = maxa;
@@ -664,14 +665,13 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
 template <bool kRecip, class Src>
 DT_CLONES DT_VECTOR_KERNEL void NativeErr(const unsigned char* __restrict a,
                                           const unsigned char* __restrict b, std::size_t n,
-                                          double rtol, double ka, double kb,
-                                          double* __restrict err, NativeOut& o) {
+                                          const float* __restrict rcp, double rtol, double ka,
+                                          double kb, double* __restrict err, NativeOut& o) {
   double se = 0, sq = 0, srel = 0, sex = 0, s1a = 0, s1b = 0, s2a = 0, s2b = 0, sab = 0;
   double maxe = 0, maxrel = 0, maxex = -DBL_MAX;
   for (std::size_t i = 0; i < n; ++i) {
-    float yf = Src::At(b, i);
-    double x = Src::At(a, i), y = yf;
-    ErrTerms t = kRecip ? TermsRecip(x, yf, rtol) : Terms(x, y, rtol);
+    double x = Src::At(a, i), y = Src::At(b, i);
+    ErrTerms t = kRecip ? TermsRecip(x, y, rcp[i], rtol) : Terms(x, y, rtol);
     se += t.e;
     sq += t.d * t.d;
     srel += t.rel;
@@ -892,7 +892,8 @@ class Kernel {
   void Native(const unsigned char* fa, const unsigned char* fb, std::size_t n, std::uint64_t base,
               Acc& acc) const {
     NativeOut o;
-    NativeBits<U, Src>(fa, fb, n, o);
+    float rcp[kBlock];
+    NativeBits<U, Src>(fa, fb, n, rcp, o);
     if (o.bad) {
       double da[kBlock], db[kBlock];
       for (std::size_t i = 0; i < n; ++i) {
@@ -914,9 +915,9 @@ class Kernel {
     const bool recip = cfg_.rule == Rule::kAllclose && !(o.minab_m1 < 0x007fffffu) &&
                        maxab < 0x1p126f;
     if (!recip) {
-      NativeErr<false, Src>(fa, fb, n, cfg_.rtol, ka, kb, err, o);
+      NativeErr<false, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, err, o);
     } else {
-      NativeErr<true, Src>(fa, fb, n, cfg_.rtol, ka, kb, err, o);
+      NativeErr<true, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, err, o);
       if (o.maxrel >= acc.max_rel * (1 - 0x1p-40)) o.maxrel = NativeMaxRel<Src>(fa, fb, n);
     }
     o.out = 0;
