@@ -624,16 +624,17 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
                                            const unsigned char* __restrict b, std::size_t n,
                                            float* __restrict rcp, NativeOut& o) {
   float mina = FLT_MAX, maxa = -FLT_MAX, minb = FLT_MAX, maxb = -FLT_MAX;
-  std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, bad = 0, mine = 0xffffffffu,
+  std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, big = 0, mine = 0xffffffffu,
                 minab = 0xffffffffu;
   for (std::size_t i = 0; i < n; ++i) {
     float x = Src::At(a, i), y = Src::At(b, i);
     std::uint32_t bx, by, be;
     std::memcpy(&bx, &x, 4);
     std::memcpy(&by, &y, 4);
-    // The largest exponent field: all ones (inf, NaN) marks a bad block.
-    std::uint32_t ex = std::max(bx & 0x7f800000u, by & 0x7f800000u);
-    bad = ex > bad ? ex : bad;
+    std::uint32_t ma = bx & 0x7fffffffu, mb = by & 0x7fffffffu;
+    // The largest magnitude's bits: those of infinity or above (NaN) mark a bad block.
+    std::uint32_t mm = ma > mb ? ma : mb;
+    big = mm > big ? mm : big;
     mina = x < mina ? x : mina;
     maxa = x > maxa ? x : maxa;
     minb = y < minb ? y : minb;
@@ -648,17 +649,20 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
     } else {
       // Sign-magnitude: the magnitudes add across zero and subtract on one side of it (the
       // bfloat16 distance is this one shifted down by 16 bits, done once per block).
-      std::uint32_t ma = bx & 0x7fffffffu, mb = by & 0x7fffffffu;
-      du = static_cast<std::int32_t>(bx ^ by) < 0 ? ma + mb : std::max(ma, mb) - std::min(ma, mb);
+      std::int32_t dm = static_cast<std::int32_t>(ma - mb);  // Both below 2^31: no overflow.
+      std::uint32_t same = static_cast<std::uint32_t>(dm < 0 ? -dm : dm);
+      du = static_cast<std::int32_t>(bx ^ by) < 0 ? ma + mb : same;
     }
     ulp = du > ulp ? du : ulp;
     float ef = x - y;
     std::memcpy(&be, &ef, 4);
     be = (be & 0x7fffffffu) - 1u;  // A zero error wraps to the largest value, out of the minimum.
     mine = be < mine ? be : mine;
-    std::uint32_t bb = (by & 0x7fffffffu) - 1u;
+    std::uint32_t bb = mb - 1u;
     minab = bb < minab ? bb : minab;
-    rcp[i] = y != 0 ? 1.0f / __builtin_fabsf(y) : 0.0f;
+    float ay;
+    std::memcpy(&ay, &mb, 4);
+    rcp[i] = y != 0 ? 1.0f / ay : 0.0f;
   }
   o.mina = mina;
   o.maxa = maxa;
@@ -668,7 +672,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
   o.nrel = nrel;
   o.zbe = zbe;
   o.ulp = U == DType::kBF16 ? ulp >> 16 : ulp;
-  o.bad = bad == 0x7f800000u;
+  o.bad = big >= 0x7f800000u;
   o.mine_m1 = mine;
   o.minab_m1 = minab;
 }
