@@ -867,23 +867,30 @@ inline std::size_t BinOf(double e) {
   return T().bin_of[x] + (e >= T().bin_thr[x] ? 1u : 0u);
 }
 
-// How many of err[0, n) are at or above each of four thresholds.
-DT_CLONES DT_VECTOR_KERNEL void CountAtLeast4(const double* __restrict err, std::size_t n,
-                                              const double* __restrict t,
-                                              std::int64_t* __restrict c) {
+// How many of err[0, n) are at or above each of K (4 or 8) thresholds: one load per K compares.
+template <int K>
+DT_CLONES DT_VECTOR_KERNEL void CountAtLeast(const double* __restrict err, std::size_t n,
+                                             const double* __restrict t,
+                                             std::int64_t* __restrict c) {
+  static_assert(K == 4 || K == 8);
   double t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
-  std::int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  double t4 = t[K - 4], t5 = t[K - 3], t6 = t[K - 2], t7 = t[K - 1];
+  std::int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
   for (std::size_t i = 0; i < n; ++i) {
     double e = err[i];
     c0 += e >= t0 ? 1 : 0;
     c1 += e >= t1 ? 1 : 0;
     c2 += e >= t2 ? 1 : 0;
     c3 += e >= t3 ? 1 : 0;
+    if constexpr (K == 8) {
+      c4 += e >= t4 ? 1 : 0;
+      c5 += e >= t5 ? 1 : 0;
+      c6 += e >= t6 ? 1 : 0;
+      c7 += e >= t7 ? 1 : 0;
+    }
   }
-  c[0] = c0;
-  c[1] = c1;
-  c[2] = c2;
-  c[3] = c3;
+  const std::int64_t all[8] = {c0, c1, c2, c3, c4, c5, c6, c7};
+  for (int k = 0; k < K; ++k) c[k] = all[k];
 }
 
 class Kernel {
@@ -1048,12 +1055,17 @@ class Kernel {
         // is the difference of the counts at or above its two edges.
         const double* pow10 = T().pow10.data();
         std::uint64_t above = n - o.eq;  // Errors in bins >= j, for j = lo.
-        for (std::size_t j = lo + 1; j <= hi; j += 4) {
-          double t[4];
-          for (std::size_t q = 0; q < 4; ++q) t[q] = j + q <= hi ? pow10[j + q] : DBL_MAX;
-          std::int64_t c[4];
-          CountAtLeast4(err, n, t, c);
-          for (std::size_t q = 0; q < 4 && j + q <= hi; ++q) {
+        for (std::size_t j = lo + 1, k; j <= hi; j += k) {
+          k = hi - j >= 4 ? 8 : 4;  // Edges j .. j + k - 1, padded past hi.
+          double t[8];
+          for (std::size_t q = 0; q < k; ++q) t[q] = j + q <= hi ? pow10[j + q] : DBL_MAX;
+          std::int64_t c[8];
+          if (k == 8) {
+            CountAtLeast<8>(err, n, t, c);
+          } else {
+            CountAtLeast<4>(err, n, t, c);
+          }
+          for (std::size_t q = 0; q < k && j + q <= hi; ++q) {
             std::uint64_t at_or_above = static_cast<std::uint64_t>(c[q]);
             h[j + q - 1] += above - at_or_above;
             above = at_or_above;
