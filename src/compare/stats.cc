@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "compare/zip.h"
 
@@ -91,6 +92,9 @@ struct Tables {
   std::vector<float> half;
   std::array<float, 256> e4m3{}, e5m2{};
   std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
+  // The smallest float32 at or above pow10[k] (infinity past FLT_MAX): a float32 error e has
+  // e >= pow10[k] exactly when e >= pow10f_up[k].
+  std::array<float, kDecades + 2> pow10f_up{};
   // The histogram bin of a finite |x| from its float64 exponent field: bin_of[e] + (x >=
   // bin_thr[e]), the bin DecadeBins computes; the zero exponent is the zero bin, since the
   // difference of two float32 values is 0 or at least 2^-149, never a float64 subnormal.
@@ -98,8 +102,11 @@ struct Tables {
   std::array<double, 2048> bin_thr{};
   Tables() : half(65536) {
     for (int k = 0; k < kDecades + 2; ++k) {
-      pow10[static_cast<std::size_t>(k)] =
-          std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+      double p = std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+      float f = static_cast<float>(p);
+      if (static_cast<double>(f) < p) f = std::nextafter(f, INFINITY);
+      pow10[static_cast<std::size_t>(k)] = p;
+      pow10f_up[static_cast<std::size_t>(k)] = f;
     }
     for (std::size_t e = 0; e < 2048; ++e) {
       std::int32_t d = ((static_cast<std::int32_t>(e) - 1023) * 78913) >> 18;
@@ -590,6 +597,8 @@ struct NativeOut {
   std::uint32_t eq, nrel, zbe, out, ulp, bad;
   std::uint32_t mine_m1;   // Bits of the smallest nonzero float32 |a - b|, minus one.
   std::uint32_t minab_m1;  // Bits of the smallest nonzero |b|, minus one.
+  std::uint32_t maxe_f;    // Bits of the largest float32 |a - b|.
+  double inexact;          // Pairs whose float32 |a - b| is not their exact |a - b|.
 };
 
 // The ULP-ordered integer of a float32 value that is exactly representable in U: counting in U
@@ -616,16 +625,17 @@ DT_INLINE std::uint32_t OrderedBits(std::uint32_t bits) {
 
 // The float32 and integer lanes of a block (values exact in U, eight per AVX2 vector): the
 // finiteness probe, the extremes, the equality counts, the ULP distance from the bits and the
-// smallest nonzero error rounded to float32 (only the histogram's range needs it, and here it
-// costs half what it does in float64 lanes), and the float32 reciprocals of |b|. `bad` is
+// float32 errors |a - b| (rounded: exact for most pairs, and then the histogram counts them
+// eight to a vector), their extremes, and the float32 reciprocals of |b|. `bad` is
 // nonzero when some value is not finite; the caller then discards the block.
 template <DType U, class Src>
 DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
                                            const unsigned char* __restrict b, std::size_t n,
-                                           float* __restrict rcp, NativeOut& o) {
+                                           float* __restrict rcp, float* __restrict errf,
+                                           NativeOut& o) {
   float mina = FLT_MAX, maxa = -FLT_MAX, minb = FLT_MAX, maxb = -FLT_MAX;
   std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, big = 0, mine = 0xffffffffu,
-                minab = 0xffffffffu;
+                minab = 0xffffffffu, maxe = 0;
   for (std::size_t i = 0; i < n; ++i) {
     float x = Src::At(a, i), y = Src::At(b, i);
     std::uint32_t bx, by, be;
@@ -656,7 +666,10 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
     ulp = du > ulp ? du : ulp;
     float ef = x - y;
     std::memcpy(&be, &ef, 4);
-    be = (be & 0x7fffffffu) - 1u;  // A zero error wraps to the largest value, out of the minimum.
+    be &= 0x7fffffffu;
+    std::memcpy(&errf[i], &be, 4);
+    maxe = be > maxe ? be : maxe;
+    be -= 1u;  // A zero error wraps to the largest value, out of the minimum.
     mine = be < mine ? be : mine;
     std::uint32_t bb = mb - 1u;
     minab = bb < minab ? bb : minab;
@@ -675,6 +688,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
   o.bad = big >= 0x7f800000u;
   o.mine_m1 = mine;
   o.minab_m1 = minab;
+  o.maxe_f = maxe;
 }
 
 // The float64 lanes of a block: the error terms NumPy computes in float64, bit for bit (the
@@ -684,9 +698,9 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
 template <bool kRecip, bool kFma, class Src>
 DT_INLINE void NativeErrBody(const unsigned char* __restrict a, const unsigned char* __restrict b,
                              std::size_t n, const float* __restrict rcp, double rtol, double ka,
-                             double kb, double* __restrict err, NativeOut& o) {
+                             double kb, const float* __restrict errf, NativeOut& o) {
   double se = 0, sq = 0, srel = 0, sex = 0, s1a = 0, s1b = 0, s2a = 0, s2b = 0, sab = 0;
-  double maxe = 0, maxrel = 0, maxex = -DBL_MAX;
+  double maxrel = 0, maxex = -DBL_MAX, inexact = 0;
   for (std::size_t i = 0; i < n; ++i) {
     double x = Src::At(a, i), y = Src::At(b, i);
     ErrTerms t = kRecip ? TermsRecip<kFma>(x, y, rcp[i], rtol) : Terms(x, y, rtol);
@@ -700,10 +714,9 @@ DT_INLINE void NativeErrBody(const unsigned char* __restrict a, const unsigned c
     s2a += xs * xs;
     s2b += ys * ys;
     sab += xs * ys;
-    maxe = t.e > maxe ? t.e : maxe;
     maxrel = t.rel > maxrel ? t.rel : maxrel;
     maxex = t.ex > maxex ? t.ex : maxex;
-    err[i] = t.e;
+    inexact += static_cast<double>(errf[i]) != t.e ? 1.0 : 0.0;
   }
   o.se = se;
   o.sq = sq;
@@ -714,9 +727,9 @@ DT_INLINE void NativeErrBody(const unsigned char* __restrict a, const unsigned c
   o.s2a = s2a;
   o.s2b = s2b;
   o.sab = sab;
-  o.maxe = maxe;
   o.maxrel = maxrel;
   o.maxex = maxex;
+  o.inexact = inexact;
 }
 
 // Hardware fused multiply-add everywhere aarch64 runs; on x86-64 Linux (GCC) the FMA build
@@ -731,9 +744,9 @@ template <bool kRecip, class Src>
 DT_CLONES DT_VECTOR_KERNEL void NativeErrPlain(const unsigned char* __restrict a,
                                                const unsigned char* __restrict b, std::size_t n,
                                                const float* __restrict rcp, double rtol,
-                                               double ka, double kb, double* __restrict err,
+                                               double ka, double kb, const float* __restrict errf,
                                                NativeOut& o) {
-  NativeErrBody<kRecip, kHardFma, Src>(a, b, n, rcp, rtol, ka, kb, err, o);
+  NativeErrBody<kRecip, kHardFma, Src>(a, b, n, rcp, rtol, ka, kb, errf, o);
 }
 
 #if defined(DT_FMA_DISPATCH)
@@ -741,9 +754,9 @@ template <bool kRecip, class Src>
 DT_TARGET_FMA DT_VECTOR_KERNEL void NativeErrFma(const unsigned char* __restrict a,
                                                  const unsigned char* __restrict b, std::size_t n,
                                                  const float* __restrict rcp, double rtol,
-                                                 double ka, double kb, double* __restrict err,
-                                                 NativeOut& o) {
-  NativeErrBody<kRecip, true, Src>(a, b, n, rcp, rtol, ka, kb, err, o);
+                                                 double ka, double kb,
+                                                 const float* __restrict errf, NativeOut& o) {
+  NativeErrBody<kRecip, true, Src>(a, b, n, rcp, rtol, ka, kb, errf, o);
 }
 
 bool CpuFma() {
@@ -757,11 +770,11 @@ bool CpuFma() {
 
 template <bool kRecip, class Src>
 void NativeErr(const unsigned char* a, const unsigned char* b, std::size_t n, const float* rcp,
-               double rtol, double ka, double kb, double* err, NativeOut& o) {
+               double rtol, double ka, double kb, const float* errf, NativeOut& o) {
 #if defined(DT_FMA_DISPATCH)
-  if (CpuFma()) return NativeErrFma<kRecip, Src>(a, b, n, rcp, rtol, ka, kb, err, o);
+  if (CpuFma()) return NativeErrFma<kRecip, Src>(a, b, n, rcp, rtol, ka, kb, errf, o);
 #endif
-  NativeErrPlain<kRecip, Src>(a, b, n, rcp, rtol, ka, kb, err, o);
+  NativeErrPlain<kRecip, Src>(a, b, n, rcp, rtol, ka, kb, errf, o);
 }
 
 // How many pairs of a block fail the tolerance test: a second pass, for the few blocks whose
@@ -795,6 +808,21 @@ DT_CLONES DT_VECTOR_KERNEL void NativeMoments(const unsigned char* __restrict a,
   m2a = s2a;
   m2b = s2b;
   cab = sab;
+}
+
+// |a - b| of a block in float64 and its maximum: for the blocks where the float32 errors of
+// NativeBits are not all exact.
+template <class Src>
+DT_CLONES DT_VECTOR_KERNEL double NativeAbsErr(const unsigned char* __restrict a,
+                                               const unsigned char* __restrict b, std::size_t n,
+                                               double* __restrict err) {
+  double m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double e = std::fabs(static_cast<double>(Src::At(a, i)) - static_cast<double>(Src::At(b, i)));
+    m = e > m ? e : m;
+    err[i] = e;
+  }
+  return m;
 }
 
 // The largest relative error of a block, divided exactly: for the blocks whose approximate
@@ -867,17 +895,19 @@ inline std::size_t BinOf(double e) {
   return T().bin_of[x] + (e >= T().bin_thr[x] ? 1u : 0u);
 }
 
-// How many of err[0, n) are at or above each of K (4 or 8) thresholds: one load per K compares.
-template <int K>
-DT_CLONES DT_VECTOR_KERNEL void CountAtLeast(const double* __restrict err, std::size_t n,
-                                             const double* __restrict t,
-                                             std::int64_t* __restrict c) {
+// How many of err[0, n) are at or above each of K (4 or 8) thresholds: one load per K compares
+// (n < 2^31).
+template <int K, class V>
+DT_CLONES DT_VECTOR_KERNEL void CountAtLeast(const V* __restrict err, std::size_t n,
+                                             const V* __restrict t, std::int64_t* __restrict c) {
   static_assert(K == 4 || K == 8);
-  double t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
-  double t4 = t[K - 4], t5 = t[K - 3], t6 = t[K - 2], t7 = t[K - 1];
-  std::int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+  // Counters as wide as the values, so the compare masks add straight in.
+  using C = std::conditional_t<sizeof(V) == 4, std::int32_t, std::int64_t>;
+  V t0 = t[0], t1 = t[1], t2 = t[2], t3 = t[3];
+  V t4 = t[K - 4], t5 = t[K - 3], t6 = t[K - 2], t7 = t[K - 1];
+  C c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    double e = err[i];
+    V e = err[i];
     c0 += e >= t0 ? 1 : 0;
     c1 += e >= t1 ? 1 : 0;
     c2 += e >= t2 ? 1 : 0;
@@ -962,8 +992,8 @@ class Kernel {
   void Native(const unsigned char* fa, const unsigned char* fb, std::size_t n, std::uint64_t base,
               Acc& acc) const {
     NativeOut o;
-    float rcp[kBlock];
-    NativeBits<U, Src>(fa, fb, n, rcp, o);
+    float rcp[kBlock], errf[kBlock];
+    NativeBits<U, Src>(fa, fb, n, rcp, errf, o);
     if (o.bad) {
       double da[kBlock], db[kBlock];
       for (std::size_t i = 0; i < n; ++i) {
@@ -977,7 +1007,6 @@ class Kernel {
     // the block mean for all but drifting data), or the block's first pair at the start.
     const double ka = acc.n > 0 ? acc.mean_a : static_cast<double>(Src::At(fa, 0));
     const double kb = acc.n > 0 ? acc.mean_b : static_cast<double>(Src::At(fb, 0));
-    double err[kBlock];
     // The reciprocal is fine for the sum of relative errors; the maximum is redone exactly where
     // it matters, below. Either's tolerance test compares each relative error with rtol, so it
     // divides; so does a block with a |b| out of the reciprocal's range.
@@ -985,11 +1014,18 @@ class Kernel {
     const bool recip = cfg_.rule == Rule::kAllclose && !(o.minab_m1 < 0x007fffffu) &&
                        maxab < 0x1p126f;
     if (!recip) {
-      NativeErr<false, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, err, o);
+      NativeErr<false, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, errf, o);
     } else {
-      NativeErr<true, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, err, o);
+      NativeErr<true, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, errf, o);
       if (o.maxrel >= acc.max_rel * (1 - 0x1p-40)) o.maxrel = NativeMaxRel<Src>(fa, fb, n);
     }
+    // The float32 errors are exact for most pairs (for instance whenever b/2 <= a <= 2b), and
+    // then stand for the float64 ones; a block with an inexact one gets its float64 errors.
+    const bool exact = o.inexact == 0;
+    double err[kBlock];
+    float maxef;
+    std::memcpy(&maxef, &o.maxe_f, 4);
+    o.maxe = exact ? static_cast<double>(maxef) : NativeAbsErr<Src>(fa, fb, n, err);
     o.out = 0;
     if (cfg_.rule == Rule::kEither ? o.maxe > cfg_.atol : o.maxex > cfg_.atol) {
       o.out = cfg_.rule == Rule::kEither
@@ -998,7 +1034,7 @@ class Kernel {
     }
     if (o.maxe > acc.max_e) {
       for (std::size_t i = 0; i < n; ++i) {
-        if (err[i] == o.maxe) {
+        if (exact ? errf[i] == maxef : err[i] == o.maxe) {
           acc.max_e = o.maxe;
           acc.max_i = base + i;
           break;
@@ -1051,19 +1087,31 @@ class Kernel {
       if (lo > 0 && lo < kDecades && mine * (1 - 0x1p-23) < T().pow10[lo]) --lo;
       lo = std::min(lo, hi);
       if (hi - lo < 12) {
-        // bin(e) >= j exactly when e >= the float64 10^j (1 <= j < kDecades): each bin's count
-        // is the difference of the counts at or above its two edges.
+        // bin(e) >= j exactly when e >= the float64 10^j (1 <= j < kDecades), and for an exact
+        // float32 error when it is at or above the float32 pow10f_up[j]: each bin's count is
+        // the difference of the counts at or above its two edges.
         const double* pow10 = T().pow10.data();
+        const float* pow10f = T().pow10f_up.data();
         std::uint64_t above = n - o.eq;  // Errors in bins >= j, for j = lo.
         for (std::size_t j = lo + 1, k; j <= hi; j += k) {
           k = hi - j >= 4 ? 8 : 4;  // Edges j .. j + k - 1, padded past hi.
-          double t[8];
-          for (std::size_t q = 0; q < k; ++q) t[q] = j + q <= hi ? pow10[j + q] : DBL_MAX;
           std::int64_t c[8];
-          if (k == 8) {
-            CountAtLeast<8>(err, n, t, c);
+          if (exact) {
+            float t[8];
+            for (std::size_t q = 0; q < k; ++q) t[q] = j + q <= hi ? pow10f[j + q] : INFINITY;
+            if (k == 8) {
+              CountAtLeast<8>(errf, n, t, c);
+            } else {
+              CountAtLeast<4>(errf, n, t, c);
+            }
           } else {
-            CountAtLeast<4>(err, n, t, c);
+            double t[8];
+            for (std::size_t q = 0; q < k; ++q) t[q] = j + q <= hi ? pow10[j + q] : DBL_MAX;
+            if (k == 8) {
+              CountAtLeast<8>(err, n, t, c);
+            } else {
+              CountAtLeast<4>(err, n, t, c);
+            }
           }
           for (std::size_t q = 0; q < k && j + q <= hi; ++q) {
             std::uint64_t at_or_above = static_cast<std::uint64_t>(c[q]);
@@ -1073,6 +1121,9 @@ class Kernel {
         }
         h[hi] += above;
       } else {
+        if (exact) {
+          for (std::size_t i = 0; i < n; ++i) err[i] = errf[i];
+        }
         std::uint8_t bins[kBlock];
         ErrBins(err, n, bins);
         h[kDecades] = 0;
