@@ -628,10 +628,14 @@ DT_INLINE std::uint32_t OrderedBits(std::uint32_t bits) {
 // float32 errors |a - b| (rounded: exact for most pairs, and then the histogram counts them
 // eight to a vector), their extremes, and the float32 reciprocals of |b|. `bad` is
 // nonzero when some value is not finite; the caller then discards the block.
-template <DType U, class Src>
+// With kErrOnly (bfloat16, whose other lanes NativeBits16 takes), only the errors and the
+// reciprocals, and the values widened to float32 into wa, wb for the float64 pass: read there
+// from 16-bit lanes, GCC would vectorise it sixteen elements at a time, spilling everything.
+template <DType U, class Src, bool kErrOnly = false>
 DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
                                            const unsigned char* __restrict b, std::size_t n,
                                            float* __restrict rcp, float* __restrict errf,
+                                           float* __restrict wa, float* __restrict wb,
                                            NativeOut& o) {
   float mina = FLT_MAX, maxa = -FLT_MAX, minb = FLT_MAX, maxb = -FLT_MAX;
   std::uint32_t eq = 0, nrel = 0, zbe = 0, ulp = 0, big = 0, mine = 0xffffffffu,
@@ -642,6 +646,21 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
     std::memcpy(&bx, &x, 4);
     std::memcpy(&by, &y, 4);
     std::uint32_t ma = bx & 0x7fffffffu, mb = by & 0x7fffffffu;
+    float ef = x - y;
+    std::memcpy(&be, &ef, 4);
+    be &= 0x7fffffffu;
+    std::memcpy(&errf[i], &be, 4);
+    maxe = be > maxe ? be : maxe;
+    be -= 1u;  // A zero error wraps to the largest value, out of the minimum.
+    mine = be < mine ? be : mine;
+    float ay;
+    std::memcpy(&ay, &mb, 4);
+    rcp[i] = y != 0 ? 1.0f / ay : 0.0f;
+    if constexpr (kErrOnly) {
+      wa[i] = x;
+      wb[i] = y;
+      continue;
+    }
     // The largest magnitude's bits: those of infinity or above (NaN) mark a bad block.
     std::uint32_t mm = ma > mb ? ma : mb;
     big = mm > big ? mm : big;
@@ -664,19 +683,12 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
       du = static_cast<std::int32_t>(bx ^ by) < 0 ? ma + mb : same;
     }
     ulp = du > ulp ? du : ulp;
-    float ef = x - y;
-    std::memcpy(&be, &ef, 4);
-    be &= 0x7fffffffu;
-    std::memcpy(&errf[i], &be, 4);
-    maxe = be > maxe ? be : maxe;
-    be -= 1u;  // A zero error wraps to the largest value, out of the minimum.
-    mine = be < mine ? be : mine;
     std::uint32_t bb = mb - 1u;
     minab = bb < minab ? bb : minab;
-    float ay;
-    std::memcpy(&ay, &mb, 4);
-    rcp[i] = y != 0 ? 1.0f / ay : 0.0f;
   }
+  o.mine_m1 = mine;
+  o.maxe_f = maxe;
+  if constexpr (kErrOnly) return;
   o.mina = mina;
   o.maxa = maxa;
   o.minb = minb;
@@ -686,15 +698,65 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
   o.zbe = zbe;
   o.ulp = U == DType::kBF16 ? ulp >> 16 : ulp;
   o.bad = big >= 0x7f800000u;
-  o.mine_m1 = mine;
   o.minab_m1 = minab;
-  o.maxe_f = maxe;
+}
+
+// The bit-pattern statistics of a bfloat16 block in 16-bit lanes (sixteen per AVX2 vector, twice
+// what float32 lanes hold): what NativeBits computes besides the errors and reciprocals, from
+// the sign-magnitude bits (values ordered as integers: -magnitude for negatives, so ±0 are one).
+template <class Src>
+DT_CLONES DT_VECTOR_KERNEL void NativeBits16(const unsigned char* __restrict a,
+                                             const unsigned char* __restrict b, std::size_t n,
+                                             NativeOut& o) {
+  std::int16_t mina = INT16_MAX, maxa = INT16_MIN, minb = INT16_MAX, maxb = INT16_MIN;
+  // Counts per lane stay below 2^16 (n <= 2048).
+  std::uint16_t eq = 0, nrel = 0, zbe = 0, ulp = 0, big = 0, minab = 0xffff;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t bx, by;
+    std::memcpy(&bx, a + 2 * i, 2);
+    std::memcpy(&by, b + 2 * i, 2);
+    std::uint16_t ma = bx & 0x7fff, mb = by & 0x7fff;
+    std::uint16_t mm = ma > mb ? ma : mb;
+    big = mm > big ? mm : big;
+    std::int16_t oa = static_cast<std::int16_t>((bx & 0x8000) ? -ma : ma);
+    std::int16_t ob = static_cast<std::int16_t>((by & 0x8000) ? -mb : mb);
+    mina = oa < mina ? oa : mina;
+    maxa = oa > maxa ? oa : maxa;
+    minb = ob < minb ? ob : minb;
+    maxb = ob > maxb ? ob : maxb;
+    eq = static_cast<std::uint16_t>(eq + (oa == ob ? 1 : 0));
+    nrel = static_cast<std::uint16_t>(nrel + (mb != 0 ? 1 : 0));
+    zbe = static_cast<std::uint16_t>(zbe + ((mb == 0 && ma != 0) ? 1 : 0));
+    std::uint16_t same = static_cast<std::uint16_t>((ma > mb ? ma : mb) - (ma < mb ? ma : mb));
+    std::uint16_t du = static_cast<std::uint16_t>(((bx ^ by) & 0x8000) ? ma + mb : same);
+    ulp = du > ulp ? du : ulp;
+    std::uint16_t bb = static_cast<std::uint16_t>(mb - 1);
+    minab = bb < minab ? bb : minab;
+  }
+  auto value = [](std::int16_t v) {
+    std::uint32_t bits = v < 0 ? 0x80000000u | (static_cast<std::uint32_t>(-v) << 16)
+                               : static_cast<std::uint32_t>(v) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  o.mina = value(mina);
+  o.maxa = value(maxa);
+  o.minb = value(minb);
+  o.maxb = value(maxb);
+  o.eq = eq;
+  o.nrel = nrel;
+  o.zbe = zbe;
+  o.ulp = ulp;
+  o.bad = big >= 0x7f80;
+  o.minab_m1 = (static_cast<std::uint32_t>(static_cast<std::uint16_t>(minab + 1)) << 16) - 1u;
 }
 
 // The float64 lanes of a block: the error terms NumPy computes in float64, bit for bit (the
 // float32 difference is not exact, and the tolerance test must agree with NumPy's), their sums
 // and maxima, and the moments as sums of the values shifted by (ka, kb), which folds what was a
-// second pass over the block into this one. |a - b| is kept in `err` for the decade bins.
+// second pass over the block into this one; and how many float32 errors of NativeBits are not
+// exact.
 template <bool kRecip, bool kFma, class Src>
 DT_INLINE void NativeErrBody(const unsigned char* __restrict a, const unsigned char* __restrict b,
                              std::size_t n, const float* __restrict rcp, double rtol, double ka,
@@ -992,8 +1054,14 @@ class Kernel {
   void Native(const unsigned char* fa, const unsigned char* fb, std::size_t n, std::uint64_t base,
               Acc& acc) const {
     NativeOut o;
-    float rcp[kBlock], errf[kBlock];
-    NativeBits<U, Src>(fa, fb, n, rcp, errf, o);
+    float rcp[kBlock], errf[kBlock], wa[U == DType::kBF16 ? kBlock : 1],
+        wb[U == DType::kBF16 ? kBlock : 1];
+    if constexpr (U == DType::kBF16) {
+      NativeBits16<Src>(fa, fb, n, o);
+      if (!o.bad) NativeBits<U, Src, true>(fa, fb, n, rcp, errf, wa, wb, o);
+    } else {
+      NativeBits<U, Src>(fa, fb, n, rcp, errf, wa, wb, o);
+    }
     if (o.bad) {
       double da[kBlock], db[kBlock];
       for (std::size_t i = 0; i < n; ++i) {
@@ -1003,10 +1071,18 @@ class Kernel {
       Block(da, db, n, base, acc);
       return;
     }
+    // bfloat16 goes on from its float32 copies.
+    using S = std::conditional_t<U == DType::kBF16, F32Src, Src>;
+    const unsigned char* pa = fa;
+    const unsigned char* pb = fb;
+    if constexpr (U == DType::kBF16) {
+      pa = reinterpret_cast<const unsigned char*>(wa);
+      pb = reinterpret_cast<const unsigned char*>(wb);
+    }
     // The moments are summed about a shift: the running mean of this thread's range (close to
     // the block mean for all but drifting data), or the block's first pair at the start.
-    const double ka = acc.n > 0 ? acc.mean_a : static_cast<double>(Src::At(fa, 0));
-    const double kb = acc.n > 0 ? acc.mean_b : static_cast<double>(Src::At(fb, 0));
+    const double ka = acc.n > 0 ? acc.mean_a : static_cast<double>(S::At(pa, 0));
+    const double kb = acc.n > 0 ? acc.mean_b : static_cast<double>(S::At(pb, 0));
     // The reciprocal is fine for the sum of relative errors; the maximum is redone exactly where
     // it matters, below. Either's tolerance test compares each relative error with rtol, so it
     // divides; so does a block with a |b| out of the reciprocal's range.
@@ -1014,10 +1090,10 @@ class Kernel {
     const bool recip = cfg_.rule == Rule::kAllclose && !(o.minab_m1 < 0x007fffffu) &&
                        maxab < 0x1p126f;
     if (!recip) {
-      NativeErr<false, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, errf, o);
+      NativeErr<false, S>(pa, pb, n, rcp, cfg_.rtol, ka, kb, errf, o);
     } else {
-      NativeErr<true, Src>(fa, fb, n, rcp, cfg_.rtol, ka, kb, errf, o);
-      if (o.maxrel >= acc.max_rel * (1 - 0x1p-40)) o.maxrel = NativeMaxRel<Src>(fa, fb, n);
+      NativeErr<true, S>(pa, pb, n, rcp, cfg_.rtol, ka, kb, errf, o);
+      if (o.maxrel >= acc.max_rel * (1 - 0x1p-40)) o.maxrel = NativeMaxRel<S>(pa, pb, n);
     }
     // The float32 errors are exact for most pairs (for instance whenever b/2 <= a <= 2b), and
     // then stand for the float64 ones; a block with an inexact one gets its float64 errors.
@@ -1025,12 +1101,12 @@ class Kernel {
     double err[kBlock];
     float maxef;
     std::memcpy(&maxef, &o.maxe_f, 4);
-    o.maxe = exact ? static_cast<double>(maxef) : NativeAbsErr<Src>(fa, fb, n, err);
+    o.maxe = exact ? static_cast<double>(maxef) : NativeAbsErr<S>(pa, pb, n, err);
     o.out = 0;
     if (cfg_.rule == Rule::kEither ? o.maxe > cfg_.atol : o.maxex > cfg_.atol) {
       o.out = cfg_.rule == Rule::kEither
-                  ? NativeOutside<true, Src>(fa, fb, n, cfg_.atol, cfg_.rtol)
-                  : NativeOutside<false, Src>(fa, fb, n, cfg_.atol, cfg_.rtol);
+                  ? NativeOutside<true, S>(pa, pb, n, cfg_.atol, cfg_.rtol)
+                  : NativeOutside<false, S>(pa, pb, n, cfg_.atol, cfg_.rtol);
     }
     if (o.maxe > acc.max_e) {
       for (std::size_t i = 0; i < n; ++i) {
@@ -1063,7 +1139,7 @@ class Kernel {
     const double da = o.s1a / nd, db = o.s1b / nd, ma = ka + da, mb = kb + db;
     double m2a = o.s2a - nd * da * da, m2b = o.s2b - nd * db * db, cab = o.sab - nd * da * db;
     if (!(nd * da * da <= 0.5 * o.s2a) || !(nd * db * db <= 0.5 * o.s2b)) {
-      NativeMoments<Src>(fa, fb, n, ma, mb, m2a, m2b, cab);
+      NativeMoments<S>(pa, pb, n, ma, mb, m2a, m2b, cab);
     }
     // The raw sums of the cosine from the centred ones: every term is a sum of squares except
     // cab + n·ma·mb, whose rounding error is at most a few ulp of sqrt(saa·sbb), the size of
