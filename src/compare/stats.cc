@@ -16,7 +16,8 @@
 // (every input is finite, sums are per 2048-element block), and on x86-64 Linux it is also built
 // for AVX2 and picked at run time. Multiply-adds are never contracted implicitly (the excess
 // |a - b| - rtol·|b| must round as NumPy's does); the native float64 pass asks for fused ones
-// where they only make sums more accurate (Madd), built for AVX2 + FMA and picked at run time.
+// where rounding does not matter (Madd: the reciprocal's Newton step), built for AVX2 + FMA and
+// picked at run time.
 #if defined(__GNUC__) && !defined(__clang__)
 #define DT_VECTOR_KERNEL                                                                   \
   __attribute__((optimize("O3", "no-trapping-math", "no-signed-zeros", "associative-math", \
@@ -676,8 +677,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
       std::uint32_t oa = OrderedBits<U>(bx), ob = OrderedBits<U>(by);
       du = oa >= ob ? oa - ob : ob - oa;
     } else {
-      // Sign-magnitude: the magnitudes add across zero and subtract on one side of it (the
-      // bfloat16 distance is this one shifted down by 16 bits, done once per block).
+      // Sign-magnitude: the magnitudes add across zero and subtract on one side of it.
       std::int32_t dm = static_cast<std::int32_t>(ma - mb);  // Both below 2^31: no overflow.
       std::uint32_t same = static_cast<std::uint32_t>(dm < 0 ? -dm : dm);
       du = static_cast<std::int32_t>(bx ^ by) < 0 ? ma + mb : same;
@@ -696,7 +696,7 @@ DT_CLONES DT_VECTOR_KERNEL void NativeBits(const unsigned char* __restrict a,
   o.eq = eq;
   o.nrel = nrel;
   o.zbe = zbe;
-  o.ulp = U == DType::kBF16 ? ulp >> 16 : ulp;
+  o.ulp = ulp;
   o.bad = big >= 0x7f800000u;
   o.minab_m1 = minab;
 }
@@ -1048,8 +1048,10 @@ class Kernel {
   }
 
   // A block of a pair of one dtype held natively in float32 lanes (`fa`, `fb`: the tensor bytes,
-  // read through Src, values exact in float32): a pass in float32 lanes and one in float64
-  // lanes. A block with a non-finite value goes through Block() in float64 instead.
+  // read through Src, values exact in float32): a pass in float32 lanes (bfloat16: one in
+  // 16-bit lanes, one in float32 lanes), one in float64 lanes, the decade counts over the
+  // errors, and rarely a fallback pass. A block with a non-finite value goes through Block()
+  // in float64 instead.
   template <DType U, class Src>
   void Native(const unsigned char* fa, const unsigned char* fb, std::size_t n, std::uint64_t base,
               Acc& acc) const {
