@@ -1065,7 +1065,8 @@ class Kernel {
       NativeBits<U, Src>(fa, fb, n, rcp, errf, wa, wb, o);
     }
     if (o.bad) {
-      double da[kBlock], db[kBlock];
+      // Zeroed: GCC cannot tell that the loop fills what Block() reads (-Wmaybe-uninitialized).
+      double da[kBlock] = {}, db[kBlock] = {};
       for (std::size_t i = 0; i < n; ++i) {
         da[i] = Src::At(fa, i);
         db[i] = Src::At(fb, i);
