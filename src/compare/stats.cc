@@ -33,6 +33,9 @@
 #define DT_VECTOR_KERNEL
 #define DT_CLONES
 #endif
+#if defined(__clang__)
+#pragma clang fp contract(off)  // Clang contracts within an expression by default (arm64).
+#endif
 
 // Helpers of the kernels are forced inline: GCC does not inline a function built with other
 // optimisation options (the kernels' above) otherwise.
