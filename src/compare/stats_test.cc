@@ -227,6 +227,90 @@ TEST(CompareStatsTest, NativeLanesMatchFloat64Path) {
   }
 }
 
+// The native lanes on data that strains their shortcuts agree with the float64 path: an outlier
+// first pair and means that jump between blocks (the moments' shift far from the block mean),
+// |b| below 2^-126 or above 2^126 and zeros (the reciprocal's range), storage at odd
+// addresses, both rules.
+TEST(CompareStatsTest, NativeLanesMatchFloat64PathOnDriftAndExtremes) {
+  const std::size_t n = 7 * 2048 + 333;
+  std::vector<std::uint32_t> a32(n), b32(n);
+  std::uint64_t r = 987654321;
+  auto unit = [&] {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(r >> 11) * 0x1p-53 - 0.5;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t block = i / 2048;
+    double base = block == 1 ? 1e4 : block == 2 ? -3e5 : block == 4 ? 7e3 : 0.0;
+    float x = static_cast<float>(base + unit() * (block == 1 || block == 2 ? 1.0 : 4.0));
+    float y = static_cast<float>(x * (1 + 1e-3 * unit()));
+    if (block == 3 && i % 7 == 0) y = std::numeric_limits<float>::denorm_min() * 3;
+    if (block == 3 && i % 11 == 0) y = 0;
+    if (block == 5 && i % 5 == 0) y = 1e38f * static_cast<float>(1 + unit());
+    if (block == 6 && i % 3 == 0) x = y;
+    if (i == 0) x = y = 1000;  // An outlier first pair: a poor shift for the first block.
+    std::memcpy(&a32[i], &x, 4);
+    std::memcpy(&b32[i], &y, 4);
+  }
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    std::vector<std::uint32_t> wa = a32, wb = b32;
+    std::vector<unsigned char> ra(n * 4 + 1), rb(n * 4 + 1);  // One byte in: odd addresses.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (t == DType::kBF16) {
+        wa[i] &= 0xffff0000u;
+        wb[i] &= 0xffff0000u;
+        std::uint16_t ha = static_cast<std::uint16_t>(wa[i] >> 16);
+        std::uint16_t hb = static_cast<std::uint16_t>(wb[i] >> 16);
+        std::memcpy(&ra[1 + 2 * i], &ha, 2);
+        std::memcpy(&rb[1 + 2 * i], &hb, 2);
+      } else {
+        std::memcpy(&ra[1 + 4 * i], &wa[i], 4);
+        std::memcpy(&rb[1 + 4 * i], &wb[i], 4);
+      }
+    }
+    std::vector<double> da = Widen(wa), db = Widen(wb);
+    auto native = [&](const std::vector<unsigned char>& bytes) {
+      TensorInfo x;
+      x.name = "x";
+      x.dtype = t;
+      x.shape = {n};
+      x.numel = n;
+      x.storage_elements = n;
+      x.storage.data = bytes.data() + 1;
+      return x;
+    };
+    for (Rule rule : {Rule::kAllclose, Rule::kEither}) {
+      StatsConfig cfg;
+      cfg.rule = rule;
+      cfg.ulp_dtype = t;
+      cfg.atol = 1e-3;
+      cfg.rtol = 1e-4;
+      auto got = ComputeStats(native(ra), native(rb), cfg, "a", "b");
+      auto want = ComputeStats(F64(da), F64(db), cfg, "a", "b");
+      ASSERT_TRUE(got && want);
+      EXPECT_EQ(got->max_abs, want->max_abs);
+      EXPECT_EQ(got->max_abs_index, want->max_abs_index);
+      EXPECT_EQ(got->max_rel, want->max_rel);
+      EXPECT_NEAR(got->mean_rel, want->mean_rel, 1e-12 * want->mean_rel);
+      EXPECT_EQ(got->n_outside, want->n_outside);
+      EXPECT_EQ(got->min_passing_atol, want->min_passing_atol);
+      EXPECT_EQ(got->max_ulp, want->max_ulp);
+      EXPECT_EQ(got->equal, want->equal);
+      EXPECT_NEAR(got->cosine, want->cosine, 1e-12);
+      EXPECT_NEAR(got->pearson, want->pearson, 1e-12);
+      for (auto [g, w] : {std::pair{got->a, want->a}, std::pair{got->b, want->b}}) {
+        EXPECT_EQ(g.min, w.min);
+        EXPECT_EQ(g.max, w.max);
+        EXPECT_NEAR(g.mean, w.mean, 1e-12 * std::fabs(w.mean));
+        EXPECT_NEAR(g.std, w.std, 1e-12 * w.std);
+      }
+      EXPECT_EQ(got->histogram.first_decade, want->histogram.first_decade);
+      EXPECT_EQ(got->histogram.counts, want->histogram.counts);
+      EXPECT_EQ(got->histogram.zero, want->histogram.zero);
+    }
+  }
+}
+
 // float16 ULP distances from the native lanes' bit arithmetic agree with the float64 path's
 // rounding to half, for subnormal, normal and boundary halves of both signs.
 TEST(CompareStatsTest, NativeFloat16UlpMatchesFloat64Path) {
