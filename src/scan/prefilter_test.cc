@@ -81,6 +81,27 @@ TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomText) {
   }
 }
 
+// Any byte values, needles with punctuation, digits and bytes that `| 0x20` folds onto others
+// ('@' and '`', '_' and DEL, '[' and '{'): a plain search decides.
+TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomBytes) {
+  std::mt19937 rng(11);
+  const std::vector<std::string> needles = {"@x", "`Y", "a_", "_\x7f", "[{", "Zz9", "\xff\xfe",
+                                            "cuda", "<<<", "..."};
+  Prefilter f(needles);
+  for (int round = 0; round < 3000; ++round) {
+    std::string text(rng() % 120, ' ');
+    for (char& c : text) {
+      // Mostly bytes near the needles' own, so that matches happen.
+      static const std::string near = "@x`Yya_\x7f" "[{Zz9\xff\xfe" "cudaCUDA<.";
+      c = rng() % 4 == 0 ? static_cast<char>(rng() % 256) : near[rng() % near.size()];
+    }
+    auto all = NaiveFindAll(needles, text);
+    ASSERT_EQ(Pairs(f.FindAll(text)), all);
+    ASSERT_EQ(Pairs(f.FindAllScalar(text)), all);
+    ASSERT_EQ(f.Matches(text), !all.empty());
+  }
+}
+
 // Long texts: many vector blocks, more candidates than the kernel's buffer holds at once, and a
 // needle as the very last bytes.
 TEST(ScanPrefilterTest, FindsEveryOccurrenceInLongText) {
