@@ -605,6 +605,26 @@ struct NativeOut {
   double inexact;          // Pairs whose float32 |a - b| is not their exact |a - b|.
 };
 
+// The sums, extremes and counts that both block kernels (BlockOut, NativeOut) report under the
+// same names, into the tensor's accumulator.
+template <typename Out>
+void MergeBlock(const Out& o, Acc& acc) {
+  acc.sum_e += o.se;
+  acc.sum_sq += o.sq;
+  acc.sum_rel += o.srel;
+  acc.sum_ex += o.sex;
+  acc.max_rel = std::max(acc.max_rel, o.maxrel);
+  acc.max_ex = std::max(acc.max_ex, o.maxex);
+  acc.min_a = std::min(acc.min_a, static_cast<double>(o.mina));
+  acc.max_a = std::max(acc.max_a, static_cast<double>(o.maxa));
+  acc.min_b = std::min(acc.min_b, static_cast<double>(o.minb));
+  acc.max_b = std::max(acc.max_b, static_cast<double>(o.maxb));
+  acc.equal += static_cast<std::uint64_t>(o.eq);
+  acc.n_rel += static_cast<std::uint64_t>(o.nrel);
+  acc.zero_b_err += static_cast<std::uint64_t>(o.zbe);
+  acc.outside += static_cast<std::uint64_t>(o.out);
+}
+
 // The ULP-ordered integer of a float32 value that is exactly representable in U: counting in U
 // needs no rounding, so the distance comes from the bits (bfloat16: the upper half; float16: its
 // exponent rebased, or for a subnormal half its integer multiple of 2^-24, by shifts only).
@@ -1011,20 +1031,7 @@ class Kernel {
         }
       }
     }
-    acc.sum_e += o.se;
-    acc.sum_sq += o.sq;
-    acc.sum_rel += o.srel;
-    acc.sum_ex += o.sex;
-    acc.max_rel = std::max(acc.max_rel, o.maxrel);
-    acc.max_ex = std::max(acc.max_ex, o.maxex);
-    acc.min_a = std::min(acc.min_a, o.mina);
-    acc.max_a = std::max(acc.max_a, o.maxa);
-    acc.min_b = std::min(acc.min_b, o.minb);
-    acc.max_b = std::max(acc.max_b, o.maxb);
-    acc.equal += static_cast<std::uint64_t>(o.eq);
-    acc.n_rel += static_cast<std::uint64_t>(o.nrel);
-    acc.zero_b_err += static_cast<std::uint64_t>(o.zbe);
-    acc.outside += static_cast<std::uint64_t>(o.out);
+    MergeBlock(o, acc);
     acc.saa += o.saa;
     acc.sbb += o.sbb;
     acc.sab += o.sab;
@@ -1123,20 +1130,7 @@ class Kernel {
         }
       }
     }
-    acc.sum_e += o.se;
-    acc.sum_sq += o.sq;
-    acc.sum_rel += o.srel;
-    acc.sum_ex += o.sex;
-    acc.max_rel = std::max(acc.max_rel, o.maxrel);
-    acc.max_ex = std::max(acc.max_ex, o.maxex);
-    acc.min_a = std::min(acc.min_a, static_cast<double>(o.mina));
-    acc.max_a = std::max(acc.max_a, static_cast<double>(o.maxa));
-    acc.min_b = std::min(acc.min_b, static_cast<double>(o.minb));
-    acc.max_b = std::max(acc.max_b, static_cast<double>(o.maxb));
-    acc.equal += o.eq;
-    acc.n_rel += o.nrel;
-    acc.zero_b_err += o.zbe;
-    acc.outside += o.out;
+    MergeBlock(o, acc);
     acc.max_ulp = std::max<std::uint64_t>(acc.max_ulp, o.ulp);
     // Centred moments from the shifted sums: M2 = Σ(x-k)² - n·δ² with δ = mean - k. Its rounding
     // error is a few ulp of Σ(x-k)², so while n·δ² is at most half of that (M2 at least the
