@@ -354,7 +354,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     });
   } else if (pre != nullptr) {
     matched = pre->Matches(text);
-    has_main = item.kind == FileKind::kPython && Contains(text, "__main__");
+    has_main = !matched && item.kind == FileKind::kPython && Contains(text, "__main__");
   }
   if (!matched) {
     // Its imports only matter if an entry reaches it, so they are read lazily by the import graph;
