@@ -288,6 +288,21 @@ def test_entry_without_trigger_words_with_continued_imports(dualtrack, tmp_path)
     assert got == {("helper.py", "DT103", True), ("unused.py", "DT103", False)}
 
 
+# A user rule whose text starts with "__" keeps "__main__" out of the shared prefilter search
+# (the two could start at the same place); entries are then found by the separate search.
+def test_entry_found_when_a_user_rule_starts_like_main(dualtrack, tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.dualtrack]\nrules = "r.toml"\n')
+    write(tmp_path / "r.toml", '[[rule]]\ncode = "DT902"\nclass = "device"\nseverity = "fixable"\n'
+                               'title = "Hook"\nmessage = "{name}"\ntext = "__nv_hook"\n')
+    write(tmp_path / "run.py", "import helper\n\nif __name__ == '__main__':\n    helper.go()\n")
+    write(tmp_path / "helper.py", "import torch\ndef go():\n    torch.cuda.synchronize()\n")
+    write(tmp_path / "other.py", "x = 1  # __nv_hook\ny = __nv_hook()\n")
+    doc = scan_json(dualtrack, tmp_path)
+    assert doc["entries"] == ["run.py"]
+    got = {(f["file"], f["code"], f["reachable"]) for f in doc["findings"]}
+    assert got == {("helper.py", "DT103", True), ("other.py", "DT902", False)}
+
+
 def test_user_rules(dualtrack, tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.dualtrack]\nrules = "cuda-rules.toml"\n')
     write(tmp_path / "cuda-rules.toml", '''
