@@ -178,21 +178,14 @@ class PythonScanner {
   bool Maybe(std::size_t b, std::size_t e) const {
     if (b >= e) return false;
     if (always_) return true;
-    const char* start = T(b).text.data();
-    const char* end = T(e - 1).text.data() + T(e - 1).text.size();
-    auto s = reinterpret_cast<std::uintptr_t>(start) - reinterpret_cast<std::uintptr_t>(source_.data());
-    auto f = reinterpret_cast<std::uintptr_t>(end) - reinterpret_cast<std::uintptr_t>(source_.data());
-    if (s > f || f > source_.size()) {
-      // Token text outside the source (the lexer makes none today): search the span itself.
-      if (Triggers().Matches(std::string_view(start, static_cast<std::size_t>(end - start))))
-        return true;
-    } else {
-      // One search of the whole source up front (triggers_) instead of one per statement.
-      auto it = std::lower_bound(triggers_.begin(), triggers_.end(), s,
-                                 [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
-      for (; it != triggers_.end() && it->start < f; ++it)
-        if (it->end <= f) return true;
-    }
+    // One search of the whole source up front (triggers_) instead of one per statement; tokens
+    // are views into the source, so their offsets index it.
+    auto s = static_cast<std::size_t>(T(b).text.data() - source_.data());
+    auto f = static_cast<std::size_t>(T(e - 1).text.data() + T(e - 1).text.size() - source_.data());
+    auto it = std::lower_bound(triggers_.begin(), triggers_.end(), s,
+                               [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
+    for (; it != triggers_.end() && it->start < f; ++it)
+      if (it->end <= f) return true;
     if (hot_names_.empty()) return false;
     for (std::size_t k = b; k < e; ++k)
       if (IsName(T(k)) && hot_names_.count(T(k).text)) return true;
