@@ -379,43 +379,36 @@ void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
   }
 }
 
-bool Prefilter::Matches(std::string_view text) const {
+bool Prefilter::AnyMatch(std::string_view text, bool vector_unit) const {
   if (empty_) return true;
   bool found = false;
-  Search(text, HaveVectorUnit(), [&](std::size_t, std::size_t) { return found = true; });
+  Search(text, vector_unit, [&](std::size_t, std::size_t) { return found = true; });
   return found;
 }
 
-bool Prefilter::MatchesScalar(std::string_view text) const {
-  if (empty_) return true;
-  bool found = false;
-  Search(text, false, [&](std::size_t, std::size_t) { return found = true; });
-  return found;
-}
-
-std::vector<Prefilter::Match> Prefilter::FindAll(std::string_view text) const {
+std::vector<Prefilter::Match> Prefilter::AllMatches(std::string_view text, bool vector_unit) const {
   std::vector<Match> out;
   if (empty_) return out;
-  Search(text, HaveVectorUnit(), [&](std::size_t s, std::size_t e) {
+  Search(text, vector_unit, [&](std::size_t s, std::size_t e) {
     out.push_back(Match{s, e});
     return false;
   });
   return out;
+}
+
+bool Prefilter::Matches(std::string_view text) const { return AnyMatch(text, HaveVectorUnit()); }
+bool Prefilter::MatchesScalar(std::string_view text) const { return AnyMatch(text, false); }
+
+std::vector<Prefilter::Match> Prefilter::FindAll(std::string_view text) const {
+  return AllMatches(text, HaveVectorUnit());
+}
+std::vector<Prefilter::Match> Prefilter::FindAllScalar(std::string_view text) const {
+  return AllMatches(text, false);
 }
 
 void Prefilter::ForEachMatch(std::string_view text,
                              const std::function<bool(std::size_t, std::size_t)>& on) const {
   if (!empty_) Search(text, HaveVectorUnit(), on);
-}
-
-std::vector<Prefilter::Match> Prefilter::FindAllScalar(std::string_view text) const {
-  std::vector<Match> out;
-  if (empty_) return out;
-  Search(text, false, [&](std::size_t s, std::size_t e) {
-    out.push_back(Match{s, e});
-    return false;
-  });
-  return out;
 }
 
 }  // namespace dt::scan

@@ -63,6 +63,8 @@ class Prefilter {
   };
 
  private:
+  bool AnyMatch(std::string_view text, bool vector_unit) const;
+  std::vector<Match> AllMatches(std::string_view text, bool vector_unit) const;
   // Calls on(start, end) for each match in order; stops when it returns true.
   template <typename On>
   void Search(std::string_view text, bool vector_unit, On&& on) const;
