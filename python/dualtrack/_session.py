@@ -245,6 +245,22 @@ def _make_recorder(session: Session):
     on_mps_check = _messages.mps_has_kernel
     getframe = sys._getframe
 
+    def _note_tensors(values, dts, dev):
+        """Adds the dtypes of the tensors among `values` (and in lists or tuples among them) to
+        dts; returns `dev`, or the device of the first tensor when `dev` is None."""
+        for a in values:
+            if isinstance(a, Tensor):
+                dts.append(a.dtype)
+                if dev is None:
+                    dev = a.device.type
+            elif isinstance(a, (list, tuple)):
+                for b in a:
+                    if isinstance(b, Tensor):
+                        dts.append(b.dtype)
+                        if dev is None:
+                            dev = b.device.type
+        return dev
+
     class Recorder(TorchDispatchMode):
         """One row per (operator overload, device, dtypes); the stack is walked on a row's first call."""
 
@@ -254,38 +270,14 @@ def _make_recorder(session: Session):
             if session.paused:
                 return func(*args, **kwargs)
             dts = []
-            dev = None
-            for a in args:
-                if isinstance(a, Tensor):
-                    dts.append(a.dtype)
-                    if dev is None:
-                        dev = a.device.type
-                elif isinstance(a, (list, tuple)):
-                    for b in a:
-                        if isinstance(b, Tensor):
-                            dts.append(b.dtype)
-                            if dev is None:
-                                dev = b.device.type
-            for a in kwargs.values():
-                if isinstance(a, Tensor):
-                    dts.append(a.dtype)
-                    if dev is None:
-                        dev = a.device.type
+            dev = _note_tensors(args, dts, None)
+            dev = _note_tensors(kwargs.values(), dts, dev)
             try:
                 out = func(*args, **kwargs)
             except Exception as e:
                 _record_failure(func, dev, dts, kwargs, e)
                 raise
-            if isinstance(out, Tensor):
-                dts.append(out.dtype)
-                if dev is None:
-                    dev = out.device.type
-            elif isinstance(out, (list, tuple)):
-                for b in out:
-                    if isinstance(b, Tensor):
-                        dts.append(b.dtype)
-                        if dev is None:
-                            dev = b.device.type
+            dev = _note_tensors((out,), dts, dev)
             key = (func, dev, frozenset(dts))
             row = ops.get(key)
             if row is None:
