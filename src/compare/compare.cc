@@ -258,7 +258,14 @@ Result<CompareReport> Compare(const CompareOptions& o) {
                    [](const TensorComparison& x, const TensorComparison& y) {
                      int rx = StatusRank(x.status), ry = StatusRank(y.status);
                      if (rx != ry) return rx < ry;
-                     return x.severity > y.severity;
+                     if (x.severity != y.severity) return x.severity > y.severity;
+                     // Tensors inside tolerance with no excess tie above; the larger relative,
+                     // then absolute error is still the one to look at first.
+                     if (!x.stats || !y.stats) return false;
+                     if (x.stats->max_rel != y.stats->max_rel) {
+                       return x.stats->max_rel > y.stats->max_rel;
+                     }
+                     return x.stats->max_abs > y.stats->max_abs;
                    });
   int compared = 0;
   for (const TensorComparison& c : r.tensors) {

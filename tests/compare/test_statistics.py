@@ -280,6 +280,19 @@ def test_text_and_markdown_outputs(dualtrack, tmp_path):
     assert "| status | tensor |" in md and "| FAIL | bad |" in md and "**FAIL: 1 of 2" in md
 
 
+def test_passing_tensors_are_listed_largest_error_first(dualtrack, tmp_path):
+    b = np.linspace(1.0, 2.0, 64)
+    exact, small, smaller = b.copy(), b * (1 + 2e-9), b * (1 + 1e-9)
+    small_abs = b.copy()
+    small_abs[0] += 1e-12  # One tiny error: still above the exact tensor.
+    np.savez(tmp_path / "a.npz", exact=exact, smaller=smaller, zabs=small_abs, small=small)
+    np.savez(tmp_path / "b.npz", exact=b, smaller=b, zabs=b, small=b)
+    r = dualtrack("compare", tmp_path / "a.npz", tmp_path / "b.npz", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    names = [t["name"] for t in json.loads(r.stdout)["tensors"]]
+    assert names == ["small", "smaller", "zabs", "exact"]
+
+
 def test_float8_and_uint16_through_torch_save_v3_and_safetensors(dualtrack, tmp_path):
     x = torch.randn(1000, generator=torch.Generator().manual_seed(7))
     y = x * 1.05
