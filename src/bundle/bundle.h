@@ -33,6 +33,7 @@ struct OpRow {
   std::optional<Location> location;
   std::string status = "ok";  // ok | fallback | failed
   std::optional<std::string> error;
+  std::int64_t max_ndim = 0;  // The most dimensions an input had, where the trace says.
 };
 
 // One row of metrics.jsonl.
@@ -65,6 +66,11 @@ struct Bundle {
 // Missing ops/metrics/tensors files are empty (an incomplete run); malformed ones are kInput errors
 // naming the file and line.
 Result<Bundle> LoadBundle(const std::filesystem::path& dir);
+
+// Reads an ops.jsonl (a bundle's, or one written by hand for `coverage`): one JSON object per
+// line, "op" required; "overload" defaults to "default" and "count" to 1. A missing file is an
+// empty trace; a malformed line is a kInput error naming the file and line.
+Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path);
 
 // Parses the header of a .safetensors file held in `bytes` (the whole file, or at least its header
 // when `file_size` says how long the file is) and checks every offset against the file size.

@@ -166,6 +166,49 @@ TEST_F(BundleTest, LoadBundleErrorsNameTheFileAndLine) {
   EXPECT_FALSE(LoadBundle(dir_ / "missing").ok());
 }
 
+TEST_F(BundleTest, ReadOpsJsonlFillsDefaultsAndRejectsMalformedLines) {
+  Write("ops.jsonl",
+        "{\"op\": \"aten::add\", \"overload\": \"Tensor\", \"ndim\": 3}\n"
+        "{\"op\": \"aten::mm\", \"overload\": \"\", \"count\": 0, \"max_ndim\": 5, "
+        "\"location\": {\"line\": 3}, \"dtypes\": null}\n");
+  auto rows = ReadOpsJsonl(dir_ / "ops.jsonl");
+  ASSERT_TRUE(rows.ok()) << rows.error().ToString();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].overload, "Tensor");
+  EXPECT_EQ((*rows)[0].count, 1);  // Absent: one call.
+  EXPECT_EQ((*rows)[0].status, "ok");
+  EXPECT_EQ((*rows)[0].max_ndim, 3);
+  EXPECT_EQ((*rows)[1].overload, "default");
+  EXPECT_EQ((*rows)[1].count, 0);
+  EXPECT_EQ((*rows)[1].max_ndim, 5);
+  EXPECT_FALSE((*rows)[1].location.has_value());  // No file: no place to point at.
+  EXPECT_TRUE(ReadOpsJsonl(dir_ / "absent.jsonl")->empty());
+
+  struct Case {
+    std::string line, needle;
+  } cases[] = {
+      {"{not json", "invalid JSON"},
+      {"[1, 2]", "not a JSON object"},
+      {"{\"count\": 1}", "'op' is missing"},
+      {"{\"op\": 3}", "'op' is missing or not a string"},
+      {"{\"op\": \"\"}", "'op' is empty"},
+      {"{\"op\": \"a\", \"count\": -1}", "'count' must be a non-negative integer"},
+      {"{\"op\": \"a\", \"count\": \"2\"}", "'count' must be a non-negative integer"},
+      {"{\"op\": \"a\", \"dtypes\": \"float32\"}", "'dtypes' must be a list of strings"},
+      {"{\"op\": \"a\", \"dtypes\": [1]}", "'dtypes' must be a list of strings"},
+      {"{\"op\": \"a\", \"location\": \"m.py:3\"}", "'location' must be an object or null"},
+  };
+  for (const Case& c : cases) {
+    Write("ops.jsonl", "{\"op\": \"aten::ok\"}\n\n" + c.line + "\n");
+    auto bad = ReadOpsJsonl(dir_ / "ops.jsonl");
+    ASSERT_FALSE(bad.ok()) << c.line;
+    EXPECT_EQ(bad.error().code, ErrorCode::kInput);
+    EXPECT_EQ(bad.error().file, (dir_ / "ops.jsonl").string());
+    EXPECT_EQ(bad.error().line, 3) << c.line;
+    EXPECT_NE(bad.error().message.find(c.needle), std::string::npos) << bad.error().message;
+  }
+}
+
 TEST_F(BundleTest, RunTrackRecordsExitCodeLogsAndPeakMemory) {
   RunOptions o;
   o.track = "cpu";

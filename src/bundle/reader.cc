@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <system_error>
@@ -59,10 +60,15 @@ Status ForEachJsonLine(const std::filesystem::path& path, F&& row) {
     std::string_view line = Trim(std::string_view(s).substr(pos, nl - pos));
     pos = nl + 1;
     if (line.empty()) continue;
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded() || !j.is_object()) {
-      return InputError(path, line_no, "not a JSON object");
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const json::parse_error& e) {
+      // e.what() quotes the offending bytes, which may not be printable text.
+      return InputError(path, line_no,
+                        "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
     }
+    if (!j.is_object()) return InputError(path, line_no, "not a JSON object");
     if (auto st = row(j, line_no); !st) return st;
   }
   return OkStatus();
@@ -142,6 +148,54 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
   return out;
 }
 
+Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
+  std::vector<OpRow> rows;
+  Status st = ForEachJsonLine(path, [&](const json& j, std::int64_t line) -> Status {
+    OpRow r;
+    auto op = RequireString(j, "op", path, line);
+    if (!op) return op.take_error();
+    if (op->empty()) return InputError(path, line, "field 'op' is empty");
+    r.op = std::move(*op);
+    if (j.contains("overload") && j["overload"].is_string()) {
+      r.overload = j["overload"].get<std::string>();
+    }
+    if (r.overload.empty()) r.overload = "default";
+    if (j.contains("device") && j["device"].is_string()) r.device = j["device"].get<std::string>();
+    if (j.contains("dtypes") && !j["dtypes"].is_null()) {
+      if (!j["dtypes"].is_array())
+        return InputError(path, line, "'dtypes' must be a list of strings");
+      for (const json& d : j["dtypes"]) {
+        if (!d.is_string()) return InputError(path, line, "'dtypes' must be a list of strings");
+        r.dtypes.push_back(d.get<std::string>());
+      }
+    }
+    r.count = 1;  // A hand-written trace may list each call once.
+    if (j.contains("count")) {
+      if (!j["count"].is_number_integer() || j["count"].get<std::int64_t>() < 0) {
+        return InputError(path, line, "field 'count' must be a non-negative integer");
+      }
+      r.count = j["count"].get<std::int64_t>();
+    }
+    if (j.contains("location") && !j["location"].is_null()) {
+      if (!j["location"].is_object()) {
+        return InputError(path, line, "field 'location' must be an object or null");
+      }
+      r.location = ParseLocation(j["location"]);
+    }
+    if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
+    if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
+    for (const char* key : {"max_ndim", "ndim"}) {
+      if (j.contains(key) && j[key].is_number_integer()) {
+        r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());
+      }
+    }
+    rows.push_back(std::move(r));
+    return OkStatus();
+  });
+  if (!st) return st.take_error();
+  return rows;
+}
+
 Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
@@ -179,35 +233,12 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   if (!track) return track.take_error();
   b.track = *track;
 
-  const auto ops_path = dir / "ops.jsonl";
-  Status st = ForEachJsonLine(ops_path, [&](const json& j, std::int64_t line) -> Status {
-    OpRow r;
-    auto op = RequireString(j, "op", ops_path, line);
-    if (!op) return op.take_error();
-    r.op = *op;
-    if (j.contains("overload") && j["overload"].is_string())
-      r.overload = j["overload"].get<std::string>();
-    if (j.contains("device") && j["device"].is_string()) r.device = j["device"].get<std::string>();
-    if (j.contains("dtypes") && j["dtypes"].is_array()) {
-      for (const json& d : j["dtypes"]) {
-        if (!d.is_string()) return InputError(ops_path, line, "dtypes must be strings");
-        r.dtypes.push_back(d.get<std::string>());
-      }
-    }
-    if (!j.contains("count") || !j["count"].is_number_integer()) {
-      return InputError(ops_path, line, "field 'count' is missing or not an integer");
-    }
-    r.count = j["count"].get<std::int64_t>();
-    if (j.contains("location")) r.location = ParseLocation(j["location"]);
-    if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
-    if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
-    b.ops.push_back(std::move(r));
-    return OkStatus();
-  });
-  if (!st) return st.take_error();
+  auto ops = ReadOpsJsonl(dir / "ops.jsonl");
+  if (!ops) return ops.take_error();
+  b.ops = std::move(*ops);
 
   const auto metrics_path = dir / "metrics.jsonl";
-  st = ForEachJsonLine(metrics_path, [&](const json& j, std::int64_t line) -> Status {
+  Status st = ForEachJsonLine(metrics_path, [&](const json& j, std::int64_t line) -> Status {
     MetricRow m;
     auto name = RequireString(j, "name", metrics_path, line);
     if (!name) return name.take_error();

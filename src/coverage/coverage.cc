@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "app/paths.h"
+#include "bundle/bundle.h"
 #include "coverage/rules.h"
 #include "coverage/table.h"
 #include "util/fs.h"
@@ -14,86 +15,6 @@
 
 namespace dt::coverage {
 namespace {
-
-struct TraceRow {
-  std::string op, overload;
-  std::vector<std::string> dtypes;
-  std::int64_t count = 0;
-  std::optional<CodeLocation> location;
-  std::string status;
-  std::int64_t max_ndim = 0;
-};
-
-Result<std::vector<TraceRow>> ReadOpsJsonl(const std::filesystem::path& path) {
-  auto text = ReadFile(path, 512u << 20);
-  if (!text) return text.take_error();
-  std::vector<TraceRow> rows;
-  std::int64_t lineno = 0;
-  std::size_t pos = 0;
-  const std::string file = path.string();
-  while (pos < text->size()) {
-    std::size_t end = text->find('\n', pos);
-    if (end == std::string::npos) end = text->size();
-    std::string_view line = Trim(std::string_view(*text).substr(pos, end - pos));
-    pos = end + 1;
-    ++lineno;
-    if (line.empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      return MakeError(ErrorCode::kInput, std::string("ops.jsonl: invalid JSON: ") + e.what(), file,
-                       lineno);
-    }
-    auto bad = [&](const std::string& what) {
-      return MakeError(ErrorCode::kInput, "ops.jsonl: " + what, file, lineno);
-    };
-    if (!j.is_object()) return bad("each line must be a JSON object");
-    if (!j.contains("op") || !j["op"].is_string() || j["op"].get<std::string>().empty()) {
-      return bad("missing string field 'op'");
-    }
-    TraceRow r;
-    r.op = j["op"].get<std::string>();
-    r.overload = j.contains("overload") && j["overload"].is_string()
-                     ? j["overload"].get<std::string>()
-                     : "default";
-    if (r.overload.empty()) r.overload = "default";
-    if (j.contains("dtypes") && !j["dtypes"].is_null()) {
-      if (!j["dtypes"].is_array()) return bad("'dtypes' must be an array of strings");
-      for (const auto& d : j["dtypes"]) {
-        if (!d.is_string()) return bad("'dtypes' must be an array of strings");
-        r.dtypes.push_back(d.get<std::string>());
-      }
-    }
-    if (j.contains("count")) {
-      if (!j["count"].is_number_integer() || j["count"].get<std::int64_t>() < 0) {
-        return bad("'count' must be a non-negative integer");
-      }
-      r.count = j["count"].get<std::int64_t>();
-    } else {
-      r.count = 1;
-    }
-    if (j.contains("location") && j["location"].is_object()) {
-      const auto& l = j["location"];
-      CodeLocation loc;
-      if (l.contains("file") && l["file"].is_string()) loc.file = l["file"].get<std::string>();
-      if (l.contains("line") && l["line"].is_number_integer())
-        loc.line = l["line"].get<std::int64_t>();
-      if (l.contains("function") && l["function"].is_string())
-        loc.function = l["function"].get<std::string>();
-      if (!loc.file.empty()) r.location = loc;
-    } else if (j.contains("location") && !j["location"].is_null()) {
-      return bad("'location' must be an object or null");
-    }
-    if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
-    for (const char* key : {"max_ndim", "ndim"}) {
-      if (j.contains(key) && j[key].is_number_integer())
-        r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());
-    }
-    rows.push_back(std::move(r));
-  }
-  return rows;
-}
 
 // The table key of a traced operator: "aten::add" + "Tensor" → "add.Tensor".
 std::string TableKey(const std::string& op, const std::string& overload) {
@@ -195,12 +116,12 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
   }
   report.torch = table->versions()[vi];
   if (report.track == "mps") report.evidence = "measured";
-  auto rows = ReadOpsJsonl(ops_path);
+  auto rows = bundle::ReadOpsJsonl(ops_path);
   if (!rows) return rows.take_error();
 
   // Rows of the same operator at the same place merge (their dtypes and counts add up).
   std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, CoverageOp> merged;
-  for (TraceRow& r : *rows) {
+  for (bundle::OpRow& r : *rows) {
     // Profiler markers (record_function) are bookkeeping the tracer sees, not computation.
     if (StartsWith(r.op, "profiler::")) continue;
     auto key = std::make_tuple(r.op, r.overload, r.location ? r.location->file : "",
@@ -210,7 +131,8 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     if (inserted) {
       o.op = r.op;
       o.overload = r.overload;
-      o.location = r.location;
+      if (r.location)
+        o.location = CodeLocation{r.location->file, r.location->line, r.location->function};
     }
     o.count += r.count;
     for (const std::string& d : r.dtypes) {
