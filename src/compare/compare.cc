@@ -254,6 +254,22 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     c.shape_b = tb.shape;
     r.tensors.push_back(std::move(c));
   }
+  // A filter that keeps nothing is a mistyped pattern far more often than an intended no-op.
+  if (!o.only.empty() && r.tensors.empty() && (!fa->tensors.empty() || !fb->tensors.empty())) {
+    std::vector<std::string> some;
+    for (const TensorFile* f : {&*fa, &*fb}) {
+      for (const TensorInfo& t : f->tensors) {
+        if (some.size() < 4 && std::find(some.begin(), some.end(), t.name) == some.end()) {
+          some.push_back(t.name);
+        }
+      }
+    }
+    return MakeError(ErrorCode::kUsage,
+                     fmt::format("--only {} selects none of the {} tensors of A and {} of B (they "
+                                 "are named like {})",
+                                 fmt::join(o.only, ", "), fa->tensors.size(), fb->tensors.size(),
+                                 fmt::join(some, ", ")));
+  }
   std::stable_sort(r.tensors.begin(), r.tensors.end(),
                    [](const TensorComparison& x, const TensorComparison& y) {
                      int rx = StatusRank(x.status), ry = StatusRank(y.status);
@@ -290,7 +306,14 @@ Result<CompareReport> Compare(const CompareOptions& o) {
 
   std::string s = r.verdict == "pass" ? "PASS: " : "FAIL: ";
   if (nothing) {
-    s += "no tensor or metric in common to compare";
+    if (r.tensors.empty()) {
+      s += "nothing to compare: neither side holds a tensor or a metric";
+    } else {
+      s += fmt::format(
+          "no tensor name in common ({} only in A, {} only in B; --map OLD=NEW pairs renamed "
+          "keys)",
+          r.n_missing_b, r.n_missing_a);
+    }
   } else {
     s += fmt::format("{} of {} tensors within tolerance", r.n_pass, compared);
     if (r.n_fail > 0) {
@@ -509,7 +532,8 @@ std::string CompareReportToText(const CompareReport& r) {
     os << "\nmetrics:\n";
     for (const MetricComparison& m : r.metrics) os << "  " << MetricLine(m) << '\n';
   }
-  os << '\n' << r.summary << '\n';
+  if (!rows.empty() || !r.metrics.empty()) os << '\n';
+  os << r.summary << '\n';
   return os.str();
 }
 

@@ -241,8 +241,15 @@ def test_names_only_map_missing_and_shape_mismatch(dualtrack, tmp_path):
                           "--map", "enc.*=encoder.*", "--only", "encoder.*")
     assert {t["name"] for t in rep["tensors"]} == {"encoder.w", "encoder.b"}
     assert rep["verdict"] == "pass" and r.returncode == 0
-    r, rep = compare_json(dualtrack, tmp_path / "a.safetensors", tmp_path / "b.safetensors", "--only", "nothing*")
-    assert rep["verdict"] == "fail" and "no tensor or metric in common" in rep["summary"]
+    r = dualtrack("compare", tmp_path / "a.safetensors", tmp_path / "b.safetensors", "--only", "nothing*")
+    assert r.returncode == 2 and r.stdout == ""
+    assert "--only nothing* selects none of the 4 tensors of A and 4 of B" in r.stderr
+    assert "enc.b" in r.stderr  # Names to correct the pattern with.
+    torch_save_file({"x": torch.ones(2)}, tmp_path / "c.safetensors")
+    torch_save_file({"y": torch.ones(2), "z": torch.ones(1)}, tmp_path / "d.safetensors")
+    r, rep = compare_json(dualtrack, tmp_path / "c.safetensors", tmp_path / "d.safetensors")
+    assert rep["verdict"] == "fail" and r.returncode == 1
+    assert "no tensor name in common (1 only in A, 2 only in B; --map OLD=NEW" in rep["summary"]
 
 
 def test_tolerance_file_overrides_per_tensor(dualtrack, tmp_path):
