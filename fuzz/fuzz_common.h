@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "compare/compare.h"
 #include "compare/stats.h"
 #include "compare/tensor.h"
 
@@ -17,9 +18,7 @@ inline void Exercise(const std::vector<TensorInfo>& tensors) {
     StatsConfig cfg;
     cfg.threads = 1;
     cfg.percentiles = true;
-    if (IsFloat(t.dtype) && t.dtype != DType::kF8E4M3 && t.dtype != DType::kF8E5M2) {
-      cfg.ulp_dtype = t.dtype;
-    }
+    cfg.ulp_dtype = UlpDType(t.dtype, t.dtype);
     (void)ComputeStats(t, t, cfg, "fuzz", "fuzz");
   }
 }

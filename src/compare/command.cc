@@ -71,8 +71,10 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
         for (const TensorInfo& tb : fb->tensors) {
           bool pair = ta.name == tb.name || (fa->tensors.size() == 1 && fb->tensors.size() == 1);
           if (!pair || ta.storage.is_deflated() || tb.storage.is_deflated()) continue;
+          // ReadCeiling sizes a tensor as numel × DTypeSize, which packed sub-byte dtypes lack.
+          if (IsSubByte(ta.dtype) || IsSubByte(tb.dtype)) continue;
           sum += ReadCeiling(ta, tb, o.threads);
-          bytes += ta.numel * DTypeSize(ta.dtype) + tb.numel * DTypeSize(tb.dtype);
+          bytes += StorageBytes(ta) + StorageBytes(tb);
         }
       }
       row["ceiling_s"] = std::chrono::duration<double>(Clock::now() - t0).count();

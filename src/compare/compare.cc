@@ -38,14 +38,6 @@ bool Selected(const CompareOptions& o, const std::string& name_a, const std::str
   return false;
 }
 
-std::optional<DType> UlpDType(DType a, DType b) {
-  if (!IsFloat(a) || !IsFloat(b) || a == DType::kF8E4M3 || a == DType::kF8E5M2 ||
-      b == DType::kF8E4M3 || b == DType::kF8E5M2) {
-    return std::nullopt;
-  }
-  return MantissaBits(a) <= MantissaBits(b) ? a : b;
-}
-
 bool Passes(const TensorStats& s, const TensorComparison& t) {
   if (t.check == Check::kElementwise) return s.n_outside == 0;
   if (s.nonfinite_outside > 0) return false;
@@ -149,6 +141,12 @@ void CompareMetrics(const TensorFile& fa, const TensorFile& fb, double atol, dou
 
 }  // namespace
 
+std::optional<DType> UlpDType(DType a, DType b) {
+  if (IsComplex(a) && IsComplex(b)) return UlpDType(ComponentDType(a), ComponentDType(b));
+  if (!IsFloat(a) || !IsFloat(b) || DTypeBits(a) <= 8 || DTypeBits(b) <= 8) return std::nullopt;
+  return MantissaBits(a) <= MantissaBits(b) ? a : b;
+}
+
 Result<CompareReport> Compare(const CompareOptions& o) {
   ToleranceFile tf;
   if (!o.tolerance_file.empty()) {
@@ -217,6 +215,15 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     }
     if (ta.shape != tb.shape) {
       c.status = "shape_mismatch";
+      c.severity = INFINITY;
+      r.tensors.push_back(std::move(c));
+      continue;
+    }
+    if (IsComplex(ta.dtype) != IsComplex(tb.dtype)) {
+      c.status = "dtype_mismatch";
+      c.note = fmt::format("a {} tensor cannot be compared with a real {} one",
+                           IsComplex(ta.dtype) ? DTypeName(ta.dtype) : DTypeName(tb.dtype),
+                           IsComplex(ta.dtype) ? DTypeName(tb.dtype) : DTypeName(ta.dtype));
       c.severity = INFINITY;
       r.tensors.push_back(std::move(c));
       continue;
@@ -359,6 +366,7 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
     t["dtype_b"] = c.dtype_b ? json(DTypeName(*c.dtype_b)) : json(nullptr);
     t["shape"] = c.status == "missing_a" ? c.shape_b : c.shape_a;
     if (c.status == "shape_mismatch") t["shape_b"] = c.shape_b;
+    if (!c.note.empty()) t["note"] = c.note;
     if (c.status == "missing_a" || c.status == "missing_b") {
       tensors.push_back(std::move(t));
       continue;
@@ -370,6 +378,8 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
     if (c.stats) {
       const TensorStats& s = *c.stats;
       t["numel"] = s.numel;
+      // Complex pairs: errors are moduli |a - b|, and stats_a / stats_b describe |a| and |b|.
+      t["complex"] = c.dtype_a && IsComplex(*c.dtype_a);
       t["finite_pairs"] = s.finite_pairs;
       t["max_abs"] = JsonNum(s.max_abs);
       t["max_abs_index"] = s.max_abs_index;
@@ -528,6 +538,9 @@ std::string CompareReportToText(const CompareReport& r) {
     line(kHeader);
     for (const Row& row : rows) line(row.cells);
   }
+  for (const TensorComparison& c : r.tensors) {
+    if (!c.note.empty()) os << "note: " << c.name << ": " << c.note << '\n';
+  }
   if (!r.metrics.empty()) {
     os << "\nmetrics:\n";
     for (const MetricComparison& m : r.metrics) os << "  " << MetricLine(m) << '\n';
@@ -563,6 +576,9 @@ std::string CompareReportToMarkdown(const CompareReport& r) {
       }
       os << '\n';
     }
+  }
+  for (const TensorComparison& c : r.tensors) {
+    if (!c.note.empty()) os << "\nNote: `" << c.name << "`: " << c.note << '\n';
   }
   if (!r.metrics.empty()) {
     os << "\n**Metrics**\n\n";

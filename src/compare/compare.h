@@ -47,6 +47,7 @@ struct TensorComparison {
   Rule rule = Rule::kAllclose;
   Check check = Check::kElementwise;
   std::optional<TensorStats> stats;
+  std::string note;     // Why a pair was not compared (a complex tensor against a real one).
   double severity = 0;  // Sort key: how far outside (or inside) tolerance it is.
 };
 
@@ -80,6 +81,11 @@ struct CompareReport {
 
 // torch.testing.assert_close's defaults for a dtype: {rtol, atol}.
 std::pair<double, double> DefaultTolerance(DType t);
+
+// The dtype a pair's ULP distances are counted in: the coarser float dtype of the two (of the
+// components for two complex dtypes); none for integers, bool, a complex-real pair and floats of
+// 8 bits or fewer, whose ULP is most of a value's magnitude and so says nothing max_rel does not.
+std::optional<DType> UlpDType(DType a, DType b);
 
 Result<CompareReport> Compare(const CompareOptions& options);
 nlohmann::json CompareReportToJson(const CompareReport& report);

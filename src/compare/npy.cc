@@ -161,9 +161,10 @@ Result<NpyHeader> ParseNpyHeader(const unsigned char* data, std::size_t size,
     DType type;
   };
   static constexpr Code kCodes[] = {
-      {"f8", DType::kF64}, {"f4", DType::kF32}, {"f2", DType::kF16}, {"i8", DType::kI64},
-      {"i4", DType::kI32}, {"i2", DType::kI16}, {"i1", DType::kI8},  {"u8", DType::kU64},
-      {"u4", DType::kU32}, {"u2", DType::kU16}, {"u1", DType::kU8},  {"b1", DType::kBool},
+      {"f8", DType::kF64}, {"f4", DType::kF32},   {"f2", DType::kF16}, {"i8", DType::kI64},
+      {"i4", DType::kI32}, {"i2", DType::kI16},   {"i1", DType::kI8},  {"u8", DType::kU64},
+      {"u4", DType::kU32}, {"u2", DType::kU16},   {"u1", DType::kU8},  {"b1", DType::kBool},
+      {"c8", DType::kC64}, {"c16", DType::kC128},
   };
   bool found = false;
   for (const Code& c : kCodes) {

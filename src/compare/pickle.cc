@@ -62,6 +62,8 @@ constexpr StorageType kStorageTypes[] = {
     {"torch.UInt16Storage", DType::kU16},
     {"torch.UInt32Storage", DType::kU32},
     {"torch.UInt64Storage", DType::kU64},
+    {"torch.ComplexFloatStorage", DType::kC64},
+    {"torch.ComplexDoubleStorage", DType::kC128},
     // Newer dtypes (float8, uint16…) are saved as untyped byte storages plus a dtype argument.
     {"torch.storage.UntypedStorage", DType::kU8},
 };
@@ -78,6 +80,11 @@ constexpr DTypeGlobal kDTypeObjects[] = {
     {"torch.bfloat16", DType::kBF16},
     {"torch.float8_e4m3fn", DType::kF8E4M3},
     {"torch.float8_e5m2", DType::kF8E5M2},
+    {"torch.float8_e4m3fnuz", DType::kF8E4M3FNUZ},
+    {"torch.float8_e5m2fnuz", DType::kF8E5M2FNUZ},
+    {"torch.float8_e8m0fnu", DType::kF8E8M0},
+    {"torch.complex64", DType::kC64},
+    {"torch.complex128", DType::kC128},
     {"torch.int64", DType::kI64},
     {"torch.int32", DType::kI32},
     {"torch.int16", DType::kI16},
@@ -91,10 +98,12 @@ constexpr DTypeGlobal kDTypeObjects[] = {
 
 // dtype objects torch.save writes as plain globals (a saved `torch.float32` value).
 constexpr std::string_view kDTypeGlobals[] = {
-    "torch.float64",       "torch.float32",     "torch.float16", "torch.bfloat16", "torch.int64",
-    "torch.int32",         "torch.int16",       "torch.int8",    "torch.uint8",    "torch.bool",
-    "torch.float8_e4m3fn", "torch.float8_e5m2", "torch.uint16",  "torch.uint32",   "torch.uint64",
-    "torch.device",        "torch.Size",
+    "torch.float64",         "torch.float32",        "torch.float16",       "torch.bfloat16",
+    "torch.int64",           "torch.int32",          "torch.int16",         "torch.int8",
+    "torch.uint8",           "torch.bool",           "torch.float8_e4m3fn", "torch.float8_e5m2",
+    "torch.uint16",          "torch.uint32",         "torch.uint64",        "torch.float8_e4m3fnuz",
+    "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu", "torch.complex64",     "torch.complex128",
+    "torch.device",          "torch.Size",
 };
 
 constexpr std::string_view kCallables[] = {

@@ -39,9 +39,12 @@ TEST(CompareSafetensorsTest, ReadsTensorsAndRejectsMalformedHeaders) {
            R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
            std::string(12, '\0')),
        "overlap"},
-      {Safetensors(R"({"x":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})",
-                   std::string(8, '\0')),
-       "unknown or unsupported dtype 'C64'"},
+      {Safetensors(R"({"x":{"dtype":"C128","shape":[1],"data_offsets":[0,16]}})",
+                   std::string(16, '\0')),
+       "unknown or unsupported dtype 'C128'"},  // Not a safetensors dtype (only npy / pt).
+      {Safetensors(R"({"x":{"dtype":"","shape":[1],"data_offsets":[0,16]}})",
+                   std::string(16, '\0')),
+       "unknown or unsupported dtype ''"},
       {Safetensors(R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})",
                    std::string(8, '\0')),
        "overflows"},
@@ -82,7 +85,10 @@ TEST(CompareNpyTest, ReadsVersionsOrdersAndRejectsMalformed) {
        "truncated"},
       {"\x93NUMPX" + data, "bad magic"},
       {hlen, "longer than the file"},
-      {Npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", data), "unsupported dtype"},
+      {Npy("{'descr': '<c32', 'fortran_order': False, 'shape': (1,), }", data),
+       "unsupported dtype"},
+      {Npy("{'descr': '<c8', 'fortran_order': False, 'shape': (4,), }", data), "truncated"},
+      {Npy("{'descr': '>c16', 'fortran_order': False, 'shape': (2,), }", data), "truncated"},
       {Npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", data),
        "structured"},
       {Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }", data),
@@ -99,6 +105,82 @@ TEST(CompareNpyTest, ReadsVersionsOrdersAndRejectsMalformed) {
     std::string err = ErrorOf(ReadNpy(U(c.bytes), c.bytes.size(), "f", "x", o));
     EXPECT_NE(err.find(c.needle), std::string::npos) << c.needle << ": " << err;
   }
+}
+
+// The dtypes added for issue #6's "every dtype of the format": the size rules of packed sub-byte
+// floats and complex64, read from hand-built headers.
+TEST(CompareSafetensorsTest, NewDTypesAndSubByteSizes) {
+  struct Ok {
+    std::string dtype;
+    std::uint64_t numel, bytes;
+    DType type;
+  };
+  const Ok oks[] = {
+      {"F4", 8, 4, DType::kF4},
+      {"F6_E2M3", 4, 3, DType::kF6E2M3},
+      {"F6_E3M2", 8, 6, DType::kF6E3M2},
+      {"F8_E4M3FNUZ", 3, 3, DType::kF8E4M3FNUZ},
+      {"F8_E5M2FNUZ", 3, 3, DType::kF8E5M2FNUZ},
+      {"F8_E8M0", 3, 3, DType::kF8E8M0},
+      {"C64", 3, 24, DType::kC64},
+  };
+  for (const Ok& c : oks) {
+    std::string f =
+        Safetensors(R"({"x":{"dtype":")" + c.dtype + R"(","shape":[)" + std::to_string(c.numel) +
+                        R"(],"data_offsets":[0,)" + std::to_string(c.bytes) + "]}}",
+                    std::string(c.bytes, '\0'));
+    std::vector<TensorInfo> out;
+    auto st = ReadSafetensors(U(f), f.size(), "f", "", out);
+    ASSERT_TRUE(st) << c.dtype << ": " << ErrorOf(st);
+    EXPECT_EQ(out[0].dtype, c.type) << c.dtype;
+    EXPECT_EQ(out[0].numel, c.numel) << c.dtype;
+    EXPECT_EQ(StorageBytes(out[0]), c.bytes) << c.dtype;
+  }
+  struct Bad {
+    std::string header, needle;
+    std::size_t data;
+  };
+  const Bad bads[] = {
+      {R"({"x":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})",
+       "3 elements of F4 (4 bits each) is not a whole number of bytes", 2},
+      {R"({"x":{"dtype":"F6_E3M2","shape":[2,1],"data_offsets":[0,2]}})",
+       "2 elements of F6_E3M2 (6 bits each) is not a whole number of bytes", 2},
+      {R"({"x":{"dtype":"F6_E2M3","shape":[4],"data_offsets":[0,4]}})",
+       "data_offsets span 4 bytes but the shape and dtype need 3", 4},
+      {R"({"x":{"dtype":"F4","shape":[8],"data_offsets":[0,8]}})",
+       "data_offsets span 8 bytes but the shape and dtype need 4", 8},
+      {R"({"x":{"dtype":"C64","shape":[2],"data_offsets":[0,8]}})",
+       "data_offsets span 8 bytes but the shape and dtype need 16", 8},
+      {R"({"x":{"dtype":"C64","shape":[2],"data_offsets":[0,24]}})", "outside the data", 16},
+      {R"({"x":{"dtype":"F4","shape":[4611686018427387904],"data_offsets":[0,8]}})",
+       "overflows 2^62 bits", 8},
+  };
+  for (const Bad& c : bads) {
+    std::string f = Safetensors(c.header, std::string(c.data, '\0'));
+    std::vector<TensorInfo> out;
+    std::string err = ErrorOf(ReadSafetensors(U(f), f.size(), "f", "", out));
+    EXPECT_NE(err.find(c.needle), std::string::npos) << c.needle << ": " << err;
+  }
+}
+
+TEST(CompareNpyTest, ComplexDescrsAndDeflatedComplexSize) {
+  std::string data(32, '\0');
+  std::vector<TensorInfo> out;
+  std::string le = Npy("{'descr': '<c8', 'fortran_order': True, 'shape': (2, 2), }", data);
+  ASSERT_TRUE(ReadNpy(U(le), le.size(), "f", "x", out));
+  std::string be = Npy("{'descr': '>c16', 'fortran_order': False, 'shape': (2,), }", data);
+  ASSERT_TRUE(ReadNpy(U(be), be.size(), "f", "y", out));
+  EXPECT_EQ(out[0].dtype, DType::kC64);
+  EXPECT_FALSE(out[0].big_endian);
+  EXPECT_EQ(out[0].strides, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_EQ(out[1].dtype, DType::kC128);
+  EXPECT_TRUE(out[1].big_endian);
+  // A deflated member whose declared size disagrees with its complex header (16 bytes short).
+  std::string member = Npy("{'descr': '<c16', 'fortran_order': False, 'shape': (3,), }", data);
+  std::string npz = Zip({{"z.npy", member, true}});
+  std::vector<TensorInfo> o;
+  std::string err = ErrorOf(ReadNpz(U(npz), npz.size(), "f", o));
+  EXPECT_NE(err.find("does not match the header (48 data bytes)"), std::string::npos) << err;
 }
 
 TEST(CompareNpzTest, StoredAndDeflatedMembersAndZipAttacks) {
@@ -215,6 +297,17 @@ TEST(CompareTorchPickleTest, ReadsTheTorchSaveShapeAndRefusesEverythingElse) {
             std::string::npos);
   std::string small = Zip({{"m/data.pkl", TorchPickle(8)}, {"m/data/0", Floats({1, 2, 3, 4})}});
   EXPECT_NE(ErrorOf(ReadTorchZip(U(small), small.size(), "f", o)).find("declares 8 elements"),
+            std::string::npos);
+  // torch.save writes complex64 as a typed ComplexFloatStorage: elements of 8 bytes.
+  std::string cpkl = TorchPickle(2);
+  cpkl.replace(cpkl.find("FloatStorage"), 12, "ComplexFloatStorage");
+  std::string complex = Zip({{"m/data.pkl", cpkl}, {"m/data/0", Floats({1, 2, 3, 4})}});
+  std::vector<TensorInfo> co;
+  ASSERT_TRUE(ReadTorchZip(U(complex), complex.size(), "f", co));
+  EXPECT_EQ(co[0].dtype, DType::kC64);
+  EXPECT_EQ(co[0].numel, 2u);
+  std::string cshort = Zip({{"m/data.pkl", cpkl}, {"m/data/0", Floats({1, 2, 3})}});
+  EXPECT_NE(ErrorOf(ReadTorchZip(U(cshort), cshort.size(), "f", o)).find("declares 2 elements"),
             std::string::npos);
   std::string missing = Zip({{"m/data.pkl", TorchPickle(4)}});
   EXPECT_NE(ErrorOf(ReadTorchZip(U(missing), missing.size(), "f", o)).find("is missing"),

@@ -78,11 +78,20 @@ Status ReadSafetensors(const unsigned char* data, std::size_t size, const std::s
                            std::to_string(e) + "] lie outside the data (" +
                            std::to_string(data_size) + " bytes)");
     }
-    if (info.numel > (std::uint64_t{1} << 62) / DTypeSize(info.dtype) ||
-        e - b != info.numel * DTypeSize(info.dtype)) {
+    const auto bits = static_cast<std::uint64_t>(DTypeBits(info.dtype));
+    if (info.numel > (std::uint64_t{1} << 62) / bits) {
+      return Bad(file, "tensor '" + name + "': shape × dtype overflows 2^62 bits");
+    }
+    // Sub-byte floats are packed; the format stores whole bytes, so their count must fill them.
+    if (info.numel * bits % 8 != 0) {
+      return Bad(file, "tensor '" + name + "': " + std::to_string(info.numel) + " elements of " +
+                           jd.get<std::string>() + " (" + std::to_string(bits) +
+                           " bits each) is not a whole number of bytes");
+    }
+    if (e - b != info.numel * bits / 8) {
       return Bad(file, "tensor '" + name + "': data_offsets span " + std::to_string(e - b) +
                            " bytes but the shape and dtype need " +
-                           std::to_string(info.numel * DTypeSize(info.dtype)));
+                           std::to_string(info.numel * bits / 8));
     }
     info.storage.data = base + b;
     info.storage_elements = info.numel;

@@ -92,9 +92,31 @@ float F8ToFloat(std::uint8_t v, int exp_bits, bool fn) {
   return sign ? -r : r;
 }
 
+// The other small floats: 1 sign, exp_bits exponent and mant_bits mantissa bits, exponent bias
+// `bias`, no infinities. The FNUZ float8s (finite, no negative zero) use the negative-zero code
+// 0x80 as their only NaN; the sub-byte floats (float4_e2m1fn, float6_*) have no NaN at all.
+float SmallFloatToFloat(std::uint32_t v, int exp_bits, int mant_bits, int bias, bool fnuz) {
+  std::uint32_t sign = (v >> (exp_bits + mant_bits)) & 1;
+  int exp = static_cast<int>((v >> mant_bits) & ((1u << exp_bits) - 1));
+  int mant = static_cast<int>(v & ((1u << mant_bits) - 1));
+  if (fnuz && sign && exp == 0 && mant == 0) return std::numeric_limits<float>::quiet_NaN();
+  // Subnormals (exp 0) have no implicit leading one and the exponent of exp 1.
+  float r = exp == 0
+                ? std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits)
+                : std::ldexp(static_cast<float>((1 << mant_bits) + mant), exp - bias - mant_bits);
+  return sign ? -r : r;
+}
+
+// float8_e8m0fnu: an unsigned power of two 2^(code - 127), no zero, 0xff is NaN.
+float E8M0ToFloat(std::uint8_t v) {
+  return v == 0xff ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, v - 127);
+}
+
 struct Tables {
   std::vector<float> half;
-  std::array<float, 256> e4m3{}, e5m2{};
+  std::array<float, 256> e4m3{}, e5m2{}, e4m3fnuz{}, e5m2fnuz{}, e8m0{};
+  std::array<float, 16> f4{};
+  std::array<float, 64> f6e2m3{}, f6e3m2{};
   std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
   // The smallest float32 at or above pow10[k] (infinity past FLT_MAX): a float32 error e has
   // e >= pow10[k] exactly when e >= pow10f_up[k].
@@ -124,6 +146,15 @@ struct Tables {
     for (int i = 0; i < 256; ++i) {
       e4m3[i] = F8ToFloat(static_cast<std::uint8_t>(i), 4, true);
       e5m2[i] = F8ToFloat(static_cast<std::uint8_t>(i), 5, false);
+      const auto u = static_cast<std::uint32_t>(i);
+      e4m3fnuz[i] = SmallFloatToFloat(u, 4, 3, 8, true);
+      e5m2fnuz[i] = SmallFloatToFloat(u, 5, 2, 16, true);
+      e8m0[i] = E8M0ToFloat(static_cast<std::uint8_t>(i));
+      if (i < 16) f4[i] = SmallFloatToFloat(u, 2, 1, 1, false);
+      if (i < 64) {
+        f6e2m3[i] = SmallFloatToFloat(u, 2, 3, 1, false);
+        f6e3m2[i] = SmallFloatToFloat(u, 3, 2, 3, false);
+      }
     }
   }
 };
@@ -198,6 +229,34 @@ void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, do
       for (std::size_t i = 0; i < n; ++i) out[i] = t[src[i]];
       return;
     }
+    case DType::kF8E4M3FNUZ:
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0: {
+      const float* t = dtype == DType::kF8E4M3FNUZ   ? T().e4m3fnuz.data()
+                       : dtype == DType::kF8E5M2FNUZ ? T().e5m2fnuz.data()
+                                                     : T().e8m0.data();
+      for (std::size_t i = 0; i < n; ++i) out[i] = t[src[i]];
+      return;
+    }
+    // Sub-byte floats are a little-endian bit stream, LSB first: element i is bits [w·i, w·i + w)
+    // (float4: element 2k in the low nibble of byte k, as torch packs float4_e2m1fn_x2). src
+    // starts at a byte boundary: readers hand over whole 2048-element blocks.
+    case DType::kF4: {
+      const float* t = T().f4.data();
+      for (std::size_t i = 0; i < n; ++i) out[i] = t[(src[i >> 1] >> (4 * (i & 1))) & 0xf];
+      return;
+    }
+    case DType::kF6E2M3:
+    case DType::kF6E3M2: {
+      const float* t = dtype == DType::kF6E2M3 ? T().f6e2m3.data() : T().f6e3m2.data();
+      for (std::size_t i = 0; i < n; ++i) {
+        std::size_t bit = 6 * i, byte = bit >> 3, shift = bit & 7;
+        unsigned v = src[byte] >> shift;
+        if (shift > 2) v |= static_cast<unsigned>(src[byte + 1]) << (8 - shift);  // Straddles.
+        out[i] = t[v & 0x3f];
+      }
+      return;
+    }
     case DType::kI64:
       return ConvertLoop<std::uint64_t>(src, n, swap, out, [](std::uint64_t v) {
         return static_cast<double>(static_cast<std::int64_t>(v));
@@ -228,7 +287,11 @@ void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, do
     case DType::kBool:
       for (std::size_t i = 0; i < n; ++i) out[i] = src[i] != 0 ? 1.0 : 0.0;
       return;
+    case DType::kC64:
+    case DType::kC128:
+      break;
   }
+  DT_CHECK(!"ComputeStats sends complex pairs to ComputeComplexStats");
 }
 
 // ---- ULP ordering ----------------------------------------------------------------------------
@@ -1257,7 +1320,10 @@ class Reader {
   Status Init(const TensorInfo& t, bool linear, const std::string& file) {
     t_ = &t;
     linear_ = linear;
-    es_ = DTypeSize(t.dtype);
+    // Sub-byte tensors (safetensors only) are mapped and C-contiguous, so never gathered or
+    // inflated: only their linear runs are addressed, in bytes, by BytesOf.
+    DT_CHECK(!IsSubByte(t.dtype) || (linear && !t.storage.is_deflated()));
+    es_ = static_cast<std::size_t>(DTypeBits(t.dtype) / 8);
     strides_ = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
     if (t.storage.is_deflated()) {
       z_ = std::make_unique<InflateStream>();
@@ -1281,7 +1347,7 @@ class Reader {
       if (auto s = z_->ReadExactly(bytes_.data(), n * es_); !s) return s.take_error();
       return bytes_.data();
     }
-    if (linear_) return t_->storage.data + start * es_;
+    if (linear_) return t_->storage.data + BytesOf(t_->dtype, start);
     // Gather in C order: the multi-index of `start`, then step it element by element.
     std::size_t nd = t_->shape.size();
     std::uint64_t idx[64] = {};
@@ -1439,6 +1505,9 @@ Status RunRange(const TensorInfo& a, const TensorInfo& b, bool linear, std::uint
 
 Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const StatsConfig& cfg,
                                  const std::string& file_a, const std::string& file_b) {
+  if (IsComplex(a.dtype) || IsComplex(b.dtype)) {
+    return ComputeComplexStats(a, b, cfg, file_a, file_b);  // complex_stats.cc
+  }
   DT_CHECK(a.shape == b.shape);
   const bool same_dense = IsDense(a) && IsDense(b) &&
                           (a.strides.empty() ? ContiguousStrides(a.shape) : a.strides) ==

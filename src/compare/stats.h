@@ -65,6 +65,15 @@ struct TensorStats {
 Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const StatsConfig& cfg,
                                  const std::string& file_a, const std::string& file_b);
 
+// The statistics of a pair of complex tensors (ComputeStats sends such pairs here): errors are the
+// moduli |a - b| (component differences in float64, then hypot), relative errors |a - b| / |b|,
+// NaN and infinity are per element (a NaN component makes the element NaN), max_ulp is
+// component-wise in cfg.ulp_dtype (float32 or float64), and stats_a / stats_b describe |a|, |b|.
+// A complex tensor against a real one is an input error. See docs/compare.md.
+Result<TensorStats> ComputeComplexStats(const TensorInfo& a, const TensorInfo& b,
+                                        const StatsConfig& cfg, const std::string& file_a,
+                                        const std::string& file_b);
+
 // A plain multi-threaded read of both tensors' bytes, nothing computed: the bandwidth ceiling the
 // benchmark measures the statistics against. Returns a checksum so the reads are not elided.
 std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads);

@@ -352,3 +352,229 @@ TEST(CompareStatsTest, NativeFloat16UlpMatchesFloat64Path) {
 
 }  // namespace
 }  // namespace dt::compare
+
+namespace dt::compare {
+namespace {
+
+TensorInfo Raw(DType dtype, const std::string& bytes, std::uint64_t numel) {
+  TensorInfo t;
+  t.name = "x";
+  t.dtype = dtype;
+  t.shape = {numel};
+  t.numel = numel;
+  t.storage_elements = numel;
+  t.storage.data = reinterpret_cast<const unsigned char*>(bytes.data());
+  return t;
+}
+
+// The value of a small-float code from its fields, written apart from the decoder under test.
+double Reference(unsigned code, int exp_bits, int mant_bits, int bias, bool fnuz) {
+  unsigned sign = code >> (exp_bits + mant_bits);
+  int exp = static_cast<int>((code >> mant_bits) & ((1u << exp_bits) - 1));
+  double frac = static_cast<double>(code & ((1u << mant_bits) - 1)) / (1 << mant_bits);
+  if (fnuz && code == 0x80) return std::numeric_limits<double>::quiet_NaN();
+  double mag = exp == 0 ? frac * std::pow(2.0, 1 - bias) : (1 + frac) * std::pow(2.0, exp - bias);
+  return sign ? -mag : mag;
+}
+
+// Compares `t` (the codes) with their expected float64 values: every code must decode exactly,
+// NaN exactly where expected.
+void ExpectDecodes(const TensorInfo& t, const std::vector<double>& want, int threads = 1) {
+  StatsConfig cfg;
+  cfg.atol = cfg.rtol = 0;
+  cfg.threads = threads;
+  std::uint64_t nans = 0;
+  for (double v : want) nans += std::isnan(v);
+  auto s = ComputeStats(t, F64(want), cfg, "a", "b");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->equal, want.size() - nans) << DTypeName(t.dtype);
+  EXPECT_EQ(s->nan_a, nans) << DTypeName(t.dtype);
+  EXPECT_EQ(s->nan_mismatch, 0u) << DTypeName(t.dtype);
+  EXPECT_EQ(s->max_abs, 0.0) << DTypeName(t.dtype);
+}
+
+TEST(CompareStatsTest, Float8FnuzAndE8M0DecodeEveryCode) {
+  std::string codes;
+  for (int i = 0; i < 256; ++i) codes.push_back(static_cast<char>(i));
+  std::vector<double> e4(256), e5(256), e8(256);
+  for (unsigned i = 0; i < 256; ++i) {
+    e4[i] = Reference(i, 4, 3, 8, true);
+    e5[i] = Reference(i, 5, 2, 16, true);
+    e8[i] = i == 0xff ? std::numeric_limits<double>::quiet_NaN() : std::pow(2.0, int(i) - 127);
+  }
+  // Spot values: the formats' largest finite values and their smallest subnormals.
+  EXPECT_EQ(e4[0x7f], 240.0);
+  EXPECT_EQ(e4[0x01], std::pow(2.0, -10));
+  EXPECT_EQ(e5[0x7f], 57344.0);
+  EXPECT_EQ(e5[0x01], std::pow(2.0, -17));
+  EXPECT_EQ(e8[0x7f], 1.0);
+  ExpectDecodes(Raw(DType::kF8E4M3FNUZ, codes, 256), e4);
+  ExpectDecodes(Raw(DType::kF8E5M2FNUZ, codes, 256), e5);
+  ExpectDecodes(Raw(DType::kF8E8M0, codes, 256), e8);
+}
+
+// Packs codes of `width` bits into an LSB-first little-endian bit stream.
+std::string Pack(const std::vector<unsigned>& codes, int width) {
+  std::string out((codes.size() * static_cast<std::size_t>(width) + 7) / 8, '\0');
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    for (int b = 0; b < width; ++b) {
+      std::size_t bit = i * static_cast<std::size_t>(width) + static_cast<std::size_t>(b);
+      if ((codes[i] >> b) & 1) out[bit / 8] = static_cast<char>(out[bit / 8] | (1 << (bit % 8)));
+    }
+  }
+  return out;
+}
+
+TEST(CompareStatsTest, SubByteFloatsDecodeEveryCodeAcrossBlocksAndThreads) {
+  struct Format {
+    DType dtype;
+    int width, exp_bits, mant_bits, bias;
+  };
+  const Format formats[] = {
+      {DType::kF4, 4, 2, 1, 1}, {DType::kF6E2M3, 6, 2, 3, 1}, {DType::kF6E3M2, 6, 3, 2, 3}};
+  for (const Format& f : formats) {
+    // Five blocks and a bit (a multiple of 4 elements, whole bytes for both widths; enough for
+    // three thread ranges), codes in a scrambled order so that a misplaced nibble or straddling
+    // bit pair shows.
+    const std::size_t n = 5 * 2048 + 8;
+    const unsigned count = 1u << f.width;
+    std::vector<unsigned> codes(n);
+    std::vector<double> want(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      codes[i] = static_cast<unsigned>((i * 7 + i / 5) % count);
+      want[i] = Reference(codes[i], f.exp_bits, f.mant_bits, f.bias, false);
+    }
+    std::string bytes = Pack(codes, f.width);
+    ASSERT_EQ(bytes.size(), BytesOf(f.dtype, n));
+    for (int threads : {1, 3}) ExpectDecodes(Raw(f.dtype, bytes, n), want, threads);
+  }
+  // The formats' largest values: float4 6, float6_e2m3 7.5, float6_e3m2 28.
+  EXPECT_EQ(Reference(0x7, 2, 1, 1, false), 6.0);
+  EXPECT_EQ(Reference(0x1f, 2, 3, 1, false), 7.5);
+  EXPECT_EQ(Reference(0x1f, 3, 2, 3, false), 28.0);
+  // Element 0 is the low nibble: bytes 0x21 hold 0.5 (code 1) then 1.0 (code 2).
+  std::string two = "\x21";
+  ExpectDecodes(Raw(DType::kF4, two, 2), {0.5, 1.0});
+}
+
+TensorInfo C128(const std::vector<double>& reim, std::vector<std::uint64_t> shape = {}) {
+  TensorInfo t;
+  t.name = "z";
+  t.dtype = DType::kC128;
+  t.numel = reim.size() / 2;
+  t.shape = shape.empty() ? std::vector<std::uint64_t>{t.numel} : shape;
+  t.storage_elements = t.numel;
+  t.storage.data = reinterpret_cast<const unsigned char*>(reim.data());
+  return t;
+}
+
+TEST(CompareStatsTest, ComplexModulusErrorsNonFiniteRulesAndUlp) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // (re, im) pairs of A and B.
+  std::vector<double> a = {3, 4,         1, 1, nan, 0, INFINITY, 1, -INFINITY, INFINITY,
+                           1, -INFINITY, 0, 0, 2,   0, 1,        2, 0,         1e-12};
+  std::vector<double> b = {0, 0, 1, 1, 0, nan,  INFINITY, 1, -INFINITY, INFINITY,
+                           1, 2, 0, 0, 2, 1e-9, 1,        2, 0,         0};
+  StatsConfig cfg;
+  cfg.atol = 1e-5;
+  cfg.rtol = 1e-3;
+  cfg.ulp_dtype = DType::kF64;
+  auto s = ComputeStats(C128(a), C128(b), cfg, "a", "b");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->numel, 10u);
+  EXPECT_EQ(s->finite_pairs, 6u);  // Elements 0, 1, 6, 7, 8, 9.
+  EXPECT_EQ(s->max_abs, 5.0);      // |3 + 4i|, against a zero reference.
+  EXPECT_EQ(s->max_abs_index, (std::vector<std::uint64_t>{0}));
+  EXPECT_TRUE(std::isinf(s->max_rel));
+  EXPECT_EQ(s->nan_a, 1u);
+  EXPECT_EQ(s->nan_b, 1u);
+  EXPECT_EQ(s->nan_mismatch, 0u);  // Both sides are NaN at element 2 (different components).
+  // Infinite elements count under the sign of their first infinite component.
+  EXPECT_EQ(s->posinf_a, 1u);  // (inf, 1).
+  EXPECT_EQ(s->neginf_a, 2u);  // (-inf, inf) and (1, -inf).
+  EXPECT_EQ(s->posinf_b, 1u);
+  EXPECT_EQ(s->neginf_b, 1u);
+  EXPECT_EQ(s->equal, 5u);  // Elements 1, 3, 4, 6, 8.
+  // Outside: 0 (5 > tol), 2 (NaN), 3 and 4 (infinities, not --inf-equal), 5 (inf vs finite),
+  // 9 (1e-12 against an exact 0: under atol, inside). 7: 1e-9 under atol.
+  EXPECT_EQ(s->n_outside, 5u);
+  EXPECT_EQ(s->nonfinite_outside, 4u);
+  ASSERT_TRUE(s->max_ulp);
+  EXPECT_EQ(*s->max_ulp, 0x4010000000000000u);  // Element 0's imaginary part: 4.0 from 0.0.
+  cfg.equal_nan = cfg.inf_equal = true;
+  s = ComputeStats(C128(a), C128(b), cfg, "a", "b");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->n_outside, 2u);  // Element 0 and the infinity against a finite value.
+  // Moduli: |a| over finite pairs is {5, √2, 0, 2, √5, 1e-12}, |b| {0, √2, 0, 2, √5, 0}.
+  EXPECT_EQ(s->a.max, 5.0);
+  EXPECT_EQ(s->a.min, 0.0);
+  EXPECT_DOUBLE_EQ(s->b.max, std::sqrt(5.0));
+  EXPECT_DOUBLE_EQ(s->a.mean, (5 + std::sqrt(2.0) + 2 + std::sqrt(5.0) + 1e-12) / 6);
+}
+
+TEST(CompareStatsTest, ComplexCosinePearsonUlpAndLayouts) {
+  // b = a · e^{iθ} has |Re Σ a·conj(b)| = cos θ · ‖a‖²: the cosine is cos θ for any a.
+  const std::size_t rows = 90, cols = 100;  // 9000 elements: several blocks and thread ranges.
+  const double theta = 0.3;
+  std::vector<double> c(2 * rows * cols), f(2 * rows * cols), r(2 * rows * cols);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      std::size_t k = i * cols + j;
+      double re = std::sin(static_cast<double>(k)), im = std::cos(0.7 * static_cast<double>(k));
+      c[2 * k] = f[2 * (j * rows + i)] = re;
+      c[2 * k + 1] = f[2 * (j * rows + i) + 1] = im;
+      r[2 * k] = re * std::cos(theta) - im * std::sin(theta);
+      r[2 * k + 1] = re * std::sin(theta) + im * std::cos(theta);
+    }
+  }
+  TensorInfo tf = C128(f, {rows, cols});
+  tf.strides = {1, static_cast<std::int64_t>(rows)};
+  StatsConfig cfg;
+  auto sc = ComputeStats(C128(c, {rows, cols}), C128(r, {rows, cols}), cfg, "a", "b");
+  auto sf = ComputeStats(tf, C128(r, {rows, cols}), cfg, "a", "b");
+  cfg.threads = 3;
+  auto s3 = ComputeStats(C128(c, {rows, cols}), C128(r, {rows, cols}), cfg, "a", "b");
+  ASSERT_TRUE(sc && sf && s3);
+  EXPECT_NEAR(sc->cosine, std::cos(theta), 1e-12);
+  EXPECT_EQ(sc->max_abs, sf->max_abs);
+  EXPECT_EQ(sc->max_abs_index, sf->max_abs_index);
+  EXPECT_EQ(sc->max_abs_index, s3->max_abs_index);
+  EXPECT_DOUBLE_EQ(sc->pearson, sf->pearson);
+  EXPECT_DOUBLE_EQ(sc->pearson, s3->pearson);
+  EXPECT_NEAR(sc->mean_abs, s3->mean_abs, 1e-15);  // Summed in another order.
+  // A rotation keeps moduli: |a| and |b| have the same side statistics.
+  EXPECT_NEAR(sc->a.mean, sc->b.mean, 1e-12);
+  EXPECT_NEAR(sc->a.std, sc->b.std, 1e-12);
+
+  // ULP: component-wise, in float32 units for complex64 (one component two ULP away).
+  std::vector<float> x = {1.0f, -2.0f, 3.0f, 0.0f};
+  std::vector<float> y = x;
+  y[3] = std::nextafter(std::nextafter(0.0f, 1.0f), 1.0f);
+  TensorInfo cx, cy;
+  for (auto [t, v] : {std::pair{&cx, &x}, std::pair{&cy, &y}}) {
+    t->dtype = DType::kC64;
+    t->shape = {2};
+    t->numel = 2;
+    t->storage.data = reinterpret_cast<const unsigned char*>(v->data());
+  }
+  StatsConfig u;
+  u.ulp_dtype = DType::kF32;
+  auto su = ComputeStats(cx, cy, u, "a", "b");
+  ASSERT_TRUE(su && su->max_ulp);
+  EXPECT_EQ(*su->max_ulp, 2u);
+  EXPECT_EQ(su->equal, 1u);
+}
+
+TEST(CompareStatsTest, ComplexAgainstRealIsAnInputError) {
+  std::vector<double> z = {1, 2, 3, 4};
+  std::vector<double> r = {1, 2};
+  auto s = ComputeStats(C128(z), F64(r), StatsConfig{}, "za", "rb");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().file, "za");
+  EXPECT_NE(s.error().message.find("a complex128 tensor cannot be compared with a real float64"),
+            std::string::npos)
+      << s.error().message;
+}
+
+}  // namespace
+}  // namespace dt::compare

@@ -22,6 +22,12 @@ enum class DType {
   kBF16,
   kF8E4M3,
   kF8E5M2,
+  kF8E4M3FNUZ,
+  kF8E5M2FNUZ,
+  kF8E8M0,
+  kF6E2M3,
+  kF6E3M2,
+  kF4,
   kI64,
   kI32,
   kI16,
@@ -31,15 +37,32 @@ enum class DType {
   kU16,
   kU8,
   kBool,
+  kC64,
+  kC128,
 };
 
-// "float32", "bfloat16", "float8_e4m3fn"… (torch's names).
+// "float32", "bfloat16", "float8_e4m3fn", "complex64"… (torch's names; the sub-byte floats, which
+// torch only has packed, by their element names: "float4_e2m1fn", "float6_e2m3fn"…).
 std::string_view DTypeName(DType t);
+// Bits per element: 4 and 6 for the sub-byte floats, which only safetensors holds, bit-packed.
+int DTypeBits(DType t);
+// Bytes per element of a dtype of whole bytes (checked: a sub-byte dtype has no element size; use
+// BytesOf or StorageBytes for those).
 std::size_t DTypeSize(DType t);
+bool IsSubByte(DType t);
+// Bytes that n packed elements of `t` take; n·DTypeBits(t) must be a multiple of 8, which the
+// safetensors reader checks of every sub-byte tensor (and which holds at every 2048-element block
+// boundary).
+std::uint64_t BytesOf(DType t, std::uint64_t n);
+// A real floating dtype (float8_e8m0fnu too, which has no mantissa bits); not complex.
 bool IsFloat(DType t);
-// Mantissa bits of a float dtype (its precision); 0 for integers and bool.
+bool IsComplex(DType t);
+// Mantissa bits of a float dtype (its precision), of a complex dtype's components; 0 for
+// integers and bool.
 int MantissaBits(DType t);
-// safetensors' dtype strings ("F32", "BF16", "F8_E4M3"…).
+// The real dtype of a complex dtype's components (float32, float64); `t` itself otherwise.
+DType ComponentDType(DType t);
+// safetensors' dtype strings ("F32", "BF16", "F8_E4M3", "F4", "C64"…); complex128 has none.
 std::optional<DType> DTypeFromSafetensors(std::string_view s);
 
 // Where a tensor's bytes are: a range of a mapped file, or a deflated zip member (its compressed
@@ -65,6 +88,9 @@ struct TensorInfo {
   std::uint64_t storage_elements = 0;  // Elements addressable from `storage` (bounds for strides).
   TensorStorage storage;
 };
+
+// The bytes of a tensor's elements (numel of its dtype, packed).
+std::uint64_t StorageBytes(const TensorInfo& t);
 
 // C-order strides for `shape`.
 std::vector<std::int64_t> ContiguousStrides(const std::vector<std::uint64_t>& shape);

@@ -1,6 +1,8 @@
 // Tolerances: per-dtype defaults (torch.testing.assert_close's) and the TOML override file.
 #include <toml++/toml.h>
 
+#include <cmath>
+
 #include "compare/compare.h"
 
 namespace dt::compare {
@@ -15,11 +17,21 @@ std::pair<double, double> DefaultTolerance(DType t) {
       return {1e-3, 1e-5};
     case DType::kBF16:
       return {1.6e-2, 1e-5};
-    // assert_close has no float8 entry; half an ULP at 1.0 of each format.
+    case DType::kC64:  // assert_close's complex entries are those of their components.
+      return {1.3e-6, 1e-5};
+    case DType::kC128:
+      return {1e-7, 1e-7};
+    // assert_close has no entry for floats of 8 bits or fewer; half an ULP at 1.0 of each format,
+    // 2^-(mantissa bits + 1).
     case DType::kF8E4M3:
-      return {6.25e-2, 1e-5};
+    case DType::kF8E4M3FNUZ:
     case DType::kF8E5M2:
-      return {1.25e-1, 1e-5};
+    case DType::kF8E5M2FNUZ:
+    case DType::kF8E8M0:
+    case DType::kF6E2M3:
+    case DType::kF6E3M2:
+    case DType::kF4:
+      return {std::ldexp(1.0, -(MantissaBits(t) + 1)), 1e-5};
     default:
       return {0.0, 0.0};  // Integers and bool compare exactly.
   }

@@ -129,3 +129,72 @@ def close(x, y, rel=1e-9, abs_=1e-300):
 
 def load_json(text):
     return json.loads(text)
+
+
+def reference_complex_stats(a, b, atol, rtol, ulp_dtype=None, rule="allclose"):
+    """The statistics of a complex pair as dualtrack defines them (torch.isclose's error |a - b|,
+    reference magnitude |b|), in complex128: NaN where a component is NaN, infinite where one is
+    infinite (under the sign of the first infinite component), side statistics of the moduli."""
+    a = np.asarray(a, dtype=np.complex128).ravel(order="C")
+    b = np.asarray(b, dtype=np.complex128).ravel(order="C")
+    fin = np.isfinite(a) & np.isfinite(b)
+    fa, fb = a[fin], b[fin]
+    e = np.abs(fa - fb)
+    ab = np.abs(fb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(ab > 0, e / ab, np.where(e > 0, np.inf, 0.0))
+    if rule == "allclose":
+        outside = e > atol + rtol * ab
+    else:
+        outside = (e > atol) & (rel > rtol)
+
+    def nan(z):
+        return np.isnan(z.real) | np.isnan(z.imag)
+
+    def inf_sign(z):
+        inf = ~nan(z) & (np.isinf(z.real) | np.isinf(z.imag))
+        first = np.where(np.isinf(z.real), z.real, z.imag)
+        return int((inf & (first > 0)).sum()), int((inf & (first < 0)).sum())
+
+    out = {
+        "finite_pairs": int(fin.sum()),
+        "max_abs": float(e.max()) if e.size else 0.0,
+        "mean_abs": float(e.mean()) if e.size else 0.0,
+        "rmse": float(np.sqrt(np.mean(e * e))) if e.size else 0.0,
+        "max_rel": float(rel.max()) if e.size else 0.0,
+        "mean_rel": float(rel[ab > 0].mean()) if (ab > 0).any() else 0.0,
+        "n_outside": int(outside.sum()) + int((~fin).sum()),
+        "equal": int((a == b).sum()),
+        "nan_a": int(nan(a).sum()),
+        "nan_b": int(nan(b).sum()),
+        "nan_mismatch": int((nan(a) != nan(b)).sum()),
+        "min_passing_atol": max(0.0, float((e - rtol * ab).max())) if e.size else 0.0,
+        "stats_a": side(np.abs(fa)),
+        "stats_b": side(np.abs(fb)),
+    }
+    out["posinf_a"], out["neginf_a"] = inf_sign(a)
+    out["posinf_b"], out["neginf_b"] = inf_sign(b)
+    if rule == "either":
+        out["min_passing_atol"] = out["max_abs"]
+    na, nb = np.linalg.norm(fa), np.linalg.norm(fb)
+    # np.vdot conjugates its first argument: vdot(b, a) = Σ a·conj(b).
+    out["cosine"] = float(np.vdot(fb, fa).real / (na * nb)) if na > 0 and nb > 0 else None
+    out["pearson"] = None
+    if e.size:  # The same of the values centred on their complex means.
+        ca, cb = fa - fa.mean(), fb - fb.mean()
+        pa, pb = np.linalg.norm(ca), np.linalg.norm(cb)
+        if pa > 0 and pb > 0:
+            out["pearson"] = float(np.vdot(cb, ca).real / (pa * pb))
+    nz = e[e > 0]
+    decades = np.floor(np.log10(nz)).astype(int) if nz.size else np.array([], dtype=int)
+    out["histogram_zero"] = int((e == 0).sum())
+    out["histogram"] = {int(k): int(v) for k, v in zip(*np.unique(decades, return_counts=True))}
+    out["max_abs_flat"] = int(np.flatnonzero(fin)[np.argmax(e)]) if e.size else 0
+    if ulp_dtype:
+        diffs = []
+        for part in (np.real, np.imag):
+            xa, w = ulp_bits(part(fa), ulp_dtype)
+            xb, _ = ulp_bits(part(fb), ulp_dtype)
+            diffs.append(np.abs(ordered(xa, w) - ordered(xb, w)))
+        out["max_ulp"] = int(max(d.max() for d in diffs)) if e.size else 0
+    return out
