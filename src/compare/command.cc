@@ -71,8 +71,6 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
         for (const TensorInfo& tb : fb->tensors) {
           bool pair = ta.name == tb.name || (fa->tensors.size() == 1 && fb->tensors.size() == 1);
           if (!pair || ta.storage.is_deflated() || tb.storage.is_deflated()) continue;
-          // ReadCeiling sizes a tensor as numel × DTypeSize, which packed sub-byte dtypes lack.
-          if (IsSubByte(ta.dtype) || IsSubByte(tb.dtype)) continue;
           sum += ReadCeiling(ta, tb, o.threads);
           bytes += StorageBytes(ta) + StorageBytes(tb);
         }

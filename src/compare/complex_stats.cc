@@ -12,179 +12,34 @@
 #include <thread>
 
 #include "compare/stats.h"
-#include "compare/zip.h"
+#include "compare/stats_common.h"
 
 namespace dt::compare {
 
 namespace {
 
-// The histogram and percentile layout of stats.cc, which the report reads the same way for both.
-constexpr std::size_t kBlock = 2048;
-constexpr int kMinDecade = -40;
-constexpr int kMaxDecade = 40;
-constexpr int kDecades = kMaxDecade - kMinDecade;
-constexpr std::size_t kPctBuckets = 65536;
-
-// ---- Layout: the helpers of stats.cc's real path, repeated here so its kernels stay untouched.
-
-bool IsC(const TensorInfo& t) {
-  return t.strides.empty() || t.strides == ContiguousStrides(t.shape);
-}
-
-// True when `strides` lay the shape out densely in some dimension order (C, Fortran, …).
-bool IsDense(const TensorInfo& t) {
-  if (t.strides.empty()) return true;
-  std::vector<std::size_t> order(t.shape.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t x, std::size_t y) { return t.strides[x] < t.strides[y]; });
-  std::int64_t expect = 1;
-  for (std::size_t d : order) {
-    if (t.shape[d] == 1) continue;
-    if (t.strides[d] != expect) return false;
-    expect *= static_cast<std::int64_t>(t.shape[d]);
-  }
-  return true;
-}
-
-// The multi-index of the element at storage position `pos` of a dense layout.
-std::vector<std::uint64_t> UnravelStorage(const TensorInfo& t, std::uint64_t pos) {
-  std::vector<std::int64_t> s = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
-  std::vector<std::size_t> order(t.shape.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return s[x] > s[y]; });
-  std::vector<std::uint64_t> idx(t.shape.size(), 0);
-  for (std::size_t d : order) {
-    if (t.shape[d] <= 1) continue;
-    idx[d] = pos / static_cast<std::uint64_t>(s[d]);
-    pos %= static_cast<std::uint64_t>(s[d]);
-  }
-  return idx;
-}
-
-std::vector<std::uint64_t> UnravelC(const std::vector<std::uint64_t>& shape, std::uint64_t pos) {
-  std::vector<std::uint64_t> idx(shape.size(), 0);
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] == 0) continue;
-    idx[d] = pos % shape[d];
-    pos /= shape[d];
-  }
-  return idx;
-}
-
-// ---- Histograms: the decade bins and 1/16-octave percentile buckets of stats.cc.
-
-struct Pow10 {
-  std::array<double, kDecades + 2> v{};  // v[k] = 10^(kMinDecade + k), correctly rounded.
-  Pow10() {
-    for (int k = 0; k < kDecades + 2; ++k) {
-      v[static_cast<std::size_t>(k)] =
-          std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
-    }
-  }
-};
-
-// The decade bin of a nonzero error: floor(log10 e) from the exponent, settled by one comparison
-// with the float64 power of ten, clamped to [kMinDecade, kMaxDecade); float64 subnormals go to
-// the lowest bin.
-std::size_t DecadeBin(double e) {
-  static const Pow10 pow10;
-  std::uint64_t bits;
-  std::memcpy(&bits, &e, 8);
-  if ((bits >> 52) == 0) return 0;
-  std::int32_t p = static_cast<std::int32_t>(bits >> 52) - 1023;
-  std::int32_t d = std::clamp((p * 78913) >> 18, kMinDecade, kMaxDecade - 1);
-  std::int32_t k = d - kMinDecade;
-  k += e >= pow10.v[static_cast<std::size_t>(k + 1)] ? 1 : 0;
-  return static_cast<std::size_t>(std::min(k, kDecades - 1));
-}
-
-std::size_t PctKey(double v) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &v, 8);
-  std::size_t k = static_cast<std::size_t>((bits >> 48) & 0x7fff);
-  return (bits >> 63) ? 32767 - k : 32768 + k;
-}
-
-// The upper edge of a percentile bucket.
-double PctValue(std::size_t key) {
-  std::uint64_t bits;
-  double v;
-  if (key >= 32768) {
-    bits = static_cast<std::uint64_t>(key - 32768 + 1) << 48;
-    std::memcpy(&v, &bits, 8);
-    return v;
-  }
-  bits = static_cast<std::uint64_t>(32767 - key) << 48;
-  std::memcpy(&v, &bits, 8);
-  return -v;
-}
-
-double Percentile(const std::vector<std::uint64_t>& pct, std::size_t which, std::uint64_t total,
-                  double q) {
-  if (total == 0) return 0;
-  std::uint64_t rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
-  rank = std::max<std::uint64_t>(rank, 1);
-  std::uint64_t seen = 0;
-  for (std::size_t k = 0; k < kPctBuckets; ++k) {
-    seen += pct[which * kPctBuckets + k];
-    if (seen >= rank) return PctValue(k);
-  }
-  return PctValue(kPctBuckets - 1);
-}
-
-// The ULP-ordered integer of a component in float64 or (rounded to) float32.
-std::int64_t Ordered(double v, bool wide) {
-  if (wide) {
-    std::uint64_t b;
-    std::memcpy(&b, &v, 8);
-    std::int64_t mag = static_cast<std::int64_t>(b & ~(std::uint64_t{1} << 63));
-    return (b >> 63) ? -mag : mag;
-  }
-  float f = static_cast<float>(v);
-  std::uint32_t b;
-  std::memcpy(&b, &f, 4);
-  std::int64_t mag = static_cast<std::int64_t>(b & 0x7fffffffu);
-  return (b >> 31) ? -mag : mag;
-}
+using namespace detail;  // The layout, reader and thread split shared with stats.cc.
 
 std::uint64_t UlpDistance(double x, double y, bool wide) {
-  std::int64_t ox = Ordered(x, wide), oy = Ordered(y, wide);
+  const DType t = wide ? DType::kF64 : DType::kF32;
+  std::int64_t ox = OrderedIn(t, x), oy = OrderedIn(t, y);
   return ox >= oy ? static_cast<std::uint64_t>(ox) - static_cast<std::uint64_t>(oy)
                   : static_cast<std::uint64_t>(oy) - static_cast<std::uint64_t>(ox);
 }
 
 // ---- Reading ---------------------------------------------------------------------------------
 
-// Reads complex elements in iteration order as float64 components: a linear run of storage, a
-// gather through strides, or a deflated stream. Big-endian data is swapped per component.
-class ComplexReader {
+// Reads complex elements in iteration order as float64 components (big-endian data is swapped
+// per component).
+class ComplexReader : public ElementReader {
  public:
-  Status Init(const TensorInfo& t, bool linear, const std::string& file) {
-    t_ = &t;
-    linear_ = linear;
-    es_ = DTypeSize(t.dtype);
-    strides_ = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
-    if (t.storage.is_deflated()) {
-      z_ = std::make_unique<InflateStream>();
-      if (auto s = z_->Init(t.storage.deflated, t.storage.deflated_size, t.storage.inflated_limit,
-                            file, t.name);
-          !s) {
-        return s;
-      }
-      if (auto s = z_->Skip(t.storage.inflated_skip); !s) return s;
-    }
-    if (z_ || !linear) bytes_.resize(kBlock * es_);
-    return OkStatus();
-  }
-
   // Elements [start, start + n) of the iteration into re[], im[].
   Status Load(std::uint64_t start, std::size_t n, double* re, double* im) {
     auto raw = Raw(start, n);
     if (!raw) return raw.take_error();
-    const std::size_t cs = es_ / 2;
+    const std::size_t cs = DTypeSize(tensor().dtype) / 2;
     for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* p = *raw + i * es_;
+      const unsigned char* p = *raw + 2 * i * cs;
       re[i] = Component(p, cs);
       im[i] = Component(p + cs, cs);
     }
@@ -193,59 +48,22 @@ class ComplexReader {
 
  private:
   double Component(const unsigned char* p, std::size_t cs) const {
+    const bool swap = tensor().big_endian;
     if (cs == 4) {
       std::uint32_t v;
       std::memcpy(&v, p, 4);
-      if (t_->big_endian) v = __builtin_bswap32(v);
+      if (swap) v = __builtin_bswap32(v);
       float f;
       std::memcpy(&f, &v, 4);
       return f;
     }
     std::uint64_t v;
     std::memcpy(&v, p, 8);
-    if (t_->big_endian) v = __builtin_bswap64(v);
+    if (swap) v = __builtin_bswap64(v);
     double d;
     std::memcpy(&d, &v, 8);
     return d;
   }
-
-  Result<const unsigned char*> Raw(std::uint64_t start, std::size_t n) {
-    if (z_) {
-      if (auto s = z_->ReadExactly(bytes_.data(), n * es_); !s) return s.take_error();
-      return bytes_.data();
-    }
-    if (linear_) return t_->storage.data + start * es_;
-    // Gather in C order: the multi-index of `start`, then step it element by element.
-    std::size_t nd = t_->shape.size();
-    std::vector<std::uint64_t> idx(nd, 0);
-    std::uint64_t rem = start;
-    std::int64_t off = 0;
-    for (std::size_t d = nd; d-- > 0;) {
-      idx[d] = rem % t_->shape[d];
-      rem /= t_->shape[d];
-      off += static_cast<std::int64_t>(idx[d]) * strides_[d];
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      std::memcpy(bytes_.data() + i * es_, t_->storage.data + static_cast<std::uint64_t>(off) * es_,
-                  es_);
-      for (std::size_t d = nd; d-- > 0;) {
-        if (++idx[d] < t_->shape[d]) {
-          off += strides_[d];
-          break;
-        }
-        off -= static_cast<std::int64_t>(idx[d] - 1) * strides_[d];
-        idx[d] = 0;
-      }
-    }
-    return bytes_.data();
-  }
-
-  const TensorInfo* t_ = nullptr;
-  bool linear_ = true;
-  std::size_t es_ = 8;
-  std::vector<std::int64_t> strides_;
-  std::unique_ptr<InflateStream> z_;
-  std::vector<unsigned char> bytes_;
 };
 
 // ---- Accumulation ----------------------------------------------------------------------------
@@ -255,22 +73,10 @@ class ComplexReader {
 constexpr std::size_t kMoments = 6;
 using Moments = std::array<double, kMoments>;
 
-struct Acc {
-  std::uint64_t n = 0;  // Finite pairs.
-  double sum_e = 0, sum_sq = 0, sum_rel = 0, sum_ex = 0;
-  double max_e = -1, max_rel = 0, max_ex = -INFINITY;
-  std::uint64_t max_i = 0;
-  std::uint64_t n_rel = 0, zero_b_err = 0, outside = 0, equal = 0;
-  std::uint64_t nan_a = 0, nan_b = 0, pinf_a = 0, ninf_a = 0, pinf_b = 0, ninf_b = 0;
-  std::uint64_t nan_mismatch = 0, nf_outside = 0;
-  double min_a = INFINITY, max_a = -INFINITY, min_b = INFINITY, max_b = -INFINITY;  // Moduli.
+struct Acc : AccCommon {
+  // The side extremes of AccCommon are of the moduli here.
   Moments mean{}, m2{};
   double c_re = 0, c_im = 0;  // Co-moments of a.re with b.re and of a.im with b.im.
-  double saa = 0, sbb = 0, sab = 0;
-  std::uint64_t max_ulp = 0;
-  std::array<std::uint64_t, kDecades> hist{};
-  std::uint64_t hist_zero = 0;
-  std::vector<std::uint64_t> pct;  // 3 × kPctBuckets when percentiles are kept.
 
   // Chan's parallel merge of another set's moments into these.
   void MergeMoments(std::uint64_t nb, const Moments& mb, const Moments& m2b, double cre,
@@ -289,43 +95,8 @@ struct Acc {
   }
 
   void Merge(const Acc& o) {
-    if (o.max_e > max_e) {
-      max_e = o.max_e;
-      max_i = o.max_i;
-    }
-    sum_e += o.sum_e;
-    sum_sq += o.sum_sq;
-    sum_rel += o.sum_rel;
-    sum_ex += o.sum_ex;
-    max_rel = std::max(max_rel, o.max_rel);
-    max_ex = std::max(max_ex, o.max_ex);
-    n_rel += o.n_rel;
-    zero_b_err += o.zero_b_err;
-    outside += o.outside;
-    equal += o.equal;
-    nan_a += o.nan_a;
-    nan_b += o.nan_b;
-    pinf_a += o.pinf_a;
-    ninf_a += o.ninf_a;
-    pinf_b += o.pinf_b;
-    ninf_b += o.ninf_b;
-    nan_mismatch += o.nan_mismatch;
-    nf_outside += o.nf_outside;
-    min_a = std::min(min_a, o.min_a);
-    max_a = std::max(max_a, o.max_a);
-    min_b = std::min(min_b, o.min_b);
-    max_b = std::max(max_b, o.max_b);
+    MergeCommon(o);
     MergeMoments(o.n, o.mean, o.m2, o.c_re, o.c_im);
-    saa += o.saa;
-    sbb += o.sbb;
-    sab += o.sab;
-    max_ulp = std::max(max_ulp, o.max_ulp);
-    for (std::size_t i = 0; i < hist.size(); ++i) hist[i] += o.hist[i];
-    hist_zero += o.hist_zero;
-    if (!o.pct.empty()) {
-      if (pct.empty()) pct.assign(o.pct.size(), 0);
-      for (std::size_t i = 0; i < pct.size(); ++i) pct[i] += o.pct[i];
-    }
   }
 };
 
@@ -484,66 +255,25 @@ Result<TensorStats> ComputeComplexStats(const TensorInfo& a, const TensorInfo& b
                      &c == &a ? file_a : file_b);
   }
   DT_CHECK(a.shape == b.shape);
-  const bool linear = IsDense(a) && IsDense(b) &&
-                      (a.strides.empty() ? ContiguousStrides(a.shape) : a.strides) ==
-                          (b.strides.empty() ? ContiguousStrides(b.shape) : b.strides);
-  for (const TensorInfo* t : {&a, &b}) {
-    if (t->storage.is_deflated() && !linear && !IsC(*t)) {
-      return MakeError(ErrorCode::kInput,
-                       "tensor '" + t->name +
-                           "': a compressed Fortran-order member can only be compared with a "
-                           "tensor of the same layout",
-                       t == &a ? file_a : file_b);
-    }
-  }
-  const std::uint64_t n = a.numel;
+  auto linear = StorageOrder(a, b, file_a, file_b);
+  if (!linear) return linear.take_error();
   ComplexKernel kernel(cfg);
-  bool streamed = a.storage.is_deflated() || b.storage.is_deflated();
-  int threads = streamed || n < 4 * kBlock ? 1 : std::max(1, cfg.threads);
-  std::vector<Acc> accs(static_cast<std::size_t>(threads));
+  std::vector<Acc> accs(static_cast<std::size_t>(RangesFor(a, b, cfg.threads)));
   if (cfg.percentiles) {
     for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
   }
-  std::vector<Status> status(static_cast<std::size_t>(threads), OkStatus());
-  // Ranges start on block boundaries, so the result does not depend on the thread count.
-  auto bounds = [&](int t) {
-    std::uint64_t blocks = (n + kBlock - 1) / kBlock;
-    std::uint64_t lo = blocks * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
-    return std::min(n, lo * kBlock);
-  };
-  if (threads == 1) {
-    status[0] = RunRange(a, b, linear, 0, n, kernel, accs[0], file_a, file_b);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        status[static_cast<std::size_t>(t)] =
-            RunRange(a, b, linear, bounds(t), bounds(t + 1), kernel,
-                     accs[static_cast<std::size_t>(t)], file_a, file_b);
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
-  for (auto& s : status) {
-    if (!s) return s.take_error();
-  }
+  Status st =
+      ForEachRange(a.numel, static_cast<int>(accs.size()),
+                   [&](std::size_t r, std::uint64_t begin, std::uint64_t end) {
+                     return RunRange(a, b, *linear, begin, end, kernel, accs[r], file_a, file_b);
+                   });
+  if (!st) return st.take_error();
   Acc acc = std::move(accs[0]);
   for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
 
-  TensorStats s;
-  s.numel = n;
-  s.finite_pairs = acc.n;
-  const double fn = static_cast<double>(acc.n);
-  s.cosine = NAN;
-  s.pearson = NAN;
+  TensorStats s = CommonStats(acc, a, *linear, cfg);
   if (acc.n > 0) {
-    s.max_abs = acc.max_e;
-    s.max_abs_index = linear ? UnravelStorage(a, acc.max_i) : UnravelC(a.shape, acc.max_i);
-    s.mean_abs = acc.sum_e / fn;
-    s.rmse = std::sqrt(acc.sum_sq / fn);
-    s.max_rel = acc.zero_b_err > 0 ? INFINITY : acc.max_rel;
-    s.mean_rel = acc.n_rel > 0 ? acc.sum_rel / static_cast<double>(acc.n_rel) : 0;
-    s.mean_excess = acc.sum_ex / fn;
+    const double fn = static_cast<double>(acc.n);
     // Re(Σ a·conj(b)) / (‖a‖‖b‖), and the same of the centred values.
     double denom = std::sqrt(acc.saa) * std::sqrt(acc.sbb);
     if (denom > 0) s.cosine = acc.sab / denom;
@@ -551,40 +281,6 @@ Result<TensorStats> ComputeComplexStats(const TensorInfo& a, const TensorInfo& b
     if (pd > 0) s.pearson = (acc.c_re + acc.c_im) / pd;
     s.a = {acc.min_a, acc.max_a, acc.mean[4], std::sqrt(acc.m2[4] / fn)};
     s.b = {acc.min_b, acc.max_b, acc.mean[5], std::sqrt(acc.m2[5] / fn)};
-    s.min_passing_atol = cfg.rule == Rule::kEither ? s.max_abs : std::max(0.0, acc.max_ex);
-    s.min_passing_rtol = s.max_rel;
-  }
-  if (cfg.ulp_dtype) s.max_ulp = acc.max_ulp;
-  s.n_outside = acc.outside;
-  s.nonfinite_outside = acc.nf_outside;
-  s.frac_outside = n > 0 ? static_cast<double>(acc.outside) / static_cast<double>(n) : 0;
-  s.nan_a = acc.nan_a;
-  s.nan_b = acc.nan_b;
-  s.posinf_a = acc.pinf_a;
-  s.neginf_a = acc.ninf_a;
-  s.posinf_b = acc.pinf_b;
-  s.neginf_b = acc.ninf_b;
-  s.nan_mismatch = acc.nan_mismatch;
-  s.equal = acc.equal;
-  int lo = kDecades, hi = -1;
-  for (int i = 0; i < kDecades; ++i) {
-    if (acc.hist[static_cast<std::size_t>(i)] != 0) {
-      lo = std::min(lo, i);
-      hi = std::max(hi, i);
-    }
-  }
-  s.histogram.zero = acc.hist_zero;
-  if (hi >= 0) {
-    s.histogram.first_decade = kMinDecade + lo;
-    s.histogram.counts.assign(acc.hist.begin() + lo, acc.hist.begin() + hi + 1);
-  }
-  if (cfg.percentiles) {
-    s.median_abs = Percentile(acc.pct, 0, acc.n, 0.5);
-    s.p99_abs = Percentile(acc.pct, 0, acc.n, 0.99);
-    s.median_rel = Percentile(acc.pct, 1, acc.n, 0.5);
-    s.p99_rel = Percentile(acc.pct, 1, acc.n, 0.99);
-    s.median_excess = Percentile(acc.pct, 2, acc.n, 0.5);
-    s.p99_excess = Percentile(acc.pct, 2, acc.n, 0.99);
   }
   return s;
 }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "compare/stats_common.h"
 #include "compare/zip.h"
 
 // The finite-pair kernel is written to auto-vectorise: GCC may reassociate its float sums there
@@ -45,11 +46,7 @@ namespace dt::compare {
 
 namespace {
 
-constexpr std::size_t kBlock = 2048;
-constexpr int kMinDecade = -40;
-constexpr int kMaxDecade = 40;
-constexpr int kDecades = kMaxDecade - kMinDecade;
-constexpr std::size_t kPctBuckets = 65536;
+using namespace detail;  // The layout, reader and thread split shared with complex_stats.cc.
 
 // ---- Conversions to double -------------------------------------------------------------------
 
@@ -128,7 +125,7 @@ struct Tables {
   std::array<double, 2048> bin_thr{};
   Tables() : half(65536) {
     for (int k = 0; k < kDecades + 2; ++k) {
-      double p = std::strtod(("1e" + std::to_string(kMinDecade + k)).c_str(), nullptr);
+      double p = Pow10()[static_cast<std::size_t>(k)];
       float f = static_cast<float>(p);
       if (static_cast<double>(f) < p) f = std::nextafter(f, INFINITY);
       pow10[static_cast<std::size_t>(k)] = p;
@@ -294,74 +291,10 @@ void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, do
   DT_CHECK(!"ComputeStats sends complex pairs to ComputeComplexStats");
 }
 
-// ---- ULP ordering ----------------------------------------------------------------------------
-
-std::uint16_t FloatToHalf(float f) {
-  std::uint32_t x;
-  std::memcpy(&x, &f, 4);
-  std::uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
-  if (ax >= 0x7f800000)
-    return static_cast<std::uint16_t>(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 : 0));
-  if (ax >= 0x477ff000) return static_cast<std::uint16_t>(sign | 0x7c00);
-  if (ax < 0x38800000) {
-    float v = std::fabs(f) * 16777216.0f;
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(v)));
-  }
-  ax += 0xfff + ((ax >> 13) & 1);
-  return static_cast<std::uint16_t>(sign | ((ax - 0x38000000u) >> 13));
-}
-
-// Maps a sign-magnitude float bit pattern to an integer whose order is the float order.
-inline std::int64_t Ordered(std::uint64_t bits, int width) {
-  std::uint64_t sign = std::uint64_t{1} << (width - 1);
-  std::uint64_t mag = bits & (sign - 1);
-  return (bits & sign) ? -static_cast<std::int64_t>(mag) : static_cast<std::int64_t>(mag);
-}
-
-inline std::int64_t OrderedIn(DType t, double v) {
-  switch (t) {
-    case DType::kF64: {
-      std::uint64_t b;
-      std::memcpy(&b, &v, 8);
-      return Ordered(b, 64);
-    }
-    case DType::kF32: {
-      float f = static_cast<float>(v);
-      std::uint32_t b;
-      std::memcpy(&b, &f, 4);
-      return Ordered(b, 32);
-    }
-    case DType::kF16:
-      return Ordered(FloatToHalf(static_cast<float>(v)), 16);
-    case DType::kBF16: {
-      float f = static_cast<float>(v);
-      std::uint32_t b;
-      std::memcpy(&b, &f, 4);
-      b = (b + 0x7fff + ((b >> 16) & 1)) >> 16;
-      return Ordered(b, 16);
-    }
-    default:
-      return 0;
-  }
-}
-
 // ---- Accumulation ----------------------------------------------------------------------------
 
-struct Acc {
-  std::uint64_t n = 0;  // Finite pairs.
-  double sum_e = 0, sum_sq = 0, sum_rel = 0, sum_ex = 0;
-  double max_e = -1, max_rel = 0, max_ex = -INFINITY;
-  std::uint64_t max_i = 0;
-  std::uint64_t n_rel = 0, zero_b_err = 0, outside = 0, equal = 0;
-  std::uint64_t nan_a = 0, nan_b = 0, pinf_a = 0, ninf_a = 0, pinf_b = 0, ninf_b = 0;
-  std::uint64_t nan_mismatch = 0, nf_outside = 0;
-  double min_a = INFINITY, max_a = -INFINITY, min_b = INFINITY, max_b = -INFINITY;
+struct Acc : AccCommon {
   double mean_a = 0, mean_b = 0, m2a = 0, m2b = 0, cab = 0;  // Chan's parallel moments.
-  double saa = 0, sbb = 0, sab = 0;
-  std::uint64_t max_ulp = 0;
-  std::array<std::uint64_t, kDecades> hist{};
-  std::uint64_t hist_zero = 0;
-  std::vector<std::uint64_t> pct;  // 3 × kPctBuckets when percentiles are kept.
 
   void MergeMoments(std::uint64_t nb, double ma, double mb, double m2a_b, double m2b_b,
                     double cab_b) {
@@ -377,44 +310,8 @@ struct Acc {
   }
 
   void Merge(const Acc& o) {
-    if (o.max_e > max_e) {
-      max_e = o.max_e;
-      max_i = o.max_i;
-    }
-    sum_e += o.sum_e;
-    sum_sq += o.sum_sq;
-    sum_rel += o.sum_rel;
-    sum_ex += o.sum_ex;
-    max_rel = std::max(max_rel, o.max_rel);
-    max_ex = std::max(max_ex, o.max_ex);
-    n_rel += o.n_rel;
-    zero_b_err += o.zero_b_err;
-    outside += o.outside;
-    equal += o.equal;
-    nan_a += o.nan_a;
-    nan_b += o.nan_b;
-    pinf_a += o.pinf_a;
-    ninf_a += o.ninf_a;
-    pinf_b += o.pinf_b;
-    ninf_b += o.ninf_b;
-    nan_mismatch += o.nan_mismatch;
-    nf_outside += o.nf_outside;
-    min_a = std::min(min_a, o.min_a);
-    max_a = std::max(max_a, o.max_a);
-    min_b = std::min(min_b, o.min_b);
-    max_b = std::max(max_b, o.max_b);
+    MergeCommon(o);
     MergeMoments(o.n, o.mean_a, o.mean_b, o.m2a, o.m2b, o.cab);
-    saa += o.saa;
-    sbb += o.sbb;
-    sab += o.sab;
-    max_ulp = std::max(max_ulp, o.max_ulp);
-    for (int i = 0; i < kDecades; ++i)
-      hist[static_cast<std::size_t>(i)] += o.hist[static_cast<std::size_t>(i)];
-    hist_zero += o.hist_zero;
-    if (!o.pct.empty()) {
-      if (pct.empty()) pct.assign(o.pct.size(), 0);
-      for (std::size_t i = 0; i < pct.size(); ++i) pct[i] += o.pct[i];
-    }
   }
 };
 
@@ -610,27 +507,6 @@ std::uint64_t MaxUlpIn(DType u, const double* a, const double* b, std::size_t n)
       return m;
     }
   }
-}
-
-inline std::size_t PctKey(double v) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &v, 8);
-  std::size_t k = static_cast<std::size_t>((bits >> 48) & 0x7fff);
-  return (bits >> 63) ? 32767 - k : 32768 + k;
-}
-
-// The upper edge of a percentile bucket.
-double PctValue(std::size_t key) {
-  std::uint64_t bits;
-  double v;
-  if (key >= 32768) {
-    bits = static_cast<std::uint64_t>(key - 32768 + 1) << 48;
-    std::memcpy(&v, &bits, 8);
-    return v;
-  }
-  bits = static_cast<std::uint64_t>(32767 - key) << 48;
-  std::memcpy(&v, &bits, 8);
-  return -v;
 }
 
 // ---- Native float32 lanes ---------------------------------------------------------------------
@@ -891,8 +767,8 @@ constexpr bool kHardFma = false;
 template <bool kRecip, class Src>
 DT_CLONES DT_VECTOR_KERNEL void NativeErrPlain(const unsigned char* __restrict a,
                                                const unsigned char* __restrict b, std::size_t n,
-                                               const float* __restrict rcp, double rtol,
-                                               double ka, double kb, const float* __restrict errf,
+                                               const float* __restrict rcp, double rtol, double ka,
+                                               double kb, const float* __restrict errf,
                                                NativeOut& o) {
   NativeErrBody<kRecip, kHardFma, Src>(a, b, n, rcp, rtol, ka, kb, errf, o);
 }
@@ -902,8 +778,8 @@ template <bool kRecip, class Src>
 DT_TARGET_FMA DT_VECTOR_KERNEL void NativeErrFma(const unsigned char* __restrict a,
                                                  const unsigned char* __restrict b, std::size_t n,
                                                  const float* __restrict rcp, double rtol,
-                                                 double ka, double kb,
-                                                 const float* __restrict errf, NativeOut& o) {
+                                                 double ka, double kb, const float* __restrict errf,
+                                                 NativeOut& o) {
   NativeErrBody<kRecip, true, Src>(a, b, n, rcp, rtol, ka, kb, errf, o);
 }
 
@@ -1035,14 +911,6 @@ void CountBins(const std::uint8_t* bins, std::size_t n, std::size_t lo, std::siz
   for (std::size_t k = 0; k <= kDecades; ++k) hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
 }
 
-// The decade bin of a finite nonzero error, as DecadeBins computes it.
-inline std::size_t BinOf(double e) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &e, 8);
-  std::size_t x = static_cast<std::size_t>(bits >> 52);
-  return T().bin_of[x] + (e >= T().bin_thr[x] ? 1u : 0u);
-}
-
 // How many of err[0, n) are at or above each of K (4 or 8) thresholds: one load per K compares
 // (n < 2^31).
 template <int K, class V>
@@ -1163,8 +1031,8 @@ class Kernel {
     // it matters, below. Either's tolerance test compares each relative error with rtol, so it
     // divides; so does a block with a |b| out of the reciprocal's range.
     float maxab = std::max(-o.minb, o.maxb);
-    const bool recip = cfg_.rule == Rule::kAllclose && !(o.minab_m1 < 0x007fffffu) &&
-                       maxab < 0x1p126f;
+    const bool recip =
+        cfg_.rule == Rule::kAllclose && !(o.minab_m1 < 0x007fffffu) && maxab < 0x1p126f;
     if (!recip) {
       NativeErr<false, S>(pa, pb, n, rcp, cfg_.rtol, ka, kb, errf, o);
     } else {
@@ -1180,9 +1048,8 @@ class Kernel {
     o.maxe = exact ? static_cast<double>(maxef) : NativeAbsErr<S>(pa, pb, n, err);
     o.out = 0;
     if (cfg_.rule == Rule::kEither ? o.maxe > cfg_.atol : o.maxex > cfg_.atol) {
-      o.out = cfg_.rule == Rule::kEither
-                  ? NativeOutside<true, S>(pa, pb, n, cfg_.atol, cfg_.rtol)
-                  : NativeOutside<false, S>(pa, pb, n, cfg_.atol, cfg_.rtol);
+      o.out = cfg_.rule == Rule::kEither ? NativeOutside<true, S>(pa, pb, n, cfg_.atol, cfg_.rtol)
+                                         : NativeOutside<false, S>(pa, pb, n, cfg_.atol, cfg_.rtol);
     }
     if (o.maxe > acc.max_e) {
       for (std::size_t i = 0; i < n; ++i) {
@@ -1222,7 +1089,7 @@ class Kernel {
       std::uint32_t mine_bits = o.mine_m1 + 1u;
       std::memcpy(&minf, &mine_bits, 4);
       const double mine = static_cast<double>(minf);
-      std::size_t hi = BinOf(o.maxe), lo = BinOf(mine);
+      std::size_t hi = DecadeBin(o.maxe), lo = DecadeBin(mine);
       if (lo > 0 && lo < kDecades && mine * (1 - 0x1p-23) < T().pow10[lo]) --lo;
       lo = std::min(lo, hi);
       if (hi - lo < 12) {
@@ -1313,140 +1180,17 @@ class Kernel {
   const StatsConfig& cfg_;
 };
 
-// Reads tensor elements in iteration order into double blocks: a linear run of storage, a
-// gather through strides, or a deflated stream.
-class Reader {
+// Reads tensor elements in iteration order into double blocks.
+class Reader : public ElementReader {
  public:
-  Status Init(const TensorInfo& t, bool linear, const std::string& file) {
-    t_ = &t;
-    linear_ = linear;
-    // Sub-byte tensors (safetensors only) are mapped and C-contiguous, so never gathered or
-    // inflated: only their linear runs are addressed, in bytes, by BytesOf.
-    DT_CHECK(!IsSubByte(t.dtype) || (linear && !t.storage.is_deflated()));
-    es_ = static_cast<std::size_t>(DTypeBits(t.dtype) / 8);
-    strides_ = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
-    if (t.storage.is_deflated()) {
-      z_ = std::make_unique<InflateStream>();
-      if (auto s = z_->Init(t.storage.deflated, t.storage.deflated_size, t.storage.inflated_limit,
-                            file, t.name);
-          !s) {
-        return s;
-      }
-      if (auto s = z_->Skip(t.storage.inflated_skip); !s) return s;
-      bytes_.resize(kBlock * es_);
-    } else if (!linear) {
-      bytes_.resize(kBlock * es_);
-    }
-    return OkStatus();
-  }
-
-  // The raw bytes of elements [start, start + n) of the iteration: inside the map for a linear
-  // run, else gathered or inflated into the reader's buffer.
-  Result<const unsigned char*> Raw(std::uint64_t start, std::size_t n) {
-    if (z_) {
-      if (auto s = z_->ReadExactly(bytes_.data(), n * es_); !s) return s.take_error();
-      return bytes_.data();
-    }
-    if (linear_) return t_->storage.data + BytesOf(t_->dtype, start);
-    // Gather in C order: the multi-index of `start`, then step it element by element.
-    std::size_t nd = t_->shape.size();
-    std::uint64_t idx[64] = {};
-    std::uint64_t rem = start;
-    std::int64_t off = 0;
-    for (std::size_t d = nd; d-- > 0;) {
-      idx[d] = rem % t_->shape[d];
-      rem /= t_->shape[d];
-      off += static_cast<std::int64_t>(idx[d]) * strides_[d];
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-      std::memcpy(bytes_.data() + i * es_, t_->storage.data + static_cast<std::uint64_t>(off) * es_,
-                  es_);
-      for (std::size_t d = nd; d-- > 0;) {
-        if (++idx[d] < t_->shape[d]) {
-          off += strides_[d];
-          break;
-        }
-        off -= static_cast<std::int64_t>(idx[d] - 1) * strides_[d];
-        idx[d] = 0;
-      }
-    }
-    return bytes_.data();
-  }
-
   // Elements [start, start + n) of the iteration into out.
   Status Load(std::uint64_t start, std::size_t n, double* out) {
     auto raw = Raw(start, n);
     if (!raw) return raw.take_error();
-    Convert(t_->dtype, t_->big_endian, *raw, n, out);
+    Convert(tensor().dtype, tensor().big_endian, *raw, n, out);
     return OkStatus();
   }
-
- private:
-  const TensorInfo* t_ = nullptr;
-  bool linear_ = true;
-  std::size_t es_ = 1;
-  std::vector<std::int64_t> strides_;
-  std::unique_ptr<InflateStream> z_;
-  std::vector<unsigned char> bytes_;
 };
-
-bool IsC(const TensorInfo& t) {
-  return t.strides.empty() || t.strides == ContiguousStrides(t.shape);
-}
-
-// True when `strides` lay the shape out densely in some dimension order (C, Fortran, …).
-bool IsDense(const TensorInfo& t) {
-  if (t.strides.empty()) return true;
-  std::vector<std::size_t> order(t.shape.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](std::size_t x, std::size_t y) { return t.strides[x] < t.strides[y]; });
-  std::int64_t expect = 1;
-  for (std::size_t d : order) {
-    if (t.shape[d] == 1) continue;
-    if (t.strides[d] != expect) return false;
-    expect *= static_cast<std::int64_t>(t.shape[d]);
-  }
-  return true;
-}
-
-// The multi-index of the element at storage position `pos` of a dense layout.
-std::vector<std::uint64_t> UnravelStorage(const TensorInfo& t, std::uint64_t pos) {
-  std::vector<std::int64_t> s = t.strides.empty() ? ContiguousStrides(t.shape) : t.strides;
-  std::vector<std::size_t> order(t.shape.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return s[x] > s[y]; });
-  std::vector<std::uint64_t> idx(t.shape.size(), 0);
-  for (std::size_t d : order) {
-    if (t.shape[d] <= 1) continue;
-    idx[d] = pos / static_cast<std::uint64_t>(s[d]);
-    pos %= static_cast<std::uint64_t>(s[d]);
-  }
-  return idx;
-}
-
-std::vector<std::uint64_t> UnravelC(const std::vector<std::uint64_t>& shape, std::uint64_t pos) {
-  std::vector<std::uint64_t> idx(shape.size(), 0);
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] == 0) continue;
-    idx[d] = pos % shape[d];
-    pos /= shape[d];
-  }
-  return idx;
-}
-
-double Percentile(const std::vector<std::uint64_t>& pct, std::size_t which, std::uint64_t total,
-                  double q) {
-  if (total == 0) return 0;
-  std::uint64_t rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total)));
-  rank = std::max<std::uint64_t>(rank, 1);
-  std::uint64_t seen = 0;
-  for (std::size_t k = 0; k < kPctBuckets; ++k) {
-    seen += pct[which * kPctBuckets + k];
-    if (seen >= rank) return PctValue(k);
-  }
-  return PctValue(kPctBuckets - 1);
-}
 
 Status RunRange(const TensorInfo& a, const TensorInfo& b, bool linear, std::uint64_t begin,
                 std::uint64_t end, const Kernel& kernel, Acc& acc, const std::string& fa,
@@ -1509,114 +1253,37 @@ Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const
     return ComputeComplexStats(a, b, cfg, file_a, file_b);  // complex_stats.cc
   }
   DT_CHECK(a.shape == b.shape);
-  const bool same_dense = IsDense(a) && IsDense(b) &&
-                          (a.strides.empty() ? ContiguousStrides(a.shape) : a.strides) ==
-                              (b.strides.empty() ? ContiguousStrides(b.shape) : b.strides);
-  const bool linear = same_dense;
-  for (const TensorInfo* t : {&a, &b}) {
-    if (t->storage.is_deflated() && !linear && !IsC(*t)) {
-      return MakeError(ErrorCode::kInput,
-                       "tensor '" + t->name +
-                           "': a compressed Fortran-order member can only be compared with a "
-                           "tensor of the same layout",
-                       t == &a ? file_a : file_b);
-    }
-  }
-  const std::uint64_t n = a.numel;
+  auto linear = StorageOrder(a, b, file_a, file_b);
+  if (!linear) return linear.take_error();
   Kernel kernel(cfg);
-  bool streamed = a.storage.is_deflated() || b.storage.is_deflated();
-  int threads = streamed ? 1 : std::max(1, cfg.threads);
-  if (n < 4 * kBlock) threads = 1;
-  std::vector<Acc> accs(static_cast<std::size_t>(threads));
+  std::vector<Acc> accs(static_cast<std::size_t>(RangesFor(a, b, cfg.threads)));
   if (cfg.percentiles) {
     for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
   }
-  std::vector<Status> status(static_cast<std::size_t>(threads), OkStatus());
-  auto bounds = [&](int t) {
-    std::uint64_t blocks = (n + kBlock - 1) / kBlock;
-    std::uint64_t lo = blocks * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
-    return std::min(n, lo * kBlock);
-  };
-  if (threads == 1) {
-    status[0] = RunRange(a, b, linear, 0, n, kernel, accs[0], file_a, file_b);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        status[static_cast<std::size_t>(t)] =
-            RunRange(a, b, linear, bounds(t), bounds(t + 1), kernel,
-                     accs[static_cast<std::size_t>(t)], file_a, file_b);
-      });
-    }
-    for (auto& th : pool) th.join();
-  }
-  for (auto& s : status) {
-    if (!s) return s.take_error();
-  }
+  Status st =
+      ForEachRange(a.numel, static_cast<int>(accs.size()),
+                   [&](std::size_t r, std::uint64_t begin, std::uint64_t end) {
+                     return RunRange(a, b, *linear, begin, end, kernel, accs[r], file_a, file_b);
+                   });
+  if (!st) return st.take_error();
   Acc acc = std::move(accs[0]);
   for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
 
-  TensorStats s;
-  s.numel = n;
-  s.finite_pairs = acc.n;
-  double fn = static_cast<double>(acc.n);
+  TensorStats s = CommonStats(acc, a, *linear, cfg);
   if (acc.n > 0) {
-    s.max_abs = acc.max_e;
-    s.max_abs_index = linear ? UnravelStorage(a, acc.max_i) : UnravelC(a.shape, acc.max_i);
-    s.mean_abs = acc.sum_e / fn;
-    s.rmse = std::sqrt(acc.sum_sq / fn);
-    s.max_rel = acc.zero_b_err > 0 ? INFINITY : acc.max_rel;
-    s.mean_rel = acc.n_rel > 0 ? acc.sum_rel / static_cast<double>(acc.n_rel) : 0;
-    s.mean_excess = acc.sum_ex / fn;
+    const double fn = static_cast<double>(acc.n);
     double denom = std::sqrt(acc.saa) * std::sqrt(acc.sbb);
-    s.cosine = denom > 0 ? acc.sab / denom : NAN;
+    if (denom > 0) s.cosine = acc.sab / denom;
     double pd = std::sqrt(acc.m2a) * std::sqrt(acc.m2b);
-    s.pearson = pd > 0 ? acc.cab / pd : NAN;
+    if (pd > 0) s.pearson = acc.cab / pd;
     s.a = {acc.min_a, acc.max_a, acc.mean_a, std::sqrt(acc.m2a / fn)};
     s.b = {acc.min_b, acc.max_b, acc.mean_b, std::sqrt(acc.m2b / fn)};
-    s.min_passing_atol = cfg.rule == Rule::kEither ? s.max_abs : std::max(0.0, acc.max_ex);
-    s.min_passing_rtol = s.max_rel;
-  } else {
-    s.cosine = NAN;
-    s.pearson = NAN;
-  }
-  if (cfg.ulp_dtype) s.max_ulp = acc.max_ulp;
-  s.n_outside = acc.outside;
-  s.nonfinite_outside = acc.nf_outside;
-  s.frac_outside = n > 0 ? static_cast<double>(acc.outside) / static_cast<double>(n) : 0;
-  s.nan_a = acc.nan_a;
-  s.nan_b = acc.nan_b;
-  s.posinf_a = acc.pinf_a;
-  s.neginf_a = acc.ninf_a;
-  s.posinf_b = acc.pinf_b;
-  s.neginf_b = acc.ninf_b;
-  s.nan_mismatch = acc.nan_mismatch;
-  s.equal = acc.equal;
-  int lo = kDecades, hi = -1;
-  for (int i = 0; i < kDecades; ++i) {
-    if (acc.hist[static_cast<std::size_t>(i)] != 0) {
-      lo = std::min(lo, i);
-      hi = std::max(hi, i);
-    }
-  }
-  s.histogram.zero = acc.hist_zero;
-  if (hi >= 0) {
-    s.histogram.first_decade = kMinDecade + lo;
-    s.histogram.counts.assign(acc.hist.begin() + lo, acc.hist.begin() + hi + 1);
-  }
-  if (cfg.percentiles) {
-    s.median_abs = Percentile(acc.pct, 0, acc.n, 0.5);
-    s.p99_abs = Percentile(acc.pct, 0, acc.n, 0.99);
-    s.median_rel = Percentile(acc.pct, 1, acc.n, 0.5);
-    s.p99_rel = Percentile(acc.pct, 1, acc.n, 0.99);
-    s.median_excess = Percentile(acc.pct, 2, acc.n, 0.5);
-    s.p99_excess = Percentile(acc.pct, 2, acc.n, 0.99);
   }
   return s;
 }
 
 std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads) {
-  const std::uint64_t na = a.numel * DTypeSize(a.dtype), nb = b.numel * DTypeSize(b.dtype);
+  const std::uint64_t na = StorageBytes(a), nb = StorageBytes(b);
   std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads), 0);
   auto work = [&](int t) {
     std::uint64_t s = 0;
