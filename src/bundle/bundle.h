@@ -72,10 +72,10 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir);
 // empty trace; a malformed line is a kInput error naming the file and line.
 Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path);
 
-// Parses the header of a .safetensors file held in `bytes` (the whole file, or at least its header
-// when `file_size` says how long the file is) and checks every offset against the file size.
+// The tensors of a .safetensors file held whole in `bytes`, from its header: read by compare's
+// reader (the one that is fuzzed), which checks every dtype, shape and offset against the file and
+// that no two tensors overlap.
 Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
-                                                       std::uint64_t file_size,
                                                        const std::string& file_name);
 
 struct RunOptions {

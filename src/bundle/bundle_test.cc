@@ -63,7 +63,7 @@ TEST_F(BundleTest, SafetensorsHeaderGivesNamesShapesAndAbsoluteOffsets) {
   std::string header = R"({"a":{"dtype":"F64","shape":[2],"data_offsets":[0,16]},)"
                        R"("__metadata__":{"format":"pt"}})";
   std::string file = Safetensors(header, 16);
-  auto t = ParseSafetensorsHeader(file, file.size(), "x.safetensors");
+  auto t = ParseSafetensorsHeader(file, "x.safetensors");
   ASSERT_TRUE(t.ok()) << t.error().ToString();
   ASSERT_EQ(t->size(), 1u);
   EXPECT_EQ((*t)[0].name, "a");
@@ -71,6 +71,20 @@ TEST_F(BundleTest, SafetensorsHeaderGivesNamesShapesAndAbsoluteOffsets) {
   EXPECT_EQ((*t)[0].shape, std::vector<std::int64_t>{2});
   EXPECT_EQ((*t)[0].begin, 8 + header.size());
   EXPECT_EQ((*t)[0].end, 8 + header.size() + 16);
+
+  // Every dtype the format has, packed sub-byte floats included (spans in bytes).
+  header = R"({"c":{"dtype":"C64","shape":[2],"data_offsets":[0,16]},)"
+           R"("f4":{"dtype":"F4","shape":[6],"data_offsets":[16,19]},)"
+           R"("f6":{"dtype":"F6_E3M2","shape":[4],"data_offsets":[19,22]},)"
+           R"("z":{"dtype":"F8_E4M3FNUZ","shape":[2],"data_offsets":[22,24]}})";
+  file = Safetensors(header, 24);
+  t = ParseSafetensorsHeader(file, "x.safetensors");
+  ASSERT_TRUE(t.ok()) << t.error().ToString();
+  ASSERT_EQ(t->size(), 4u);
+  EXPECT_EQ((*t)[1].dtype, "F4");
+  EXPECT_EQ((*t)[1].end - (*t)[1].begin, 3u);
+  EXPECT_EQ((*t)[2].dtype, "F6_E3M2");
+  EXPECT_EQ((*t)[3].dtype, "F8_E4M3FNUZ");
 }
 
 TEST_F(BundleTest, SafetensorsHeaderRejectsHostileInput) {
@@ -80,22 +94,30 @@ TEST_F(BundleTest, SafetensorsHeaderRejectsHostileInput) {
   };
   std::vector<Case> cases = {
       {"", "shorter"},
-      {Le64(1ull << 62) + "{}", "too large"},
-      {Le64(100) + "{}", "past the end"},
+      {Le64(1ull << 62) + "{}", "longer than the file"},
+      {Le64(100) + "{}", "longer than the file"},
       {Safetensors("[1]", 0), "not a JSON object"},
-      {Safetensors("{\"a\":", 0), "not a JSON object"},
+      {Safetensors("{\"a\":", 0), "not valid JSON"},
       {Safetensors(R"({"a":{"dtype":"F32","shape":[2]}})", 8), "data_offsets"},
-      {Safetensors(R"({"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}})", 1), "unknown dtype"},
-      {Safetensors(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "negative"},
+      {Safetensors(R"({"a":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}})", 1),
+       "unsupported dtype 'Q7'"},
+      {Safetensors(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4),
+       "not a non-negative integer"},
       {Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8), "outside"},
       {Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8), "outside"},
       {Safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "need"},
       {Safetensors(
            R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4],"data_offsets":[0,8]}})", 8),
-       "too large"},
+       "overflows"},
+      {Safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                   R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                   8),
+       "overlap"},
+      {Safetensors(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", 2),
+       "not a whole number of bytes"},
   };
   for (const auto& c : cases) {
-    auto t = ParseSafetensorsHeader(c.bytes, c.bytes.size(), "bad.safetensors");
+    auto t = ParseSafetensorsHeader(c.bytes, "bad.safetensors");
     ASSERT_FALSE(t.ok()) << c.needle;
     EXPECT_NE(t.error().message.find(c.needle), std::string::npos) << t.error().message;
     EXPECT_EQ(t.error().file, "bad.safetensors");

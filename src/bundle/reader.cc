@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "bundle/bundle.h"
+#include "compare/tensor.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
@@ -13,22 +14,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // The reference library's own limit.
 constexpr std::uint64_t kMaxJsonlBytes = 512u << 20;
 
 Error InputError(const std::filesystem::path& file, std::int64_t line, std::string message) {
   return MakeError(ErrorCode::kInput, std::move(message), file.string(), line);
-}
-
-int DtypeSize(std::string_view dtype) {
-  static const std::pair<std::string_view, int> kSizes[] = {
-      {"F64", 8}, {"F32", 4},     {"F16", 2},     {"BF16", 2}, {"I64", 8}, {"I32", 4},
-      {"I16", 2}, {"I8", 1},      {"U8", 1},      {"BOOL", 1}, {"U16", 2}, {"U32", 4},
-      {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"C64", 8}};
-  for (const auto& [name, size] : kSizes) {
-    if (name == dtype) return size;
-  }
-  return 0;
 }
 
 std::optional<Location> ParseLocation(const json& j) {
@@ -85,65 +74,22 @@ Result<std::string> RequireString(const json& j, const char* key, const std::fil
 }  // namespace
 
 Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
-                                                       std::uint64_t file_size,
                                                        const std::string& file_name) {
-  auto fail = [&](std::string message) {
-    return MakeError(ErrorCode::kInput, "safetensors: " + std::move(message), file_name);
-  };
-  if (bytes.size() < 8) return fail("file is shorter than the 8-byte header length");
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
-  if (n > kMaxHeaderBytes) return fail("header length " + std::to_string(n) + " is too large");
-  if (n + 8 > file_size || n + 8 > bytes.size()) {
-    return fail("header length " + std::to_string(n) + " runs past the end of the file");
+  const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+  std::vector<compare::TensorInfo> parsed;
+  if (auto s = compare::ReadSafetensors(data, bytes.size(), file_name, "", parsed); !s) {
+    return s.take_error();
   }
-  json header = json::parse(bytes.substr(8, n), nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) return fail("header is not a JSON object");
-  const std::uint64_t data_start = 8 + n;
-  const std::uint64_t data_size = file_size - data_start;
   std::vector<TensorInfo> out;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
-    const json& e = it.value();
-    const std::string where = "tensor '" + it.key() + "'";
-    if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string() || !e.contains("shape") ||
-        !e["shape"].is_array() || !e.contains("data_offsets") || !e["data_offsets"].is_array() ||
-        e["data_offsets"].size() != 2) {
-      return fail(where + " needs dtype, shape and two data_offsets");
-    }
-    TensorInfo t;
-    t.name = it.key();
-    t.dtype = e["dtype"].get<std::string>();
-    int size = DtypeSize(t.dtype);
-    if (size == 0) return fail(where + " has unknown dtype " + t.dtype);
-    std::uint64_t elements = 1;
-    for (const json& d : e["shape"]) {
-      if (!d.is_number_unsigned()) return fail(where + " has a non-integer or negative dimension");
-      std::uint64_t v = d.get<std::uint64_t>();
-      if (v != 0 && elements > std::numeric_limits<std::uint64_t>::max() / v / 8) {
-        return fail(where + " has a shape too large to address");
-      }
-      elements *= v;
-      t.shape.push_back(static_cast<std::int64_t>(v));
-    }
-    const json& off = e["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      return fail(where + " has non-integer data_offsets");
-    }
-    std::uint64_t b = off[0].get<std::uint64_t>();
-    std::uint64_t en = off[1].get<std::uint64_t>();
-    if (b > en || en > data_size) {
-      return fail(where + " data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
-                  "] lie outside the " + std::to_string(data_size) + " data bytes");
-    }
-    if (en - b != elements * static_cast<std::uint64_t>(size)) {
-      return fail(where + " holds " + std::to_string(en - b) +
-                  " bytes but its shape and dtype need " +
-                  std::to_string(elements * static_cast<std::uint64_t>(size)));
-    }
-    t.begin = data_start + b;
-    t.end = data_start + en;
-    out.push_back(std::move(t));
+  out.reserve(parsed.size());
+  for (const compare::TensorInfo& t : parsed) {
+    TensorInfo x;
+    x.name = t.name;
+    x.dtype = std::string(compare::SafetensorsName(t.dtype));
+    for (std::uint64_t d : t.shape) x.shape.push_back(static_cast<std::int64_t>(d));
+    x.begin = static_cast<std::uint64_t>(t.storage.data - data);
+    x.end = x.begin + compare::StorageBytes(t);
+    out.push_back(std::move(x));
   }
   return out;
 }
@@ -260,7 +206,7 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   if (std::filesystem::exists(tensors_path, ec)) {
     auto mapped = MappedFile::Open(tensors_path);
     if (!mapped) return mapped.take_error();
-    auto tensors = ParseSafetensorsHeader(mapped->view(), mapped->size(), tensors_path.string());
+    auto tensors = ParseSafetensorsHeader(mapped->view(), tensors_path.string());
     if (!tensors) return tensors.take_error();
     b.tensors = std::move(*tensors);
   }

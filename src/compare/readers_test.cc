@@ -54,7 +54,7 @@ TEST(CompareSafetensorsTest, ReadsTensorsAndRejectsMalformedHeaders) {
       {Safetensors(R"([1,2])", ""), "not a JSON object"},
       {Safetensors(R"({"x":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
                    std::string(4, '\0')),
-       "bad shape entry"},
+       "shape entry is not a non-negative integer"},
   };
   for (const Case& c : cases) {
     std::vector<TensorInfo> o;

@@ -85,6 +85,8 @@ DType ComponentDType(DType t) {
   return t;
 }
 
+std::string_view SafetensorsName(DType t) { return Row(t).safetensors; }
+
 std::optional<DType> DTypeFromSafetensors(std::string_view s) {
   for (const DTypeRow& r : kDTypes) {
     if (!r.safetensors.empty() && r.safetensors == s) return r.type;

@@ -64,6 +64,8 @@ int MantissaBits(DType t);
 DType ComponentDType(DType t);
 // safetensors' dtype strings ("F32", "BF16", "F8_E4M3", "F4", "C64"…); complex128 has none.
 std::optional<DType> DTypeFromSafetensors(std::string_view s);
+// The safetensors spelling of a dtype ("F32", "F8_E4M3FNUZ"…); empty for complex128.
+std::string_view SafetensorsName(DType t);
 
 // Where a tensor's bytes are: a range of a mapped file, or a deflated zip member (its compressed
 // bytes, and how many inflated bytes precede the data, e.g. an .npy header).
