@@ -16,16 +16,33 @@ import torch
 _DTYPES = {
     torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
     torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-    torch.uint8: "U8", torch.bool: "BOOL",
+    torch.uint8: "U8", torch.bool: "BOOL", torch.complex64: "C64",
 }
+# Dtypes that older torch releases lack: kept under their own names where this torch has them.
+for _attr, _name in (("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"),
+                     ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
+                     ("float8_e4m3fnuz", "F8_E4M3FNUZ"), ("float8_e5m2fnuz", "F8_E5M2FNUZ"),
+                     ("float8_e8m0fnu", "F8_E8M0")):
+    if hasattr(torch, _attr):
+        _DTYPES[getattr(torch, _attr)] = _name
 
 
 def to_storable(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous CPU copy in a dtype safetensors knows (complex and others become float32)."""
+    """A contiguous CPU copy in a dtype safetensors knows: complex128, which the format lacks, as
+    float64 pairs (torch.view_as_real), other dtypes it lacks as float32."""
     t = t.detach()
     if t.dtype not in _DTYPES:
-        t = t.to(torch.float32) if not t.is_complex() else torch.view_as_real(t)
+        t = torch.view_as_real(t) if t.is_complex() else t.to(torch.float32)
     return t.to("cpu", copy=True).contiguous()
+
+
+def _raw_bytes(t: torch.Tensor) -> bytes:
+    """The little-endian bytes of a contiguous CPU tensor, through uint8 (numpy lacks bfloat16 and
+    the float8 dtypes)."""
+    flat = t.reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes()
 
 
 def save(tensors: dict, path: str, metadata: dict | None = None) -> None:
@@ -35,10 +52,7 @@ def save(tensors: dict, path: str, metadata: dict | None = None) -> None:
     offset = 0
     for name, t in tensors.items():
         t = to_storable(t)
-        if t.dtype == torch.bfloat16 or t.dtype == torch.bool:
-            raw = t.view(torch.uint8 if t.dtype == torch.bool else torch.int16).numpy().tobytes()
-        else:
-            raw = t.numpy().tobytes()
+        raw = _raw_bytes(t)
         if sys.byteorder != "little" and t.element_size() > 1:
             raise RuntimeError("big-endian hosts are not supported")
         header[name] = {"dtype": _DTYPES[t.dtype], "shape": list(t.shape),
