@@ -258,29 +258,20 @@ Result<TensorStats> ComputeComplexStats(const TensorInfo& a, const TensorInfo& b
   auto linear = StorageOrder(a, b, file_a, file_b);
   if (!linear) return linear.take_error();
   ComplexKernel kernel(cfg);
-  std::vector<Acc> accs(static_cast<std::size_t>(RangesFor(a, b, cfg.threads)));
-  if (cfg.percentiles) {
-    for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
-  }
-  Status st =
-      ForEachRange(a.numel, static_cast<int>(accs.size()),
-                   [&](std::size_t r, std::uint64_t begin, std::uint64_t end) {
-                     return RunRange(a, b, *linear, begin, end, kernel, accs[r], file_a, file_b);
-                   });
-  if (!st) return st.take_error();
-  Acc acc = std::move(accs[0]);
-  for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
-
-  TensorStats s = CommonStats(acc, a, *linear, cfg);
-  if (acc.n > 0) {
-    const double fn = static_cast<double>(acc.n);
+  auto acc = Accumulate<Acc>(a, b, cfg, [&](std::uint64_t begin, std::uint64_t end, Acc& into) {
+    return RunRange(a, b, *linear, begin, end, kernel, into, file_a, file_b);
+  });
+  if (!acc) return acc.take_error();
+  TensorStats s = CommonStats(*acc, a, *linear, cfg);
+  if (acc->n > 0) {
+    const double fn = static_cast<double>(acc->n);
     // Re(Σ a·conj(b)) / (‖a‖‖b‖), and the same of the centred values.
-    double denom = std::sqrt(acc.saa) * std::sqrt(acc.sbb);
-    if (denom > 0) s.cosine = acc.sab / denom;
-    double pd = std::sqrt(acc.m2[0] + acc.m2[1]) * std::sqrt(acc.m2[2] + acc.m2[3]);
-    if (pd > 0) s.pearson = (acc.c_re + acc.c_im) / pd;
-    s.a = {acc.min_a, acc.max_a, acc.mean[4], std::sqrt(acc.m2[4] / fn)};
-    s.b = {acc.min_b, acc.max_b, acc.mean[5], std::sqrt(acc.m2[5] / fn)};
+    double denom = std::sqrt(acc->saa) * std::sqrt(acc->sbb);
+    if (denom > 0) s.cosine = acc->sab / denom;
+    double pd = std::sqrt(acc->m2[0] + acc->m2[1]) * std::sqrt(acc->m2[2] + acc->m2[3]);
+    if (pd > 0) s.pearson = (acc->c_re + acc->c_im) / pd;
+    s.a = {acc->min_a, acc->max_a, acc->mean[4], std::sqrt(acc->m2[4] / fn)};
+    s.b = {acc->min_b, acc->max_b, acc->mean[5], std::sqrt(acc->m2[5] / fn)};
   }
   return s;
 }

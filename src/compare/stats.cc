@@ -1256,28 +1256,19 @@ Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const
   auto linear = StorageOrder(a, b, file_a, file_b);
   if (!linear) return linear.take_error();
   Kernel kernel(cfg);
-  std::vector<Acc> accs(static_cast<std::size_t>(RangesFor(a, b, cfg.threads)));
-  if (cfg.percentiles) {
-    for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
-  }
-  Status st =
-      ForEachRange(a.numel, static_cast<int>(accs.size()),
-                   [&](std::size_t r, std::uint64_t begin, std::uint64_t end) {
-                     return RunRange(a, b, *linear, begin, end, kernel, accs[r], file_a, file_b);
-                   });
-  if (!st) return st.take_error();
-  Acc acc = std::move(accs[0]);
-  for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
-
-  TensorStats s = CommonStats(acc, a, *linear, cfg);
-  if (acc.n > 0) {
-    const double fn = static_cast<double>(acc.n);
-    double denom = std::sqrt(acc.saa) * std::sqrt(acc.sbb);
-    if (denom > 0) s.cosine = acc.sab / denom;
-    double pd = std::sqrt(acc.m2a) * std::sqrt(acc.m2b);
-    if (pd > 0) s.pearson = acc.cab / pd;
-    s.a = {acc.min_a, acc.max_a, acc.mean_a, std::sqrt(acc.m2a / fn)};
-    s.b = {acc.min_b, acc.max_b, acc.mean_b, std::sqrt(acc.m2b / fn)};
+  auto acc = Accumulate<Acc>(a, b, cfg, [&](std::uint64_t begin, std::uint64_t end, Acc& into) {
+    return RunRange(a, b, *linear, begin, end, kernel, into, file_a, file_b);
+  });
+  if (!acc) return acc.take_error();
+  TensorStats s = CommonStats(*acc, a, *linear, cfg);
+  if (acc->n > 0) {
+    const double fn = static_cast<double>(acc->n);
+    double denom = std::sqrt(acc->saa) * std::sqrt(acc->sbb);
+    if (denom > 0) s.cosine = acc->sab / denom;
+    double pd = std::sqrt(acc->m2a) * std::sqrt(acc->m2b);
+    if (pd > 0) s.pearson = acc->cab / pd;
+    s.a = {acc->min_a, acc->max_a, acc->mean_a, std::sqrt(acc->m2a / fn)};
+    s.b = {acc->min_b, acc->max_b, acc->mean_b, std::sqrt(acc->m2b / fn)};
   }
   return s;
 }

@@ -163,6 +163,25 @@ struct AccCommon {
   void MergeCommon(const AccCommon& o);
 };
 
+// Runs range(begin, end, acc) over the runs of the pair's elements, each into an accumulator of its
+// own (with percentile counts when asked for), and merges them in range order.
+template <class Acc, class Range>
+Result<Acc> Accumulate(const TensorInfo& a, const TensorInfo& b, const StatsConfig& cfg,
+                       Range&& range) {
+  std::vector<Acc> accs(static_cast<std::size_t>(RangesFor(a, b, cfg.threads)));
+  if (cfg.percentiles) {
+    for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
+  }
+  Status st = ForEachRange(a.numel, static_cast<int>(accs.size()),
+                           [&](std::size_t r, std::uint64_t begin, std::uint64_t end) {
+                             return range(begin, end, accs[r]);
+                           });
+  if (!st) return st.take_error();
+  Acc acc = std::move(accs[0]);
+  for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
+  return acc;
+}
+
 // The error statistics, counts, histogram and percentiles of an accumulator; the caller adds the
 // cosine, Pearson and side statistics.
 TensorStats CommonStats(const AccCommon& acc, const TensorInfo& a, bool storage_order,
