@@ -254,26 +254,19 @@ Result<TensorStats> ComputeComplexStats(const TensorInfo& a, const TensorInfo& b
                          std::string(DTypeName(r.dtype)) + " one",
                      &c == &a ? file_a : file_b);
   }
-  DT_CHECK(a.shape == b.shape);
-  auto linear = StorageOrder(a, b, file_a, file_b);
-  if (!linear) return linear.take_error();
   ComplexKernel kernel(cfg);
-  auto acc = Accumulate<Acc>(a, b, cfg, [&](std::uint64_t begin, std::uint64_t end, Acc& into) {
-    return RunRange(a, b, *linear, begin, end, kernel, into, file_a, file_b);
-  });
-  if (!acc) return acc.take_error();
-  TensorStats s = CommonStats(*acc, a, *linear, cfg);
-  if (acc->n > 0) {
-    const double fn = static_cast<double>(acc->n);
-    // Re(Σ a·conj(b)) / (‖a‖‖b‖), and the same of the centred values.
-    double denom = std::sqrt(acc->saa) * std::sqrt(acc->sbb);
-    if (denom > 0) s.cosine = acc->sab / denom;
-    double pd = std::sqrt(acc->m2[0] + acc->m2[1]) * std::sqrt(acc->m2[2] + acc->m2[3]);
-    if (pd > 0) s.pearson = (acc->c_re + acc->c_im) / pd;
-    s.a = {acc->min_a, acc->max_a, acc->mean[4], std::sqrt(acc->m2[4] / fn)};
-    s.b = {acc->min_b, acc->max_b, acc->mean[5], std::sqrt(acc->m2[5] / fn)};
-  }
-  return s;
+  return PairStats<Acc>(
+      a, b, cfg, file_a, file_b,
+      [&](bool linear, std::uint64_t begin, std::uint64_t end, Acc& acc) {
+        return RunRange(a, b, linear, begin, end, kernel, acc, file_a, file_b);
+      },
+      [](const Acc& acc, double n, TensorStats& s) {
+        // Pearson's correlation of the complex values: Re Σ (a-ā)·conj(b-b̄) over the norms.
+        double pd = std::sqrt(acc.m2[0] + acc.m2[1]) * std::sqrt(acc.m2[2] + acc.m2[3]);
+        if (pd > 0) s.pearson = (acc.c_re + acc.c_im) / pd;
+        s.a = {acc.min_a, acc.max_a, acc.mean[4], std::sqrt(acc.m2[4] / n)};
+        s.b = {acc.min_b, acc.max_b, acc.mean[5], std::sqrt(acc.m2[5] / n)};
+      });
 }
 
 }  // namespace dt::compare

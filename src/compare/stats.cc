@@ -1252,25 +1252,18 @@ Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const
   if (IsComplex(a.dtype) || IsComplex(b.dtype)) {
     return ComputeComplexStats(a, b, cfg, file_a, file_b);  // complex_stats.cc
   }
-  DT_CHECK(a.shape == b.shape);
-  auto linear = StorageOrder(a, b, file_a, file_b);
-  if (!linear) return linear.take_error();
   Kernel kernel(cfg);
-  auto acc = Accumulate<Acc>(a, b, cfg, [&](std::uint64_t begin, std::uint64_t end, Acc& into) {
-    return RunRange(a, b, *linear, begin, end, kernel, into, file_a, file_b);
-  });
-  if (!acc) return acc.take_error();
-  TensorStats s = CommonStats(*acc, a, *linear, cfg);
-  if (acc->n > 0) {
-    const double fn = static_cast<double>(acc->n);
-    double denom = std::sqrt(acc->saa) * std::sqrt(acc->sbb);
-    if (denom > 0) s.cosine = acc->sab / denom;
-    double pd = std::sqrt(acc->m2a) * std::sqrt(acc->m2b);
-    if (pd > 0) s.pearson = acc->cab / pd;
-    s.a = {acc->min_a, acc->max_a, acc->mean_a, std::sqrt(acc->m2a / fn)};
-    s.b = {acc->min_b, acc->max_b, acc->mean_b, std::sqrt(acc->m2b / fn)};
-  }
-  return s;
+  return PairStats<Acc>(
+      a, b, cfg, file_a, file_b,
+      [&](bool linear, std::uint64_t begin, std::uint64_t end, Acc& acc) {
+        return RunRange(a, b, linear, begin, end, kernel, acc, file_a, file_b);
+      },
+      [](const Acc& acc, double n, TensorStats& s) {
+        double pd = std::sqrt(acc.m2a) * std::sqrt(acc.m2b);
+        if (pd > 0) s.pearson = acc.cab / pd;
+        s.a = {acc.min_a, acc.max_a, acc.mean_a, std::sqrt(acc.m2a / n)};
+        s.b = {acc.min_b, acc.max_b, acc.mean_b, std::sqrt(acc.m2b / n)};
+      });
 }
 
 std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads) {

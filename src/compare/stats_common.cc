@@ -245,6 +245,9 @@ TensorStats CommonStats(const AccCommon& acc, const TensorInfo& a, bool storage_
     s.max_rel = acc.zero_b_err > 0 ? INFINITY : acc.max_rel;
     s.mean_rel = acc.n_rel > 0 ? acc.sum_rel / static_cast<double>(acc.n_rel) : 0;
     s.mean_excess = acc.sum_ex / fn;
+    // Σab / (‖a‖‖b‖); for complex pairs sab is Re Σ a·conj(b).
+    const double denom = std::sqrt(acc.saa) * std::sqrt(acc.sbb);
+    if (denom > 0) s.cosine = acc.sab / denom;
     s.min_passing_atol = cfg.rule == Rule::kEither ? s.max_abs : std::max(0.0, acc.max_ex);
     s.min_passing_rtol = s.max_rel;
   }

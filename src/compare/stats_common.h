@@ -163,28 +163,36 @@ struct AccCommon {
   void MergeCommon(const AccCommon& o);
 };
 
-// Runs range(begin, end, acc) over the runs of the pair's elements, each into an accumulator of its
-// own (with percentile counts when asked for), and merges them in range order.
-template <class Acc, class Range>
-Result<Acc> Accumulate(const TensorInfo& a, const TensorInfo& b, const StatsConfig& cfg,
-                       Range&& range) {
+// The error statistics, cosine, counts, histogram and percentiles of an accumulator; the caller
+// adds Pearson's correlation and the side statistics.
+TensorStats CommonStats(const AccCommon& acc, const TensorInfo& a, bool storage_order,
+                        const StatsConfig& cfg);
+
+// The statistics of a pair: its read order, range(storage_order, begin, end, acc) over the runs of
+// its elements, each into an accumulator of its own (with percentile counts when asked for),
+// merged in range order; then CommonStats and, when some pair was finite, moments(acc, n, stats)
+// for Pearson's correlation and the side statistics.
+template <class Acc, class Range, class Moments>
+Result<TensorStats> PairStats(const TensorInfo& a, const TensorInfo& b, const StatsConfig& cfg,
+                              const std::string& file_a, const std::string& file_b, Range&& range,
+                              Moments&& moments) {
+  DT_CHECK(a.shape == b.shape);
+  auto linear = StorageOrder(a, b, file_a, file_b);
+  if (!linear) return linear.take_error();
   std::vector<Acc> accs(static_cast<std::size_t>(RangesFor(a, b, cfg.threads)));
   if (cfg.percentiles) {
     for (Acc& acc : accs) acc.pct.assign(3 * kPctBuckets, 0);
   }
   Status st = ForEachRange(a.numel, static_cast<int>(accs.size()),
                            [&](std::size_t r, std::uint64_t begin, std::uint64_t end) {
-                             return range(begin, end, accs[r]);
+                             return range(*linear, begin, end, accs[r]);
                            });
   if (!st) return st.take_error();
   Acc acc = std::move(accs[0]);
   for (std::size_t t = 1; t < accs.size(); ++t) acc.Merge(accs[t]);
-  return acc;
+  TensorStats s = CommonStats(acc, a, *linear, cfg);
+  if (acc.n > 0) moments(acc, static_cast<double>(acc.n), s);
+  return s;
 }
-
-// The error statistics, counts, histogram and percentiles of an accumulator; the caller adds the
-// cosine, Pearson and side statistics.
-TensorStats CommonStats(const AccCommon& acc, const TensorInfo& a, bool storage_order,
-                        const StatsConfig& cfg);
 
 }  // namespace dt::compare::detail

@@ -29,52 +29,61 @@ def ulp_bits(x, ulp_dtype):
     raise ValueError(ulp_dtype)
 
 
-def reference_stats(a, b, atol, rtol, ulp_dtype=None, rule="allclose"):
-    """Every statistic dualtrack reports, computed in float64 over the finite pairs."""
-    a = np.asarray(a, dtype=np.float64).ravel(order="C")
-    b = np.asarray(b, dtype=np.float64).ravel(order="C")
-    fin = np.isfinite(a) & np.isfinite(b)
-    fa, fb = a[fin], b[fin]
-    d = fa - fb
-    e = np.abs(d)
-    ab = np.abs(fb)
+def _error_stats(fin, e, ab, atol, rtol, rule):
+    """The statistics of the errors e = |a - b| and magnitudes |b| of the finite pairs (`fin` marks
+    them among all), the same for real and complex pairs."""
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(ab > 0, e / ab, np.where(e > 0, np.inf, 0.0))
     if rule == "allclose":
         outside = e > atol + rtol * ab
     else:
         outside = (e > atol) & (rel > rtol)
-    out = {
+    nz = e[e > 0]
+    decades = np.floor(np.log10(nz)).astype(int) if nz.size else np.array([], dtype=int)
+    if not e.size:
+        need_atol = 0.0
+    elif rule == "either":  # Under Polygraphy's rule, atol alone must cover the largest error.
+        need_atol = float(e.max())
+    else:
+        need_atol = max(0.0, float((e - rtol * ab).max()))
+    return {
         "finite_pairs": int(fin.sum()),
         "max_abs": float(e.max()) if e.size else 0.0,
-        "max_abs_flat": int(np.argmax(e)) if e.size else 0,
+        "max_abs_flat": int(np.flatnonzero(fin)[np.argmax(e)]) if e.size else 0,
         "mean_abs": float(e.mean()) if e.size else 0.0,
-        "rmse": float(np.sqrt(np.mean(d * d))) if e.size else 0.0,
+        "rmse": float(np.sqrt(np.mean(e * e))) if e.size else 0.0,
         "max_rel": float(rel.max()) if e.size else 0.0,
         "mean_rel": float(rel[ab > 0].mean()) if (ab > 0).any() else 0.0,
         "n_outside": int(outside.sum()) + int((~fin).sum()),
+        "min_passing_atol": need_atol,
+        "histogram_zero": int((e == 0).sum()),
+        "histogram": {int(k): int(v) for k, v in zip(*np.unique(decades, return_counts=True))},
+    }
+
+
+def reference_stats(a, b, atol, rtol, ulp_dtype=None, rule="allclose"):
+    """Every statistic dualtrack reports, computed in float64 over the finite pairs."""
+    a = np.asarray(a, dtype=np.float64).ravel(order="C")
+    b = np.asarray(b, dtype=np.float64).ravel(order="C")
+    fin = np.isfinite(a) & np.isfinite(b)
+    fa, fb = a[fin], b[fin]
+    out = _error_stats(fin, np.abs(fa - fb), np.abs(fb), atol, rtol, rule)
+    out.update({
         "equal": int((a == b).sum()),
         "nan_a": int(np.isnan(a).sum()),
         "nan_b": int(np.isnan(b).sum()),
         "inf_a": int(np.isinf(a).sum()),
         "inf_b": int(np.isinf(b).sum()),
         "nan_mismatch": int((np.isnan(a) != np.isnan(b)).sum()),
-        "min_passing_atol": max(0.0, float((e - rtol * ab).max())) if e.size else 0.0,
         "stats_a": side(fa),
         "stats_b": side(fb),
-    }
-    if rule == "either":  # Under Polygraphy's rule, atol alone must cover the largest error.
-        out["min_passing_atol"] = out["max_abs"]
+    })
     na, nb = np.linalg.norm(fa), np.linalg.norm(fb)
     out["cosine"] = float(np.dot(fa, fb) / (na * nb)) if na > 0 and nb > 0 else None
     sa, sb = fa.std(), fb.std()
     out["pearson"] = (
         float(np.mean((fa - fa.mean()) * (fb - fb.mean())) / (sa * sb)) if sa > 0 and sb > 0 else None
     )
-    nz = e[e > 0]
-    decades = np.floor(np.log10(nz)).astype(int) if nz.size else np.array([], dtype=int)
-    out["histogram_zero"] = int((e == 0).sum())
-    out["histogram"] = {int(k): int(v) for k, v in zip(*np.unique(decades, return_counts=True))}
     if ulp_dtype:
         xa, w = ulp_bits(fa, ulp_dtype)
         xb, _ = ulp_bits(fb, ulp_dtype)
@@ -140,13 +149,7 @@ def reference_complex_stats(a, b, atol, rtol, ulp_dtype=None, rule="allclose"):
     fin = np.isfinite(a) & np.isfinite(b)
     fa, fb = a[fin], b[fin]
     e = np.abs(fa - fb)
-    ab = np.abs(fb)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(ab > 0, e / ab, np.where(e > 0, np.inf, 0.0))
-    if rule == "allclose":
-        outside = e > atol + rtol * ab
-    else:
-        outside = (e > atol) & (rel > rtol)
+    out = _error_stats(fin, e, np.abs(fb), atol, rtol, rule)
 
     def nan(z):
         return np.isnan(z.real) | np.isnan(z.imag)
@@ -156,26 +159,16 @@ def reference_complex_stats(a, b, atol, rtol, ulp_dtype=None, rule="allclose"):
         first = np.where(np.isinf(z.real), z.real, z.imag)
         return int((inf & (first > 0)).sum()), int((inf & (first < 0)).sum())
 
-    out = {
-        "finite_pairs": int(fin.sum()),
-        "max_abs": float(e.max()) if e.size else 0.0,
-        "mean_abs": float(e.mean()) if e.size else 0.0,
-        "rmse": float(np.sqrt(np.mean(e * e))) if e.size else 0.0,
-        "max_rel": float(rel.max()) if e.size else 0.0,
-        "mean_rel": float(rel[ab > 0].mean()) if (ab > 0).any() else 0.0,
-        "n_outside": int(outside.sum()) + int((~fin).sum()),
+    out.update({
         "equal": int((a == b).sum()),
         "nan_a": int(nan(a).sum()),
         "nan_b": int(nan(b).sum()),
         "nan_mismatch": int((nan(a) != nan(b)).sum()),
-        "min_passing_atol": max(0.0, float((e - rtol * ab).max())) if e.size else 0.0,
         "stats_a": side(np.abs(fa)),
         "stats_b": side(np.abs(fb)),
-    }
+    })
     out["posinf_a"], out["neginf_a"] = inf_sign(a)
     out["posinf_b"], out["neginf_b"] = inf_sign(b)
-    if rule == "either":
-        out["min_passing_atol"] = out["max_abs"]
     na, nb = np.linalg.norm(fa), np.linalg.norm(fb)
     # np.vdot conjugates its first argument: vdot(b, a) = Σ a·conj(b).
     out["cosine"] = float(np.vdot(fb, fa).real / (na * nb)) if na > 0 and nb > 0 else None
@@ -185,11 +178,6 @@ def reference_complex_stats(a, b, atol, rtol, ulp_dtype=None, rule="allclose"):
         pa, pb = np.linalg.norm(ca), np.linalg.norm(cb)
         if pa > 0 and pb > 0:
             out["pearson"] = float(np.vdot(cb, ca).real / (pa * pb))
-    nz = e[e > 0]
-    decades = np.floor(np.log10(nz)).astype(int) if nz.size else np.array([], dtype=int)
-    out["histogram_zero"] = int((e == 0).sum())
-    out["histogram"] = {int(k): int(v) for k, v in zip(*np.unique(decades, return_counts=True))}
-    out["max_abs_flat"] = int(np.flatnonzero(fin)[np.argmax(e)]) if e.size else 0
     if ulp_dtype:
         diffs = []
         for part in (np.real, np.imag):
