@@ -37,33 +37,17 @@ class ComplexReader : public ElementReader {
   Status Load(std::uint64_t start, std::size_t n, double* re, double* im) {
     auto raw = Raw(start, n);
     if (!raw) return raw.take_error();
-    const std::size_t cs = DTypeSize(tensor().dtype) / 2;
+    // The components as 2n reals of the component dtype, then split.
+    Convert(ComponentDType(tensor().dtype), tensor().big_endian, *raw, 2 * n, parts_.data());
     for (std::size_t i = 0; i < n; ++i) {
-      const unsigned char* p = *raw + 2 * i * cs;
-      re[i] = Component(p, cs);
-      im[i] = Component(p + cs, cs);
+      re[i] = parts_[2 * i];
+      im[i] = parts_[2 * i + 1];
     }
     return OkStatus();
   }
 
  private:
-  double Component(const unsigned char* p, std::size_t cs) const {
-    const bool swap = tensor().big_endian;
-    if (cs == 4) {
-      std::uint32_t v;
-      std::memcpy(&v, p, 4);
-      if (swap) v = __builtin_bswap32(v);
-      float f;
-      std::memcpy(&f, &v, 4);
-      return f;
-    }
-    std::uint64_t v;
-    std::memcpy(&v, p, 8);
-    if (swap) v = __builtin_bswap64(v);
-    double d;
-    std::memcpy(&d, &v, 8);
-    return d;
-  }
+  std::vector<double> parts_ = std::vector<double>(2 * kBlock);
 };
 
 // ---- Accumulation ----------------------------------------------------------------------------

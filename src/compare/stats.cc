@@ -182,8 +182,10 @@ void ConvertLoop(const unsigned char* src, std::size_t n, bool swap, double* out
   }
 }
 
-// Converts n contiguous elements of `dtype` at src to double.
-void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
+}  // namespace
+
+// Shared with complex_stats.cc, which converts the components of complex elements with it.
+void detail::Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
   switch (dtype) {
     case DType::kF64:
       return ConvertLoop<std::uint64_t>(src, n, swap, out, [](std::uint64_t v) {
@@ -290,6 +292,8 @@ void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, do
   }
   DT_CHECK(!"ComputeStats sends complex pairs to ComputeComplexStats");
 }
+
+namespace {
 
 // ---- Accumulation ----------------------------------------------------------------------------
 

@@ -99,6 +99,9 @@ inline std::int64_t OrderedIn(DType t, double v) {
   }
 }
 
+// Converts n contiguous elements of a real dtype at src (byte-swapped first when `swap`) to double.
+void Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out);
+
 bool IsC(const TensorInfo& t);
 // True when `strides` lay the shape out densely in some dimension order (C, Fortran, …).
 bool IsDense(const TensorInfo& t);
