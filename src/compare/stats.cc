@@ -114,9 +114,8 @@ struct Tables {
   std::array<float, 256> e4m3{}, e5m2{}, e4m3fnuz{}, e5m2fnuz{}, e8m0{};
   std::array<float, 16> f4{};
   std::array<float, 64> f6e2m3{}, f6e3m2{};
-  std::array<double, kDecades + 2> pow10{};  // pow10[k] = 10^(kMinDecade + k), correctly rounded.
-  // The smallest float32 at or above pow10[k] (infinity past FLT_MAX): a float32 error e has
-  // e >= pow10[k] exactly when e >= pow10f_up[k].
+  // The smallest float32 at or above Pow10()[k] (infinity past FLT_MAX): a float32 error e has
+  // e >= Pow10()[k] exactly when e >= pow10f_up[k].
   std::array<float, kDecades + 2> pow10f_up{};
   // The histogram bin of a finite |x| from its float64 exponent field: bin_of[e] + (x >=
   // bin_thr[e]), the bin DecadeBins computes; the zero exponent is the zero bin, since the
@@ -128,7 +127,6 @@ struct Tables {
       double p = Pow10()[static_cast<std::size_t>(k)];
       float f = static_cast<float>(p);
       if (static_cast<double>(f) < p) f = std::nextafter(f, INFINITY);
-      pow10[static_cast<std::size_t>(k)] = p;
       pow10f_up[static_cast<std::size_t>(k)] = f;
     }
     for (std::size_t e = 0; e < 2048; ++e) {
@@ -136,7 +134,8 @@ struct Tables {
       d = std::clamp(d, kMinDecade, kMaxDecade - 1);
       std::int32_t k = d - kMinDecade;
       bin_of[e] = static_cast<std::uint8_t>(e == 0 ? kDecades : k);
-      bin_thr[e] = e == 0 || k == kDecades - 1 ? INFINITY : pow10[static_cast<std::size_t>(k + 1)];
+      bin_thr[e] =
+          e == 0 || k == kDecades - 1 ? INFINITY : Pow10()[static_cast<std::size_t>(k + 1)];
     }
     for (std::uint32_t i = 0; i < 65536; ++i)
       half[i] = HalfToFloatSlow(static_cast<std::uint16_t>(i));
@@ -975,7 +974,7 @@ class Kernel {
     // Decade histogram: the bin comes from the exponent bits and one comparison. Four
     // interleaved copies keep consecutive increments of the same bin from waiting on each other.
     std::uint8_t bins[kBlock];
-    DecadeBins(a, b, n, T().pow10.data(), bins);
+    DecadeBins(a, b, n, Pow10().data(), bins);
     std::uint32_t h[4][kDecades + 1] = {};
     for (std::size_t i = 0; i < n; ++i) ++h[i & 3][bins[i]];
     for (std::size_t k = 0; k < kDecades; ++k) acc.hist[k] += h[0][k] + h[1][k] + h[2][k] + h[3][k];
@@ -1094,13 +1093,13 @@ class Kernel {
       std::memcpy(&minf, &mine_bits, 4);
       const double mine = static_cast<double>(minf);
       std::size_t hi = DecadeBin(o.maxe), lo = DecadeBin(mine);
-      if (lo > 0 && lo < kDecades && mine * (1 - 0x1p-23) < T().pow10[lo]) --lo;
+      if (lo > 0 && lo < kDecades && mine * (1 - 0x1p-23) < Pow10()[lo]) --lo;
       lo = std::min(lo, hi);
       if (hi - lo < 12) {
         // bin(e) >= j exactly when e >= the float64 10^j (1 <= j < kDecades), and for an exact
         // float32 error when it is at or above the float32 pow10f_up[j]: each bin's count is
         // the difference of the counts at or above its two edges.
-        const double* pow10 = T().pow10.data();
+        const double* pow10 = Pow10().data();
         const float* pow10f = T().pow10f_up.data();
         std::uint64_t above = n - o.eq;  // Errors in bins >= j, for j = lo.
         for (std::size_t j = lo + 1, k; j <= hi; j += k) {
