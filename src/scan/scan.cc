@@ -127,6 +127,7 @@ std::vector<std::string> CppNeedles(const Registry& reg) {
 struct FileResult {
   std::vector<Finding> findings;
   std::vector<PyImport> imports;
+  std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
   bool has_main = false;
   bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
@@ -394,6 +395,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     case FileKind::kDocker: ScanDockerfile(text, sink); break;
     case FileKind::kShell: ScanShell(text, sink); break;
   }
+  r.cuda_modules = std::move(sink.cuda_modules());
   UserTextRules(ctx.reg, text, item, r.findings);
 }
 

@@ -37,6 +37,14 @@ struct Finding {
   std::string replacement;
 };
 
+// A Python module that only exists where a CUDA extension was built, as one file declares it.
+struct CudaModule {
+  std::string module;    // Dotted import name: "pointops._ext", "fps_cuda", "diff_raster".
+  std::string file;      // Where it is declared, relative to the root.
+  std::int64_t line = 0;
+  std::string evidence;  // "CUDAExtension in setup.py", "git submodule", ...
+};
+
 struct Skipped {
   std::string file;
   std::string reason;

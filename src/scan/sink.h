@@ -25,6 +25,14 @@ class FindingSink {
   void Add(std::string_view code, std::uint32_t line, std::uint32_t column, std::string_view name,
            bool guarded, std::string_view replacement = {});
 
+  // Declares that Python module `module` (dotted import name) only exists where a CUDA extension was
+  // built: a CUDAExtension / load() name, a git submodule or a local package that builds one. Scan()
+  // joins these across files and reports the imports and call sites of such modules on the path.
+  void DeclareCudaModule(std::string module, std::uint32_t line, std::string evidence) {
+    cuda_modules_.push_back(CudaModule{std::move(module), rel_, line, std::move(evidence)});
+  }
+  std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
+
   // The text of physical line `line` (1-based), without the newline.
   std::string_view Line(std::uint32_t line);
 
@@ -41,6 +49,7 @@ class FindingSink {
   std::size_t base_ = out_.size();
   std::vector<std::uint32_t> line_starts_;
   std::unordered_set<std::uint64_t> seen_;
+  std::vector<CudaModule> cuda_modules_;
 };
 
 // True when `line_text` carries a suppression comment covering `code`.
