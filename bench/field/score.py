@@ -16,6 +16,7 @@ Python 3 standard library only. See bench/field/README.md for the method.
 import argparse
 import json
 import os
+import tokenize
 import random
 import subprocess
 import sys
@@ -198,12 +199,43 @@ def audit_verdict(binary, path, entry, with_format, timeout):
 # ---------------------------------------------------------------- matching
 
 
+_STATEMENTS = {}
+
+
+def statement_end(root, rel, line):
+    """The last physical line of the Python statement that starts on `line` (labels sit on a
+    statement's first line; the scan may report the construct's own line inside it). Read with
+    Python's own tokenizer, so the rule is exact and independent of dualtrack."""
+    path = os.path.join(root, rel)
+    if not rel.endswith(".py"):
+        return line
+    if path not in _STATEMENTS:
+        ends = {}
+        try:
+            with open(path, "rb") as fh:
+                start = None
+                for tok in tokenize.tokenize(fh.readline):
+                    if tok.type in (tokenize.ENCODING, tokenize.NL, tokenize.COMMENT,
+                                    tokenize.INDENT, tokenize.DEDENT):
+                        continue
+                    if start is None:
+                        start = tok.start[0]
+                    if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                        ends[start] = tok.start[0]
+                        start = None
+        except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
+            pass
+        _STATEMENTS[path] = ends
+    return max(line, _STATEMENTS[path].get(line, line))
+
+
 def label_matches(label, finding):
     if norm_path(label["file"]) != finding["file"]:
         return False
     if label.get("file_level"):
         return True
-    return abs(label["line"] - finding["line"]) <= 1
+    end = label.get("_end", label["line"])
+    return label["line"] - 1 <= finding["line"] <= end + 1
 
 
 def best_match(label, findings):
@@ -459,6 +491,9 @@ def main(argv=None):
             warn(f"{name}: {err}")
             rows.append(dict(base, error=err))
             continue
+        for label in labels["findings"]:
+            if not label.get("file_level"):
+                label["_end"] = statement_end(path, norm_path(label["file"]), label["line"])
         r = score_repo(name, labels, findings, adj, args.sample, args.seed)
         r["checkout_commit"] = head
         verdicts = []

@@ -57,7 +57,13 @@ bool IsCudaDeviceString(const Token& t) {
   if (body == "cuda") return true;
   if (!StartsWith(body, "cuda:")) return false;
   std::string_view rest = body.substr(5);
-  return IsDigits(rest) || (IsFString(t.text) && StartsWith(rest, "{"));
+  // "cuda:0", f"cuda:{rank}", and the "cuda:{}" / "cuda:%d" of .format() and %.
+  return IsDigits(rest) || StartsWith(rest, "{") || rest == "%d" || rest == "%s" || rest == "%i";
+}
+
+bool IsNccl(std::string_view body) {
+  return body.size() == 4 && (body[0] | 0x20) == 'n' && (body[1] | 0x20) == 'c' &&
+         (body[2] | 0x20) == 'c' && (body[3] | 0x20) == 'l';
 }
 
 // Whether a guard expression holds only where CUDA is present (or chosen), only where it is not,
@@ -78,6 +84,7 @@ struct Scope {
   std::string_view name;
   std::size_t first_line = 0;  // Its first decorator line, or its def/class line.
   std::size_t def_line = 0;
+  std::size_t last_line = 0;  // Its last logical line.
   std::unordered_map<std::string_view, std::string> alias;
   std::unordered_set<std::string_view> params;
   std::unordered_set<std::string_view> local_names;  // Extension handles bound in this scope.
@@ -109,6 +116,7 @@ class PythonScanner {
     for (int round = 0; round < 2; ++round)
       for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
     Findings();
+    GuardPrivateDefinitions();
     PropagateLocal();
     return std::move(result_);
   }
@@ -141,6 +149,7 @@ class PythonScanner {
       while (stack.size() > 1 && scopes_[static_cast<std::size_t>(stack.back())].indent >= l.indent)
         stack.pop_back();
       line_scope_[li] = stack.back();
+      for (int id : stack) scopes_[static_cast<std::size_t>(id)].last_line = li;
       std::string_view head = Head(l);
       if (head != "def" && head != "class") continue;
       std::size_t name_tok = l.begin + (First(l) == "async" ? 2 : 1);
@@ -222,8 +231,18 @@ class PythonScanner {
         optional |= bare;
         while (k + 1 < lines.size() && lines[k + 1].indent > indent) ++k;
       }
-      if (optional)
-        for (std::size_t k = i + 1; k < j; ++k) optional_line_[k] = true;
+      if (optional) {
+        for (std::size_t k = i + 1; k < j; ++k) {
+          optional_line_[k] = true;
+          // `HAS_XFORMERS = True` after the import: a flag that says the library loaded.
+          const auto& l = lines[k];
+          if (l.end - l.begin == 3 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=") &&
+              Is(T(l.begin + 2), "True")) {
+            guard_names_.insert(T(l.begin).text);
+            hot_names_.insert(T(l.begin).text);
+          }
+        }
+      }
     }
   }
 
@@ -278,6 +297,12 @@ class PythonScanner {
 
   bool IsCudaSymbol(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
+  }
+  // DT312 for project code reaching a compiled extension, DT209 for code reaching GPU kernels only.
+  const char* SymbolCode(const std::string& dotted, bool& ext) const {
+    auto it = opt_.cuda->symbols.find(dotted);
+    ext = it != opt_.cuda->symbols.end() && it->second;
+    return ext ? "DT312" : "DT209";
   }
 
   void CollectImports(std::size_t li) {
@@ -477,8 +502,8 @@ class PythonScanner {
   }
 
   // One comparison or test.
+  // Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are short.
   Truth Atom(std::size_t b, std::size_t e, int scope) const {
-    if (!Maybe(b, e)) return Truth::kNone;
     bool negated = false;  // `!= "cuda"`, `is None`, `not in`.
     int numeric = 0;       // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
     for (std::size_t k = b; k < e; ++k) {
@@ -501,7 +526,7 @@ class PythonScanner {
       const Token& t = T(k);
       if (t.kind == TokKind::kString) {
         std::string_view body = StringBody(t.text);
-        if ((IsCudaDeviceString(t) || body == "nccl") && InComparison(k, b, e)) found = Truth::kCuda;
+        if ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) found = Truth::kCuda;
         // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
         else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) found = Truth::kCuda;
         continue;
@@ -751,16 +776,16 @@ class PythonScanner {
     bool guarded = optional_line_[li];
     sink_.Add("DT207", at.line, at.column, std::string(sc.name), guarded,
               kernel_lib_ ? std::string_view(kernel_lib_->alternative) : std::string_view());
-    NoteCuda(sc.top, guarded);
+    NoteCuda(sc.top, guarded, false);
   }
 
   // Marks the module-level definition `top` as reaching CUDA-only code when the use is unguarded.
-  void NoteCuda(int top, bool guarded) {
+  void NoteCuda(int top, bool guarded, bool ext) {
     if (guarded || top < 0) return;
-    cuda_tops_.insert(scopes_[static_cast<std::size_t>(top)].name);
+    cuda_tops_[scopes_[static_cast<std::size_t>(top)].name] |= ext;
   }
-  void NoteCudaAt(int scope, bool guarded) {
-    NoteCuda(scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1, guarded);
+  void NoteCudaAt(int scope, bool guarded, bool ext) {
+    NoteCuda(scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1, guarded, ext);
   }
 
   void ImportFindings(const LogicalLine& l, int scope, bool guarded) {
@@ -790,21 +815,22 @@ class PythonScanner {
       return;  // A relative import of the project's own code, with nothing known about it yet.
     if (IsExtensionModule(abs)) {
       sink_.Add("DT305", T(mod_tok).line, T(mod_tok).column, abs, guarded);
-      NoteCudaAt(scope, guarded);
+      NoteCudaAt(scope, guarded, true);
       return;
     }
     bool any = false;
     for (k = e + 1; k < l.end; ++k) {
       if (!IsName(T(k)) || Is(T(k), "as") || (k > l.begin && Is(T(k - 1), "as"))) continue;
       std::string full = abs + "." + std::string(T(k).text);
+      bool ext = true;
       if (IsExtensionModule(full)) {
         sink_.Add("DT305", T(k).line, T(k).column, full, guarded);
       } else if (IsCudaSymbol(full)) {
-        sink_.Add("DT312", T(k).line, T(k).column, full, guarded);
+        sink_.Add(SymbolCode(full, ext), T(k).line, T(k).column, full, guarded);
       } else {
         continue;
       }
-      NoteCudaAt(scope, guarded);
+      NoteCudaAt(scope, guarded, ext);
       any = true;
     }
     if (any || level > 0) return;
@@ -815,10 +841,12 @@ class PythonScanner {
     }
     // torch.cuda APIs are reported where they are imported too; other APIs (CUDAExtension,
     // torch.compile, transformers' BitsAndBytesConfig) where they are used.
-    if (!StartsWith(abs, "torch.cuda") && abs != "torch.backends.cudnn") return;
+    bool cuda_module = StartsWith(abs, "torch.cuda") || abs == "torch.backends.cudnn";
     for (k = e + 1; k < l.end; ++k) {
       if (!IsName(T(k)) || Is(T(k), "as") || (k > l.begin && Is(T(k - 1), "as"))) continue;
-      ApiFinding(abs + "." + std::string(T(k).text), T(k), guarded, scope);
+      std::string full = abs + "." + std::string(T(k).text);
+      const PythonApi* api = reg_.MatchApi(full);
+      if (cuda_module || (api != nullptr && api->user)) ApiFinding(full, T(k), guarded, scope);
     }
   }
 
@@ -826,11 +854,13 @@ class PythonScanner {
   void ModuleFinding(const std::string& mod, const Token& at, int scope, bool guarded) {
     if (IsExtensionModule(mod)) {
       sink_.Add("DT305", at.line, at.column, mod, guarded);
-      NoteCudaAt(scope, guarded);
+      NoteCudaAt(scope, guarded, true);
     } else if (const Library* lib = LibraryOf(mod)) {
       sink_.Add("DT201", at.line, at.column, lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
                 guarded, lib->alternative);
     } else if (StartsWith(mod, "torch.cuda")) {
+      ApiFinding(mod, at, guarded, scope);
+    } else if (const PythonApi* api = reg_.MatchApi(mod); api != nullptr && api->user) {
       ApiFinding(mod, at, guarded, scope);
     }
   }
@@ -942,9 +972,16 @@ class PythonScanner {
       if (t.text == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") && IsOp(T(k + 2), "{")) {
         DeviceMap(k, l, guarded);
       }
+      if ((t.text == "device_ids" || t.text == "output_device") && k + 2 < l.end &&
+          IsOp(T(k + 1), "=")) {
+        // DDP(model, device_ids=[local_rank], output_device=local_rank): CUDA device indexes.
+        std::size_t v = k + 2;
+        if (IsOp(T(v), "[")) ++v;
+        IntegerDevice(v, l, guarded, std::string(t.text) + "=");
+      }
       if (kernel_names_.count(t.text) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
         sink_.Add("DT207", t.line, t.column, std::string(t.text) + "[grid](...)", guarded);
-        NoteCudaAt(scope, guarded);
+        NoteCudaAt(scope, guarded, false);
         launched = true;
         continue;
       }
@@ -952,11 +989,11 @@ class PythonScanner {
         bool assigned = k + 1 < l.end && IsOp(T(k + 1), "=") && k == l.begin;
         bool none_test = k + 1 < l.end && Is(T(k + 1), "is");
         if (!assigned && !none_test) {
-          bool use_guard = guarded || optional_names_.count(t.text) > 0;
+          bool use_guard = guarded;
           std::string resolved, head;
           Chain(k, l.end, scope, resolved, head);
           sink_.Add("DT305", t.line, t.column, resolved, use_guard);
-          NoteCudaAt(scope, use_guard);
+          NoteCudaAt(scope, use_guard, true);
           tainted |= !use_guard;
         }
         continue;
@@ -966,6 +1003,7 @@ class PythonScanner {
         int from = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
         std::string_view from_name = from >= 0 ? scopes_[static_cast<std::size_t>(from)].name
                                                : std::string_view();
+        if (from_name != t.text) ref_guards_[t.text] |= guarded ? 1 : 2;
         if (!guarded) {
           if (from_name.empty()) module_refs_[li].push_back(t.text);
           else if (from_name != t.text) local_refs_[from_name].insert(t.text);
@@ -979,10 +1017,12 @@ class PythonScanner {
       bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
       bool none_test = ce < l.end && Is(T(ce), "is");
       if (assigned || none_test) continue;
-      bool use_guard = guarded || optional_names_.count(t.text) > 0;
+      bool use_guard = guarded;
       if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
-        sink_.Add("DT312", t.line, t.column, resolved, use_guard);
-        NoteCudaAt(scope, use_guard);
+        bool ext = true;
+        SymbolCode(IsCudaSymbol(resolved) ? resolved : *bound, ext);
+        sink_.Add(ext ? "DT312" : "DT209", t.line, t.column, resolved, use_guard);
+        NoteCudaAt(scope, use_guard, ext);
         tainted |= !use_guard;
         k = ce - 1;
         continue;
@@ -991,6 +1031,13 @@ class PythonScanner {
           resolved == "torch.utils.cpp_extension.load_inline" ||
           resolved == "torch.utils.cpp_extension.CUDAExtension") {
         ExtensionBuild(k, ce, l, scope, use_guard, resolved);
+      }
+      if (ce < l.end && IsOp(T(ce), "(") && EndsWith(resolved, "cuda.device_count") &&
+          StartsWith(resolved, "torch.") && CountAsValue(k, ce, l)) {
+        // The number of GPUs as a value (a worker count, a batch split): 0 without CUDA.
+        sink_.Add("DT115", t.line, t.column, resolved + "()", use_guard);
+        k = ce - 1;
+        continue;
       }
       if (ApiFinding(resolved, t, use_guard, scope)) {
         k = ce - 1;
@@ -1003,19 +1050,29 @@ class PythonScanner {
         k = ce - 1;
       }
     }
-    // `x = ext.op(...)` makes x a handle too (`raster = Rasterizer(...)`; `raster(...)`), and a
-    // module-level `name = BallQuery.apply` a symbol of this module.
+    // An object built from an extension's class is a handle too (`raster = Rasterizer(...)`, then
+    // `raster(...)`); what a function returns (a tensor) is not. A module-level
+    // `name = BallQuery.apply` is a symbol of this module.
     if (tainted || !module_refs_[li].empty()) {
       std::size_t eq = l.begin;
       while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
       if (eq == l.begin + 1 && eq < l.end && IsName(T(l.begin))) {
         std::string_view target = T(l.begin).text;
+        bool constructed = false;
+        if (tainted && eq + 1 < l.end && IsName(T(eq + 1)) && IsHandle(T(eq + 1).text, scope)) {
+          std::string dotted;
+          std::size_t ce = Dotted(eq + 1, l.end, dotted);
+          std::string_view last = T(ce - 1).text;
+          constructed = ce < l.end && IsOp(T(ce), "(") && !last.empty() && last[0] >= 'A' &&
+                        last[0] <= 'Z' && Matching(ce, l.end) == l.end - 1;
+        }
+        tainted = constructed;
         if (tainted) {
           scopes_[static_cast<std::size_t>(scope)].local_names.insert(target);
           handle_names_.insert(target);
         }
         if (scope == 0) {
-          if (tainted) cuda_tops_.insert(target);
+          if (tainted) cuda_tops_[target] |= true;
           for (auto ref : module_refs_[li]) local_refs_[target].insert(ref);
         }
       }
@@ -1065,7 +1122,7 @@ class PythonScanner {
       int bind = globals_.count(target) ? 0 : scope;
       scopes_[static_cast<std::size_t>(bind)].local_names.insert(target);
       handle_names_.insert(target);
-      if (!guarded && scope == 0) cuda_tops_.insert(target);
+      if (!guarded && scope == 0) cuda_tops_[target] |= true;
     }
   }
 
@@ -1110,6 +1167,26 @@ class PythonScanner {
         a = b;
       }
     }
+  }
+
+  // Whether the call starting at k (its bracket at `open`) is used as a value, not as a test: not
+  // compared, not the condition of an if / while / assert, not negated.
+  bool CountAsValue(std::size_t k, std::size_t open, const LogicalLine& l) const {
+    std::size_t close = Matching(open, l.end);
+    if (close + 1 < l.end) {
+      const Token& n = T(close + 1);
+      if (n.kind == TokKind::kOp && (n.text == "==" || n.text == "!=" || n.text == ">" ||
+                                     n.text == ">=" || n.text == "<" || n.text == "<="))
+        return false;
+    }
+    if (k > l.begin && (Is(T(k - 1), "not") || Is(T(k - 1), "if") || Is(T(k - 1), "and") ||
+                        Is(T(k - 1), "or")))
+      return false;
+    std::string_view head = Head(l);
+    if ((head == "if" || head == "elif" || head == "while" || head == "assert") &&
+        k < FindColon(l))
+      return false;
+    return true;
   }
 
   // Whether line li launches a kernel (`kernel[grid](...)` anywhere on it).
@@ -1243,7 +1320,7 @@ class PythonScanner {
       sink_.Add("DT102", t.line, t.column, std::string(t.text), guarded);
       return;
     }
-    if (body == "nccl") {
+    if (IsNccl(body)) {
       if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
       sink_.Add("DT205", t.line, t.column, std::string(t.text), guarded);
       return;
@@ -1256,9 +1333,19 @@ class PythonScanner {
         return;
       }
     }
-    // The nvcc entry of extra_compile_args / a CUDA source list of an extension build.
-    if (body == "nvcc" && k + 1 < l.end && IsOp(T(k + 1), ":")) {
+    // The nvcc entry of extra_compile_args: {"nvcc": [...]} or args["nvcc"] = [...].
+    if (body == "nvcc" && k + 1 < l.end &&
+        (IsOp(T(k + 1), ":") || (k > l.begin && IsOp(T(k - 1), "[") && IsOp(T(k + 1), "]")))) {
       sink_.Add("DT302", t.line, t.column, "nvcc flags", guarded);
+      return;
+    }
+    // os.environ["CUDA_VISIBLE_DEVICES"] = ..., os.environ.setdefault("CUDA_VISIBLE_DEVICES", ...).
+    if (body == "CUDA_VISIBLE_DEVICES" && !InComparison(k, l.begin, l.end)) {
+      sink_.Add("DT406", t.line, t.column, "CUDA_VISIBLE_DEVICES", guarded);
+      return;
+    }
+    if (const PythonKeyword* r = reg_.StringRule(body)) {
+      sink_.Add(r->code, t.line, t.column, std::string(t.text), guarded, r->replacement);
       return;
     }
     (void)scope;
@@ -1277,6 +1364,24 @@ class PythonScanner {
     return open == l.begin || !(IsName(T(open - 1)) || IsClose(T(open - 1)));
   }
 
+  // A private module-level function or class (`_FusedGELUFunction`) that this file only uses under a
+  // CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest of
+  // the project. Public names may be called unguarded from other modules, so they stay as they are.
+  void GuardPrivateDefinitions() {
+    if (!track_refs_) return;  // Without it, lines that name the definition were not all read.
+    for (std::size_t s = 1; s < scopes_.size(); ++s) {
+      const Scope& sc = scopes_[s];
+      if (sc.parent != 0 || sc.name.empty() || sc.name[0] != '_') continue;
+      auto it = ref_guards_.find(sc.name);
+      if (it == ref_guards_.end() || it->second != 1) continue;
+      const auto& first = lex_.lines[sc.first_line];
+      const auto& last = lex_.lines[sc.last_line];
+      sink_.GuardLines(T(first.begin).line, T(last.end - 1).line);
+      cuda_tops_.erase(sc.name);
+      local_refs_.erase(sc.name);
+    }
+  }
+
   // Module-level names reaching CUDA-only code through other module-level names of this file.
   void PropagateLocal() {
     // Extension builds (load / CUDAExtension) are found per call.
@@ -1284,16 +1389,18 @@ class PythonScanner {
     while (changed) {
       changed = false;
       for (const auto& [from, refs] : local_refs_) {
-        if (cuda_tops_.count(from)) continue;
-        for (auto ref : refs)
-          if (cuda_tops_.count(ref)) {
-            cuda_tops_.insert(from);
+        for (auto ref : refs) {
+          auto it = cuda_tops_.find(ref);
+          if (it == cuda_tops_.end()) continue;
+          auto [f, fresh] = cuda_tops_.emplace(from, it->second);
+          if (fresh || (it->second && !f->second)) {
+            f->second = f->second || it->second;
             changed = true;
-            break;
           }
+        }
       }
     }
-    for (auto name : cuda_tops_) result_.cuda_symbols.emplace_back(name);
+    for (auto [name, ext] : cuda_tops_) result_.cuda_symbols.emplace_back(name, ext);
     std::sort(result_.cuda_symbols.begin(), result_.cuda_symbols.end());
   }
 
@@ -1321,9 +1428,12 @@ class PythonScanner {
   // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines that
   // name its own module-level definitions are analysed too, to follow the dependency inside it.
   bool track_refs_ = false;  // Every name bound to an extension value.
-  std::unordered_set<std::string_view> cuda_tops_;     // Module-level names that reach CUDA code.
+  // Module-level names that reach CUDA-only code: true for a compiled extension, false for kernels.
+  std::unordered_map<std::string_view, bool> cuda_tops_;
   std::unordered_map<std::string_view, std::unordered_set<std::string_view>> local_refs_;
   std::unordered_map<std::size_t, std::vector<std::string_view>> module_refs_;
+  // Per module-level name: 1 when referenced under a guard, 2 when unguarded (bits or-ed).
+  std::unordered_map<std::string_view, int> ref_guards_;
   // Names whose mention can make a line interesting (library, extension, optional and guard
   // names); lines with none of them and none of the trigger words are skipped without analysis.
   std::unordered_set<std::string_view> hot_names_;

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -23,7 +24,9 @@ struct PyImport {
 // rounds found to depend on them.
 struct CudaContext {
   std::vector<std::string> modules;          // Modules that exist only where a CUDA build ran.
-  std::unordered_set<std::string> symbols;   // "pkg.mod.name" of project code that needs one.
+  // "pkg.mod.name" of project code that needs CUDA-only code: true when it reaches a compiled
+  // extension, false when only GPU kernels (Triton).
+  std::unordered_map<std::string, bool> symbols;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
@@ -43,7 +46,7 @@ struct PyScanResult {
   bool has_main = false;  // Has `if __name__ == "__main__":`.
   // Top-level functions, classes and module-level names of this file that reach CUDA-only code
   // (an extension, or another such symbol) with no other path.
-  std::vector<std::string> cuda_symbols;
+  std::vector<std::pair<std::string, bool>> cuda_symbols;  // With CudaContext::symbols' flag.
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).
   std::vector<std::pair<std::string, bool>> extension_sources;

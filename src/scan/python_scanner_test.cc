@@ -43,12 +43,29 @@ TEST(ScanPythonTest, ResolvesAliases) {
 }
 
 TEST(ScanPythonTest, OptionalImportIsGuarded) {
-  auto fs = Py("try:\n    import apex\nexcept ImportError:\n    apex = None\n"
-               "opt = apex.optimizers.FusedAdam(p)\n");
-  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT201@2", "DT202@5"}));
+  // The import cannot fail; a use is guarded only where the code checks that it loaded.
+  auto fs = Py("try:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    apex = None\n"
+               "    HAS_APEX = False\n"
+               "opt = apex.optimizers.FusedAdam(p)\n"
+               "if apex is not None:\n    opt = apex.optimizers.FusedLAMB(p)\n"
+               "if HAS_APEX:\n    opt = apex.optimizers.FusedSGD(p)\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT201@2", "DT202@7", "DT202@9", "DT202@11"}));
   EXPECT_TRUE(fs[0].guarded);
   EXPECT_EQ(fs[0].severity, Severity::kPortable);
-  EXPECT_TRUE(fs[1].guarded);
+  EXPECT_FALSE(fs[1].guarded);
+  EXPECT_TRUE(fs[2].guarded);
+  EXPECT_TRUE(fs[3].guarded);
+}
+
+TEST(ScanPythonTest, PrivateDefinitionUsedOnlyUnderACheckIsGuarded) {
+  auto fs = Py("try:\n    import fused_cuda\nexcept ImportError:\n    fused_cuda = None\n"
+               "class _Fn:\n    def forward(x):\n        return fused_cuda.forward(x)\n"
+               "def Public(x):\n    return fused_cuda.forward(x)\n"
+               "def op(x):\n    if fused_cuda is not None and x.is_cuda:\n        return _Fn.forward(x)\n"
+               "    return x\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT305@2", "DT305@7", "DT305@9"}));
+  EXPECT_TRUE(fs[1].guarded);   // Only reached through the checked call.
+  EXPECT_FALSE(fs[2].guarded);  // Public: other modules may call it unchecked.
 }
 
 TEST(ScanPythonTest, GuardFunctionAndVariable) {

@@ -138,6 +138,20 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
       reg.keywords_[kw.keyword].push_back(std::move(kw));
     }
   }
+  if (auto it = rules->find("python_strings"); it != rules->end() && it->is_array()) {
+    for (const auto& j : *it) {
+      PythonKeyword sr;
+      sr.value = Str(j, "value");
+      sr.code = Str(j, "code");
+      sr.replacement = Str(j, "replacement");
+      if (sr.value.empty() || !reg.FindRule(sr.code))
+        return MakeError(ErrorCode::kInput,
+                         "python_strings entry needs a value and a known rule: " + j.dump(),
+                         rules_file.string());
+      referenced.insert(sr.code);
+      reg.strings_.push_back(std::move(sr));
+    }
+  }
   for (auto& name : StrList(*rules, "launch_guards")) reg.launch_guards_.insert(std::move(name));
   // The detectors and the data must agree on the codes, both ways (a renamed code would otherwise
   // silently disable its detector, and a rule nothing emits would be documented but never found).
@@ -206,6 +220,11 @@ void Registry::BuildTriggers() {
     if (!covered) add(std::string_view(api.name).substr(api.name.rfind('.') + 1));
   }
   for (const auto& [kw, list] : keywords_) add(kw);
+  for (const auto& r : strings_) {
+    // The literal part of the glob before its first wildcard.
+    std::string_view v = r.value;
+    add(v.substr(0, v.find_first_of("*?[")));
+  }
   for (const auto& g : launch_guards_) add(g);
   for (const auto& lib : libraries_) {
     for (const auto& m : lib.modules) add(TopOf(m));
@@ -285,6 +304,7 @@ Status Registry::AddUserRules(const std::filesystem::path& file) {
       PythonApi api;
       api.name = u.python_api;
       api.code = u.rule.code;
+      api.user = true;
       api_index_[api.name] = apis_.size();
       api_tops_.emplace(TopOf(api.name));
       apis_.push_back(std::move(api));

@@ -13,6 +13,7 @@
 
 #include "scan/prefilter.h"
 #include "scan/scan.h"
+#include "util/strings.h"
 #include "util/result.h"
 
 namespace dt::scan {
@@ -33,6 +34,7 @@ struct PythonApi {
   std::string code;         // Empty for guards.
   bool guard = false;       // Calling it is a CUDA availability check, not a finding.
   std::string replacement;  // Overrides the rule's when set.
+  bool user = false;        // From a user rule file: reported at its imports too.
 };
 
 // A keyword argument that reaches CUDA-only code without naming it: `load_in_8bit=True` (bitsandbytes
@@ -104,6 +106,12 @@ class Registry {
   // Top-level module names of the knowledge base (prefilter needles).
   std::vector<std::string> ModuleNeedles() const;
 
+  // The string-value rule whose glob matches a literal's body (`"paged_adamw_32bit"`), or null.
+  const PythonKeyword* StringRule(std::string_view body) const {
+    for (const auto& r : strings_)
+      if (GlobMatch(r.value, body)) return &r;
+    return nullptr;
+  }
   // The keyword rules for argument name `keyword` (empty when none).
   const std::vector<PythonKeyword>* KeywordRules(std::string_view keyword) const;
   // Names and attributes whose truth means a launch mode that brings CUDA with it (`ddp`,
@@ -134,6 +142,7 @@ class Registry {
   std::set<std::string, std::less<>> module_tops_;
   std::vector<UserRule> user_rules_;
   std::unordered_map<std::string, std::vector<PythonKeyword>> keywords_;
+  std::vector<PythonKeyword> strings_;  // python_strings: only value, code and replacement.
   std::set<std::string, std::less<>> launch_guards_;
   std::set<std::string> retired_;
   std::vector<std::string> python_triggers_;

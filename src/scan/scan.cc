@@ -122,7 +122,8 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<PyImport> imports;
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
-  std::vector<std::string> cuda_symbols;  // Its module-level names that reach CUDA-only code.
+  // Its module-level names that reach CUDA-only code (true: a compiled extension, false: kernels).
+  std::vector<std::pair<std::string, bool>> cuda_symbols;
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;      // The item's kind as scanned (setup.py may be a module).
   bool has_main = false;
@@ -600,7 +601,11 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
     for (const auto& mod : ModuleNames(items[i].rel)) {
-      for (const auto& s : results[i].cuda_symbols) added |= cuda.symbols.insert(mod + "." + s).second;
+      for (const auto& [name, ext] : results[i].cuda_symbols) {
+        auto [it, fresh] = cuda.symbols.emplace(mod + "." + name, ext);
+        added |= fresh || (ext && !it->second);
+        it->second = it->second || ext;
+      }
       if (!results[i].cuda_symbols.empty()) symbol_modules.insert(mod);
     }
     return added;

@@ -33,6 +33,16 @@ class FindingSink {
   }
   std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
 
+  // Marks this file's findings on lines [first, last] guarded (severity portable): code that only
+  // runs behind a check found after the lines were scanned.
+  void GuardLines(std::uint32_t first, std::uint32_t last) {
+    for (std::size_t i = base_; i < out_.size(); ++i)
+      if (out_[i].line >= first && out_[i].line <= last) {
+        out_[i].guarded = true;
+        out_[i].severity = Severity::kPortable;
+      }
+  }
+
   // The text of physical line `line` (1-based), without the newline.
   std::string_view Line(std::uint32_t line);
 
