@@ -1,6 +1,8 @@
 #include "scan/cpp_scanner.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "scan/env_scanners.h"
 #include "util/strings.h"
@@ -39,6 +41,81 @@ bool IsCudaHeader(std::string_view h) {
          StartsWith(lower, "cusolver") || StartsWith(lower, "nvrtc") || StartsWith(lower, "nvtx");
 }
 
+// A statement that fails outright: `AT_ERROR(...)`, or a check macro whose condition is `false`.
+bool IsFailMacro(std::string_view id) { return id == "AT_ERROR"; }
+// Check macros: a condition then a message.
+bool IsCheckMacro(std::string_view id) {
+  return id == "AT_ASSERT" || id == "AT_ASSERTM" || id == "TORCH_CHECK" || id == "AT_CHECK" ||
+         id == "TORCH_INTERNAL_ASSERT" || id == "TORCH_CHECK_NOT_IMPLEMENTED" || id == "assert";
+}
+
+// The text between the '(' at `open` and its matching ')', skipping string and character
+// literals; empty when it is not closed.
+std::string_view ParenArgs(std::string_view s, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '"' || c == '\'') {
+      for (++i; i < s.size() && s[i] != c && s[i] != '\n'; ++i)
+        if (s[i] == '\\') ++i;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0) {
+      return s.substr(open + 1, i - open - 1);
+    }
+  }
+  return {};
+}
+
+std::string LowerCopy(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
+  return out;
+}
+
+// A message that says the call needs a GPU: "CPU not supported", "only CUDA tensors", "GPU only".
+bool MentionsDevice(std::string_view args) {
+  std::string l = LowerCopy(args);
+  return l.find("cpu") != std::string::npos || l.find("cuda") != std::string::npos ||
+         l.find("gpu") != std::string::npos;
+}
+
+// A condition that tests a tensor's device: x.is_cuda(), x.device().is_cuda(), x.is_cpu(),
+// x.device().type() == at::kCUDA, x.device().is_mps().
+bool IsDeviceTest(std::string_view cond) {
+  return cond.find("is_cuda") != std::string_view::npos ||
+         cond.find("is_cpu") != std::string_view::npos ||
+         cond.find("is_mps") != std::string_view::npos ||
+         cond.find("kCUDA") != std::string_view::npos ||
+         cond.find("kCPU") != std::string_view::npos ||
+         cond.find("DeviceType::CUDA") != std::string_view::npos ||
+         cond.find("DeviceType::CPU") != std::string_view::npos;
+}
+bool IsCudaTest(std::string_view cond) {
+  return (cond.find("is_cuda") != std::string_view::npos ||
+          cond.find("kCUDA") != std::string_view::npos ||
+          cond.find("DeviceType::CUDA") != std::string_view::npos) &&
+         cond.find('!') == std::string_view::npos;
+}
+
+// Per function body: where the wrapper turns away non-CUDA tensors. Reported at the end of the
+// function, once, because a device branch anywhere in it (`if (x.is_cuda()) ... else cpu(x)`)
+// means a CUDA check inside the CUDA branch rejects nothing.
+struct Rejection {
+  std::uint32_t line = 0, col = 0;
+  std::string what;
+  bool fail = false;       // Fails outright (AT_ERROR, TORCH_CHECK(false, ...)).
+  bool counts = false;     // A fail that is known to be the non-CUDA path.
+  bool in_cuda_branch = false;
+};
+
+enum class BlockKind : std::uint8_t { kScope, kFunction, kOther };
+struct Block {
+  BlockKind kind = BlockKind::kOther;
+  bool cuda_branch = false;  // The body of `if (<tests for CUDA>)`.
+};
+
 }  // namespace
 
 void ScanCpp(std::string_view s, FindingSink& sink) {
@@ -50,32 +127,72 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
   auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p - line_begin + 1); };
   std::size_t i = 0;
   const std::size_t n = s.size();
+  // Advances over [from, to) counting line ends ("\n", "\r\n" or a lone "\r").
+  auto skip_to = [&](std::size_t to) {
+    to = std::min(to, n);
+    for (; i < to; ++i) {
+      if (s[i] == '\n' || (s[i] == '\r' && (i + 1 >= n || s[i + 1] != '\n'))) {
+        ++line;
+        line_begin = i + 1;
+      }
+    }
+  };
+  // Macros of this file that check for CUDA tensors (`#define CHECK_CUDA(x) TORCH_CHECK(...)`,
+  // `#define CHECK_INPUT(x) CHECK_CUDA(x); ...`); CHECK_CUDA itself is near universal.
+  std::vector<std::string> cuda_check_macros = {"CHECK_CUDA", "CHECK_IS_CUDA", "CHECK_CUDA_TENSOR"};
+  auto is_cuda_check_macro = [&](std::string_view id) {
+    return std::find(cuda_check_macros.begin(), cuda_check_macros.end(), id) !=
+           cuda_check_macros.end();
+  };
+  std::vector<Block> blocks;
+  std::vector<Rejection> rejections;
+  bool fn_device_branch = false;
+  // What the next `{` opens: set by `namespace`, `struct`..., by an `if (<cond>)`, and by `)`.
+  BlockKind next_kind = BlockKind::kOther;
+  bool next_cuda_branch = false;
+  bool saw_paren = false;  // A `)` since the last statement end: a `{` now may open a function.
+  bool expect_cpu_stmt = false;  // Just after a CUDA branch closed, or in its `else`.
+  std::string_view prev_id;
+  auto in_cuda_branch = [&] {
+    for (const auto& b : blocks)
+      if (b.cuda_branch) return true;
+    return false;
+  };
+  auto in_function = [&] {
+    for (const auto& b : blocks)
+      if (b.kind == BlockKind::kFunction) return true;
+    return false;
+  };
+  auto end_function = [&] {
+    for (const auto& r : rejections) {
+      if (r.in_cuda_branch) continue;
+      bool rejects = r.fail ? r.counts : !fn_device_branch;
+      if (rejects) {
+        sink.Add("DT320", r.line, r.col, r.what, false);
+        break;
+      }
+    }
+    rejections.clear();
+    fn_device_branch = false;
+  };
   while (i < n) {
     char c = s[i];
-    if (c == '\n') {
-      ++line;
-      line_begin = ++i;
+    if (c == '\n' || c == '\r') {
+      skip_to(i + 1);
       line_start = true;
       continue;
     }
-    if (c == ' ' || c == '\t' || c == '\r') {
+    if (c == ' ' || c == '\t') {
       ++i;
       continue;
     }
     if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n') ++i;
+      while (i < n && s[i] != '\n' && s[i] != '\r') ++i;
       continue;
     }
     if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/')) {
-        if (s[i] == '\n') {
-          ++line;
-          line_begin = i + 1;
-        }
-        ++i;
-      }
-      i += 2;
+      std::size_t e = s.find("*/", i + 2);
+      skip_to(e == std::string_view::npos ? n : e + 2);
       continue;
     }
     if (c == '#' && line_start) {
@@ -88,7 +205,7 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         if (p < n && (s[p] == '<' || s[p] == '"')) {
           char close = s[p] == '<' ? '>' : '"';
           std::size_t e = s.find(close, p + 1);
-          std::size_t nl = s.find('\n', p);
+          std::size_t nl = s.find_first_of("\r\n", p);
           if (e != std::string_view::npos && (nl == std::string_view::npos || e < nl)) {
             std::string_view header = s.substr(p + 1, e - p - 1);
             if (StartsWith(header, "thrust/") || StartsWith(header, "cub/") ||
@@ -102,17 +219,50 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
             continue;
           }
         }
+      } else if (s.substr(p, 6) == "define") {
+        // A macro whose body checks for CUDA tensors is itself such a check.
+        p += 6;
+        while (p < n && (s[p] == ' ' || s[p] == '\t')) ++p;
+        std::size_t b = p;
+        while (p < n && IdChar(s[p])) ++p;
+        std::string_view name = s.substr(b, p - b);
+        std::size_t e = p;  // End of the definition, over backslash continuations.
+        while (e < n && s[e] != '\n' && s[e] != '\r') {
+          if (s[e] == '\\' && e + 1 < n && (s[e + 1] == '\n' || s[e + 1] == '\r')) {
+            e += (s[e + 1] == '\r' && e + 2 < n && s[e + 2] == '\n') ? 3 : 2;
+            continue;
+          }
+          ++e;
+        }
+        std::string_view body = s.substr(p, e - p);
+        bool checks = !name.empty() && body.find("is_cuda") != std::string_view::npos;
+        for (std::size_t k = 0; !checks && k < cuda_check_macros.size(); ++k)
+          checks = FindWord(body, cuda_check_macros[k]) != std::string_view::npos;
+        if (checks && !is_cuda_check_macro(name)) cuda_check_macros.emplace_back(name);
       }
       line_start = false;
       ++i;
       continue;
     }
     line_start = false;
+    if (c == 'R' && i + 1 < n && s[i + 1] == '"' && (i == 0 || !IdChar(s[i - 1]) ||
+                                                      s[i - 1] == 'u' || s[i - 1] == 'U' ||
+                                                      s[i - 1] == 'L' || s[i - 1] == '8')) {
+      // Raw string R"delim( ... )delim": may span lines, and quotes inside do not end it.
+      std::size_t open = s.find('(', i + 2);
+      std::size_t nl = s.find_first_of("\r\n", i + 2);
+      if (open != std::string_view::npos && open - (i + 2) <= 16 &&
+          (nl == std::string_view::npos || open < nl)) {
+        std::string close = ")" + std::string(s.substr(i + 2, open - i - 2)) + "\"";
+        std::size_t e = s.find(close, open + 1);
+        skip_to(e == std::string_view::npos ? n : e + close.size());
+        continue;
+      }
+    }
     if (c == '"' || c == '\'') {
-      // A raw string R"delim( ... )delim" is rare in kernels; treat it like a plain string.
       ++i;
-      while (i < n && s[i] != c && s[i] != '\n') i += (s[i] == '\\') ? 2 : 1;
-      ++i;
+      while (i < n && s[i] != c && s[i] != '\n' && s[i] != '\r') i += (s[i] == '\\') ? 2 : 1;
+      if (i < n && s[i] == c) ++i;
       continue;
     }
     if (c == '<' && i + 2 < n && s[i + 1] == '<' && s[i + 2] == '<') {
@@ -120,16 +270,102 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
       i += 3;
       continue;
     }
+    if (c == '{') {
+      BlockKind kind = next_kind;
+      bool scope_only = std::all_of(blocks.begin(), blocks.end(),
+                                    [](const Block& b) { return b.kind == BlockKind::kScope; });
+      if (kind == BlockKind::kOther && saw_paren && scope_only) kind = BlockKind::kFunction;
+      blocks.push_back(Block{kind, next_cuda_branch});
+      expect_cpu_stmt = expect_cpu_stmt && prev_id == "else";  // `} else {` of a CUDA branch.
+      next_kind = BlockKind::kOther;
+      next_cuda_branch = false;
+      saw_paren = false;
+      prev_id = {};
+      ++i;
+      continue;
+    }
+    if (c == '}') {
+      if (!blocks.empty()) {
+        Block b = blocks.back();
+        blocks.pop_back();
+        if (b.kind == BlockKind::kFunction) end_function();
+        expect_cpu_stmt = b.cuda_branch;
+      }
+      saw_paren = false;
+      prev_id = {};
+      ++i;
+      continue;
+    }
+    if (c == ';') {
+      next_kind = BlockKind::kOther;
+      next_cuda_branch = false;
+      saw_paren = false;
+      if (prev_id != "else") expect_cpu_stmt = false;
+      prev_id = {};
+      ++i;
+      continue;
+    }
+    if (c == ')') saw_paren = true;
     if (IdStart(c)) {
       std::size_t b = i;
       while (i < n && IdChar(s[i])) ++i;
       std::string_view id = s.substr(b, i - b);
-      if (id == "__global__" || id == "__device__" || id == "__shared__" ||
-          id == "__constant__") {
+      std::size_t after = i;
+      while (after < n && (s[after] == ' ' || s[after] == '\t')) ++after;
+      bool call = after < n && s[after] == '(';
+      if (id == "namespace" || id == "struct" || id == "class" || id == "union" || id == "enum" ||
+          (id == "extern" && after < n && s[after] == '"')) {
+        next_kind = BlockKind::kScope;
+      } else if ((id == "if" || id == "while" || id == "for" || id == "switch") && call) {
+        std::string_view cond = ParenArgs(s, after);
+        if (id == "if" && IsDeviceTest(cond)) {
+          if (in_function()) fn_device_branch = true;
+          next_cuda_branch = IsCudaTest(cond);
+        }
+        // Skip the condition: is_cuda() in it is a dispatch, not a check.
+        if (!cond.empty()) {
+          skip_to(after + cond.size() + 2);
+          saw_paren = true;
+        }
+        if (id == "if" && prev_id == "else") expect_cpu_stmt = false;
+        prev_id = id;
+        continue;
+      } else if (in_function() && call && (IsFailMacro(id) || IsCheckMacro(id) ||
+                                           is_cuda_check_macro(id))) {
+        std::string_view args = ParenArgs(s, after);
+        std::size_t comma = args.find(',');
+        std::string_view first = Trim(args.substr(0, comma));
+        std::string_view message = comma == std::string_view::npos ? std::string_view{}
+                                                                   : args.substr(comma + 1);
+        Rejection r{line, col(b), std::string(id), false, false, in_cuda_branch()};
+        if (IsFailMacro(id) || first == "false" || first == "0") {
+          // A failure is the non-CUDA path when its message says so, or when it is what runs
+          // right after (or in the `else` of) a branch taken for CUDA tensors.
+          r.fail = true;
+          r.counts = MentionsDevice(IsFailMacro(id) ? args : message) || expect_cpu_stmt;
+          rejections.push_back(std::move(r));
+        } else if (is_cuda_check_macro(id) || first.find("is_cuda") != std::string_view::npos ||
+                   first.find("kCUDA") != std::string_view::npos) {
+          rejections.push_back(std::move(r));
+        }
+        if (!args.empty() && (is_cuda_check_macro(id) || IsCheckMacro(id))) {
+          // The check's own is_cuda() is the rejection, not a separate finding.
+          skip_to(after + args.size() + 2);
+        }
+        expect_cpu_stmt = false;
+        prev_id = id;
+        continue;
+      } else if (id == "throw" && in_function()) {
+        std::size_t e = s.find(';', i);
+        std::string_view stmt = s.substr(i, e == std::string_view::npos ? n - i : e - i);
+        if (MentionsDevice(stmt) || expect_cpu_stmt)
+          rejections.push_back(Rejection{line, col(b), "throw", true, true, in_cuda_branch()});
+      } else if (id == "__global__" || id == "__device__" || id == "__shared__" ||
+                 id == "__constant__") {
         sink.Add("DT303", line, col(b), id, false);
       } else if (id == "cuda" && i + 1 < n && s[i] == ':' && s[i + 1] == ':') {
         sink.Add("DT304", line, col(b), "cuda:: namespace", false);
-      } else if (id == "is_cuda" && i < n && s[i] == '(') {
+      } else if (id == "is_cuda" && call) {
         sink.Add("DT307", line, col(b), "is_cuda()", false);
       } else if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY" || id == "TORCH_LIBRARY_IMPL") {
         has_binding = true;
@@ -138,10 +374,13 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
       } else if (id[0] == 'c' || id[0] == 'n') {
         if (IsCudaApi(id)) sink.Add("DT304", line, col(b), id, false);
       }
+      if (id != "else") expect_cpu_stmt = false;
+      prev_id = id;
       continue;
     }
     ++i;
   }
+  if (in_function()) end_function();
   if (has_binding && sink.count() > 0)
     sink.Add("DT309", binding_line, binding_col, "the Python binding", false);
 }

@@ -128,6 +128,7 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<PyImport> imports;
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
+  std::vector<SuppressionProblem> suppressions;
   bool has_main = false;
   bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
@@ -372,6 +373,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     return;
   }
   FindingSink sink(ctx.reg, item.rel, text, r.findings);
+  sink.set_path(item.abs);
   switch (item.kind) {
     case FileKind::kPython:
     case FileKind::kSetupPy: {
@@ -394,8 +396,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     case FileKind::kSetupCfg: ScanSetupCfg(text, sink); break;
     case FileKind::kDocker: ScanDockerfile(text, sink); break;
     case FileKind::kShell: ScanShell(text, sink); break;
+    case FileKind::kCompose: ScanCompose(text, sink); break;
+    case FileKind::kConfigYaml: ScanConfigYaml(text, sink); break;
+    case FileKind::kGitmodules: ScanGitmodules(text, sink); break;
   }
   r.cuda_modules = std::move(sink.cuda_modules());
+  sink.CheckSuppressions(r.suppressions);
   UserTextRules(ctx.reg, text, item, r.findings);
 }
 
@@ -652,6 +658,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     auto& r = results[i];
     if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
     if (r.scanned) ++report.files_scanned;
+    for (auto& s : r.suppressions) report.suppressions.push_back(std::move(s));
     bool is_py = items[i].kind == FileKind::kPython;  // setup.py is build code, not runtime.
     bool is_nb = items[i].kind == FileKind::kNotebook;
     for (auto& f : r.findings) {
