@@ -245,20 +245,6 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
       continue;
     }
     line_start = false;
-    if (c == 'R' && i + 1 < n && s[i + 1] == '"' && (i == 0 || !IdChar(s[i - 1]) ||
-                                                      s[i - 1] == 'u' || s[i - 1] == 'U' ||
-                                                      s[i - 1] == 'L' || s[i - 1] == '8')) {
-      // Raw string R"delim( ... )delim": may span lines, and quotes inside do not end it.
-      std::size_t open = s.find('(', i + 2);
-      std::size_t nl = s.find_first_of("\r\n", i + 2);
-      if (open != std::string_view::npos && open - (i + 2) <= 16 &&
-          (nl == std::string_view::npos || open < nl)) {
-        std::string close = ")" + std::string(s.substr(i + 2, open - i - 2)) + "\"";
-        std::size_t e = s.find(close, open + 1);
-        skip_to(e == std::string_view::npos ? n : e + close.size());
-        continue;
-      }
-    }
     if (c == '"' || c == '\'') {
       ++i;
       while (i < n && s[i] != c && s[i] != '\n' && s[i] != '\r') i += (s[i] == '\\') ? 2 : 1;
@@ -310,6 +296,19 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
       std::size_t b = i;
       while (i < n && IdChar(s[i])) ++i;
       std::string_view id = s.substr(b, i - b);
+      if (i < n && s[i] == '"' &&
+          (id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR")) {
+        // Raw string R"delim( ... )delim": may span lines, and quotes inside do not end it.
+        std::size_t open = s.find('(', i + 1);
+        std::size_t nl = s.find_first_of("\r\n", i + 1);
+        if (open != std::string_view::npos && open - (i + 1) <= 16 &&
+            (nl == std::string_view::npos || open < nl)) {
+          std::string close = ")" + std::string(s.substr(i + 1, open - i - 1)) + "\"";
+          std::size_t e = s.find(close, open + 1);
+          skip_to(e == std::string_view::npos ? n : e + close.size());
+          continue;
+        }
+      }
       std::size_t after = i;
       while (after < n && (s[after] == ' ' || s[after] == '\t')) ++after;
       bool call = after < n && s[after] == '(';

@@ -81,6 +81,12 @@ json ReportJson(const ScanReport& report, bool with_findings) {
   }
   json skipped = json::array();
   for (const auto& s : report.skipped) skipped.push_back({{"file", s.file}, {"reason", s.reason}});
+  json suppressions = json::array();
+  for (const auto& s : report.suppressions)
+    suppressions.push_back({{"file", s.file},
+                            {"line", s.line},
+                            {"code", s.code.empty() ? json(nullptr) : json(s.code)},
+                            {"problem", s.problem}});
   json stats = Statistics(report);
   return {{"schema", "dualtrack.scan/1"},
           {"root", report.root},
@@ -96,7 +102,8 @@ json ReportJson(const ScanReport& report, bool with_findings) {
              {{"reachable", reach_yes}, {"unreachable", reach_no}, {"not_python", reach_unknown}}},
             {"readiness", Readiness(report.findings)}}},
           {"statistics", {{"by_file", stats["by_file"]}}},
-          {"skipped", skipped}};
+          {"skipped", skipped},
+          {"suppressions", suppressions}};
 }
 
 }  // namespace
@@ -182,35 +189,58 @@ std::string ScanReportJsonText(const ScanReport& report) {
   return text + "\n";
 }
 
+namespace {
+
+// Findings of one file that read as one: the same code, severity, guard and reachability on
+// consecutive findings (a Triton kernel's tl.* calls, float64 throughout one function).
+bool SameRun(const Finding& a, const Finding& b) {
+  return a.code == b.code && a.severity == b.severity && a.guarded == b.guarded &&
+         a.reachable == b.reachable && a.cell == b.cell;
+}
+
+// More than this many findings in a run are folded into one line.
+constexpr std::size_t kFoldAbove = 3;
+
+std::string Tags(const Finding& f) {
+  std::string tags;
+  if (f.guarded) tags += " [guarded]";
+  if (f.reachable) tags += *f.reachable ? " [reachable]" : " [not reachable]";
+  return tags;
+}
+
+// "a, b, c and 4 more" on lines of at most `width` characters after `indent`.
+std::string Wrapped(const std::vector<std::string>& items, std::size_t indent, std::size_t width) {
+  std::string out, line;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (!line.empty() && line.size() + 1 + item.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + item;
+  }
+  return out + line;
+}
+
+}  // namespace
+
 std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   std::string out;
   auto c = [&](std::string_view code) { return color ? std::string(code) : std::string(); };
   std::string reset = c("\x1b[0m"), dim = c("\x1b[2m"), bold = c("\x1b[1m");
-  out += fmt::format("{}dualtrack scan{} {}: {} findings, {} files scanned, {} skipped\n", bold,
-                     reset, report.root, report.findings.size(), report.files_scanned,
-                     report.skipped.size());
-  if (!report.entries.empty())
-    out += fmt::format("entry scripts: {}\n", fmt::join(report.entries, ", "));
-  for (auto cls : kClasses) {
-    for (auto sev : kSeverities) {
-      std::vector<const Finding*> group;
-      for (const auto& f : report.findings)
-        if (f.cls == cls && f.severity == sev) group.push_back(&f);
-      if (group.empty()) continue;
-      out += fmt::format("\n{}{} · {}{} ({})\n", c(Color(sev)), cls, SeverityName(sev), reset,
-                         group.size());
-      for (const Finding* f : group) {
-        std::string tags;
-        if (f->guarded) tags += " [guarded]";
-        if (f->reachable) tags += *f->reachable ? " [reachable]" : " [not reachable]";
-        out += fmt::format("  {}  {}  {}{}\n", Location(*f), f->code, f->message, tags);
-        if (!f->snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f->snippet, reset);
-        if (!f->replacement.empty() && f->severity != Severity::kPortable)
-          out += fmt::format("      -> {}\n", f->replacement);
-      }
-    }
-  }
-  // Summary table: classes by severity.
+  std::map<std::string, std::vector<const Finding*>> by_file;
+  for (const auto& f : report.findings) by_file[f.file].push_back(&f);
+  out += fmt::format("{}dualtrack scan{} {}: {} findings in {} files ({} files scanned, {} skipped)\n",
+                     bold, reset, report.root, report.findings.size(), by_file.size(),
+                     report.files_scanned, report.skipped.size());
+  // The summary first: what kind of work this is, before the detail.
+  std::array<int, 4> sev_total{};
+  for (const auto& f : report.findings) ++sev_total[static_cast<std::size_t>(f.severity)];
+  std::vector<std::string> sev_parts;
+  for (auto sev : kSeverities)
+    sev_parts.push_back(fmt::format("{}{} {}{}", c(Color(sev)), SeverityName(sev),
+                                    sev_total[static_cast<std::size_t>(sev)], reset));
+  out += fmt::format("  by severity: {}\n", fmt::join(sev_parts, ", "));
   out += fmt::format("\n{}Summary{}\n  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", bold, reset, "class",
                      "blocker", "replace", "fixable", "portable", "total");
   std::array<int, 4> col_total{};
@@ -234,18 +264,73 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                      "not Python (build / environment / C++): {}\n", yes, no, unknown);
   out += fmt::format("  readiness: {} of findings are portable or fixable\n",
                      Percent(Readiness(report.findings)));
-  for (const auto& s : report.skipped)
-    out += fmt::format("  skipped {}: {}\n", s.file, s.reason);
+  if (report.entries.empty()) {
+    out += "  entry scripts: none found (name them with --entry)\n";
+  } else {
+    out += fmt::format("  entry scripts ({}):\n    {}\n", report.entries.size(),
+                       Wrapped(report.entries, 4, 96));
+  }
+
   if (statistics) {
-    json st = Statistics(report);
+    // Like ruff --statistics: counts instead of the findings.
+    std::map<std::string, std::pair<int, const Finding*>> per_code;
+    for (const auto& f : report.findings) {
+      auto& e = per_code[f.code];
+      if (e.first++ == 0) e.second = &f;
+    }
     out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
-    for (const auto& [code, n] : st["by_code"].items())
-      out += fmt::format("    {:<8}{:>6}\n", code, n.get<int>());
+    for (const auto& [code, e] : per_code)
+      out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.first, code, e.second->cls,
+                         SeverityName(e.second->severity));
+    json st = Statistics(report);
     out += "  per file (findings, readiness):\n";
     for (const auto& [file, v] : st["by_file"].items())
       out += fmt::format("    {:<48}{:>6}  {:>5}\n", file, v["findings"].get<int>(),
                          Percent(v["readiness"].get<double>()));
+  } else {
+    for (const auto& [file, list] : by_file) {
+      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, file, reset, list.size(),
+                         list.size() == 1 ? "" : "s");
+      for (std::size_t i = 0; i < list.size();) {
+        std::size_t j = i + 1;
+        while (j < list.size() && SameRun(*list[i], *list[j])) ++j;
+        const Finding& f = *list[i];
+        std::string sev = fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
+        if (j - i > kFoldAbove) {
+          // One line for the run: the code, its count and where.
+          std::vector<std::string> where;
+          for (std::size_t k = i; k < j && where.size() < 12; ++k)
+            where.push_back(list[k]->cell ? fmt::format("cell {}:{}", *list[k]->cell, list[k]->line)
+                                          : std::to_string(list[k]->line));
+          bool same_message = true;
+          for (std::size_t k = i; k < j; ++k) same_message &= list[k]->message == f.message;
+          std::string lines = fmt::format("{}", fmt::join(where, ", "));
+          if (j - i > where.size()) lines += ", …";
+          out += fmt::format("  {} {} ×{} at {}: {}{}{}\n", f.code, sev, j - i, lines, f.message,
+                             same_message ? "" : " (and similar)", Tags(f));
+          if (!f.replacement.empty() && f.severity != Severity::kPortable)
+            out += fmt::format("      -> {}\n", f.replacement);
+          i = j;
+          continue;
+        }
+        for (; i < j; ++i) {
+          const Finding& g = *list[i];
+          std::string at = g.cell ? fmt::format("cell {}:{}:{}", *g.cell, g.line, g.column)
+                                  : fmt::format("{}:{}", g.line, g.column);
+          out += fmt::format("  {:<8} {} {}  {}{}\n", at, g.code, sev, g.message, Tags(g));
+          if (!g.snippet.empty()) out += fmt::format("      {}{}{}\n", dim, g.snippet, reset);
+          if (!g.replacement.empty() && g.severity != Severity::kPortable)
+            out += fmt::format("      -> {}\n", g.replacement);
+        }
+      }
+    }
   }
+  if (!report.skipped.empty() || !report.suppressions.empty()) out += "\n";
+  for (const auto& s : report.skipped)
+    out += fmt::format("skipped {}: {}\n", s.file, s.reason);
+  for (const auto& s : report.suppressions)
+    out += fmt::format("warning: {}:{}: suppression {}: {}\n", s.file, s.line,
+                       s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
   return out;
 }
 

@@ -59,6 +59,8 @@ std::optional<Suppression> ParseSuppression(std::string_view text) {
     if (q >= text.size() || text[q] != ':') continue;
     q = SkipBlanks(text, q + 1);
     if (FindFolded(text.substr(q, 6), "ignore") != 0) continue;
+    if (q + 6 < text.size() && (Alpha(text[q + 6]) || Digit(text[q + 6]) || text[q + 6] == '_'))
+      continue;  // "ignored", "ignore_this": not the marker.
     q = SkipBlanks(text, q + 6);
     found = true;
     if (q >= text.size() || text[q] != '[') {
