@@ -50,13 +50,15 @@ bool IsCheckMacro(std::string_view id) {
 }
 
 // The text between the '(' at `open` and its matching ')', skipping string and character
-// literals; empty when it is not closed.
+// literals; empty when it is not closed within 4 KiB (a condition or a check is short, and an
+// unclosed one must not make the scan quadratic).
 std::string_view ParenArgs(std::string_view s, std::size_t open) {
   int depth = 0;
-  for (std::size_t i = open; i < s.size(); ++i) {
+  std::size_t end = std::min(s.size(), open + 4096);
+  for (std::size_t i = open; i < end; ++i) {
     char c = s[i];
     if (c == '"' || c == '\'') {
-      for (++i; i < s.size() && s[i] != c && s[i] != '\n'; ++i)
+      for (++i; i < end && s[i] != c && s[i] != '\n'; ++i)
         if (s[i] == '\\') ++i;
     } else if (c == '(') {
       ++depth;
@@ -153,18 +155,16 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
   bool saw_paren = false;  // A `)` since the last statement end: a `{` now may open a function.
   bool expect_cpu_stmt = false;  // Just after a CUDA branch closed, or in its `else`.
   std::string_view prev_id;
-  auto in_cuda_branch = [&] {
-    for (const auto& b : blocks)
-      if (b.cuda_branch) return true;
-    return false;
-  };
-  auto in_function = [&] {
-    for (const auto& b : blocks)
-      if (b.kind == BlockKind::kFunction) return true;
-    return false;
-  };
+  // Counts over `blocks`, kept as they change so that deep nesting stays linear.
+  std::size_t n_cuda = 0, n_function = 0, n_not_scope = 0;
+  auto in_cuda_branch = [&] { return n_cuda > 0; };
+  auto in_function = [&] { return n_function > 0; };
+  // In .cu / .cuh files the checks guard the CUDA implementation itself (reached through a
+  // wrapper that may well dispatch on the device); the wrapper is what decides.
+  const bool cuda_source = EndsWith(sink.rel(), ".cu") || EndsWith(sink.rel(), ".cuh");
   auto end_function = [&] {
     for (const auto& r : rejections) {
+      if (cuda_source) break;
       if (r.in_cuda_branch) continue;
       bool rejects = r.fail ? r.counts : !fn_device_branch;
       if (rejects) {
@@ -258,10 +258,11 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
     }
     if (c == '{') {
       BlockKind kind = next_kind;
-      bool scope_only = std::all_of(blocks.begin(), blocks.end(),
-                                    [](const Block& b) { return b.kind == BlockKind::kScope; });
-      if (kind == BlockKind::kOther && saw_paren && scope_only) kind = BlockKind::kFunction;
+      if (kind == BlockKind::kOther && saw_paren && n_not_scope == 0) kind = BlockKind::kFunction;
       blocks.push_back(Block{kind, next_cuda_branch});
+      n_cuda += next_cuda_branch ? 1 : 0;
+      n_function += kind == BlockKind::kFunction ? 1 : 0;
+      n_not_scope += kind != BlockKind::kScope ? 1 : 0;
       expect_cpu_stmt = expect_cpu_stmt && prev_id == "else";  // `} else {` of a CUDA branch.
       next_kind = BlockKind::kOther;
       next_cuda_branch = false;
@@ -274,6 +275,9 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
       if (!blocks.empty()) {
         Block b = blocks.back();
         blocks.pop_back();
+        n_cuda -= b.cuda_branch ? 1 : 0;
+        n_function -= b.kind == BlockKind::kFunction ? 1 : 0;
+        n_not_scope -= b.kind != BlockKind::kScope ? 1 : 0;
         if (b.kind == BlockKind::kFunction) end_function();
         expect_cpu_stmt = b.cuda_branch;
       }
@@ -356,7 +360,7 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         continue;
       } else if (id == "throw" && in_function()) {
         std::size_t e = s.find(';', i);
-        std::string_view stmt = s.substr(i, e == std::string_view::npos ? n - i : e - i);
+        std::string_view stmt = s.substr(i, std::min<std::size_t>(e == std::string_view::npos ? n - i : e - i, 1024));
         if (MentionsDevice(stmt) || expect_cpu_stmt)
           rejections.push_back(Rejection{line, col(b), "throw", true, true, in_cuda_branch()});
       } else if (id == "__global__" || id == "__device__" || id == "__shared__" ||

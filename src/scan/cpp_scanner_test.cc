@@ -122,7 +122,12 @@ TEST(ScanCppWrapperTest, DeviceBranchWithCpuImplementationIsNotARejection) {
       "  CHECK_CUDA(x);\n"
       "  return g_cuda(x);\n"
       "}\n");
-  EXPECT_EQ(Codes(fs), (std::vector<std::string>{}));
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{}));  // The CUDA implementation in a .cu file checks its inputs; the wrapper decides, not it.
+  std::string cu = "void launch(at::Tensor x) {\n  CHECK_CUDA(x);\n  k<<<1, 1>>>(x.data_ptr<float>());\n}\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "ops/k.cu", cu, out);
+  ScanCpp(cu, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT303@3"}));
 }
 
 }  // namespace

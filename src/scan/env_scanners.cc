@@ -246,7 +246,10 @@ bool CheckLocalPackage(std::string_view spec, FindingSink& sink, std::uint32_t l
     FolderEvidence ev = InspectFolder(root, cand);
     bool submodule = std::find(subs.begin(), subs.end(), cand) != subs.end();
     if (!ev.exists && !submodule) continue;
-    if (!(ev.cuda_sources || ev.cuda_extension || submodule)) return true;
+    // A checked-out submodule is judged by its files, like any folder; one that is not checked
+    // out cannot be, and in research code it is nearly always a CUDA extension.
+    bool unseen_submodule = submodule && (!ev.exists || ev.empty);
+    if (!(ev.cuda_sources || ev.cuda_extension || unseen_submodule)) return true;
     std::string why = ev.cuda_extension ? "its setup.py builds a CUDAExtension"
                       : ev.cuda_sources ? "it has .cu sources"
                       : ev.empty || !ev.exists ? "a git submodule, empty in this checkout"
