@@ -155,6 +155,7 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
   bool saw_paren = false;  // A `)` since the last statement end: a `{` now may open a function.
   bool expect_cpu_stmt = false;  // Just after a CUDA branch closed, or in its `else`.
   std::string_view prev_id;
+  std::size_t check_args_end = 0;  // Inside the arguments of a check macro until here.
   // Counts over `blocks`, kept as they change so that deep nesting stays linear.
   std::size_t n_cuda = 0, n_function = 0, n_not_scope = 0;
   auto in_cuda_branch = [&] { return n_cuda > 0; };
@@ -351,10 +352,9 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
                    first.find("kCUDA") != std::string_view::npos) {
           rejections.push_back(std::move(r));
         }
-        if (!args.empty() && (is_cuda_check_macro(id) || IsCheckMacro(id))) {
-          // The check's own is_cuda() is the rejection, not a separate finding.
-          skip_to(after + args.size() + 2);
-        }
+        // The check's own is_cuda() is the rejection, not a separate finding; the rest of its
+        // arguments (cudaGetErrorString(err)...) are read as usual.
+        if (!args.empty()) check_args_end = after + args.size() + 2;
         expect_cpu_stmt = false;
         prev_id = id;
         continue;
@@ -368,7 +368,7 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         sink.Add("DT303", line, col(b), id, false);
       } else if (id == "cuda" && i + 1 < n && s[i] == ':' && s[i + 1] == ':') {
         sink.Add("DT304", line, col(b), "cuda:: namespace", false);
-      } else if (id == "is_cuda" && call) {
+      } else if (id == "is_cuda" && call && i >= check_args_end) {
         sink.Add("DT307", line, col(b), "is_cuda()", false);
       } else if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY" || id == "TORCH_LIBRARY_IMPL") {
         has_binding = true;
