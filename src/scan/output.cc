@@ -230,9 +230,14 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   std::string reset = c("\x1b[0m"), dim = c("\x1b[2m"), bold = c("\x1b[1m");
   std::map<std::string, std::vector<const Finding*>> by_file;
   for (const auto& f : report.findings) by_file[f.file].push_back(&f);
-  out += fmt::format("{}dualtrack scan{} {}: {} findings in {} files ({} files scanned, {} skipped)\n",
-                     bold, reset, report.root, report.findings.size(), by_file.size(),
-                     report.files_scanned, report.skipped.size());
+  auto plural = [](std::size_t n, std::string_view word) {
+    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+  };
+  out += fmt::format("{}dualtrack scan{} {}: {} in {} ({} scanned, {} skipped)\n", bold, reset,
+                     report.root, plural(report.findings.size(), "finding"),
+                     plural(by_file.size(), "file"),
+                     plural(static_cast<std::size_t>(report.files_scanned), "file"),
+                     report.skipped.size());
   // The summary first: what kind of work this is, before the detail.
   std::array<int, 4> sev_total{};
   for (const auto& f : report.findings) ++sev_total[static_cast<std::size_t>(f.severity)];
@@ -273,15 +278,27 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
 
   if (statistics) {
     // Like ruff --statistics: counts instead of the findings.
-    std::map<std::string, std::pair<int, const Finding*>> per_code;
+    struct PerCode {
+      int n = 0;
+      std::string cls;
+      std::array<int, 4> by_sev{};
+    };
+    std::map<std::string, PerCode> per_code;
     for (const auto& f : report.findings) {
       auto& e = per_code[f.code];
-      if (e.first++ == 0) e.second = &f;
+      ++e.n;
+      e.cls = f.cls;
+      ++e.by_sev[static_cast<std::size_t>(f.severity)];
     }
     out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
-    for (const auto& [code, e] : per_code)
-      out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.first, code, e.second->cls,
-                         SeverityName(e.second->severity));
+    for (const auto& [code, e] : per_code) {
+      // Guarded uses are portable, so one code can have two severities.
+      std::vector<std::string> sev;
+      for (auto sv : kSeverities)
+        if (int k = e.by_sev[static_cast<std::size_t>(sv)]; k > 0)
+          sev.push_back(fmt::format("{} {}", SeverityName(sv), k));
+      out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.n, code, e.cls, fmt::join(sev, ", "));
+    }
     json st = Statistics(report);
     out += "  per file (findings, readiness):\n";
     for (const auto& [file, v] : st["by_file"].items())

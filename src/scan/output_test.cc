@@ -79,7 +79,7 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   EXPECT_NE(text.find("warning: k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
   std::string stats = FormatText(report, false, true);
   EXPECT_EQ(stats.find("k.py (6 findings)"), std::string::npos) << stats;
-  EXPECT_NE(stats.find("       7  DT202  library     replace"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("       7  DT202  library     replace 7\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("per file"), std::string::npos);
   auto doc = ScanReportToJson(report);
   EXPECT_EQ(doc["findings"].size(), 8u);
