@@ -696,6 +696,10 @@ std::optional<std::vector<std::string_view>> FlowItems(std::string_view v) {
 // (none), [] and null select no GPU; gpu_ids uses -1 for the CPU.
 bool SelectsGpus(std::string_view key, std::string_view v) {
   bool ids = key == "gpu_ids";
+  if (key != "gpus" && !ids) {  // A count: num_gpus, n_gpu, ngpus.
+    if (IsInteger(v, false)) return std::stol(std::string(v)) > 0;
+    return false;
+  }
   if (auto items = FlowItems(v)) {
     for (auto it : *items)
       if (IsInteger(it, false)) return true;
@@ -804,6 +808,8 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
       auto items = FlowItems(v);
       bool gpu = items ? std::find(items->begin(), items->end(), "gpu") != items->end() : v == "gpu";
       if (gpu) sink.Add("DT420", n, col(y.content), "capabilities: [gpu]", false);
+    } else if (key == "nvidia.com/gpu" && !v.empty() && v != "0") {
+      sink.Add("DT420", n, col(y.content), "nvidia.com/gpu", false);
     } else if (key == "image" && IsCudaImage(v)) {
       sink.Add("DT404", n, col(v), v, false);
     }
@@ -864,6 +870,18 @@ void ScanConfigYaml(std::string_view text, FindingSink& sink) {
       return;
     }
     if (IsProseKey(key)) return;
+    if (key == "nvidia.com/gpu" && IsInteger(v, false) && v != "0") {  // Kubernetes limits.
+      sink.Add("DT420", n, at, "nvidia.com/gpu: " + std::string(v), false);
+      return;
+    }
+    if (y.key == "CUDA_VISIBLE_DEVICES") {
+      sink.Add("DT406", n, at, "CUDA_VISIBLE_DEVICES", false);
+      return;
+    }
+    if (key == "num_gpus" || key == "n_gpus" || key == "n_gpu" || key == "ngpus" || key == "ngpu") {
+      if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+      return;
+    }
     if (key == "gpus" || key == "gpu_ids") {
       if (v.empty()) {
         list_key = key;

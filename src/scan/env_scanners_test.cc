@@ -143,6 +143,10 @@ TEST(ScanEnvFilesTest, YamlConfigSelectsCudaOnlyPaths) {
   EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "configs/train.yaml", other)),
             (Strings{"DT120@2", "DT120@3", "DT220@8", "DT220@10", "DT120@12", "DT205@14",
                      "DT220@25"}));
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "k8s/values.yaml",
+                          "resources:\n  limits:\n    nvidia.com/gpu: 1\nenv:\n  CUDA_VISIBLE_DEVICES: 0\n"
+                          "num_gpus: 8\nn_gpu: 0\nngpu: auto\n")),
+            (Strings{"DT420@3", "DT406@5", "DT120@6"}));
   EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "c.yaml", "gpus: 0\ngpus: []\ngpus: null\naccelerator: mps\n"
                                                 "device: cpu\nattn: vanilla\n")),
             Strings{});
