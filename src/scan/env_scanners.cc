@@ -409,9 +409,23 @@ void ScanPyproject(std::string_view text, FindingSink& sink) {
       std::size_t e = value.find(q, p + 1);
       if (e == std::string_view::npos) break;
       std::string_view str = value.substr(p + 1, e - p - 1);
-      if (IsCudaIndexUrl(str)) sink.Add("DT401", n, Col(raw, str), str, false);
-      else if (deps && !CheckLocalPackage(str, sink, n, Col(raw, str)))
-        CheckRequirement(str, sink, n, Col(raw, str));
+      if (IsCudaIndexUrl(str)) {
+        sink.Add("DT401", n, Col(raw, str), str, false);
+      } else if (deps) {
+        if (!CheckLocalPackage(str, sink, n, Col(raw, str))) CheckRequirement(str, sink, n, Col(raw, str));
+      } else if (StartsWith(table, "[tool.")) {
+        // Build settings (scikit-build cmake args, cibuildwheel environments) that select
+        // CUDA architectures.
+        for (std::string_view arch : {"CUDA_ARCHITECTURES", "TORCH_CUDA_ARCH_LIST", "-gencode"}) {
+          // A setting starts with it ("-DCMAKE_CUDA_ARCHITECTURES=80", "TORCH_CUDA_ARCH_LIST=8.0
+          // ..."); prose mentions it after other words.
+          std::size_t at = str.find(arch);
+          if (at != std::string_view::npos && str.substr(0, at).find(' ') == std::string_view::npos) {
+            sink.Add("DT302", n, Col(raw, str.substr(at)), arch, false);
+            break;
+          }
+        }
+      }
       p = e;
     }
     if (depth <= 0) key.clear();

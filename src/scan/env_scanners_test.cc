@@ -182,9 +182,14 @@ TEST(ScanEnvFilesTest, ProjectMetadataIsProse) {
       "[build-system]\n"
       "requires = [\"setuptools\", \"nvidia-cuda-runtime-cu12\"]\n"   // 18
       "[[tool.uv.index]]\n"
-      "url = \"https://download.pytorch.org/whl/cu121\"\n";           // 20
+      "url = \"https://download.pytorch.org/whl/cu121\"\n"           // 20
+      "[tool.scikit-build]\n"
+      "cmake.args = [\"-DCMAKE_CUDA_ARCHITECTURES=80\"]\n"             // 22
+      "[tool.other]\n"
+      "doc = \"explains TORCH_CUDA_ARCH_LIST\"\n"                   // 24: prose
+      "env = \"TORCH_CUDA_ARCH_LIST='8.0 9.0' MAX_JOBS=4\"\n";         // 25
   EXPECT_EQ(Codes(ScanText(ScanPyproject, "pyproject.toml", toml)),
-            (Strings{"DT403@11", "DT403@14", "DT402@18", "DT401@20"}));
+            (Strings{"DT403@11", "DT403@14", "DT402@18", "DT401@20", "DT302@22", "DT302@25"}));
   std::string cfg =
       "[metadata]\n"
       "name = cuda-thing\n"

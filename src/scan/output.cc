@@ -323,8 +323,9 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
           for (std::size_t k = i; k < j; ++k) same_message &= list[k]->message == f.message;
           std::string lines = fmt::format("{}", fmt::join(where, ", "));
           if (j - i > where.size()) lines += ", …";
-          out += fmt::format("  {} {} ×{} at {}: {}{}{}\n", f.code, sev, j - i, lines, f.message,
-                             same_message ? "" : " (and similar)", Tags(f));
+          // Led by the first location, so that the line stays clickable in a terminal or editor.
+          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f), f.code, sev, j - i, lines,
+                             f.message, same_message ? "" : " (and similar)", Tags(f));
           if (!f.replacement.empty() && f.severity != Severity::kPortable)
             out += fmt::format("      -> {}\n", f.replacement);
           i = j;
@@ -332,9 +333,7 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
         }
         for (; i < j; ++i) {
           const Finding& g = *list[i];
-          std::string at = g.cell ? fmt::format("cell {}:{}:{}", *g.cell, g.line, g.column)
-                                  : fmt::format("{}:{}", g.line, g.column);
-          out += fmt::format("  {:<8} {} {}  {}{}\n", at, g.code, sev, g.message, Tags(g));
+          out += fmt::format("  {}  {} {}  {}{}\n", Location(g), g.code, sev, g.message, Tags(g));
           if (!g.snippet.empty()) out += fmt::format("      {}{}{}\n", dim, g.snippet, reset);
           if (!g.replacement.empty() && g.severity != Severity::kPortable)
             out += fmt::format("      -> {}\n", g.replacement);

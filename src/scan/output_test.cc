@@ -70,10 +70,11 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   EXPECT_LT(text.find("Summary"), text.find("k.py (6 findings)")) << text;
   EXPECT_LT(text.find("a.py (2 findings)"), text.find("k.py (6 findings)")) << text;
   EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
+  EXPECT_NE(text.find("  k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
             std::string::npos) << text;
   EXPECT_EQ(text.find("snippet 14"), std::string::npos) << text;  // Folded.
   EXPECT_NE(text.find("snippet 30"), std::string::npos) << text;
+  EXPECT_NE(text.find("  k.py:30:1  DT201 replace  imports triton"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 3"), std::string::npos) << text;  // Two of a kind stay unfolded.
   EXPECT_NE(text.find("warning: k.py:2: suppression DT999: unknown code"), std::string::npos);
   EXPECT_NE(text.find("warning: k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
