@@ -76,11 +76,35 @@ std::string LowerCopy(std::string_view s) {
   return out;
 }
 
-// A message that says the call needs a GPU: "CPU not supported", "only CUDA tensors", "GPU only".
+// Whether `b` follows `a` in `l`, starting at most `within` characters after it.
+bool Near(std::string_view l, std::string_view a, std::string_view b, std::size_t within) {
+  for (std::size_t p = l.find(a); p != std::string_view::npos; p = l.find(a, p + 1)) {
+    std::size_t from = p + a.size();
+    std::size_t q = l.find(b, from);
+    if (q != std::string_view::npos && q - from <= within) return true;
+  }
+  return false;
+}
+
+// A message that says the op has no CPU path ("CPU not supported", "not implemented on CPU",
+// "no CPU implementation") or needs CUDA ("only CUDA tensors", "GPU only", "requires CUDA",
+// "must be a CUDA tensor"). A message that merely names CUDA ("CUDA driver error", "kernel_cuda
+// handles only int64") is an error of the CUDA path itself, not a rejection of other devices.
 bool MentionsDevice(std::string_view args) {
   std::string l = LowerCopy(args);
-  return l.find("cpu") != std::string::npos || l.find("cuda") != std::string::npos ||
-         l.find("gpu") != std::string::npos;
+  if (l.find("cpu") != std::string::npos) {
+    for (std::string_view neg : {"not supported", "not implemented", "unsupported", "unimplemented",
+                                 "not available", "no cpu", "not support", "n't support",
+                                 "only", "not yet"})
+      if (l.find(neg) != std::string::npos) return true;
+  }
+  for (std::string_view dev : {"cuda", "gpu"}) {
+    if (Near(l, "only", dev, 24) || Near(l, dev, "only", 3) || Near(l, "requires", dev, 8) ||
+        Near(l, "require", dev, 8) || Near(l, "must be", dev, 12) || Near(l, "needs", dev, 8) ||
+        Near(l, "expected", dev, 8) || Near(l, "not on", dev, 8))
+      return true;
+  }
+  return false;
 }
 
 // A condition that tests a tensor's device: x.is_cuda(), x.device().is_cuda(), x.is_cpu(),

@@ -88,6 +88,20 @@ TEST(ScanCppWrapperTest, FailureAfterCudaBranchHasNoCpuPath) {
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@3"}));
 }
 
+// Errors of the CUDA path itself name CUDA without rejecting other devices.
+TEST(ScanCppWrapperTest, CudaErrorsAreNotRejections) {
+  auto fs = Cpp(
+      "void a() { TORCH_CHECK(false, \"CUDA driver error: \", err); }\n"
+      "void b() { TORCH_CHECK(false, \"kernel_cuda handles only int64 and float\"); }\n"
+      "void c() { AT_ERROR(\"Cannot convert ScalarType to cudaDataType\"); }\n"
+      "void d() { TORCH_CHECK(false, \"Cannot map SparseCsr(CPU|CUDA) to a layout\"); }\n"
+      "void e() { throw std::runtime_error(\"CPU runtime error\"); }\n"
+      "void f() { AT_ERROR(\"fps is only implemented for CUDA tensors\"); }\n"
+      "void g() { throw std::invalid_argument(\"No CPU implementation of knn\"); }\n"
+      "void h() { TORCH_CHECK(false, \"input must be a CUDA tensor\"); }\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@6", "DT320@7", "DT320@8"}));
+}
+
 TEST(ScanCppWrapperTest, CudaChecksWithoutAnotherBranch) {
   auto fs = Cpp(
       "#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x \" must be CUDA\")\n"
