@@ -372,8 +372,10 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
           r.fail = true;
           r.counts = MentionsDevice(IsFailMacro(id) ? args : message) || expect_cpu_stmt;
           rejections.push_back(std::move(r));
-        } else if (is_cuda_check_macro(id) || first.find("is_cuda") != std::string_view::npos ||
-                   first.find("kCUDA") != std::string_view::npos) {
+        } else if (is_cuda_check_macro(id) ||
+                   ((first.find("is_cuda") != std::string_view::npos ||
+                     first.find("kCUDA") != std::string_view::npos) &&
+                    first.find("||") == std::string_view::npos)) {  // `is_cuda() || is_cpu()` accepts more
           rejections.push_back(std::move(r));
         }
         // The check's own is_cuda() is the rejection, not a separate finding; the rest of its
