@@ -435,6 +435,12 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
     out += "\n## Skipped\n\n";
     for (const auto& s : report.skipped) out += fmt::format("- `{}`: {}\n", esc(s.file), s.reason);
   }
+  if (!report.suppressions.empty()) {
+    out += "\n## Suppressions to remove\n\n";
+    for (const auto& s : report.suppressions)
+      out += fmt::format("- `{}:{}`: {} ({})\n", esc(s.file), s.line,
+                         s.code.empty() ? "dualtrack: ignore" : s.code, s.problem);
+  }
   if (statistics) {
     json st = Statistics(report);
     out += "\n## Statistics\n\n| file | findings | readiness |\n|---|---:|---:|\n";
@@ -479,6 +485,11 @@ std::string FormatGithub(const ScanReport& report) {
                        msg_esc(f.message),
                        f.replacement.empty() ? "" : msg_esc(". Suggested: " + f.replacement));
   }
+  for (const auto& s : report.suppressions)
+    out += fmt::format("::warning file={},line={},title=dualtrack suppression::{}\n",
+                       esc(prefix + s.file), s.line,
+                       msg_esc((s.code.empty() ? std::string("dualtrack: ignore") : s.code) + ": " +
+                               s.problem));
   return out;
 }
 

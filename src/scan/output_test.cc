@@ -82,6 +82,10 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   EXPECT_EQ(stats.find("k.py (6 findings)"), std::string::npos) << stats;
   EXPECT_NE(stats.find("       7  DT202  library     replace 7\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("per file"), std::string::npos);
+  EXPECT_NE(FormatMarkdown(report, false).find("- `k.py:2`: DT999 (unknown code)"), std::string::npos);
+  EXPECT_NE(FormatGithub(report).find("::warning file=proj/k.py,line=5,title=dualtrack suppression::"
+                                      "dualtrack: ignore: unused"),
+            std::string::npos) << FormatGithub(report);
   auto doc = ScanReportToJson(report);
   EXPECT_EQ(doc["findings"].size(), 8u);
   EXPECT_EQ(doc["suppressions"][1]["code"], nullptr);
