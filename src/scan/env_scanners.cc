@@ -76,7 +76,12 @@ namespace fs = std::filesystem;
 
 FolderEvidence InspectFolder(const std::string& root, std::string_view rel_dir) {
   FolderEvidence ev;
-  if (root.empty()) return ev;
+  // Only folders inside the checkout: a path from a file may name anything.
+  fs::path rel_path{std::string(rel_dir)};
+  if (root.empty() || rel_dir.empty() || rel_path.is_absolute() || rel_path.has_root_name())
+    return ev;
+  for (const auto& part : rel_path)
+    if (part == "..") return ev;
   std::error_code ec;
   fs::path dir = fs::path(root) / std::string(rel_dir);
   if (!fs::is_directory(dir, ec)) return ev;
@@ -242,7 +247,8 @@ bool CheckLocalPackage(std::string_view spec, FindingSink& sink, std::uint32_t l
     while (!r->empty() && r->back() == '/') r->pop_back();
   std::vector<std::string> subs = SubmodulePaths(root);
   for (const std::string& cand : {rel, from_root}) {
-    if (cand.empty() || StartsWith(cand, "..")) continue;
+    // The project itself (`-e .`) is reported where it is built (setup.py, pyproject).
+    if (cand.empty() || cand == "." || StartsWith(cand, "..")) continue;
     FolderEvidence ev = InspectFolder(root, cand);
     bool submodule = std::find(subs.begin(), subs.end(), cand) != subs.end();
     if (!ev.exists && !submodule) continue;

@@ -256,12 +256,15 @@ TEST_F(ScanEnvTreeTest, LocalPackagesWithCudaSources) {
   Write("pointops/__init__.py", "");
   Write("tools/plain/setup.py", "setup(name='plain')\n");
   Write("env/requirements.txt", "");
-  std::string req = "torch>=2.0\n./pointops\nhydra-core\n-e ./tools/plain\n";
+  std::string req = "torch>=2.0\n./pointops\nhydra-core\n-e ./tools/plain\n-e .\n../outside\n";
   std::vector<CudaModule> mods;
   auto fs = ScanText(ScanRequirements, "requirements.txt", req, Abs("requirements.txt"), &mods);
   EXPECT_EQ(Codes(fs), (Strings{"DT322@2"}));
   ASSERT_EQ(mods.size(), 1u);
   EXPECT_EQ(mods[0].module, "pointops");
+  EXPECT_FALSE(InspectFolder(dir_.string(), "../" + dir_.filename().string()).exists);
+  EXPECT_FALSE(InspectFolder(dir_.string(), "/etc").exists);
+  EXPECT_TRUE(InspectFolder(dir_.string(), "pointops").cuda_sources);
   // Relative to the requirements file's own folder, an editable install, and file: URLs.
   std::string nested = "-e ../pointops\nfile:../pointops\n";
   EXPECT_EQ(Codes(ScanText(ScanRequirements, "env/requirements.txt", nested, Abs("env/requirements.txt"))),
