@@ -7,7 +7,6 @@
 #include <string>
 
 #include "scan/test_registry.h"
-#include "scan/walker.h"
 #include "util/fs.h"
 
 namespace dt::scan {
@@ -156,13 +155,18 @@ TEST(ScanEnvFilesTest, MalformedYamlDoesNotCrash) {
   for (const std::string& s :
        {std::string("key: [unclosed\n  - : :\n- - -\n:\n'': ''\ngpus: [\ngpus: ]\ngpus: 99999999999999999999\n"),
         std::string("\t\t- gpus:\n\x01\xff: \xfe\n"), std::string(1 << 20, 'x') + ":\n", std::string("gpus:"),
-        std::string("gpus:\n  -"), std::string("a: |"), std::string(100000, '-')}) {
+        std::string("gpus:\n  -"), std::string("a: |"), std::string(100000, '-'),
+        std::string("-e \nfile:\nfile://\n./\n-\n\"\n'\n[\n]\n= \nFROM\nFROM --platform\nRUN \\\n"),
+        std::string("\r\r\r\n\n\r"), std::string(200000, '\r')}) {
     ScanText(ScanConfigYaml, "c.yaml", s);
     ScanText(ScanCompose, "compose.yaml", s);
     ScanText(ScanCondaEnv, "environment.yml", s);
     ScanText(ScanGitmodules, ".gitmodules", s);
     ScanText(ScanPyproject, "pyproject.toml", s);
     ScanText(ScanSetupCfg, "setup.cfg", s);
+    ScanText(ScanRequirements, "requirements.txt", s);
+    ScanText(ScanDockerfile, "Dockerfile", s);
+    ScanText(ScanShell, "run.sh", s);
   }
   SUCCEED();
 }
@@ -269,18 +273,6 @@ TEST_F(ScanEnvTreeTest, LocalPackagesWithCudaSources) {
   std::string nested = "-e ../pointops\nfile:../pointops\n";
   EXPECT_EQ(Codes(ScanText(ScanRequirements, "env/requirements.txt", nested, Abs("env/requirements.txt"))),
             (Strings{"DT322@1", "DT322@2"}));
-}
-
-TEST(ScanWalkerKindsTest, YamlKinds) {
-  EXPECT_EQ(ClassifyFile("docker-compose.yml"), FileKind::kCompose);
-  EXPECT_EQ(ClassifyFile("deploy/compose.gpu.yaml"), FileKind::kCompose);
-  EXPECT_EQ(ClassifyFile("configs/model.yaml"), FileKind::kConfigYaml);
-  EXPECT_EQ(ClassifyFile("environment.yml"), FileKind::kConda);
-  EXPECT_EQ(ClassifyFile(".gitmodules"), FileKind::kGitmodules);
-  for (const char* tooling : {".github/workflows/ci.yml", ".pre-commit-config.yaml", "mkdocs.yml",
-                              ".gitlab-ci.yml", "conda-recipe/meta.yaml", "sub/.github/x.yaml",
-                              "docs/conf.yaml", "codecov.yml"})
-    EXPECT_FALSE(ClassifyFile(tooling).has_value()) << tooling;
 }
 
 }  // namespace
