@@ -944,6 +944,50 @@ void ScanConfigYaml(std::string_view text, FindingSink& sink) {
   });
 }
 
+namespace {
+
+// The first Python file under `root` (outside `skip` folders, hidden folders and build output)
+// that imports one of `names` (`import x`, `from x.y import z`), as "file (as name)"; empty when
+// none does. Bounded: it reads at most 20,000 entries and 1 MiB per file.
+std::string FindImporter(const std::string& root, const std::vector<std::string>& names,
+                         const std::vector<std::string>& skip) {
+  std::error_code ec;
+  std::size_t seen = 0;
+  auto word_end = [](const std::string& t, std::size_t e) {
+    return e >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_');
+  };
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end && seen < 20000; it.increment(ec), ++seen) {
+    std::string name = it->path().filename().string();
+    std::string rel = it->path().lexically_relative(root).generic_string();
+    if (it->is_directory(ec)) {
+      if (name.empty() || name[0] == '.' || name == "node_modules" || name == "build" ||
+          name == "dist" || name == "__pycache__" ||
+          std::find(skip.begin(), skip.end(), rel) != skip.end())
+        it.disable_recursion_pending();
+      continue;
+    }
+    if (!EndsWith(name, ".py") && !EndsWith(name, ".ipynb")) continue;
+    auto text = ReadFile(it->path(), std::uint64_t{1} << 20);
+    if (!text) continue;
+    for (const auto& mod : names) {
+      for (std::string_view kw : {"import ", "from "}) {
+        std::string pat = std::string(kw) + mod;
+        for (std::size_t p = text->find(pat); p != std::string::npos; p = text->find(pat, p + 1)) {
+          bool starts = p == 0 || (*text)[p - 1] == '\n' || (*text)[p - 1] == ' ' ||
+                        (*text)[p - 1] == '\t' || (*text)[p - 1] == '"';
+          char after = p + pat.size() < text->size() ? (*text)[p + pat.size()] : '\n';
+          if (starts && (word_end(*text, p + pat.size()) || after == '.'))
+            return rel + " (as " + mod + ")";
+        }
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 void ScanGitmodules(std::string_view text, FindingSink& sink) {
   struct Module {
     std::uint32_t line = 0, col = 0;
@@ -969,21 +1013,38 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
     if (Trim(t.substr(0, eq)) == "path") mods.back().path = std::string(Trim(t.substr(eq + 1)));
   });
   std::string root = sink.Root();
+  std::vector<std::string> paths;
   for (auto& m : mods) {
     std::string path = m.path.empty() ? m.name : m.path;
     while (!path.empty() && path.back() == '/') path.pop_back();
+    m.path = path;
+    if (!path.empty()) paths.push_back(path);
+  }
+  for (auto& m : mods) {
+    const std::string& path = m.path;
     if (path.empty()) continue;
     FolderEvidence ev = InspectFolder(root, path);
-    std::string why;
-    if (root.empty()) why = "not inspected";
-    else if (!ev.exists || ev.empty) why = "its folder is empty in this checkout: clone with --recursive to scan it";
-    else if (ev.cuda_extension) why = "its setup.py builds a CUDAExtension";
-    else if (ev.cuda_sources) why = "it has .cu sources";
-    else continue;  // Checked out with no CUDA code: its files are scanned like the project's.
-    sink.Add("DT321", m.line, m.col, path + " (" + why + ")", false);
     std::vector<std::string> names = {ImportName(path)};
     for (const auto& nm : ev.names)
       if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    std::string why;
+    if (root.empty()) {
+      why = "not inspected";
+    } else if (!ev.exists || ev.empty) {
+      // Nothing to judge it by but whether the project imports it: an evaluation harness or a
+      // dataset tool that nothing imports is not a dependency of the model.
+      std::string importer = FindImporter(root, names, paths);
+      if (importer.empty()) continue;
+      why = "its folder is empty in this checkout (clone with --recursive to scan it); imported by " +
+            importer;
+    } else if (ev.cuda_extension) {
+      why = "its setup.py builds a CUDAExtension";
+    } else if (ev.cuda_sources) {
+      why = "it has .cu sources";
+    } else {
+      continue;  // Checked out with no CUDA code: its files are scanned like the project's.
+    }
+    sink.Add("DT321", m.line, m.col, path + " (" + why + ")", false);
     for (const auto& nm : names) sink.DeclareCudaModule(nm, m.line, "git submodule " + path);
   }
 }

@@ -230,12 +230,16 @@ TEST_F(ScanEnvTreeTest, SubmodulesAreExtensions) {
       "[submodule \"submodules/diff-raster\"]\n\tpath = submodules/diff-raster\n"
       "\turl = https://github.com/example/diff-raster.git\n"
       "[submodule \"knn\"]\n\tpath = third_party/fast-knn\n\turl = x\n"
-      "[submodule \"docs-theme\"]\n\tpath = docs/theme\n\turl = y\n";
+      "[submodule \"docs-theme\"]\n\tpath = docs/theme\n\turl = y\n"
+      "[submodule \"3rdparty/lm-eval\"]\n\tpath = 3rdparty/lm-eval\n\turl = z\n";
   std::filesystem::create_directories(dir_ / "submodules/diff-raster");  // Not checked out.
   Write("third_party/fast-knn/setup.py",
         "from torch.utils.cpp_extension import CUDAExtension\nsetup(name='fast_knn_pkg',\n"
         "  ext_modules=[CUDAExtension(name='fast_knn._C', sources=['k.cu'])])\n");
   Write("docs/theme/style.css", "body {}\n");  // Checked out, no CUDA: not reported.
+  Write("render.py", "import torch\nfrom diff_raster import Rasterizer\n");
+  // Not checked out and imported by nothing: an evaluation harness, not a dependency.
+  Write("eval/run.py", "import lm_eval_harness_other\n");
   Write(".gitmodules", gm);
   std::vector<CudaModule> mods;
   auto fs = ScanText(ScanGitmodules, ".gitmodules", gm, Abs(".gitmodules"), &mods);
@@ -243,6 +247,7 @@ TEST_F(ScanEnvTreeTest, SubmodulesAreExtensions) {
   EXPECT_EQ(fs[0].cls, "extension");
   EXPECT_NE(fs[0].message.find("submodules/diff-raster"), std::string::npos);
   EXPECT_NE(fs[0].message.find("empty"), std::string::npos);
+  EXPECT_NE(fs[0].message.find("imported by render.py (as diff_raster)"), std::string::npos) << fs[0].message;
   EXPECT_NE(fs[1].message.find("CUDAExtension"), std::string::npos);
   Strings names;
   for (const auto& m : mods) names.push_back(m.module + "@" + std::to_string(m.line));

@@ -191,15 +191,17 @@ std::string ScanReportJsonText(const ScanReport& report) {
 
 namespace {
 
-// Findings of one file that read as one: the same code, severity, guard and reachability on
-// consecutive findings (a Triton kernel's tl.* calls, float64 throughout one function).
+// Findings of one file that read as one: the same code, severity, guard and reachability (a
+// Triton kernel's tl.* calls, float64 throughout one function).
 bool SameRun(const Finding& a, const Finding& b) {
   return a.code == b.code && a.severity == b.severity && a.guarded == b.guarded &&
          a.reachable == b.reachable && a.cell == b.cell;
 }
 
-// More than this many findings in a run are folded into one line.
+// More than this many findings in a group are folded into one line; members of a group are at
+// most kFoldGap lines apart.
 constexpr std::size_t kFoldAbove = 3;
+constexpr std::int64_t kFoldGap = 20;
 
 std::string Tags(const Finding& f) {
   std::string tags;
@@ -308,36 +310,49 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
     for (const auto& [file, list] : by_file) {
       out += fmt::format("\n{}{}{} ({} finding{})\n", bold, file, reset, list.size(),
                          list.size() == 1 ? "" : "s");
-      for (std::size_t i = 0; i < list.size();) {
-        std::size_t j = i + 1;
-        while (j < list.size() && SameRun(*list[i], *list[j])) ++j;
-        const Finding& f = *list[i];
+      // Groups of one code in one construct: members of the same kind (SameRun) no more than
+      // kFoldGap lines apart, other findings in between allowed (a Triton kernel's tl.* calls
+      // next to its float64 or its imports). A group shows where its first member is.
+      std::vector<std::vector<std::size_t>> groups;
+      std::vector<bool> taken(list.size(), false);
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (taken[i]) continue;
+        std::vector<std::size_t> g = {i};
+        for (std::size_t k = i + 1; k < list.size(); ++k) {
+          const Finding& last = *list[g.back()];
+          if (list[k]->cell != last.cell || list[k]->line - last.line > kFoldGap) break;
+          if (!taken[k] && SameRun(last, *list[k])) g.push_back(k);
+        }
+        if (g.size() > kFoldAbove)
+          for (std::size_t k : g) taken[k] = true;
+        else
+          g.resize(1);
+        taken[i] = true;
+        groups.push_back(std::move(g));
+      }
+      for (const auto& g : groups) {
+        const Finding& f = *list[g.front()];
         std::string sev = fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
-        if (j - i > kFoldAbove) {
-          // One line for the run: the code, its count and where.
+        if (g.size() > 1) {
+          // One line for the group: the code, its count and where.
           std::vector<std::string> where;
-          for (std::size_t k = i; k < j && where.size() < 12; ++k)
-            where.push_back(list[k]->cell ? fmt::format("cell {}:{}", *list[k]->cell, list[k]->line)
-                                          : std::to_string(list[k]->line));
+          for (std::size_t k = 0; k < g.size() && where.size() < 12; ++k)
+            where.push_back(std::to_string(list[g[k]]->line));
           bool same_message = true;
-          for (std::size_t k = i; k < j; ++k) same_message &= list[k]->message == f.message;
+          for (std::size_t k : g) same_message &= list[k]->message == f.message;
           std::string lines = fmt::format("{}", fmt::join(where, ", "));
-          if (j - i > where.size()) lines += ", …";
+          if (g.size() > where.size()) lines += ", …";
           // Led by the first location, so that the line stays clickable in a terminal or editor.
-          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f), f.code, sev, j - i, lines,
-                             f.message, same_message ? "" : " (and similar)", Tags(f));
+          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f), f.code, sev, g.size(),
+                             lines, f.message, same_message ? "" : " (and similar)", Tags(f));
           if (!f.replacement.empty() && f.severity != Severity::kPortable)
             out += fmt::format("      -> {}\n", f.replacement);
-          i = j;
           continue;
         }
-        for (; i < j; ++i) {
-          const Finding& g = *list[i];
-          out += fmt::format("  {}  {} {}  {}{}\n", Location(g), g.code, sev, g.message, Tags(g));
-          if (!g.snippet.empty()) out += fmt::format("      {}{}{}\n", dim, g.snippet, reset);
-          if (!g.replacement.empty() && g.severity != Severity::kPortable)
-            out += fmt::format("      -> {}\n", g.replacement);
-        }
+        out += fmt::format("  {}  {} {}  {}{}\n", Location(f), f.code, sev, f.message, Tags(f));
+        if (!f.snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f.snippet, reset);
+        if (!f.replacement.empty() && f.severity != Severity::kPortable)
+          out += fmt::format("      -> {}\n", f.replacement);
       }
     }
   }

@@ -61,33 +61,39 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   for (int line : {10, 14, 18, 22, 26})
     report.findings.push_back(Make("k.py", line, "DT202", "uses tl.load from a CUDA-only library"));
   report.findings.push_back(Make("k.py", 30, "DT201", "imports triton, which needs CUDA"));
+  // Interleaved with another code, and one far away: the first four still fold, line 90 does not.
+  report.findings.push_back(Make("k.py", 12, "DT204", "float64"));
+  report.findings.push_back(Make("k.py", 90, "DT202", "uses tl.store from a CUDA-only library"));
   report.findings.push_back(Make("a.py", 3, "DT202", "uses x"));
   report.findings.push_back(Make("a.py", 4, "DT202", "uses y"));
   std::sort(report.findings.begin(), report.findings.end(),
             [](const Finding& a, const Finding& b) { return std::tie(a.file, a.line) < std::tie(b.file, b.line); });
   report.suppressions = {{"k.py", 2, "DT999", "unknown code"}, {"k.py", 5, "", "unused"}};
   std::string text = FormatText(report, false, false);
-  EXPECT_LT(text.find("Summary"), text.find("k.py (6 findings)")) << text;
-  EXPECT_LT(text.find("a.py (2 findings)"), text.find("k.py (6 findings)")) << text;
+  EXPECT_LT(text.find("Summary"), text.find("k.py (8 findings)")) << text;
+  EXPECT_LT(text.find("a.py (2 findings)"), text.find("k.py (8 findings)")) << text;
   EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
             std::string::npos) << text;
   EXPECT_EQ(text.find("snippet 14"), std::string::npos) << text;  // Folded.
   EXPECT_NE(text.find("snippet 30"), std::string::npos) << text;
+  EXPECT_NE(text.find("snippet 12"), std::string::npos) << text;
+  EXPECT_NE(text.find("snippet 90"), std::string::npos) << text;
+  EXPECT_LT(text.find("×5 at"), text.find("snippet 12")) << text;  // The group stands where it starts.
   EXPECT_NE(text.find("  k.py:30:1  DT201 replace  imports triton"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 3"), std::string::npos) << text;  // Two of a kind stay unfolded.
   EXPECT_NE(text.find("warning: k.py:2: suppression DT999: unknown code"), std::string::npos);
   EXPECT_NE(text.find("warning: k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
   std::string stats = FormatText(report, false, true);
-  EXPECT_EQ(stats.find("k.py (6 findings)"), std::string::npos) << stats;
-  EXPECT_NE(stats.find("       7  DT202  library     replace 7\n"), std::string::npos) << stats;
+  EXPECT_EQ(stats.find("k.py (8 findings)"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("       8  DT202  library     replace 8\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("per file"), std::string::npos);
   EXPECT_NE(FormatMarkdown(report, false).find("- `k.py:2`: DT999 (unknown code)"), std::string::npos);
   EXPECT_NE(FormatGithub(report).find("::warning file=proj/k.py,line=5,title=dualtrack suppression::"
                                       "dualtrack: ignore: unused"),
             std::string::npos) << FormatGithub(report);
   auto doc = ScanReportToJson(report);
-  EXPECT_EQ(doc["findings"].size(), 8u);
+  EXPECT_EQ(doc["findings"].size(), 10u);
   EXPECT_EQ(doc["suppressions"][1]["code"], nullptr);
   EXPECT_EQ(ScanReportJsonText(report), doc.dump(2) + "\n");
 }
