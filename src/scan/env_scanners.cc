@@ -184,9 +184,11 @@ namespace {
 // "--editable=../lib", "file:./x", "submodules/diff-raster"; empty for a package or a URL.
 std::string_view LocalPath(std::string_view spec) {
   spec = Trim(spec);
+  bool editable = false;  // `-e x` names a folder (or a VCS URL) even without a slash.
   for (std::string_view opt : {"-e ", "-e\t", "--editable ", "--editable="}) {
     if (StartsWith(spec, opt)) {
       spec = Trim(spec.substr(opt.size()));
+      editable = true;
       break;
     }
   }
@@ -200,7 +202,7 @@ std::string_view LocalPath(std::string_view spec) {
   if (spec.empty() || spec.find("://") != std::string_view::npos || spec[0] == '/' ||
       spec[0] == '-' || spec.find_first_of(" \t=<>!~;@,'\"") != std::string_view::npos)
     return {};
-  if (spec == "." || StartsWith(spec, "./") || StartsWith(spec, "../")) return spec;
+  if (spec == "." || StartsWith(spec, "./") || StartsWith(spec, "../") || editable) return spec;
   // A bare relative path with a folder: "submodules/diff-raster", "third_party/knn/".
   if (spec.find('/') != std::string_view::npos &&
       (std::isalnum(static_cast<unsigned char>(spec[0])) || spec[0] == '_'))
@@ -608,6 +610,41 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool do
   }
   if (std::size_t p = BitsandbytesFlagAt(line); p != std::string::npos)
     sink.Add("DT221", n, col(p), ArgToken(line, p), false);
+  // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
+  if (std::size_t pi = FindWord(line, "pip"); pi != std::string::npos) {
+    std::size_t inst = FindWord(line, "install", pi);
+    if (inst != std::string::npos) {
+      bool skip_next = false, editable = false;
+      for (std::size_t p = inst + 7; p < line.size();) {
+        while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
+        std::size_t e = p;
+        while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != ';' &&
+               line[e] != '&' && line[e] != '|')
+          ++e;
+        if (e == p) break;  // The command ends (;, &&, |).
+        std::string_view tok = std::string_view(line).substr(p, e - p);
+        if (skip_next) {
+          skip_next = false;
+        } else if (editable && tok[0] != '-') {
+          // `-e pointops`: a folder even without a slash.
+          editable = false;
+          std::string path(tok);
+          if (path[0] != '.' && path[0] != '/' && path.find(':') == std::string::npos) path = "./" + path;
+          CheckLocalPackage(path, sink, n, col(p));
+        } else if (tok[0] == '-') {
+          editable = tok == "-e" || tok == "--editable";
+          // Options whose value is the next word; -e's value is the folder itself.
+          for (std::string_view o : {"-r", "-c", "-f", "-i", "-t", "--index-url", "--extra-index-url",
+                                     "--find-links", "--requirement", "--constraint", "--target",
+                                     "--prefix", "--root", "--config-settings", "-C"})
+            skip_next = skip_next || tok == o;
+        } else {
+          CheckLocalPackage(tok, sink, n, col(p));
+        }
+        p = e;
+      }
+    }
+  }
   if (IsCudaIndexUrl(raw) || HasCudaLocalVersion(line)) {
     std::size_t p = line.find("torch");
     sink.Add("DT401", n, col(p == std::string::npos ? 0 : p), "a CUDA wheel of torch", false);

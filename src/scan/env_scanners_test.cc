@@ -274,8 +274,17 @@ TEST_F(ScanEnvTreeTest, LocalPackagesWithCudaSources) {
   EXPECT_FALSE(InspectFolder(dir_.string(), "../" + dir_.filename().string()).exists);
   EXPECT_FALSE(InspectFolder(dir_.string(), "/etc").exists);
   EXPECT_TRUE(InspectFolder(dir_.string(), "pointops").cuda_sources);
+  // pip in a Dockerfile or a script: the folder is relative to the build context.
+  EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile",
+                           "FROM python:3.10\nRUN pip install -r requirements.txt ./pointops && pip install -e tools/plain\n"
+                           "RUN pip install --no-build-isolation -e pointops; echo done\n",
+                           Abs("Dockerfile"))),
+            (Strings{"DT322@2", "DT322@3"}));
   // Relative to the requirements file's own folder, an editable install, and file: URLs.
   std::string nested = "-e ../pointops\nfile:../pointops\n";
+  EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements-dev.txt", "-e pointops\n-e git+https://x/y.git#egg=z\n",
+                           Abs("requirements-dev.txt"))),
+            (Strings{"DT322@1"}));
   EXPECT_EQ(Codes(ScanText(ScanRequirements, "env/requirements.txt", nested, Abs("env/requirements.txt"))),
             (Strings{"DT322@1", "DT322@2"}));
 }
