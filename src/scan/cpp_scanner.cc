@@ -1,10 +1,12 @@
 #include "scan/cpp_scanner.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "scan/env_scanners.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -136,6 +138,49 @@ struct Rejection {
   bool in_cuda_branch = false;
 };
 
+// Reads `#define NAME(...) body` from `p` (just after "define"): a macro whose body checks for
+// CUDA tensors (is_cuda, or a check macro already known) is itself such a check.
+void LearnCheckMacro(std::string_view s, std::size_t p, std::vector<std::string>& macros) {
+  const std::size_t n = s.size();
+  while (p < n && (s[p] == ' ' || s[p] == '\t')) ++p;
+  std::size_t b = p;
+  while (p < n && IdChar(s[p])) ++p;
+  std::string_view name = s.substr(b, p - b);
+  std::size_t e = p;  // End of the definition, over backslash continuations.
+  while (e < n && s[e] != '\n' && s[e] != '\r') {
+    if (s[e] == '\\' && e + 1 < n && (s[e + 1] == '\n' || s[e + 1] == '\r')) {
+      e += (s[e + 1] == '\r' && e + 2 < n && s[e + 2] == '\n') ? 3 : 2;
+      continue;
+    }
+    ++e;
+  }
+  std::string_view body = s.substr(p, e - p);
+  bool checks = !name.empty() && body.find("is_cuda") != std::string_view::npos;
+  for (std::size_t k = 0; !checks && k < macros.size(); ++k)
+    checks = FindWord(body, macros[k]) != std::string_view::npos;
+  if (checks && std::find(macros.begin(), macros.end(), name) == macros.end())
+    macros.emplace_back(name);
+}
+
+// The CUDA check macros a project header defines (`#include "utils.h"` with CHECK_INPUT in it):
+// read from disk beside the including file, one level deep, bounded.
+void LearnHeaderMacros(const std::string& including_abs, std::string_view header,
+                       std::vector<std::string>& macros) {
+  if (including_abs.empty() || header.empty() || header.find("..") != std::string_view::npos ||
+      header[0] == '/')
+    return;
+  std::filesystem::path path =
+      std::filesystem::path(including_abs).parent_path() / std::string(header);
+  auto text = ReadFile(path, std::uint64_t{256} << 10);
+  if (!text) return;
+  std::string_view t = *text;
+  for (std::size_t d = t.find("define"); d != std::string_view::npos; d = t.find("define", d + 6)) {
+    std::size_t h = d;
+    while (h > 0 && (t[h - 1] == ' ' || t[h - 1] == '\t')) --h;
+    if (h > 0 && t[h - 1] == '#') LearnCheckMacro(t, d + 6, macros);
+  }
+}
+
 enum class BlockKind : std::uint8_t { kScope, kFunction, kOther };
 struct Block {
   BlockKind kind = BlockKind::kOther;
@@ -166,6 +211,7 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
   // Macros of this file that check for CUDA tensors (`#define CHECK_CUDA(x) TORCH_CHECK(...)`,
   // `#define CHECK_INPUT(x) CHECK_CUDA(x); ...`); CHECK_CUDA itself is near universal.
   std::vector<std::string> cuda_check_macros = {"CHECK_CUDA", "CHECK_IS_CUDA", "CHECK_CUDA_TENSOR"};
+  int headers_read = 0;
   auto is_cuda_check_macro = [&](std::string_view id) {
     return std::find(cuda_check_macros.begin(), cuda_check_macros.end(), id) !=
            cuda_check_macros.end();
@@ -238,6 +284,9 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
               sink.Add("DT308", line, col(i), header, false);
             } else if (IsCudaHeader(header)) {
               sink.Add("DT304", line, col(i), "#include <" + std::string(header) + ">", false);
+            } else if (close == '"' && headers_read < 16) {
+              ++headers_read;
+              LearnHeaderMacros(sink.path(), header, cuda_check_macros);
             }
             i = e + 1;
             line_start = false;
@@ -245,25 +294,7 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
           }
         }
       } else if (s.substr(p, 6) == "define") {
-        // A macro whose body checks for CUDA tensors is itself such a check.
-        p += 6;
-        while (p < n && (s[p] == ' ' || s[p] == '\t')) ++p;
-        std::size_t b = p;
-        while (p < n && IdChar(s[p])) ++p;
-        std::string_view name = s.substr(b, p - b);
-        std::size_t e = p;  // End of the definition, over backslash continuations.
-        while (e < n && s[e] != '\n' && s[e] != '\r') {
-          if (s[e] == '\\' && e + 1 < n && (s[e + 1] == '\n' || s[e + 1] == '\r')) {
-            e += (s[e + 1] == '\r' && e + 2 < n && s[e + 2] == '\n') ? 3 : 2;
-            continue;
-          }
-          ++e;
-        }
-        std::string_view body = s.substr(p, e - p);
-        bool checks = !name.empty() && body.find("is_cuda") != std::string_view::npos;
-        for (std::size_t k = 0; !checks && k < cuda_check_macros.size(); ++k)
-          checks = FindWord(body, cuda_check_macros[k]) != std::string_view::npos;
-        if (checks && !is_cuda_check_macro(name)) cuda_check_macros.emplace_back(name);
+        LearnCheckMacro(s, p + 6, cuda_check_macros);
       }
       line_start = false;
       ++i;

@@ -69,6 +69,19 @@ def test_wrapper_with_cpu_path_is_not_a_finding(dualtrack, tmp_path):
     assert {(l, c) for (_, l, c) in locs(doc, "ops.cpp")} == {(2, "DT307"), (11, "DT320")}
 
 
+def test_wrapper_check_macro_from_project_header(dualtrack, tmp_path):
+    # The classic point-cloud ops layout: the check macros live in a shared header.
+    write(tmp_path / "src" / "utils.h",
+          "#pragma once\n#define CHECK_IS_CUDA_T(x) AT_CHECK(x.type().is_cuda(), #x \" must be a CUDA tensor\")\n"
+          "#define CHECK_INPUT(x) CHECK_IS_CUDA_T(x); CHECK_CONTIGUOUS(x)\n")
+    write(tmp_path / "src" / "group_points.cpp",
+          "#include <torch/extension.h>\n#include \"utils.h\"\n"
+          "at::Tensor group_points(at::Tensor points, at::Tensor idx) {\n"
+          "  CHECK_INPUT(points);\n  return group_points_kernel_wrapper(points, idx);\n}\n")
+    doc = scan(dualtrack, tmp_path)
+    assert ("src/group_points.cpp", 4, "DT320") in locs(doc)
+
+
 def test_local_extension_package_in_requirements(dualtrack):
     doc = scan(dualtrack, FIELD / "compiled-extension-package")
     f = finding(doc, "requirements.txt", 2, "DT322")
