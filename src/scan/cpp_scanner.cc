@@ -381,11 +381,8 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
           if (in_function()) fn_device_branch = true;
           next_cuda_branch = IsCudaTest(cond);
         }
-        // Skip the condition: is_cuda() in it is a dispatch, not a check.
-        if (!cond.empty()) {
-          skip_to(after + cond.size() + 2);
-          saw_paren = true;
-        }
+        // is_cuda() in the condition is a dispatch, not a check; CUDA calls in it still count.
+        if (!cond.empty()) check_args_end = after + cond.size() + 2;
         if (id == "if" && prev_id == "else") expect_cpu_stmt = false;
         prev_id = id;
         continue;

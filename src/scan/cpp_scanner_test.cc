@@ -119,6 +119,12 @@ TEST(ScanCppWrapperTest, CudaChecksWithoutAnotherBranch) {
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT307@1", "DT320@6", "DT320@11"}));
 }
 
+TEST(ScanCppLinesTest, CudaCallsInConditionsCount) {
+  auto fs = Cpp("void f() {\n  if (cudaMalloc(&p, n) != cudaSuccess) return;\n"
+                "  for (int i = 0; i < cudaDeviceCount(); ++i) {}\n  if (x.is_cuda()) g(x);\n}\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT304@2", "DT304@3"}));
+}
+
 TEST(ScanCppWrapperTest, DeviceBranchWithCpuImplementationIsNotARejection) {
   auto fs = Cpp(
       "at::Tensor fwd(at::Tensor x) {\n"
