@@ -344,9 +344,11 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
     }
     if (c == ';') {
       next_kind = BlockKind::kOther;
-      next_cuda_branch = false;
       saw_paren = false;
-      if (prev_id != "else") expect_cpu_stmt = false;
+      // `if (x.is_cuda()) return f_cuda(x);` ends a CUDA branch without braces.
+      if (next_cuda_branch && i >= check_args_end) expect_cpu_stmt = true;
+      else if (prev_id != "else") expect_cpu_stmt = false;
+      next_cuda_branch = false;
       prev_id = {};
       ++i;
       continue;

@@ -82,6 +82,10 @@ TEST(ScanCppWrapperTest, FailureAfterCudaBranchHasNoCpuPath) {
       "}\n"
       "}  // namespace ops\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@7"}));
+  // Without braces, and a failure whose message says nothing of devices.
+  fs = Cpp("at::Tensor f(at::Tensor x) {\n  if (x.is_cuda()) return f_cuda(x);\n"
+           "  TORCH_CHECK(false, \"unsupported\");\n}\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@3"}));
   // A failure whose message names the CPU, with no branch at all.
   fs = Cpp("struct Op {\n  static at::Tensor run(at::Tensor x) {\n"
            "    TORCH_CHECK(false, \"not implemented on CPU\");\n  }\n};\n");
