@@ -540,6 +540,37 @@ std::size_t BitsandbytesFlagAt(std::string_view s) {
   return std::string_view::npos;
 }
 
+// Where a command line selects a CUDA device: `--device cuda`, `--device=cuda:0`,
+// `--accelerator gpu`; npos when it does not.
+std::size_t CudaDeviceFlagAt(std::string_view s) {
+  for (std::string_view opt : {"--device", "--accelerator"}) {
+    for (std::size_t p = FindWord(s, opt); p != std::string_view::npos; p = FindWord(s, opt, p + 1)) {
+      std::size_t v = p + opt.size();
+      if (v < s.size() && s[v] == '=') ++v;
+      while (v < s.size() && (s[v] == ' ' || s[v] == '\t')) ++v;
+      std::size_t e = v;
+      while (e < s.size() && ArgChar(s[e]) && s[e] != ';' && s[e] != '&' && s[e] != '|') ++e;
+      std::string value = Lower(s.substr(v, e - v));
+      bool cuda = value == "cuda" || (StartsWith(value, "cuda:") && value.size() > 5 &&
+                                      std::all_of(value.begin() + 5, value.end(),
+                                                  [](char c) { return c >= '0' && c <= '9'; }));
+      if (cuda || (opt == "--accelerator" && value == "gpu")) return p;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// "--device cuda:0" as written, from the option at `p`.
+std::string DeviceFlagText(std::string_view s, std::size_t p) {
+  std::size_t e = p;
+  while (e < s.size() && ArgChar(s[e])) ++e;
+  if (e < s.size() && s[e] == ' ') {
+    ++e;
+    while (e < s.size() && ArgChar(s[e])) ++e;
+  }
+  return std::string(s.substr(p, e - p));
+}
+
 // Replaces the contents of quoted strings with spaces so that prose in `echo "..."` is not
 // matched, keeping the columns.
 std::string BlankQuoted(std::string_view line) {
@@ -610,6 +641,8 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool do
   }
   if (std::size_t p = BitsandbytesFlagAt(line); p != std::string::npos)
     sink.Add("DT221", n, col(p), ArgToken(line, p), false);
+  if (std::size_t p = CudaDeviceFlagAt(line); p != std::string::npos)
+    sink.Add("DT120", n, col(p), DeviceFlagText(line, p), false);
   // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
   if (std::size_t pi = FindWord(line, "pip"); pi != std::string::npos) {
     std::size_t inst = FindWord(line, "install", pi);

@@ -92,6 +92,22 @@ TEST(ScanEnvFilesTest, ComposeReservesGpusAndRuns8Bit) {
             (Strings{"DT404@4", "DT420@5", "DT420@7", "DT406@8", "DT221@9", "DT420@15"}));
 }
 
+TEST(ScanEnvFilesTest, CommandLinesSelectCudaDevices) {
+  auto fs = ScanText(ScanShell, "train.sh",
+                     "python train.py --device cuda:0 --epochs 3\n"
+                     "python train.py --device=cuda\n"
+                     "python train.py --accelerator gpu --devices 1\n"
+                     "python train.py --device cpu\n"
+                     "python train.py --device $DEV  # --device cuda\n"
+                     "echo \"run with --device cuda\"\n"
+                     "python eval.py --device-map auto --device mps\n");
+  EXPECT_EQ(Codes(fs), (Strings{"DT120@1", "DT120@2", "DT120@3"}));
+  EXPECT_EQ(fs[0].message, "--device cuda:0 selects CUDA devices");
+  EXPECT_EQ(Codes(ScanText(ScanCompose, "compose.yml",
+                           "services:\n  a:\n    command: python serve.py --device cuda\n")),
+            (Strings{"DT120@3"}));
+}
+
 TEST(ScanEnvFilesTest, ShellScriptsRunThe8BitPath) {
   EXPECT_EQ(Codes(ScanText(ScanShell, "finetune.sh",
                       "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
