@@ -1,9 +1,12 @@
 #include "scan/output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join lives here from fmt 11 on (Homebrew).
 
 #include <array>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "util/strings.h"
 
