@@ -1016,18 +1016,23 @@ void ScanConfigYaml(std::string_view text, FindingSink& sink) {
 
 namespace {
 
-// The first Python file under `root` (outside `skip` folders, hidden folders and build output)
-// that imports one of `names` (`import x`, `from x.y import z`), as "file (as name)"; empty when
-// none does. Bounded: it reads at most 20,000 entries and 1 MiB per file.
-std::string FindImporter(const std::string& root, const std::vector<std::string>& names,
-                         const std::vector<std::string>& skip) {
+// For each set of import names, the first Python file under `root` (outside `skip` folders,
+// hidden folders and build output) that imports one of them (`import x`, `from x.y import z`), as
+// "file (as name)"; empty where none does. One bounded walk for all sets: at most 20,000 entries
+// and 1 MiB per file.
+std::vector<std::string> FindImporters(const std::string& root,
+                                       const std::vector<std::vector<std::string>>& sets,
+                                       const std::vector<std::string>& skip) {
+  std::vector<std::string> found(sets.size());
+  auto open = static_cast<std::size_t>(
+      std::count_if(sets.begin(), sets.end(), [](const auto& v) { return !v.empty(); }));
   std::error_code ec;
   std::size_t seen = 0;
   auto word_end = [](const std::string& t, std::size_t e) {
     return e >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_');
   };
   for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end && seen < 20000; it.increment(ec), ++seen) {
+       open > 0 && !ec && it != end && seen < 20000; it.increment(ec), ++seen) {
     std::string name = it->path().filename().string();
     std::string rel = it->path().lexically_relative(root).generic_string();
     if (it->is_directory(ec)) {
@@ -1040,20 +1045,27 @@ std::string FindImporter(const std::string& root, const std::vector<std::string>
     if (!EndsWith(name, ".py") && !EndsWith(name, ".ipynb")) continue;
     auto text = ReadFile(it->path(), std::uint64_t{1} << 20);
     if (!text) continue;
-    for (const auto& mod : names) {
-      for (std::string_view kw : {"import ", "from "}) {
-        std::string pat = std::string(kw) + mod;
-        for (std::size_t p = text->find(pat); p != std::string::npos; p = text->find(pat, p + 1)) {
-          bool starts = p == 0 || (*text)[p - 1] == '\n' || (*text)[p - 1] == ' ' ||
-                        (*text)[p - 1] == '\t' || (*text)[p - 1] == '"';
-          char after = p + pat.size() < text->size() ? (*text)[p + pat.size()] : '\n';
-          if (starts && (word_end(*text, p + pat.size()) || after == '.'))
-            return rel + " (as " + mod + ")";
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      if (!found[k].empty()) continue;
+      for (const auto& mod : sets[k]) {
+        for (std::string_view kw : {"import ", "from "}) {
+          std::string pat = std::string(kw) + mod;
+          for (std::size_t p = text->find(pat); p != std::string::npos && found[k].empty();
+               p = text->find(pat, p + 1)) {
+            bool starts = p == 0 || (*text)[p - 1] == '\n' || (*text)[p - 1] == ' ' ||
+                          (*text)[p - 1] == '\t' || (*text)[p - 1] == '"';
+            char after = p + pat.size() < text->size() ? (*text)[p + pat.size()] : '\n';
+            if (starts && (word_end(*text, p + pat.size()) || after == '.')) {
+              found[k] = rel + " (as " + mod + ")";
+              --open;
+            }
+          }
         }
+        if (!found[k].empty()) break;
       }
     }
   }
-  return {};
+  return found;
 }
 
 }  // namespace
@@ -1090,20 +1102,35 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
     m.path = path;
     if (!path.empty()) paths.push_back(path);
   }
+  std::vector<FolderEvidence> evs;
+  std::vector<std::vector<std::string>> names_of;
+  std::vector<std::vector<std::string>> unseen_names;  // Of the submodules not checked out.
   for (auto& m : mods) {
+    evs.push_back(InspectFolder(root, m.path));
+    std::vector<std::string> names = {ImportName(m.path)};
+    for (const auto& nm : evs.back().names)
+      if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    names_of.push_back(names);
+    bool unseen = !evs.back().exists || evs.back().empty;
+    unseen_names.push_back(unseen && !root.empty() && !m.path.empty() ? names : std::vector<std::string>{});
+  }
+  // Nothing to judge an empty submodule by but whether the project imports it: an evaluation
+  // harness or a dataset tool that nothing imports is not a dependency of the model.
+  bool any_unseen = std::any_of(unseen_names.begin(), unseen_names.end(),
+                                [](const auto& v) { return !v.empty(); });
+  std::vector<std::string> importers =
+      any_unseen ? FindImporters(root, unseen_names, paths) : std::vector<std::string>(mods.size());
+  for (std::size_t k = 0; k < mods.size(); ++k) {
+    const Module& m = mods[k];
     const std::string& path = m.path;
     if (path.empty()) continue;
-    FolderEvidence ev = InspectFolder(root, path);
-    std::vector<std::string> names = {ImportName(path)};
-    for (const auto& nm : ev.names)
-      if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    const FolderEvidence& ev = evs[k];
+    const std::vector<std::string>& names = names_of[k];
     std::string why;
     if (root.empty()) {
       why = "not inspected";
     } else if (!ev.exists || ev.empty) {
-      // Nothing to judge it by but whether the project imports it: an evaluation harness or a
-      // dataset tool that nothing imports is not a dependency of the model.
-      std::string importer = FindImporter(root, names, paths);
+      const std::string& importer = importers[k];
       if (importer.empty()) continue;
       why = "its folder is empty in this checkout (clone with --recursive to scan it); imported by " +
             importer;
