@@ -905,6 +905,8 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
     }
     if (std::size_t p = y.content.find("NVIDIA_VISIBLE_DEVICES"); p != std::string_view::npos)
       sink.Add("DT420", n, col(y.content.substr(p)), "NVIDIA_VISIBLE_DEVICES", false);
+    if (std::size_t p = y.content.find("CUDA_VISIBLE_DEVICES"); p != std::string_view::npos)
+      sink.Add("DT406", n, col(y.content.substr(p)), "CUDA_VISIBLE_DEVICES", false);
     if (key == "command" || key == "entrypoint" || key == "environment" || key == "args") {
       // What the container runs: the same checks as a shell line.
       ShellLine(raw, n, sink, false);

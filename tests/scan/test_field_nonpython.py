@@ -108,6 +108,7 @@ def test_compose_written_differently(dualtrack, tmp_path):
           "    runtime: nvidia\n"
           "    environment:\n"
           "      NVIDIA_VISIBLE_DEVICES: all\n"
+          "      CUDA_VISIBLE_DEVICES: '0'\n"
           "    entrypoint: [\"python\", \"-m\", \"serve\", \"--load-in-4bit\"]\n"
           "    gpus: all\n")
     write(tmp_path / "docker" / "Dockerfile.gpu",
@@ -115,7 +116,8 @@ def test_compose_written_differently(dualtrack, tmp_path):
           "    --extra-index-url https://download.pytorch.org/whl/cu121\n")
     doc = scan(dualtrack, tmp_path)
     assert locs(doc, "compose.yaml") == {("compose.yaml", 3, "DT420"), ("compose.yaml", 5, "DT420"),
-                                         ("compose.yaml", 6, "DT221"), ("compose.yaml", 7, "DT420")}
+                                         ("compose.yaml", 6, "DT406"), ("compose.yaml", 7, "DT221"),
+                                         ("compose.yaml", 8, "DT420")}
     assert locs(doc, "docker/Dockerfile.gpu") == {("docker/Dockerfile.gpu", 3, "DT401")}
 
 
