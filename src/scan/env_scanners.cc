@@ -1,7 +1,14 @@
 #include "scan/env_scanners.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <optional>
 #include <string>
+#include <system_error>
+#include <vector>
 
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -31,9 +38,19 @@ bool HasCudaLocalVersion(std::string_view s) {
   return false;
 }
 
+// A wheel index of CUDA builds: a URL with a path segment "cu118" / "cu121" (PyTorch's
+// /whl/cu118, /whl/nightly/cu121, mirrors of them), or NVIDIA's own indexes.
 bool IsCudaIndexUrl(std::string_view s) {
-  for (std::size_t p = s.find("/whl/cu"); p != std::string_view::npos; p = s.find("/whl/cu", p + 1))
-    if (p + 7 < s.size() && s[p + 7] >= '0' && s[p + 7] <= '9') return true;
+  std::size_t scheme = s.find("://");
+  if (scheme == std::string_view::npos) return false;
+  for (std::size_t p = s.find("/cu", scheme); p != std::string_view::npos; p = s.find("/cu", p + 1)) {
+    std::size_t e = p + 3;
+    while (e < s.size() && s[e] >= '0' && s[e] <= '9') ++e;
+    if (e - (p + 3) >= 2 && e - (p + 3) <= 3 &&
+        (e == s.size() || s[e] == '/' || s[e] == ' ' || s[e] == '"' || s[e] == '\'' ||
+         s[e] == '\t' || s[e] == '\\'))
+      return true;
+  }
   return s.find("pypi.nvidia.com") != std::string_view::npos ||
          s.find("developer.download.nvidia.com") != std::string_view::npos;
 }
@@ -53,7 +70,72 @@ bool IsNvidiaRuntimePackage(std::string_view norm) {
          StartsWith(norm, "cuda-") || norm == "cutensor" || StartsWith(norm, "libcu");
 }
 
+namespace fs = std::filesystem;
+
 }  // namespace
+
+FolderEvidence InspectFolder(const std::string& root, std::string_view rel_dir) {
+  FolderEvidence ev;
+  // Only folders inside the checkout: a path from a file may name anything.
+  fs::path rel_path{std::string(rel_dir)};
+  if (root.empty() || rel_dir.empty() || rel_path.is_absolute() || rel_path.has_root_name())
+    return ev;
+  for (const auto& part : rel_path)
+    if (part == "..") return ev;
+  std::error_code ec;
+  fs::path dir = fs::path(root) / std::string(rel_dir);
+  if (!fs::is_directory(dir, ec)) return ev;
+  ev.exists = true;
+  ev.empty = true;
+  // Bounded: a vendored tree can be large, and the first CUDA source settles it.
+  std::size_t seen = 0;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end && seen < 5000; it.increment(ec), ++seen) {
+    std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] == '.') {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    ev.empty = false;
+    std::string ext = it->path().extension().string();
+    if (ext == ".cu" || ext == ".cuh") ev.cuda_sources = true;
+    if (name == "setup.py" && it.depth() <= 1) {
+      auto text = ReadFile(it->path(), std::uint64_t{1} << 20);
+      if (!text) continue;
+      if (text->find("CUDAExtension") != std::string::npos ||
+          text->find("cuda_sources") != std::string::npos)
+        ev.cuda_extension = true;
+      // The names the package installs: setup(name="x") and Extension(name="x._C").
+      for (std::size_t q = text->find("name"); q != std::string::npos; q = text->find("name", q + 4)) {
+        if (q > 0 && (std::isalnum(static_cast<unsigned char>((*text)[q - 1])) || (*text)[q - 1] == '_'))
+          continue;
+        std::size_t k = q + 4;
+        while (k < text->size() && (*text)[k] == ' ') ++k;
+        if (k >= text->size() || (*text)[k] != '=') continue;
+        ++k;
+        while (k < text->size() && (*text)[k] == ' ') ++k;
+        if (k >= text->size() || ((*text)[k] != '"' && (*text)[k] != '\'')) continue;
+        std::size_t e = text->find((*text)[k], k + 1);
+        if (e == std::string::npos || e - k - 1 > 100) continue;
+        std::string v = text->substr(k + 1, e - k - 1);
+        bool ident = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+        });
+        if (ident && std::find(ev.names.begin(), ev.names.end(), v) == ev.names.end())
+          ev.names.push_back(v);
+      }
+    }
+  }
+  return ev;
+}
+
+std::string ImportName(std::string_view path) {
+  while (!path.empty() && (path.back() == '/' || path.back() == '\\')) path.remove_suffix(1);
+  auto slash = path.find_last_of("/\\");
+  std::string name(slash == std::string_view::npos ? path : path.substr(slash + 1));
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
 
 std::size_t FindWord(std::string_view s, std::string_view word, std::size_t from) {
   for (std::size_t p = s.find(word, from); p != std::string_view::npos; p = s.find(word, p + 1)) {
@@ -96,10 +178,107 @@ void CheckRequirement(std::string_view spec, FindingSink& sink, std::uint32_t li
   }
 }
 
+namespace {
+
+// The folder a requirement names when it is a local path: "./pointops", "-e ./ext",
+// "--editable=../lib", "file:./x", "submodules/diff-raster"; empty for a package or a URL.
+std::string_view LocalPath(std::string_view spec) {
+  spec = Trim(spec);
+  bool editable = false;  // `-e x` names a folder (or a VCS URL) even without a slash.
+  for (std::string_view opt : {"-e ", "-e\t", "--editable ", "--editable="}) {
+    if (StartsWith(spec, opt)) {
+      spec = Trim(spec.substr(opt.size()));
+      editable = true;
+      break;
+    }
+  }
+  if (StartsWith(spec, "file:")) {
+    spec.remove_prefix(5);
+    if (StartsWith(spec, "//")) return {};  // file:///abs/path: outside the checkout.
+  }
+  // "pkg @ file:..." and extras "./x[cuda]".
+  if (auto br = spec.find('['); br != std::string_view::npos) spec = spec.substr(0, br);
+  spec = Trim(spec);
+  if (spec.empty() || spec.find("://") != std::string_view::npos || spec[0] == '/' ||
+      spec[0] == '-' || spec.find_first_of(" \t=<>!~;@,'\"") != std::string_view::npos)
+    return {};
+  if (spec == "." || StartsWith(spec, "./") || StartsWith(spec, "../") || editable) return spec;
+  // A bare relative path with a folder: "submodules/diff-raster", "third_party/knn/".
+  if (spec.find('/') != std::string_view::npos &&
+      (std::isalnum(static_cast<unsigned char>(spec[0])) || spec[0] == '_'))
+    return spec;
+  return {};
+}
+
+std::string DirOf(const std::string& rel) {
+  auto slash = rel.rfind('/');
+  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
+
+// Submodule paths listed in <root>/.gitmodules.
+std::vector<std::string> SubmodulePaths(const std::string& root) {
+  std::vector<std::string> out;
+  if (root.empty()) return out;
+  auto text = ReadFile(fs::path(root) / ".gitmodules", std::uint64_t{1} << 20);
+  if (!text) return out;
+  ForEachLine(*text, [&](std::uint32_t, std::string_view line) {
+    line = Trim(line);
+    if (!StartsWith(line, "path")) return;
+    auto eq = line.find('=');
+    if (eq == std::string_view::npos || Trim(line.substr(4, eq - 4)).size() != 0) return;
+    std::string p(Trim(line.substr(eq + 1)));
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    if (!p.empty()) out.push_back(std::move(p));
+  });
+  return out;
+}
+
+// A requirement that installs a local folder building a CUDA extension (.cu sources, a
+// CUDAExtension, or a git submodule): DT322, and its import names declared as CUDA modules.
+// True when `spec` was a local path (found or not), so that it is not read as a package.
+bool CheckLocalPackage(std::string_view spec, FindingSink& sink, std::uint32_t line,
+                       std::uint32_t column) {
+  std::string_view path = LocalPath(spec);
+  if (path.empty()) return false;
+  std::string root = sink.Root();
+  if (root.empty()) return true;
+  // pip resolves the path from where it runs: the file's folder or the root.
+  std::string rel = (fs::path(DirOf(sink.rel())) / std::string(path)).lexically_normal().generic_string();
+  std::string from_root = fs::path(std::string(path)).lexically_normal().generic_string();
+  for (std::string* r : {&rel, &from_root})
+    while (!r->empty() && r->back() == '/') r->pop_back();
+  std::vector<std::string> subs = SubmodulePaths(root);
+  for (const std::string& cand : {rel, from_root}) {
+    // The project itself (`-e .`) is reported where it is built (setup.py, pyproject).
+    if (cand.empty() || cand == "." || StartsWith(cand, "..")) continue;
+    FolderEvidence ev = InspectFolder(root, cand);
+    bool submodule = std::find(subs.begin(), subs.end(), cand) != subs.end();
+    if (!ev.exists && !submodule) continue;
+    // A checked-out submodule is judged by its files, like any folder; one that is not checked
+    // out cannot be, and in research code it is nearly always a CUDA extension.
+    bool unseen_submodule = submodule && (!ev.exists || ev.empty);
+    if (!(ev.cuda_sources || ev.cuda_extension || unseen_submodule)) return true;
+    std::string why = ev.cuda_extension ? "its setup.py builds a CUDAExtension"
+                      : ev.cuda_sources ? "it has .cu sources"
+                      : ev.empty || !ev.exists ? "a git submodule, empty in this checkout"
+                                               : "a git submodule";
+    sink.Add("DT322", line, column, std::string(path) + " (" + why + ")", false);
+    std::vector<std::string> names = {ImportName(cand)};
+    for (const auto& nm : ev.names)
+      if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    for (const auto& nm : names) sink.DeclareCudaModule(nm, line, "local package " + cand);
+    return true;
+  }
+  return true;
+}
+
+}  // namespace
+
 void ScanRequirements(std::string_view text, FindingSink& sink) {
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view line = Trim(StripHashComment(raw));
     if (line.empty()) return;
+    if (CheckLocalPackage(line, sink, n, Col(raw, line))) return;
     if (line[0] == '-') {
       if (IsCudaIndexUrl(line)) sink.Add("DT401", n, Col(raw, line), line, false);
       return;
@@ -125,7 +304,7 @@ void ScanCondaEnv(std::string_view text, FindingSink& sink) {
     if (t[0] != '-') return;
     std::string_view item = Trim(t.substr(1));
     if (item.empty() || item.back() == ':') return;  // "- pip:" opens the pip list.
-    if (!item.empty() && (item[0] == '"' || item[0] == '\'')) item = item.substr(1, item.size() - 2);
+    if (item.size() >= 2 && (item[0] == '"' || item[0] == '\'')) item = item.substr(1, item.size() - 2);
     std::uint32_t col = Col(raw, item);
     if (section == "channels") {
       if (item == "nvidia" || item == "pytorch" || StartsWith(item, "rapidsai"))
@@ -133,6 +312,11 @@ void ScanCondaEnv(std::string_view text, FindingSink& sink) {
       return;
     }
     if (section != "dependencies") return;
+    if (CheckLocalPackage(item, sink, n, col)) return;  // A pip entry that is a local folder.
+    if (item[0] == '-') {  // pip options: --extra-index-url https://.../cu118
+      if (IsCudaIndexUrl(item)) sink.Add("DT401", n, col, item, false);
+      return;
+    }
     // "pytorch=2.3.1=*cuda*" build strings select CUDA builds.
     if (Lower(item).find("cuda") != std::string::npos && StartsWith(item, "pytorch=")) {
       sink.Add("DT401", n, col, item, false);
@@ -142,55 +326,250 @@ void ScanCondaEnv(std::string_view text, FindingSink& sink) {
   });
 }
 
+namespace {
+
+// Keys whose strings are requirements or indexes, in any table: PEP 621 / 518 / 735, Poetry,
+// PDM, uv, pixi, setuptools' own spellings.
+bool IsDependencyKey(std::string_view key) {
+  for (std::string_view k : {"dependencies", "requires", "install_requires", "install-requires",
+                             "setup_requires", "setup-requires", "build-requires", "dev-dependencies",
+                             "optional-dependencies", "extras_require", "constraint-dependencies",
+                             "override-dependencies"})
+    if (key == k) return true;
+  return false;
+}
+
+// Tables whose keys are all requirement names or groups of requirements.
+bool IsDependencyTable(std::string_view table) {
+  return table.find("dependencies") != std::string_view::npos ||
+         table.find("dependency-groups") != std::string_view::npos ||
+         table.find("extras") != std::string_view::npos;
+}
+
+// The key of `key = value` (bare or quoted), or empty.
+std::string_view TomlKey(std::string_view line) {
+  std::size_t eq = line.find('=');
+  if (eq == std::string_view::npos) return {};
+  std::string_view key = Trim(line.substr(0, eq));
+  if (key.size() >= 2 && (key[0] == '"' || key[0] == '\'') && key.back() == key[0])
+    key = key.substr(1, key.size() - 2);
+  if (key.empty() || key.find_first_of(" \t\"'[") != std::string_view::npos) return {};
+  return key;
+}
+
+// Bracket depth change of a TOML line outside strings.
+int BracketDelta(std::string_view line) {
+  int d = 0;
+  char q = 0;
+  for (char c : line) {
+    if (q != 0) {
+      if (c == q) q = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') q = c;
+    else if (c == '#') break;
+    else if (c == '[') ++d;
+    else if (c == ']') --d;
+  }
+  return d;
+}
+
+}  // namespace
+
 void ScanPyproject(std::string_view text, FindingSink& sink) {
   std::string table;
+  std::string key;   // The key whose (possibly multi-line) array is open.
+  int depth = 0;     // Bracket depth of that array.
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view line = Trim(raw);
     if (line.empty() || line[0] == '#') return;
-    if (line[0] == '[') {
+    if (depth <= 0 && line[0] == '[') {
       table = std::string(line);
+      key.clear();
+      depth = 0;
       return;
     }
-    bool deps_table = table.find("dependencies") != std::string::npos;
-    // Poetry / pixi style: `flash-attn = "^2.5"` inside a dependencies table.
-    if (deps_table && line[0] != '"') {
-      std::size_t eq = line.find('=');
-      if (eq != std::string_view::npos) {
-        std::string_view key = Trim(line.substr(0, eq));
-        if (key.find(' ') == std::string_view::npos && key.find('"') == std::string_view::npos)
-          CheckRequirement(std::string(key) + " ", sink, n, Col(raw, line));
-      }
+    std::string_view value = line;
+    if (depth <= 0) {
+      std::string_view k = TomlKey(line);
+      if (k.empty()) return;
+      key = std::string(k);
+      value = Trim(line.substr(line.find('=') + 1));
+      depth = BracketDelta(value);
+    } else {
+      depth += BracketDelta(line);
     }
     if (table == "[tool.dualtrack]") return;
+    bool deps_table = IsDependencyTable(table);
+    // Only requirement lists are environment; `keywords`, `description`, classifiers and URLs
+    // are prose (an index URL counts wherever it is).
+    bool deps = deps_table || IsDependencyKey(key);
+    // Poetry / pixi style: `flash-attn = "^2.5"` inside a dependencies table.
+    if (deps_table && depth <= 0 && line.find('=') != std::string_view::npos && line[0] != '"' &&
+        key.find('.') == std::string::npos && value.data() != line.data() &&
+        (value.empty() || value[0] != '['))  // `cuda = [...]` names a group of requirements.
+      CheckRequirement(key + " ", sink, n, Col(raw, line));
     // Quoted strings: PEP 508 specifiers and index URLs.
-    for (std::size_t p = 0; p < line.size(); ++p) {
-      char q = line[p];
+    for (std::size_t p = 0; p < value.size(); ++p) {
+      char q = value[p];
+      if (q == '#') break;
       if (q != '"' && q != '\'') continue;
-      std::size_t e = line.find(q, p + 1);
+      std::size_t e = value.find(q, p + 1);
       if (e == std::string_view::npos) break;
-      std::string_view s = line.substr(p + 1, e - p - 1);
-      if (IsCudaIndexUrl(s)) sink.Add("DT401", n, Col(raw, s), s, false);
-      else CheckRequirement(s, sink, n, Col(raw, s));
+      std::string_view str = value.substr(p + 1, e - p - 1);
+      if (IsCudaIndexUrl(str)) {
+        sink.Add("DT401", n, Col(raw, str), str, false);
+      } else if (deps) {
+        if (!CheckLocalPackage(str, sink, n, Col(raw, str))) CheckRequirement(str, sink, n, Col(raw, str));
+      } else if (StartsWith(table, "[tool.")) {
+        // Build settings (scikit-build cmake args, cibuildwheel environments) that select
+        // CUDA architectures.
+        for (std::string_view arch : {"CUDA_ARCHITECTURES", "TORCH_CUDA_ARCH_LIST", "-gencode"}) {
+          // A setting starts with it ("-DCMAKE_CUDA_ARCHITECTURES=80", "TORCH_CUDA_ARCH_LIST=8.0
+          // ..."); prose mentions it after other words.
+          std::size_t at = str.find(arch);
+          if (at != std::string_view::npos && str.substr(0, at).find(' ') == std::string_view::npos) {
+            sink.Add("DT302", n, Col(raw, str.substr(at)), arch, false);
+            break;
+          }
+        }
+      }
       p = e;
     }
+    if (depth <= 0) key.clear();
   });
 }
 
 void ScanSetupCfg(std::string_view text, FindingSink& sink) {
+  std::string section;
+  bool deps = false;  // Inside a requirement list: install_requires = ... and its continuation.
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view line = Trim(StripHashComment(raw));
-    if (line.empty() || line[0] == '[' || line[0] == ';') return;
-    std::size_t eq = line.find('=');
-    if (eq != std::string_view::npos && eq + 1 < line.size() && line[eq + 1] != '=' &&
-        (eq == 0 || (line[eq - 1] != '<' && line[eq - 1] != '>' && line[eq - 1] != '!' &&
-                     line[eq - 1] != '~'))) {
-      line = Trim(line.substr(eq + 1));
+    if (line.empty() || line[0] == ';') return;
+    if (line[0] == '[') {
+      section = std::string(line);
+      deps = false;
+      return;
     }
-    if (!line.empty()) CheckRequirement(line, sink, n, Col(raw, line));
+    bool continuation = raw[0] == ' ' || raw[0] == '\t';
+    if (!continuation) {
+      std::size_t eq = line.find('=');
+      std::size_t colon = line.find(':');
+      std::size_t sep = std::min(eq, colon);
+      if (sep == std::string_view::npos) return;
+      std::string_view key = Trim(line.substr(0, sep));
+      // setup.cfg keys only: `torch>=2` in an extras section has '=' after a version operator.
+      bool op = sep > 0 && std::string_view("<>!~=").find(line[sep - 1]) != std::string_view::npos;
+      if (op) key = {};
+      deps = section == "[options.extras_require]" ||
+             (section == "[options]" && IsDependencyKey(key)) ||
+             (section == "[options]" && key == "dependency_links");
+      if (!op) line = Trim(line.substr(sep + 1));
+    }
+    if (IsCudaIndexUrl(line)) {
+      sink.Add("DT401", n, Col(raw, line), line, false);
+      return;
+    }
+    if (!deps || line.empty()) return;
+    if (line.find(';') == std::string_view::npos) {
+      // One-line lists: install_requires = torch, flash-attn
+      for (auto part : Split(line, ',')) {
+        part = Trim(part);
+        if (!part.empty() && !CheckLocalPackage(part, sink, n, Col(raw, part)))
+          CheckRequirement(part, sink, n, Col(raw, part));
+      }
+    } else if (!CheckLocalPackage(line, sink, n, Col(raw, line))) {
+      CheckRequirement(line, sink, n, Col(raw, line));
+    }
   });
 }
 
+bool IsBitsandbytesFlag(std::string_view token) {
+  if (token.size() < 3 || token[0] != '-') return false;
+  std::string t = Lower(token);
+  std::replace(t.begin(), t.end(), '_', '-');
+  for (std::string_view w : {"8bit", "4bit", "8-bit", "4-bit", "bnb", "bitsandbytes", "nf4"})
+    if (t.find(w) != std::string::npos) return true;
+  return false;
+}
+
 namespace {
+
+bool ArgChar(char c) {
+  return c != ' ' && c != '\t' && c != '"' && c != '\'' && c != ',' && c != '[' && c != ']';
+}
+
+// The command-line argument at `p`.
+std::string ArgToken(std::string_view s, std::size_t p) {
+  std::size_t e = p;
+  while (e < s.size() && ArgChar(s[e])) ++e;
+  return std::string(s.substr(p, e - p));
+}
+
+// Where a command line turns on bitsandbytes loading: `--load-in-8bit`, `--load_4bit True`,
+// `--quantize bitsandbytes`, `--quantization=bnb-nf4`; npos when it does not (or when the flag is
+// given a false value). Quotes, commas and brackets separate arguments, so the list form of a
+// compose `command: ["python", "x.py", "--load-in-8bit"]` reads the same.
+std::size_t BitsandbytesFlagAt(std::string_view s) {
+  std::vector<std::pair<std::size_t, std::string_view>> args;
+  for (std::size_t i = 0; i < s.size();) {
+    if (!ArgChar(s[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t b = i;
+    while (i < s.size() && ArgChar(s[i])) ++i;
+    args.emplace_back(b, s.substr(b, i - b));
+  }
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    std::string_view a = args[k].second;
+    if (a.size() < 3 || a[0] != '-') continue;
+    std::size_t eq = a.find('=');
+    std::string_view opt = a.substr(0, eq);
+    std::string value = Lower(eq != std::string_view::npos ? a.substr(eq + 1)
+                              : k + 1 < args.size() ? args[k + 1].second
+                                                    : std::string_view{});
+    if (IsBitsandbytesFlag(opt)) {
+      if (value == "false" || value == "0" || value == "no") continue;
+      return args[k].first;
+    }
+    if (Lower(opt).find("quant") != std::string::npos &&
+        (value.find("bitsandbytes") != std::string::npos || StartsWith(value, "bnb")))
+      return args[k].first;
+  }
+  return std::string_view::npos;
+}
+
+// Where a command line selects a CUDA device: `--device cuda`, `--device=cuda:0`,
+// `--accelerator gpu`; npos when it does not.
+std::size_t CudaDeviceFlagAt(std::string_view s) {
+  for (std::string_view opt : {"--device", "--accelerator"}) {
+    for (std::size_t p = FindWord(s, opt); p != std::string_view::npos; p = FindWord(s, opt, p + 1)) {
+      std::size_t v = p + opt.size();
+      if (v < s.size() && s[v] == '=') ++v;
+      while (v < s.size() && (s[v] == ' ' || s[v] == '\t')) ++v;
+      std::size_t e = v;
+      while (e < s.size() && ArgChar(s[e]) && s[e] != ';' && s[e] != '&' && s[e] != '|') ++e;
+      std::string value = Lower(s.substr(v, e - v));
+      bool cuda = value == "cuda" || (StartsWith(value, "cuda:") && value.size() > 5 &&
+                                      std::all_of(value.begin() + 5, value.end(),
+                                                  [](char c) { return c >= '0' && c <= '9'; }));
+      if (cuda || (opt == "--accelerator" && value == "gpu")) return p;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// "--device cuda:0" as written, from the option at `p`.
+std::string DeviceFlagText(std::string_view s, std::size_t p) {
+  std::size_t e = p;
+  while (e < s.size() && ArgChar(s[e])) ++e;
+  if (e < s.size() && s[e] == ' ') {
+    ++e;
+    while (e < s.size() && ArgChar(s[e])) ++e;
+  }
+  return std::string(s.substr(p, e - p));
+}
 
 // Replaces the contents of quoted strings with spaces so that prose in `echo "..."` is not
 // matched, keeping the columns.
@@ -220,6 +599,13 @@ std::string BlankQuoted(std::string_view line) {
     out[i] = ' ';
   }
   return out;
+}
+
+bool IsCudaImage(std::string_view image) {
+  return image.find("nvidia/cuda") != std::string_view::npos ||
+         image.find("nvcr.io/nvidia") != std::string_view::npos ||
+         (image.find("pytorch/pytorch") != std::string_view::npos &&
+          image.find("cuda") != std::string_view::npos);
 }
 
 void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool docker) {
@@ -253,6 +639,45 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool do
         break;
       }
   }
+  if (std::size_t p = BitsandbytesFlagAt(line); p != std::string::npos)
+    sink.Add("DT221", n, col(p), ArgToken(line, p), false);
+  if (std::size_t p = CudaDeviceFlagAt(line); p != std::string::npos)
+    sink.Add("DT120", n, col(p), DeviceFlagText(line, p), false);
+  // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
+  if (std::size_t pi = FindWord(line, "pip"); pi != std::string::npos) {
+    std::size_t inst = FindWord(line, "install", pi);
+    if (inst != std::string::npos) {
+      bool skip_next = false, editable = false;
+      for (std::size_t p = inst + 7; p < line.size();) {
+        while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
+        std::size_t e = p;
+        while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != ';' &&
+               line[e] != '&' && line[e] != '|')
+          ++e;
+        if (e == p) break;  // The command ends (;, &&, |).
+        std::string_view tok = std::string_view(line).substr(p, e - p);
+        if (skip_next) {
+          skip_next = false;
+        } else if (editable && tok[0] != '-') {
+          // `-e pointops`: a folder even without a slash.
+          editable = false;
+          std::string path(tok);
+          if (path[0] != '.' && path[0] != '/' && path.find(':') == std::string::npos) path = "./" + path;
+          CheckLocalPackage(path, sink, n, col(p));
+        } else if (tok[0] == '-') {
+          editable = tok == "-e" || tok == "--editable";
+          // Options whose value is the next word; -e's value is the folder itself.
+          for (std::string_view o : {"-r", "-c", "-f", "-i", "-t", "--index-url", "--extra-index-url",
+                                     "--find-links", "--requirement", "--constraint", "--target",
+                                     "--prefix", "--root", "--config-settings", "-C"})
+            skip_next = skip_next || tok == o;
+        } else {
+          CheckLocalPackage(tok, sink, n, col(p));
+        }
+        p = e;
+      }
+    }
+  }
   if (IsCudaIndexUrl(raw) || HasCudaLocalVersion(line)) {
     std::size_t p = line.find("torch");
     sink.Add("DT401", n, col(p == std::string::npos ? 0 : p), "a CUDA wheel of torch", false);
@@ -284,16 +709,443 @@ void ScanDockerfile(std::string_view text, FindingSink& sink) {
         image = sp == std::string_view::npos ? std::string_view{} : Trim(image.substr(sp));
       }
       image = image.substr(0, image.find(' '));
-      if (image.find("nvidia/cuda") != std::string_view::npos ||
-          image.find("nvcr.io/nvidia") != std::string_view::npos ||
-          (image.find("pytorch/pytorch") != std::string_view::npos &&
-           image.find("cuda") != std::string_view::npos)) {
-        sink.Add("DT404", n, Col(raw, image), image, false);
-      }
+      if (IsCudaImage(image)) sink.Add("DT404", n, Col(raw, image), image, false);
       return;
     }
     ShellLine(raw, n, sink, true);
   });
+}
+
+namespace {
+
+// One line of a YAML document, read without a YAML library: block structure is all these
+// scanners need, and a line-based reading cannot fail on a malformed document.
+struct YamlLine {
+  std::size_t indent = 0;   // Of the key, or of the item's content for "- x".
+  bool item = false;        // A block sequence entry "- ...".
+  std::string_view key;     // Empty when the line is not "key: value".
+  std::string_view value;   // Unquoted when the whole value was quoted; empty for "key:".
+  std::string_view content; // The line without indentation, "- " and comment.
+};
+
+std::string_view Unquote(std::string_view v) {
+  if (v.size() >= 2 && (v[0] == '"' || v[0] == '\'') && v.back() == v[0])
+    return v.substr(1, v.size() - 2);
+  return v;
+}
+
+YamlLine ReadYamlLine(std::string_view raw) {
+  YamlLine y;
+  std::string_view line = StripHashComment(raw);
+  std::size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  if (i < line.size() && line[i] == '-' && (i + 1 == line.size() || line[i + 1] == ' ')) {
+    y.item = true;
+    ++i;
+    while (i < line.size() && line[i] == ' ') ++i;
+  }
+  y.indent = i;
+  std::string_view t = Trim(line.substr(std::min(i, line.size())));
+  y.content = t;
+  // "key:" or "key: value"; the colon of a URL or "cuda:0" has no space after it.
+  std::size_t c = 0;
+  for (; c < t.size(); ++c) {
+    if (t[c] == ':' && (c + 1 == t.size() || t[c + 1] == ' ' || t[c + 1] == '\t')) break;
+    if (t[c] == '"' || t[c] == '\'' || t[c] == '{' || t[c] == '[') {
+      c = t.size();
+      break;
+    }
+  }
+  if (c < t.size() && c > 0) {
+    y.key = Trim(t.substr(0, c));
+    y.value = Unquote(Trim(t.substr(c + 1)));
+  } else if (y.item) {
+    y.value = Unquote(t);
+  }
+  return y;
+}
+
+bool IsInteger(std::string_view v, bool allow_negative) {
+  if (allow_negative && !v.empty() && v[0] == '-') v.remove_prefix(1);
+  return !v.empty() && v.size() <= 9 &&
+         std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// The items of a flow sequence "[a, 'b']"; nullopt when `v` is not one.
+std::optional<std::vector<std::string_view>> FlowItems(std::string_view v) {
+  if (v.size() < 2 || v.front() != '[' || v.back() != ']') return std::nullopt;
+  std::vector<std::string_view> out;
+  for (auto part : Split(v.substr(1, v.size() - 2), ',')) {
+    part = Unquote(Trim(part));
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+// A device list or count that asks for CUDA GPUs: [0], [0, 1], 2, -1 (all), "0,1". `gpus: 0`
+// (none), [] and null select no GPU; gpu_ids uses -1 for the CPU.
+bool SelectsGpus(std::string_view key, std::string_view v) {
+  bool ids = key == "gpu_ids";
+  if (key != "gpus" && !ids) {  // A count: num_gpus, n_gpu, ngpus.
+    if (IsInteger(v, false)) return std::stol(std::string(v)) > 0;
+    return false;
+  }
+  if (auto items = FlowItems(v)) {
+    for (auto it : *items)
+      if (IsInteger(it, false)) return true;
+    return false;
+  }
+  if (IsInteger(v, true)) {
+    long x = std::stol(std::string(v));
+    return ids ? x >= 0 : x != 0;
+  }
+  // "0,1" / "0," strings of indices.
+  return v.find(',') != std::string_view::npos &&
+         std::all_of(v.begin(), v.end(), [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == ' '; }) &&
+         v.find_first_of("0123456789") != std::string_view::npos;
+}
+
+bool Truthy(std::string_view v) {
+  std::string l = Lower(v);
+  return l == "true" || l == "yes" || l == "on" || l == "1";
+}
+
+// Module and package names of the CUDA-only libraries, lower-case with '_' for '-' (one name,
+// no dots or globs: a dotted module such as numba.cuda is not named by a config value).
+std::vector<std::string> LibraryWords(const Registry& reg) {
+  std::vector<std::string> out;
+  auto add = [&](std::string_view w) {
+    if (w.empty() || w.find_first_of(".*") != std::string_view::npos) return;
+    std::string l = Lower(w);
+    std::replace(l.begin(), l.end(), '-', '_');
+    if (l.size() >= 4 && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  };
+  for (const auto& lib : reg.libraries()) {
+    for (const auto& m : lib.modules) add(m);
+    for (const auto& p : lib.packages) add(p);
+  }
+  return out;
+}
+
+// The library a config value names: the whole value ("flash-attn") or one of its words
+// ("vanilla-xformers", "apex.optimizers.FusedAdam"); empty when none.
+std::string NamedLibrary(std::string_view v, const std::vector<std::string>& words) {
+  std::string l = Lower(v);
+  std::string norm = l;
+  std::replace(norm.begin(), norm.end(), '-', '_');
+  for (const auto& w : words)
+    if (norm == w) return w;
+  for (std::size_t i = 0; i < l.size();) {
+    auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    if (!word_char(l[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t b = i;
+    while (i < l.size() && word_char(l[i])) ++i;
+    std::string_view tok = std::string_view(l).substr(b, i - b);
+    for (const auto& w : words)
+      if (tok == w) return w;
+  }
+  return {};
+}
+
+// A key that turns a library on: use_xformers, enable_flash_attn, xformers (with a true value).
+std::string KeyLibrary(std::string_view key, const std::vector<std::string>& words) {
+  std::string l = Lower(key);
+  std::replace(l.begin(), l.end(), '-', '_');
+  for (const auto& w : words) {
+    for (std::size_t p = l.find(w); p != std::string::npos; p = l.find(w, p + 1)) {
+      bool left = p == 0 || l[p - 1] == '_';
+      bool right = p + w.size() == l.size() || l[p + w.size()] == '_';
+      if (left && right) return w;
+    }
+  }
+  return {};
+}
+
+bool IsProseKey(std::string_view key) {
+  std::string l = Lower(key);
+  for (std::string_view k : {"description", "desc", "help", "doc", "docs", "comment", "comments",
+                             "note", "notes", "summary", "title", "message", "text", "prompt",
+                             "caption", "author", "authors", "url", "homepage", "citation"})
+    if (l == k) return true;
+  return false;
+}
+
+}  // namespace
+
+void ScanCompose(std::string_view text, FindingSink& sink) {
+  std::string list_key;  // A key whose block sequence follows ("command:", "capabilities:").
+  std::size_t list_indent = 0;
+  ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
+    YamlLine y = ReadYamlLine(raw);
+    if (y.content.empty()) return;
+    auto col = [&](std::string_view part) { return Col(raw, part); };
+    if (!list_key.empty() && !(y.item && y.indent >= list_indent) &&
+        !(y.key.empty() && y.indent > list_indent))
+      list_key.clear();
+    std::string key = Lower(y.key);
+    std::string_view v = y.value;
+    if (!list_key.empty() && y.key.empty()) key = list_key;  // An entry of that list.
+    if (key == "driver" && Lower(v) == "nvidia") {
+      sink.Add("DT420", n, col(y.content), "driver: nvidia", false);
+    } else if (key == "runtime" && Lower(v) == "nvidia") {
+      sink.Add("DT420", n, col(y.content), "runtime: nvidia", false);
+    } else if (key == "gpus" && !v.empty()) {
+      sink.Add("DT420", n, col(y.content), "gpus: " + std::string(v), false);
+    } else if (key == "capabilities") {
+      auto items = FlowItems(v);
+      bool gpu = items ? std::find(items->begin(), items->end(), "gpu") != items->end() : v == "gpu";
+      if (gpu) sink.Add("DT420", n, col(y.content), "capabilities: [gpu]", false);
+    } else if (key == "nvidia.com/gpu" && !v.empty() && v != "0") {
+      sink.Add("DT420", n, col(y.content), "nvidia.com/gpu", false);
+    } else if (key == "image" && IsCudaImage(v)) {
+      sink.Add("DT404", n, col(v), v, false);
+    }
+    if (std::size_t p = y.content.find("NVIDIA_VISIBLE_DEVICES"); p != std::string_view::npos)
+      sink.Add("DT420", n, col(y.content.substr(p)), "NVIDIA_VISIBLE_DEVICES", false);
+    if (std::size_t p = y.content.find("CUDA_VISIBLE_DEVICES"); p != std::string_view::npos)
+      sink.Add("DT406", n, col(y.content.substr(p)), "CUDA_VISIBLE_DEVICES", false);
+    if (key == "command" || key == "entrypoint" || key == "environment" || key == "args") {
+      // What the container runs: the same checks as a shell line.
+      ShellLine(raw, n, sink, false);
+      std::string_view body = y.item ? y.content : v;
+      if (std::size_t p = BitsandbytesFlagAt(body); p != std::string_view::npos)
+        sink.Add("DT221", n, col(body.substr(p)), ArgToken(body, p), false);
+    }
+    if (!y.key.empty() && v.empty()) {
+      list_key = key;
+      list_indent = y.indent;
+    }
+  });
+}
+
+void ScanConfigYaml(std::string_view text, FindingSink& sink) {
+  const std::vector<std::string> words = LibraryWords(sink.registry());
+  std::size_t block_indent = std::string_view::npos;  // Inside a "|" / ">" block scalar (prose).
+  std::string list_key;  // "gpus:" whose block sequence follows.
+  std::uint32_t list_line = 0, list_col = 0;
+  std::size_t list_indent = 0;
+  ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
+    if (raw.size() > 4096) return;  // Data, not configuration.
+    YamlLine y = ReadYamlLine(raw);
+    if (y.content.empty()) return;
+    if (block_indent != std::string_view::npos) {
+      std::size_t ind = raw.find_first_not_of(" \t");
+      if (ind != std::string_view::npos && ind > block_indent) return;
+      block_indent = std::string_view::npos;
+    }
+    if (!list_key.empty()) {
+      if (y.item && y.indent >= list_indent) {
+        if (IsInteger(y.value, false)) {  // An index: GPU 0 is a GPU in a list.
+          sink.Add("DT120", list_line, list_col, list_key + ": [" + std::string(y.value) + "]", false);
+          list_key.clear();
+        }
+        return;
+      }
+      list_key.clear();
+    }
+    if (y.key.empty()) {
+      // A sequence entry naming a library: "plugins: [...]" in block form.
+      if (y.item && y.value.find_first_of(" \t") == std::string_view::npos) {
+        std::string lib = NamedLibrary(y.value, words);
+        if (!lib.empty()) sink.Add("DT220", n, Col(raw, y.content), std::string(y.value), false);
+      }
+      return;
+    }
+    std::string key = Lower(y.key);
+    std::string_view v = y.value;
+    auto at = Col(raw, y.content);
+    if (!v.empty() && (v[0] == '|' || v[0] == '>')) {
+      block_indent = y.indent;
+      return;
+    }
+    if (IsProseKey(key)) return;
+    if (key == "nvidia.com/gpu" && IsInteger(v, false) && v != "0") {  // Kubernetes limits.
+      sink.Add("DT420", n, at, "nvidia.com/gpu: " + std::string(v), false);
+      return;
+    }
+    if (y.key == "CUDA_VISIBLE_DEVICES") {
+      sink.Add("DT406", n, at, "CUDA_VISIBLE_DEVICES", false);
+      return;
+    }
+    if (key == "num_gpus" || key == "n_gpus" || key == "n_gpu" || key == "ngpus" || key == "ngpu") {
+      if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+      return;
+    }
+    if (key == "gpus" || key == "gpu_ids") {
+      if (v.empty()) {
+        list_key = key;
+        list_line = n;
+        list_col = at;
+        list_indent = y.indent;
+      } else if (SelectsGpus(key, v)) {
+        sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+      }
+      return;
+    }
+    std::string lv = Lower(v);
+    if (key == "accelerator" && (lv == "gpu" || lv == "cuda")) {
+      sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+      return;
+    }
+    if ((key == "device" || EndsWith(key, "_device") || key == "device_type") &&
+        (lv == "cuda" || (StartsWith(lv, "cuda:") && IsInteger(lv.substr(5), false)))) {
+      sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+      return;
+    }
+    if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl") {
+      sink.Add("DT205", n, at, "nccl", false);
+      return;
+    }
+    // A value naming a CUDA-only library; prose (a value with spaces) is not a selection.
+    bool single = v.find_first_of(" \t") == std::string_view::npos;
+    auto items = FlowItems(v);
+    if (items) {
+      single = std::all_of(items->begin(), items->end(), [](std::string_view it) {
+        return it.find_first_of(" \t") == std::string_view::npos;
+      });
+    }
+    if (!v.empty() && single && NamedLibrary(v, words).size() > 0) {
+      sink.Add("DT220", n, at, key + ": " + std::string(v), false);
+      return;
+    }
+    if (Truthy(v) && !KeyLibrary(key, words).empty())
+      sink.Add("DT220", n, at, key + ": " + std::string(v), false);
+  });
+}
+
+namespace {
+
+// For each set of import names, the first Python file under `root` (outside `skip` folders,
+// hidden folders and build output) that imports one of them (`import x`, `from x.y import z`), as
+// "file (as name)"; empty where none does. One bounded walk for all sets: at most 20,000 entries
+// and 1 MiB per file.
+std::vector<std::string> FindImporters(const std::string& root,
+                                       const std::vector<std::vector<std::string>>& sets,
+                                       const std::vector<std::string>& skip) {
+  std::vector<std::string> found(sets.size());
+  auto open = static_cast<std::size_t>(
+      std::count_if(sets.begin(), sets.end(), [](const auto& v) { return !v.empty(); }));
+  std::error_code ec;
+  std::size_t seen = 0;
+  auto word_end = [](const std::string& t, std::size_t e) {
+    return e >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_');
+  };
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+       open > 0 && !ec && it != end && seen < 20000; it.increment(ec), ++seen) {
+    std::string name = it->path().filename().string();
+    std::string rel = it->path().lexically_relative(root).generic_string();
+    if (it->is_directory(ec)) {
+      if (name.empty() || name[0] == '.' || name == "node_modules" || name == "build" ||
+          name == "dist" || name == "__pycache__" ||
+          std::find(skip.begin(), skip.end(), rel) != skip.end())
+        it.disable_recursion_pending();
+      continue;
+    }
+    if (!EndsWith(name, ".py") && !EndsWith(name, ".ipynb")) continue;
+    auto text = ReadFile(it->path(), std::uint64_t{1} << 20);
+    if (!text) continue;
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      if (!found[k].empty()) continue;
+      for (const auto& mod : sets[k]) {
+        for (std::string_view kw : {"import ", "from "}) {
+          std::string pat = std::string(kw) + mod;
+          for (std::size_t p = text->find(pat); p != std::string::npos && found[k].empty();
+               p = text->find(pat, p + 1)) {
+            bool starts = p == 0 || (*text)[p - 1] == '\n' || (*text)[p - 1] == ' ' ||
+                          (*text)[p - 1] == '\t' || (*text)[p - 1] == '"';
+            char after = p + pat.size() < text->size() ? (*text)[p + pat.size()] : '\n';
+            if (starts && (word_end(*text, p + pat.size()) || after == '.')) {
+              found[k] = rel + " (as " + mod + ")";
+              --open;
+            }
+          }
+        }
+        if (!found[k].empty()) break;
+      }
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+void ScanGitmodules(std::string_view text, FindingSink& sink) {
+  struct Module {
+    std::uint32_t line = 0, col = 0;
+    std::string name, path;
+  };
+  std::vector<Module> mods;
+  ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
+    std::string_view t = Trim(raw);
+    if (t.empty() || t[0] == '#' || t[0] == ';') return;
+    if (t[0] == '[') {
+      Module m{n, Col(raw, t), {}, {}};
+      // [submodule "name"]
+      std::size_t q = t.find('"');
+      std::size_t e = q == std::string_view::npos ? q : t.find('"', q + 1);
+      if (StartsWith(t, "[submodule") && e != std::string_view::npos)
+        m.name = std::string(t.substr(q + 1, e - q - 1));
+      if (!m.name.empty()) mods.push_back(std::move(m));
+      return;
+    }
+    if (mods.empty()) return;
+    std::size_t eq = t.find('=');
+    if (eq == std::string_view::npos) return;
+    if (Trim(t.substr(0, eq)) == "path") mods.back().path = std::string(Trim(t.substr(eq + 1)));
+  });
+  std::string root = sink.Root();
+  std::vector<std::string> paths;
+  for (auto& m : mods) {
+    std::string path = m.path.empty() ? m.name : m.path;
+    while (!path.empty() && path.back() == '/') path.pop_back();
+    m.path = path;
+    if (!path.empty()) paths.push_back(path);
+  }
+  std::vector<FolderEvidence> evs;
+  std::vector<std::vector<std::string>> names_of;
+  std::vector<std::vector<std::string>> unseen_names;  // Of the submodules not checked out.
+  for (auto& m : mods) {
+    evs.push_back(InspectFolder(root, m.path));
+    std::vector<std::string> names = {ImportName(m.path)};
+    for (const auto& nm : evs.back().names)
+      if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
+    names_of.push_back(names);
+    bool unseen = !evs.back().exists || evs.back().empty;
+    unseen_names.push_back(unseen && !root.empty() && !m.path.empty() ? names : std::vector<std::string>{});
+  }
+  // Nothing to judge an empty submodule by but whether the project imports it: an evaluation
+  // harness or a dataset tool that nothing imports is not a dependency of the model.
+  bool any_unseen = std::any_of(unseen_names.begin(), unseen_names.end(),
+                                [](const auto& v) { return !v.empty(); });
+  std::vector<std::string> importers =
+      any_unseen ? FindImporters(root, unseen_names, paths) : std::vector<std::string>(mods.size());
+  for (std::size_t k = 0; k < mods.size(); ++k) {
+    const Module& m = mods[k];
+    const std::string& path = m.path;
+    if (path.empty()) continue;
+    const FolderEvidence& ev = evs[k];
+    const std::vector<std::string>& names = names_of[k];
+    std::string why;
+    if (root.empty()) {
+      why = "not inspected";
+    } else if (!ev.exists || ev.empty) {
+      const std::string& importer = importers[k];
+      if (importer.empty()) continue;
+      why = "its folder is empty in this checkout (clone with --recursive to scan it); imported by " +
+            importer;
+    } else if (ev.cuda_extension) {
+      why = "its setup.py builds a CUDAExtension";
+    } else if (ev.cuda_sources) {
+      why = "it has .cu sources";
+    } else {
+      continue;  // Checked out with no CUDA code: its files are scanned like the project's.
+    }
+    sink.Add("DT321", m.line, m.col, path + " (" + why + ")", false);
+    for (const auto& nm : names) sink.DeclareCudaModule(nm, m.line, "git submodule " + path);
+  }
 }
 
 }  // namespace dt::scan

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "scan/sink.h"
 
@@ -19,20 +21,44 @@ void ScanPyproject(std::string_view text, FindingSink& sink);
 void ScanSetupCfg(std::string_view text, FindingSink& sink);
 void ScanDockerfile(std::string_view text, FindingSink& sink);
 void ScanShell(std::string_view text, FindingSink& sink);
+// docker-compose / compose files: GPU reservations, the NVIDIA runtime, and what `command:` runs.
+void ScanCompose(std::string_view text, FindingSink& sink);
+// A YAML config of a run: keys and values that select CUDA devices or a CUDA-only library.
+void ScanConfigYaml(std::string_view text, FindingSink& sink);
+// .gitmodules: one finding per submodule, and its import names declared as CUDA modules.
+void ScanGitmodules(std::string_view text, FindingSink& sink);
 
-// Calls fn(line_number, line_text) for each physical line.
+// What a folder of the checkout holds, for submodules and local packages.
+struct FolderEvidence {
+  bool exists = false;
+  bool empty = false;           // No file (hidden ones aside): a submodule not checked out.
+  bool cuda_sources = false;    // .cu / .cuh files.
+  bool cuda_extension = false;  // Its setup.py names CUDAExtension.
+  std::vector<std::string> names;  // name= strings of its setup.py (package and extensions).
+};
+// Looks at <root>/<rel_dir> with std::filesystem; nothing when root is empty or it is missing.
+FolderEvidence InspectFolder(const std::string& root, std::string_view rel_dir);
+
+// The module a folder would be imported as: its last component, '-' read as '_'.
+std::string ImportName(std::string_view path);
+
+// True for option tokens that load a model through bitsandbytes: --load-in-8bit, --load_4bit,
+// --8bit, --bnb-4bit, --quantize bitsandbytes (the value is checked by the caller).
+bool IsBitsandbytesFlag(std::string_view token);
+
+// Calls fn(line_number, line_text) for each physical line. A line ends at "\n", "\r\n" or a lone
+// "\r" (old Mac files and some Windows editors' output), as Python counts them.
 template <class Fn>
 void ForEachLine(std::string_view text, Fn&& fn) {
   std::uint32_t n = 0;
   std::size_t pos = 0;
   while (pos <= text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    std::size_t end = nl == std::string_view::npos ? text.size() : nl;
-    std::string_view line = text.substr(pos, end - pos);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    fn(++n, line);
-    if (nl == std::string_view::npos) break;
-    pos = nl + 1;
+    std::size_t end = text.find_first_of("\r\n", pos);
+    if (end == std::string_view::npos) end = text.size();
+    fn(++n, text.substr(pos, end - pos));
+    if (end == text.size()) break;
+    pos = end + ((text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n') ? 2 : 1);
+    if (pos == text.size()) break;  // A final line ending opens no further line.
   }
 }
 

@@ -1,9 +1,12 @@
 #include "scan/output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join lives here from fmt 11 on (Homebrew).
 
 #include <array>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "util/strings.h"
 
@@ -81,6 +84,12 @@ json ReportJson(const ScanReport& report, bool with_findings) {
   }
   json skipped = json::array();
   for (const auto& s : report.skipped) skipped.push_back({{"file", s.file}, {"reason", s.reason}});
+  json suppressions = json::array();
+  for (const auto& s : report.suppressions)
+    suppressions.push_back({{"file", s.file},
+                            {"line", s.line},
+                            {"code", s.code.empty() ? json(nullptr) : json(s.code)},
+                            {"problem", s.problem}});
   json stats = Statistics(report);
   return {{"schema", "dualtrack.scan/1"},
           {"root", report.root},
@@ -96,7 +105,8 @@ json ReportJson(const ScanReport& report, bool with_findings) {
              {{"reachable", reach_yes}, {"unreachable", reach_no}, {"not_python", reach_unknown}}},
             {"readiness", Readiness(report.findings)}}},
           {"statistics", {{"by_file", stats["by_file"]}}},
-          {"skipped", skipped}};
+          {"skipped", skipped},
+          {"suppressions", suppressions}};
 }
 
 }  // namespace
@@ -182,35 +192,65 @@ std::string ScanReportJsonText(const ScanReport& report) {
   return text + "\n";
 }
 
+namespace {
+
+// Findings of one file that read as one: the same code, severity, guard and reachability (a
+// Triton kernel's tl.* calls, float64 throughout one function).
+bool SameRun(const Finding& a, const Finding& b) {
+  return a.code == b.code && a.severity == b.severity && a.guarded == b.guarded &&
+         a.reachable == b.reachable && a.cell == b.cell;
+}
+
+// More than this many findings in a group are folded into one line; members of a group are at
+// most kFoldGap lines apart.
+constexpr std::size_t kFoldAbove = 3;
+constexpr std::int64_t kFoldGap = 20;
+
+std::string Tags(const Finding& f) {
+  std::string tags;
+  if (f.guarded) tags += " [guarded]";
+  if (f.reachable) tags += *f.reachable ? " [reachable]" : " [not reachable]";
+  return tags;
+}
+
+// "a, b, c and 4 more" on lines of at most `width` characters after `indent`.
+std::string Wrapped(const std::vector<std::string>& items, std::size_t indent, std::size_t width) {
+  std::string out, line;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    std::string item = items[i] + (i + 1 < items.size() ? "," : "");
+    if (!line.empty() && line.size() + 1 + item.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + item;
+  }
+  return out + line;
+}
+
+}  // namespace
+
 std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   std::string out;
   auto c = [&](std::string_view code) { return color ? std::string(code) : std::string(); };
   std::string reset = c("\x1b[0m"), dim = c("\x1b[2m"), bold = c("\x1b[1m");
-  out += fmt::format("{}dualtrack scan{} {}: {} findings, {} files scanned, {} skipped\n", bold,
-                     reset, report.root, report.findings.size(), report.files_scanned,
+  std::map<std::string, std::vector<const Finding*>> by_file;
+  for (const auto& f : report.findings) by_file[f.file].push_back(&f);
+  auto plural = [](std::size_t n, std::string_view word) {
+    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+  };
+  out += fmt::format("{}dualtrack scan{} {}: {} in {} ({} scanned, {} skipped)\n", bold, reset,
+                     report.root, plural(report.findings.size(), "finding"),
+                     plural(by_file.size(), "file"),
+                     plural(static_cast<std::size_t>(report.files_scanned), "file"),
                      report.skipped.size());
-  if (!report.entries.empty())
-    out += fmt::format("entry scripts: {}\n", fmt::join(report.entries, ", "));
-  for (auto cls : kClasses) {
-    for (auto sev : kSeverities) {
-      std::vector<const Finding*> group;
-      for (const auto& f : report.findings)
-        if (f.cls == cls && f.severity == sev) group.push_back(&f);
-      if (group.empty()) continue;
-      out += fmt::format("\n{}{} · {}{} ({})\n", c(Color(sev)), cls, SeverityName(sev), reset,
-                         group.size());
-      for (const Finding* f : group) {
-        std::string tags;
-        if (f->guarded) tags += " [guarded]";
-        if (f->reachable) tags += *f->reachable ? " [reachable]" : " [not reachable]";
-        out += fmt::format("  {}  {}  {}{}\n", Location(*f), f->code, f->message, tags);
-        if (!f->snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f->snippet, reset);
-        if (!f->replacement.empty() && f->severity != Severity::kPortable)
-          out += fmt::format("      -> {}\n", f->replacement);
-      }
-    }
-  }
-  // Summary table: classes by severity.
+  // The summary first: what kind of work this is, before the detail.
+  std::array<int, 4> sev_total{};
+  for (const auto& f : report.findings) ++sev_total[static_cast<std::size_t>(f.severity)];
+  std::vector<std::string> sev_parts;
+  for (auto sev : kSeverities)
+    sev_parts.push_back(fmt::format("{}{} {}{}", c(Color(sev)), SeverityName(sev),
+                                    sev_total[static_cast<std::size_t>(sev)], reset));
+  out += fmt::format("  by severity: {}\n", fmt::join(sev_parts, ", "));
   out += fmt::format("\n{}Summary{}\n  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", bold, reset, "class",
                      "blocker", "replace", "fixable", "portable", "total");
   std::array<int, 4> col_total{};
@@ -234,18 +274,97 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                      "not Python (build / environment / C++): {}\n", yes, no, unknown);
   out += fmt::format("  readiness: {} of findings are portable or fixable\n",
                      Percent(Readiness(report.findings)));
-  for (const auto& s : report.skipped)
-    out += fmt::format("  skipped {}: {}\n", s.file, s.reason);
+  if (report.entries.empty()) {
+    out += "  entry scripts: none found (name them with --entry)\n";
+  } else {
+    out += fmt::format("  entry scripts ({}):\n    {}\n", report.entries.size(),
+                       Wrapped(report.entries, 4, 96));
+  }
+
   if (statistics) {
-    json st = Statistics(report);
+    // Like ruff --statistics: counts instead of the findings.
+    struct PerCode {
+      int n = 0;
+      std::string cls;
+      std::array<int, 4> by_sev{};
+    };
+    std::map<std::string, PerCode> per_code;
+    for (const auto& f : report.findings) {
+      auto& e = per_code[f.code];
+      ++e.n;
+      e.cls = f.cls;
+      ++e.by_sev[static_cast<std::size_t>(f.severity)];
+    }
     out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
-    for (const auto& [code, n] : st["by_code"].items())
-      out += fmt::format("    {:<8}{:>6}\n", code, n.get<int>());
+    for (const auto& [code, e] : per_code) {
+      // Guarded uses are portable, so one code can have two severities.
+      std::vector<std::string> sev;
+      for (auto sv : kSeverities)
+        if (int k = e.by_sev[static_cast<std::size_t>(sv)]; k > 0)
+          sev.push_back(fmt::format("{} {}", SeverityName(sv), k));
+      out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.n, code, e.cls, fmt::join(sev, ", "));
+    }
+    json st = Statistics(report);
     out += "  per file (findings, readiness):\n";
     for (const auto& [file, v] : st["by_file"].items())
       out += fmt::format("    {:<48}{:>6}  {:>5}\n", file, v["findings"].get<int>(),
                          Percent(v["readiness"].get<double>()));
+  } else {
+    for (const auto& [file, list] : by_file) {
+      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, file, reset, list.size(),
+                         list.size() == 1 ? "" : "s");
+      // Groups of one code in one construct: members of the same kind (SameRun) no more than
+      // kFoldGap lines apart, other findings in between allowed (a Triton kernel's tl.* calls
+      // next to its float64 or its imports). A group shows where its first member is.
+      std::vector<std::vector<std::size_t>> groups;
+      std::vector<bool> taken(list.size(), false);
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (taken[i]) continue;
+        std::vector<std::size_t> g = {i};
+        for (std::size_t k = i + 1; k < list.size(); ++k) {
+          const Finding& last = *list[g.back()];
+          if (list[k]->cell != last.cell || list[k]->line - last.line > kFoldGap) break;
+          if (!taken[k] && SameRun(last, *list[k])) g.push_back(k);
+        }
+        if (g.size() > kFoldAbove)
+          for (std::size_t k : g) taken[k] = true;
+        else
+          g.resize(1);
+        taken[i] = true;
+        groups.push_back(std::move(g));
+      }
+      for (const auto& g : groups) {
+        const Finding& f = *list[g.front()];
+        std::string sev = fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
+        if (g.size() > 1) {
+          // One line for the group: the code, its count and where.
+          std::vector<std::string> where;
+          for (std::size_t k = 0; k < g.size() && where.size() < 12; ++k)
+            where.push_back(std::to_string(list[g[k]]->line));
+          bool same_message = true;
+          for (std::size_t k : g) same_message &= list[k]->message == f.message;
+          std::string lines = fmt::format("{}", fmt::join(where, ", "));
+          if (g.size() > where.size()) lines += ", …";
+          // Led by the first location, so that the line stays clickable in a terminal or editor.
+          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f), f.code, sev, g.size(),
+                             lines, f.message, same_message ? "" : " (and similar)", Tags(f));
+          if (!f.replacement.empty() && f.severity != Severity::kPortable)
+            out += fmt::format("      -> {}\n", f.replacement);
+          continue;
+        }
+        out += fmt::format("  {}  {} {}  {}{}\n", Location(f), f.code, sev, f.message, Tags(f));
+        if (!f.snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f.snippet, reset);
+        if (!f.replacement.empty() && f.severity != Severity::kPortable)
+          out += fmt::format("      -> {}\n", f.replacement);
+      }
+    }
   }
+  if (!report.skipped.empty() || !report.suppressions.empty()) out += "\n";
+  for (const auto& s : report.skipped)
+    out += fmt::format("skipped {}: {}\n", s.file, s.reason);
+  for (const auto& s : report.suppressions)
+    out += fmt::format("warning: {}:{}: suppression {}: {}\n", s.file, s.line,
+                       s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
   return out;
 }
 
@@ -334,6 +453,12 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
     out += "\n## Skipped\n\n";
     for (const auto& s : report.skipped) out += fmt::format("- `{}`: {}\n", esc(s.file), s.reason);
   }
+  if (!report.suppressions.empty()) {
+    out += "\n## Suppressions to remove\n\n";
+    for (const auto& s : report.suppressions)
+      out += fmt::format("- `{}:{}`: {} ({})\n", esc(s.file), s.line,
+                         s.code.empty() ? "dualtrack: ignore" : s.code, s.problem);
+  }
   if (statistics) {
     json st = Statistics(report);
     out += "\n## Statistics\n\n| file | findings | readiness |\n|---|---:|---:|\n";
@@ -378,6 +503,11 @@ std::string FormatGithub(const ScanReport& report) {
                        msg_esc(f.message),
                        f.replacement.empty() ? "" : msg_esc(". Suggested: " + f.replacement));
   }
+  for (const auto& s : report.suppressions)
+    out += fmt::format("::warning file={},line={},title=dualtrack suppression::{}\n",
+                       esc(prefix + s.file), s.line,
+                       msg_esc((s.code.empty() ? std::string("dualtrack: ignore") : s.code) + ": " +
+                               s.problem));
   return out;
 }
 

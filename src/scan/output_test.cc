@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 namespace dt::scan {
 namespace {
 
@@ -34,6 +37,65 @@ TEST(ScanOutputTest, JsonTextMatchesNlohmannDump) {
   c.reachable = false;
   report.findings = {a, b, c};
   EXPECT_EQ(ScanReportJsonText(report), ScanReportToJson(report).dump(2) + "\n");
+}
+
+Finding Make(std::string file, std::int64_t line, std::string code, std::string message) {
+  Finding f;
+  f.code = std::move(code);
+  f.cls = "library";
+  f.severity = Severity::kReplace;
+  f.file = std::move(file);
+  f.line = line;
+  f.column = 1;
+  f.message = std::move(message);
+  f.snippet = "snippet " + std::to_string(line);
+  return f;
+}
+
+// Summary first, findings grouped by file with counts, runs of one code folded; JSON unfolded.
+TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
+  ScanReport report;
+  report.root = "proj";
+  report.entries = {"train.py", "tools/eval.py"};
+  report.files_scanned = 2;
+  for (int line : {10, 14, 18, 22, 26})
+    report.findings.push_back(Make("k.py", line, "DT202", "uses tl.load from a CUDA-only library"));
+  report.findings.push_back(Make("k.py", 30, "DT201", "imports triton, which needs CUDA"));
+  // Interleaved with another code, and one far away: the first four still fold, line 90 does not.
+  report.findings.push_back(Make("k.py", 12, "DT204", "float64"));
+  report.findings.push_back(Make("k.py", 90, "DT202", "uses tl.store from a CUDA-only library"));
+  report.findings.push_back(Make("a.py", 3, "DT202", "uses x"));
+  report.findings.push_back(Make("a.py", 4, "DT202", "uses y"));
+  std::sort(report.findings.begin(), report.findings.end(),
+            [](const Finding& a, const Finding& b) { return std::tie(a.file, a.line) < std::tie(b.file, b.line); });
+  report.suppressions = {{"k.py", 2, "DT999", "unknown code"}, {"k.py", 5, "", "unused"}};
+  std::string text = FormatText(report, false, false);
+  EXPECT_LT(text.find("Summary"), text.find("k.py (8 findings)")) << text;
+  EXPECT_LT(text.find("a.py (2 findings)"), text.find("k.py (8 findings)")) << text;
+  EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
+            std::string::npos) << text;
+  EXPECT_EQ(text.find("snippet 14"), std::string::npos) << text;  // Folded.
+  EXPECT_NE(text.find("snippet 30"), std::string::npos) << text;
+  EXPECT_NE(text.find("snippet 12"), std::string::npos) << text;
+  EXPECT_NE(text.find("snippet 90"), std::string::npos) << text;
+  EXPECT_LT(text.find("×5 at"), text.find("snippet 12")) << text;  // The group stands where it starts.
+  EXPECT_NE(text.find("  k.py:30:1  DT201 replace  imports triton"), std::string::npos) << text;
+  EXPECT_NE(text.find("snippet 3"), std::string::npos) << text;  // Two of a kind stay unfolded.
+  EXPECT_NE(text.find("warning: k.py:2: suppression DT999: unknown code"), std::string::npos);
+  EXPECT_NE(text.find("warning: k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
+  std::string stats = FormatText(report, false, true);
+  EXPECT_EQ(stats.find("k.py (8 findings)"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("       8  DT202  library     replace 8\n"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("per file"), std::string::npos);
+  EXPECT_NE(FormatMarkdown(report, false).find("- `k.py:2`: DT999 (unknown code)"), std::string::npos);
+  EXPECT_NE(FormatGithub(report).find("::warning file=proj/k.py,line=5,title=dualtrack suppression::"
+                                      "dualtrack: ignore: unused"),
+            std::string::npos) << FormatGithub(report);
+  auto doc = ScanReportToJson(report);
+  EXPECT_EQ(doc["findings"].size(), 10u);
+  EXPECT_EQ(doc["suppressions"][1]["code"], nullptr);
+  EXPECT_EQ(ScanReportJsonText(report), doc.dump(2) + "\n");
 }
 
 }  // namespace

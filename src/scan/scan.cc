@@ -112,7 +112,8 @@ std::vector<std::string> CppNeedles(const Registry& reg) {
                                 "cusolver", "nvrtc", "cutensor", "nvtx", "__global__",
                                 "__device__", "__shared__", "__constant__", "<<<", "thrust/",
                                 "cub/", "cutlass/", "cute/", "cumem", "cuctx", "culaunch",
-                                "cumodule", "custream", "cudevice"};
+                                "cumodule", "custream", "cudevice",
+                                "check_input"};  // A wrapper whose CUDA check is in a header.
   for (const auto& u : reg.user_rules())
     if (!u.text.empty()) n.push_back(u.text);
   return n;
@@ -126,6 +127,7 @@ struct FileResult {
   std::vector<std::pair<std::string, bool>> cuda_symbols;
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;      // The item's kind as scanned (setup.py may be a module).
+  std::vector<SuppressionProblem> suppressions;
   bool has_main = false;
   bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
@@ -422,6 +424,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   }
   text = NormalizeLineEnds(text);
   FindingSink sink(ctx.reg, item.rel, text, r.findings);
+  sink.set_path(item.abs);
   switch (r.kind) {
     case FileKind::kPython:
     case FileKind::kSetupPy: {
@@ -450,8 +453,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     case FileKind::kSetupCfg: ScanSetupCfg(text, sink); break;
     case FileKind::kDocker: ScanDockerfile(text, sink); break;
     case FileKind::kShell: ScanShell(text, sink); break;
+    case FileKind::kCompose: ScanCompose(text, sink); break;
+    case FileKind::kConfigYaml: ScanConfigYaml(text, sink); break;
+    case FileKind::kGitmodules: ScanGitmodules(text, sink); break;
   }
   r.cuda_modules = std::move(sink.cuda_modules());
+  sink.CheckSuppressions(r.suppressions);
   UserTextRules(ctx.reg, text, item, r.findings);
 }
 
@@ -594,8 +601,26 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
                        std::vector<FileResult>& results, unsigned threads) {
   CudaContext cuda;
   std::set<std::string> modules;
+  // A package that brings an extension (a local package in requirements, a submodule) is often
+  // Python code around one compiled module: when the project holds Python sources under that name,
+  // only the builds' own names (CUDAExtension / load) say which module is compiled.
+  std::set<std::string> python_dirs;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != FileKind::kPython) continue;
+    const std::string& rel = items[i].rel;
+    for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
+      python_dirs.insert(rel.substr(0, slash));
+    python_dirs.insert(rel.substr(0, rel.size() - 3));  // "pkg/mod" for pkg/mod.py.
+  }
   for (const auto& r : results)
-    for (const auto& m : r.cuda_modules) modules.insert(m.module);
+    for (const auto& m : r.cuda_modules) {
+      bool built = m.evidence.find("()") != std::string::npos;
+      std::string path = m.module;
+      for (char& c : path)
+        if (c == '.') c = '/';
+      bool python = python_dirs.count(path) > 0 || python_dirs.count("src/" + path) > 0;
+      if (built || !python) modules.insert(m.module);
+    }
   cuda.modules.assign(modules.begin(), modules.end());
   std::unordered_set<std::string> symbol_modules;  // Modules (any name variant) with symbols.
   auto add_symbols = [&](std::size_t i) {
@@ -680,6 +705,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       opt.own_tops = ctx.own_tops;
       opt.cuda = &cuda;
       auto py = ScanPython(src, sink, opt);
+      results[i].suppressions.clear();
+      sink.CheckSuppressions(results[i].suppressions);
       UserTextRules(ctx.reg, src, items[i], findings);
       results[i].findings = std::move(findings);
       results[i].cuda_symbols = std::move(py.cuda_symbols);
@@ -882,6 +909,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     auto& r = results[i];
     if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
     if (r.scanned) ++report.files_scanned;
+    for (auto& s : r.suppressions) report.suppressions.push_back(std::move(s));
     bool is_py = items[i].kind == FileKind::kPython;  // setup.py is build code, not runtime.
     bool is_nb = items[i].kind == FileKind::kNotebook;
     for (auto& f : r.findings) {

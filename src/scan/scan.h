@@ -45,6 +45,15 @@ struct CudaModule {
   std::string evidence;  // "CUDAExtension in setup.py", "git submodule", ...
 };
 
+// A suppression comment that names a code no rule has, or suppresses nothing on its line (like
+// ruff's unused-noqa): reported so that stale ones can be removed, never as a finding.
+struct SuppressionProblem {
+  std::string file;
+  std::int64_t line = 0;
+  std::string code;     // As listed, upper-cased; empty for a bare `dualtrack: ignore`.
+  std::string problem;  // "unknown code" | "unused".
+};
+
 struct Skipped {
   std::string file;
   std::string reason;
@@ -66,6 +75,7 @@ struct ScanReport {
   std::string root;  // As the user gave it (relative stays relative).
   std::vector<Finding> findings;  // Sorted by file, cell, line, column, code.
   std::vector<Skipped> skipped;
+  std::vector<SuppressionProblem> suppressions;  // Sorted by file, line.
   std::int64_t files_scanned = 0;
   std::vector<std::string> entries;  // Entry scripts used for reachability, relative.
 };

@@ -1,25 +1,118 @@
 #include "scan/sink.h"
 
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "util/result.h"
 #include "util/strings.h"
 
 namespace dt::scan {
 
-bool IsSuppressed(std::string_view text, std::string_view code) {
-  static constexpr std::string_view kMarker = "dualtrack: ignore";
-  auto pos = text.find(kMarker);
-  if (pos == std::string_view::npos) return false;
-  std::string_view rest = text.substr(pos + kMarker.size());
-  if (rest.empty() || rest[0] != '[') return true;  // A bare marker ignores every rule.
-  auto close = rest.find(']');
-  std::string_view list = rest.substr(1, close == std::string_view::npos ? rest.size() - 1 : close - 1);
-  for (auto item : Split(list, ',')) {
-    item = Trim(item);
-    if (!item.empty() && StartsWith(code, item)) return true;
+namespace {
+
+char Fold(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+char Upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c; }
+bool Alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool Digit(char c) { return c >= '0' && c <= '9'; }
+
+// Position of `needle` (lower-case) in `s`, ASCII case-insensitive, or npos.
+std::size_t FindFolded(std::string_view s, std::string_view needle, std::size_t from = 0) {
+  if (needle.empty() || s.size() < needle.size()) return std::string_view::npos;
+  for (std::size_t i = from; i + needle.size() <= s.size(); ++i) {
+    if (Fold(s[i]) != needle[0]) continue;
+    std::size_t k = 1;
+    while (k < needle.size() && Fold(s[i + k]) == needle[k]) ++k;
+    if (k == needle.size()) return i;
   }
-  return false;
+  return std::string_view::npos;
+}
+
+std::size_t SkipBlanks(std::string_view s, std::size_t p) {
+  while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
+  return p;
+}
+
+// Reads a code at `p` ("DT101", "dt4", "E501"): letters then digits; empty when none.
+std::string_view CodeAt(std::string_view s, std::size_t p) {
+  std::size_t b = p;
+  while (p < s.size() && Alpha(s[p])) ++p;
+  if (p == b) return {};
+  while (p < s.size() && Digit(s[p])) ++p;
+  return s.substr(b, p - b);
+}
+
+void AddCode(std::string_view code, Suppression& out) {
+  std::string c;
+  for (char ch : code) c.push_back(Upper(ch));
+  if (std::find(out.codes.begin(), out.codes.end(), c) == out.codes.end())
+    out.codes.push_back(std::move(c));
+}
+
+}  // namespace
+
+std::optional<Suppression> ParseSuppression(std::string_view text) {
+  Suppression s;
+  bool found = false;
+  // `dualtrack: ignore`, `dualtrack:ignore[DT101, dt4]`.
+  for (std::size_t p = FindFolded(text, "dualtrack"); p != std::string_view::npos;
+       p = FindFolded(text, "dualtrack", p + 1)) {
+    std::size_t q = SkipBlanks(text, p + 9);
+    if (q >= text.size() || text[q] != ':') continue;
+    q = SkipBlanks(text, q + 1);
+    if (FindFolded(text.substr(q, 6), "ignore") != 0) continue;
+    if (q + 6 < text.size() && (Alpha(text[q + 6]) || Digit(text[q + 6]) || text[q + 6] == '_'))
+      continue;  // "ignored", "ignore_this": not the marker.
+    q = SkipBlanks(text, q + 6);
+    found = true;
+    if (q >= text.size() || text[q] != '[') {
+      s.all = true;
+      break;
+    }
+    std::size_t close = text.find(']', q);
+    std::string_view list = text.substr(q + 1, close == std::string_view::npos ? std::string_view::npos
+                                                                                : close - q - 1);
+    bool any = false;
+    for (auto item : Split(list, ',')) {
+      item = Trim(item);
+      if (item.empty()) continue;
+      AddCode(item, s);
+      any = true;
+    }
+    if (!any) s.all = true;  // `ignore[]` reads as a bare marker.
+    break;
+  }
+  // ruff style: `noqa: DT101, E501` (the DT codes only); a bare `noqa` suppresses nothing here.
+  for (std::size_t p = FindFolded(text, "noqa"); p != std::string_view::npos;
+       p = FindFolded(text, "noqa", p + 1)) {
+    std::size_t q = SkipBlanks(text, p + 4);
+    if (q >= text.size() || text[q] != ':') continue;
+    q = SkipBlanks(text, q + 1);
+    while (true) {
+      std::string_view code = CodeAt(text, q);
+      if (code.empty()) break;
+      if (code.size() > 2 && Fold(code[0]) == 'd' && Fold(code[1]) == 't' && Digit(code[2])) {
+        AddCode(code, s);
+        found = true;
+      }
+      q = SkipBlanks(text, q + code.size());
+      if (q < text.size() && text[q] == ',') q = SkipBlanks(text, q + 1);
+    }
+  }
+  if (!found) return std::nullopt;
+  return s;
+}
+
+std::optional<std::size_t> SuppressionCovers(const Suppression& s, std::string_view code) {
+  if (s.all) return kAllItems;
+  for (std::size_t i = 0; i < s.codes.size(); ++i)
+    if (StartsWith(code, s.codes[i])) return i;
+  return std::nullopt;
+}
+
+bool IsSuppressed(std::string_view text, std::string_view code) {
+  auto s = ParseSuppression(text);
+  return s && SuppressionCovers(*s, code).has_value();
 }
 
 std::string_view FindingSink::Line(std::uint32_t line) {
@@ -27,17 +120,35 @@ std::string_view FindingSink::Line(std::uint32_t line) {
     line_starts_.push_back(0);
     const char* p = src_.data();
     const char* end = p + src_.size();
-    while (const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p))) {
-      p = static_cast<const char*>(nl) + 1;
-      line_starts_.push_back(static_cast<std::uint32_t>(p - src_.data()));
+    if (std::memchr(p, '\r', src_.size()) == nullptr) {
+      while (const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p))) {
+        p = static_cast<const char*>(nl) + 1;
+        line_starts_.push_back(static_cast<std::uint32_t>(p - src_.data()));
+      }
+    } else {
+      // "\r\n", "\n" and a lone "\r" each end a line, as ForEachLine counts them.
+      for (std::size_t i = 0; i < src_.size(); ++i) {
+        if (src_[i] == '\r' && i + 1 < src_.size() && src_[i + 1] == '\n') ++i;
+        else if (src_[i] != '\r' && src_[i] != '\n') continue;
+        line_starts_.push_back(static_cast<std::uint32_t>(i + 1));
+      }
     }
   }
   if (line == 0 || line > line_starts_.size()) return {};
   std::size_t b = line_starts_[line - 1];
-  std::size_t e = line < line_starts_.size() ? line_starts_[line] - 1 : src_.size();
+  std::size_t e = line < line_starts_.size() ? line_starts_[line] : src_.size();
   std::string_view s = src_.substr(b, e - b);
-  if (!s.empty() && s.back() == '\r') s.remove_suffix(1);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
   return s;
+}
+
+std::string FindingSink::Root() const {
+  if (abs_.empty() || rel_.empty() || abs_.size() < rel_.size() ||
+      abs_.compare(abs_.size() - rel_.size(), rel_.size(), rel_) != 0)
+    return {};
+  std::string root = abs_.substr(0, abs_.size() - rel_.size());
+  if (root.size() > 1 && root.back() == '/') root.pop_back();
+  return root.empty() ? "." : root;
 }
 
 void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t column,
@@ -51,7 +162,12 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
                       (StartsWith(code, "DT4") ? std::uint64_t{column} << 48 : 0);
   if (!seen_.insert(key).second) return;
   std::string_view text = Line(line);
-  if (IsSuppressed(text, code)) return;
+  if (auto sup = ParseSuppression(text)) {
+    if (auto item = SuppressionCovers(*sup, code)) {
+      used_.emplace_back(line, *item);
+      return;
+    }
+  }
   Finding f;
   f.code = rule->code;
   f.cls = rule->cls;
@@ -68,6 +184,49 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
   f.guarded = guarded;
   f.replacement = replacement.empty() ? rule->replacement : std::string(replacement);
   out_.push_back(std::move(f));
+}
+
+void FindingSink::CheckSuppressions(std::vector<SuppressionProblem>& out) {
+  // Most files have no marker: four vectorised searches rule that out before the folded one.
+  bool any = false;
+  for (std::string_view m : {"ualtrack", "UALTRACK", "noqa", "NOQA"})
+    any = any || src_.find(m) != std::string_view::npos;
+  if (!any && used_.empty()) return;
+  std::uint32_t last = 0;
+  for (std::string_view marker : {"dualtrack", "noqa"}) {
+    for (std::size_t p = FindFolded(src_, marker); p != std::string_view::npos;
+         p = FindFolded(src_, marker, p + marker.size())) {
+      Line(1);  // Builds line_starts_.
+      auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), p);
+      auto line = static_cast<std::uint32_t>(it - line_starts_.begin());
+      if (line == last) continue;
+      last = line;
+      auto sup = ParseSuppression(Line(line));
+      if (!sup) continue;
+      auto used = [&](std::size_t item) {
+        return std::find(used_.begin(), used_.end(), std::make_pair(line, item)) != used_.end();
+      };
+      auto problem = [&](std::string code, const char* what) {
+        for (const auto& q : out)
+          if (q.file == rel_ && q.line == line && q.code == code) return;
+        out.push_back(SuppressionProblem{rel_, line, std::move(code), what});
+      };
+      if (sup->all) {
+        if (!used(kAllItems)) problem("", "unused");
+        continue;
+      }
+      for (std::size_t i = 0; i < sup->codes.size(); ++i) {
+        const std::string& code = sup->codes[i];
+        bool known = std::any_of(reg_.rules().begin(), reg_.rules().end(),
+                                 [&](const Rule& r) { return StartsWith(r.code, code); });
+        if (!known) problem(code, "unknown code");
+        else if (!used(i)) problem(code, "unused");
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const SuppressionProblem& a, const SuppressionProblem& b) {
+    return std::tie(a.file, a.line, a.code) < std::tie(b.file, b.line, b.code);
+  });
 }
 
 }  // namespace dt::scan

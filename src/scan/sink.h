@@ -1,6 +1,6 @@
 // Collects the findings of one file: fills class, severity, message and replacement from the
-// registry, applies inline suppressions (`dualtrack: ignore[DT101]`) and keeps one finding per
-// line and code.
+// registry, applies inline suppressions (`dualtrack: ignore[DT101]`, `noqa: DT101`) and keeps one
+// finding per line and code; reports suppressions that name no rule or suppress nothing.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,18 @@ class FindingSink {
       }
   }
 
+  // Knowing the file's absolute path lets a scanner look at the files around it (a submodule's
+  // folder, a local package's setup.py); empty when the text has no file (tests, notebooks).
+  void set_path(std::string abs) { abs_ = std::move(abs); }
+  const std::string& path() const { return abs_; }
+  // The scanned root on disk: path() without rel(); empty when unknown.
+  std::string Root() const;
+
+  // Appends, for each suppression comment of the file, the codes it names that no rule has
+  // ("unknown code") and those that suppressed nothing on their line ("unused"). Call once, after
+  // the scanner ran.
+  void CheckSuppressions(std::vector<SuppressionProblem>& out);
+
   // The text of physical line `line` (1-based), without the newline.
   std::string_view Line(std::uint32_t line);
 
@@ -60,7 +72,27 @@ class FindingSink {
   std::vector<std::uint32_t> line_starts_;
   std::unordered_set<std::uint64_t> seen_;
   std::vector<CudaModule> cuda_modules_;
+  std::string abs_;
+  // (line, index of the suppression item that matched; kAllItems for a bare marker).
+  std::vector<std::pair<std::uint32_t, std::size_t>> used_;
 };
+
+// A suppression comment: a bare `dualtrack: ignore` covers every code; otherwise the codes or
+// code prefixes listed, upper-cased ("DT101", "DT4"), from `dualtrack: ignore[...]` and from
+// ruff-style `noqa: DT101, E501` (only the DT codes; a bare `noqa` is not ours).
+struct Suppression {
+  bool all = false;
+  std::vector<std::string> codes;
+};
+inline constexpr std::size_t kAllItems = ~std::size_t{0};
+
+// The suppression `line_text` carries, or nullopt. The marker is found in any comment syntax
+// (`#`, `//`, `/* */`), with or without a space after the colon, in any case.
+std::optional<Suppression> ParseSuppression(std::string_view line_text);
+
+// Which item of `s` covers `code`: kAllItems for a bare marker, the index of the first listed code
+// that is a prefix of it, or nullopt.
+std::optional<std::size_t> SuppressionCovers(const Suppression& s, std::string_view code);
 
 // True when `line_text` carries a suppression comment covering `code`.
 bool IsSuppressed(std::string_view line_text, std::string_view code);

@@ -199,6 +199,27 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
+// YAML that configures tools around the code (CI, linters, docs, packaging recipes), not a run:
+// its `gpus:` or `image:` describe build machines, not what the experiment needs.
+bool IsToolingYaml(std::string_view rel, std::string_view lower_base) {
+  if (!lower_base.empty() && lower_base[0] == '.') return true;  // .pre-commit-config.yaml, .travis.yml
+  for (std::string_view dir : {".github/", ".gitlab/", ".circleci/", ".azure-pipelines/",
+                               ".buildkite/", ".devcontainer/", ".ci/", "conda-recipe/",
+                               "conda.recipe/", "recipe/", ".readthedocs/", "docs/", "doc/"}) {
+    if (StartsWith(rel, dir) || rel.find("/" + std::string(dir)) != std::string_view::npos)
+      return true;
+  }
+  for (std::string_view name :
+       {"mkdocs.yml", "mkdocs.yaml", "codecov.yml", "codecov.yaml", "azure-pipelines.yml",
+        "azure-pipelines.yaml", "bitbucket-pipelines.yml", "appveyor.yml", "action.yml",
+        "action.yaml", "meta.yaml", "meta.yml", "_config.yml", "readthedocs.yml",
+        "readthedocs.yaml", "dependabot.yml", "citation.yml", "mkdocs-material.yml",
+        "pubspec.yaml", "pnpm-lock.yaml", "pnpm-workspace.yaml", "jitpack.yml", "netlify.yml"}) {
+    if (lower_base == name) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<FileKind> ClassifyFile(std::string_view rel) {
@@ -226,6 +247,14 @@ std::optional<FileKind> ClassifyFile(std::string_view rel) {
   if (lower == "dockerfile" || StartsWith(lower, "dockerfile.") || ext == ".dockerfile" ||
       lower == "containerfile")
     return FileKind::kDocker;
+  if (lower == ".gitmodules") return FileKind::kGitmodules;
+  if (ext == ".yml" || ext == ".yaml") {
+    if (StartsWith(lower, "docker-compose") || StartsWith(lower, "compose.") ||
+        EndsWith(lower, ".compose.yml") || EndsWith(lower, ".compose.yaml"))
+      return FileKind::kCompose;
+    if (IsToolingYaml(rel, lower)) return std::nullopt;
+    return FileKind::kConfigYaml;
+  }
   if (ext == ".sh" || ext == ".bash" || ext == ".zsh" || ext == ".slurm" || ext == ".sbatch" ||
       ext == ".mk" || lower == "makefile" || lower == "gnumakefile")
     return FileKind::kShell;

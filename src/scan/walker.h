@@ -15,6 +15,9 @@ namespace dt::scan {
 enum class FileKind : std::uint8_t {
   kPython, kSetupPy, kNotebook, kCpp, kCMake, kRequirements, kConda, kPyproject, kSetupCfg,
   kDocker, kShell,
+  kCompose,     // docker-compose.yml, compose.yaml.
+  kConfigYaml,  // Any other YAML that configures a run (not CI, lint or docs configuration).
+  kGitmodules,  // .gitmodules.
 };
 
 // The kind of a file from its name, or nullopt when scan has no rules for it.

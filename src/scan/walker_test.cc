@@ -49,5 +49,17 @@ TEST_F(ScanWalkerTest, FilesComeInPathOrder) {
   EXPECT_EQ(order.back(), "b/z.h");
 }
 
+TEST(ScanWalkerKindsTest, YamlAndGitmodulesKinds) {
+  EXPECT_EQ(ClassifyFile("docker-compose.yml"), FileKind::kCompose);
+  EXPECT_EQ(ClassifyFile("deploy/compose.gpu.yaml"), FileKind::kCompose);
+  EXPECT_EQ(ClassifyFile("configs/model.yaml"), FileKind::kConfigYaml);
+  EXPECT_EQ(ClassifyFile("environment.yml"), FileKind::kConda);
+  EXPECT_EQ(ClassifyFile(".gitmodules"), FileKind::kGitmodules);
+  for (const char* tooling : {".github/workflows/ci.yml", ".pre-commit-config.yaml", "mkdocs.yml",
+                              ".gitlab-ci.yml", "conda-recipe/meta.yaml", "sub/.github/x.yaml",
+                              "docs/conf.yaml", "codecov.yml"})
+    EXPECT_FALSE(ClassifyFile(tooling).has_value()) << tooling;
+}
+
 }  // namespace
 }  // namespace dt::scan

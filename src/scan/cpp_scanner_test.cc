@@ -1,0 +1,158 @@
+#include "scan/cpp_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "scan/test_registry.h"
+
+namespace dt::scan {
+namespace {
+
+using testing::Codes;
+using testing::Reg;
+
+std::vector<Finding> Cpp(const std::string& src) {
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "k.cpp", src, out);
+  ScanCpp(src, sink);
+  return out;
+}
+
+TEST(ScanCppLinesTest, RawStringsKeepLineNumbers) {
+  auto fs = Cpp("void usage() {\n  std::cerr << R\"xx(\nUsage: \"quoted\" )\" \n  prog a b\n)xx\";\n}\n"
+                "void run() { cudaDeviceSynchronize(); }\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT304@7"}));
+  EXPECT_EQ(fs[0].snippet, "void run() { cudaDeviceSynchronize(); }");
+  // No delimiter, a prefix, and CUDA names inside the raw string that must not count.
+  fs = Cpp("auto s = u8R\"(cudaMalloc(\n__global__\n)\";\nint main() { cudaFree(0); }\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT304@4"}));
+  // An identifier ending in R before a string is not a raw string.
+  fs = Cpp("#define STR(x) FOOR\"a\"\ncudaMalloc(0);\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT304@2"}));
+}
+
+TEST(ScanCppLinesTest, CrOnlyAndCrlfLineEnds) {
+  EXPECT_EQ(Codes(Cpp("// a\r// b\r\rcudaMalloc(0);\r")), (std::vector<std::string>{"DT304@4"}));
+  EXPECT_EQ(Codes(Cpp("// a\r\n/* b\r\n */\r\ncudaMalloc(0);\r\n")),
+            (std::vector<std::string>{"DT304@4"}));
+  auto fs = Cpp("int a;\rint b;\r  cudaFree(0);\r");
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].line, 3);
+  EXPECT_EQ(fs[0].snippet, "cudaFree(0);");
+}
+
+TEST(ScanCppLinesTest, MalformedInputDoesNotCrash) {
+  Cpp("R\"abc(never closed\n\n");
+  Cpp("R\"");
+  Cpp("\"unterminated\n/* unterminated");
+  Cpp("#define CHECK_X(x) \\");
+  Cpp("void f() { AT_ASSERT(false, \"CPU\"");
+  Cpp("}}}}{{{ if ( if (");
+  Cpp(std::string("\x00\xff\xfe R\"(\x80", 9));
+  Cpp(std::string(1 << 20, '{'));
+  Cpp(std::string(1 << 20, '('));
+  SUCCEED();
+}
+
+// fps.cpp of a JIT extension: the CUDA branch, then a failure for everything else.
+TEST(ScanCppWrapperTest, FailureAfterCudaBranchHasNoCpuPath) {
+  auto fs = Cpp(
+      "#include <torch/extension.h>\n"
+      "at::Tensor fps(at::Tensor points, int64_t n) {\n"
+      "  if (points.is_cuda()) {\n"
+      "    return fps_cuda(points, n);\n"
+      "  }\n"
+      "  AT_ASSERT(false, \"CPU not supported\");\n"
+      "  return at::Tensor();\n"
+      "}\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@6"}));
+  EXPECT_EQ(fs[0].cls, "extension");
+  EXPECT_EQ(fs[0].severity, Severity::kBlocker);
+  // The same in an else branch, with AT_ERROR and a message that says nothing of devices.
+  fs = Cpp(
+      "namespace ops {\n"
+      "at::Tensor ball_query(at::Tensor xyz, float r) {\n"
+      "  if (xyz.device().is_cuda())\n"
+      "  {\n"
+      "    return ball_query_gpu(xyz, r);\n"
+      "  } else {\n"
+      "    AT_ERROR(\"unsupported\");\n"
+      "  }\n"
+      "}\n"
+      "}  // namespace ops\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@7"}));
+  // Without braces, and a failure whose message says nothing of devices.
+  fs = Cpp("at::Tensor f(at::Tensor x) {\n  if (x.is_cuda()) return f_cuda(x);\n"
+           "  TORCH_CHECK(false, \"unsupported\");\n}\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@3"}));
+  // A failure whose message names the CPU, with no branch at all.
+  fs = Cpp("struct Op {\n  static at::Tensor run(at::Tensor x) {\n"
+           "    TORCH_CHECK(false, \"not implemented on CPU\");\n  }\n};\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@3"}));
+}
+
+// Errors of the CUDA path itself name CUDA without rejecting other devices.
+TEST(ScanCppWrapperTest, CudaErrorsAreNotRejections) {
+  auto fs = Cpp(
+      "void a() { TORCH_CHECK(false, \"CUDA driver error: \", err); }\n"
+      "void b() { TORCH_CHECK(false, \"kernel_cuda handles only int64 and float\"); }\n"
+      "void c() { AT_ERROR(\"Cannot convert ScalarType to cudaDataType\"); }\n"
+      "void d() { TORCH_CHECK(false, \"Cannot map SparseCsr(CPU|CUDA) to a layout\"); }\n"
+      "void e() { throw std::runtime_error(\"CPU runtime error\"); }\n"
+      "void f() { AT_ERROR(\"fps is only implemented for CUDA tensors\"); }\n"
+      "void g() { throw std::invalid_argument(\"No CPU implementation of knn\"); }\n"
+      "void h() { TORCH_CHECK(false, \"input must be a CUDA tensor\"); }\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@6", "DT320@7", "DT320@8"}));
+}
+
+TEST(ScanCppWrapperTest, CudaChecksWithoutAnotherBranch) {
+  auto fs = Cpp(
+      "#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x \" must be CUDA\")\n"
+      "#define CHECK_INPUT(x) \\\n  CHECK_CUDA(x);      \\\n  CHECK_CONTIGUOUS(x)\n"
+      "at::Tensor fwd(at::Tensor x) {\n"
+      "  CHECK_INPUT(x);\n"
+      "  CHECK_INPUT(x);\n"
+      "  return fwd_cuda(x);\n"
+      "}\n"
+      "at::Tensor bwd(at::Tensor g) {\n"
+      "  TORCH_CHECK(g.device().type() == at::kCUDA, \"g must be on the GPU\");\n"
+      "  return bwd_cuda(g);\n"
+      "}\n");
+  // The macro's own definition keeps DT307; each function is reported once.
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT307@1", "DT320@6", "DT320@11"}));
+}
+
+TEST(ScanCppLinesTest, CudaCallsInConditionsCount) {
+  auto fs = Cpp("void f() {\n  if (cudaMalloc(&p, n) != cudaSuccess) return;\n"
+                "  for (int i = 0; i < cudaDeviceCount(); ++i) {}\n  if (x.is_cuda()) g(x);\n}\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT304@2", "DT304@3"}));
+}
+
+TEST(ScanCppWrapperTest, DeviceBranchWithCpuImplementationIsNotARejection) {
+  auto fs = Cpp(
+      "at::Tensor fwd(at::Tensor x) {\n"
+      "  if (x.is_cuda()) {\n"
+      "    CHECK_CUDA(x);\n"
+      "    return fwd_cuda(x);\n"
+      "  } else {\n"
+      "    return fwd_cpu(x);\n"
+      "  }\n"
+      "}\n"
+      "at::Tensor g(at::Tensor x) {\n"
+      "  TORCH_CHECK(x.dim() == 2, \"x must be 2-D\");\n"
+      "  switch (x.scalar_type()) { default: AT_ERROR(\"unsupported dtype\"); }\n"
+      "  if (x.is_cpu()) return g_cpu(x);\n"
+      "  CHECK_CUDA(x);\n"
+      "  return g_cuda(x);\n"
+      "}\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{}));  // The CUDA implementation in a .cu file checks its inputs; the wrapper decides, not it.
+  std::string cu = "void launch(at::Tensor x) {\n  CHECK_CUDA(x);\n  k<<<1, 1>>>(x.data_ptr<float>());\n}\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "ops/k.cu", cu, out);
+  ScanCpp(cu, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT303@3"}));
+}
+
+}  // namespace
+}  // namespace dt::scan

@@ -1,0 +1,309 @@
+#include "scan/env_scanners.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "scan/test_registry.h"
+#include "util/fs.h"
+
+namespace dt::scan {
+namespace {
+
+using testing::Codes;
+using testing::Reg;
+using Strings = std::vector<std::string>;
+
+template <class Fn>
+std::vector<Finding> ScanText(Fn scan, const std::string& rel, const std::string& src,
+                         const std::string& abs = "", std::vector<CudaModule>* modules = nullptr) {
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), rel, src, out);
+  if (!abs.empty()) sink.set_path(abs);
+  scan(src, sink);
+  if (modules) *modules = sink.cuda_modules();
+  return out;
+}
+
+TEST(ScanEnvFilesTest, CrOnlyLineEndsInEveryLineScanner) {
+  EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements.txt", "numpy\rflash-attn\r\rcupy\r")),
+            (Strings{"DT403@2", "DT403@4"}));
+  EXPECT_EQ(Codes(ScanText(ScanShell, "run.sh", "echo hi\r\nnvidia-smi\r\n")), (Strings{"DT405@2"}));
+  EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile", "FROM python:3.10\rRUN nvcc -V\r")),
+            (Strings{"DT405@2"}));
+}
+
+TEST(ScanEnvFilesTest, CudaWheelIndexesAnywhere) {
+  // A non-NVIDIA base image does not make a CUDA wheel portable.
+  EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile",
+                      "FROM python:3.10-slim\n"
+                      "RUN pip install --pre torch --index-url https://download.example/whl/nightly/cu118\n"
+                      "RUN pip install torch --extra-index-url=https://download.pytorch.org/whl/cu121\n"
+                      "RUN pip install torch==1.12.1+cu113 -f https://download.pytorch.org/whl/torch_stable.html\n"
+                      "RUN pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+                      "RUN cp /usr/cu118/a /b\n")),
+            (Strings{"DT401@2", "DT401@3", "DT401@4"}));
+  EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements.txt",
+                      "--extra-index-url https://mirror.example.org/pytorch/whl/cu124/\ntorch\n")),
+            (Strings{"DT401@1"}));
+}
+
+TEST(ScanEnvFilesTest, ComposeReservesGpusAndRuns8Bit) {
+  std::string compose =
+      "services:\n"
+      "  app:\n"
+      "    build: .\n"
+      "    command: python generate.py --load_8bit\n"
+      "    deploy:\n"
+      "      resources:\n"
+      "        reservations:\n"
+      "          devices:\n"
+      "            - driver: nvidia\n"
+      "              count: all\n"
+      "              capabilities: [gpu]\n";
+  auto fs = ScanText(ScanCompose, "docker-compose.yml", compose);
+  EXPECT_EQ(Codes(fs), (Strings{"DT221@4", "DT420@9", "DT420@11"}));
+  EXPECT_EQ(fs[0].cls, "library");
+  EXPECT_EQ(fs[1].cls, "environment");
+  // Written differently: runtime, a block capabilities list, the list form of command, env vars.
+  std::string other =
+      "version: '3.8'\n"
+      "services:\n"
+      "  worker:\n"
+      "    image: nvcr.io/nvidia/pytorch:24.01-py3\n"
+      "    runtime: nvidia\n"
+      "    environment:\n"
+      "      - NVIDIA_VISIBLE_DEVICES=all\n"
+      "      - CUDA_VISIBLE_DEVICES=0\n"
+      "    command: [\"python\", \"serve.py\", \"--quantize\", \"bitsandbytes-nf4\"]\n"
+      "    deploy:\n"
+      "      resources:\n"
+      "        reservations:\n"
+      "          devices:\n"
+      "            - capabilities:\n"
+      "                - gpu\n"
+      "  # driver: nvidia\n"
+      "  web:\n"
+      "    image: nginx\n"
+      "    command: python web.py --load-in-8bit false\n";
+  EXPECT_EQ(Codes(ScanText(ScanCompose, "compose.yaml", other)),
+            (Strings{"DT404@4", "DT420@5", "DT420@7", "DT406@8", "DT221@9", "DT420@15"}));
+}
+
+TEST(ScanEnvFilesTest, CommandLinesSelectCudaDevices) {
+  auto fs = ScanText(ScanShell, "train.sh",
+                     "python train.py --device cuda:0 --epochs 3\n"
+                     "python train.py --device=cuda\n"
+                     "python train.py --accelerator gpu --devices 1\n"
+                     "python train.py --device cpu\n"
+                     "python train.py --device $DEV  # --device cuda\n"
+                     "echo \"run with --device cuda\"\n"
+                     "python eval.py --device-map auto --device mps\n");
+  EXPECT_EQ(Codes(fs), (Strings{"DT120@1", "DT120@2", "DT120@3"}));
+  EXPECT_EQ(fs[0].message, "--device cuda:0 selects CUDA devices");
+  EXPECT_EQ(Codes(ScanText(ScanCompose, "compose.yml",
+                           "services:\n  a:\n    command: python serve.py --device cuda\n")),
+            (Strings{"DT120@3"}));
+}
+
+TEST(ScanEnvFilesTest, ShellScriptsRunThe8BitPath) {
+  EXPECT_EQ(Codes(ScanText(ScanShell, "finetune.sh",
+                      "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
+                      "echo \"use --load-in-8bit for less memory\"\n")),
+            (Strings{"DT221@3"}));
+}
+
+TEST(ScanEnvFilesTest, YamlConfigSelectsCudaOnlyPaths) {
+  std::string cfg =
+      "model:\n"
+      "  target: ldm.models.Autoencoder\n"
+      "  params:\n"
+      "    ddconfig:\n"
+      "      attn_type: vanilla-xformers\n"
+      "      ch: 128\n";
+  auto fs = ScanText(ScanConfigYaml, "configs/model.yaml", cfg);
+  EXPECT_EQ(Codes(fs), (Strings{"DT220@5"}));
+  EXPECT_EQ(fs[0].cls, "library");
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "config/config.yaml",
+                      "defaults:\n  - task: cls\ngpus:\n  - 0\nepochs: 200\n")),
+            (Strings{"DT120@3"}));
+  std::string other =
+      "trainer:\n"
+      "  gpus: 1\n"                         // 2
+      "  accelerator: gpu\n"                // 3
+      "  precision: 16\n"                   // 4: mixed precision is not a finding
+      "  amp: true\n"                       // 5
+      "  use_fp16: true\n"                  // 6
+      "optimizer:\n"
+      "  _target_: apex.optimizers.FusedAdam\n"  // 8
+      "model:\n"
+      "  use_flash_attn: True\n"            // 10
+      "  use_xformers: false\n"             // 11
+      "  device: cuda:0\n"                  // 12
+      "dist:\n"
+      "  backend: nccl\n"                   // 14
+      "description: Trains on CUDA with xformers and flash_attn\n"  // 15: prose
+      "notes: |\n"
+      "  gpus: [0, 1]\n"                    // 17: inside a block scalar
+      "# gpus: [0]\n"                       // 18: comment
+      "eval_gpus: [0]\n"                    // 19: not a device key we know
+      "cpu_gpus: 0\n"
+      "gpus_alt:\n"
+      "gpu_ids: -1\n"                       // 22: the CPU
+      "other_gpus: []\n"
+      "cuda_note: see the README for cuda setup\n"  // 24
+      "list: [xformers, sdpa]\n";           // 25
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "configs/train.yaml", other)),
+            (Strings{"DT120@2", "DT120@3", "DT220@8", "DT220@10", "DT120@12", "DT205@14",
+                     "DT220@25"}));
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "k8s/values.yaml",
+                          "resources:\n  limits:\n    nvidia.com/gpu: 1\nenv:\n  CUDA_VISIBLE_DEVICES: 0\n"
+                          "num_gpus: 8\nn_gpu: 0\nngpu: auto\n")),
+            (Strings{"DT420@3", "DT406@5", "DT120@6"}));
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "c.yaml", "gpus: 0\ngpus: []\ngpus: null\naccelerator: mps\n"
+                                                "device: cpu\nattn: vanilla\n")),
+            Strings{});
+}
+
+TEST(ScanEnvFilesTest, MalformedYamlDoesNotCrash) {
+  for (const std::string& s :
+       {std::string("key: [unclosed\n  - : :\n- - -\n:\n'': ''\ngpus: [\ngpus: ]\ngpus: 99999999999999999999\n"),
+        std::string("\t\t- gpus:\n\x01\xff: \xfe\n"), std::string(1 << 20, 'x') + ":\n", std::string("gpus:"),
+        std::string("gpus:\n  -"), std::string("a: |"), std::string(100000, '-'),
+        std::string("-e \nfile:\nfile://\n./\n-\n\"\n'\n[\n]\n= \nFROM\nFROM --platform\nRUN \\\n"),
+        std::string("\r\r\r\n\n\r"), std::string(200000, '\r')}) {
+    ScanText(ScanConfigYaml, "c.yaml", s);
+    ScanText(ScanCompose, "compose.yaml", s);
+    ScanText(ScanCondaEnv, "environment.yml", s);
+    ScanText(ScanGitmodules, ".gitmodules", s);
+    ScanText(ScanPyproject, "pyproject.toml", s);
+    ScanText(ScanSetupCfg, "setup.cfg", s);
+    ScanText(ScanRequirements, "requirements.txt", s);
+    ScanText(ScanDockerfile, "Dockerfile", s);
+    ScanText(ScanShell, "run.sh", s);
+  }
+  SUCCEED();
+}
+
+TEST(ScanEnvFilesTest, ProjectMetadataIsProse) {
+  std::string toml =
+      "[project]\n"
+      "name = \"myproj\"\n"
+      "keywords = [\"cuda\", \"pytorch\", \"flash-attn\"]\n"
+      "description = \"Fast CUDA kernels, ported to triton\"\n"
+      "classifiers = [\n  \"Environment :: GPU :: NVIDIA CUDA\",\n  \"cuda\",\n]\n"
+      "dependencies = [\n  \"torch\",\n  \"xformers>=0.0.20\",\n]\n"   // 11
+      "[project.optional-dependencies]\n"
+      "cuda = [\"flash-attn\"]\n"                                     // 14
+      "[project.urls]\n"
+      "cuda = \"https://example.org/cuda\"\n"
+      "[build-system]\n"
+      "requires = [\"setuptools\", \"nvidia-cuda-runtime-cu12\"]\n"   // 18
+      "[[tool.uv.index]]\n"
+      "url = \"https://download.pytorch.org/whl/cu121\"\n"           // 20
+      "[tool.scikit-build]\n"
+      "cmake.args = [\"-DCMAKE_CUDA_ARCHITECTURES=80\"]\n"             // 22
+      "[tool.other]\n"
+      "doc = \"explains TORCH_CUDA_ARCH_LIST\"\n"                   // 24: prose
+      "env = \"TORCH_CUDA_ARCH_LIST='8.0 9.0' MAX_JOBS=4\"\n";         // 25
+  EXPECT_EQ(Codes(ScanText(ScanPyproject, "pyproject.toml", toml)),
+            (Strings{"DT403@11", "DT403@14", "DT402@18", "DT401@20", "DT302@22", "DT302@25"}));
+  std::string cfg =
+      "[metadata]\n"
+      "name = cuda-thing\n"
+      "keywords = cuda, triton\n"
+      "description = xformers kernels\n"
+      "[options]\n"
+      "install_requires =\n"
+      "    torch\n"
+      "    bitsandbytes>=0.41\n"    // 8
+      "[options.extras_require]\n"
+      "fast = flash-attn\n";       // 10
+  EXPECT_EQ(Codes(ScanText(ScanSetupCfg, "setup.cfg", cfg)), (Strings{"DT403@8", "DT403@10"}));
+}
+
+class ScanEnvTreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("dualtrack_env_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Write(const std::string& rel, const std::string& text) {
+    std::filesystem::create_directories((dir_ / rel).parent_path());
+    ASSERT_TRUE(WriteFileAtomic(dir_ / rel, text).ok());
+  }
+  std::string Abs(const std::string& rel) { return (dir_ / rel).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ScanEnvTreeTest, SubmodulesAreExtensions) {
+  std::string gm =
+      "[submodule \"submodules/diff-raster\"]\n\tpath = submodules/diff-raster\n"
+      "\turl = https://github.com/example/diff-raster.git\n"
+      "[submodule \"knn\"]\n\tpath = third_party/fast-knn\n\turl = x\n"
+      "[submodule \"docs-theme\"]\n\tpath = docs/theme\n\turl = y\n"
+      "[submodule \"3rdparty/lm-eval\"]\n\tpath = 3rdparty/lm-eval\n\turl = z\n";
+  std::filesystem::create_directories(dir_ / "submodules/diff-raster");  // Not checked out.
+  Write("third_party/fast-knn/setup.py",
+        "from torch.utils.cpp_extension import CUDAExtension\nsetup(name='fast_knn_pkg',\n"
+        "  ext_modules=[CUDAExtension(name='fast_knn._C', sources=['k.cu'])])\n");
+  Write("docs/theme/style.css", "body {}\n");  // Checked out, no CUDA: not reported.
+  Write("render.py", "import torch\nfrom diff_raster import Rasterizer\n");
+  // Not checked out and imported by nothing: an evaluation harness, not a dependency.
+  Write("eval/run.py", "import lm_eval_harness_other\n");
+  Write(".gitmodules", gm);
+  std::vector<CudaModule> mods;
+  auto fs = ScanText(ScanGitmodules, ".gitmodules", gm, Abs(".gitmodules"), &mods);
+  ASSERT_EQ(Codes(fs), (Strings{"DT321@1", "DT321@4"}));
+  EXPECT_EQ(fs[0].cls, "extension");
+  EXPECT_NE(fs[0].message.find("submodules/diff-raster"), std::string::npos);
+  EXPECT_NE(fs[0].message.find("empty"), std::string::npos);
+  EXPECT_NE(fs[0].message.find("imported by render.py (as diff_raster)"), std::string::npos) << fs[0].message;
+  EXPECT_NE(fs[1].message.find("CUDAExtension"), std::string::npos);
+  Strings names;
+  for (const auto& m : mods) names.push_back(m.module + "@" + std::to_string(m.line));
+  EXPECT_EQ(names, (Strings{"diff_raster@1", "fast_knn@4", "fast_knn_pkg@4", "fast_knn._C@4"}));
+
+  // environment.yml pip entries that build those submodules.
+  std::string env = "dependencies:\n  - pip:\n    - submodules/diff-raster\n    - ./third_party/fast-knn\n"
+                    "    - docs/theme\n    - ./missing\n    - requests\n";
+  EXPECT_EQ(Codes(ScanText(ScanCondaEnv, "environment.yml", env, Abs("environment.yml"))),
+            (Strings{"DT322@3", "DT322@4"}));
+}
+
+TEST_F(ScanEnvTreeTest, LocalPackagesWithCudaSources) {
+  Write("pointops/_ext-src/ball_query_gpu.cu", "__global__ void k() {}\n");
+  Write("pointops/__init__.py", "");
+  Write("tools/plain/setup.py", "setup(name='plain')\n");
+  Write("env/requirements.txt", "");
+  std::string req = "torch>=2.0\n./pointops\nhydra-core\n-e ./tools/plain\n-e .\n../outside\n";
+  std::vector<CudaModule> mods;
+  auto fs = ScanText(ScanRequirements, "requirements.txt", req, Abs("requirements.txt"), &mods);
+  EXPECT_EQ(Codes(fs), (Strings{"DT322@2"}));
+  ASSERT_EQ(mods.size(), 1u);
+  EXPECT_EQ(mods[0].module, "pointops");
+  EXPECT_FALSE(InspectFolder(dir_.string(), "../" + dir_.filename().string()).exists);
+  EXPECT_FALSE(InspectFolder(dir_.string(), "/etc").exists);
+  EXPECT_TRUE(InspectFolder(dir_.string(), "pointops").cuda_sources);
+  // pip in a Dockerfile or a script: the folder is relative to the build context.
+  EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile",
+                           "FROM python:3.10\nRUN pip install -r requirements.txt ./pointops && pip install -e tools/plain\n"
+                           "RUN pip install --no-build-isolation -e pointops; echo done\n",
+                           Abs("Dockerfile"))),
+            (Strings{"DT322@2", "DT322@3"}));
+  // Relative to the requirements file's own folder, an editable install, and file: URLs.
+  std::string nested = "-e ../pointops\nfile:../pointops\n";
+  EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements-dev.txt", "-e pointops\n-e git+https://x/y.git#egg=z\n",
+                           Abs("requirements-dev.txt"))),
+            (Strings{"DT322@1"}));
+  EXPECT_EQ(Codes(ScanText(ScanRequirements, "env/requirements.txt", nested, Abs("env/requirements.txt"))),
+            (Strings{"DT322@1", "DT322@2"}));
+}
+
+}  // namespace
+}  // namespace dt::scan
