@@ -298,6 +298,17 @@ class PythonScanner {
   bool IsCudaSymbol(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
   }
+  // Whether a symbol is defined in this file's own package (`pkg.ops.a` seen from pkg/ops/b.py):
+  // calls between sibling modules are the kernel library's plumbing, reported where other code
+  // depends on it. Root-level scripts have no package and always see the symbol.
+  bool SiblingSymbol(const std::string& dotted) const {
+    if (opt_.package.empty()) return false;
+    auto last = dotted.rfind('.');
+    if (last == std::string::npos) return false;
+    auto mod_end = dotted.rfind('.', last - 1);
+    if (mod_end == std::string::npos) return false;
+    return std::string_view(dotted).substr(0, mod_end) == opt_.package;
+  }
   // DT312 for project code reaching a compiled extension, DT209 for code reaching GPU kernels only.
   const char* SymbolCode(const std::string& dotted, bool& ext) const {
     auto it = opt_.cuda->symbols.find(dotted);
@@ -826,7 +837,8 @@ class PythonScanner {
       if (IsExtensionModule(full)) {
         sink_.Add("DT305", T(k).line, T(k).column, full, guarded);
       } else if (IsCudaSymbol(full)) {
-        sink_.Add(SymbolCode(full, ext), T(k).line, T(k).column, full, guarded);
+        const char* code = SymbolCode(full, ext);
+        if (!SiblingSymbol(full)) sink_.Add(code, T(k).line, T(k).column, full, guarded);
       } else {
         continue;
       }
@@ -1020,8 +1032,11 @@ class PythonScanner {
       bool use_guard = guarded;
       if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
         bool ext = true;
-        SymbolCode(IsCudaSymbol(resolved) ? resolved : *bound, ext);
-        sink_.Add(ext ? "DT312" : "DT209", t.line, t.column, resolved, use_guard);
+        const std::string& symbol = IsCudaSymbol(resolved) ? resolved : *bound;
+        SymbolCode(symbol, ext);
+        // A def line's names are its annotations and defaults' callees: not a call of the symbol.
+        if (!SiblingSymbol(symbol) && Head(l) != "def")
+          sink_.Add(ext ? "DT312" : "DT209", t.line, t.column, resolved, use_guard);
         NoteCudaAt(scope, use_guard, ext);
         tainted |= !use_guard;
         k = ce - 1;
