@@ -28,14 +28,17 @@ std::string Describe(const Finding& f) {
   return text;
 }
 
-EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {}) {
-  return {prefix + Describe(f), {f.file, f.line}, f.replacement};
+EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {},
+                         const std::string& kind = {}) {
+  return {prefix + Describe(f), {f.file, f.line}, f.replacement, kind};
 }
 
-// A finished track that ran without CUDA: proof the task's path does not need what it skipped.
-const Track* FinishedNonCudaTrack(const Evidence& ev) {
+// A finished track that ran without CUDA and executed `file` (its traced operators were called
+// from there): proof that the code in that file has a path without what the track skipped. A run
+// of some other script proves nothing about it.
+const Track* FinishedNonCudaTrackThrough(const Evidence& ev, const std::string& file) {
   for (const Track& t : ev.tracks) {
-    if (!t.IsCuda() && t.Finished()) return &t;
+    if (!t.IsCuda() && t.Finished() && t.IsEvidence() && t.Executed(file)) return &t;
   }
   return nullptr;
 }
@@ -100,15 +103,17 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
   for (const Finding& f : ev.scan->findings) {
     if (f.severity != "blocker" || IsMultiGpuFinding(f)) continue;
     if (f.reachable == std::optional<bool>(false)) {
-      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: "));
+      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
     } else if (f.guarded.value_or(false)) {
-      r.notes.push_back(FromFinding(f, "guarded, another path exists: "));
+      r.notes.push_back(FromFinding(f, "guarded, another path exists: ", "guarded"));
     } else if (!f.reachable.has_value()) {
       // Build files, .cu sources and pins: they stop only if the Python path uses them unguarded.
       r.notes.push_back(FromFinding(
-          f, has_python_alternative
-                 ? "CUDA-only build, the code has a guarded alternative path: "
-                 : "CUDA-only build or pin, no unguarded use on the reachable path found: "));
+          f,
+          has_python_alternative
+              ? "CUDA-only build, the code has a guarded alternative path: "
+              : "CUDA-only build or pin, no unguarded use on the reachable path found: ",
+          "extension"));
     } else {
       r.evidence.push_back(FromFinding(f));
     }
@@ -168,7 +173,8 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
             {fmt::format("{} ({}): {}", op.op, fmt::join(op.dtypes, ", "), issue), op.location,
              Lower(issue).find("float64") != std::string::npos
                  ? "compute in float32 instead of float64"
-                 : ""});
+                 : "",
+             Lower(issue).find("float64") != std::string::npos ? "float64" : "dtype"});
       }
       if (op.cls == "unknown" && op.count > 0) {
         r.notes.push_back({fmt::format("{}: MPS support unknown to the coverage table", op.op),
@@ -180,7 +186,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
         const std::string key = "f64" + Where(l);
         if (!seen.insert(key).second) continue;
         r.notes.push_back({fmt::format("float64 tensor made on track {}", t.name), l,
-                           "compute in float32 instead of float64"});
+                           "compute in float32 instead of float64", "float64"});
       }
     }
   }
@@ -284,18 +290,21 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
     r.summary = "No scan: unknown.";
     return r;
   }
-  const Track* finished = FinishedNonCudaTrack(ev);
   for (const Finding& f : ev.scan->findings) {
     if (!IsMultiGpuFinding(f)) continue;
+    const Track* finished = FinishedNonCudaTrackThrough(ev, f.file);
     if (f.reachable == std::optional<bool>(false)) {
-      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: "));
+      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
     } else if (f.guarded.value_or(false)) {
-      r.notes.push_back(FromFinding(f, "optional (guarded): "));
+      r.notes.push_back(FromFinding(f, "optional (guarded): ", "guarded"));
     } else if (!f.reachable.has_value()) {
-      r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: "));
+      r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: ", "launcher"));
     } else if (finished != nullptr) {
       r.notes.push_back(FromFinding(
-          f, fmt::format("optional: track {} finished the task without it: ", finished->name)));
+          f,
+          fmt::format("optional: track {} ran code in {} and finished without it: ",
+                      finished->name, f.file),
+          "multi-gpu-optional"));
       r.level = EvidenceLevel::kMeasured;
     } else {
       r.evidence.push_back(FromFinding(f));
