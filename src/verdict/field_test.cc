@@ -296,6 +296,72 @@ TEST(VerdictSymmetryTest, NoScanIsNeverPredictedMacReady) {
   EXPECT_EQ(Decide(Evidence{}).verdict, "dev-only");
 }
 
+// ---- Root causes first.
+
+TEST(VerdictRootCauseTest, TheLineThatCreatesFloat64LeadsItsUses) {
+  Evidence ev = WithScan({}, "train.py");
+  Track t = CpuTrack({"train.py"});
+  t.float64 = {{"utils/metrics.py", 15}};
+  ev.tracks.push_back(t);
+  CoverageEvidence cov;
+  for (std::int64_t line : {27, 16}) {
+    CoverageOp op;
+    op.op = "aten::mean";
+    op.cls = "native";
+    op.dtypes = {"float64"};
+    op.dtype_issues = {"MPS has no float64"};
+    op.location = {"utils/metrics.py", line};
+    cov.ops.push_back(op);
+  }
+  CoverageOp fwd;
+  fwd.op = "aten::multi_margin_loss";
+  fwd.cls = "cpu-fallback";
+  fwd.location = {"train.py", 167};
+  CoverageOp bwd = fwd;
+  bwd.op = "aten::multi_margin_loss_backward";
+  bwd.location = {"train.py", 174};
+  cov.ops.push_back(fwd);
+  cov.ops.push_back(bwd);
+  ev.coverage = cov;
+  Report r = Decide(std::move(ev));
+  ASSERT_EQ(r.verdict, "cuda-only");
+  ASSERT_FALSE(r.next_steps.empty());
+  const NextStep& first = r.next_steps.front();
+  EXPECT_EQ(first.location.file, "utils/metrics.py");
+  EXPECT_EQ(first.location.line, 15);
+  ASSERT_EQ(first.also.size(), 2u);
+  EXPECT_EQ(first.also[0].line, 16);
+  EXPECT_EQ(first.also[1].line, 27);
+  EXPECT_NE(first.action.find("creates the float64 tensor"), std::string::npos);
+  // One step for the float64 construct in that file, one for the operator and its backward.
+  std::size_t f64 = 0, margin = 0;
+  for (const NextStep& n : r.next_steps) {
+    f64 += n.action.find("float64") != std::string::npos ? 1 : 0;
+    margin += n.action.find("multi_margin_loss") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(f64, 1u);
+  EXPECT_EQ(margin, 1u);
+}
+
+TEST(VerdictRootCauseTest, OneStepPerConstructAndFileAtMostTwenty) {
+  std::vector<Finding> findings;
+  for (int i = 0; i < 25; ++i) {
+    const std::string file = "m" + std::to_string(i) + ".py";
+    findings.push_back(F("DT210", "library", "blocker", file, 3, true, false, "import triton"));
+    findings.push_back(F("DT210", "library", "blocker", file, 9, true, false, "kernel[grid]()"));
+  }
+  Report r = Decide(WithScan(findings, "train.py"));
+  ASSERT_EQ(r.verdict, "cuda-only");
+  ASSERT_EQ(r.next_steps.size(), kMaxNextSteps + 1);
+  EXPECT_EQ(r.next_steps.front().location.line, 3);  // The import leads, the call folds.
+  ASSERT_EQ(r.next_steps.front().also.size(), 1u);
+  EXPECT_EQ(r.next_steps.front().also[0].line, 9);
+  EXPECT_NE(r.next_steps.back().action.find("more step(s)"), std::string::npos);
+  // 25 construct groups and 6 evidence steps: 20 shown, 11 counted.
+  EXPECT_EQ(r.next_steps.back().action.rfind("11 more step(s)", 0), 0u)
+      << r.next_steps.back().action;
+}
+
 // ---- Evidence is what it claims.
 
 TEST(VerdictDeviceTest, AnMpsLabelledCpuRunIsNotMpsEvidence) {

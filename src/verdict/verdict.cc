@@ -307,6 +307,17 @@ std::string MacRunCommand(const Evidence& ev) {
   return MacCommand(e);
 }
 
+bool IsPythonFile(const std::string& file) {
+  return file.size() > 3 && (file.ends_with(".py") || file.ends_with(".ipynb"));
+}
+
+// Whether a finding is on the judged experiment's path: reachable from its entry; a Python
+// finding of a scan without entries (reachability unknown) is taken to be on the path.
+bool OnPath(const Finding& f, const ScanEvidence& scan) {
+  if (f.reachable) return *f.reachable;
+  return scan.entries.empty() && IsPythonFile(f.file);
+}
+
 // Collects next steps and folds them by cause: steps with the same group key (one construct in
 // one file) become one step at the first location added (the root cause: the line that creates
 // float64, the build or import of an extension), with the other lines listed under it.
@@ -366,6 +377,14 @@ class StepBuilder {
   std::map<std::string, std::size_t> groups_;
   std::set<std::string> seen_;
 };
+
+// An operator and its backward are one construct: aten::multi_margin_loss_backward folds under
+// aten::multi_margin_loss.
+std::string BaseOp(std::string op) {
+  constexpr std::string_view kBackward = "_backward";
+  if (op.size() > kBackward.size() && op.ends_with(kBackward)) op.resize(op.size() - kBackward.size());
+  return op;
+}
 
 std::string Capitalised(std::string s) {
   if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
@@ -449,24 +468,30 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
               fmt::format("Upgrade torch to >= {} for a native MPS {}{}", *op.native_since, op.op,
                           Where(op.location).empty() ? "" : " (called at " + Where(op.location) +
                                                                ")"),
-              op.location, "up:" + op.op);
+              op.location, "up:" + BaseOp(op.op));
       } else {
         b.Add(2, "fallback-separated",
               fmt::format("Replace {}{} by native operators (it runs on the CPU on MPS)", op.op,
                           at(op.location)),
-              op.location, "fb:" + op.op);
+              op.location, "fb:" + BaseOp(op.op));
       }
     }
   }
   if (ev.scan) {
+    // Only what is on the experiment's own path: pins, build files and other scripts are kept on
+    // the Linux GPU (the reasons and the plan say so), they are not steps for this experiment.
     for (const Finding& f : ev.scan->findings) {
-      if (f.reachable == std::optional<bool>(false) || f.guarded.value_or(false)) continue;
+      if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
       if (f.severity == "replace" && !f.replacement.empty()) {
         b.Add(2, "cuda-parts-marked",
               fmt::format("Replace `{}` by {} at {}:{}", f.snippet.empty() ? f.code : f.snippet,
                           f.replacement, f.file, f.line),
               {f.file, f.line}, "rep:" + f.code + ":" + f.file);
-      } else if (f.severity == "fixable" && f.cls == "device") {
+      }
+    }
+    for (const Finding& f : ev.scan->findings) {
+      if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
+      if (f.severity == "fixable" && f.cls == "device") {
         b.Add(2, "cuda-parts-marked",
               fmt::format("Set the device at run time (cuda, else mps, else cpu) at {}:{}", f.file,
                           f.line),
@@ -566,17 +591,6 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
 }
 
 bool cand_is_mps(const Track* cand) { return cand != nullptr && cand->IsMps(); }
-
-bool IsPythonFile(const std::string& file) {
-  return file.size() > 3 && (file.ends_with(".py") || file.ends_with(".ipynb"));
-}
-
-// Whether a finding is on the judged experiment's path: reachable from its entry; a Python
-// finding of a scan without entries (reachability unknown) is taken to be on the path.
-bool OnPath(const Finding& f, const ScanEvidence& scan) {
-  if (f.reachable) return *f.reachable;
-  return scan.entries.empty() && IsPythonFile(f.file);
-}
 
 // What stands in the way of a predicted mac-ready when no stop condition holds: unguarded
 // replace/blocker findings on the path (they have an alternative but no MPS build as written),
