@@ -455,6 +455,7 @@ def test_missing_package_could_not_start(tmp_path, dualtrack):
     assert m["status"] == "failed" and m["outcome"] == "could-not-start"
     assert m["missing_package"] == "einops_not_installed"
     assert "ModuleNotFoundError" in m["stderr_tail"]
+    assert "outcome     could-not-start: missing Python package" in dualtrack("show", out).stdout
     # A failure of the task itself is not "could not start".
     script.write_text("import torch\nraise RuntimeError('boom')\n")
     p = dualtrack("run", "--track", "cpu", "--no-env", "--force", "-o", out, "--", PY, script)
