@@ -245,6 +245,19 @@ TEST(VerdictFieldTest, InterruptedAndTimedOutRunsAreMissingToo) {
   }
 }
 
+TEST(VerdictFieldTest, WithoutEntriesPythonBlockersAreOnThePathBuildFilesAreNot) {
+  Evidence ev = WithScan({F("DT210", "library", "blocker", "model.py", 5, std::nullopt),
+                          F("DT302", "extension", "blocker", "setup.py", 7, std::nullopt)},
+                         "");
+  ev.scan->entries.clear();
+  Report r = Decide(std::move(ev));
+  EXPECT_EQ(Stop(r, "blocker-on-path").state, RuleState::kHolds);
+  ASSERT_EQ(Stop(r, "blocker-on-path").evidence.size(), 1u);
+  EXPECT_EQ(Stop(r, "blocker-on-path").evidence[0].location.file, "model.py");
+  ASSERT_EQ(Stop(r, "blocker-on-path").notes.size(), 1u);
+  EXPECT_EQ(Stop(r, "blocker-on-path").notes[0].kind, "extension");
+}
+
 // ---- Both directions.
 
 TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {

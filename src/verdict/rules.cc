@@ -33,6 +33,16 @@ EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {},
   return {prefix + Describe(f), {f.file, f.line}, f.replacement, kind};
 }
 
+// A Python finding whose reachability the scan could not compute (it had no entry scripts) is taken
+// to be on the path; a non-Python one (build file, .cu source, pin) never is.
+std::optional<bool> Reachable(const Finding& f, const ScanEvidence& scan) {
+  if (f.reachable || !scan.entries.empty()) return f.reachable;
+  // setup.py is a build file: the scan never computes its reachability.
+  const bool setup = f.file == "setup.py" || f.file.ends_with("/setup.py");
+  const bool python = (f.file.ends_with(".py") && !setup) || f.file.ends_with(".ipynb");
+  return python ? std::optional<bool>(true) : std::nullopt;
+}
+
 // A finished track that ran without CUDA and executed `file` (its traced operators were called
 // from there): proof that the code in that file has a path without what the track skipped. A run
 // of some other script proves nothing about it.
@@ -100,8 +110,10 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
       has_python_alternative = true;
     }
   }
-  for (const Finding& f : ev.scan->findings) {
-    if (f.severity != "blocker" || IsMultiGpuFinding(f)) continue;
+  for (const Finding& scanned : ev.scan->findings) {
+    if (scanned.severity != "blocker" || IsMultiGpuFinding(scanned)) continue;
+    Finding f = scanned;
+    f.reachable = Reachable(scanned, *ev.scan);
     if (f.reachable == std::optional<bool>(false)) {
       r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
     } else if (f.guarded.value_or(false)) {
@@ -290,8 +302,10 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
     r.summary = "No scan: unknown.";
     return r;
   }
-  for (const Finding& f : ev.scan->findings) {
-    if (!IsMultiGpuFinding(f)) continue;
+  for (const Finding& scanned : ev.scan->findings) {
+    if (!IsMultiGpuFinding(scanned)) continue;
+    Finding f = scanned;
+    f.reachable = Reachable(scanned, *ev.scan);
     const Track* finished = FinishedNonCudaTrackThrough(ev, f.file);
     if (f.reachable == std::optional<bool>(false)) {
       r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));

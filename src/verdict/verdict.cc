@@ -308,6 +308,8 @@ std::string MacRunCommand(const Evidence& ev) {
 }
 
 bool IsPythonFile(const std::string& file) {
+  // setup.py is a build file: the scan never computes its reachability.
+  if (file == "setup.py" || file.ends_with("/setup.py")) return false;
   return file.size() > 3 && (file.ends_with(".py") || file.ends_with(".ipynb"));
 }
 
