@@ -154,6 +154,15 @@ class Lexer {
         default:
           break;
       }
+      // `a; b` is two statements: the second gets a logical line of its own. After a compound
+      // header with its body on the same line (`if x: a; b`), both are in the body, one level in.
+      if (c == ';' && depth_ == 0) {
+        ++i_;
+        bool in_body = HasHeaderColon();
+        EndLogical(indent);
+        if (in_body) indent += 1;
+        continue;
+      }
       // Operators: brackets change the depth; multi-char operators matter only for == and !=.
       std::size_t start = i_;
       if (c == '(' || c == '[' || c == '{') {
@@ -209,6 +218,27 @@ class Lexer {
     out_.tokens.push_back(Token{kind, ln, static_cast<std::uint32_t>(start - lb + 1),
                                 s_.substr(start, i_ - start)});
     tok_line_ = 0;
+  }
+
+  // Whether the logical line so far is a compound statement's header ending in ':' with its
+  // body following on the same line.
+  bool HasHeaderColon() const {
+    if (out_.tokens.size() <= logical_begin_) return false;
+    std::string_view first = out_.tokens[logical_begin_].text;
+    static constexpr std::string_view kCompound[] = {"if", "elif", "else", "for", "while", "with",
+                                                     "def", "class", "try", "except", "finally"};
+    bool compound = false;
+    for (auto k : kCompound) compound |= first == k;
+    if (!compound) return false;
+    int depth = 0;
+    for (std::size_t k = logical_begin_; k < out_.tokens.size(); ++k) {
+      const Token& t = out_.tokens[k];
+      if (t.kind != TokKind::kOp) continue;
+      if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
+      else if (t.text == ")" || t.text == "]" || t.text == "}") --depth;
+      else if (depth == 0 && t.text == ":") return true;
+    }
+    return false;
   }
 
   void EndLogical(std::uint32_t indent) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -12,17 +13,41 @@
 
 namespace dt::scan {
 
+bool CudaContext::IsModule(std::string_view dotted) const {
+  for (const auto& m : modules) {
+    if (dotted.size() < m.size() || dotted.compare(0, m.size(), m) != 0) continue;
+    if (dotted.size() == m.size() || dotted[m.size()] == '.') return true;
+  }
+  return false;
+}
+
 namespace {
 
 bool Is(const Token& t, std::string_view text) { return t.text == text; }
 bool IsOp(const Token& t, std::string_view text) { return t.kind == TokKind::kOp && t.text == text; }
 bool IsName(const Token& t) { return t.kind == TokKind::kName; }
+bool IsOpen(const Token& t) {
+  return t.kind == TokKind::kOp && (t.text == "(" || t.text == "[" || t.text == "{");
+}
+bool IsClose(const Token& t) {
+  return t.kind == TokKind::kOp && (t.text == ")" || t.text == "]" || t.text == "}");
+}
 
 bool IsDigits(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s)
     if (c < '0' || c > '9') return false;
   return true;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  return out;
+}
+
+bool Contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
 }
 
 // "cuda", "cuda:0", and f"cuda:{rank}".
@@ -35,25 +60,56 @@ bool IsCudaDeviceString(const Token& t) {
   return IsDigits(rest) || (IsFString(t.text) && StartsWith(rest, "{"));
 }
 
+// Whether a guard expression holds only where CUDA is present (or chosen), only where it is not,
+// or says nothing either way.
+enum class Truth { kNone, kCuda, kNoCuda };
+
+Truth Flip(Truth t) {
+  return t == Truth::kCuda ? Truth::kNoCuda : t == Truth::kNoCuda ? Truth::kCuda : Truth::kNone;
+}
+
+// A function, class or the module: names resolve in their own scope first (a parameter called
+// CUDA_HOME is not the import of it elsewhere).
+struct Scope {
+  int parent = -1;
+  int top = -1;  // The enclosing module-level definition (itself when at module level); -1: module.
+  bool is_def = false;
+  std::uint32_t indent = 0;
+  std::string_view name;
+  std::size_t first_line = 0;  // Its first decorator line, or its def/class line.
+  std::size_t def_line = 0;
+  std::unordered_map<std::string_view, std::string> alias;
+  std::unordered_set<std::string_view> params;
+  std::unordered_set<std::string_view> local_names;  // Extension handles bound in this scope.
+  bool kernel = false;  // A GPU kernel (a `@triton.jit` function): one finding, no body findings.
+  std::size_t kernel_line = 0;  // The decorator line its finding is reported at.
+};
+
 class PythonScanner {
  public:
-  PythonScanner(std::string_view src, FindingSink& sink, bool is_setup_py)
+  PythonScanner(std::string_view src, FindingSink& sink, const PyScanOptions& opt)
       : sink_(sink),
         reg_(sink.registry()),
-        setup_py_(is_setup_py),
-        always_(is_setup_py || !sink.registry().user_rules().empty()),
+        opt_(opt),
+        always_(opt.setup_py || !sink.registry().user_rules().empty()),
         source_(src),
-        lex_(LexInto(src)),
-        triggers_(always_ ? std::vector<Prefilter::Match>{} : Triggers().FindAll(src)) {}
+        lex_(LexInto(src)) {
+    if (!always_) triggers_ = StatementTriggers().FindAll(src);
+  }
 
   PyScanResult Run() {
     const auto n = lex_.lines.size();
     optional_line_.assign(n, false);
+    line_scope_.assign(n, 0);
+    scopes_.push_back(Scope{});
+    BuildScopes();
     MarkOptionalImports();
     for (std::size_t i = 0; i < n; ++i) CollectImports(i);
+    MarkKernels();
     for (int round = 0; round < 2; ++round)
       for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
     Findings();
+    PropagateLocal();
     return std::move(result_);
   }
 
@@ -67,6 +123,84 @@ class PythonScanner {
     return storage;
   }
   std::string_view First(const LogicalLine& l) const { return T(l.begin).text; }
+  // The keyword of a line, past `async`.
+  std::string_view Head(const LogicalLine& l) const {
+    if (First(l) == "async" && l.end - l.begin > 1) return T(l.begin + 1).text;
+    return First(l);
+  }
+
+  // The statement-level prefilter: the registry's trigger words.
+  const Prefilter& StatementTriggers() const { return reg_.PythonPrefilter(); }
+
+  // --- Scopes -------------------------------------------------------------------------------
+
+  void BuildScopes() {
+    std::vector<int> stack = {0};
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const auto& l = lex_.lines[li];
+      while (stack.size() > 1 && scopes_[static_cast<std::size_t>(stack.back())].indent >= l.indent)
+        stack.pop_back();
+      line_scope_[li] = stack.back();
+      std::string_view head = Head(l);
+      if (head != "def" && head != "class") continue;
+      std::size_t name_tok = l.begin + (First(l) == "async" ? 2 : 1);
+      if (name_tok >= l.end || !IsName(T(name_tok))) continue;
+      Scope s;
+      s.parent = stack.back();
+      s.is_def = head == "def";
+      s.indent = l.indent;
+      s.name = T(name_tok).text;
+      s.def_line = li;
+      s.first_line = li;
+      while (s.first_line > 0 && First(lex_.lines[s.first_line - 1]) == "@" &&
+             lex_.lines[s.first_line - 1].indent == l.indent)
+        --s.first_line;
+      int id = static_cast<int>(scopes_.size());
+      s.top = s.parent == 0 ? id : scopes_[static_cast<std::size_t>(s.parent)].top;
+      if (s.is_def) CollectParams(l, name_tok + 1, s);
+      scopes_.push_back(std::move(s));
+      stack.push_back(id);
+      if (scopes_[static_cast<std::size_t>(id)].parent == 0) top_names_.emplace(T(name_tok).text, id);
+    }
+  }
+
+  void CollectParams(const LogicalLine& l, std::size_t k, Scope& s) {
+    if (k >= l.end || !IsOp(T(k), "(")) return;
+    int depth = 0;
+    for (; k < l.end; ++k) {
+      const Token& t = T(k);
+      if (IsOpen(t)) ++depth;
+      if (IsClose(t) && --depth == 0) return;
+      if (depth != 1 || !IsName(t)) continue;
+      const Token& prev = T(k - 1);
+      if (IsOp(prev, "(") || IsOp(prev, ",") || IsOp(prev, "*") || IsOp(prev, "**"))
+        s.params.insert(t.text);
+    }
+  }
+
+  int ScopeOf(std::size_t li) const { return line_scope_[li]; }
+
+  // The import target a name resolves to in scope `s`, or null (unbound or shadowed by a parameter).
+  const std::string* Lookup(std::string_view name, int s) const {
+    for (; s >= 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
+      const Scope& sc = scopes_[static_cast<std::size_t>(s)];
+      if (sc.params.count(name)) return nullptr;
+      auto it = sc.alias.find(name);
+      if (it != sc.alias.end()) return &it->second;
+    }
+    return nullptr;
+  }
+
+  bool IsHandle(std::string_view name, int s) const {
+    for (; s >= 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
+      const Scope& sc = scopes_[static_cast<std::size_t>(s)];
+      if (sc.local_names.count(name)) return true;
+      if (sc.params.count(name) || sc.alias.count(name)) return false;
+    }
+    return false;
+  }
+
+  // --- Imports ------------------------------------------------------------------------------
 
   // Lines inside a `try:` whose handler catches ImportError (or everything) are optional imports.
   void MarkOptionalImports() {
@@ -82,7 +216,8 @@ class PythonScanner {
         if (f != "except") break;
         bool bare = lines[k].end - lines[k].begin <= 2;
         for (auto t = lines[k].begin; t < lines[k].end; ++t)
-          if (Is(T(t), "ImportError") || Is(T(t), "ModuleNotFoundError") || Is(T(t), "Exception"))
+          if (Is(T(t), "ImportError") || Is(T(t), "ModuleNotFoundError") || Is(T(t), "Exception") ||
+              Is(T(t), "OSError") || Is(T(t), "RuntimeError"))
             optional = true;
         optional |= bare;
         while (k + 1 < lines.size() && lines[k + 1].indent > indent) ++k;
@@ -107,10 +242,54 @@ class PythonScanner {
     return k;
   }
 
+  // The absolute module of a relative import with `level` dots, or "" when unknown.
+  std::string Absolute(int level, const std::string& mod) const {
+    if (level == 0) return mod;
+    if (opt_.package.empty() && level == 1) return mod;
+    std::string base = opt_.package;
+    for (int i = 1; i < level; ++i) {
+      auto dot = base.rfind('.');
+      if (dot == std::string::npos) return mod;
+      base.resize(dot);
+    }
+    if (base.empty()) return mod;
+    return mod.empty() ? base : base + "." + mod;
+  }
+
+  bool IsOwn(std::string_view dotted) const {
+    if (opt_.own_tops == nullptr) return false;
+    return opt_.own_tops->count(std::string(dotted.substr(0, dotted.find('.')))) > 0;
+  }
+
+  // The knowledge-base library of an import target, unless the project itself owns the name.
+  const Library* LibraryOf(std::string_view dotted) const {
+    if (IsOwn(dotted)) return nullptr;
+    return reg_.LibraryForModule(dotted);
+  }
+
+  // A module that only exists where a CUDA extension was built: declared by another file (setup.py,
+  // load(), a git submodule) or named like one ("fused_gelu_cuda").
+  bool IsExtensionModule(std::string_view module) const {
+    if (opt_.cuda != nullptr && opt_.cuda->IsModule(module)) return true;
+    std::string_view top = module.substr(0, module.find('.'));
+    if (top == "torch" || reg_.LibraryForModule(module) != nullptr || IsOwn(module)) return false;
+    return Contains(Lower(top), "cuda");
+  }
+
+  bool IsCudaSymbol(const std::string& dotted) const {
+    return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
+  }
+
   void CollectImports(std::size_t li) {
     const auto& l = lex_.lines[li];
     std::string_view f = First(l);
+    if (f == "global") {
+      for (std::size_t k = l.begin + 1; k < l.end; ++k)
+        if (IsName(T(k))) globals_.insert(T(k).text);
+      return;
+    }
     bool optional = optional_line_[li];
+    int scope = ScopeOf(li);
     if (f == "import") {
       std::size_t k = l.begin + 1;
       while (k < l.end) {
@@ -126,7 +305,7 @@ class PythonScanner {
           target = mod;
           k += 2;
         }
-        Bind(local, target, optional, mod);
+        Bind(scope, local, target, optional, mod);
         if (k < l.end && IsOp(T(k), ",")) ++k; else break;
       }
     } else if (f == "from") {
@@ -141,6 +320,7 @@ class PythonScanner {
       if (k >= l.end || !Is(T(k), "import")) return;
       ++k;
       PyImport imp{mod, level, {}};
+      std::string abs = Absolute(level, mod);
       for (; k < l.end; ++k) {
         if (!IsName(T(k))) continue;
         std::string name(T(k).text);
@@ -150,28 +330,59 @@ class PythonScanner {
           k += 2;
         }
         imp.names.push_back(name);
-        if (level == 0) Bind(local, mod.empty() ? name : mod + "." + name, optional, mod);
+        if (level == 0 || !abs.empty())
+          Bind(scope, local, abs.empty() ? name : abs + "." + name, optional, abs);
       }
       result_.imports.push_back(std::move(imp));
     }
   }
 
-  void Bind(std::string_view local, const std::string& target, bool optional,
+  void Bind(int scope, std::string_view local, const std::string& target, bool optional,
             const std::string& module) {
-    alias_[local] = target;
+    scopes_[static_cast<std::size_t>(scope)].alias[local] = target;
     if (optional) optional_names_.insert(local);
-    if (IsExtensionModule(module)) ext_names_.insert(local);
-    if (optional || IsExtensionModule(module) || reg_.LibraryForModule(target) != nullptr ||
-        target.find("cud") != std::string::npos || target.find("CUD") != std::string::npos ||
-        reg_.MatchApi(target) != nullptr)
+    if (IsExtensionModule(target)) scopes_[static_cast<std::size_t>(scope)].local_names.insert(local);
+    if (optional || IsExtensionModule(module) || IsExtensionModule(target) ||
+        LibraryOf(target) != nullptr || Contains(target, "cud") || Contains(target, "CUD") ||
+        reg_.MatchApi(target) != nullptr || IsCudaSymbol(target) ||
+        StartsWith(target, "torch.utils.cpp_extension"))
       hot_names_.insert(local);
+    if (IsExtensionModule(target) || IsCudaSymbol(target)) track_refs_ = true;
   }
 
-  // The words that can make a statement interesting on their own.
-  static const Prefilter& Triggers() {
-    static const Prefilter kTriggers({"cud", "nccl", "float64", "double", "multi_margin",
-                                      "multimargin", "gencode", "arch=compute_", "arch=sm_"});
-    return kTriggers;
+  // Functions decorated by a kernel decorator of the knowledge base (`@triton.jit`).
+  void MarkKernels() {
+    for (std::size_t s = 1; s < scopes_.size(); ++s) {
+      Scope& sc = scopes_[s];
+      for (std::size_t li = sc.first_line; li < sc.def_line; ++li) {
+        const auto& l = lex_.lines[li];
+        if (l.end - l.begin < 2) continue;
+        std::string resolved, head;
+        Chain(l.begin + 1, l.end, ScopeOf(li), resolved, head);
+        if (const Library* lib = reg_.KernelDecorator(resolved)) {
+          // Anchored where a reader says the kernel is defined: the library's first decorator
+          // (`@triton.jit`), even under `@triton.autotune(...)` configs.
+          if (!sc.kernel || resolved == lib->kernel_decorators.front()) sc.kernel_line = li;
+          sc.kernel = true;
+          kernel_lib_ = lib;
+          track_refs_ = true;
+          if (sc.parent == 0) kernel_names_.insert(sc.name);
+          hot_names_.insert(sc.name);
+        }
+      }
+      if (sc.kernel)
+        for (std::size_t li = sc.first_line; li <= sc.def_line; ++li)
+          decorator_kernel_[li] = static_cast<int>(s);
+    }
+  }
+
+  // Whether line li lies in a kernel's body or decorators.
+  bool InKernel(std::size_t li) const {
+    for (int s = ScopeOf(li); s > 0; s = scopes_[static_cast<std::size_t>(s)].parent)
+      if (scopes_[static_cast<std::size_t>(s)].kernel) return true;
+    // Decorator lines belong to the scope around the def: test the defs that start right here.
+    auto it = decorator_kernel_.find(li);
+    return it != decorator_kernel_.end();
   }
 
   // Cheap test before any analysis of tokens [b, e): a trigger substring or a hot name.
@@ -186,97 +397,233 @@ class PythonScanner {
                                [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
     for (; it != triggers_.end() && it->start < f; ++it)
       if (it->end <= f) return true;
-    if (hot_names_.empty()) return false;
     for (std::size_t k = b; k < e; ++k)
-      if (IsName(T(k)) && hot_names_.count(T(k).text)) return true;
+      if (IsName(T(k)) && (hot_names_.count(T(k).text) || handle_names_.count(T(k).text) ||
+                           (track_refs_ && top_names_.count(T(k).text))))
+        return true;
     return false;
   }
 
-  // A compiled CUDA extension: a top-level module named like one ("fused_gelu_cuda"), not a
-  // known library or part of torch.
-  bool IsExtensionModule(std::string_view module) const {
-    std::string_view top = module.substr(0, module.find('.'));
-    if (top == "torch" || reg_.LibraryForModule(module) != nullptr) return false;
-    std::string lower;
-    for (char c : top) lower.push_back(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c));
-    return lower.find("cuda") != std::string::npos;
-  }
-
-  // The chain of NAME(.NAME)* starting at k, resolved through the import aliases.
-  std::size_t Chain(std::size_t k, std::size_t end, std::string& resolved, std::string& head) const {
+  // The chain of NAME(.NAME)* starting at k, resolved through the import aliases of scope `s`.
+  std::size_t Chain(std::size_t k, std::size_t end, int s, std::string& resolved,
+                    std::string& head) const {
     std::string raw;
     std::size_t e = Dotted(k, end, raw);
     head = std::string(T(k).text);
-    auto it = alias_.find(T(k).text);
-    if (it != alias_.end()) {
-      resolved = it->second + raw.substr(head.size());
+    if (const std::string* target = Lookup(T(k).text, s)) {
+      resolved = *target + raw.substr(head.size());
     } else {
       resolved = std::move(raw);
     }
     return e;
   }
 
-  bool InComparison(std::size_t k, std::size_t b, std::size_t e) const {
-    if (k > b && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) return true;
-    if (k + 1 < e && (IsOp(T(k + 1), "==") || IsOp(T(k + 1), "!=") || Is(T(k + 1), "in")))
-      return true;
-    std::size_t j = k;
-    while (j > b && (T(j - 1).kind == TokKind::kString || IsOp(T(j - 1), ","))) --j;
-    return j > b + 1 && (IsOp(T(j - 1), "(") || IsOp(T(j - 1), "[") || IsOp(T(j - 1), "{")) &&
-           Is(T(j - 2), "in");
+  // --- Guards -------------------------------------------------------------------------------
+
+  // Splits [b, e) at the top-level keyword `word` ("or", "and").
+  std::vector<std::pair<std::size_t, std::size_t>> SplitTop(std::size_t b, std::size_t e,
+                                                            std::string_view word) const {
+    std::vector<std::pair<std::size_t, std::size_t>> parts;
+    int depth = 0;
+    std::size_t start = b;
+    for (std::size_t k = b; k < e; ++k) {
+      if (IsOpen(T(k))) ++depth;
+      else if (IsClose(T(k))) --depth;
+      else if (depth == 0 && IsName(T(k)) && T(k).text == word) {
+        parts.emplace_back(start, k);
+        start = k + 1;
+      }
+    }
+    parts.emplace_back(start, e);
+    return parts;
   }
 
-  // Whether tokens [b, e) test for CUDA.
-  bool IsCheck(std::size_t b, std::size_t e) const {
-    if (!Maybe(b, e)) return false;
+  // What condition [b, e) says about CUDA: `not` binds to its operand, a conjunction holds where
+  // any of its terms does, a disjunction only where all of them do.
+  Truth Cond(std::size_t b, std::size_t e, int scope) const {
+    if (b >= e) return Truth::kNone;
+    auto ors = SplitTop(b, e, "or");
+    if (ors.size() > 1) {
+      Truth first = Cond(ors[0].first, ors[0].second, scope);
+      for (std::size_t i = 1; i < ors.size(); ++i)
+        if (Cond(ors[i].first, ors[i].second, scope) != first) return Truth::kNone;
+      return first;
+    }
+    auto ands = SplitTop(b, e, "and");
+    if (ands.size() > 1) {
+      bool neg_all = true;
+      for (auto [x, y] : ands) {
+        Truth t = Cond(x, y, scope);
+        if (t == Truth::kCuda) return Truth::kCuda;
+        neg_all &= t == Truth::kNoCuda;
+      }
+      // `not a and not b` fails where either holds: it says nothing about CUDA on its own.
+      (void)neg_all;
+      return Truth::kNone;
+    }
+    if (IsName(T(b)) && T(b).text == "not") return Flip(Cond(b + 1, e, scope));
+    if (IsOp(T(b), "(") && Matching(b, e) == e - 1) return Cond(b + 1, e - 1, scope);
+    return Atom(b, e, scope);
+  }
+
+  // The index of the bracket closing the one at `open`, or e.
+  std::size_t Matching(std::size_t open, std::size_t e) const {
+    int depth = 0;
+    for (std::size_t k = open; k < e; ++k) {
+      if (IsOpen(T(k))) ++depth;
+      if (IsClose(T(k)) && --depth == 0) return k;
+    }
+    return e;
+  }
+
+  // One comparison or test.
+  Truth Atom(std::size_t b, std::size_t e, int scope) const {
+    if (!Maybe(b, e)) return Truth::kNone;
+    bool negated = false;  // `!= "cuda"`, `is None`, `not in`.
+    int numeric = 0;       // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
     for (std::size_t k = b; k < e; ++k) {
       const Token& t = T(k);
+      if (t.kind == TokKind::kOp && (t.text == "==" || t.text == "!=" || t.text == "<" ||
+                                     t.text == "<=" || t.text == ">" || t.text == ">=")) {
+        std::size_t v = k + 1;
+        if (v < e && IsOp(T(v), "-")) ++v;
+        if (v < e && T(v).kind == TokKind::kNumber) {
+          numeric = (t.text == "==" || t.text == "<" || t.text == "<=") ? -1 : 1;
+          continue;
+        }
+      }
+      if (IsOp(t, "!=")) negated = true;
+      if (Is(t, "is") && k + 1 < e && Is(T(k + 1), "None")) negated = true;
+      if (Is(t, "not") && k > b && k + 1 < e && Is(T(k + 1), "in")) negated = true;
+    }
+    Truth found = Truth::kNone;
+    for (std::size_t k = b; k < e && found == Truth::kNone; ++k) {
+      const Token& t = T(k);
       if (t.kind == TokKind::kString) {
-        if (IsCudaDeviceString(t) && InComparison(k, b, e)) return true;
+        std::string_view body = StringBody(t.text);
+        if ((IsCudaDeviceString(t) || body == "nccl") && InComparison(k, b, e)) found = Truth::kCuda;
+        // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
+        else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) found = Truth::kCuda;
         continue;
       }
       if (!IsName(t)) continue;
       bool after_dot = k > b && IsOp(T(k - 1), ".");
+      std::string lower = Lower(t.text);
       if (after_dot) {
-        if (t.text == "is_cuda") return true;
-        if (guard_attrs_.count(t.text)) return true;
+        if (t.text == "is_cuda" || guard_attrs_.count(t.text)) found = Truth::kCuda;
+        else if (FlagWord(lower, found)) {}
+        else if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
         continue;
       }
-      if (guard_names_.count(t.text) || optional_names_.count(t.text)) return true;
-      if (t.text != "torch" && !alias_.count(t.text)) continue;
+      if (guard_names_.count(t.text) || optional_names_.count(t.text)) {
+        found = Truth::kCuda;
+        continue;
+      }
       std::string resolved, head;
-      std::size_t ce = Chain(k, e, resolved, head);
-      if (const PythonApi* api = reg_.MatchApi(resolved); api != nullptr && api->guard) return true;
-      k = ce - 1;
+      std::size_t ce = Chain(k, e, scope, resolved, head);
+      if (const PythonApi* api = reg_.MatchApi(resolved); api != nullptr && api->guard) {
+        found = Truth::kCuda;
+        break;
+      }
+      if (StartsWith(resolved, "torch.")) {  // Other torch APIs (mps checks) say nothing of CUDA.
+        k = ce - 1;
+        continue;
+      }
+      if (FlagWord(lower, found)) continue;
+      if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
+    }
+    if (found == Truth::kNone) return found;
+    if (numeric != 0) return numeric < 0 ? Flip(found) : found;
+    return negated ? Flip(found) : found;
+  }
+
+  // Option and flag names: `args.cuda`, `use_gpu`, `n_gpu` hold where CUDA is chosen; `no_cuda`,
+  // `cpu`, `force_cpu` where it is not. Sets `out` and returns true when the word is one.
+  static bool FlagWord(const std::string& lower, Truth& out) {
+    if (lower == "cpu" || StartsWith(lower, "no_cuda") || StartsWith(lower, "no_gpu") ||
+        StartsWith(lower, "use_cpu") || StartsWith(lower, "force_cpu") || lower == "cpu_only" ||
+        StartsWith(lower, "disable_cuda")) {
+      out = Truth::kNoCuda;
+      return true;
+    }
+    if (Contains(lower, "cuda") || Contains(lower, "gpu")) {
+      out = Truth::kCuda;
+      return true;
     }
     return false;
   }
 
-  // Conditional expressions (`a if check else b`) anywhere in the line.
-  bool HasGuardedConditional(const LogicalLine& l) const {
+  bool InComparison(std::size_t k, std::size_t b, std::size_t e) const {
+    if (k > b && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) return true;
+    if (k + 1 < e && (IsOp(T(k + 1), "==") || IsOp(T(k + 1), "!=") || Is(T(k + 1), "in") ||
+                      (Is(T(k + 1), "not") && k + 2 < e && Is(T(k + 2), "in"))))
+      return true;
+    // `"cuda" in (...)`, `x in ("cuda", "mps")`, `.startswith("cuda")`.
+    std::size_t j = k;
+    while (j > b && (T(j - 1).kind == TokKind::kString || IsOp(T(j - 1), ","))) --j;
+    if (j > b + 1 && IsOpen(T(j - 1)) && Is(T(j - 2), "in")) return true;
+    if (j > b + 1 && IsOp(T(j - 1), "(") &&
+        (Is(T(j - 2), "startswith") || Is(T(j - 2), "endswith") || Is(T(j - 2), "find") ||
+         Is(T(j - 2), "index") || Is(T(j - 2), "count") || Is(T(j - 2), "replace") ||
+         Is(T(j - 2), "split") || Is(T(j - 2), "strip")))
+      return true;
+    return false;
+  }
+
+  // The branches of conditional expressions that run only with CUDA: `A` of `A if check else B`,
+  // `B` of `A if not check else B`. Only that branch is guarded, not the whole statement.
+  void GuardedBranches(const LogicalLine& l, int scope) {
+    branches_.clear();
     for (std::size_t k = l.begin + 1; k < l.end; ++k) {
       if (!Is(T(k), "if")) continue;
       std::size_t e = k + 1;
       int depth = 0;
       for (; e < l.end; ++e) {
-        std::string_view s = T(e).text;
-        if (T(e).kind == TokKind::kOp && (s == "(" || s == "[" || s == "{")) ++depth;
-        if (T(e).kind == TokKind::kOp && (s == ")" || s == "]" || s == "}") && --depth < 0) break;
-        if (depth == 0 && s == "else") break;
+        if (IsOpen(T(e))) ++depth;
+        if (IsClose(T(e)) && --depth < 0) break;
+        if (depth == 0 && Is(T(e), "else")) break;
       }
-      if (IsCheck(k + 1, e)) return true;
+      Truth t = Cond(k + 1, e, scope);
+      if (t == Truth::kNone) continue;
+      if (t == Truth::kCuda) {
+        // Back to the start of the element: an open bracket, a comma or `=` at this depth.
+        std::size_t b = k;
+        int d = 0;
+        while (b > l.begin) {
+          const Token& p = T(b - 1);
+          if (IsClose(p)) ++d;
+          else if (IsOpen(p) && d-- == 0) break;
+          else if (d == 0 && (IsOp(p, ",") || IsOp(p, "=") || Is(p, "return") || Is(p, "lambda") ||
+                              IsOp(p, ":")))
+            break;
+          --b;
+        }
+        branches_.emplace_back(b, k);
+      } else if (e < l.end && Is(T(e), "else")) {
+        std::size_t f = e + 1;
+        int d = 0;
+        for (; f < l.end; ++f) {
+          if (IsOpen(T(f))) ++d;
+          if (IsClose(T(f)) && --d < 0) break;
+          if (d == 0 && (IsOp(T(f), ",") || Is(T(f), "if") || Is(T(f), "for"))) break;
+        }
+        branches_.emplace_back(e + 1, f);
+      }
     }
+  }
+  bool InBranch(std::size_t k) const {
+    for (auto [b, e] : branches_)
+      if (k >= b && k < e) return true;
     return false;
   }
 
   std::size_t FindColon(const LogicalLine& l) const {
     int depth = 0;
     for (std::size_t k = l.begin; k < l.end; ++k) {
-      std::string_view s = T(k).text;
       if (T(k).kind != TokKind::kOp) continue;
-      if (s == "(" || s == "[" || s == "{") ++depth;
-      else if (s == ")" || s == "]" || s == "}") --depth;
-      else if (depth == 0 && s == ":") return k;
+      if (IsOpen(T(k))) ++depth;
+      else if (IsClose(T(k))) --depth;
+      else if (depth == 0 && T(k).text == ":") return k;
     }
     return l.end;
   }
@@ -284,13 +631,15 @@ class PythonScanner {
   // Variables assigned from a CUDA check and functions that return one.
   void CollectGuards(std::size_t li) {
     const auto& l = lex_.lines[li];
-    std::string_view f = First(l);
+    std::string_view f = Head(l);
+    int scope = ScopeOf(li);
     if (f == "def") {
-      if (l.end - l.begin < 2) return;
-      std::string_view name = T(l.begin + 1).text;
+      std::size_t name_tok = l.begin + (First(l) == "async" ? 2 : 1);
+      if (name_tok >= l.end) return;
+      std::string_view name = T(name_tok).text;
       for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
         const auto& body = lex_.lines[j];
-        if (First(body) == "return" && IsCheck(body.begin + 1, body.end)) {
+        if (First(body) == "return" && Cond(body.begin + 1, body.end, ScopeOf(j)) == Truth::kCuda) {
           guard_attrs_.insert(name);
           guard_names_.insert(name);
           hot_names_.insert(name);
@@ -303,7 +652,7 @@ class PythonScanner {
     std::size_t eq = l.begin;
     while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
     if (eq >= l.end || eq == l.begin) return;
-    if (!IsCheck(eq + 1, l.end)) return;  // IsCheck starts with the cheap Maybe().
+    if (Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
     const Token& target = T(eq - 1);
     if (!IsName(target)) return;
     if (eq - 1 == l.begin) guard_names_.insert(target.text);
@@ -311,96 +660,187 @@ class PythonScanner {
     hot_names_.insert(target.text);
   }
 
+  // --- Findings -----------------------------------------------------------------------------
+
   struct Block {
     std::uint32_t indent;
     bool guarded;
   };
 
+  // Whether the body of the `if` at line li only leaves (return / continue / break, after at most
+  // a message): then the lines after it in the same block run only when the test failed. A raise
+  // or exit is not a fallback: the program stops, so it guards nothing.
+  bool LeavesBlock(std::size_t li) const {
+    const auto& l = lex_.lines[li];
+    std::size_t colon = FindColon(l);
+    auto leaves = [&](std::size_t b) {
+      return Is(T(b), "return") || Is(T(b), "continue") || Is(T(b), "break");
+    };
+    if (colon + 1 < l.end) return leaves(colon + 1);
+    std::size_t j = li + 1;
+    std::size_t last = li;
+    for (; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) last = j;
+    if (last == li || last - li > 3) return false;
+    return leaves(lex_.lines[last].begin);
+  }
+
   void Findings() {
-    std::vector<Block> stack;
-    // Per indent: whether the last if/elif there was a negated check (`if not cuda:`).
-    std::unordered_map<std::uint32_t, int> last_if;
+    std::vector<Block> stack = {Block{0, false}};
+    bool module_level_guard = false;
+    // Per indent: what the last if/elif there said about CUDA.
+    std::unordered_map<std::uint32_t, Truth> last_if;
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
-      while (!stack.empty() && stack.back().indent >= l.indent) stack.pop_back();
-      bool guarded = !stack.empty() && stack.back().guarded;
-      std::string_view f = First(l);
+      while (stack.size() > 1 && stack.back().indent >= l.indent) stack.pop_back();
+      int scope = ScopeOf(li);
+      bool guarded = stack.size() > 1 ? stack.back().guarded : module_level_guard;
+      std::string_view f = Head(l);
       bool line_guard = guarded;
       bool compound = (f == "if" || f == "elif" || f == "else" || f == "while" || f == "for" ||
                        f == "with" || f == "def" || f == "class" || f == "try" || f == "except" ||
-                       f == "finally" || f == "async" || f == "match" || f == "case") &&
+                       f == "finally" || f == "match" || f == "case") &&
                       FindColon(l) < l.end;
       bool block_guard = guarded;
       if (f == "if" || f == "elif" || f == "while") {
         std::size_t colon = FindColon(l);
-        bool negated = l.begin + 1 < l.end && Is(T(l.begin + 1), "not");
-        bool check = IsCheck(l.begin + 1, colon);
-        if (check && !negated) block_guard = line_guard = true;
-        last_if[l.indent] = check ? (negated ? 2 : 1) : 0;
+        Truth t = Cond(l.begin + 1, colon, scope);
+        if (t == Truth::kCuda) block_guard = line_guard = true;
+        if (f == "elif" && last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
+        last_if[l.indent] = t;
+        if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
+          // `if not torch.cuda.is_available(): return` guards the rest of its block.
+          if (stack.size() > 1) stack.back().guarded = true;
+          else module_level_guard = true;
+        }
       } else if (f == "else") {
-        if (last_if[l.indent] == 2) block_guard = line_guard = true;
+        if (last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
+      } else if (compound) {
+        last_if[l.indent] = Truth::kNone;  // A for/try/with's own else is not an if's.
       }
-      if (f == "if" && Is(T(l.begin + 1), "__name__")) {
+      if (f == "if" && l.end - l.begin > 1 && Is(T(l.begin + 1), "__name__")) {
         for (auto k = l.begin; k < l.end; ++k)
           if (T(k).kind == TokKind::kString && StringBody(T(k).text) == "__main__")
             result_.has_main = true;
       }
       if (compound) stack.push_back(Block{l.indent, block_guard});
-      if (!line_guard && HasGuardedConditional(l)) line_guard = true;
-      if (f == "import" || f == "from") {
-        ImportFindings(l, line_guard || optional_line_[li]);
+      if (InKernel(li)) {
+        KernelFinding(li);
+        continue;
+      }
+      branches_.clear();
+      if (!line_guard && Maybe(l.begin, l.end)) GuardedBranches(l, scope);
+      if (First(l) == "import" || First(l) == "from") {
+        ImportFindings(l, scope, line_guard || optional_line_[li]);
       } else {
-        LineFindings(l, line_guard);
+        LineFindings(li, l, scope, line_guard || optional_line_[li]);
       }
     }
   }
 
-  void ImportFindings(const LogicalLine& l, bool guarded) {
-    std::string_view f = First(l);
-    std::vector<std::pair<std::string, std::size_t>> names;  // Full dotted name, token.
-    if (f == "import") {
+  // The one finding of a kernel, at its first decorator.
+  void KernelFinding(std::size_t li) {
+    for (int s = ScopeOf(li); s > 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
+      const Scope& sc = scopes_[static_cast<std::size_t>(s)];
+      if (sc.kernel) return;  // Body lines: the kernel was reported at its decorator.
+    }
+    auto it = decorator_kernel_.find(li);
+    if (it == decorator_kernel_.end()) return;
+    const Scope& sc = scopes_[static_cast<std::size_t>(it->second)];
+    if (li != sc.kernel_line) return;
+    const Token& at = T(lex_.lines[li].begin);
+    bool guarded = optional_line_[li];
+    sink_.Add("DT207", at.line, at.column, std::string(sc.name), guarded,
+              kernel_lib_ ? std::string_view(kernel_lib_->alternative) : std::string_view());
+    NoteCuda(sc.top, guarded);
+  }
+
+  // Marks the module-level definition `top` as reaching CUDA-only code when the use is unguarded.
+  void NoteCuda(int top, bool guarded) {
+    if (guarded || top < 0) return;
+    cuda_tops_.insert(scopes_[static_cast<std::size_t>(top)].name);
+  }
+  void NoteCudaAt(int scope, bool guarded) {
+    NoteCuda(scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1, guarded);
+  }
+
+  void ImportFindings(const LogicalLine& l, int scope, bool guarded) {
+    if (First(l) == "import") {
       for (std::size_t k = l.begin + 1; k < l.end;) {
         std::string mod;
         std::size_t e = Dotted(k, l.end, mod);
         if (mod.empty()) break;
-        names.emplace_back(mod, k);
+        ModuleFinding(mod, T(k), scope, guarded);
         k = e;
         if (k + 1 < l.end && Is(T(k), "as")) k += 2;
         if (k < l.end && IsOp(T(k), ",")) ++k; else break;
       }
-    } else {
-      std::size_t k = l.begin + 1;
-      if (k < l.end && IsOp(T(k), ".")) return;  // Relative imports are the project's own.
-      std::string mod;
-      std::size_t e = Dotted(k, l.end, mod);
-      if (mod.empty()) return;
-      names.emplace_back(mod, k);
-      for (k = e + 1; k < l.end; ++k) {
-        if (!IsName(T(k))) continue;
-        if (k > l.begin && Is(T(k - 1), "as")) continue;
-        names.emplace_back(mod + "." + std::string(T(k).text), k);
-      }
+      return;
     }
-    for (const auto& [full, k] : names) {
-      const Token& t = T(k);
-      if (const Library* lib = reg_.LibraryForModule(full)) {
-        sink_.Add("DT201", t.line, t.column, lib->name + " (" + full + ")", guarded,
-                  lib->alternative);
-        continue;
-      }
+    std::size_t k = l.begin + 1;
+    int level = 0;
+    while (k < l.end && T(k).kind == TokKind::kOp && (Is(T(k), ".") || Is(T(k), "..."))) {
+      level += static_cast<int>(T(k).text.size());
+      ++k;
+    }
+    std::size_t mod_tok = k < l.end ? k : l.begin;
+    std::string mod;
+    std::size_t e = Dotted(k, l.end, mod);
+    std::string abs = Absolute(level, mod);
+    if (abs.empty() || (level > 0 && abs == mod && opt_.package.empty() && opt_.cuda == nullptr))
+      return;  // A relative import of the project's own code, with nothing known about it yet.
+    if (IsExtensionModule(abs)) {
+      sink_.Add("DT305", T(mod_tok).line, T(mod_tok).column, abs, guarded);
+      NoteCudaAt(scope, guarded);
+      return;
+    }
+    bool any = false;
+    for (k = e + 1; k < l.end; ++k) {
+      if (!IsName(T(k)) || Is(T(k), "as") || (k > l.begin && Is(T(k - 1), "as"))) continue;
+      std::string full = abs + "." + std::string(T(k).text);
       if (IsExtensionModule(full)) {
-        sink_.Add("DT305", t.line, t.column, full.substr(0, full.find('.')), guarded);
+        sink_.Add("DT305", T(k).line, T(k).column, full, guarded);
+      } else if (IsCudaSymbol(full)) {
+        sink_.Add("DT312", T(k).line, T(k).column, full, guarded);
+      } else {
         continue;
       }
-      ApiFinding(full, t, guarded);
+      NoteCudaAt(scope, guarded);
+      any = true;
+    }
+    if (any || level > 0) return;
+    if (const Library* lib = LibraryOf(abs)) {
+      sink_.Add("DT201", T(mod_tok).line, T(mod_tok).column,
+                lib->name + " (" + abs.substr(0, abs.find('.')) + ")", guarded, lib->alternative);
+      return;
+    }
+    // torch.cuda APIs are reported where they are imported too; other APIs (CUDAExtension,
+    // torch.compile, transformers' BitsAndBytesConfig) where they are used.
+    if (!StartsWith(abs, "torch.cuda") && abs != "torch.backends.cudnn") return;
+    for (k = e + 1; k < l.end; ++k) {
+      if (!IsName(T(k)) || Is(T(k), "as") || (k > l.begin && Is(T(k - 1), "as"))) continue;
+      ApiFinding(abs + "." + std::string(T(k).text), T(k), guarded, scope);
+    }
+  }
+
+  // `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
+  void ModuleFinding(const std::string& mod, const Token& at, int scope, bool guarded) {
+    if (IsExtensionModule(mod)) {
+      sink_.Add("DT305", at.line, at.column, mod, guarded);
+      NoteCudaAt(scope, guarded);
+    } else if (const Library* lib = LibraryOf(mod)) {
+      sink_.Add("DT201", at.line, at.column, lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
+                guarded, lib->alternative);
+    } else if (StartsWith(mod, "torch.cuda")) {
+      ApiFinding(mod, at, guarded, scope);
     }
   }
 
   // Registry match (or the torch.cuda catch-all) for a resolved dotted name.
-  bool ApiFinding(const std::string& resolved, const Token& at, bool guarded) {
+  bool ApiFinding(const std::string& resolved, const Token& at, bool guarded, int scope) {
     if (const PythonApi* api = reg_.MatchApi(resolved)) {
       if (api->guard) return true;
       sink_.Add(api->code, at.line, at.column, resolved, guarded, api->replacement);
+      (void)scope;
       return true;
     }
     if (StartsWith(resolved, "torch.cuda.")) {
@@ -411,27 +851,83 @@ class PythonScanner {
     return false;
   }
 
-  void LineFindings(const LogicalLine& l, bool guarded) {
+  // The name of the call whose argument list holds token k ("print", "warnings.warn"), the index
+  // of its opening bracket, or nothing.
+  std::size_t EnclosingOpen(std::size_t k, std::size_t b) const {
+    int depth = 0;
+    for (std::size_t j = k; j > b; --j) {
+      const Token& t = T(j - 1);
+      if (IsClose(t)) ++depth;
+      else if (IsOpen(t)) {
+        if (depth == 0) return j - 1;
+        --depth;
+      }
+    }
+    return static_cast<std::size_t>(-1);
+  }
+
+  // Prose: a string that is the message of a print, a warning, a log call or an exception, or a
+  // help / description text. It mentions CUDA; it uses nothing.
+  bool IsProse(std::size_t k, const LogicalLine& l) const {
+    if (k > l.begin + 1 && IsOp(T(k - 1), "=") && IsName(T(k - 2))) {
+      std::string kw = Lower(T(k - 2).text);
+      if (kw == "help" || kw == "description" || kw == "epilog" || kw == "msg" ||
+          kw == "message" || kw == "usage" || kw == "doc" || kw == "title" || kw == "desc")
+        return true;
+    }
+    std::size_t open = EnclosingOpen(k, l.begin);
+    if (open == static_cast<std::size_t>(-1) || !IsOp(T(open), "(") || open == l.begin) {
+      return First(l) == "raise" || First(l) == "assert";
+    }
+    const Token& callee = T(open - 1);
+    if (!IsName(callee)) return false;
+    std::string c = Lower(callee.text);
+    static const char* kProse[] = {"print", "warn", "warning", "info", "debug", "error",
+                                   "exception", "critical", "log", "fatal", "write", "echo",
+                                   "secho", "format", "add_argument_group", "assertionerror"};
+    for (const char* p : kProse)
+      if (c == p) return true;
+    return EndsWith(c, "error") || EndsWith(c, "exception") || EndsWith(c, "warning");
+  }
+
+  // A call's resolved callee name for the bracket at `open`.
+  std::string Callee(std::size_t open, std::size_t b, int scope) const {
+    if (open == static_cast<std::size_t>(-1) || open <= b || !IsOp(T(open), "(")) return {};
+    std::size_t j = open;  // Walk back over NAME(.NAME)*.
+    while (j > b && IsName(T(j - 1)) && j - 1 > b && IsOp(T(j - 2), ".")) j -= 2;
+    if (j > b && IsName(T(j - 1))) --j;
+    if (j >= open || !IsName(T(j))) return {};
+    std::string resolved, head;
+    Chain(j, open, scope, resolved, head);
+    return resolved;
+  }
+
+  void LineFindings(std::size_t li, const LogicalLine& l, int scope, bool guarded) {
     if (!Maybe(l.begin, l.end)) return;
     bool docstring = true;
     for (auto k = l.begin; k < l.end; ++k) docstring &= T(k).kind == TokKind::kString;
     if (docstring) return;
+    bool launched = false;  // A kernel launch: the library names on the line are part of it.
+    bool tainted = false;   // The line uses an extension handle or CUDA symbol unguarded.
+    const bool line_guarded = guarded;
     for (std::size_t k = l.begin; k < l.end; ++k) {
       const Token& t = T(k);
+      guarded = line_guarded || (!branches_.empty() && InBranch(k));
       if (t.kind == TokKind::kString) {
-        StringFinding(k, l, guarded);
+        if (IsFString(t.text)) FStringFindings(k, scope, guarded);
+        StringFinding(k, l, scope, guarded);
         continue;
       }
       if (!IsName(t)) continue;
       bool after_dot = k > l.begin && IsOp(T(k - 1), ".");
+      bool call = k + 1 < l.end && IsOp(T(k + 1), "(");
       if (after_dot) {
-        bool call = k + 1 < l.end && IsOp(T(k + 1), "(");
         if (t.text == "cuda" && call) {
           sink_.Add("DT101", t.line, t.column, ".cuda()", guarded);
-        } else if (t.text == "is_cuda") {
-          sink_.Add("DT109", t.line, t.column, ".is_cuda", true);
         } else if (t.text == "double" && call && k + 2 < l.end && IsOp(T(k + 2), ")")) {
           sink_.Add("DT204", t.line, t.column, ".double()", guarded);
+        } else if (t.text == "to" && call) {
+          IntegerDevice(k + 2, l, guarded, ".to()");
         }
         continue;
       }
@@ -439,41 +935,320 @@ class PythonScanner {
         ++k;  // The defined name is not a use.
         continue;
       }
-      if (t.text != "torch" && !alias_.count(t.text)) continue;
+      if (k + 1 < l.end && IsOp(T(k + 1), "=") && k > l.begin &&
+          (IsOp(T(k - 1), "(") || IsOp(T(k - 1), ",")) && Head(l) != "def" && Head(l) != "class") {
+        KeywordFinding(k, l, scope, guarded);
+      }
+      if (t.text == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") && IsOp(T(k + 2), "{")) {
+        DeviceMap(k, l, guarded);
+      }
+      if (kernel_names_.count(t.text) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
+        sink_.Add("DT207", t.line, t.column, std::string(t.text) + "[grid](...)", guarded);
+        NoteCudaAt(scope, guarded);
+        launched = true;
+        continue;
+      }
+      if (IsHandle(t.text, scope)) {
+        bool assigned = k + 1 < l.end && IsOp(T(k + 1), "=") && k == l.begin;
+        bool none_test = k + 1 < l.end && Is(T(k + 1), "is");
+        if (!assigned && !none_test) {
+          bool use_guard = guarded || optional_names_.count(t.text) > 0;
+          std::string resolved, head;
+          Chain(k, l.end, scope, resolved, head);
+          sink_.Add("DT305", t.line, t.column, resolved, use_guard);
+          NoteCudaAt(scope, use_guard);
+          tainted |= !use_guard;
+        }
+        continue;
+      }
+      if (top_names_.count(t.text) && !Lookup(t.text, scope)) {
+        // A reference to one of this module's own definitions: the dependency graph, no finding.
+        int from = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
+        std::string_view from_name = from >= 0 ? scopes_[static_cast<std::size_t>(from)].name
+                                               : std::string_view();
+        if (!guarded) {
+          if (from_name.empty()) module_refs_[li].push_back(t.text);
+          else if (from_name != t.text) local_refs_[from_name].insert(t.text);
+        }
+        continue;
+      }
+      const std::string* bound = Lookup(t.text, scope);
+      if (t.text != "torch" && bound == nullptr) continue;
       std::string resolved, head;
-      std::size_t ce = Chain(k, l.end, resolved, head);
+      std::size_t ce = Chain(k, l.end, scope, resolved, head);
       bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
       bool none_test = ce < l.end && Is(T(ce), "is");
-      bool imported = alias_.count(t.text) > 0;
-      if (!assigned && !none_test) {
-        bool use_guard = guarded || optional_names_.count(t.text) > 0;
-        if (!ApiFinding(resolved, t, guarded) && imported) {
-          if (const Library* lib = reg_.LibraryForModule(resolved)) {
-            sink_.Add("DT202", t.line, t.column, resolved, use_guard, lib->alternative);
-          } else if (ext_names_.count(t.text)) {
-            sink_.Add("DT305", t.line, t.column, resolved, use_guard);
-          }
+      if (assigned || none_test) continue;
+      bool use_guard = guarded || optional_names_.count(t.text) > 0;
+      if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
+        sink_.Add("DT312", t.line, t.column, resolved, use_guard);
+        NoteCudaAt(scope, use_guard);
+        tainted |= !use_guard;
+        k = ce - 1;
+        continue;
+      }
+      if (resolved == "torch.utils.cpp_extension.load" ||
+          resolved == "torch.utils.cpp_extension.load_inline" ||
+          resolved == "torch.utils.cpp_extension.CUDAExtension") {
+        ExtensionBuild(k, ce, l, scope, use_guard, resolved);
+      }
+      if (ApiFinding(resolved, t, use_guard, scope)) {
+        k = ce - 1;
+        continue;
+      }
+      if (bound == nullptr) continue;
+      if (const Library* lib = LibraryOf(resolved)) {
+        if (launched || (kernel_lib_ == lib && InLaunch(li))) continue;
+        sink_.Add("DT202", t.line, t.column, resolved, use_guard, lib->AlternativeFor(resolved));
+        k = ce - 1;
+      }
+    }
+    // `x = ext.op(...)` makes x a handle too (`raster = Rasterizer(...)`; `raster(...)`), and a
+    // module-level `name = BallQuery.apply` a symbol of this module.
+    if (tainted || !module_refs_[li].empty()) {
+      std::size_t eq = l.begin;
+      while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
+      if (eq == l.begin + 1 && eq < l.end && IsName(T(l.begin))) {
+        std::string_view target = T(l.begin).text;
+        if (tainted) {
+          scopes_[static_cast<std::size_t>(scope)].local_names.insert(target);
+          handle_names_.insert(target);
+        }
+        if (scope == 0) {
+          if (tainted) cuda_tops_.insert(target);
+          for (auto ref : module_refs_[li]) local_refs_[target].insert(ref);
         }
       }
     }
   }
 
-  void StringFinding(std::size_t k, const LogicalLine& l, bool guarded) {
-    const Token& t = T(k);
-    if (IsBytes(t.text)) return;
-    if (IsCudaDeviceString(t)) {
-      if (InComparison(k, l.begin, l.end)) {
-        sink_.Add("DT109", t.line, t.column, std::string(t.text), true);
-      } else {
-        sink_.Add("DT102", t.line, t.column, std::string(t.text), guarded);
+  // `load(name=..., sources=[... .cu], with_cuda=True)`, `load_inline(cuda_sources=...)` and
+  // `CUDAExtension(name=...)`: a CUDA build. Declares the module it makes and binds the value a
+  // JIT build returns (`_ext = load(...)`) as an extension handle.
+  void ExtensionBuild(std::size_t k, std::size_t ce, const LogicalLine& l, int scope, bool guarded,
+                      const std::string& resolved) {
+    if (ce >= l.end || !IsOp(T(ce), "(")) return;
+    std::size_t close = Matching(ce, l.end);
+    bool cuda = EndsWith(resolved, "CUDAExtension");
+    std::string name;
+    std::vector<std::string> sources;
+    for (std::size_t j = ce + 1; j < close; ++j) {
+      const Token& t = T(j);
+      if (t.kind == TokKind::kString) {
+        std::string_view body = StringBody(t.text);
+        if (EndsWith(body, ".cu") || EndsWith(body, ".cuh")) cuda = true;
+        for (std::string_view ext : {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"})
+          if (EndsWith(body, ext)) {
+            sources.emplace_back(body.substr(body.rfind('/') + 1));
+            break;
+          }
+        if (j > ce + 2 && IsOp(T(j - 1), "=") && Is(T(j - 2), "name") && name.empty())
+          name = std::string(body);
+        continue;
       }
+      if (!IsName(t)) continue;
+      if ((t.text == "with_cuda" && j + 2 < close && Is(T(j + 2), "True")) ||
+          t.text == "extra_cuda_cflags" || t.text == "cuda_sources")
+        cuda = true;
+    }
+    if (!cuda) return;
+    track_refs_ = true;
+    for (auto& src : sources) result_.extension_sources.emplace_back(std::move(src), guarded);
+    if (!name.empty())
+      sink_.DeclareCudaModule(name, T(k).line, std::string(T(k).text) + "() in " + sink_.rel());
+    if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
+    sink_.Add("DT301", T(k).line, T(k).column, resolved.substr(resolved.rfind('.') + 1) + "()",
+              guarded);
+    // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
+    if (l.end - l.begin > 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
+      std::string_view target = T(l.begin).text;
+      int bind = globals_.count(target) ? 0 : scope;
+      scopes_[static_cast<std::size_t>(bind)].local_names.insert(target);
+      handle_names_.insert(target);
+      if (!guarded && scope == 0) cuda_tops_.insert(target);
+    }
+  }
+
+  // Code inside an f-string's replacement fields (`f"{torch.cuda.max_memory_allocated() / 1e9}"`):
+  // its dotted names are resolved and reported at the string.
+  void FStringFindings(std::size_t k, int scope, bool guarded) {
+    const Token& t = T(k);
+    std::string_view body = StringBody(t.text);
+    if (body.find('{') == std::string_view::npos) return;
+    Lexed sub;
+    for (std::size_t i = 0; i < body.size(); ++i) {
+      if (body[i] != '{') continue;
+      if (i + 1 < body.size() && body[i + 1] == '{') {
+        ++i;
+        continue;
+      }
+      int depth = 0;
+      std::size_t j = i;
+      for (; j < body.size(); ++j) {
+        if (body[j] == '{') ++depth;
+        if (body[j] == '}' && --depth == 0) break;
+      }
+      std::string_view field = body.substr(i + 1, j > i + 1 ? j - i - 1 : 0);
+      i = j;
+      if (field.find("cuda") == std::string_view::npos) continue;
+      LexPython(field, sub);
+      for (std::size_t a = 0; a < sub.tokens.size(); ++a) {
+        const Token& n = sub.tokens[a];
+        if (n.kind != TokKind::kName || (a > 0 && sub.tokens[a - 1].text == ".")) continue;
+        std::string dotted(n.text);
+        std::size_t b = a;
+        while (b + 2 < sub.tokens.size() && sub.tokens[b + 1].text == "." &&
+               sub.tokens[b + 2].kind == TokKind::kName) {
+          dotted.push_back('.');
+          dotted.append(sub.tokens[b + 2].text);
+          b += 2;
+        }
+        const std::string* target = Lookup(n.text, scope);
+        if (target == nullptr && n.text != "torch") continue;
+        std::string resolved = target ? *target + dotted.substr(n.text.size()) : dotted;
+        ApiFinding(resolved, t, guarded, scope);
+        a = b;
+      }
+    }
+  }
+
+  // Whether line li launches a kernel (`kernel[grid](...)` anywhere on it).
+  bool InLaunch(std::size_t li) const {
+    const auto& l = lex_.lines[li];
+    for (std::size_t k = l.begin; k + 1 < l.end; ++k)
+      if (IsName(T(k)) && kernel_names_.count(T(k).text) && IsOp(T(k + 1), "[")) return true;
+    return false;
+  }
+
+  // `.to(args.gpu)`, `.to(local_rank)`, `.to(0)`: an integer device index is a CUDA device.
+  void IntegerDevice(std::size_t b, const LogicalLine& l, bool guarded, std::string_view what) {
+    if (b >= l.end) return;
+    std::size_t e = b;
+    int depth = 0;
+    for (; e < l.end; ++e) {
+      if (IsOpen(T(e))) ++depth;
+      if (IsClose(T(e)) && --depth < 0) break;
+      if (depth == 0 && IsOp(T(e), ",")) break;
+    }
+    if (e == b) return;
+    if (e == b + 1 && T(b).kind == TokKind::kNumber && IsDigits(T(b).text)) {
+      sink_.Add("DT113", T(b).line, T(b).column, std::string(what), guarded);
       return;
     }
+    // NAME(.NAME)* only, ending in an index-like name.
+    for (std::size_t k = b; k < e; ++k)
+      if (!(IsName(T(k)) || IsOp(T(k), "."))) return;
+    std::string last = Lower(T(e - 1).text);
+    static const char* kIndexNames[] = {"gpu", "gpu_id", "gpu_idx", "gpu_index", "local_rank",
+                                        "device_id", "gpu_rank", "cuda_device", "device_index"};
+    for (const char* n : kIndexNames)
+      if (last == n) {
+        sink_.Add("DT113", T(b).line, T(b).column,
+                  std::string(what.substr(0, what.size() - 1)) + std::string(T(e - 1).text) + ")",
+                  guarded);
+        return;
+      }
+  }
+
+  // `device_map={"": LOCAL_RANK}` / `{"": int(os.environ["LOCAL_RANK"])}`.
+  void DeviceMap(std::size_t k, const LogicalLine& l, bool guarded) {
+    std::size_t open = k + 2;
+    std::size_t close = Matching(open, l.end);
+    for (std::size_t j = open + 1; j < close; ++j) {
+      const Token& t = T(j);
+      std::string lower = Lower(t.text);
+      if ((t.kind == TokKind::kName && (lower == "local_rank" || lower == "int" ||
+                                        Contains(lower, "gpu") || lower == "rank")) ||
+          (t.kind == TokKind::kString && Lower(StringBody(t.text)) == "local_rank") ||
+          (t.kind == TokKind::kNumber && IsDigits(t.text) && j > open + 1 && IsOp(T(j - 1), ":"))) {
+        sink_.Add("DT113", T(k).line, T(k).column, "device_map", guarded);
+        return;
+      }
+    }
+  }
+
+  // A keyword argument of the registry (`load_in_8bit=True`, `optim="paged_adamw_32bit"`).
+  void KeywordFinding(std::size_t k, const LogicalLine& l, int scope, bool guarded) {
+    const auto* rules = reg_.KeywordRules(T(k).text);
+    if (rules == nullptr || k + 2 >= l.end) return;
+    const Token& v = T(k + 2);
+    std::string value = v.kind == TokKind::kString ? std::string(StringBody(v.text)) : std::string(v.text);
+    bool single = k + 3 >= l.end || IsOp(T(k + 3), ",") || IsClose(T(k + 3));
+    std::string callee;
+    bool callee_done = false;
+    for (const auto& r : *rules) {
+      if (!r.value.empty() && (!single || !GlobMatch(r.value, value))) continue;
+      if (!r.call.empty()) {
+        if (!callee_done) {
+          callee = Callee(EnclosingOpen(k, l.begin), l.begin, scope);
+          callee_done = true;
+        }
+        if (callee.empty() || !GlobMatch(r.call, callee)) continue;
+      }
+      std::string name = std::string(T(k).text) + "=" +
+                         (single ? std::string(v.text) : std::string("..."));
+      if (!callee.empty()) name = callee.substr(callee.rfind('.') + 1) + "(" + name + ")";
+      sink_.Add(r.code, T(k).line, T(k).column, name, guarded, r.replacement);
+      return;
+    }
+  }
+
+  // Whether string token k is a parameter default of a function that compares the parameter with
+  // "cuda" (`def bias_act(x, impl="cuda")` ... `if impl == "cuda" and x.device.type == "cuda"`): a
+  // dispatch key, not a device placement. A parameter named for a device stays a device default.
+  bool IsDispatchDefault(std::size_t k, std::size_t li, const LogicalLine& l) const {
+    std::string_view head = Head(l);
+    if (head != "def" || k < l.begin + 2 || !IsOp(T(k - 1), "=") || !IsName(T(k - 2))) return false;
+    std::string_view param = T(k - 2).text;
+    std::string lower = Lower(param);
+    if (Contains(lower, "device") || lower == "dev" || Contains(lower, "map_location")) return false;
+    for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
+      const auto& body = lex_.lines[j];
+      for (std::size_t t = body.begin; t + 2 < body.end; ++t)
+        if (IsName(T(t)) && T(t).text == param && (IsOp(T(t + 1), "==") || IsOp(T(t + 1), "!=")) &&
+            IsCudaDeviceString(T(t + 2)))
+          return true;
+    }
+    return false;
+  }
+
+  // Whether string token k is an element of a `choices=[...]` list; sets `has_mps`.
+  bool InChoices(std::size_t k, const LogicalLine& l, std::size_t& at, bool& has_mps) const {
+    std::size_t open = EnclosingOpen(k, l.begin);
+    if (open == static_cast<std::size_t>(-1) || open < l.begin + 2) return false;
+    if (!IsOp(T(open - 1), "=") || !Is(T(open - 2), "choices")) return false;
+    at = open - 2;
+    has_mps = false;
+    std::size_t close = Matching(open, l.end);
+    for (std::size_t j = open + 1; j < close; ++j)
+      if (T(j).kind == TokKind::kString && StartsWith(StringBody(T(j).text), "mps")) has_mps = true;
+    return true;
+  }
+
+  void StringFinding(std::size_t k, const LogicalLine& l, int scope, bool guarded) {
+    const Token& t = T(k);
+    if (IsBytes(t.text)) return;
+    std::size_t li = static_cast<std::size_t>(&l - lex_.lines.data());
     std::string_view body = StringBody(t.text);
+    if (IsCudaDeviceString(t)) {
+      if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
+      std::size_t at = 0;
+      bool has_mps = false;
+      if (InChoices(k, l, at, has_mps)) {
+        if (!has_mps)
+          sink_.Add("DT112", T(at).line, T(at).column, "the option's choices", guarded);
+        return;
+      }
+      if (IsDispatchDefault(k, li, l)) return;
+      sink_.Add("DT102", t.line, t.column, std::string(t.text), guarded);
+      return;
+    }
     if (body == "nccl") {
+      if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
       sink_.Add("DT205", t.line, t.column, std::string(t.text), guarded);
       return;
     }
+    if (body.size() > 200 || IsProse(k, l)) return;
     for (std::string_view key : {"TORCH_CUDA_ARCH_LIST", "-gencode", "arch=compute_", "arch=sm_",
                                  "CUDA_ARCHITECTURES"}) {
       if (body.find(key) != std::string_view::npos) {
@@ -481,35 +1256,90 @@ class PythonScanner {
         return;
       }
     }
-    if (setup_py_ && !body.empty() && body.size() < 200) {
+    // The nvcc entry of extra_compile_args / a CUDA source list of an extension build.
+    if (body == "nvcc" && k + 1 < l.end && IsOp(T(k + 1), ":")) {
+      sink_.Add("DT302", t.line, t.column, "nvcc flags", guarded);
+      return;
+    }
+    (void)scope;
+    if (opt_.setup_py && !body.empty() && InLiteralContainer(k, l)) {
       CheckRequirement(body, sink_, t.line, t.column);
     }
   }
 
+  // A string that is an element of a list, set, dict or tuple literal (a requirement list), not an
+  // argument of a call (a message).
+  bool InLiteralContainer(std::size_t k, const LogicalLine& l) const {
+    std::size_t open = EnclosingOpen(k, l.begin);
+    if (open == static_cast<std::size_t>(-1)) return false;
+    if (IsOp(T(open), "[") || IsOp(T(open), "{")) return open == l.begin || !IsName(T(open - 1));
+    // A tuple: an opening parenthesis not preceded by a callee.
+    return open == l.begin || !(IsName(T(open - 1)) || IsClose(T(open - 1)));
+  }
+
+  // Module-level names reaching CUDA-only code through other module-level names of this file.
+  void PropagateLocal() {
+    // Extension builds (load / CUDAExtension) are found per call.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (const auto& [from, refs] : local_refs_) {
+        if (cuda_tops_.count(from)) continue;
+        for (auto ref : refs)
+          if (cuda_tops_.count(ref)) {
+            cuda_tops_.insert(from);
+            changed = true;
+            break;
+          }
+      }
+    }
+    for (auto name : cuda_tops_) result_.cuda_symbols.emplace_back(name);
+    std::sort(result_.cuda_symbols.begin(), result_.cuda_symbols.end());
+  }
+
   FindingSink& sink_;
   const Registry& reg_;
-  bool setup_py_;
+  const PyScanOptions& opt_;
   bool always_;  // setup.py strings and user rules bypass the cheap line test.
   std::string_view source_;
   const Lexed& lex_;
   std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
   PyScanResult result_;
   std::vector<bool> optional_line_;
+  std::vector<int> line_scope_;
+  std::vector<Scope> scopes_;
   // Keys are views into the source, which outlives the scanner.
-  std::unordered_map<std::string_view, std::string> alias_;
+  std::unordered_map<std::string_view, int> top_names_;  // Module-level def/class names.
   std::unordered_set<std::string_view> optional_names_;
-  std::unordered_set<std::string_view> ext_names_;
   std::unordered_set<std::string_view> guard_names_;
   std::unordered_set<std::string_view> guard_attrs_;
+  std::unordered_set<std::string_view> kernel_names_;
+  std::unordered_map<std::size_t, int> decorator_kernel_;  // Decorator line -> kernel scope.
+  const Library* kernel_lib_ = nullptr;
+  std::unordered_set<std::string_view> handle_names_;
+  std::unordered_set<std::string_view> globals_;  // Names of `global` statements.
+  // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines that
+  // name its own module-level definitions are analysed too, to follow the dependency inside it.
+  bool track_refs_ = false;  // Every name bound to an extension value.
+  std::unordered_set<std::string_view> cuda_tops_;     // Module-level names that reach CUDA code.
+  std::unordered_map<std::string_view, std::unordered_set<std::string_view>> local_refs_;
+  std::unordered_map<std::size_t, std::vector<std::string_view>> module_refs_;
   // Names whose mention can make a line interesting (library, extension, optional and guard
-  // names); lines with none of them and none of kNeedles are skipped without analysis.
+  // names); lines with none of them and none of the trigger words are skipped without analysis.
   std::unordered_set<std::string_view> hot_names_;
+  std::vector<std::pair<std::size_t, std::size_t>> branches_;  // Guarded token ranges of the line.
 };
 
 }  // namespace
 
+PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScanOptions& options) {
+  return PythonScanner(source, sink, options).Run();
+}
+
 PyScanResult ScanPython(std::string_view source, FindingSink& sink, bool is_setup_py) {
-  return PythonScanner(source, sink, is_setup_py).Run();
+  PyScanOptions opt;
+  opt.setup_py = is_setup_py;
+  return ScanPython(source, sink, opt);
 }
 
 }  // namespace dt::scan

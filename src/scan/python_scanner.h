@@ -1,9 +1,10 @@
-// Scans one Python source (a .py file or a notebook cell): import and alias resolution, guard
-// detection and the device / library / extension rules of the registry.
+// Scans one Python source (a .py file or a notebook cell): import and alias resolution by scope,
+// guard detection and the device / library / extension rules of the registry.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "scan/sink.h"
@@ -17,10 +18,38 @@ struct PyImport {
   std::vector<std::string> names;   // from-import names (they may be submodules).
 };
 
+// What the rest of the project says about CUDA-only code when a file is scanned: Scan() fills it
+// from the modules other files declare (FindingSink::DeclareCudaModule) and from the symbols earlier
+// rounds found to depend on them.
+struct CudaContext {
+  std::vector<std::string> modules;          // Modules that exist only where a CUDA build ran.
+  std::unordered_set<std::string> symbols;   // "pkg.mod.name" of project code that needs one.
+
+  // Whether `dotted` is one of `modules` or inside one.
+  bool IsModule(std::string_view dotted) const;
+};
+
+struct PyScanOptions {
+  bool setup_py = false;     // Also checks requirement strings and extension declarations.
+  std::string package;       // Dotted package of the file, for relative imports ("pkg.sub").
+  // Top-level names of the project's own packages and modules: never a third-party library, even
+  // when the knowledge base lists a library of the same name.
+  const std::unordered_set<std::string>* own_tops = nullptr;
+  const CudaContext* cuda = nullptr;
+};
+
 struct PyScanResult {
   std::vector<PyImport> imports;
   bool has_main = false;  // Has `if __name__ == "__main__":`.
+  // Top-level functions, classes and module-level names of this file that reach CUDA-only code
+  // (an extension, or another such symbol) with no other path.
+  std::vector<std::string> cuda_symbols;
+  // Source files (base names) of the extension builds in this file, each with whether the build is
+  // guarded (inside try/except with a fallback, or behind a device check).
+  std::vector<std::pair<std::string, bool>> extension_sources;
 };
+
+PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScanOptions& options);
 
 // `is_setup_py` also checks string literals as requirement specifiers (install_requires).
 PyScanResult ScanPython(std::string_view source, FindingSink& sink, bool is_setup_py);

@@ -101,9 +101,11 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
   for (const auto& j : (*rules)["rules"]) {
     auto r = ParseRule(j, rules_file.string());
     if (!r) return r.take_error();
+    if (j.value("retired", false)) reg.retired_.insert(r->code);
     reg.rule_index_[r->code] = reg.rules_.size();
     reg.rules_.push_back(std::move(*r));
   }
+  std::set<std::string> referenced;  // Codes that data entries name.
   if (auto it = rules->find("python_apis"); it != rules->end() && it->is_array()) {
     for (const auto& j : *it) {
       PythonApi api;
@@ -114,10 +116,45 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
       if (api.name.empty() || (!api.guard && !reg.FindRule(api.code)))
         return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
                          rules_file.string());
+      if (!api.guard) referenced.insert(api.code);
       reg.api_index_[api.name] = reg.apis_.size();
       reg.api_tops_.emplace(TopOf(api.name));
       reg.apis_.push_back(std::move(api));
     }
+  }
+  if (auto it = rules->find("python_keywords"); it != rules->end() && it->is_array()) {
+    for (const auto& j : *it) {
+      PythonKeyword kw;
+      kw.keyword = Str(j, "keyword");
+      kw.value = Str(j, "value");
+      kw.call = Str(j, "call");
+      kw.code = Str(j, "code");
+      kw.replacement = Str(j, "replacement");
+      if (kw.keyword.empty() || !reg.FindRule(kw.code))
+        return MakeError(ErrorCode::kInput,
+                         "python_keywords entry needs a keyword and a known rule: " + j.dump(),
+                         rules_file.string());
+      referenced.insert(kw.code);
+      reg.keywords_[kw.keyword].push_back(std::move(kw));
+    }
+  }
+  for (auto& name : StrList(*rules, "launch_guards")) reg.launch_guards_.insert(std::move(name));
+  // The detectors and the data must agree on the codes, both ways (a renamed code would otherwise
+  // silently disable its detector, and a rule nothing emits would be documented but never found).
+  for (std::string_view code : DetectorCodes()) {
+    if (!reg.FindRule(code))
+      return MakeError(ErrorCode::kInput,
+                       "rule " + std::string(code) + " is emitted by a detector but missing from "
+                       "the rules", rules_file.string());
+    referenced.insert(std::string(code));
+  }
+  for (const auto& r : reg.rules_) {
+    bool retired = reg.retired_.count(r.code) > 0;
+    if (!retired && !referenced.count(r.code))
+      return MakeError(ErrorCode::kInput,
+                       "rule " + r.code + " is emitted by no detector and named by no data entry "
+                       "(mark it \"retired\": true if it is kept only for old suppressions)",
+                       rules_file.string());
   }
   auto libs_file = dir / "libraries.json";
   auto libs = ReadJson(libs_file);
@@ -131,13 +168,74 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
     lib.modules = StrList(j, "modules");
     for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
     lib.alternative = Str(j, "alternative");
+    lib.kernel_decorators = StrList(j, "kernel_decorators");
+    if (auto alt = j.find("alternatives"); alt != j.end() && alt->is_object())
+      for (const auto& [prefix, text] : alt->items())
+        if (text.is_string()) lib.alternatives.emplace_back(prefix, text.get<std::string>());
     for (const auto& m : lib.modules) {
       reg.module_index_[m] = reg.libraries_.size();
       reg.module_tops_.emplace(TopOf(m));
     }
     reg.libraries_.push_back(std::move(lib));
   }
+  reg.BuildTriggers();
   return reg;
+}
+
+void Registry::BuildTriggers() {
+  // The hand-written detectors' own words: CUDA spellings, float64, NCCL, architecture flags,
+  // GPU-index and device-map arguments.
+  std::set<std::string> words = {"cud", "nccl", "float64", "double", "gencode", "arch=compute_",
+                                 "arch=sm_", "gpu", "device_map", "cpp_extension"};
+  auto add = [&](std::string_view w) {
+    if (w.size() >= 3) words.emplace(w);
+  };
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+    return out;
+  };
+  // Code that reaches an API writes every component of its name somewhere (import line or dotted
+  // use), so one component is enough: none when a word already covers the name (torch.cuda.*),
+  // else the last, the most distinctive (`torch.compile`, `peft.prepare_model_for_kbit_training`).
+  std::vector<std::string> fixed(words.begin(), words.end());
+  for (const auto& api : apis_) {
+    std::string full = lower(api.name);
+    bool covered = false;
+    for (const auto& w : fixed) covered |= full.find(w) != std::string::npos;
+    if (!covered) add(std::string_view(api.name).substr(api.name.rfind('.') + 1));
+  }
+  for (const auto& [kw, list] : keywords_) add(kw);
+  for (const auto& g : launch_guards_) add(g);
+  for (const auto& lib : libraries_) {
+    for (const auto& m : lib.modules) add(TopOf(m));
+    for (const auto& d : lib.kernel_decorators) add(d.substr(d.rfind('.') + 1));
+  }
+  for (const auto& u : user_rules_) {
+    if (!u.python_api.empty()) add(u.python_api.substr(u.python_api.rfind('.') + 1));
+    if (!u.text.empty()) words.insert(u.text);
+  }
+  // A word that contains another adds nothing to a substring search.
+  python_triggers_.clear();
+  for (const auto& w : words) {
+    bool covered = false;
+    for (const auto& o : words)
+      covered |= o != w && o.size() < w.size() && w.find(o) != std::string::npos;
+    if (!covered) python_triggers_.push_back(w);
+  }
+  python_prefilter_ = std::make_shared<Prefilter>(python_triggers_);
+}
+
+const std::vector<PythonKeyword>* Registry::KeywordRules(std::string_view keyword) const {
+  auto it = keywords_.find(std::string(keyword));
+  return it == keywords_.end() ? nullptr : &it->second;
+}
+
+const Library* Registry::KernelDecorator(std::string_view dotted) const {
+  for (const auto& lib : libraries_)
+    for (const auto& d : lib.kernel_decorators)
+      if (d == dotted) return &lib;
+  return nullptr;
 }
 
 Status Registry::AddUserRules(const std::filesystem::path& file) {
@@ -193,6 +291,7 @@ Status Registry::AddUserRules(const std::filesystem::path& file) {
     }
     user_rules_.push_back(std::move(u));
   }
+  BuildTriggers();
   return OkStatus();
 }
 

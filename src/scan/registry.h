@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -10,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "scan/prefilter.h"
 #include "scan/scan.h"
 #include "util/result.h"
 
@@ -33,11 +35,40 @@ struct PythonApi {
   std::string replacement;  // Overrides the rule's when set.
 };
 
+// A keyword argument that reaches CUDA-only code without naming it: `load_in_8bit=True` (bitsandbytes
+// through transformers), `optim="paged_adamw_32bit"`, `TrainingArguments(fp16=True)` (CUDA AMP),
+// Lightning's `Trainer(gpus=...)`.
+struct PythonKeyword {
+  std::string keyword;      // The argument name.
+  std::string value;        // Glob on the literal value (True, a string's body, a number); empty: any.
+  std::string call;         // Glob on the resolved callee ("transformers.*TrainingArguments"); empty: any.
+  std::string code;
+  std::string replacement;  // Overrides the rule's when set.
+};
+
 struct Library {
   std::string name;
   std::vector<std::string> modules;   // Dotted import names.
   std::vector<std::string> packages;  // pip / conda names, '*' globs allowed, normalised.
   std::string alternative;
+  // Decorators that make a function a GPU kernel of this library (`triton.jit`): the kernel is one
+  // finding at its definition and one per launch, never one per call inside its body.
+  std::vector<std::string> kernel_decorators;
+  // Alternatives that fit one part of the library (`bitsandbytes.optim` vs `bitsandbytes.nn`),
+  // by dotted prefix; the longest prefix of a use wins over `alternative`.
+  std::vector<std::pair<std::string, std::string>> alternatives;
+
+  const std::string& AlternativeFor(std::string_view dotted) const {
+    const std::string* best = &alternative;
+    std::size_t len = 0;
+    for (const auto& [prefix, text] : alternatives)
+      if (prefix.size() > len && dotted.substr(0, prefix.size()) == prefix &&
+          (dotted.size() == prefix.size() || dotted[prefix.size()] == '.')) {
+        best = &text;
+        len = prefix.size();
+      }
+    return *best;
+  }
 };
 
 // A user rule from the file named by [tool.dualtrack] rules: a Python API prefix or a literal text.
@@ -57,6 +88,8 @@ class Registry {
   Status AddUserRules(const std::filesystem::path& file);
 
   const Rule* FindRule(std::string_view code) const;
+  // Rules marked "retired" in the data: never emitted, still valid in suppressions.
+  bool IsRetired(std::string_view code) const { return retired_.count(std::string(code)) > 0; }
   const std::vector<Rule>& rules() const { return rules_; }
   const std::vector<Library>& libraries() const { return libraries_; }
   const std::vector<UserRule>& user_rules() const { return user_rules_; }
@@ -71,6 +104,23 @@ class Registry {
   // Top-level module names of the knowledge base (prefilter needles).
   std::vector<std::string> ModuleNeedles() const;
 
+  // The keyword rules for argument name `keyword` (empty when none).
+  const std::vector<PythonKeyword>* KeywordRules(std::string_view keyword) const;
+  // Names and attributes whose truth means a launch mode that brings CUDA with it (`ddp`,
+  // `LOCAL_RANK`, `world_size`): a branch on them is guarded like one on torch.cuda.is_available().
+  bool IsLaunchGuardName(std::string_view name) const {
+    return launch_guards_.find(name) != launch_guards_.end();
+  }
+  // The library whose kernel decorator `dotted` is (`triton.jit`), or null.
+  const Library* KernelDecorator(std::string_view dotted) const;
+
+  // The words whose presence makes a Python file or statement worth analysing: derived from the
+  // registry and the knowledge base (API names, keywords, modules, guard names) plus the words of
+  // the hand-written detectors, so that an API added to the data alone is found.
+  const std::vector<std::string>& PythonTriggers() const { return python_triggers_; }
+  // The same words as a prefilter (shared by every file a scan lexes).
+  const Prefilter& PythonPrefilter() const { return *python_prefilter_; }
+
  private:
   std::vector<Rule> rules_;
   std::unordered_map<std::string, std::size_t> rule_index_;
@@ -83,7 +133,18 @@ class Registry {
   std::set<std::string, std::less<>> api_tops_;
   std::set<std::string, std::less<>> module_tops_;
   std::vector<UserRule> user_rules_;
+  std::unordered_map<std::string, std::vector<PythonKeyword>> keywords_;
+  std::set<std::string, std::less<>> launch_guards_;
+  std::set<std::string> retired_;
+  std::vector<std::string> python_triggers_;
+  std::shared_ptr<Prefilter> python_prefilter_;
+
+  void BuildTriggers();
 };
+
+// The codes the C++ detectors emit (scan/codes.cc). Registry::Load checks them against the data
+// both ways: a detector code the data lacks, or a data rule that nothing emits, fails the load.
+const std::vector<std::string_view>& DetectorCodes();
 
 // pip's name normalisation: lower case, runs of '-', '_' and '.' become '-'.
 std::string NormalizePackageName(std::string_view name);

@@ -18,6 +18,8 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <toml++/toml.h>
 
@@ -101,17 +103,9 @@ Result<Config> ReadConfig(const fs::path& root) {
   return cfg;
 }
 
-std::vector<std::string> PythonNeedles(const Registry& reg) {
-  std::vector<std::string> n = {"cuda", "cudnn", "nccl", "torch.float64", "torch.double",
-                                ".double()",
-                                "multi_margin", "multimargin", "gencode", "arch=compute_", "arch=sm_"};
-  for (auto& m : reg.ModuleNeedles()) n.push_back(m);
-  for (const auto& u : reg.user_rules()) {
-    if (!u.python_api.empty()) n.push_back(u.python_api.substr(u.python_api.rfind('.') + 1));
-    if (!u.text.empty()) n.push_back(u.text);
-  }
-  return n;
-}
+// The registry derives them from its data (API names, keywords, libraries, user rules) and the
+// detectors' own words, so that an API added to the data files alone is found.
+std::vector<std::string> PythonNeedles(const Registry& reg) { return reg.PythonTriggers(); }
 
 std::vector<std::string> CppNeedles(const Registry& reg) {
   std::vector<std::string> n = {"cuda", "cublas", "cudnn", "nccl", "cufft", "curand", "cusparse",
@@ -128,6 +122,9 @@ struct FileResult {
   std::vector<Finding> findings;
   std::vector<PyImport> imports;
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
+  std::vector<std::string> cuda_symbols;  // Its module-level names that reach CUDA-only code.
+  std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
+  FileKind kind = FileKind::kPython;      // The item's kind as scanned (setup.py may be a module).
   bool has_main = false;
   bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
@@ -136,6 +133,7 @@ struct FileResult {
 
 struct Context {
   const Registry& reg;
+  const std::unordered_set<std::string>* own_tops;
   Prefilter python;  // With "__main__" among its needles when python_main.
   bool python_main;
   Prefilter cpp;
@@ -324,21 +322,71 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
   return std::string_view(buffer.data(), static_cast<std::size_t>(n));
 }
 
+// "pkg.sub" for "pkg/sub/mod.py" and for "pkg/sub/__init__.py": relative imports resolve from it.
+std::string PackageOf(std::string_view rel) {
+  auto slash = rel.rfind('/');
+  if (slash == std::string_view::npos) return {};
+  std::string pkg(rel.substr(0, slash));
+  for (char& c : pkg)
+    if (c == '/') c = '.';
+  return pkg;
+}
+
+// Every dotted name the module at `rel` may be imported as: "a.b.c", "b.c", "c" (a script's
+// folder, src/ and sys.path insertions make suffixes common in research code).
+std::vector<std::string> ModuleNames(std::string_view rel) {
+  std::string m(rel);
+  if (EndsWith(m, "/__init__.py")) m.resize(m.size() - 12);
+  else if (EndsWith(m, ".py")) m.resize(m.size() - 3);
+  for (char& c : m)
+    if (c == '/') c = '.';
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p != std::string::npos;) {
+    out.push_back(m.substr(p));
+    auto dot = m.find('.', p);
+    p = dot == std::string::npos ? dot : dot + 1;
+  }
+  return out;
+}
+
+// Editors and old Macs save with CR alone: Python, the line-based scanners and the snippets all
+// count '\n', so a lone CR becomes one (same length: offsets and columns stay right).
+std::string_view NormalizeLineEnds(std::string_view text) {
+  const void* cr = std::memchr(text.data(), '\r', text.size());
+  if (cr == nullptr) return text;
+  auto at = static_cast<std::size_t>(static_cast<const char*>(cr) - text.data());
+  bool lone = false;
+  for (std::size_t i = at; i < text.size() && !lone; ++i)
+    lone = text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n');
+  if (!lone) return text;
+  thread_local std::string copy;
+  copy.assign(text);
+  for (std::size_t i = at; i < copy.size(); ++i)
+    if (copy[i] == '\r' && (i + 1 == copy.size() || copy[i + 1] != '\n')) copy[i] = '\n';
+  return copy;
+}
+
 void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
+  r.kind = item.kind;
   MappedFile mapped;
   auto loaded = Load(item, ctx.max_file_size, mapped, r.skip_reason);
   if (!loaded) return;
   std::string_view text = *loaded;
   r.scanned = true;
   if (text.empty()) return;
+  // Only a build script that calls setuptools' (or distutils') setup() is one; a module that
+  // happens to be called setup.py (pkg/setup.py with helpers) is code like any other.
+  if (r.kind == FileKind::kSetupPy &&
+      (!Contains(text, "setup(") || (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
+    r.kind = FileKind::kPython;
   if (std::memchr(text.data(), 0, std::min<std::size_t>(text.size(), 8192)) != nullptr) {
     r.scanned = false;
     r.skip_reason = "binary file";
     return;
   }
   const Prefilter* pre = nullptr;
-  if (item.kind == FileKind::kPython || item.kind == FileKind::kNotebook) pre = &ctx.python;
-  if (item.kind == FileKind::kCpp) pre = &ctx.cpp;
+  if (r.kind == FileKind::kPython || r.kind == FileKind::kNotebook) pre = &ctx.python;
+  if (r.kind == FileKind::kCpp) pre = &ctx.cpp;
   bool has_main = false;  // Whether "__main__" occurs, when the Python search looked for it.
   bool matched = true;
   if (pre == &ctx.python && ctx.python_main) {
@@ -355,12 +403,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     });
   } else if (pre != nullptr) {
     matched = pre->Matches(text);
-    has_main = !matched && item.kind == FileKind::kPython && Contains(text, "__main__");
+    has_main = !matched && r.kind == FileKind::kPython && Contains(text, "__main__");
   }
   if (!matched) {
     // Its imports only matter if an entry reaches it, so they are read lazily by the import graph;
     // only a possible `__main__` test (which makes it an entry) needs the import pass now.
-    if (item.kind == FileKind::kPython) {
+    if (r.kind == FileKind::kPython) {
       if (has_main && Contains(text, "__name__")) ImportsOnly(text, item, r, ctx.reg);
       else r.imports_pending = true;
     }
@@ -371,13 +419,20 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     r.skip_reason = "not valid UTF-8";
     return;
   }
+  text = NormalizeLineEnds(text);
   FindingSink sink(ctx.reg, item.rel, text, r.findings);
-  switch (item.kind) {
+  switch (r.kind) {
     case FileKind::kPython:
     case FileKind::kSetupPy: {
-      auto py = ScanPython(text, sink, item.kind == FileKind::kSetupPy);
+      PyScanOptions opt;
+      opt.setup_py = r.kind == FileKind::kSetupPy;
+      opt.package = PackageOf(item.rel);
+      opt.own_tops = ctx.own_tops;
+      auto py = ScanPython(text, sink, opt);
       r.imports = std::move(py.imports);
       r.has_main = py.has_main;
+      r.cuda_symbols = std::move(py.cuda_symbols);
+      r.extension_sources = std::move(py.extension_sources);
       break;
     }
     case FileKind::kNotebook:
@@ -466,6 +521,171 @@ std::string Rel(const fs::path& p) {
   return s;
 }
 
+// The top-level names the project's own code is imported by: packages and modules at the root and
+// under src/, and [project].name. A library of the knowledge base with one of these names is the
+// project itself (mamba's own `mamba_ssm`), scanned as project code.
+std::unordered_set<std::string> OwnTops(const fs::path& root) {
+  std::unordered_set<std::string> out;
+  auto add_dir = [&](const fs::path& dir) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      std::string name = p.filename().string();
+      if (name.empty() || name[0] == '.') continue;
+      std::error_code ec2;
+      if (it->is_regular_file(ec2) && p.extension() == ".py") {
+        out.insert(p.stem().string());
+      } else if (it->is_directory(ec2)) {
+        // A package, or a namespace package: a folder holding Python files.
+        bool python = fs::exists(p / "__init__.py", ec2);
+        for (fs::directory_iterator f(p, ec2), fe; !python && !ec2 && f != fe; f.increment(ec2))
+          python = f->path().extension() == ".py";
+        if (python) out.insert(name);
+      }
+    }
+  };
+  add_dir(root);
+  std::error_code ec;
+  if (fs::is_directory(root / "src", ec)) add_dir(root / "src");
+  if (auto text = ReadFile(root / "pyproject.toml", std::uint64_t{4} << 20)) {
+    try {
+      auto tbl = toml::parse(*text);
+      if (auto name = tbl["project"]["name"].value<std::string>()) {
+        std::string n = *name;
+        for (char& c : n)
+          if (c == '-' || c == '.') c = '_';
+        out.insert(n);
+      }
+    } catch (const toml::parse_error&) {
+      // ReadConfig reports a malformed pyproject.toml.
+    }
+  }
+  return out;
+}
+
+// C/C++/CUDA sources that only guarded builds compile (`try: load(..., sources=[...cu]) except:
+// fallback`) are guarded: the Mac takes the fallback, so their kernels do not stop it.
+void GuardBuiltSources(const std::vector<WalkItem>& items, std::vector<FileResult>& results) {
+  std::unordered_map<std::string, bool> all_guarded;  // Source base name -> every build guarded.
+  for (const auto& r : results)
+    for (const auto& [name, guarded] : r.extension_sources) {
+      auto [it, fresh] = all_guarded.emplace(name, guarded);
+      if (!fresh) it->second = it->second && guarded;
+    }
+  if (all_guarded.empty()) return;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != FileKind::kCpp) continue;
+    std::string_view rel = items[i].rel;
+    auto it = all_guarded.find(std::string(rel.substr(rel.rfind('/') + 1)));
+    if (it == all_guarded.end() || !it->second) continue;
+    for (auto& f : results[i].findings) {
+      f.guarded = true;
+      f.severity = Severity::kPortable;
+    }
+  }
+}
+
+// Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
+// git submodules, local packages) through the project: files that import one, or a project symbol
+// that depends on one, are scanned again knowing it, which reports their imports and call sites
+// and the symbols of their own that now depend on CUDA. Rounds run until nothing new is found.
+void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
+                       std::vector<FileResult>& results, unsigned threads) {
+  CudaContext cuda;
+  std::set<std::string> modules;
+  for (const auto& r : results)
+    for (const auto& m : r.cuda_modules) modules.insert(m.module);
+  cuda.modules.assign(modules.begin(), modules.end());
+  std::unordered_set<std::string> symbol_modules;  // Modules (any name variant) with symbols.
+  auto add_symbols = [&](std::size_t i) {
+    bool added = false;
+    for (const auto& mod : ModuleNames(items[i].rel)) {
+      for (const auto& s : results[i].cuda_symbols) added |= cuda.symbols.insert(mod + "." + s).second;
+      if (!results[i].cuda_symbols.empty()) symbol_modules.insert(mod);
+    }
+    return added;
+  };
+  auto is_py = [&](std::size_t i) {
+    return items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
+  };
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (is_py(i)) add_symbols(i);
+  if (cuda.modules.empty() && cuda.symbols.empty()) return;
+  // Files the prefilter skipped keep their imports unread: read them now (only the import lines).
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (is_py(i) && results[i].imports_pending) pending.push_back(i);
+  ParallelFor(pending.size(), threads, [&](std::size_t k) {
+    std::size_t i = pending[k];
+    MappedFile mapped;
+    std::string skip;
+    auto text = Load(items[i], 0, mapped, skip);
+    if (!text) return;
+    FileResult r;
+    ImportsOnly(*text, items[i], r, ctx.reg);
+    results[i].imports = std::move(r.imports);
+    results[i].imports_pending = false;
+  });
+  // How many of a file's imports touch what is known; a file is scanned again when that grows.
+  std::vector<std::size_t> touched(items.size(), 0);
+  auto touches = [&](std::size_t i) {
+    std::size_t n = 0;
+    std::string package = PackageOf(items[i].rel);
+    for (const auto& imp : results[i].imports) {
+      std::string mod = imp.module;
+      if (imp.level > 0) {
+        std::string base = package;
+        for (int up = 1; up < imp.level && !base.empty(); ++up) {
+          auto dot = base.rfind('.');
+          base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+        }
+        mod = base.empty() ? mod : mod.empty() ? base : base + "." + mod;
+      }
+      if (cuda.IsModule(mod) || symbol_modules.count(mod)) ++n;
+      for (const auto& name : imp.names) {
+        std::string full = mod + "." + name;
+        if (cuda.IsModule(full) || cuda.symbols.count(full)) ++n;
+      }
+    }
+    return n;
+  };
+  for (int round = 0; round < 16; ++round) {
+    std::vector<std::size_t> again;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (!is_py(i) || !results[i].skip_reason.empty()) continue;
+      std::size_t n = touches(i);
+      if (n > touched[i]) {
+        touched[i] = n;
+        again.push_back(i);
+      }
+    }
+    if (again.empty()) break;
+    ParallelFor(again.size(), threads, [&](std::size_t k) {
+      std::size_t i = again[k];
+      MappedFile mapped;
+      std::string skip;
+      auto text = Load(items[i], 0, mapped, skip);
+      if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) return;
+      std::string_view src = NormalizeLineEnds(*text);
+      std::vector<Finding> findings;
+      FindingSink sink(ctx.reg, items[i].rel, src, findings);
+      PyScanOptions opt;
+      opt.setup_py = items[i].kind == FileKind::kSetupPy;
+      opt.package = PackageOf(items[i].rel);
+      opt.own_tops = ctx.own_tops;
+      opt.cuda = &cuda;
+      auto py = ScanPython(src, sink, opt);
+      UserTextRules(ctx.reg, src, items[i], findings);
+      results[i].findings = std::move(findings);
+      results[i].cuda_symbols = std::move(py.cuda_symbols);
+      results[i].scanned = true;
+    });
+    bool grew = false;
+    for (std::size_t i : again) grew |= add_symbols(i);
+    if (!grew && round > 0) break;
+  }
+}
+
 }  // namespace
 
 double Readiness(const std::vector<Finding>& findings) {
@@ -524,7 +744,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
                                   [](const std::string& n) { return StartsWith(n, "__"); });
   if (python_main) python_needles.push_back("__main__");
-  Context ctx{*reg, Prefilter(python_needles), python_main, Prefilter(CppNeedles(*reg)),
+  std::unordered_set<std::string> own_tops = OwnTops(root);
+  Context ctx{*reg, &own_tops, Prefilter(python_needles), python_main, Prefilter(CppNeedles(*reg)),
               options.max_file_size};
   unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   // The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files
@@ -591,9 +812,13 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   for (auto& x : scanned) {
     if (!items.empty() && items.back().rel == x.item.rel) continue;
     items.push_back(std::move(x.item));
+    if (x.result.scanned || !x.result.skip_reason.empty() || x.result.imports_pending)
+      items.back().kind = x.result.kind;
     results.push_back(std::move(x.result));
   }
   scanned.clear();
+  FollowCudaModules(ctx, items, results, threads);
+  GuardBuiltSources(items, results);
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "util/result.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -42,7 +43,9 @@ std::string_view FindingSink::Line(std::uint32_t line) {
 void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t column,
                       std::string_view name, bool guarded, std::string_view replacement) {
   const Rule* rule = reg_.FindRule(code);
-  if (rule == nullptr) return;
+  // The registry's load checked every detector code against the data, so a miss here is a
+  // detector writing a code it did not declare (scan/codes.cc): a bug, not bad input.
+  DT_CHECK(rule != nullptr && !reg_.IsRetired(code));
   // One finding per line and code; environment files list several packages on one line.
   std::uint64_t key = (std::uint64_t{line} << 24) ^ std::hash<std::string_view>{}(code) ^
                       (StartsWith(code, "DT4") ? std::uint64_t{column} << 48 : 0);

@@ -49,7 +49,6 @@ PLANTED = [
     # file, line, code, guarded, reachable
     ("train.py", 44, "DT102", False, True),     # --device default "cuda"
     ("train.py", 84, "DT102", False, True),     # def build(device="cuda")
-    ("train.py", 81, "DT109", True, True),      # pin_memory=device.type == "cuda"
     ("train.py", 93, "DT101", True, True),      # model.cuda() under is_available()
     ("train.py", 106, "DT104", True, True),     # portable DDP set_device
     ("train.py", 108, "DT205", False, True),    # backend="nccl"
@@ -185,7 +184,7 @@ torch.cuda.manual_seed(0)
     doc = scan_json(dualtrack, tmp_path)
     got = {(f["line"], f["code"]): f["guarded"] for f in doc["findings"]}
     assert got == {(3, "DT102"): True, (6, "DT103"): True, (8, "DT103"): False,
-                   (10, "DT107"): True, (11, "DT108"): False}
+                   (10, "DT115"): True, (11, "DT115"): False}
 
 
 def test_malformed_inputs_are_skipped_with_a_note(dualtrack, tmp_path):

@@ -1,0 +1,288 @@
+"""The Python side of the field cases (tests/scan/fixtures/field/*/EXPECT.md): patterns taken from
+real research repositories, each checked through the real binary."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+FIELD = Path(__file__).resolve().parent / "fixtures" / "field"
+
+
+def scan(dualtrack_bin, path, *args):
+    r = subprocess.run([str(dualtrack_bin), "scan", str(path), "--format", "json", *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def at(doc, file, line):
+    return [f for f in doc["findings"] if f["file"] == file and f["line"] == line]
+
+
+def one(doc, file, line, code):
+    found = [f for f in at(doc, file, line) if f["code"] == code]
+    assert len(found) == 1, (file, line, code, doc["findings"])
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def field(dualtrack_bin):
+    cache = {}
+
+    def get(case, *args):
+        key = (case, args)
+        if key not in cache:
+            cache[key] = scan(dualtrack_bin, FIELD / case, "--fail-on", "never", *args)[1]
+        return cache[key]
+    return get
+
+
+def test_guard_forms(field, dualtrack_bin):
+    doc = field("guard-forms")
+    assert one(doc, "g.py", 6, "DT102")["guarded"]      # under `not cpu and not mps and available`
+    assert one(doc, "g.py", 8, "DT101")["guarded"]      # `available and not cpu`
+    assert one(doc, "g.py", 10, "DT101")["guarded"]
+    assert one(doc, "g.py", 14, "DT205")["guarded"]     # "nccl" if is_nccl_available() else "gloo"
+    assert one(doc, "g.py", 19, "DT103")["guarded"]     # after `if not available: return`
+    for line in (22, 23):                               # manual_seed_all, empty_cache: no-ops
+        f = one(doc, "g.py", line, "DT115")
+        assert f["severity"] == "portable" and f["class"] == "device"
+    assert all(f["severity"] == "portable" for f in doc["findings"])
+    rc, _ = scan(dualtrack_bin, FIELD / "guard-forms")  # default --fail-on fixable
+    assert rc == 0
+
+
+def test_not_binds_to_its_operand(field):
+    doc = field("guard-negation")
+    for line in (4, 6, 8, 10, 12):
+        assert one(doc, "g.py", line, "DT101")["guarded"], line
+    assert len(doc["findings"]) == 5
+
+
+def test_traps_are_not_uses(field):
+    doc = field("traps")
+    assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
+    for line in (4, 11, 17, 18):
+        assert at(doc, "probe.py", line) == [], line
+    assert one(doc, "probe.py", 6, "DT106")["guarded"]
+
+
+def test_reading_cuda_home_builds_nothing(field):
+    doc = field("cuda-home-read")
+    assert [f for f in doc["findings"] if f["class"] == "extension"] == []
+    assert doc["findings"] == []
+
+
+def test_device_option_without_mps(field):
+    doc = field("device-whitelist")
+    f = one(doc, "txt2img.py", 6, "DT112")
+    assert (f["class"], f["severity"], f["guarded"]) == ("device", "fixable", False)
+    assert one(doc, "txt2img.py", 9, "DT102")["guarded"]
+
+
+def test_device_option_with_mps_is_fine(dualtrack_bin, tmp_path):
+    (tmp_path / "run.py").write_text(
+        'import argparse\n'
+        'p = argparse.ArgumentParser()\n'
+        'p.add_argument("--device", choices=("cpu", "cuda", "mps"), default="cpu")\n')
+    _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
+    assert doc["findings"] == []
+
+
+def test_guarded_jit_extension(field):
+    doc = field("guarded-jit-extension")
+    assert doc["findings"], "the plugin build is still listed"
+    assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
+    assert at(doc, "bias_act.py", 18) == []   # impl="cuda": a dispatch key
+    assert at(doc, "bias_act.py", 14) == []   # the warning text
+    assert one(doc, "bias_act.py", 12, "DT301")["guarded"]
+
+
+def test_integer_device_index(field):
+    doc = field("integer-device-index")
+    f = one(doc, "main.py", 10, "DT113")
+    assert f["class"] == "device" and f["guarded"]
+    assert one(doc, "main.py", 13, "DT101")["guarded"]
+
+
+def test_hf_int8_and_fp16(field):
+    doc = field("hf-int8-fp16")
+    f = one(doc, "finetune.py", 16, "DT206")
+    assert (f["class"], f["severity"], f["guarded"]) == ("library", "replace", False)
+    assert "float16" in f["replacement"]
+    assert one(doc, "finetune.py", 20, "DT206")["class"] == "library"
+    f = one(doc, "finetune.py", 24, "DT105")
+    assert (f["class"], f["severity"]) == ("device", "fixable")
+    f = one(doc, "finetune.py", 13, "DT113")
+    assert f["guarded"]                      # inside `if ddp:`
+
+
+def test_bitsandbytes_through_transformers(field):
+    doc = field("hf-bitsandbytes-4bit")
+    for line in (6, 8, 9):
+        f = one(doc, "train.py", line, "DT206")
+        assert f["class"] == "library" and not f["guarded"]
+        assert "torch.optim.AdamW" not in f["replacement"]
+    assert "adamw_torch" in one(doc, "train.py", 9, "DT206")["replacement"]
+    assert at(doc, "train.py", 2) == [] and at(doc, "train.py", 3) == []  # imports: uses count
+
+
+def test_load_in_8bit_wherever_it_appears(dualtrack_bin, tmp_path):
+    (tmp_path / "m.py").write_text(
+        "from transformers import AutoModel as AM\n"
+        "def load(path):\n"
+        "    return AM.from_pretrained(path,\n"
+        "                              load_in_8bit=True)\n"
+        "def other(load_in_8bit=True):\n"
+        "    return dict(load_in_8bit=False)\n")
+    _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
+    assert [(f["line"], f["code"]) for f in doc["findings"]] == [(4, "DT206")]
+
+
+def test_lightning_gpus(field):
+    doc = field("lightning-gpus")
+    f = one(doc, "train.py", 7, "DT104")
+    assert (f["class"], f["severity"]) == ("device", "fixable")
+    assert "accelerator" in f["replacement"]
+
+
+def test_module_named_setup_is_code(field):
+    doc = field("module-named-setup")
+    f = one(doc, "pkg/setup.py", 4, "DT101")
+    assert f["reachable"] is True
+    assert at(doc, "pkg/setup.py", 6) == []
+
+
+def test_nccl_compared_or_with_fallback(field):
+    doc = field("nccl-with-fallback")
+    assert at(doc, "comm.py", 5) == []
+    assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
+    assert one(doc, "comm.py", 11, "DT205")["guarded"]
+
+
+def test_own_package_named_like_a_library(dualtrack_bin, tmp_path):
+    # mamba_ssm is in the knowledge base; a project whose own package has that name is project code.
+    tree = tmp_path / "proj"
+    shutil.copytree(FIELD / "own-package-name", tree)
+    (tree / "mamba_like").rename(tree / "mamba_ssm")
+    for p in list(tree.rglob("*.py")) + [tree / "pyproject.toml"]:
+        p.write_text(p.read_text().replace("mamba_like", "mamba_ssm"))
+    _, doc = scan(dualtrack_bin, tree, "--fail-on", "never")
+    assert doc["findings"] == []
+    # The same import from a project that is not mamba is the library.
+    (tmp_path / "user.py").write_text("from mamba_ssm import Mamba\n")
+    _, doc = scan(dualtrack_bin, tmp_path / "user.py", "--fail-on", "never")
+    assert [f["code"] for f in doc["findings"]] == ["DT201"]
+
+
+def test_profiler_and_memory_stats(field):
+    doc = field("profiler-and-memory-stats")
+    f = one(doc, "bench.py", 14, "DT114")
+    assert f["class"] == "device"
+    f = one(doc, "bench.py", 17, "DT115")
+    assert f["severity"] == "portable"
+
+
+def test_setup_py_prose_is_not_a_package(field):
+    assert field("setup-py-strings")["findings"] == []
+
+
+def test_torch_compile_on_by_default(field):
+    doc = field("torch-compile-flag")
+    f = one(doc, "train.py", 12, "DT208")
+    assert (f["class"], f["severity"], f["guarded"]) == ("library", "fixable", False)
+    f = one(doc, "train.py", 5, "DT102")
+    assert (f["class"], f["severity"]) == ("device", "fixable")
+
+
+def test_triton_kernel_once_per_kernel_and_launch(field):
+    doc = field("triton-kernel")
+    kernel = one(doc, "model.py", 5, "DT207")
+    launch = one(doc, "model.py", 15, "DT207")
+    assert kernel["severity"] == launch["severity"] == "blocker"
+    assert not kernel["guarded"] and not launch["guarded"]
+    for line in range(6, 12):
+        assert at(doc, "model.py", line) == [], line
+    assert len(doc["findings"]) <= 4, doc["findings"]
+
+
+def test_jit_extension_followed_to_the_model(field):
+    doc = field("jit-extension")
+    f = one(doc, "ops.py", 6, "DT301")
+    assert (f["class"], f["severity"], f["reachable"]) == ("extension", "blocker", True)
+    assert not one(doc, "ops.py", 15, "DT305")["guarded"]
+    for line in (2, 7):
+        f = one(doc, "model.py", line, "DT312")
+        assert (f["class"], f["guarded"], f["reachable"]) == ("extension", False, True)
+
+
+def test_compiled_extension_package_followed(field):
+    doc = field("compiled-extension-package")
+    assert one(doc, "setup.py", 7, "DT301")["class"] == "extension"
+    assert one(doc, "setup.py", 10, "DT302")["class"] == "extension"
+    assert at(doc, "setup.py", 2) == []
+    for line in (2, 8):
+        one(doc, "pointops/functions.py", line, "DT305")
+    for line in (2, 7):
+        f = one(doc, "models/net.py", line, "DT312")
+        assert f["reachable"] is True and not f["guarded"]
+
+
+def test_config_selected_xformers_module(field):
+    doc = field("config-selects-xformers")
+    assert not one(doc, "ldm/xformers_block.py", 2, "DT201")["guarded"]
+    one(doc, "ldm/xformers_block.py", 7, "DT202")
+
+
+def test_statement_after_semicolon_and_cr_line_ends(dualtrack_bin, tmp_path):
+    (tmp_path / "a.py").write_bytes(b"import torch; x = torch.zeros(1).cuda()\r# a comment\r"
+                                    b"y = torch.ones(1).to('cuda')\r")
+    _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
+    assert [(f["line"], f["code"]) for f in doc["findings"]] == [(1, "DT101"), (3, "DT102")]
+    assert doc["findings"][1]["snippet"] == "y = torch.ones(1).to('cuda')"
+
+
+def test_names_resolve_in_their_scope(dualtrack_bin, tmp_path):
+    (tmp_path / "s.py").write_text(
+        "def a():\n"
+        "    from torch.cuda import synchronize\n"
+        "    synchronize()\n"
+        "def b(synchronize):\n"
+        "    synchronize()\n"
+        "def c():\n"
+        "    synchronize()\n")
+    _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
+    assert sorted({f["line"] for f in doc["findings"]}) == [2, 3]
+
+
+def test_launch_mode_guards(dualtrack_bin, tmp_path):
+    (tmp_path / "t.py").write_text(
+        "import os\n"
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "local_rank = int(os.environ.get('LOCAL_RANK', -1))\n"
+        "if local_rank != -1:\n"
+        "    dist.init_process_group(backend='nccl')\n"
+        "if int(os.environ.get('WORLD_SIZE', 1)) > 1:\n"
+        "    torch.cuda.set_device(local_rank)\n"
+        "if local_rank == -1:\n"
+        "    pass\n"
+        "else:\n"
+        "    model = torch.nn.Linear(1, 1).cuda()\n")
+    _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
+    assert {f["line"] for f in doc["findings"]} == {6, 8, 12}
+    assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
+
+
+def test_raise_is_not_a_fallback(dualtrack_bin, tmp_path):
+    (tmp_path / "r.py").write_text(
+        "import torch\n"
+        "def f():\n"
+        "    if not torch.cuda.is_available():\n"
+        "        raise RuntimeError('this needs a GPU')\n"
+        "    torch.cuda.synchronize()\n")
+    _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
+    assert [(f["line"], f["guarded"]) for f in doc["findings"]] == [(5, False)]
