@@ -211,6 +211,9 @@ TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
   EXPECT_EQ(Stop(cleared, "multi-gpu").level, EvidenceLevel::kMeasured);
   ASSERT_FALSE(Stop(cleared, "multi-gpu").notes.empty());
   EXPECT_EQ(Stop(cleared, "multi-gpu").notes.front().kind, "multi-gpu-optional");
+  // Shown optional, it no longer stands in the way of the prediction either.
+  EXPECT_EQ(cleared.verdict, "mac-ready");
+  EXPECT_EQ(cleared.level, EvidenceLevel::kPredicted);
 }
 
 TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {

@@ -606,6 +606,7 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
     for (const Finding& f : ev.scan->findings) {
       if (f.severity != "replace" && f.severity != "blocker") continue;
       if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
+      if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
       replace.push_back({f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
                          {f.file, f.line}, f.replacement, ""});
     }

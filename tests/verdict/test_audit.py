@@ -208,9 +208,9 @@ def test_run_records_the_data_slice_digest_as_freeze_does(dualtrack, tmp_path):
     assert r.returncode == 2 and "differ from the baseline" in r.stderr
 
 
-# ---- The field cases end to end (scan + verdict). Those marked need the scanner's work on the
-# construct (extension propagation, Triton, HF/bitsandbytes, launch-mode guards);
-# src/verdict/field_test.cc checks the verdict logic on the findings their EXPECT.md describes.
+# ---- The field cases end to end (scan + verdict). The one marked needs the scanner's work on the
+# construct; src/verdict/field_test.cc checks the verdict logic on the findings every EXPECT.md
+# describes, independently of the scanner.
 
 SCANNER = "needs the scanner's findings for this construct (scan-accuracy work)"
 
@@ -224,16 +224,13 @@ def _field_verdict(dualtrack, tmp_path, case, entry):
 
 
 @pytest.mark.parametrize("case,entry,verdict", [
-    pytest.param("jit-extension", "train.py", "cuda-only",
-                 marks=pytest.mark.xfail(reason=SCANNER, strict=False)),
-    pytest.param("compiled-extension-package", "train.py", "cuda-only",
-                 marks=pytest.mark.xfail(reason=SCANNER, strict=False)),
+    ("jit-extension", "train.py", "cuda-only"),
+    ("compiled-extension-package", "train.py", "cuda-only"),
     pytest.param("submodule-extension", "train.py", "cuda-only",
-                 marks=pytest.mark.xfail(reason=SCANNER, strict=False)),
-    pytest.param("triton-kernel", "model.py", "cuda-only",
-                 marks=pytest.mark.xfail(reason=SCANNER, strict=False)),
-    pytest.param("hf-int8-fp16", "finetune.py", "dev-only",
-                 marks=pytest.mark.xfail(reason=SCANNER, strict=False)),
+                 marks=pytest.mark.xfail(reason=SCANNER + ": .gitmodules extensions imported "
+                                         "by the project", strict=False)),
+    ("triton-kernel", "model.py", "cuda-only"),
+    ("hf-int8-fp16", "finetune.py", "dev-only"),
 ])
 def test_field_verdicts(dualtrack, tmp_path, case, entry, verdict):
     report = _field_verdict(dualtrack, tmp_path, case, entry)
@@ -241,7 +238,6 @@ def test_field_verdicts(dualtrack, tmp_path, case, entry, verdict):
     assert report["evidence_level"] == "predicted"
 
 
-@pytest.mark.xfail(reason=SCANNER, strict=False)
 def test_field_qlora_is_not_mac_ready(dualtrack, tmp_path):
     report = _field_verdict(dualtrack, tmp_path, "hf-bitsandbytes-4bit", "train.py")
     assert report["verdict"] != "mac-ready", report["reasons"]
@@ -253,8 +249,6 @@ def test_field_guarded_plugin_does_not_stop(dualtrack, tmp_path):
     assert stops["blocker-on-path"]["state"] != "holds", stops["blocker-on-path"]
 
 
-@pytest.mark.xfail(reason=SCANNER + ": `nccl if is_nccl_available() else gloo` as a guard",
-                   strict=False)
 def test_field_nccl_fallback_does_not_stop(dualtrack, tmp_path):
     report = _field_verdict(dualtrack, tmp_path, "nccl-with-fallback", "comm.py")
     stops = {s["id"]: s for s in report["stop_conditions"]}
