@@ -208,9 +208,17 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
   }
   if (!r.evidence.empty()) {
     r.state = RuleState::kHolds;
+    // Name the root cause when the run recorded where the float64 tensor was made in that file.
+    std::string root;
+    for (const EvidenceItem& n : r.notes) {
+      if (n.kind == "float64" && n.location.file == r.evidence.front().location.file) {
+        root = fmt::format(" (float64 made at {})", Where(n.location));
+        break;
+      }
+    }
     r.summary = fmt::format("{} operation(s) of the task cannot run on MPS, even with the CPU "
-                            "fallback: {}",
-                            r.evidence.size(), Where(r.evidence.front().location));
+                            "fallback: {}{}",
+                            r.evidence.size(), Where(r.evidence.front().location), root);
   } else {
     r.state = RuleState::kClear;
     r.summary = r.level == EvidenceLevel::kMeasured
