@@ -90,6 +90,9 @@ struct RunOptions {
   bool collect_env = true;                   // Run `dualtrack env --format json` for the manifest.
   bool force = false;                        // Reuse a non-empty output directory.
   bool quiet = false;                        // Do not echo the child's output.
+  std::optional<double> timeout_s;           // Stop the child (SIGTERM, then SIGKILL) after this.
+  std::vector<std::string> data;             // --data: the slice's files, hashed as freeze does.
+  std::optional<std::filesystem::path> baseline;  // --baseline: its data digest is recorded.
 };
 
 struct RunOutcome {
@@ -99,12 +102,52 @@ struct RunOutcome {
   int signal = 0;
   double wall_s = 0;
   std::int64_t peak_rss_bytes = 0;
+  // What the run is evidence of (docs/bundle.md): finished | failed | crashed | could-not-start |
+  // interrupted | timed-out. Only finished, failed and crashed say anything about the task.
+  std::string outcome;
+  std::string reason;           // For could-not-start, interrupted and timed-out: why, in words.
+  std::string missing_package;  // The module a could-not-start run could not import.
+  std::string stderr_tail;      // The last lines the script wrote to stderr.
+  bool interrupted = false;     // The user pressed Ctrl-C (SIGINT was forwarded).
+  bool timed_out = false;
 };
+
+// Classifies a run from its exit facts, the tracer's exception record (null when none), the steps
+// the tracer completed and the script's stderr tail: a script that died at import for a missing
+// module, or that could not be opened, could not start; a forwarded signal is an interruption.
+struct OutcomeFacts {
+  std::string status;  // ok | failed | killed
+  int exit_code = -1;
+  int signal = 0;
+  int forwarded_signal = 0;
+  bool timed_out = false;
+  std::int64_t steps_completed = 0;
+  nlohmann::json exception;  // exception.json, or null.
+  std::string stderr_tail;
+};
+void ClassifyOutcome(const OutcomeFacts& facts, RunOutcome& outcome);
+
+// The last `max_lines` lines (at most `max_bytes`) of a log file; empty when it cannot be read.
+std::string ReadLogTail(const std::filesystem::path& path, std::size_t max_lines = 25,
+                        std::size_t max_bytes = 8192);
+
+// The module named by "No module named 'x.y'" in `text`; empty when there is none.
+std::string MissingModule(std::string_view text);
 
 // Runs `options.command` under the tracer, teeing its output, and writes the bundle. Errors are
 // only for what prevented the run (bad options, unwritable directory, program not found); a failing
 // script is a RunOutcome with status "failed".
 Result<RunOutcome> RunTrack(const RunOptions& options, Io& io);
+
+// The manifest's `data` record ({digest, files, source}) from --data (hashed as freeze does,
+// relative to `base`) and --baseline (its digest, which the --data files must match); null when
+// neither is given.
+Result<nlohmann::json> DataSliceRecord(const RunOptions& options,
+                                       const std::filesystem::path& base);
+
+// The exit status of `dualtrack run` for an outcome: 0 ok, 1 failed or killed, 2 could not start,
+// 130 interrupted by Ctrl-C.
+ExitCode RunExitCode(const RunOutcome& outcome);
 
 // The bundle as the JSON `dualtrack show --format json` prints (schema dualtrack.show/1).
 nlohmann::json ShowJson(const Bundle& bundle, std::size_t top_ops);

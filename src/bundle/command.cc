@@ -7,6 +7,12 @@
 
 namespace dt::bundle {
 
+ExitCode RunExitCode(const RunOutcome& outcome) {
+  if (outcome.interrupted) return ExitCode::kInterrupted;
+  if (outcome.outcome == "could-not-start") return ExitCode::kError;
+  return outcome.status == "ok" ? ExitCode::kOk : ExitCode::kFindings;
+}
+
 Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   // Everything after the first "--" is the user's command, untouched by option parsing.
   auto dashes = std::find(args.begin(), args.end(), "--");
@@ -36,12 +42,24 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   bool no_env = false;
   app.add_flag("--no-env", no_env, "Do not record the host facts of `dualtrack env`");
   app.add_flag("--force", o.force, "Replace the bundle in a non-empty output directory");
+  double timeout = 0;
+  auto* timeout_opt = app.add_option(
+      "--timeout", timeout,
+      "Stop the script after SEC seconds (SIGTERM, then SIGKILL); the bundle says timed-out");
+  timeout_opt->check(CLI::PositiveNumber);
+  app.add_option("--data", o.data,
+                 "Data-slice files or folders, hashed as `dualtrack freeze --data` does; the "
+                 "digest is recorded in the manifest (repeatable)");
+  std::string baseline;
+  app.add_option("--baseline", baseline,
+                 "baseline.json (dualtrack freeze) whose data-slice digest this run used");
   app.add_flag("-q,--quiet", o.quiet,
                "Do not echo the script's output (it still goes to the logs)");
   app.footer(
       "The command comes last, after '--':  dualtrack run --track NAME [OPTIONS] -- COMMAND...\n\n"
       "Exit status: 0 when the script succeeded, 1 when it failed or was killed (the bundle says\n"
-      "how far it got), 2 on a usage error.\n\n"
+      "how far it got), 2 on a usage error or when the script could not start (a missing Python\n"
+      "package, a missing script), 130 when interrupted by Ctrl-C.\n\n"
       "Examples:\n"
       "  dualtrack run --track cuda -o runs/cuda -- python train.py --steps 2\n"
       "  dualtrack run --track mps --redirect-cuda mps --seed 0 -o runs/mps -- python train.py\n");
@@ -55,12 +73,15 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   if (seed_opt->count() > 0) o.seed = seed;
   if (!redirect.empty()) o.redirect_cuda = redirect;
   o.collect_env = !no_env;
+  if (timeout_opt->count() > 0) o.timeout_s = timeout;
+  if (!baseline.empty()) o.baseline = baseline;
   auto outcome = RunTrack(o, io);
   if (!outcome) return outcome.take_error();
   io.err << "dualtrack run: bundle " << outcome->dir.string() << ": " << outcome->status;
   if (outcome->signal != 0) io.err << " (" << SignalName(outcome->signal) << ")";
+  if (!outcome->reason.empty()) io.err << "; " << outcome->outcome << ": " << outcome->reason;
   io.err << "; see `dualtrack show " << outcome->dir.string() << "`\n";
-  return outcome->status == "ok" ? ExitCode::kOk : ExitCode::kFindings;
+  return RunExitCode(*outcome);
 }
 
 Result<ExitCode> RunShowCommand(const std::vector<std::string>& args, Io& io) {

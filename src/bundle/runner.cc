@@ -214,6 +214,69 @@ class SignalForwarding {
   struct sigaction old_hup_{};
 };
 
+// --timeout: SIGTERM to the child when the time is up (the tracer flushes on SystemExit), SIGKILL
+// five seconds later if it is still there.
+class TimeoutKiller {
+ public:
+  TimeoutKiller(std::optional<double> seconds, std::chrono::steady_clock::time_point start)
+      : seconds_(seconds), start_(start) {}
+  void Check(pid_t pid) {
+    if (!seconds_) return;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!fired_ && elapsed > *seconds_) {
+      fired_ = true;
+      ::kill(pid, SIGTERM);
+    } else if (fired_ && !killed_ && elapsed > *seconds_ + 5) {
+      killed_ = true;
+      ::kill(pid, SIGKILL);
+    }
+  }
+  bool fired() const { return fired_; }
+
+ private:
+  std::optional<double> seconds_;
+  std::chrono::steady_clock::time_point start_;
+  bool fired_ = false;
+  bool killed_ = false;
+};
+
+// Classifies the run (bundle/outcome.cc) and records the outcome, its reason and the stderr tail
+// in the manifest: a run that could not start is not evidence about the task.
+void RecordOutcome(const std::filesystem::path& dir, int forwarded_signal, bool timed_out,
+                   json& manifest, const json& exception, RunOutcome& outcome) {
+  OutcomeFacts facts;
+  facts.status = outcome.status;
+  facts.exit_code = outcome.exit_code;
+  facts.signal = outcome.signal;
+  facts.forwarded_signal = forwarded_signal;
+  facts.timed_out = timed_out;
+  if (manifest.contains("steps_completed") && manifest["steps_completed"].is_number_integer()) {
+    facts.steps_completed = manifest["steps_completed"].get<std::int64_t>();
+  }
+  facts.exception = exception;
+  facts.stderr_tail = ReadLogTail(dir / "stderr.log");
+  ClassifyOutcome(facts, outcome);
+  manifest["outcome"] = outcome.outcome;
+  manifest["outcome_reason"] = outcome.reason.empty() ? json(nullptr) : json(outcome.reason);
+  manifest["missing_package"] =
+      outcome.missing_package.empty() ? json(nullptr) : json(outcome.missing_package);
+  manifest["stderr_tail"] = outcome.stderr_tail;
+}
+
+// A track's name is not its device: a run labelled `mps` on a host where torch has no usable MPS
+// ran on the CPU. Warn, and record it (`device_warning`) so that no reader takes it for MPS.
+void CheckDeviceLabel(const std::string& track, json& manifest, Io& io) {
+  if (track != "mps") return;
+  auto it = manifest.find("mps_available");
+  if (it == manifest.end() || !it->is_boolean() || it->get<bool>()) return;
+  const std::string warning =
+      "track 'mps' ran on a host where torch reports MPS unavailable: its operators ran on the "
+      "CPU, so this bundle is not MPS evidence";
+  manifest["device_warning"] = warning;
+  io.err << "dualtrack run: warning: " << warning << "\n";
+}
+
 }  // namespace
 
 std::string SignalName(int sig) {
@@ -305,6 +368,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   const std::filesystem::path cwd = std::filesystem::current_path(ec);
   const std::filesystem::path root = ProjectRoot(options.command, cwd);
   json git = GitFacts(root);
+  auto data_slice = DataSliceRecord(options, cwd);
+  if (!data_slice.ok()) return data_slice.take_error();
 
   json manifest = {
       {"schema", kManifestSchema},
@@ -315,11 +380,14 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
       {"root", root.string()},
       {"git_commit", git["commit"]},
       {"git_dirty", git["dirty"]},
+      {"data", *data_slice},
+      {"data_digest", data_slice->is_object() ? (*data_slice)["digest"] : json(nullptr)},
       {"env", nullptr},
       {"seed", options.seed ? json(*options.seed) : json(nullptr)},
       {"deterministic", options.deterministic},
       {"redirect_cuda", options.redirect_cuda ? json(*options.redirect_cuda) : json(nullptr)},
       {"steps_requested", options.steps},
+      {"timeout_s", options.timeout_s ? json(*options.timeout_s) : json(nullptr)},
       {"env_vars", InterestingEnvVars()},
       {"started", IsoNow()},
       {"ended", nullptr},
@@ -431,6 +499,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   bool exited = false;
   std::chrono::steady_clock::time_point exited_at;
   int signals_seen = 0;
+  TimeoutKiller timeout(options.timeout_s, t0);
   pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {sig_r.get(), POLLIN, 0}};
   const int logs[2] = {out_log.get(), err_log.get()};
   std::ostream* echo[2] = {&io.out, &io.err};
@@ -447,6 +516,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     if (exited && !pipes_open) break;
     // A grandchild may keep the pipes open after the child exits: stop echoing after 2 s.
     if (exited && std::chrono::steady_clock::now() - exited_at > std::chrono::seconds(2)) break;
+    if (!exited) timeout.Check(pid);
     int n = ::poll(fds, 3, 100);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
@@ -496,7 +566,10 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     outcome.status = "killed";
   } else {
     outcome.exit_code = WEXITSTATUS(child.wait_status);
-    if (child.forwarded_signal != 0) {
+    if (timeout.fired()) {
+      outcome.signal = SIGTERM;
+      outcome.status = "killed";
+    } else if (child.forwarded_signal != 0) {
       outcome.signal = child.forwarded_signal;
       outcome.status = "killed";
     } else {
@@ -540,6 +613,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                              {"file", nullptr},
                              {"line", nullptr}};
   }
+  RecordOutcome(dir, child.forwarded_signal, timeout.fired(), manifest, exception, outcome);
+  CheckDeviceLabel(options.track, manifest, io);
   if (options.collect_env) manifest["env"] = CollectEnv();
   manifest["ended"] = IsoNow();
   manifest["status"] = outcome.status;

@@ -123,7 +123,18 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     o << " (the run was interrupted before dualtrack could finish the bundle)";
   }
   o << "\n";
-  o << "track       " << b.track << "\n";
+  // Runs that say nothing about the task (could not start, interrupted, timed out) say so first.
+  const std::string outcome = Str(m, "outcome", "");
+  if (!outcome.empty() && outcome != "finished" && outcome != "failed") {
+    o << "outcome     " << outcome;
+    const std::string reason = Str(m, "outcome_reason", "");
+    if (!reason.empty()) o << ": " << reason;
+    o << "\n";
+  }
+  o << "track       " << b.track;
+  const std::string warning = Str(m, "device_warning", "");
+  if (!warning.empty()) o << "  (warning: " << warning << ")";
+  o << "\n";
   if (m.contains("command") && m["command"].is_array()) {
     std::vector<std::string> parts;
     for (const auto& a : m["command"])

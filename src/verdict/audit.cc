@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 
+#include <cctype>
 #include <sstream>
 #include <system_error>
-#include <toml++/toml.h>
 
+#include "bundle/bundle.h"
+#include "coverage/coverage.h"
+#include "env/env.h"
+#include "scan/scan.h"
 #include "util/strings.h"
 
 namespace dt::verdict {
@@ -43,31 +47,6 @@ class TempDir {
   fs::path path_;
 };
 
-// The stage's document, or the reason it is missing.
-template <class T, class F>
-std::optional<T> Collect(const std::string& piece, const StageCall& call, F parse,
-                         Evidence& ev, std::ostream& log) {
-  if (call.exit_code != 0 && call.exit_code != 1) {
-    ev.missing[piece] = StageMessage(call);
-    log << fmt::format("{}: missing ({})\n", piece, ev.missing[piece]);
-    return std::nullopt;
-  }
-  auto doc = ParseJsonText(call.out, "output of 'dualtrack " + piece + "'");
-  if (!doc.ok()) {
-    ev.missing[piece] = doc.error().ToString();
-    log << fmt::format("{}: missing ({})\n", piece, ev.missing[piece]);
-    return std::nullopt;
-  }
-  auto parsed = parse(*doc, "output of 'dualtrack " + piece + "'");
-  if (!parsed.ok()) {
-    ev.missing[piece] = parsed.error().ToString();
-    log << fmt::format("{}: missing ({})\n", piece, ev.missing[piece]);
-    return std::nullopt;
-  }
-  log << piece << ": done\n";
-  return std::move(*parsed);
-}
-
 // Changes the working directory for its lifetime and changes it back; audit is single-threaded.
 class CurrentDirectory {
  public:
@@ -92,184 +71,287 @@ class CurrentDirectory {
   bool ok_ = false;
 };
 
-}  // namespace
-
-StageCall CallStage(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  Io io{out, err};
-  StageCall call;
-  call.exit_code = Dispatch(args, io);
-  call.out = out.str();
-  call.err = err.str();
-  return call;
+ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::string>& select) {
+  ScanEvidence s;
+  s.source = "scan of " + report.root;
+  s.root = report.root;
+  s.files_scanned = report.files_scanned;
+  s.entries = report.entries;
+  for (const scan::Finding& f : report.findings) {
+    if (!Selected(f.code, select)) continue;
+    Finding x;
+    x.code = f.code;
+    x.cls = f.cls;
+    x.severity = std::string(scan::SeverityName(f.severity));
+    x.file = f.file;
+    x.line = f.line;
+    x.message = f.message;
+    x.snippet = f.snippet;
+    x.guarded = f.guarded;
+    x.reachable = f.reachable;
+    x.replacement = f.replacement;
+    s.findings.push_back(std::move(x));
+  }
+  return s;
 }
 
-std::string StageMessage(const StageCall& call) {
-  std::string_view text = Trim(call.err);
-  if (auto nl = text.find('\n'); nl != std::string_view::npos) text = text.substr(0, nl);
-  if (auto pos = text.find(": error: "); pos != std::string_view::npos) {
-    text = text.substr(pos + 9);
+EnvEvidence FromEnv(const env::EnvReport& r) {
+  EnvEvidence e;
+  e.source = "this host (dualtrack env)";
+  e.os = r.host.os;
+  e.os_version = r.host.os_version;
+  e.arch = r.host.arch;
+  e.cpu = r.host.cpu;
+  if (r.host.memory_bytes > 0) e.memory_bytes = static_cast<std::int64_t>(r.host.memory_bytes);
+  for (const env::GpuInfo& g : r.gpus) {
+    Gpu x{g.vendor, g.name, g.driver.value_or(""), std::nullopt};
+    if (g.memory_bytes) x.memory_bytes = static_cast<std::int64_t>(*g.memory_bytes);
+    e.gpus.push_back(std::move(x));
   }
-  if (text.empty()) return fmt::format("exit code {} with no message", call.exit_code);
-  return std::string(text);
+  e.nvcc_version = r.cuda.nvcc_version.value_or("");
+  e.python_version = r.python.version.value_or("");
+  e.torch_installed = r.torch.installed;
+  e.torch_version = r.torch.version.value_or("");
+  e.torch_cuda_version = r.torch.cuda_version.value_or("");
+  if (r.torch.installed) {
+    e.cuda_available = r.torch.cuda_available;
+    e.mps_built = r.torch.mps_built;
+    e.mps_available = r.torch.mps_available;
+  }
+  if (auto it = r.mps_env.find("PYTORCH_ENABLE_MPS_FALLBACK"); it != r.mps_env.end()) {
+    e.mps_fallback = it->second;
+  }
+  for (const env::Conclusion& c : r.conclusions) e.conclusions.push_back({c.id, c.level, c.text});
+  return e;
 }
 
-Result<std::vector<std::string>> SplitCommandLine(const std::string& line) {
-  std::vector<std::string> words;
-  std::string cur;
-  bool in_word = false;
-  char quote = 0;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quote == '\'') {
-      if (c == '\'') {
-        quote = 0;
-      } else {
-        cur += c;
-      }
-    } else if (quote == '"') {
-      if (c == '"') {
-        quote = 0;
-      } else if (c == '\\' && i + 1 < line.size() &&
-                 (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$')) {
-        cur += line[++i];
-      } else {
-        cur += c;
-      }
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\' && i + 1 < line.size()) {
-      cur += line[++i];
-      in_word = true;
-    } else if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) words.push_back(std::move(cur));
-      cur.clear();
-      in_word = false;
-    } else {
-      cur += c;
-      in_word = true;
-    }
+CoverageEvidence FromCoverage(const coverage::CoverageReport& r) {
+  CoverageEvidence c;
+  c.source = "coverage of the traced run";
+  c.torch = r.torch;
+  c.evidence = r.evidence;
+  for (const coverage::CoverageOp& op : r.ops) {
+    CoverageOp x;
+    x.op = op.op;
+    x.overload = op.overload;
+    x.cls = std::string(coverage::OpClassName(op.cls));
+    x.dtypes = op.dtypes;
+    x.dtype_issues = op.dtype_issues;
+    x.count = op.count;
+    if (op.location) x.location = {op.location->file, op.location->line};
+    x.native_since = op.native_since;
+    c.ops.push_back(std::move(x));
   }
-  if (quote != 0) {
-    return MakeError(ErrorCode::kUsage, fmt::format("unbalanced {} quote in \"{}\"", quote, line));
-  }
-  if (in_word) words.push_back(std::move(cur));
-  return words;
+  c.upgrade_version = r.upgrade_version;
+  c.upgrade_removes = r.upgrade_removes;
+  return c;
 }
 
-Result<std::optional<std::string>> ReadDeclaredRun(const fs::path& project) {
-  const fs::path path = project / "pyproject.toml";
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::optional<std::string>();
-  try {
-    toml::table table = toml::parse_file(path.string());
-    if (auto run = table["tool"]["dualtrack"]["run"].value<std::string>()) {
-      return std::optional<std::string>(*run);
-    }
-    if (table["tool"]["dualtrack"]["run"]) {
-      return MakeError(ErrorCode::kInput, "[tool.dualtrack] run must be a string", path.string());
-    }
-    return std::optional<std::string>();
-  } catch (const toml::parse_error& e) {
-    return MakeError(ErrorCode::kInput,
-                     std::string("not valid TOML: ") + std::string(e.description()),
-                     path.string(), e.source().begin.line, e.source().begin.column);
+// The experiment's traced CPU run and its coverage prediction, added to `ev`; a run that gives no
+// evidence about the task is recorded in `problems`.
+void RunExperiment(const AuditOptions& options, const fs::path& project, const Experiment& exp,
+                   const fs::path& bundle_dir, Evidence& ev, AuditResult& result,
+                   std::ostream& log) {
+  auto words = SplitCommandLine(*exp.run);
+  if (!words.ok() || words->empty()) {
+    ev.missing["run"] = words.ok() ? "the run command is empty" : words.error().ToString();
+    return;
   }
-}
-
-Result<Evidence> CollectAuditEvidence(const AuditOptions& options, std::ostream& log) {
-  std::error_code ec;
-  if (!fs::is_directory(options.project, ec)) {
-    return MakeError(ErrorCode::kInput, "not a directory", options.project.string());
-  }
-  const fs::path project = fs::absolute(options.project, ec).lexically_normal();
-  Evidence ev;
-  ev.project = project.string();
-  ev.remote_data_confirmed = options.remote_data_confirmed;
-
-  // Scan first: it is the evidence that needs nothing installed.
-  std::vector<std::string> scan_args = {"scan", project.string(), "--format", "json"};
-  if (!options.entry.empty()) {
-    scan_args.push_back("--entry");
-    scan_args.push_back(options.entry);
-  }
-  ev.scan = Collect<ScanEvidence>("scan", CallStage(scan_args), ParseScan, ev, log);
-  ev.env = Collect<EnvEvidence>("env", CallStage({"env", "--format", "json"}), ParseEnv, ev, log);
-
-  // The designated run: --run, else [tool.dualtrack] run.
-  std::optional<std::string> run_line = options.run;
-  if (!run_line) {
-    auto declared = ReadDeclaredRun(project);
-    if (!declared.ok()) {
-      ev.missing["run"] = declared.error().ToString();
-    } else {
-      run_line = *declared;
-    }
-  }
-  if (!run_line) {
-    if (!ev.missing.count("run")) {
-      ev.missing["run"] = "no run declared ([tool.dualtrack] run in pyproject.toml, or --run)";
-    }
-    ev.missing["coverage"] = "no traced run to predict from";
-    log << "run: missing (" << ev.missing["run"] << ")\n";
-    return ev;
-  }
-  auto words = SplitCommandLine(*run_line);
-  if (!words.ok()) return words.take_error();
-  if (words->empty()) return MakeError(ErrorCode::kUsage, "the run command is empty");
   ev.designated_run = *words;
   if (ev.env && ev.env->torch_installed == std::optional<bool>(false)) {
     ev.missing["run"] = "PyTorch is not installed for " + options.python + " on this host";
     ev.missing["coverage"] = "no traced run to predict from";
-    log << "run: missing (" << ev.missing["run"] << ")\n";
-    return ev;
+    return;
   }
-  auto tmp = TempDir::Make();
-  if (!tmp.ok()) return tmp.take_error();
-  const fs::path bundle = tmp->path() / "cpu";
-  std::vector<std::string> run_args = {"run",           "--track", "cpu", "--redirect-cuda",
-                                       "cpu",           "--quiet", "-o",  bundle.string(),
-                                       "--"};
+  bundle::RunOptions ro;
+  ro.track = "cpu";
+  ro.redirect_cuda = "cpu";
+  ro.quiet = true;
+  ro.force = true;
+  ro.out_dir = bundle_dir;
+  ro.timeout_s = options.timeout_s;
   // `--run "python3 train.py …"` names its own interpreter; `--run "train.py …"` uses --python.
   if (!StartsWith(fs::path((*words)[0]).filename().string(), "python")) {
-    run_args.push_back(options.python);
+    ro.command.push_back(options.python);
   }
-  run_args.insert(run_args.end(), words->begin(), words->end());
-  StageCall run;
+  ro.command.insert(ro.command.end(), words->begin(), words->end());
+  std::ostringstream run_out, run_err;
+  Io run_io{run_out, run_err};
+  Result<bundle::RunOutcome> outcome = MakeError(ErrorCode::kInternal, "not run");
   {
     // The task runs from the project root, as its author runs it, so that the file paths in the
     // trace are relative to the same root as the scan's.
     CurrentDirectory here(project);
     if (!here.ok()) {
-      return MakeError(ErrorCode::kIo, "cannot change into the project directory",
-                       project.string());
+      ev.missing["run"] = "cannot change into the project directory " + project.string();
+      return;
     }
-    run = CallStage(run_args);
+    outcome = bundle::RunTrack(ro, run_io);
   }
-  if (!fs::exists(bundle / "manifest.json", ec)) {
-    ev.missing["run"] = StageMessage(run);
+  if (!outcome.ok()) {
+    ev.missing["run"] = outcome.error().ToString();
     ev.missing["coverage"] = "no traced run to predict from";
-    log << "run: missing (" << ev.missing["run"] << ")\n";
-    return ev;
+    log << fmt::format("{}: run: missing ({})\n", exp.name, ev.missing["run"]);
+    return;
   }
-  auto track = LoadTrack("cpu", bundle);
+  if (outcome->interrupted) {
+    result.interrupted = true;
+    return;
+  }
+  if (outcome->outcome == "could-not-start" || outcome->outcome == "interrupted" ||
+      outcome->outcome == "timed-out") {
+    RunProblem p{exp.name,
+                 outcome->outcome,
+                 outcome->reason,
+                 outcome->missing_package,
+                 outcome->stderr_tail,
+                 options.keep_run.empty() ? std::string() : bundle_dir.string()};
+    ev.missing["run"] = fmt::format("{}: {}", outcome->outcome, outcome->reason);
+    ev.missing["coverage"] = "no traced run to predict from";
+    log << fmt::format("{}: run: {} ({})\n", exp.name, outcome->outcome, outcome->reason);
+    result.run_problems.push_back(std::move(p));
+    return;
+  }
+  auto track = LoadTrack("cpu", bundle_dir);
   if (!track.ok()) {
     ev.missing["run"] = track.error().ToString();
     ev.missing["coverage"] = "no traced run to predict from";
-    return ev;
+    return;
   }
-  track->dir = "(temporary) " + track->dir;
+  if (options.keep_run.empty()) track->dir = "(temporary) " + track->dir;
   ev.tracks.push_back(std::move(*track));
-  log << "run: " << ev.tracks.back().status << '\n';
+  log << fmt::format("{}: run: {}\n", exp.name, ev.tracks.back().status);
 
-  std::vector<std::string> cov_args = {"coverage", bundle.string(), "--format", "json"};
-  if (!options.torch.empty()) {
-    cov_args.push_back("--torch");
-    cov_args.push_back(options.torch);
+  coverage::CoverageOptions co;
+  co.bundle = bundle_dir;
+  co.torch = options.torch;
+  auto cov = coverage::Predict(co);
+  if (!cov.ok()) {
+    ev.missing["coverage"] = cov.error().ToString();
+    log << fmt::format("{}: coverage: missing ({})\n", exp.name, ev.missing["coverage"]);
+    return;
   }
-  ev.coverage = Collect<CoverageEvidence>("coverage", CallStage(cov_args), ParseCoverage, ev, log);
-  return ev;
+  ev.coverage = FromCoverage(*cov);
+  log << exp.name << ": coverage: done\n";
+}
+
+}  // namespace
+
+std::vector<std::string> SplitCodes(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const std::string& v : values) {
+    for (std::string_view part : Split(v, ',')) {
+      part = Trim(part);
+      if (!part.empty()) out.emplace_back(part);
+    }
+  }
+  return out;
+}
+
+bool Selected(const std::string& code, const std::vector<std::string>& select) {
+  if (select.empty()) return true;
+  for (const std::string& s : select) {
+    if (StartsWith(code, s)) return true;
+  }
+  return false;
+}
+
+Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
+  std::error_code ec;
+  if (!fs::is_directory(options.project, ec)) {
+    return MakeError(ErrorCode::kInput, "not a directory", options.project.string());
+  }
+  const fs::path project = fs::absolute(options.project, ec).lexically_normal();
+  AuditResult result;
+
+  // A malformed [tool.dualtrack] leaves the declared experiments and run unknown; the run is then
+  // missing with the reason, and the scan still runs.
+  std::string config_problem;
+  auto config = ReadProjectConfig(project);
+  ProjectConfig cfg;
+  if (config.ok()) {
+    cfg = std::move(*config);
+  } else {
+    config_problem = config.error().ToString();
+  }
+  auto experiments = ResolveExperiments(project, cfg, options.entries, options.run);
+  if (!experiments.ok()) return experiments.take_error();
+
+  env::EnvOptions eo;
+  eo.python = options.python;
+  std::optional<EnvEvidence> host;
+  std::string env_problem;
+  if (auto report = env::DiagnoseSystem(eo); report.ok()) {
+    host = FromEnv(*report);
+    log << "env: done\n";
+  } else {
+    env_problem = report.error().ToString();
+    log << "env: missing (" << env_problem << ")\n";
+  }
+
+  std::optional<TempDir> tmp;
+  fs::path runs_root;
+  if (!options.keep_run.empty()) {
+    runs_root = fs::absolute(options.keep_run, ec);
+  }
+
+  for (const Experiment& exp : *experiments) {
+    Evidence ev;
+    ev.project = project.string();
+    ev.remote_data_confirmed = options.remote_data_confirmed;
+    ev.experiment = exp.name;
+    ev.entry = exp.entry;
+    ev.mac_command = MacCommand(exp);
+    ev.env = host;
+    if (!env_problem.empty()) ev.missing["env"] = env_problem;
+
+    // The scan of this experiment's own path: reachability from its entry only.
+    scan::ScanOptions so;
+    so.paths = {project};
+    if (!exp.entry.empty()) so.entries = {exp.entry};
+    so.exclude = options.exclude;
+    so.ignore_codes = options.ignore;
+    if (auto report = scan::Scan(so); report.ok()) {
+      ev.scan = FromScan(*report, options.select);
+      log << exp.name << ": scan: done\n";
+    } else {
+      ev.missing["scan"] = report.error().ToString();
+      log << exp.name << ": scan: missing (" << ev.missing["scan"] << ")\n";
+    }
+
+    if (!config_problem.empty()) {
+      ev.missing["run"] = config_problem;
+      ev.missing["coverage"] = "no traced run to predict from";
+    } else if (!exp.run) {
+      ev.missing["run"] = "no run declared for this experiment ([[tool.dualtrack.experiments]] "
+                          "run in pyproject.toml, or --run)";
+      ev.missing["coverage"] = "no traced run to predict from";
+    } else {
+      // One bundle folder per experiment, named safely whatever the experiment is called.
+      std::string folder = exp.name;
+      for (char& c : folder) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+          c = '_';
+        }
+      }
+      if (folder.empty() || folder[0] == '.') folder = "run" + folder;
+      fs::path bundle_dir;
+      if (!runs_root.empty()) {
+        bundle_dir = runs_root / folder;
+      } else {
+        if (!tmp) {
+          auto made = TempDir::Make();
+          if (!made.ok()) return made.take_error();
+          tmp.emplace(std::move(*made));
+        }
+        bundle_dir = tmp->path() / folder;
+      }
+      RunExperiment(options, project, exp, bundle_dir, ev, result, log);
+      if (result.interrupted) return result;
+    }
+    result.experiments.push_back({exp, Decide(std::move(ev))});
+  }
+  return result;
 }
 
 }  // namespace dt::verdict

@@ -1,49 +1,63 @@
-// `dualtrack audit`: the one-step main job. Runs the other stages in-process through dt::Dispatch
-// (the same code path as the command line), collects their JSON, and decides. A stage that is not
-// available, or fails, leaves its piece of evidence missing with the reason; audit carries on.
+// `dualtrack audit`: the one-step main job. Calls the other stages through their C++ APIs with
+// typed options and results (scan::Scan, env::DiagnoseSystem, bundle::RunTrack,
+// coverage::Predict) and decides once per designated experiment. A stage that fails leaves its
+// piece of evidence missing with the reason; audit carries on.
 #pragma once
 
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
+#include "verdict/experiments.h"
 #include "verdict/verdict.h"
 
 namespace dt::verdict {
 
 struct AuditOptions {
   std::filesystem::path project;
-  std::string entry;                     // --entry FILE, passed to scan.
-  std::string torch;                     // --torch X, passed to coverage.
-  std::optional<std::string> run;        // --run "train.py --device cpu --steps 2"
+  std::vector<std::string> entries;    // --entry FILE (repeatable): one experiment each.
+  std::string torch;                   // --torch X, for the coverage prediction.
+  std::optional<std::string> run;      // --run "train.py --device cpu --steps 2"
   std::string python = "python3";
   bool remote_data_confirmed = false;
+  std::vector<std::string> ignore;     // Codes or prefixes the scan drops.
+  std::vector<std::string> exclude;    // Globs the scan leaves out.
+  std::vector<std::string> select;     // Codes or prefixes the verdict keeps (all when empty).
+  std::optional<double> timeout_s;     // --timeout for each run.
+  std::filesystem::path keep_run;      // --keep-run DIR: the run bundles are kept there.
 };
 
-// What one in-process call of another stage answered.
-struct StageCall {
-  int exit_code = 0;
-  std::string out;
-  std::string err;
+struct ExperimentVerdict {
+  Experiment experiment;
+  Report report;
 };
 
-// Runs `dualtrack <args>` in-process with string streams.
-StageCall CallStage(const std::vector<std::string>& args);
+// A designated run that produced no evidence about the task (could not start, interrupted, timed
+// out), with what the user needs to see: the reason and the script's stderr tail.
+struct RunProblem {
+  std::string experiment;
+  std::string outcome;  // could-not-start | interrupted | timed-out
+  std::string reason;
+  std::string missing_package;
+  std::string stderr_tail;
+  std::string bundle;  // Where the bundle was kept (--keep-run), else empty.
+};
 
-// The first line of a stage's error output, without the "dualtrack CMD: error: " prefix.
-std::string StageMessage(const StageCall& call);
+struct AuditResult {
+  std::vector<ExperimentVerdict> experiments;
+  std::vector<RunProblem> run_problems;
+  bool interrupted = false;  // Ctrl-C during a run: no verdict may be written.
+};
 
-// Splits a command line the way a POSIX shell would for plain words, quotes and backslashes
-// (no expansions); an unbalanced quote is an error.
-Result<std::vector<std::string>> SplitCommandLine(const std::string& line);
+// Codes "DT1,DT203" and repeated options, split and trimmed.
+std::vector<std::string> SplitCodes(const std::vector<std::string>& values);
 
-// `[tool.dualtrack] run = "..."` of PATH/pyproject.toml; nullopt when absent.
-Result<std::optional<std::string>> ReadDeclaredRun(const std::filesystem::path& project);
+// Whether a finding's code is selected: no selection keeps all; else a code or prefix matches.
+bool Selected(const std::string& code, const std::vector<std::string>& select);
 
-// Collects the evidence (scan, env, CPU run, coverage) for `options.project`. `log` gets one line
-// per stage saying what it did.
-Result<Evidence> CollectAuditEvidence(const AuditOptions& options, std::ostream& log);
+// Runs the stages and decides per experiment. `log` gets one line per stage and experiment.
+Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log);
 
 }  // namespace dt::verdict

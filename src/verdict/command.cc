@@ -1,7 +1,11 @@
 // Entry points of `dualtrack report` and `dualtrack audit`.
 #include <fmt/format.h>
 
+#include <cctype>
+#include <sstream>
 #include <system_error>
+
+#include "app/version.h"
 
 #include "app/args.h"
 #include "app/commands.h"
@@ -39,6 +43,97 @@ ExitCode ExitFor(const Report& report, const std::string& fail_on) {
   auto rank = [](const std::string& v) { return v == "cuda-only" ? 0 : (v == "dev-only" ? 1 : 2); };
   if (fail_on == "never") return ExitCode::kOk;
   return rank(report.verdict) <= rank(fail_on) ? ExitCode::kFindings : ExitCode::kOk;
+}
+
+// report.html for the first experiment, report.<experiment>.html for the others (and .md, .json
+// beside each); every report carries the table of all experiments.
+Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs::path& html) {
+  std::vector<fs::path> htmls;
+  std::vector<ExperimentRow> rows;
+  for (std::size_t i = 0; i < result.experiments.size(); ++i) {
+    const ExperimentVerdict& e = result.experiments[i];
+    fs::path h = html;
+    if (i > 0) {
+      std::string safe = e.experiment.name;
+      for (char& c : safe) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '_';
+      }
+      h.replace_filename(html.stem().string() + "." + safe + html.extension().string());
+    }
+    htmls.push_back(h);
+    rows.push_back({e.experiment.name, e.experiment.entry, e.experiment.run.value_or(""),
+                    e.experiment.source, e.report.verdict, e.report.level,
+                    e.report.reasons.empty() ? "" : e.report.reasons.front(),
+                    h.filename().string()});
+  }
+  std::error_code ec;
+  if (html.has_parent_path()) {
+    fs::create_directories(html.parent_path(), ec);
+    if (ec) {
+      return MakeError(ErrorCode::kIo, "cannot create the directory: " + ec.message(),
+                       html.parent_path().string());
+    }
+  }
+  std::vector<std::string> files;
+  for (std::size_t i = 0; i < result.experiments.size(); ++i) {
+    Report& report = result.experiments[i].report;
+    report.experiments = rows;
+    fs::path md = htmls[i], json = htmls[i];
+    md.replace_extension(".md");
+    json.replace_extension(".json");
+    for (const auto& [path, text] :
+         {std::pair{htmls[i], RenderHtml(report)}, std::pair{md, RenderMarkdown(report)},
+          std::pair{json, RenderJson(report)}}) {
+      if (auto s = WriteFileAtomic(path, text); !s.ok()) return s.take_error();
+      files.push_back(path.string());
+    }
+  }
+  return files;
+}
+
+std::string RenderAuditText(const AuditResult& result) {
+  std::string out;
+  if (result.experiments.size() > 1) {
+    out += "experiments:\n";
+    for (const ExperimentVerdict& e : result.experiments) {
+      out += fmt::format("  {:<16} {:<24} {} ({})\n", e.experiment.name,
+                         e.experiment.entry.empty() ? "(whole project)" : e.experiment.entry,
+                         e.report.verdict, ToString(e.report.level));
+    }
+  }
+  for (const ExperimentVerdict& e : result.experiments) {
+    out += fmt::format("\n== experiment {}{} ==\n", e.experiment.name,
+                       e.experiment.entry.empty() ? "" : " (" + e.experiment.entry + ")");
+    out += RenderText(e.report);
+  }
+  return out;
+}
+
+nlohmann::json AuditJson(const AuditResult& result) {
+  nlohmann::json exps = nlohmann::json::array();
+  for (const ExperimentVerdict& e : result.experiments) {
+    exps.push_back({{"name", e.experiment.name},
+                    {"entry", e.experiment.entry},
+                    {"run", e.experiment.run ? nlohmann::json(*e.experiment.run) : nullptr},
+                    {"source", e.experiment.source},
+                    {"verdict", e.report.verdict},
+                    {"evidence_level", ToString(e.report.level)},
+                    {"report", ToJson(e.report)}});
+  }
+  nlohmann::json problems = nlohmann::json::array();
+  for (const RunProblem& p : result.run_problems) {
+    problems.push_back({{"experiment", p.experiment},
+                        {"outcome", p.outcome},
+                        {"reason", p.reason},
+                        {"missing_package",
+                         p.missing_package.empty() ? nullptr : nlohmann::json(p.missing_package)},
+                        {"stderr_tail", p.stderr_tail},
+                        {"bundle", p.bundle.empty() ? nullptr : nlohmann::json(p.bundle)}});
+  }
+  return {{"schema", "dualtrack.audit/1"},
+          {"generator", std::string("dualtrack ") + kVersion},
+          {"experiments", exps},
+          {"run_problems", problems}};
 }
 
 }  // namespace
@@ -134,36 +229,59 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
 }
 
 Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"The one-step main job: scan the project, diagnose this host, run the declared "
-               "minimal task on the CPU under the operator tracer (CUDA calls redirected to the "
-               "CPU), predict its MPS operator coverage, then decide and write the HTML and "
-               "Markdown reports. No GPU and no Mac needed; the verdict says its evidence is "
-               "predicted. A stage that is not available leaves its evidence missing.",
+  CLI::App app{"The one-step main job, per designated experiment: scan the project (reachability "
+               "from the experiment's entry), diagnose this host, run the experiment's minimal "
+               "task on the CPU under the operator tracer (CUDA calls redirected to the CPU), "
+               "predict its MPS operator coverage, then decide and write the HTML, Markdown and "
+               "JSON reports. No GPU and no Mac needed; the verdict says its evidence level.",
                "dualtrack audit"};
   AuditOptions opts;
-  std::string project, output, run, fail_on = "never";
+  std::string project, output, run, fail_on = "never", format = "text", keep_run;
+  std::vector<std::string> ignore, exclude, select;
+  double timeout = 0;
   app.add_option("PATH", project, "the project to audit")->required();
-  app.add_option("--entry", opts.entry, "entry script for reachability (passed to scan)");
+  app.add_option("--entry", opts.entries,
+                 "entry script of an experiment (repeatable; default: [tool.dualtrack] "
+                 "experiments, else the scripts a user would run)");
   app.add_option("--torch", opts.torch, "PyTorch version to predict MPS coverage for");
   app.add_option("--run", run,
-                 "the minimal task: script and arguments (default: [tool.dualtrack] run in "
-                 "pyproject.toml)");
+                 "the minimal task: script and arguments; it belongs to the experiment whose "
+                 "entry it runs (default: the experiments' run in pyproject.toml)");
   app.add_option("--python", opts.python, "Python interpreter with torch installed");
+  auto* timeout_opt = app.add_option("--timeout", timeout, "Stop each run after SEC seconds");
+  timeout_opt->check(CLI::PositiveNumber);
+  app.add_option("--keep-run", keep_run,
+                 "Keep the run bundles in DIR/<experiment> (default: a temporary folder)");
+  app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
+  app.add_option("--ignore", ignore, "Rule code or prefix to drop (DT106, DT4; commas allowed)");
+  app.add_option("--select", select,
+                 "Keep only these rule codes or prefixes (DT1, DT203; commas allowed)");
+  app.add_option("--format,-f", format, "stdout: text (summary) or json (the whole audit)")
+      ->check(CLI::IsMember({"text", "json"}));
   app.add_flag("--remote-data-confirmed", opts.remote_data_confirmed,
                "State that the data handling of the remote machine was checked");
   app.add_option("-o,--output", output,
-                 "report.html (report.md and report.json are written beside it; default: "
+                 "report.html (report.md and report.json are written beside it, and "
+                 "report.<experiment>.* for the other experiments; default: "
                  "./dualtrack-report/report.html)");
-  app.add_option("--fail-on", fail_on, "exit 1 when the verdict is this or worse")
+  app.add_option("--fail-on", fail_on, "exit 1 when a verdict is this or worse")
       ->check(CLI::IsMember({"never", "cuda-only", "dev-only"}));
   app.footer(
+      "Exit status: 0, or 1 with --fail-on; 2 on a usage error or when a run could not start\n"
+      "(a missing Python package is named); 130 when interrupted by Ctrl-C (no report written).\n\n"
       "Examples:\n"
       "  dualtrack audit examples/cuda-research\n"
       "  dualtrack audit examples/cuda-research --run \"train.py --device cpu --steps 2 "
-      "--portable\" -o portable/report.html");
+      "--portable\" -o portable/report.html\n"
+      "  dualtrack audit . --entry infer.py --entry train.py --ignore DT4 --format json");
   if (auto early = ParseArgs(app, args, io)) return *early;
   opts.project = project;
   if (!run.empty()) opts.run = run;
+  if (timeout_opt->count() > 0) opts.timeout_s = timeout;
+  opts.keep_run = keep_run;
+  opts.ignore = SplitCodes(ignore);
+  opts.select = SplitCodes(select);
+  opts.exclude = exclude;
 
   fs::path html = output.empty() ? fs::path("dualtrack-report") / "report.html" : fs::path(output);
   if (html.extension() != ".html" && html.extension() != ".htm") {
@@ -175,30 +293,42 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
   }
 
   std::ostringstream log;
-  auto ev = CollectAuditEvidence(opts, log);
-  if (!ev.ok()) return ev.take_error();
-  const Report report = Decide(std::move(*ev));
+  auto result = RunAudit(opts, log);
+  if (!result.ok()) return result.take_error();
+  if (result->interrupted) {
+    io.err << log.str() << "dualtrack audit: interrupted; no report written\n";
+    return ExitCode::kInterrupted;
+  }
+  auto written = WriteAuditReports(*result, html);
+  if (!written.ok()) return written.take_error();
 
-  std::error_code ec;
-  if (html.has_parent_path()) {
-    fs::create_directories(html.parent_path(), ec);
-    if (ec) {
-      return MakeError(ErrorCode::kIo, "cannot create the directory: " + ec.message(),
-                       html.parent_path().string());
+  io.err << log.str();
+  for (const RunProblem& p : result->run_problems) {
+    io.err << fmt::format("dualtrack audit: experiment {}: the run {}: {}\n", p.experiment,
+                          p.outcome == "could-not-start" ? "could not start" : p.outcome, p.reason);
+    if (!p.stderr_tail.empty()) {
+      io.err << "--- last lines of the script's stderr ---\n" << p.stderr_tail << "\n---\n";
+    }
+    if (!p.bundle.empty()) io.err << "the run's bundle is kept in " << p.bundle << "\n";
+  }
+  if (format == "json") {
+    io.out << AuditJson(*result).dump(2) << "\n";
+  } else {
+    io.out << RenderAuditText(*result);
+    io.out << fmt::format("reports: {}\n", fmt::join(*written, ", "));
+  }
+  for (const RunProblem& p : result->run_problems) {
+    if (p.outcome == "could-not-start") {
+      return MakeError(ErrorCode::kInput,
+                       fmt::format("the run of experiment {} could not start: {}", p.experiment,
+                                   p.reason));
     }
   }
-  fs::path md = html, json = html;
-  md.replace_extension(".md");
-  json.replace_extension(".json");
-  for (const auto& [path, text] :
-       {std::pair{html, RenderHtml(report)}, std::pair{md, RenderMarkdown(report)},
-        std::pair{json, RenderJson(report)}}) {
-    if (auto s = WriteFileAtomic(path, text); !s.ok()) return s.take_error();
+  ExitCode code = ExitCode::kOk;
+  for (const ExperimentVerdict& e : result->experiments) {
+    if (ExitFor(e.report, fail_on) == ExitCode::kFindings) code = ExitCode::kFindings;
   }
-  io.err << log.str();
-  io.out << RenderText(report);
-  io.out << fmt::format("reports: {}, {}, {}\n", html.string(), md.string(), json.string());
-  return ExitFor(report, fail_on);
+  return code;
 }
 
 }  // namespace dt::verdict

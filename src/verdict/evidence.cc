@@ -254,6 +254,7 @@ Result<ScanEvidence> ParseScan(const json& doc, const std::string& source) {
     scan.findings.push_back(std::move(x));
   }
   scan.files_scanned = r.Int(r.Obj(doc, "summary", ""), "files_scanned", "summary");
+  scan.entries = r.StrList(doc, "entries", "");
   if (!r.ok()) return r.TakeError();
   return scan;
 }
@@ -409,7 +410,12 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
   Track t;
   t.name = name;
   t.dir = dir.string();
-  t.device = r.Str(doc, "track", "");
+  t.label = r.Str(doc, "track", "");
+  t.mps_available = r.OptBool(doc, "mps_available", "");
+  t.outcome = r.Str(doc, "outcome", "");
+  t.outcome_reason = r.Str(doc, "outcome_reason", "");
+  t.missing_package = r.Str(doc, "missing_package", "");
+  t.stderr_tail = r.Str(doc, "stderr_tail", "");
   t.command = r.StrList(doc, "command", "");
   t.git_commit = r.OptStr(doc, "git_commit", "");
   t.data_digest = r.OptStr(doc, "data_digest", "");
@@ -417,6 +423,9 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     if (const json* data = r.Field(doc, "data", ""); data != nullptr && data->is_object()) {
       t.data_digest = r.OptStr(*data, "digest", "data");
     }
+  }
+  if (const json* data = r.Field(doc, "data", ""); data != nullptr && data->is_object()) {
+    t.data_source = r.Str(*data, "source", "data");
   }
   t.seed = r.OptInt(doc, "seed", "");
   t.status = r.Str(doc, "status", "");
@@ -476,7 +485,58 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     t.ops.push_back(std::move(op));
   }
   for (const bundle::MetricRow& m : bundle->metrics) t.metrics.push_back({m.step, m.name, m.value});
+  t.device = DeviceOf(t, &t.device_note);
   return t;
+}
+
+bool Track::Executed(const std::string& file) const {
+  for (const OpRow& op : ops) {
+    if (op.location.file == file) return true;
+  }
+  return false;
+}
+
+std::string DeviceOf(const Track& t, std::string* note) {
+  bool mps = false, cuda = false, cpu = false;
+  for (const OpRow& op : t.ops) {
+    mps = mps || op.device == "mps";
+    cuda = cuda || StartsWith(op.device, "cuda");
+    cpu = cpu || op.device == "cpu";
+  }
+  std::string device;
+  if (mps) {
+    device = "mps";
+  } else if (cuda) {
+    device = "cuda";
+  } else if (cpu) {
+    device = "cpu";
+  }
+  if (!device.empty()) {
+    if (device != t.label && note != nullptr) {
+      *note = fmt::format("labelled '{}', but every traced operator ran on {}", t.label, device);
+    }
+    return device;
+  }
+  // No operator with a device: judge from the environment the run recorded.
+  // Plain flags: GCC 12 warns (maybe-uninitialized) on comparisons of optional<bool> here.
+  const bool mps_known = t.mps_available.has_value() || (t.env && t.env->mps_available);
+  const bool mps_yes = t.mps_available.has_value() ? *t.mps_available
+                                                   : (t.env && t.env->mps_available.value_or(false));
+  const bool cuda_no = t.env && t.env->cuda_available.has_value() && !*t.env->cuda_available;
+  if (t.label == "mps" && !mps_yes) {
+    if (note != nullptr) {
+      *note = mps_known
+                  ? "labelled 'mps', but MPS was not available on its host: it ran on the CPU"
+                  : "labelled 'mps', but nothing shows MPS was used (no traced operator, MPS "
+                    "availability not recorded)";
+    }
+    return mps_known ? "cpu" : "unknown";
+  }
+  if (t.label == "cuda" && cuda_no) {
+    if (note != nullptr) *note = "labelled 'cuda', but CUDA was not available on its host";
+    return "cpu";
+  }
+  return t.label;
 }
 
 }  // namespace dt::verdict

@@ -40,6 +40,7 @@ struct ScanEvidence {
   std::string root;
   std::vector<Finding> findings;
   std::int64_t files_scanned = 0;
+  std::vector<std::string> entries;  // The entry scripts reachability was computed from.
 };
 
 struct Gpu {
@@ -109,7 +110,19 @@ struct Metric {
 struct Track {
   std::string name;  // The user's NAME in --track NAME=BUNDLE.
   std::string dir;
-  std::string device;  // manifest "track": cpu | cuda | mps | ...
+  std::string label;   // manifest "track": what the user called it (cpu, cuda, mps, ...).
+  // The device it really ran on, from its traced operators and its environment, never from the
+  // label: an `mps`-labelled run on a host without MPS ran on the CPU (DeviceOf()).
+  std::string device;
+  std::string device_note;  // Why the device differs from the label, when it does.
+  std::optional<bool> mps_available;  // The tracer's torch.backends.mps.is_available().
+  // What the run is evidence of (bundle/outcome.cc): finished | failed | crashed |
+  // could-not-start | interrupted | timed-out; empty for bundles written before it was recorded.
+  std::string outcome;
+  std::string outcome_reason;
+  std::string missing_package;
+  std::string stderr_tail;
+  std::string data_source;  // "hashed" (run --data) or "baseline" (run --baseline).
   std::vector<std::string> command;
   std::optional<std::string> git_commit;
   std::optional<std::string> data_digest;  // manifest "data_digest" or "data.digest" if written.
@@ -138,6 +151,13 @@ struct Track {
   std::vector<Metric> metrics;
 
   bool Finished() const { return status == "ok"; }
+  // A run that could not start, or was stopped from outside, says nothing about the task: its
+  // evidence is missing (the verdict never reads it as a CUDA dependency).
+  bool IsEvidence() const {
+    return outcome != "could-not-start" && outcome != "interrupted" && outcome != "timed-out";
+  }
+  // The user-code files whose operators the run executed (ops.jsonl locations).
+  bool Executed(const std::string& file) const;
   // Whether this track ran on the Mac's GPU backend.
   bool IsMps() const { return device == "mps"; }
   bool IsCuda() const { return device == "cuda"; }
@@ -204,6 +224,9 @@ struct Evidence {
   std::optional<CoverageEvidence> coverage;
   bool remote_data_confirmed = false;
   std::string project;                      // The audited directory, when known.
+  std::string experiment;                   // The designated experiment judged (audit).
+  std::string entry;                        // Its entry script, relative to the project.
+  std::string mac_command;                  // How to run it on the Mac (python train.py --device mps).
   std::vector<std::string> designated_run;  // The run arguments audit used (script and args).
   std::map<std::string, std::string> missing;  // piece -> why it is missing.
 };
@@ -217,6 +240,11 @@ Result<Comparison> ParseComparison(const nlohmann::json& doc, const std::string&
 
 // Decodes JSON text; a syntax error names `source` and the byte offset.
 Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& source);
+
+// The device a track ran on: "mps" when an operator ran on MPS, else "cuda" when one ran on CUDA,
+// else "cpu" when operators ran on the CPU; without a trace, the label unless the environment says
+// that device was not available. `note` says why it differs from the label.
+std::string DeviceOf(const Track& t, std::string* note);
 
 // Loaders from files (JSON documents of the contract).
 Result<ScanEvidence> LoadScan(const std::filesystem::path& path);

@@ -116,7 +116,11 @@ json EvidenceJson(const Evidence& ev) {
     }
     tracks.push_back({{"name", t.name},
                       {"dir", t.dir},
+                      {"label", t.label},
                       {"device", t.device},
+                      {"device_note", t.device_note.empty() ? json(nullptr) : json(t.device_note)},
+                      {"outcome", t.outcome.empty() ? json(nullptr) : json(t.outcome)},
+                      {"data_source", t.data_source.empty() ? json(nullptr) : json(t.data_source)},
                       {"command", t.command},
                       {"status", t.status},
                       {"exit_code", OptJson(t.exit_code)},
@@ -410,9 +414,30 @@ json ToJson(const Report& r) {
                     {"lifts", n.lifts},
                     {"action", n.action},
                     {"file", n.location.file.empty() ? json(nullptr) : json(n.location.file)},
-                    {"line", n.location.line > 0 ? json(n.location.line) : json(nullptr)}});
+                    {"line", n.location.line > 0 ? json(n.location.line) : json(nullptr)},
+                    {"also", [&] {
+                       json also = json::array();
+                       for (const Location& l : n.also) {
+                         also.push_back({{"file", l.file}, {"line", l.line}});
+                       }
+                       return also;
+                     }()}});
+  }
+  json experiments = json::array();
+  for (const ExperimentRow& e : r.experiments) {
+    experiments.push_back({{"name", e.name},
+                           {"entry", e.entry.empty() ? json(nullptr) : json(e.entry)},
+                           {"run", e.run.empty() ? json(nullptr) : json(e.run)},
+                           {"source", e.source},
+                           {"verdict", e.verdict},
+                           {"evidence_level", ToString(e.level)},
+                           {"reason", e.reason},
+                           {"report", e.report}});
   }
   return {{"schema", "dualtrack.report/1"},
+          {"experiment", r.evidence.experiment.empty() ? json(nullptr)
+                                                       : json(r.evidence.experiment)},
+          {"experiments", experiments},
           {"generator", std::string("dualtrack ") + kVersion},
           {"verdict", r.verdict},
           {"evidence_level", ToString(r.level)},
@@ -427,6 +452,12 @@ json ToJson(const Report& r) {
 }
 
 std::string RenderJson(const Report& report) { return ToJson(report).dump(2) + "\n"; }
+
+static std::string ExperimentsTitle(const Report& r) {
+  const Evidence& ev = r.evidence;
+  std::string project = ev.project.empty() ? "project" : ev.project;
+  return fmt::format("{} ({} experiment(s))", project, r.experiments.size());
+}
 
 std::string RenderText(const Report& r) {
   std::ostringstream os;
@@ -450,6 +481,16 @@ std::string RenderText(const Report& r) {
 std::string RenderMarkdown(const Report& r) {
   const Evidence& ev = r.evidence;
   std::ostringstream os;
+  if (!r.experiments.empty()) {
+    os << "# dualtrack audit: " << ExperimentsTitle(r) << "\n\n"
+       << "| experiment | entry | verdict | evidence | why | report |\n|---|---|---|---|---|---|\n";
+    for (const ExperimentRow& e : r.experiments) {
+      os << "| " << Cell(e.name) << " | " << Cell(e.entry.empty() ? "(whole project)" : e.entry)
+         << " | **" << e.verdict << "** | " << ToString(e.level) << " | " << Cell(e.reason)
+         << " | " << Cell(e.report) << " |\n";
+    }
+    os << "\nThe report below is for the experiment **" << Cell(ev.experiment) << "**.\n\n";
+  }
   os << "# dualtrack report: **" << r.verdict << "** (" << ToString(r.level) << " evidence)\n\n";
   if (r.validity.state == "differs") {
     os << "> **Validity: " << r.validity.summary << "** A `mac-ready` verdict is not possible.\n\n";
@@ -535,6 +576,19 @@ std::string RenderHtml(const Report& r) {
                                 : (ev.scan ? ev.scan->root
                                            : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
+  if (!r.experiments.empty()) {
+    os << "<h2 id=\"experiments\">Experiments</h2><table><tr><th>experiment</th><th>entry</th>"
+          "<th>verdict</th><th>evidence</th><th>why</th><th>report</th></tr>";
+    for (const ExperimentRow& e : r.experiments) {
+      os << "<tr><td>" << esc(e.name) << "</td><td>"
+         << esc(e.entry.empty() ? "(whole project)" : e.entry) << "</td><td><strong>"
+         << esc(e.verdict) << "</strong></td><td>" << ToString(e.level) << "</td><td>"
+         << esc(e.reason) << "</td><td><a href=\"" << esc(e.report) << "\">" << esc(e.report)
+         << "</a></td></tr>";
+    }
+    os << "</table><p>The report below is for the experiment <strong>" << esc(ev.experiment)
+       << "</strong>.</p>\n";
+  }
   if (r.validity.state == "differs") {
     os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
        << esc(r.validity.summary)

@@ -4,7 +4,6 @@
 
 #include <filesystem>
 
-#include "verdict/audit.h"
 
 namespace dt::verdict {
 namespace {
@@ -81,32 +80,6 @@ TEST(VerdictRenderTest, TextSummaryNamesVerdictAndChecklist) {
   const std::string text = RenderText(Decide(Evidence{}));
   EXPECT_NE(text.find("verdict: dev-only (predicted)"), std::string::npos) << text;
   EXPECT_NE(text.find("[missing] CUDA baseline saved"), std::string::npos) << text;
-}
-
-TEST(VerdictAuditTest, SplitsCommandLines) {
-  auto w = SplitCommandLine("train.py --device cpu  --name 'a b' \"c \\\"d\\\"\" e\\ f");
-  ASSERT_TRUE(w.ok());
-  EXPECT_EQ(*w, (std::vector<std::string>{"train.py", "--device", "cpu", "--name", "a b",
-                                          "c \"d\"", "e f"}));
-  EXPECT_FALSE(SplitCommandLine("train.py 'open").ok());
-  EXPECT_TRUE(SplitCommandLine("   ")->empty());
-}
-
-TEST(VerdictAuditTest, ReadsDeclaredRunFromPyproject) {
-  auto run = ReadDeclaredRun(std::filesystem::path(DUALTRACK_TEST_SOURCE_DIR) /
-                             "examples/cuda-research");
-  ASSERT_TRUE(run.ok()) << run.error().ToString();
-  EXPECT_EQ(*run, std::optional<std::string>("train.py --device cpu --steps 2"));
-  auto none = ReadDeclaredRun(Data("bundles"));
-  ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(none->has_value());
-}
-
-TEST(VerdictAuditTest, MissingStagesLeaveEvidenceMissing) {
-  StageCall call{2, "",
-                 "dualtrack scan: error: 'dualtrack scan' is not available in this version yet\n"};
-  EXPECT_EQ(StageMessage(call), "'dualtrack scan' is not available in this version yet");
-  EXPECT_EQ(StageMessage(StageCall{2, "", ""}), "exit code 2 with no message");
 }
 
 }  // namespace

@@ -28,14 +28,27 @@ std::string Describe(const Finding& f) {
   return text;
 }
 
-EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {}) {
-  return {prefix + Describe(f), {f.file, f.line}, f.replacement};
+EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {},
+                         const std::string& kind = {}) {
+  return {prefix + Describe(f), {f.file, f.line}, f.replacement, kind};
 }
 
-// A finished track that ran without CUDA: proof the task's path does not need what it skipped.
-const Track* FinishedNonCudaTrack(const Evidence& ev) {
+// A Python finding whose reachability the scan could not compute (it had no entry scripts) is taken
+// to be on the path; a non-Python one (build file, .cu source, pin) never is.
+std::optional<bool> Reachable(const Finding& f, const ScanEvidence& scan) {
+  if (f.reachable || !scan.entries.empty()) return f.reachable;
+  // setup.py is a build file: the scan never computes its reachability.
+  const bool setup = f.file == "setup.py" || f.file.ends_with("/setup.py");
+  const bool python = (f.file.ends_with(".py") && !setup) || f.file.ends_with(".ipynb");
+  return python ? std::optional<bool>(true) : std::nullopt;
+}
+
+// A finished track that ran without CUDA and executed `file` (its traced operators were called
+// from there): proof that the code in that file has a path without what the track skipped. A run
+// of some other script proves nothing about it.
+const Track* FinishedNonCudaTrackThrough(const Evidence& ev, const std::string& file) {
   for (const Track& t : ev.tracks) {
-    if (!t.IsCuda() && t.Finished()) return &t;
+    if (!t.IsCuda() && t.Finished() && t.IsEvidence() && t.Executed(file)) return &t;
   }
   return nullptr;
 }
@@ -97,18 +110,22 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
       has_python_alternative = true;
     }
   }
-  for (const Finding& f : ev.scan->findings) {
-    if (f.severity != "blocker" || IsMultiGpuFinding(f)) continue;
+  for (const Finding& scanned : ev.scan->findings) {
+    if (scanned.severity != "blocker" || IsMultiGpuFinding(scanned)) continue;
+    Finding f = scanned;
+    f.reachable = Reachable(scanned, *ev.scan);
     if (f.reachable == std::optional<bool>(false)) {
-      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: "));
+      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
     } else if (f.guarded.value_or(false)) {
-      r.notes.push_back(FromFinding(f, "guarded, another path exists: "));
+      r.notes.push_back(FromFinding(f, "guarded, another path exists: ", "guarded"));
     } else if (!f.reachable.has_value()) {
       // Build files, .cu sources and pins: they stop only if the Python path uses them unguarded.
       r.notes.push_back(FromFinding(
-          f, has_python_alternative
-                 ? "CUDA-only build, the code has a guarded alternative path: "
-                 : "CUDA-only build or pin, no unguarded use on the reachable path found: "));
+          f,
+          has_python_alternative
+              ? "CUDA-only build, the code has a guarded alternative path: "
+              : "CUDA-only build or pin, no unguarded use on the reachable path found: ",
+          "extension"));
     } else {
       r.evidence.push_back(FromFinding(f));
     }
@@ -168,7 +185,8 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
             {fmt::format("{} ({}): {}", op.op, fmt::join(op.dtypes, ", "), issue), op.location,
              Lower(issue).find("float64") != std::string::npos
                  ? "compute in float32 instead of float64"
-                 : ""});
+                 : "",
+             Lower(issue).find("float64") != std::string::npos ? "float64" : "dtype"});
       }
       if (op.cls == "unknown" && op.count > 0) {
         r.notes.push_back({fmt::format("{}: MPS support unknown to the coverage table", op.op),
@@ -180,7 +198,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
         const std::string key = "f64" + Where(l);
         if (!seen.insert(key).second) continue;
         r.notes.push_back({fmt::format("float64 tensor made on track {}", t.name), l,
-                           "compute in float32 instead of float64"});
+                           "compute in float32 instead of float64", "float64"});
       }
     }
   }
@@ -190,9 +208,17 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
   }
   if (!r.evidence.empty()) {
     r.state = RuleState::kHolds;
+    // Name the root cause when the run recorded where the float64 tensor was made in that file.
+    std::string root;
+    for (const EvidenceItem& n : r.notes) {
+      if (n.kind == "float64" && n.location.file == r.evidence.front().location.file) {
+        root = fmt::format(" (float64 made at {})", Where(n.location));
+        break;
+      }
+    }
     r.summary = fmt::format("{} operation(s) of the task cannot run on MPS, even with the CPU "
-                            "fallback: {}",
-                            r.evidence.size(), Where(r.evidence.front().location));
+                            "fallback: {}{}",
+                            r.evidence.size(), Where(r.evidence.front().location), root);
   } else {
     r.state = RuleState::kClear;
     r.summary = r.level == EvidenceLevel::kMeasured
@@ -284,18 +310,23 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
     r.summary = "No scan: unknown.";
     return r;
   }
-  const Track* finished = FinishedNonCudaTrack(ev);
-  for (const Finding& f : ev.scan->findings) {
-    if (!IsMultiGpuFinding(f)) continue;
+  for (const Finding& scanned : ev.scan->findings) {
+    if (!IsMultiGpuFinding(scanned)) continue;
+    Finding f = scanned;
+    f.reachable = Reachable(scanned, *ev.scan);
+    const Track* finished = FinishedNonCudaTrackThrough(ev, f.file);
     if (f.reachable == std::optional<bool>(false)) {
-      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: "));
+      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
     } else if (f.guarded.value_or(false)) {
-      r.notes.push_back(FromFinding(f, "optional (guarded): "));
+      r.notes.push_back(FromFinding(f, "optional (guarded): ", "guarded"));
     } else if (!f.reachable.has_value()) {
-      r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: "));
+      r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: ", "launcher"));
     } else if (finished != nullptr) {
       r.notes.push_back(FromFinding(
-          f, fmt::format("optional: track {} finished the task without it: ", finished->name)));
+          f,
+          fmt::format("optional: track {} ran code in {} and finished without it: ",
+                      finished->name, f.file),
+          "multi-gpu-optional"));
       r.level = EvidenceLevel::kMeasured;
     } else {
       r.evidence.push_back(FromFinding(f));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "verdict/evidence.h"
@@ -22,9 +23,19 @@ const char* ToString(EvidenceLevel l);
 
 // One piece of evidence behind a rule, with its place in the user's code when there is one.
 struct EvidenceItem {
+  EvidenceItem(std::string text_ = {}, Location location_ = {}, std::string fix_ = {},
+               std::string kind_ = {})
+      : text(std::move(text_)),
+        location(std::move(location_)),
+        fix(std::move(fix_)),
+        kind(std::move(kind_)) {}
   std::string text;
   Location location;
   std::string fix;  // The change that would lift it, when known ("replace X by Y").
+  // What the item is, for the code that groups them (never matched from the English text):
+  // extension (a CUDA-only build or pin kept on the Linux GPU), guarded, unreachable,
+  // multi-gpu-optional, launcher, float64, failed-op, fallback, tolerance, exception; or empty.
+  std::string kind;
 };
 
 struct RuleResult {

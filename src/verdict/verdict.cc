@@ -1,9 +1,12 @@
 #include "verdict/verdict.h"
 
+#include "verdict/experiments.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -50,9 +53,7 @@ const RuleResult& Rule(const std::vector<RuleResult>& rules, std::string_view id
   return rules.front();
 }
 
-bool IsExtensionNote(const EvidenceItem& e) {
-  return e.text.find("CUDA-only build") != std::string::npos;
-}
+bool IsExtensionNote(const EvidenceItem& e) { return e.kind == "extension"; }
 
 std::string HumanBytes(std::int64_t b) {
   if (b >= (std::int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
@@ -175,9 +176,10 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
       c.evidence = "no MPS track";
       for (const Track& t : ev.tracks) {
         if (!t.IsCuda()) {
-          c.evidence += fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence", t.name,
+          c.evidence += fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence{}", t.name,
                                     t.device, t.Finished() ? "finished" : "did not finish",
-                                    t.step_wall_s.size());
+                                    t.step_wall_s.size(),
+                                    t.device_note.empty() ? "" : " (" + t.device_note + ")");
         }
       }
     }
@@ -284,131 +286,251 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
   return items;
 }
 
+// The experiment's real command on the Mac (python train.py --device mps); what audit knew of it,
+// else the designated run or a track's command with the device set to mps.
+std::string MacRunCommand(const Evidence& ev) {
+  if (!ev.mac_command.empty()) return ev.mac_command;
+  Experiment e;
+  std::vector<std::string> words = ev.designated_run;
+  if (words.empty()) {
+    for (const Track& t : ev.tracks) {
+      if (!t.command.empty()) {
+        words = t.command;
+        break;
+      }
+    }
+  }
+  if (words.empty()) return "python <entry script> --device mps";
+  std::string line;
+  for (const std::string& w : words) line += (line.empty() ? "" : " ") + w;
+  e.run = line;
+  return MacCommand(e);
+}
+
+bool IsPythonFile(const std::string& file) {
+  // setup.py is a build file: the scan never computes its reachability.
+  if (file == "setup.py" || file.ends_with("/setup.py")) return false;
+  return file.size() > 3 && (file.ends_with(".py") || file.ends_with(".ipynb"));
+}
+
+// Whether a finding is on the judged experiment's path: reachable from its entry; a Python
+// finding of a scan without entries (reachability unknown) is taken to be on the path.
+bool OnPath(const Finding& f, const ScanEvidence& scan) {
+  if (f.reachable) return *f.reachable;
+  return scan.entries.empty() && IsPythonFile(f.file);
+}
+
+// Collects next steps and folds them by cause: steps with the same group key (one construct in
+// one file) become one step at the first location added (the root cause: the line that creates
+// float64, the build or import of an extension), with the other lines listed under it.
+class StepBuilder {
+ public:
+  void Add(int effect, const std::string& lifts, const std::string& action, const Location& loc,
+           const std::string& group = {}) {
+    if (!group.empty()) {
+      auto it = groups_.find(group);
+      if (it != groups_.end()) {
+        NextStep& s = steps_[it->second];
+        const bool same = s.location.file == loc.file && s.location.line == loc.line;
+        const bool known = std::any_of(s.also.begin(), s.also.end(), [&](const Location& l) {
+          return l.file == loc.file && l.line == loc.line;
+        });
+        if (!same && !known && !loc.file.empty()) s.also.push_back(loc);
+        return;
+      }
+      groups_[group] = steps_.size();
+    } else if (!seen_.insert(action + Where(loc)).second) {
+      return;
+    }
+    steps_.push_back({effect, lifts, action, loc, {}});
+  }
+
+  std::vector<NextStep> Finish() {
+    for (NextStep& s : steps_) {
+      if (s.also.empty()) continue;
+      std::sort(s.also.begin(), s.also.end(), [](const Location& a, const Location& b) {
+        return a.file != b.file ? a.file < b.file : a.line < b.line;
+      });
+      std::vector<std::string> where;
+      for (const Location& l : s.also) {
+        where.push_back(l.file == s.location.file && l.line > 0 ? std::to_string(l.line)
+                                                                 : Where(l));
+      }
+      s.action += fmt::format(" (also {}: {})",
+                              s.also.size() == 1 ? "this line" : "these lines",
+                              fmt::join(where, ", "));
+    }
+    std::stable_sort(steps_.begin(), steps_.end(),
+                     [](const NextStep& a, const NextStep& b) { return a.effect > b.effect; });
+    if (steps_.size() > kMaxNextSteps) {
+      const std::size_t more = steps_.size() - kMaxNextSteps;
+      steps_.resize(kMaxNextSteps);
+      steps_.push_back({0, "",
+                        fmt::format("{} more step(s) of the kinds above: see the findings and the "
+                                    "operator coverage below",
+                                    more),
+                        {}, {}});
+    }
+    return std::move(steps_);
+  }
+
+ private:
+  std::vector<NextStep> steps_;
+  std::map<std::string, std::size_t> groups_;
+  std::set<std::string> seen_;
+};
+
+// An operator and its backward are one construct: aten::multi_margin_loss_backward folds under
+// aten::multi_margin_loss.
+std::string BaseOp(std::string op) {
+  constexpr std::string_view kBackward = "_backward";
+  if (op.size() > kBackward.size() && op.ends_with(kBackward)) op.resize(op.size() - kBackward.size());
+  return op;
+}
+
+std::string Capitalised(std::string s) {
+  if (!s.empty()) s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+  return s;
+}
+
 std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult>& stops,
                                 const std::vector<ChecklistItem>& checklist) {
-  std::vector<NextStep> steps;
-  std::set<std::string> seen;
-  auto add = [&](int effect, const std::string& lifts, const std::string& action,
-                 const Location& loc) {
-    if (!seen.insert(action + Where(loc)).second) return;
-    steps.push_back({effect, lifts, action, loc});
-  };
+  StepBuilder b;
+  auto at = [](const Location& l) { return Where(l).empty() ? "" : " at " + Where(l); };
   for (const RuleResult& r : stops) {
     if (r.state != RuleState::kHolds) continue;
+    if (r.id == "no-mps-implementation") {
+      // Root causes first: the lines where the track made float64 tensors come before the
+      // operators that then computed with them, so they open the file's group.
+      for (const EvidenceItem& e : r.notes) {
+        if (e.kind == "float64") {
+          b.Add(3, r.id, "Compute in float32 instead of float64" + at(e.location) +
+                             " (creates the float64 tensor)",
+                e.location, "f64:" + e.location.file);
+        }
+      }
+    }
     for (const EvidenceItem& e : r.evidence) {
-      std::string at = Where(e.location);
       if (r.id == "multi-gpu") {
-        add(3, r.id,
-            fmt::format("Make the multi-GPU path optional at {} (a single-process path, or the "
-                        "gloo backend off NVIDIA GPUs)",
-                        at),
-            e.location);
+        b.Add(3, r.id,
+              fmt::format("Make the multi-GPU path optional{} (a single-process path, or the "
+                          "gloo backend off NVIDIA GPUs)",
+                          at(e.location)),
+              e.location, "multi:" + e.location.file);
       } else if (r.id == "candidate-unfinished") {
-        add(3, r.id, fmt::format("Fix the error that stopped the track{}: {}",
-                                 at.empty() ? "" : " at " + at, e.text),
-            e.location);
+        b.Add(3, r.id, fmt::format("Fix the error that stopped the track{}: {}", at(e.location),
+                                   e.text),
+              e.location);
       } else if (r.id == "outside-tolerance") {
-        add(3, r.id,
-            "Find where the results drift (" + e.text +
-                "): compare intermediate captures, rerun without the CPU fallback",
-            {});
+        b.Add(3, r.id,
+              "Find where the results drift (" + e.text +
+                  "): compare intermediate captures, rerun without the CPU fallback",
+              {});
+      } else if (r.id == "no-mps-implementation" && e.kind == "float64") {
+        b.Add(3, r.id, "Compute in float32 instead of float64" + at(e.location), e.location,
+              "f64:" + e.location.file);
       } else if (r.id == "no-mps-implementation" && !e.fix.empty()) {
-        std::string fix = e.fix;
-        fix[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(fix[0])));
-        add(3, r.id, fmt::format("{}{}", fix, at.empty() ? "" : " at " + at), e.location);
+        b.Add(3, r.id, Capitalised(e.fix) + at(e.location), e.location);
+      } else if (r.id == "blocker-on-path") {
+        // One step per construct and file: the first line (the import, build or definition)
+        // leads; the calls below it in the same file fold under it.
+        const std::string code = e.text.substr(0, e.text.find(' '));
+        b.Add(3, r.id,
+              e.fix.empty() ? fmt::format("Remove or replace {}{}", e.text, at(e.location))
+                            : fmt::format("Replace by {}{} ({})", e.fix, at(e.location), e.text),
+              e.location, "blk:" + code + ":" + e.location.file);
       } else if (!e.fix.empty()) {
-        add(3, r.id, fmt::format("Replace by {}{}", e.fix, at.empty() ? "" : " at " + at),
-            e.location);
+        b.Add(3, r.id, fmt::format("Replace by {}{}", e.fix, at(e.location)), e.location);
       } else {
-        add(3, r.id, fmt::format("Remove or replace {}{}", e.text, at.empty() ? "" : " at " + at),
-            e.location);
+        b.Add(3, r.id, fmt::format("Remove or replace {}{}", e.text, at(e.location)),
+              e.location);
       }
     }
   }
   // Float64 made on a CPU track would fail on MPS; the fix is the same even when not yet stopping.
-  for (const EvidenceItem& e : Rule(stops, "no-mps-implementation").notes) {
-    const bool located = std::any_of(steps.begin(), steps.end(), [&](const NextStep& n) {
-      return !e.location.file.empty() && n.location.file == e.location.file &&
-             n.location.line == e.location.line;
-    });
-    if (!e.fix.empty() && !located) {
-      add(2, "no-mps-implementation",
-          fmt::format("Compute in float32 instead of float64 at {}", Where(e.location)),
-          e.location);
+  if (Rule(stops, "no-mps-implementation").state != RuleState::kHolds) {
+    for (const EvidenceItem& e : Rule(stops, "no-mps-implementation").notes) {
+      if (e.kind == "float64") {
+        b.Add(2, "no-mps-implementation", "Compute in float32 instead of float64" + at(e.location),
+              e.location, "f64:" + e.location.file);
+      }
     }
   }
   if (ev.coverage) {
     if (ev.coverage->upgrade_version && ev.coverage->upgrade_removes > 0) {
-      add(2, "fallback-separated",
-          fmt::format("Upgrade torch to >= {}: removes {} CPU fallback(s) on MPS",
-                      *ev.coverage->upgrade_version, ev.coverage->upgrade_removes),
-          {});
+      b.Add(2, "fallback-separated",
+            fmt::format("Upgrade torch to >= {}: removes {} CPU fallback(s) on MPS",
+                        *ev.coverage->upgrade_version, ev.coverage->upgrade_removes),
+            {});
     }
     for (const CoverageOp& op : ev.coverage->ops) {
       if (op.cls != "cpu-fallback" && op.cls != "always-cpu") continue;
-      std::string at = Where(op.location);
       if (op.native_since) {
-        add(2, "fallback-separated",
-            fmt::format("Upgrade torch to >= {} for a native MPS {}{}", *op.native_since, op.op,
-                        at.empty() ? "" : " (called at " + at + ")"),
-            op.location);
+        b.Add(2, "fallback-separated",
+              fmt::format("Upgrade torch to >= {} for a native MPS {}{}", *op.native_since, op.op,
+                          Where(op.location).empty() ? "" : " (called at " + Where(op.location) +
+                                                               ")"),
+              op.location, "up:" + BaseOp(op.op));
       } else {
-        add(2, "fallback-separated",
-            fmt::format("Replace {}{} by native operators (it runs on the CPU on MPS)", op.op,
-                        at.empty() ? "" : " at " + at),
-            op.location);
+        b.Add(2, "fallback-separated",
+              fmt::format("Replace {}{} by native operators (it runs on the CPU on MPS)", op.op,
+                          at(op.location)),
+              op.location, "fb:" + BaseOp(op.op));
       }
     }
   }
   if (ev.scan) {
-    std::vector<std::string> device_lines;
+    // Only what is on the experiment's own path: pins, build files and other scripts are kept on
+    // the Linux GPU (the reasons and the plan say so), they are not steps for this experiment.
     for (const Finding& f : ev.scan->findings) {
-      if (f.reachable == std::optional<bool>(false) || f.guarded.value_or(false)) continue;
+      if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
       if (f.severity == "replace" && !f.replacement.empty()) {
-        add(2, "cuda-parts-marked",
-            fmt::format("Replace `{}` by {} at {}:{}", f.snippet.empty() ? f.code : f.snippet,
-                        f.replacement, f.file, f.line),
-            {f.file, f.line});
-      } else if (f.severity == "fixable" && f.cls == "device") {
-        device_lines.push_back(fmt::format("{}:{}", f.file, f.line));
+        b.Add(2, "cuda-parts-marked",
+              fmt::format("Replace `{}` by {} at {}:{}", f.snippet.empty() ? f.code : f.snippet,
+                          f.replacement, f.file, f.line),
+              {f.file, f.line}, "rep:" + f.code + ":" + f.file);
       }
     }
-    if (!device_lines.empty()) {
-      add(2, "cuda-parts-marked",
-          fmt::format("Set the device at run time (cuda, else mps, else cpu) at these lines: {}",
-                      fmt::join(device_lines, ", ")),
-          {});
+    for (const Finding& f : ev.scan->findings) {
+      if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
+      if (f.severity == "fixable" && f.cls == "device") {
+        b.Add(2, "cuda-parts-marked",
+              fmt::format("Set the device at run time (cuda, else mps, else cpu) at {}:{}", f.file,
+                          f.line),
+              {f.file, f.line}, "dev:" + f.file);
+      }
     }
   }
   for (const ChecklistItem& c : checklist) {
     if (c.status != "missing") continue;
     if (c.id == "baseline") {
-      add(1, c.id,
-          "Record the CUDA baseline: dualtrack freeze -o baseline.json (on the CUDA machine)", {});
+      b.Add(1, c.id,
+            "Record the CUDA baseline: dualtrack freeze --data DATA -o baseline.json (on the CUDA "
+            "machine)",
+            {});
     } else if (c.id == "mps-available") {
-      add(1, c.id, "Check the Mac: dualtrack env --format json > env-mac.json (on the Mac)", {});
+      b.Add(1, c.id, "Check the Mac: dualtrack env --format json > env-mac.json (on the Mac)", {});
     } else if (c.id == "real-input-step") {
-      add(1, c.id,
-          "Run the minimal task on the Mac: dualtrack run --track mps -- python <entry> "
-          "--device mps",
-          {});
+      b.Add(1, c.id,
+            fmt::format("Run the minimal task on the Mac: dualtrack run --track mps --baseline "
+                        "baseline.json -o runs/mps -- {}",
+                        MacRunCommand(ev)),
+            {});
     } else if (c.id == "within-tolerance") {
-      add(1, c.id,
-          "Compare the tracks: dualtrack compare <cuda bundle> <mps bundle> --format json > "
-          "compare.json",
-          {});
+      b.Add(1, c.id,
+            "Compare the tracks: dualtrack compare runs/cuda runs/mps --format json > "
+            "compare.json",
+            {});
     } else if (c.id == "workload-timed") {
-      add(1, c.id, "Time the target workload on both tracks under the same conditions", {});
+      b.Add(1, c.id, "Time the target workload on both tracks under the same conditions", {});
     } else if (c.id == "remote-data") {
-      add(1, c.id,
-          "If a remote Mac is used, check its data handling and say so with "
-          "--remote-data-confirmed",
-          {});
+      b.Add(1, c.id,
+            "If a remote Mac is used, check its data handling and say so with "
+            "--remote-data-confirmed",
+            {});
     }
   }
-  std::stable_sort(steps.begin(), steps.end(),
-                   [](const NextStep& a, const NextStep& b) { return a.effect > b.effect; });
-  return steps;
+  return b.Finish();
 }
 
 std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
@@ -470,9 +592,103 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
   return plan;
 }
 
+bool cand_is_mps(const Track* cand) { return cand != nullptr && cand->IsMps(); }
+
+// What stands in the way of a predicted mac-ready when no stop condition holds: unguarded
+// replace/blocker findings on the path (they have an alternative but no MPS build as written),
+// predicted CPU fallbacks of the traced run, and a declared run that gave no evidence. Guarded
+// and unreachable findings, non-Python files and portable or fixable findings do not.
+std::vector<std::string> PredictedObstacles(const Evidence& ev,
+                                            const std::vector<RuleResult>& stops) {
+  std::vector<std::string> out;
+  if (ev.scan) {
+    std::vector<EvidenceItem> replace;
+    for (const Finding& f : ev.scan->findings) {
+      if (f.severity != "replace" && f.severity != "blocker") continue;
+      if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
+      if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
+      replace.push_back({f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
+                         {f.file, f.line}, f.replacement, ""});
+    }
+    if (!replace.empty()) {
+      out.push_back(fmt::format("{} construct(s) on the path need a replacement before they can "
+                                "run on MPS: {}",
+                                replace.size(), PlaceList(replace)));
+    }
+  }
+  if (ev.coverage) {
+    std::vector<EvidenceItem> fb;
+    for (const CoverageOp& op : ev.coverage->ops) {
+      if (op.cls == "cpu-fallback" || op.cls == "always-cpu") fb.push_back({op.op, op.location});
+    }
+    if (!fb.empty()) {
+      out.push_back(fmt::format("{} traced operator(s) would fall back to the CPU on MPS{}",
+                                fb.size(), PlaceList(fb).empty() ? "" : ": " + PlaceList(fb)));
+    }
+  }
+  if (ev.tracks.empty()) {
+    // A declared run (or a given track) that gave no evidence: the prediction lacks its traced run.
+    for (const auto& [piece, why] : ev.missing) {
+      if (piece == "run" && !ev.designated_run.empty()) {
+        out.push_back("the declared run gave no evidence (" + why + ")");
+      } else if (piece.rfind("track ", 0) == 0) {
+        out.push_back(piece + " gave no evidence (" + why + ")");
+      }
+    }
+  }
+  if (Rule(stops, "multi-gpu").state == RuleState::kUnknown && ev.scan) {
+    out.push_back("the multi-GPU condition could not be checked");
+  }
+  return out;
+}
+
+std::string PredictedReadyReason(const Evidence& ev, const std::vector<RuleResult>& stops) {
+  std::size_t guarded = 0, unreachable = 0, minor = 0, off_path = 0;
+  for (const Finding& f : ev.scan->findings) {
+    if (f.guarded.value_or(false)) {
+      ++guarded;
+    } else if (f.reachable == std::optional<bool>(false)) {
+      ++unreachable;
+    } else if (!OnPath(f, *ev.scan)) {
+      ++off_path;
+    } else {
+      ++minor;
+    }
+  }
+  std::string path = ev.entry.empty() ? std::string("the project") : ev.entry + "'s path";
+  std::string text = fmt::format(
+      "Predicted mac-ready: no stop condition and nothing on {} without an MPS path ({} guarded, "
+      "{} unreachable, {} outside Python and {} portable or fixable finding(s) do not stand in "
+      "the way)",
+      path, guarded, unreachable, off_path, minor);
+  if (ev.coverage) {
+    text += "; every traced operator has an MPS kernel";
+  } else {
+    text += "; no traced run, so operator coverage was not predicted";
+  }
+  (void)stops;
+  return text + ".";
+}
+
+// Runs that could not start, or were stopped from outside, are not evidence: they leave the run
+// missing with their reason instead of counting as an unfinished (CUDA-only) track.
+void SetAsideNonEvidence(Evidence& ev) {
+  std::vector<Track> kept;
+  for (Track& t : ev.tracks) {
+    if (t.IsEvidence()) {
+      kept.push_back(std::move(t));
+      continue;
+    }
+    ev.missing["track " + t.name] =
+        fmt::format("{}: {}", t.outcome, t.outcome_reason.empty() ? t.status : t.outcome_reason);
+  }
+  ev.tracks = std::move(kept);
+}
+
 }  // namespace
 
 Report Decide(Evidence evidence) {
+  SetAsideNonEvidence(evidence);
   Report rep;
   const Evidence& ev = evidence;
   rep.stops = CheckStopConditions(ev);
@@ -506,8 +722,20 @@ Report Decide(Evidence evidence) {
                                         cand->name, cand->step_wall_s.size()));
       rep.reasons.push_back(Rule(rep.stops, "outside-tolerance").summary);
       rep.reasons.push_back(rep.validity.summary);
+    } else if (auto obstacles = PredictedObstacles(ev, rep.stops);
+               cand_is_mps(cand) == false && ev.scan && obstacles.empty()) {
+      // Both directions: nothing predicted stands in the way on this experiment's path, so the
+      // prediction is mac-ready, as freely as it says cuda-only; the checklist keeps saying what
+      // must still be measured on a Mac.
+      rep.verdict = "mac-ready";
+      rep.level = EvidenceLevel::kPredicted;
+      rep.reasons.push_back(PredictedReadyReason(ev, rep.stops));
+      rep.reasons.push_back("To be measured on a Mac before it is more than a prediction: the "
+                            "MPS run, and its comparison with the CUDA baseline (see the "
+                            "checklist).");
     } else {
       rep.verdict = "dev-only";
+      for (const std::string& o : obstacles) rep.reasons.push_back("Not mac-ready: " + o);
       rep.level = (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured
                                                       : EvidenceLevel::kPredicted;
       std::vector<std::string> unknown;

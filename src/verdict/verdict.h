@@ -28,7 +28,23 @@ struct NextStep {
   int effect = 1;      // 3 lifts a stop condition, 2 removes a replacement or fallback, 1 evidence.
   std::string lifts;   // The rule or checklist item it addresses.
   std::string action;  // "Replace X by Y at file:line", "Upgrade torch to >= 2.6", ...
-  Location location;
+  Location location;   // The root cause: the line that creates the problem.
+  std::vector<Location> also;  // Downstream uses and other lines of the same construct and file.
+};
+
+// At most this many next steps are listed; the rest are counted in a last "N more" step.
+inline constexpr std::size_t kMaxNextSteps = 20;
+
+// One row of the project summary `audit` writes: the verdict of one designated experiment.
+struct ExperimentRow {
+  std::string name;
+  std::string entry;
+  std::string run;          // The run that was traced, empty when none.
+  std::string source;       // declared | --entry | [tool.dualtrack] entry | picked | --run
+  std::string verdict;
+  EvidenceLevel level = EvidenceLevel::kPredicted;
+  std::string reason;       // The first reason.
+  std::string report;       // The file with its full report.
 };
 
 struct Report {
@@ -41,6 +57,7 @@ struct Report {
   std::vector<PlanItem> plan;
   std::vector<NextStep> next_steps;
   Evidence evidence;  // What it was decided from; the renderers show it.
+  std::vector<ExperimentRow> experiments;  // The project's table (audit); empty for `report`.
 };
 
 // Decides from whatever evidence is present; missing evidence stays missing.

@@ -263,14 +263,16 @@ TEST(VerdictDecideTest, ExampleDefaultRunStopsOnFloat64AndPortableRunMovesUp) {
   EXPECT_NE(def.next_steps.front().action.find("utils/metrics.py:15"), std::string::npos)
       << def.next_steps.front().action;
 
-  // The device-agnostic variant has neither: no stop condition, dev-only on predicted evidence.
+  // The device-agnostic variant has neither, and its run executed train.py without the NCCL path:
+  // nothing stands in the way, so the prediction is mac-ready (both directions), still predicted.
   Report portable = Decide(Load({.scan = "scan_example.json",
                                  .env = "env_linux.json",
                                  .coverage = "coverage_clean.json",
                                  .tracks = {{"cpu", "cpu"}}}));
-  EXPECT_EQ(portable.verdict, "dev-only");
+  EXPECT_EQ(portable.verdict, "mac-ready");
   EXPECT_EQ(portable.level, EvidenceLevel::kPredicted);
-  EXPECT_TRUE(AnyReasonHas(portable, "no finished MPS track"));
+  EXPECT_TRUE(AnyReasonHas(portable, "Predicted mac-ready"));
+  EXPECT_EQ(Item(portable, "real-input-step").status, "missing");
 }
 
 TEST(VerdictDecideTest, DevOnlyMeasuredWithMpsTrackButNoComparison) {

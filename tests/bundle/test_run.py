@@ -264,9 +264,11 @@ def test_interrupt_is_forwarded_and_bundle_finalised(tmp_path, dualtrack_bin, si
     proc, out = _start(dualtrack_bin, tmp_path, SLOW)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1, err
+    # Ctrl-C is the user stopping dualtrack: 130, as a shell reports it.
+    assert proc.returncode == (130 if sig == signal.SIGINT else 1), err
     m = manifest(out)
     assert m["status"] == "killed" and m["signal"] == signal.Signals(sig).name
+    assert m["outcome"] == "interrupted"
     assert m["ended"] is not None
     assert "not reached" not in (out / "stdout.log").read_text()
     # The tracer still flushed its operator table.
@@ -440,3 +442,46 @@ def test_redirect_covers_factories_amp_and_queries(tmp_path, dualtrack):
     assert lines["Module.cuda()"] == 9
     assert lines["GradScaler(cuda)"] == 11
     assert lines["torch.cuda.synchronize()"] == 12
+
+
+def test_missing_package_could_not_start(tmp_path, dualtrack):
+    script = tmp_path / "imp.py"
+    script.write_text("import torch\nimport einops_not_installed\n")
+    out = tmp_path / "b"
+    p = dualtrack("run", "--track", "cpu", "--no-env", "-o", out, "--", PY, script)
+    assert p.returncode == 2, p.stderr
+    assert "could-not-start: missing Python package einops_not_installed" in p.stderr
+    m = manifest(out)
+    assert m["status"] == "failed" and m["outcome"] == "could-not-start"
+    assert m["missing_package"] == "einops_not_installed"
+    assert "ModuleNotFoundError" in m["stderr_tail"]
+    assert "outcome     could-not-start: missing Python package" in dualtrack("show", out).stdout
+    # A failure of the task itself is not "could not start".
+    script.write_text("import torch\nraise RuntimeError('boom')\n")
+    p = dualtrack("run", "--track", "cpu", "--no-env", "--force", "-o", out, "--", PY, script)
+    assert p.returncode == 1 and manifest(out)["outcome"] == "failed"
+    # An import that needs CUDA is evidence about CUDA, kept as a failure.
+    script.write_text("raise ImportError('libcudart.so.12: cannot open shared object file')\n")
+    p = dualtrack("run", "--track", "cpu", "--no-env", "--force", "-o", out, "--", PY, script)
+    assert manifest(out)["outcome"] == "failed"
+
+
+def test_missing_script_could_not_start(tmp_path, dualtrack):
+    out = tmp_path / "b"
+    p = dualtrack("run", "--track", "cpu", "--no-env", "-o", out, "--", PY, tmp_path / "no.py")
+    assert p.returncode == 2, p.stderr
+    m = manifest(out)
+    assert m["outcome"] == "could-not-start" and "could not be opened" in m["outcome_reason"]
+
+
+def test_timeout_stops_the_script(tmp_path, dualtrack):
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    out = tmp_path / "b"
+    t0 = time.time()
+    p = dualtrack("run", "--track", "cpu", "--no-env", "--timeout", "2", "-o", out, "--", PY,
+                  script, timeout=60)
+    assert time.time() - t0 < 30
+    assert p.returncode == 1, p.stderr
+    m = manifest(out)
+    assert m["status"] == "killed" and m["outcome"] == "timed-out" and m["timeout_s"] == 2

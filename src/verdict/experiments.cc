@@ -1,0 +1,365 @@
+#include "verdict/experiments.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+#include <system_error>
+#include <toml++/toml.h>
+
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::verdict {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadSmall(const fs::path& path) {
+  auto text = ReadFile(path, std::uint64_t{4} << 20);
+  return text.ok() ? *text : std::string();
+}
+
+bool IsFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+std::string Stem(const std::string& rel) { return fs::path(rel).stem().string(); }
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "pkg.mod:main" -> pkg/mod.py, pkg/mod/__init__.py or src/pkg/mod.py, whichever exists.
+void AddModuleScript(const fs::path& project, std::string target, std::vector<std::string>& out) {
+  target = std::string(Trim(target.substr(0, target.find(':'))));
+  if (target.empty()) return;
+  std::replace(target.begin(), target.end(), '.', '/');
+  for (const std::string& cand : {target + ".py", target + "/__init__.py", "src/" + target + ".py",
+                                  target + "/__main__.py"}) {
+    if (IsFile(project / cand)) {
+      out.push_back(cand);
+      return;
+    }
+  }
+}
+
+std::optional<std::string> TomlString(const toml::node_view<const toml::node>& node) {
+  if (auto s = node.value<std::string>()) return *s;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
+  ProjectConfig cfg;
+  const fs::path path = project / "pyproject.toml";
+  if (!IsFile(path)) return cfg;
+  toml::table table;
+  try {
+    table = toml::parse_file(path.string());
+  } catch (const toml::parse_error& e) {
+    return MakeError(ErrorCode::kInput,
+                     std::string("not valid TOML: ") + std::string(e.description()),
+                     path.string(), e.source().begin.line, e.source().begin.column);
+  }
+  const auto tool = toml::node_view<const toml::node>(table)["tool"]["dualtrack"];
+  if (auto run = tool["run"]; run) {
+    if (!run.is<std::string>()) {
+      return MakeError(ErrorCode::kInput, "[tool.dualtrack] run must be a string", path.string());
+    }
+    cfg.run = TomlString(run);
+  }
+  if (auto entry = tool["entry"]; entry) {
+    if (auto s = TomlString(entry)) {
+      cfg.entry.push_back(*s);
+    } else if (const auto* arr = entry.as_array()) {
+      for (const auto& n : *arr) {
+        if (auto s = n.value<std::string>()) cfg.entry.push_back(*s);
+      }
+    }
+  }
+  if (auto exps = tool["experiments"]; exps) {
+    const auto* arr = exps.as_array();
+    if (arr == nullptr) {
+      return MakeError(ErrorCode::kInput,
+                       "[tool.dualtrack] experiments must be an array of tables "
+                       "([[tool.dualtrack.experiments]])",
+                       path.string());
+    }
+    for (std::size_t i = 0; i < arr->size(); ++i) {
+      const auto* t = (*arr)[i].as_table();
+      const std::string where = fmt::format("[[tool.dualtrack.experiments]] #{}", i + 1);
+      if (t == nullptr) {
+        return MakeError(ErrorCode::kInput, where + " must be a table", path.string());
+      }
+      const auto view = toml::node_view<const toml::node>(*t);
+      Experiment e;
+      e.source = "declared";
+      for (const char* key : {"name", "entry", "run", "device"}) {
+        if (view[key] && !view[key].is<std::string>()) {
+          return MakeError(ErrorCode::kInput, fmt::format("{}: {} must be a string", where, key),
+                           path.string(), t->source().begin.line);
+        }
+      }
+      e.entry = TomlString(view["entry"]).value_or("");
+      e.run = TomlString(view["run"]);
+      e.device = TomlString(view["device"]).value_or("");
+      e.name = TomlString(view["name"]).value_or("");
+      if (e.entry.empty() && e.run) {
+        if (auto words = SplitCommandLine(*e.run); words.ok()) e.entry = RunScript(*words);
+      }
+      if (e.entry.empty()) {
+        return MakeError(ErrorCode::kInput, where + " needs an entry (the script it runs)",
+                         path.string(), t->source().begin.line);
+      }
+      if (e.name.empty()) e.name = Stem(e.entry);
+      cfg.experiments.push_back(std::move(e));
+    }
+  }
+  return cfg;
+}
+
+bool IsTestFile(const std::string& rel, const std::string& text) {
+  const std::string name = fs::path(rel).filename().string();
+  if (StartsWith(name, "test_") || EndsWith(name, "_test.py") || name == "conftest.py" ||
+      name == "tests.py") {
+    return true;
+  }
+  for (const auto& part : fs::path(rel).parent_path()) {
+    const std::string p = part.string();
+    if (p == "tests" || p == "test" || p == "testing") return true;
+  }
+  return text.find("unittest.main(") != std::string::npos;
+}
+
+std::vector<std::string> PickEntries(const fs::path& project) {
+  std::vector<std::string> found;
+  // Console scripts: [project.scripts] of pyproject.toml, console_scripts of setup.py.
+  if (IsFile(project / "pyproject.toml")) {
+    try {
+      toml::table table = toml::parse_file((project / "pyproject.toml").string());
+      if (const auto* scripts = table["project"]["scripts"].as_table()) {
+        for (const auto& [key, node] : *scripts) {
+          if (auto s = node.value<std::string>()) AddModuleScript(project, *s, found);
+        }
+      }
+    } catch (const toml::parse_error&) {
+      // ReadProjectConfig reports a malformed file; picking just finds no console scripts here.
+    }
+  }
+  if (IsFile(project / "setup.py")) {
+    static const std::regex kConsole(R"re(["'][\w.-]+\s*=\s*([\w.]+:[\w.]+)["'])re");
+    const std::string text = ReadSmall(project / "setup.py");
+    for (std::sregex_iterator it(text.begin(), text.end(), kConsole), end; it != end; ++it) {
+      AddModuleScript(project, (*it)[1].str(), found);
+    }
+  }
+  // Scripts named in the README's commands.
+  std::error_code ec;
+  static const std::regex kCommand(
+      R"re((?:python[0-9.]*|torchrun|accelerate\s+launch|deepspeed)\b[^\n`]*?([\w./-]+\.py)\b)re");
+  for (const auto& entry : fs::directory_iterator(project, ec)) {
+    const std::string name = Lower(entry.path().filename().string());
+    if (!StartsWith(name, "readme") || !entry.is_regular_file(ec)) continue;
+    const std::string text = ReadSmall(entry.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), kCommand), end; it != end; ++it) {
+      std::string rel = fs::path((*it)[1].str()).lexically_normal().generic_string();
+      if (StartsWith(rel, "./")) rel = rel.substr(2);
+      if (!rel.empty() && !StartsWith(rel, "..") && IsFile(project / rel)) found.push_back(rel);
+    }
+  }
+  // Top-level scripts whose names say what a user runs, with a __main__ block.
+  for (const auto& entry : fs::directory_iterator(project, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!EndsWith(name, ".py") || !entry.is_regular_file(ec)) continue;
+    const std::string lower = Lower(name);
+    const bool runnable_name =
+        StartsWith(lower, "train") || lower.find("infer") != std::string::npos ||
+        StartsWith(lower, "demo") || StartsWith(lower, "generate") ||
+        StartsWith(lower, "predict") || StartsWith(lower, "eval") || lower == "main.py" ||
+        StartsWith(lower, "finetune") || StartsWith(lower, "sample");
+    if (!runnable_name) continue;
+    if (ReadSmall(entry.path()).find("__main__") == std::string::npos) continue;
+    found.push_back(name);
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const std::string& rel : found) {
+    if (!seen.insert(rel).second) continue;
+    if (IsTestFile(rel, ReadSmall(project / rel))) continue;
+    out.push_back(rel);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string RunScript(const std::vector<std::string>& words) {
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "-m" || w == "-c") return {};
+    if (EndsWith(w, ".py")) {
+      std::string rel = fs::path(w).lexically_normal().generic_string();
+      return StartsWith(rel, "./") ? rel.substr(2) : rel;
+    }
+  }
+  return {};
+}
+
+Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
+                                                   const ProjectConfig& config,
+                                                   const std::vector<std::string>& entries,
+                                                   const std::optional<std::string>& run) {
+  auto normal = [](const std::string& e) {
+    std::string rel = fs::path(e).lexically_normal().generic_string();
+    return StartsWith(rel, "./") ? rel.substr(2) : rel;
+  };
+  std::vector<Experiment> out;
+  auto add = [&](const std::string& entry, const std::string& source) {
+    for (const Experiment& e : out) {
+      if (e.entry == entry) return;
+    }
+    // A declared experiment keeps its name, run and device option even when --entry names it.
+    for (const Experiment& d : config.experiments) {
+      if (d.entry == entry) {
+        out.push_back(d);
+        return;
+      }
+    }
+    out.push_back({Stem(entry), entry, std::nullopt, "", source});
+  };
+  if (!entries.empty()) {
+    for (const std::string& e : entries) {
+      const std::string rel = normal(e);
+      if (!IsFile(project / rel)) {
+        return MakeError(ErrorCode::kUsage, "--entry: no such file in the project",
+                         (project / rel).string());
+      }
+      add(rel, "--entry");
+    }
+  } else if (!config.experiments.empty()) {
+    out = config.experiments;
+  } else if (!config.entry.empty()) {
+    for (const std::string& e : config.entry) add(normal(e), "[tool.dualtrack] entry");
+  } else {
+    for (const std::string& e : PickEntries(project)) add(e, "picked");
+  }
+  // The run line: --run wins over [tool.dualtrack] run; it belongs to the experiment it starts.
+  std::optional<std::string> line = run ? run : config.run;
+  if (line) {
+    auto words = SplitCommandLine(*line);
+    if (!words.ok()) return words.take_error();
+    if (words->empty()) return MakeError(ErrorCode::kUsage, "the run command is empty");
+    const std::string script = RunScript(*words);
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const Experiment& e) { return e.entry == script; });
+    if (it != out.end()) {
+      // --run replaces a declared run; [tool.dualtrack] run only fills an empty one.
+      if (run || !it->run) it->run = *line;
+    } else if (!script.empty() || out.empty()) {
+      out.push_back({script.empty() ? "run" : Stem(script), script, *line, "", "--run"});
+    } else {
+      out.front().run = *line;
+    }
+  }
+  if (out.empty()) out.push_back({"project", "", std::nullopt, "", "whole project"});
+  // Names must tell the rows apart: two "train" entries become their paths.
+  for (Experiment& e : out) {
+    const auto same = std::count_if(out.begin(), out.end(),
+                                    [&](const Experiment& o) { return o.name == e.name; });
+    if (same > 1 && !e.entry.empty()) e.name = e.entry;
+  }
+  return out;
+}
+
+std::string MacCommand(const Experiment& e) {
+  std::vector<std::string> words;
+  if (e.run) {
+    if (auto w = SplitCommandLine(*e.run); w.ok()) words = *w;
+  }
+  if (words.empty() && !e.entry.empty()) words = {e.entry};
+  if (words.empty()) return {};
+  if (!StartsWith(fs::path(words[0]).filename().string(), "python")) {
+    words.insert(words.begin(), "python");
+  }
+  bool set = false;
+  for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+    if ((words[i] == "--device" || words[i] == "--accelerator") &&
+        (words[i + 1] == "cpu" || StartsWith(words[i + 1], "cuda"))) {
+      words[i + 1] = "mps";
+      set = true;
+    }
+  }
+  for (std::string& w : words) {
+    if (StartsWith(w, "--device=cpu") || StartsWith(w, "--device=cuda")) {
+      w = "--device=mps";
+      set = true;
+    }
+  }
+  if (!set && !e.device.empty()) {
+    // "--device" is the option's name; "--device mps" or "--device=mps" is the whole setting.
+    if (e.device.find_first_of(" =") == std::string::npos) {
+      words.push_back(e.device);
+      words.push_back("mps");
+    } else if (auto w = SplitCommandLine(e.device); w.ok()) {
+      words.insert(words.end(), w->begin(), w->end());
+    }
+  }
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    out += w.find_first_of(" \t'\"") == std::string::npos ? w : "'" + w + "'";
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> SplitCommandLine(const std::string& line) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  char quote = 0;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote == '\'') {
+      if (c == '\'') {
+        quote = 0;
+      } else {
+        cur += c;
+      }
+    } else if (quote == '"') {
+      if (c == '"') {
+        quote = 0;
+      } else if (c == '\\' && i + 1 < line.size() &&
+                 (line[i + 1] == '"' || line[i + 1] == '\\' || line[i + 1] == '$')) {
+        cur += line[++i];
+      } else {
+        cur += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      cur += line[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(cur));
+      cur.clear();
+      in_word = false;
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) {
+    return MakeError(ErrorCode::kUsage, fmt::format("unbalanced {} quote in \"{}\"", quote, line));
+  }
+  if (in_word) words.push_back(std::move(cur));
+  return words;
+}
+
+}  // namespace dt::verdict
