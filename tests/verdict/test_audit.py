@@ -226,9 +226,7 @@ def _field_verdict(dualtrack, tmp_path, case, entry):
 @pytest.mark.parametrize("case,entry,verdict", [
     ("jit-extension", "train.py", "cuda-only"),
     ("compiled-extension-package", "train.py", "cuda-only"),
-    pytest.param("submodule-extension", "train.py", "cuda-only",
-                 marks=pytest.mark.xfail(reason=SCANNER + ": .gitmodules extensions imported "
-                                         "by the project", strict=False)),
+    ("submodule-extension", "train.py", "cuda-only"),
     ("triton-kernel", "model.py", "cuda-only"),
     ("hf-int8-fp16", "finetune.py", "dev-only"),
 ])
