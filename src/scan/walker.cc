@@ -34,8 +34,11 @@ void LoadGitignore(const std::string& dir_abs, const std::string& base,
   if (!text) return;
   for (auto line : Split(*text, '\n')) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    // Trailing spaces are insignificant unless escaped.
-    while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+    // Trailing spaces are insignificant unless escaped ("a\\ " keeps its space).
+    while (!line.empty() && line.back() == ' ' &&
+           !(line.size() >= 2 && line[line.size() - 2] == '\\')) {
+      line.remove_suffix(1);
+    }
     if (line.empty() || line[0] == '#') continue;
     IgnoreRule r;
     r.base = base;
@@ -43,12 +46,12 @@ void LoadGitignore(const std::string& dir_abs, const std::string& base,
       r.negate = true;
       line.remove_prefix(1);
     }
-    if (!line.empty() && line[0] == '\\') line.remove_prefix(1);
+    // A leading "\\" ("\\#", "\\!") stays: WildMatch reads it as an escape, as git does.
     if (!line.empty() && line.back() == '/') {
       r.dir_only = true;
       line.remove_suffix(1);
     }
-    if (StartsWith(line, "**/")) line.remove_prefix(3);
+    // "**/x" keeps its "**/" and becomes anchored below: WildMatch matches it at any depth.
     if (!line.empty() && line[0] == '/') {
       r.anchored = true;
       line.remove_prefix(1);
@@ -70,7 +73,8 @@ bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool 
         continue;
       sub.remove_prefix(r.base.size() + 1);
     }
-    bool match = r.anchored ? GlobMatch(r.pattern, sub) : GlobMatch(r.pattern, Basename(sub));
+    // git's wildmatch: '*' never crosses '/', '**' spans folders.
+    bool match = r.anchored ? WildMatch(r.pattern, sub) : WildMatch(r.pattern, Basename(sub));
     if (match) ignored = !r.negate;
   }
   return ignored;
