@@ -526,6 +526,18 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   if (!cfg.rules.empty()) {
     fs::path rules = fs::path(cfg.rules).is_absolute() ? fs::path(cfg.rules) : root / cfg.rules;
+    // A scanned repository is untrusted: its rules file must lie inside it (links resolved), so
+    // a pyproject.toml cannot make dualtrack read any file of the host.
+    std::error_code ec;
+    const fs::path real_root = fs::weakly_canonical(fs::absolute(root, ec), ec);
+    const fs::path real_rules = fs::weakly_canonical(fs::absolute(rules, ec), ec);
+    const fs::path rel = real_rules.lexically_relative(real_root);
+    if (ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
+      return MakeError(ErrorCode::kInput,
+                       "[tool.dualtrack] rules must name a file inside the project (got '" +
+                           EscapeControl(cfg.rules) + "')",
+                       (root / "pyproject.toml").string());
+    }
     if (auto st = reg->AddUserRules(rules); !st) return st.take_error();
   }
 

@@ -151,3 +151,27 @@ def test_invalid_utf8_names_do_not_break_json_output(dt, tmp_path):
     assert "internal error" not in r.stderr
     if r.returncode == 1:
         json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("rules", ["/etc/passwd", "../outside.json", "link.json"])
+def test_project_rules_file_must_stay_inside_the_project(dt, tmp_path, rules):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (tmp_path / "outside.json").write_text('{"rules": []}')
+    os.symlink("/etc/passwd", proj / "link.json")
+    (proj / "t.py").write_text("import torch\n")
+    (proj / "pyproject.toml").write_text(f'[tool.dualtrack]\nrules = "{rules}"\n')
+    r = dt("scan", proj, "--fail-on", "never")
+    assert_clear_error(r, "inside the project")
+    assert "root:" not in r.stderr
+
+
+def test_project_rules_parse_errors_do_not_echo_the_file(dt, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "t.py").write_text("import torch\n")
+    (proj / "rules.json").write_text("SECRET-TOKEN-12345 {")
+    (proj / "pyproject.toml").write_text('[tool.dualtrack]\nrules = "rules.json"\n')
+    r = dt("scan", proj, "--fail-on", "never")
+    assert_clear_error(r, "rules.json")
+    assert "SECRET" not in r.stderr
