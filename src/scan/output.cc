@@ -18,9 +18,10 @@ constexpr std::array<std::string_view, 4> kClasses = {"device", "library", "exte
 constexpr std::array<Severity, 4> kSeverities = {Severity::kBlocker, Severity::kReplace,
                                                  Severity::kFixable, Severity::kPortable};
 
+// File names are printed escaped: one holding ESC must not rewrite the user's terminal.
 std::string Location(const Finding& f) {
-  if (f.cell) return fmt::format("{}:cell {}:{}:{}", f.file, *f.cell, f.line, f.column);
-  return fmt::format("{}:{}:{}", f.file, f.line, f.column);
+  if (f.cell) return fmt::format("{}:cell {}:{}:{}", EscapeControl(f.file), *f.cell, f.line, f.column);
+  return fmt::format("{}:{}:{}", EscapeControl(f.file), f.line, f.column);
 }
 
 std::string_view Color(Severity s) {
@@ -165,8 +166,11 @@ std::string ScanReportJsonText(const ScanReport& report) {
   // nlohmann rejects invalid UTF-8; leave such (unexpected) text to it rather than guess.
   for (const auto& f : report.findings)
     for (const std::string* s : {&f.code, &f.cls, &f.file, &f.message, &f.snippet, &f.replacement})
-      if (!IsValidUtf8(*s)) return ScanReportToJson(report).dump(2) + "\n";
-  std::string text = ReportJson(report, false).dump(2);
+      if (!IsValidUtf8(*s)) {
+        // A file name that is not UTF-8 (any bytes are a valid name): U+FFFD, never a failure.
+        return ScanReportToJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+      }
+  std::string text = ReportJson(report, false).dump(2, ' ', false, json::error_handler_t::replace);
   // Keys are sorted, so the top-level (two-space) "findings" occurs once.
   const std::string_view slot = "\n  \"findings\": [],\n";
   std::size_t at = text.find(slot);
@@ -204,7 +208,9 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
         if (f->guarded) tags += " [guarded]";
         if (f->reachable) tags += *f->reachable ? " [reachable]" : " [not reachable]";
         out += fmt::format("  {}  {}  {}{}\n", Location(*f), f->code, f->message, tags);
-        if (!f->snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f->snippet, reset);
+        if (!f->snippet.empty()) {
+          out += fmt::format("      {}{}{}\n", dim, EscapeControl(f->snippet), reset);
+        }
         if (!f->replacement.empty() && f->severity != Severity::kPortable)
           out += fmt::format("      -> {}\n", f->replacement);
       }
@@ -235,7 +241,7 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   out += fmt::format("  readiness: {} of findings are portable or fixable\n",
                      Percent(Readiness(report.findings)));
   for (const auto& s : report.skipped)
-    out += fmt::format("  skipped {}: {}\n", s.file, s.reason);
+    out += fmt::format("  skipped {}: {}\n", EscapeControl(s.file), s.reason);
   if (statistics) {
     json st = Statistics(report);
     out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
@@ -298,7 +304,7 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                          {"rules", rules}}}}},
                      {"originalUriBaseIds", {{"SRCROOT", {{"uri", report.root + "/"}}}}},
                      {"results", results}}})}};
-  return sarif.dump(2) + "\n";
+  return sarif.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatMarkdown(const ScanReport& report, bool statistics) {

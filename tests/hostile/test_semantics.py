@@ -175,3 +175,31 @@ def test_project_rules_parse_errors_do_not_echo_the_file(dt, tmp_path):
     r = dt("scan", proj, "--fail-on", "never")
     assert_clear_error(r, "rules.json")
     assert "SECRET" not in r.stderr
+
+
+def _odd_names_project(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    code = b"import torch\nx = torch.zeros(1).cuda()  # \x1b[2J\n"
+    (proj / os.fsdecode(b"bad\xff\xfename.py")).write_bytes(code)
+    (proj / "esc\x1b[31mred.py").write_bytes(code)
+    return proj
+
+
+def test_scan_json_and_sarif_survive_invalid_utf8_file_names(dt, tmp_path):
+    proj = _odd_names_project(tmp_path)
+    r = dt("scan", proj, "--format", "json", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    files = sorted(f["file"] for f in json.loads(r.stdout)["findings"])
+    assert len(files) == 2 and files[0].startswith("bad")
+    r = dt("scan", proj, "--format", "sarif", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(r.stdout)["runs"][0]["results"]) == 2
+
+
+def test_scan_text_escapes_names_and_snippets(dt, tmp_path):
+    proj = _odd_names_project(tmp_path)
+    r = dt("scan", proj, "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    assert "\x1b[31m" not in r.stdout and "\x1b[2J" not in r.stdout
+    assert "esc\\x1b[31mred.py" in r.stdout and "bad\\xff\\xfename.py" in r.stdout
