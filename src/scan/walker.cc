@@ -155,7 +155,18 @@ class Walker {
           continue;
         }
         struct stat lst {};
-        if (::lstat(child_abs.c_str(), &lst) != 0) continue;
+        if (::lstat(child_abs.c_str(), &lst) != 0) {
+          // A path past PATH_MAX (or one unreadable) is listed, never silently left out; a file
+          // deleted since the listing is simply gone.
+          if (errno == ENAMETOOLONG) {
+            skipped_.push_back({child_rel, "path too long for the system (" +
+                                               std::to_string(child_abs.size()) +
+                                               " bytes): not scanned"});
+          } else if (errno != ENOENT) {
+            skipped_.push_back({child_rel, "cannot stat: " + ErrnoMessage(errno)});
+          }
+          continue;
+        }
         struct stat cst = lst;
         bool link = S_ISLNK(lst.st_mode);
         if (link && ::stat(child_abs.c_str(), &cst) != 0) {

@@ -203,3 +203,26 @@ def test_scan_text_escapes_names_and_snippets(dt, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "\x1b[31m" not in r.stdout and "\x1b[2J" not in r.stdout
     assert "esc\\x1b[31mred.py" in r.stdout and "bad\\xff\\xfename.py" in r.stdout
+
+
+def test_paths_deeper_than_path_max_are_noted(dt, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "top.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    fd = os.open(proj, os.O_RDONLY)
+    try:
+        for _ in range(25):  # 25 x 201 bytes: past Linux's and macOS's PATH_MAX
+            os.mkdir("d" * 200, dir_fd=fd)
+            nfd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        wfd = os.open("deep.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(wfd, b"import torch\nx = torch.zeros(1).cuda()\n")
+        os.close(wfd)
+    finally:
+        os.close(fd)
+    r = dt("scan", proj, "--format", "json", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert any("too long" in s["reason"] for s in doc["skipped"]), doc["skipped"]
+    shutil.rmtree(proj, ignore_errors=True)
