@@ -15,26 +15,27 @@ from conftest import TIMEOUT
 
 def _rewriter(path, content, stop):
     """Truncates `path` and writes it again, in place (the same inode), until stopped."""
-    while not stop.is_set():
-        with open(path, "r+b") as f:
+    with open(path, "r+b", buffering=0) as f:
+        while not stop.is_set():
             f.truncate(0)
-            f.flush()
-            time.sleep(0.001)
-            f.write(content)
+            f.seek(0)
+            for i in range(0, len(content), 1 << 20):  # grows by 1 MiB steps, as a job writes
+                f.write(content[i:i + (1 << 20)])
 
 
 def test_scan_survives_a_large_file_truncated_and_rewritten_in_a_loop(dt, tmp_path):
     proj = tmp_path / "proj"
     proj.mkdir()
     big = proj / "big.py"
-    content = (b"import torch\nx = torch.zeros(1).cuda()\n" + b"y = 1  # padding line\n" * 400000)
+    # The trigger word comes last, so every byte is read before the scanner decides.
+    content = b"y = 1  # padding line\n" * 400000 + b"import torch\nx = torch.zeros(1).cuda()\n"
     big.write_bytes(content)  # ~9 MB, memory-mapped by the scanner
     (proj / "small.py").write_text("import torch\ntorch.cuda.synchronize()\n")
     stop = threading.Event()
     t = threading.Thread(target=_rewriter, args=(big, content, stop))
     t.start()
     try:
-        for _ in range(15):
+        for _ in range(30):
             r = dt("scan", proj, "--format", "json", "--fail-on", "never")
             assert r.returncode == 0, (r.returncode, r.stderr[-2000:])  # negative: killed by a signal
             doc = json.loads(r.stdout)
