@@ -169,7 +169,10 @@ std::uint32_t Crc32(const unsigned char* p, std::uint64_t n) {
   }
   for (auto& th : pool) th.join();
   uLong c = parts[0];
-  for (unsigned t = 1; t < threads; ++t) c = crc32_combine64(c, parts[t], static_cast<z_off64_t>(sizes[t]));
+  // z_off_t is 64 bits on Linux and macOS (crc32_combine64 is not declared everywhere).
+  for (unsigned t = 1; t < threads; ++t) {
+    c = crc32_combine(c, parts[t], static_cast<z_off_t>(sizes[t]));
+  }
   return static_cast<std::uint32_t>(c);
 }
 
