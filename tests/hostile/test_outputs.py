@@ -166,3 +166,30 @@ def test_two_concurrent_runs_into_one_folder(dualtrack_bin, project):
     manifest = json.loads((project / "out" / "manifest.json").read_text())
     assert manifest["command"][-1] == "slow.py" and manifest["status"] == "ok"
     assert "slow done" in (project / "out" / "stdout.log").read_text()
+
+
+def _tiny_disk():
+    """In the child: every write past 64 bytes fails (EFBIG), as on a full disk (ENOSPC)."""
+    import resource
+    import signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "A", "B", "--format", "json", "-o", "OUT"],
+    ["freeze", "--data-only", "--data", "A", "-o", "OUT"],
+    ["scan", ".", "--format", "json", "--fail-on", "never", "-o", "OUT"],
+])
+def test_a_full_disk_under_an_output_file_is_an_error_and_keeps_the_old_file(dualtrack_bin, npy_pair,
+                                                                             tmp_path, args):
+    a, b = npy_pair
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    args = [str(a) if x == "A" else str(b) if x == "B" else str(out) if x == "OUT" else x for x in args]
+    r = subprocess.run([str(dualtrack_bin), *args], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=TIMEOUT, preexec_fn=_tiny_disk)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot write" in r.stderr or "cannot flush" in r.stderr, r.stderr
+    assert out.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
