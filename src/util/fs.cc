@@ -254,7 +254,9 @@ struct GuardSlot {
 constexpr int kGuardSlots = 512;
 GuardSlot g_slots[kGuardSlots];
 std::uintptr_t g_page_size = 4096;
+// What handled each signal before; a fault outside our mappings goes there.
 struct sigaction g_previous_sigbus;
+struct sigaction g_previous_sigsegv;
 
 void OnSigbus(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
@@ -274,18 +276,19 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       return;
     }
   }
-  // Not one of ours: whatever handled SIGBUS before, else the default (a crash with a core).
-  if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
-    if (g_previous_sigbus.sa_sigaction != nullptr) {
-      g_previous_sigbus.sa_sigaction(sig, info, context);
+  // Not one of ours: whatever handled the signal before, else the default (a crash with a core).
+  const struct sigaction& previous = sig == SIGBUS ? g_previous_sigbus : g_previous_sigsegv;
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction != nullptr) {
+      previous.sa_sigaction(sig, info, context);
       return;
     }
-  } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
-    g_previous_sigbus.sa_handler(sig);
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
     return;
   }
-  ::signal(SIGBUS, SIG_DFL);
-  ::raise(SIGBUS);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
 }
 
 void InstallSigbusGuard() {
@@ -298,6 +301,10 @@ void InstallSigbusGuard() {
     sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
+#if defined(__APPLE__)
+    // Some macOS releases report a read past the end of a mapped file as SIGSEGV.
+    ::sigaction(SIGSEGV, &sa, &g_previous_sigsegv);
+#endif
   });
 }
 
