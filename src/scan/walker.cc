@@ -28,13 +28,18 @@ std::string_view Basename(std::string_view rel) {
   return slash == std::string_view::npos ? rel : rel.substr(slash + 1);
 }
 
-void LoadGitignore(const std::string& dir_abs, const std::string& base,
-                   std::vector<IgnoreRule>& rules) {
-  auto text = ReadFile(dir_abs + "/.gitignore", std::uint64_t{1} << 20);
-  if (!text) return;
+// The rules of dir_abs/.gitignore; the reason when one is there but cannot be read (a FIFO, a
+// device: never waited on), so the scan can say its rules were not applied.
+std::string LoadGitignore(const std::string& dir_abs, const std::string& base,
+                          std::vector<IgnoreRule>& rules) {
+  const std::string path = dir_abs + "/.gitignore";
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};  // None here.
+  auto text = ReadFile(path, std::uint64_t{1} << 20);
+  if (!text) return "its rules are not applied: " + text.error().message;
   for (auto line : Split(*text, '\n')) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    // Trailing spaces are insignificant unless escaped ("a\\ " keeps its space).
+    // Trailing spaces are insignificant unless escaped (a backslash before one keeps it).
     while (!line.empty() && line.back() == ' ' &&
            !(line.size() >= 2 && line[line.size() - 2] == '\\')) {
       line.remove_suffix(1);
@@ -46,7 +51,7 @@ void LoadGitignore(const std::string& dir_abs, const std::string& base,
       r.negate = true;
       line.remove_prefix(1);
     }
-    // A leading "\\" ("\\#", "\\!") stays: WildMatch reads it as an escape, as git does.
+    // A leading backslash (before '#' or '!') stays: WildMatch reads it as an escape, as git does.
     if (!line.empty() && line.back() == '/') {
       r.dir_only = true;
       line.remove_suffix(1);
@@ -61,6 +66,7 @@ void LoadGitignore(const std::string& dir_abs, const std::string& base,
     r.pattern = std::string(line);
     rules.push_back(std::move(r));
   }
+  return {};
 }
 
 bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool is_dir) {
@@ -119,7 +125,11 @@ class Walker {
       return;
     }
     std::size_t rules_before = rules_.size();
-    if (opt_.honour_gitignore) LoadGitignore(abs, rel, rules_);
+    if (opt_.honour_gitignore) {
+      if (std::string why = LoadGitignore(abs, rel, rules_); !why.empty()) {
+        skipped_.push_back({rel.empty() ? ".gitignore" : rel + "/.gitignore", why});
+      }
+    }
     DIR* d = ::opendir(abs.c_str());
     if (d == nullptr) {
       skipped_.push_back({rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});

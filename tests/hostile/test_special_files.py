@@ -88,6 +88,9 @@ def test_scan_with_a_fifo_gitignore_and_fifo_sources_finishes(dt, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert any(f["file"] == "train.py" for f in doc["findings"])
+    reasons = {s["file"]: s["reason"] for s in doc["skipped"]}
+    assert "not applied" in reasons[".gitignore"] and "FIFO" in reasons[".gitignore"]
+    assert "FIFO" in reasons["model.py"] or "regular" in reasons["model.py"]
 
 
 def test_scan_survives_files_swapped_for_fifos_during_the_walk(dt, tmp_path):
