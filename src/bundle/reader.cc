@@ -226,6 +226,8 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
     auto mapped = MappedFile::Open(tensors_path);
     if (!mapped) return mapped.take_error();
     auto tensors = ParseSafetensorsHeader(mapped->view(), tensors_path.string());
+    // Truncated while read: the header may have been read as zeros (util's map guard).
+    if (auto st = mapped->CheckUnchanged(); !st) return st.take_error();
     if (!tensors) return tensors.take_error();
     b.tensors = std::move(*tensors);
   }

@@ -112,7 +112,11 @@ Result<TensorFile> OpenTensorFile(const std::string& path) {
                      ".npz, .pt or .pth)",
                      path);
   }
-  if (!s) return s.take_error();
+  if (!s) {
+    // A header read as zeros because the file shrank under the map is "changed", not "corrupt".
+    if (auto st = f.CheckUnchanged(); !st) return st.take_error();
+    return s.take_error();
+  }
   return tf;
 }
 

@@ -23,6 +23,8 @@ Result<CapabilityTable> TableFromYaml(const std::filesystem::path& yaml, const s
   auto map = MappedFile::Open(yaml);
   if (!map) return map.take_error();
   auto fns = ParseNativeFunctions(map->view(), yaml.string());
+  // A file truncated while parsed read as zeros past its end (util's map guard): say so first.
+  if (auto st = map->CheckUnchanged(); !st) return st.take_error();
   if (!fns) return fns.take_error();
   auto sources = LoadReleaseSources(data_dir / "sources.json", version);
   if (!sources) return sources.take_error();
