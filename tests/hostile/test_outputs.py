@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import TIMEOUT, assert_clear_error, fifo, make_bundle
+from hostile_util import TIMEOUT, assert_clear_error, fifo, make_bundle, dt  # noqa: F401 (dt is a fixture)
 
 
 @pytest.fixture

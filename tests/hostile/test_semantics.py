@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 import pytest
 
-from conftest import assert_clear_error, make_bundle, op_row
+from hostile_util import assert_clear_error, make_bundle, op_row, dt  # noqa: F401 (dt is a fixture)
 
 GITIGNORE = r"""
 src/*.py

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import assert_clear_error, fifo, make_bundle, op_row
+from hostile_util import assert_clear_error, fifo, make_bundle, op_row, dt  # noqa: F401 (dt is a fixture)
 
 
 def test_compare_refuses_a_fifo_input(dt, tmp_path):

@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from hostile_util import dt  # noqa: F401 (a fixture)
+
 pytest.importorskip("torch")
 
 PROLOGUE = """

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from conftest import TIMEOUT
+from hostile_util import TIMEOUT, dt  # noqa: F401 (dt is a fixture)
 
 
 def _rewriter(path, content, stop):

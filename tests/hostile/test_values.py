@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from conftest import TIMEOUT, assert_clear_error, make_bundle, op_row
+from hostile_util import TIMEOUT, assert_clear_error, make_bundle, op_row, dt  # noqa: F401 (dt is a fixture)
 
 NAN_METRICS = [
     '{"step": 1, "name": "loss", "value": 2.5}',

@@ -1,4 +1,6 @@
-"""Helpers of the hostile-input suite: every test drives the real binary with a timeout, in tmp_path."""
+"""Helpers of the hostile-input suite (a module, not a conftest.py, so that the suite-wide
+`from conftest import REPO_ROOT` of the other folders keeps finding tests/conftest.py): every test
+drives the real binary with a timeout, in tmp_path."""
 
 import json
 import os
