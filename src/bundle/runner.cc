@@ -311,22 +311,20 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   // find it empty and take turns.
   auto lock = LockBundleFolder(dir);
   if (!lock) return lock.take_error();
-  {
-    if (!std::filesystem::is_empty(dir, ec)) {
-      if (!options.force) {
-        return MakeError(ErrorCode::kUsage,
-                         "output directory is not empty; pass --force to replace the bundle in it",
-                         dir.string());
-      }
-      for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
-      for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-        // Leftover temporaries of an interrupted atomic write of a bundle file.
-        const std::string name = e.path().filename().string();
-        for (const char* f : kBundleFiles) {
-          if (StartsWith(name, std::string(f) + ".tmp") ||
-              StartsWith(name, "." + std::string(f) + ".tmp")) {
-            std::filesystem::remove(e.path(), ec);
-          }
+  if (!std::filesystem::is_empty(dir, ec)) {
+    if (!options.force) {
+      return MakeError(ErrorCode::kUsage,
+                       "output directory is not empty; pass --force to replace the bundle in it",
+                       dir.string());
+    }
+    for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      // Leftover temporaries of an interrupted atomic write of a bundle file.
+      const std::string name = e.path().filename().string();
+      for (const char* f : kBundleFiles) {
+        if (StartsWith(name, std::string(f) + ".tmp") ||
+            StartsWith(name, "." + std::string(f) + ".tmp")) {
+          std::filesystem::remove(e.path(), ec);
         }
       }
     }
