@@ -226,3 +226,14 @@ def test_paths_deeper_than_path_max_are_noted(dt, tmp_path):
     doc = json.loads(r.stdout)
     assert any("too long" in s["reason"] for s in doc["skipped"]), doc["skipped"]
     shutil.rmtree(proj, ignore_errors=True)
+
+
+def test_show_and_coverage_escape_names_from_the_bundle(dt, tmp_path):
+    evil = "aten::add\x1b]0;owned\x07"
+    b = make_bundle(tmp_path / "b", ops=[op_row(op=evil)],
+                    metrics=['{"step": 1, "name": "loss\\u001b[2J", "value": 1.0}'])
+    for args in (["show", b], ["coverage", b]):
+        r = dt(*args)
+        assert r.returncode in (0, 1), r.stderr
+        assert "\x1b" not in r.stdout and "\x07" not in r.stdout, args
+        assert "\\x1b" in r.stdout, args
