@@ -193,3 +193,20 @@ def test_a_full_disk_under_an_output_file_is_an_error_and_keeps_the_old_file(dua
     assert "cannot write" in r.stderr or "cannot flush" in r.stderr, r.stderr
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
+
+
+def test_report_refuses_to_write_over_its_own_evidence(dt, tmp_path):
+    b = make_bundle(tmp_path / "b", metrics=['{"step": 1, "name": "loss", "value": 1.0}'])
+    before = (b / "manifest.json").read_bytes()
+    r = dt("report", "--track", f"cpu={b}", "--format", "json", "-o", b / "manifest.json")
+    assert_clear_error(r, "inputs")
+    assert (b / "manifest.json").read_bytes() == before
+    scan = tmp_path / "scan.json"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "t.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    assert dt("scan", proj, "--format", "json", "--fail-on", "never", "-o", scan).returncode == 0
+    before = scan.read_bytes()
+    r = dt("report", "--scan", scan, "--format", "json", "-o", scan)
+    assert_clear_error(r, "inputs")
+    assert scan.read_bytes() == before
