@@ -339,17 +339,24 @@ def _make_recorder(session: Session):
             try:
                 out = func(*args, **kwargs)
             except Exception as e:
-                _record_failure(func, dev, dts, kwargs, e)
+                try:
+                    _record_failure(func, dev, dts, kwargs, e)
+                except Exception as inner:  # noqa: BLE001 - the user's own error must surface
+                    session.note_error(f"operator table: {type(inner).__name__}: {inner}")
                 raise
-            dev = _note_tensors((out,), dts, dev)
-            key = (func, dev, frozenset(dts))
-            row = ops.get(key)
-            if row is None:
-                row = _new_row(func, dev, dts, getframe(1))
-                ops[key] = row
-                if dev == "mps" and not on_mps_check(row["name"]):
-                    row["status"] = "fallback"
-            row["count"] += 1
+            # The bookkeeping never turns a working operator into an error in the user's code.
+            try:
+                dev = _note_tensors((out,), dts, dev)
+                key = (func, dev, frozenset(dts))
+                row = ops.get(key)
+                if row is None:
+                    row = _new_row(func, dev, dts, getframe(1))
+                    ops[key] = row
+                    if dev == "mps" and not on_mps_check(row["name"]):
+                        row["status"] = "fallback"
+                row["count"] += 1
+            except Exception as e:  # noqa: BLE001
+                session.note_error(f"operator table: {type(e).__name__}: {e}")
             return out
 
     def _new_row(func, dev, dts, frame):
