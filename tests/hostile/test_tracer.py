@@ -79,3 +79,17 @@ def test_full_disk_inside_the_users_process(dt, tmp_path):
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert manifest["problems"], manifest
     assert _leftovers(bundle) == []
+
+
+def test_a_failing_operator_table_never_breaks_an_operator(dt, tmp_path):
+    bundle, r = _run(dt, tmp_path, """
+        import dualtrack._where as where
+        def broken(frame):
+            raise ZeroDivisionError("tracer bug")
+        where.frame_location = broken
+        torch.nn.functional.gelu(torch.ones(3))  # a new operator row: its location lookup fails
+        step()
+    """)
+    assert r.returncode == 0, r.stderr[-2000:]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert any("operator table" in p for p in manifest["problems"]), manifest["problems"]
