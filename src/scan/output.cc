@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <filesystem>
 #include <map>
 
 #include "util/strings.h"
@@ -17,6 +18,15 @@ constexpr std::array<std::string_view, 4> kClasses = {"device", "library", "exte
                                                       "environment"};
 constexpr std::array<Severity, 4> kSeverities = {Severity::kBlocker, Severity::kReplace,
                                                  Severity::kFixable, Severity::kPortable};
+
+// SARIF's base URI needs an absolute path (the root may have been given relative).
+std::string SrcRoot(const std::string& root) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(root, ec);
+  std::string s = (ec ? std::filesystem::path(root) : abs.lexically_normal()).generic_string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
 
 // File names are printed escaped: one holding ESC must not rewrite the user's terminal.
 std::string Location(const Finding& f) {
@@ -283,7 +293,8 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                 {"message", {{"text", f.message + (f.replacement.empty() ? "" : ". Suggested: " + f.replacement)}}},
                 {"locations",
                  json::array({{{"physicalLocation",
-                                {{"artifactLocation", {{"uri", f.file}, {"uriBaseId", "SRCROOT"}}},
+                                {{"artifactLocation",
+                                  {{"uri", PercentEncodePath(f.file)}, {"uriBaseId", "SRCROOT"}}},
                                  {"region", region}}}}})},
                 {"properties",
                  {{"class", f.cls},
@@ -302,7 +313,8 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                         {{"name", "dualtrack"},
                          {"informationUri", "https://github.com/dualtrack/dualtrack"},
                          {"rules", rules}}}}},
-                     {"originalUriBaseIds", {{"SRCROOT", {{"uri", report.root + "/"}}}}},
+                     {"originalUriBaseIds",
+                      {{"SRCROOT", {{"uri", "file://" + PercentEncodePath(SrcRoot(report.root)) + "/"}}}}},
                      {"results", results}}})}};
   return sarif.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

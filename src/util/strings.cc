@@ -368,4 +368,21 @@ bool WildMatch(std::string_view pattern, std::string_view path) {
   return DoWild(pp, reinterpret_cast<const unsigned char*>(t.c_str()), pp) == kWmMatch;
 }
 
+std::string PercentEncodePath(std::string_view path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (char ch : path) {
+    auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace dt

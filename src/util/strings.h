@@ -27,6 +27,10 @@ bool IsValidUtf8(std::string_view s);
 // are not UTF-8 become visible escapes (\x1b, \u009b). Printable text is unchanged.
 std::string EscapeControl(std::string_view s);
 
+// A path as the path part of a URI (RFC 3986): letters, digits, "-._~" and '/' stay, every other
+// byte (spaces, '%', '#', '?', non-ASCII, invalid UTF-8) becomes %XX. Lossless for any file name.
+std::string PercentEncodePath(std::string_view path);
+
 // git's wildmatch with WM_PATHNAME, the matcher of .gitignore: '*' and '?' never match '/', '**'
 // between slashes (or at either end) matches any number of folders, '[...]' classes with '!'/'^'
 // negation, ranges and [:alpha:]-style names, '\\' escapes the next character.

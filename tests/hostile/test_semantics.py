@@ -237,3 +237,17 @@ def test_show_and_coverage_escape_names_from_the_bundle(dt, tmp_path):
         assert r.returncode in (0, 1), r.stderr
         assert "\x1b" not in r.stdout and "\x07" not in r.stdout, args
         assert "\\x1b" in r.stdout, args
+
+
+def test_sarif_uris_are_percent_encoded(dt, tmp_path):
+    proj = tmp_path / "my proj"
+    proj.mkdir()
+    (proj / "a b#1%.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    (proj / os.fsdecode(b"\xff.py")).write_bytes(b"import torch\nx = torch.zeros(1).cuda()\n")
+    r = dt("scan", proj, "--format", "sarif", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)["runs"][0]
+    uris = sorted(res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for res in run["results"])
+    assert uris == ["%FF.py", "a%20b%231%25.py"]
+    base = run["originalUriBaseIds"]["SRCROOT"]["uri"]
+    assert base.startswith("file:///") and base.endswith("/my%20proj/")
