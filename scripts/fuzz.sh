@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ (one per tensor-file reader) with clang into build-fuzz/,
+# Builds the libFuzzer targets of fuzz/ (one per tensor-file reader, one per scanner family: Python,
+# notebook, C/C++/CUDA and CMake, build and environment files, and one for the bundle files) with
+# clang into build-fuzz/,
 # with AddressSanitizer and UBSan, and runs each briefly from its seed corpus (fuzz/corpus/<reader>,
 # copied to a scratch folder so new inputs never land in the repository). Exits non-zero on a crash.
 # FUZZ_SECONDS sets the time per target (default 15), FUZZ_SEED the seed (default 1, so a run is
@@ -10,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-15}
 cxx=${CXX_FUZZ:-clang++}
 command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (apt-get install clang)" >&2; exit 2; }
-readers=(safetensors npy npz torch pickle)
+readers=(safetensors npy npz torch pickle python notebook cpp env bundle)
 
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 if [ ! -f build-fuzz/CMakeCache.txt ]; then

@@ -24,6 +24,25 @@ def current():
     return _current
 
 
+def _guarded(method):
+    """Wraps a hook the user's own code calls (forward, backward, optimizer.step()): a tracer
+    failure (a full disk, a deleted bundle folder, a folder where a bundle file should be) is
+    recorded in tracer_errors, so the manifest says the evidence is incomplete, and never raised
+    into the user's training step."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - anything the tracer does wrong stays here
+            self.paused = False
+            self.note_error(f"{method.__name__}: {type(e).__name__}: {e}")
+            return None
+
+    return wrapper
+
+
 class Session:
     def __init__(self, cfg: dict):
         import torch
@@ -54,6 +73,11 @@ class Session:
         self.tensors_written = 0
         self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
 
+    def note_error(self, text: str) -> None:
+        # Bounded: a failure on every step must not grow without end.
+        if len(self.tracer_errors) < 100 and text not in self.tracer_errors:
+            self.tracer_errors.append(text[:1000])
+
     # ---- capture -------------------------------------------------------------------------------
     def capturing(self) -> bool:
         return self.step <= self.max_steps
@@ -64,12 +88,18 @@ class Session:
         self.paused = True
         try:
             self.tensors[name] = to_storable(t)
+        except Exception as e:  # noqa: BLE001 - out of memory, an odd tensor: evidence incomplete
+            self.note_error(f"cannot capture {name}: {type(e).__name__}: {e}")
         finally:
             self.paused = False
 
     def metric(self, name, value) -> None:
-        self.metrics.write(json.dumps({"step": self.step, "name": name, "value": value}) + "\n")
-        self.metrics.flush()
+        try:
+            self.metrics.write(json.dumps({"step": self.step, "name": name,
+                                           "value": _json_number(value)}) + "\n")
+            self.metrics.flush()
+        except (OSError, ValueError) as e:  # a full disk or a closed file: evidence incomplete
+            self.note_error(f"metrics.jsonl: {e}")
 
     def capture(self, name, value) -> None:
         if not self.capturing():
@@ -104,11 +134,13 @@ class Session:
     def _count_params(self, module) -> int:
         return sum(1 for _ in module.parameters())
 
+    @_guarded
     def on_forward_pre(self, module, args) -> None:
         if self.depth == 0 and self.step_start is None:
             self.step_start = time.perf_counter()
         self.depth += 1
 
+    @_guarded
     def on_forward(self, module, args, output) -> None:
         self.depth = max(0, self.depth - 1)
         if self.depth != 0 or self.paused:
@@ -123,6 +155,7 @@ class Session:
             self.output_taken = self.step
             self._store_tree(f"output/step{self.step}", output)
 
+    @_guarded
     def on_backward(self, tensors) -> None:
         if not self.capturing() or self.paused:
             return
@@ -138,6 +171,7 @@ class Session:
                 finally:
                     self.paused = False
 
+    @_guarded
     def after_backward(self) -> None:
         if not self.capturing() or self.root is None:
             return
@@ -145,6 +179,7 @@ class Session:
             if p.grad is not None:
                 self._store(f"grad/step{self.step}/{name}", p.grad)
 
+    @_guarded
     def after_optimizer_step(self, optimizer) -> None:
         now = time.perf_counter()
         if self.capturing():
@@ -190,50 +225,79 @@ class Session:
             return
         self.paused = True
         try:
-            rows = []
-            for row in self.ops.values():
-                if row["status"] == "ok" and row["name"] in self.fallback_names \
-                        and row["device"] == "mps":
-                    row["status"] = "fallback"
-                rows.append({k: v for k, v in row.items() if k != "name"})
-            _write_text(os.path.join(self.dir, "ops.jsonl"),
-                        "".join(json.dumps(r) + "\n" for r in rows))
-            if self.tensors and len(self.tensors) != self.tensors_written:
-                from . import _safetensors
-                _safetensors.save(self.tensors, os.path.join(self.dir, "tensors.safetensors"),
-                                  {"format": "pt", "producer": "dualtrack"})
-                self.tensors_written = len(self.tensors)
-            torch = self.torch
-            info = {
-                "schema": "dualtrack.tracer/1",
-                "final": final,
-                "torch_version": torch.__version__,
-                "python": sys.version.split()[0],
-                "steps_requested": self.max_steps,
-                "steps_completed": self.step - 1,
-                "steps": self.steps,
-                "peak_device_bytes": self.peak_device,
-                "redirects": list(self.redirects.values()),
-                "float64": self.float64,
-                "fallback_warnings": sorted(self.fallback_names),
-                "seed": self.cfg.get("seed"),
-                "deterministic": bool(self.cfg.get("deterministic")),
-                "mps_available": bool(getattr(torch.backends, "mps", None)
-                                      and torch.backends.mps.is_available()),
-                "exception": self.exception,
-                "tracer_errors": self.tracer_errors,
-            }
-            _write_text(os.path.join(self.dir, "tracer.json"), json.dumps(info, indent=1) + "\n")
-            self.metrics.flush()
+            self._flush(final)
+        except Exception as e:  # noqa: BLE001 - called from optimizer.step() and atexit
+            self.note_error(f"cannot write the bundle: {type(e).__name__}: {e}")
+            try:  # Record at least why, if tracer.json can still be written.
+                self._write_info(final)
+            except Exception:  # noqa: BLE001
+                pass
         finally:
             self.paused = False
+
+    def _flush(self, final: bool) -> None:
+        rows = []
+        for row in self.ops.values():
+            if row["status"] == "ok" and row["name"] in self.fallback_names \
+                    and row["device"] == "mps":
+                row["status"] = "fallback"
+            rows.append({k: v for k, v in row.items() if k != "name"})
+        _write_text(os.path.join(self.dir, "ops.jsonl"),
+                    "".join(json.dumps(r) + "\n" for r in rows))
+        if self.tensors and len(self.tensors) != self.tensors_written:
+            from . import _safetensors
+            _safetensors.save(self.tensors, os.path.join(self.dir, "tensors.safetensors"),
+                              {"format": "pt", "producer": "dualtrack"})
+            self.tensors_written = len(self.tensors)
+        self._write_info(final)
+        self.metrics.flush()
+
+    def _write_info(self, final: bool) -> None:
+        torch = self.torch
+        info = {
+            "schema": "dualtrack.tracer/1",
+            "final": final,
+            "torch_version": torch.__version__,
+            "python": sys.version.split()[0],
+            "steps_requested": self.max_steps,
+            "steps_completed": self.step - 1,
+            "steps": self.steps,
+            "peak_device_bytes": self.peak_device,
+            "redirects": list(self.redirects.values()),
+            "float64": self.float64,
+            "fallback_warnings": sorted(self.fallback_names),
+            "seed": self.cfg.get("seed"),
+            "deterministic": bool(self.cfg.get("deterministic")),
+            "mps_available": bool(getattr(torch.backends, "mps", None)
+                                  and torch.backends.mps.is_available()),
+            "exception": self.exception,
+            "tracer_errors": self.tracer_errors,
+        }
+        _write_text(os.path.join(self.dir, "tracer.json"), json.dumps(info, indent=1) + "\n")
+
+
+def _json_number(value):
+    """JSON has no NaN or infinity: they are written as the strings the C++ readers accept."""
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
 
 
 def _write_text(path: str, text: str) -> None:
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        # No temporary left behind when the disk is full or the target is a folder.
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _make_recorder(session: Session):
@@ -275,17 +339,24 @@ def _make_recorder(session: Session):
             try:
                 out = func(*args, **kwargs)
             except Exception as e:
-                _record_failure(func, dev, dts, kwargs, e)
+                try:
+                    _record_failure(func, dev, dts, kwargs, e)
+                except Exception as inner:  # noqa: BLE001 - the user's own error must surface
+                    session.note_error(f"operator table: {type(inner).__name__}: {inner}")
                 raise
-            dev = _note_tensors((out,), dts, dev)
-            key = (func, dev, frozenset(dts))
-            row = ops.get(key)
-            if row is None:
-                row = _new_row(func, dev, dts, getframe(1))
-                ops[key] = row
-                if dev == "mps" and not on_mps_check(row["name"]):
-                    row["status"] = "fallback"
-            row["count"] += 1
+            # The bookkeeping never turns a working operator into an error in the user's code.
+            try:
+                dev = _note_tensors((out,), dts, dev)
+                key = (func, dev, frozenset(dts))
+                row = ops.get(key)
+                if row is None:
+                    row = _new_row(func, dev, dts, getframe(1))
+                    ops[key] = row
+                    if dev == "mps" and not on_mps_check(row["name"]):
+                        row["status"] = "fallback"
+                row["count"] += 1
+            except Exception as e:  # noqa: BLE001
+                session.note_error(f"operator table: {type(e).__name__}: {e}")
             return out
 
     def _new_row(func, dev, dts, frame):

@@ -1,10 +1,12 @@
 #include "app/cli.h"
 
+#include <cerrno>
 #include <exception>
 #include <iomanip>
 
 #include "app/commands.h"
 #include "app/version.h"
+#include "util/fs.h"
 #include "util/strings.h"
 
 namespace dt {
@@ -54,7 +56,7 @@ void PrintError(Io& io, std::string_view command, const Error& error) {
   io.err << "dualtrack";
   if (!command.empty()) io.err << ' ' << command;
   io.err << (error.code == ErrorCode::kInternal ? ": internal error: " : ": error: ")
-         << error.ToString() << '\n';
+         << EscapeControl(error.ToString()) << '\n';  // File names may hold escapes.
 }
 
 const Command* FindCommand(std::string_view name) {
@@ -104,6 +106,18 @@ int Dispatch(const std::vector<std::string>& args, Io& io) {
     Result<ExitCode> result = command->run(rest, io);
     if (!result.ok()) {
       PrintError(io, command->name, result.error());
+      return static_cast<int>(ExitCode::kError);
+    }
+    // A write to standard output that failed (a full disk, /dev/full, a closed file) left the
+    // output truncated: that is never success.
+    errno = 0;
+    io.out.flush();
+    if (!io.out) {
+      int err = errno;
+      PrintError(io, command->name,
+                 MakeError(ErrorCode::kIo, std::string("cannot write to standard output") +
+                                               (err != 0 ? ": " + ErrnoMessage(err) : "") +
+                                               "; the output is incomplete"));
       return static_cast<int>(ExitCode::kError);
     }
     return static_cast<int>(*result);

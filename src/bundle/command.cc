@@ -4,6 +4,8 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "bundle/bundle.h"
+#include "util/numeric.h"
+#include "util/strings.h"
 
 namespace dt::bundle {
 
@@ -27,13 +29,14 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
       "interpreter start-up.",
       "dualtrack run"};
   std::string out;
-  std::int64_t seed = 0;
+  std::string seed;
   std::string redirect;
   app.add_option("--track", o.track, "Name of this track: cuda, mps, cpu, ...")->required();
   app.add_option("-o,--output", out, "Bundle directory (default: runs/<track>)");
   app.add_option("--steps", o.steps, "Optimizer steps whose tensors are captured (default: 1)")
       ->check(CLI::NonNegativeNumber);
-  auto* seed_opt = app.add_option("--seed", seed, "Seed Python, NumPy and torch before the script");
+  auto* seed_opt = app.add_option("--seed", seed,
+                                  "Seed Python, NumPy and torch before the script (0 to 4294967295)");
   app.add_flag("--deterministic", o.deterministic, "torch.use_deterministic_algorithms(True)");
   app.add_option("--redirect-cuda", redirect,
                  "Run an unmodified CUDA script on this device (cpu or mps), recording every "
@@ -70,7 +73,14 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
                      "train.py");
   }
   o.out_dir = out.empty() ? std::filesystem::path("runs") / o.track : std::filesystem::path(out);
-  if (seed_opt->count() > 0) o.seed = seed;
+  if (seed_opt->count() > 0) {
+    // Out of NumPy's range the tracer could not seed, while the manifest would say it did.
+    o.seed = ParseSeed(seed);
+    if (!o.seed) {
+      return MakeError(ErrorCode::kUsage,
+                       "--seed must be a whole number from 0 to 4294967295 (got '" + seed + "')");
+    }
+  }
   if (!redirect.empty()) o.redirect_cuda = redirect;
   o.collect_env = !no_env;
   if (timeout_opt->count() > 0) o.timeout_s = timeout;
@@ -101,9 +111,10 @@ Result<ExitCode> RunShowCommand(const std::vector<std::string>& args, Io& io) {
   auto bundle = LoadBundle(dir);
   if (!bundle) return bundle.take_error();
   if (format == "json") {
-    io.out << ShowJson(*bundle, top).dump(1) << "\n";
+    io.out << ShowJson(*bundle, top).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
+           << "\n";
   } else {
-    io.out << ShowText(*bundle, top);
+    io.out << EscapeControl(ShowText(*bundle, top));  // Names may hold terminal escapes.
   }
   return ExitCode::kOk;
 }

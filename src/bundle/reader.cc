@@ -6,6 +6,7 @@
 #include "bundle/bundle.h"
 #include "compare/tensor.h"
 #include "util/fs.h"
+#include "util/json_number.h"
 #include "util/strings.h"
 
 namespace dt::bundle {
@@ -51,7 +52,8 @@ Status ForEachJsonLine(const std::filesystem::path& path, F&& row) {
     if (line.empty()) continue;
     json j;
     try {
-      j = json::parse(line);
+      // NaN and infinities (a diverged loss) arrive as bare tokens from older tracers.
+      j = json::parse(QuoteNonFiniteTokens(line));
     } catch (const json::parse_error& e) {
       // e.what() quotes the offending bytes, which may not be printable text.
       return InputError(path, line_no,
@@ -179,6 +181,20 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   if (!track) return track.take_error();
   b.track = *track;
 
+  // The files the run recorded must still be there: a bundle whose ops.jsonl was lost must not
+  // read as a run of zero operators.
+  if (b.manifest.contains("files") && b.manifest["files"].is_object()) {
+    for (const auto& [name, size] : b.manifest["files"].items()) {
+      if (name.find('/') != std::string::npos || name == ".." || name == ".") continue;
+      if (!std::filesystem::exists(dir / name, ec)) {
+        return InputError(manifest_path, 0,
+                          "the manifest lists '" + name +
+                              "' but the bundle folder no longer holds it: the bundle is "
+                              "incomplete (copy the whole folder, or run again)");
+      }
+    }
+  }
+
   auto ops = ReadOpsJsonl(dir / "ops.jsonl");
   if (!ops) return ops.take_error();
   b.ops = std::move(*ops);
@@ -193,10 +209,13 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
       return InputError(metrics_path, line, "field 'step' is missing or not an integer");
     }
     m.step = j["step"].get<std::int64_t>();
-    if (!j.contains("value") || !j["value"].is_number()) {
-      return InputError(metrics_path, line, "field 'value' is missing or not a number");
+    auto value = j.contains("value") ? JsonNumberOrNonFinite(j["value"]) : std::nullopt;
+    if (!value) {
+      return InputError(metrics_path, line,
+                        "field 'value' is missing or not a number (nor \"NaN\", \"Infinity\", "
+                        "\"-Infinity\")");
     }
-    m.value = j["value"].get<double>();
+    m.value = *value;
     b.metrics.push_back(std::move(m));
     return OkStatus();
   });
@@ -207,6 +226,8 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
     auto mapped = MappedFile::Open(tensors_path);
     if (!mapped) return mapped.take_error();
     auto tensors = ParseSafetensorsHeader(mapped->view(), tensors_path.string());
+    // Truncated while read: the header may have been read as zeros (util's map guard).
+    if (auto st = mapped->CheckUnchanged(); !st) return st.take_error();
     if (!tensors) return tensors.take_error();
     b.tensors = std::move(*tensors);
   }

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -62,7 +63,8 @@ std::string IsoNow() {
 }
 
 bool ValidTrackName(std::string_view s) {
-  if (s.empty() || s.size() > 64) return false;
+  // "." and ".." would name runs/ itself or its parent as the bundle folder.
+  if (s.empty() || s.size() > 64 || s == "." || s == "..") return false;
   for (char c : s) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
       return false;
@@ -277,6 +279,26 @@ void CheckDeviceLabel(const std::string& track, json& manifest, Io& io) {
   io.err << "dualtrack run: warning: " << warning << "\n";
 }
 
+// An exclusive advisory lock on the bundle folder (flock on the folder itself, so no lock file
+// joins the bundle), released when the returned descriptor closes. Not inherited by the child.
+Result<UniqueFd> LockBundleFolder(const std::filesystem::path& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    return MakeError(ErrorCode::kIo, "cannot open the bundle folder: " + ErrnoMessage(errno),
+                     dir.string());
+  }
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return MakeError(ErrorCode::kUsage,
+                       "another `dualtrack run` is writing a bundle into this folder; wait for "
+                       "it or choose another -o",
+                       dir.string());
+    }
+    // A file system without locks (some network mounts) must not stop the run.
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::string SignalName(int sig) {
@@ -334,35 +356,41 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                      (bootstrap / "sitecustomize.py").string());
   }
 
-  // The output directory: created, or reused only when empty or with --force.
-  const std::filesystem::path dir = std::filesystem::absolute(options.out_dir, ec);
+  // The output directory: created, or reused only when empty or with --force. Normalised first,
+  // so `newdir/..` is the folder it names (the current one), not a new folder plus its parent.
+  const std::filesystem::path dir =
+      std::filesystem::absolute(options.out_dir, ec).lexically_normal();
   if (ec) return MakeError(ErrorCode::kIo, ec.message(), options.out_dir.string());
-  if (std::filesystem::exists(dir, ec)) {
-    if (!std::filesystem::is_directory(dir, ec)) {
-      return MakeError(ErrorCode::kUsage, "output path exists and is not a directory",
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory",
+                     dir.string());
+  }
+  // Held until the run ends: a second run into the same folder fails instead of mixing two
+  // bundles. Taken before the emptiness check, so two runs racing for a new folder cannot both
+  // find it empty and take turns.
+  auto lock = LockBundleFolder(dir);
+  if (!lock) return lock.take_error();
+  if (!std::filesystem::is_empty(dir, ec)) {
+    if (!options.force) {
+      return MakeError(ErrorCode::kUsage,
+                       "output directory is not empty; pass --force to replace the bundle in it",
                        dir.string());
     }
-    if (!std::filesystem::is_empty(dir, ec)) {
-      if (!options.force) {
-        return MakeError(ErrorCode::kUsage,
-                         "output directory is not empty; pass --force to replace the bundle in it",
-                         dir.string());
-      }
-      for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
-      for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-        // Leftover temporaries of an interrupted atomic write of a bundle file.
-        const std::string name = e.path().filename().string();
-        for (const char* f : kBundleFiles) {
-          if (StartsWith(name, std::string(f) + ".tmp") ||
-              StartsWith(name, "." + std::string(f) + ".tmp")) {
-            std::filesystem::remove(e.path(), ec);
-          }
+    for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      // Leftover temporaries of an interrupted atomic write of a bundle file.
+      const std::string name = e.path().filename().string();
+      for (const char* f : kBundleFiles) {
+        if (StartsWith(name, std::string(f) + ".tmp") ||
+            StartsWith(name, "." + std::string(f) + ".tmp")) {
+          std::filesystem::remove(e.path(), ec);
         }
       }
     }
-  } else {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
   }
 
   const std::filesystem::path cwd = std::filesystem::current_path(ec);

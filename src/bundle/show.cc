@@ -1,9 +1,12 @@
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "bundle/bundle.h"
+#include "util/json_number.h"
+#include "util/numeric.h"
 #include "util/strings.h"
 
 namespace dt::bundle {
@@ -80,7 +83,7 @@ json ShowJson(const Bundle& b, std::size_t top_ops) {
   json fallbacks = json::array();
   json failed = json::array();
   for (const auto& r : b.ops) {
-    calls += r.count;
+    calls = SaturatingAdd(calls, r.count);
     if (r.status == "fallback") fallbacks.push_back(OpToJson(r));
     if (r.status == "failed") failed.push_back(OpToJson(r));
   }
@@ -100,7 +103,7 @@ json ShowJson(const Bundle& b, std::size_t top_ops) {
   j["tensors"] = tensors;
   json metrics = json::array();
   for (const auto& m : b.metrics) {
-    metrics.push_back({{"step", m.step}, {"name", m.name}, {"value", m.value}});
+    metrics.push_back({{"step", m.step}, {"name", m.name}, {"value", JsonNumberOrToken(m.value)}});
   }
   j["metrics"] = metrics;
   return j;
@@ -186,7 +189,7 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
   std::int64_t calls = 0;
   std::size_t n_fallback = 0, n_failed = 0;
   for (const auto& r : b.ops) {
-    calls += r.count;
+    calls = SaturatingAdd(calls, r.count);
     n_fallback += r.status == "fallback";
     n_failed += r.status == "failed";
   }
@@ -268,6 +271,7 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
       std::snprintf(buf, sizeof buf, " step %lld = %.9g", static_cast<long long>(r->step),
                     r->value);
       o << buf;
+      if (!std::isfinite(r->value)) o << " (non-finite)";
     }
     o << "\n";
   }

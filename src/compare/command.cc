@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "compare/compare.h"
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace dt::compare {
 
@@ -156,18 +157,27 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
     o.map.emplace_back(m.substr(0, eq), m.substr(eq + 1));
   }
   if (bench_rounds > 0) return RunBench(o, bench_rounds, io);
+  // Special files, links and the inputs themselves are refused before the work, and again (with
+  // every file read) at the write.
+  if (!output.empty()) {
+    if (auto s = CheckOutputPath(output, {{o.a, o.b}, {}}); !s) return s.take_error();
+  }
   auto report = Compare(o);
   if (!report) return report.take_error();
   std::string text;
   if (format == "json") {
-    text = CompareReportToJson(*report).dump(2) + "\n";
+    // Tensor names come from the files (npz member names are any bytes): never a dump exception.
+    text = CompareReportToJson(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+           "\n";
   } else if (format == "markdown") {
-    text = CompareReportToMarkdown(*report);
+    text = EscapeControl(CompareReportToMarkdown(*report));
   } else {
-    text = CompareReportToText(*report);
+    text = EscapeControl(CompareReportToText(*report));  // Names may hold terminal escapes.
   }
   if (!output.empty()) {
-    if (auto s = WriteFileAtomic(output, text); !s) return s.take_error();
+    OutputGuard guard;
+    for (const auto& f : report->input_files) guard.inputs.emplace_back(f);
+    if (auto s = WriteFileAtomic(output, text, guard); !s) return s.take_error();
   } else {
     io.out << text;
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "util/fs.h"
+#include "util/json_number.h"
 #include "util/strings.h"
 
 namespace dt::compare {
@@ -116,6 +117,8 @@ void CompareMetrics(const TensorFile& fa, const TensorFile& fb, double atol, dou
     for (auto& [step, st] : by_name[name]) {
       any_a |= st.a.has_value();
       any_b |= st.b.has_value();
+      m.non_finite_a += st.a && !std::isfinite(*st.a);
+      m.non_finite_b += st.b && !std::isfinite(*st.b);
       if (st.a && st.b) {
         double d = *st.a - *st.b;
         st.diff = d;
@@ -244,7 +247,15 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     cfg.threads = o.threads;
     cfg.ulp_dtype = UlpDType(ta.dtype, tb.dtype);
     auto stats = ComputeStats(ta, tb, cfg, file_a, file_b);
-    if (!stats) return stats.take_error();
+    if (!stats) {
+      // A deflated member read as zeros because its file shrank is "changed", not "corrupt".
+      for (const TensorFile* f : {&*fa, &*fb}) {
+        for (const auto& m : f->maps) {
+          if (auto st = m->CheckUnchanged(); !st) return st.take_error();
+        }
+      }
+      return stats.take_error();
+    }
     c.status = Passes(*stats, c) ? "pass" : "fail";
     c.severity = stats->frac_outside * 1e6 +
                  (c.atol > 0 ? stats->min_passing_atol / c.atol : stats->max_abs);
@@ -341,6 +352,15 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     s += fmt::format("; metrics: {} of {} series within tolerance", metrics_pass, metrics_compared);
   }
   r.summary = s;
+  // A file truncated or rewritten while compared was read partly as zeros (util's SIGBUS guard):
+  // the statistics are void.
+  for (const TensorFile* f : {&*fa, &*fb}) {
+    for (const auto& m : f->maps) {
+      if (auto st = m->CheckUnchanged(); !st) return st.take_error();
+      r.input_files.push_back(m->path());
+    }
+  }
+  if (!o.tolerance_file.empty()) r.input_files.push_back(o.tolerance_file);
   return r;
 }
 
@@ -436,10 +456,11 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
   for (const MetricComparison& m : r.metrics) {
     json steps = json::array();
     for (const MetricStep& st : m.steps) {
+      // A diverged loss is the finding: NaN and infinities are kept as string tokens.
       steps.push_back({{"step", st.step},
-                       {"a", st.a ? JsonNum(*st.a) : json(nullptr)},
-                       {"b", st.b ? JsonNum(*st.b) : json(nullptr)},
-                       {"diff", st.diff ? JsonNum(*st.diff) : json(nullptr)}});
+                       {"a", st.a ? JsonNumberOrToken(*st.a) : json(nullptr)},
+                       {"b", st.b ? JsonNumberOrToken(*st.b) : json(nullptr)},
+                       {"diff", st.diff ? JsonNumberOrToken(*st.diff) : json(nullptr)}});
     }
     metrics.push_back({{"name", m.name},
                        {"steps", steps},
@@ -447,9 +468,11 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
                        {"atol", m.atol},
                        {"rtol", m.rtol},
                        {"max_abs_diff", JsonNum(m.max_abs_diff)},
-                       {"final_a", m.final_a ? JsonNum(*m.final_a) : json(nullptr)},
-                       {"final_b", m.final_b ? JsonNum(*m.final_b) : json(nullptr)},
-                       {"final_diff", m.final_diff ? JsonNum(*m.final_diff) : json(nullptr)}});
+                       {"final_a", m.final_a ? JsonNumberOrToken(*m.final_a) : json(nullptr)},
+                       {"final_b", m.final_b ? JsonNumberOrToken(*m.final_b) : json(nullptr)},
+                       {"final_diff", m.final_diff ? JsonNumberOrToken(*m.final_diff) : json(nullptr)},
+                       {"non_finite_a", m.non_finite_a},
+                       {"non_finite_b", m.non_finite_b}});
   }
   j["metrics"] = std::move(metrics);
   j["verdict"] = r.verdict;
@@ -504,12 +527,16 @@ const std::vector<std::string> kHeader = {"status",  "tensor",   "dtype",     "s
                                           "cosine",  "max_ulp",  "need_atol", "atol/rtol"};
 
 std::string MetricLine(const MetricComparison& m) {
-  return fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
-                     m.status == "pass"   ? "ok"
-                     : m.status == "fail" ? "FAIL"
-                                          : m.status,
-                     m.name, m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
-                     m.final_b ? Num(*m.final_b) : "-");
+  std::string line = fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
+                                 m.status == "pass"   ? "ok"
+                                 : m.status == "fail" ? "FAIL"
+                                                      : m.status,
+                                 m.name, m.steps.size(), Num(m.max_abs_diff),
+                                 m.final_a ? Num(*m.final_a) : "-", m.final_b ? Num(*m.final_b) : "-");
+  if (m.non_finite_a + m.non_finite_b > 0) {
+    line += fmt::format(" (non-finite: {} step(s) in A, {} in B)", m.non_finite_a, m.non_finite_b);
+  }
+  return line;
 }
 
 }  // namespace

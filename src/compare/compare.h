@@ -64,6 +64,7 @@ struct MetricComparison {
   double atol = 0, rtol = 0;
   double max_abs_diff = 0;
   std::optional<double> final_a, final_b, final_diff;
+  int non_finite_a = 0, non_finite_b = 0;  // Steps whose value is NaN or infinite (a fails).
 };
 
 struct CompareReport {
@@ -77,6 +78,7 @@ struct CompareReport {
   int n_pass = 0, n_fail = 0, n_missing_a = 0, n_missing_b = 0;
   int metrics_fail = 0;
   std::string summary;  // The one-line verdict.
+  std::vector<std::string> input_files;  // Every file read, which -o must never replace.
 };
 
 // torch.testing.assert_close's defaults for a dtype: {rtol, atol}.

@@ -671,6 +671,19 @@ Status ReadTorchZip(const unsigned char* data, std::size_t size, const std::stri
     auto numel = ShapeProduct(t.shape, file, "tensor '" + t.name + "'");
     if (!numel) return numel.take_error();
     info.numel = *numel;
+    // A view may repeat its storage (stride 0, torch.expand): a 1.6 KB file can then describe
+    // 2^62 elements and years of work. Views larger than their storage are compared up to a
+    // bound of logical elements; past it the file is refused with what to do instead.
+    constexpr std::uint64_t kMaxViewElements = std::uint64_t{1} << 28;
+    if (info.numel > elems && info.numel > kMaxViewElements) {
+      return MakeError(ErrorCode::kInput,
+                       "tensor '" + t.name + "' is a view of " + std::to_string(info.numel) +
+                           " elements over a storage of " + std::to_string(elems) +
+                           " (an expanded tensor, stride 0); dualtrack compares views larger than "
+                           "their storage only up to " + std::to_string(kMaxViewElements) +
+                           " elements: save tensor.contiguous() or the unexpanded tensor",
+                       file);
+    }
     // The furthest element the view reaches must lie inside the storage.
     if (info.numel > 0) {
       std::uint64_t last = t.offset;

@@ -316,3 +316,38 @@ TEST(CompareTorchPickleTest, ReadsTheTorchSaveShapeAndRefusesEverythingElse) {
 
 }  // namespace
 }  // namespace dt::compare
+
+namespace dt::compare {
+namespace {
+
+TEST(CompareZipCrcTest, LargeStoredMembersAreCheckedOnThreadsAndACorruptByteIsFound) {
+  // Past the 64 MiB threshold, so the CRC is computed in parts and combined.
+  std::vector<unsigned char> payload((std::size_t{65} << 20) + 12345);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
+  ZipEntry e;
+  e.name = "big";
+  e.size = e.compressed_size = payload.size();
+  e.data = payload.data();
+  e.crc32 = static_cast<std::uint32_t>(crc32(0L, payload.data(), static_cast<uInt>(payload.size())));
+  EXPECT_TRUE(VerifyZipCrcs({e}, "f").ok());
+  payload[payload.size() / 3] ^= 1;
+  auto s = VerifyZipCrcs({e}, "f");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("CRC-32"), std::string::npos);
+}
+
+TEST(CompareZipCrcTest, DeflatedMembersAreInflatedOnceAndChecked) {
+  std::string npy = Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", Floats({1.5f, -2.f}));
+  std::string zip = Zip({{"a.npy", npy, true}});
+  std::vector<TensorInfo> out;
+  EXPECT_TRUE(ReadNpz(U(zip), zip.size(), "f", out).ok());
+  // The central directory's CRC field of the only member.
+  std::size_t cd = zip.rfind("PK\x01\x02");
+  zip[cd + 16] = static_cast<char>(zip[cd + 16] ^ 0x5a);
+  out.clear();
+  std::string err = ErrorOf(ReadNpz(U(zip), zip.size(), "f", out));
+  EXPECT_NE(err.find("CRC-32"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace dt::compare

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/tensor.h"
+#include "util/json_number.h"
 #include "util/strings.h"
 
 namespace dt::compare {
@@ -29,15 +30,16 @@ Status ReadMetrics(const fs::path& path, TensorFile& tf) {
     line = Trim(line);
     if (line.empty()) continue;
     try {
-      auto j = nlohmann::json::parse(line);
+      // NaN and infinities (a diverged loss) come as "NaN" strings or Python's bare tokens.
+      auto j = nlohmann::json::parse(QuoteNonFiniteTokens(line));
       if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("value") ||
-          !j["value"].is_number()) {
+          !JsonNumberOrNonFinite(j["value"])) {
         return MakeError(ErrorCode::kInput, "metrics row lacks a string name or a numeric value",
                          path.string(), line_no);
       }
       MetricPoint p;
       p.name = j["name"].get<std::string>();
-      p.value = j["value"].get<double>();
+      p.value = *JsonNumberOrNonFinite(j["value"]);
       p.step =
           j.contains("step") && j["step"].is_number_integer() ? j["step"].get<std::int64_t>() : 0;
       tf.metrics.push_back(std::move(p));
@@ -110,7 +112,11 @@ Result<TensorFile> OpenTensorFile(const std::string& path) {
                      ".npz, .pt or .pth)",
                      path);
   }
-  if (!s) return s.take_error();
+  if (!s) {
+    // A header read as zeros because the file shrank under the map is "changed", not "corrupt".
+    if (auto st = f.CheckUnchanged(); !st) return st.take_error();
+    return s.take_error();
+  }
   return tf;
 }
 

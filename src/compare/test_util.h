@@ -63,8 +63,10 @@ inline std::string Zip(const std::vector<Member>& members) {
     PutLe(out, 20, 2);
     PutLe(out, 0, 2);
     PutLe(out, m.deflate ? 8 : 0, 2);
+    const auto crc = crc32(0L, reinterpret_cast<const Bytef*>(m.payload.data()),
+                           static_cast<uInt>(m.payload.size()));
     PutLe(out, 0, 4);
-    PutLe(out, 0, 4);  // CRC (not checked).
+    PutLe(out, crc, 4);
     PutLe(out, data.size(), 4);
     PutLe(out, size, 4);
     PutLe(out, m.name.size(), 2);
@@ -76,7 +78,7 @@ inline std::string Zip(const std::vector<Member>& members) {
     PutLe(central, 0, 2);
     PutLe(central, m.deflate ? 8 : 0, 2);
     PutLe(central, 0, 4);
-    PutLe(central, 0, 4);
+    PutLe(central, crc, 4);
     PutLe(central, data.size(), 4);
     PutLe(central, size, 4);
     PutLe(central, m.name.size(), 2);

@@ -18,6 +18,7 @@ struct ZipEntry {
   std::uint16_t method = 0;  // 0 stored, 8 deflated.
   std::uint64_t compressed_size = 0;
   std::uint64_t size = 0;               // Declared uncompressed size.
+  std::uint32_t crc32 = 0;              // Declared CRC-32 of the uncompressed bytes.
   const unsigned char* data = nullptr;  // Start of the member's (compressed) bytes.
 };
 
@@ -26,6 +27,11 @@ struct ZipEntry {
 // can produce from their compressed bytes (a zip bomb).
 Result<std::vector<ZipEntry>> ReadZipDirectory(const unsigned char* data, std::size_t size,
                                                const std::string& file);
+
+// Checks every member's CRC-32 against its bytes (inflated for deflated members; stored ones on
+// several threads), so a corrupted member is refused instead of compared as data. ReadZipDirectory
+// calls it; fuzzing builds skip it so the fuzzers reach the parsers behind it.
+Status VerifyZipCrcs(const std::vector<ZipEntry>& entries, const std::string& file);
 
 // The largest size a deflated member of `compressed` bytes may declare (deflate's ratio bound).
 std::uint64_t MaxInflatedSize(std::uint64_t compressed);

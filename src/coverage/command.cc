@@ -11,6 +11,7 @@
 #include "coverage/native_functions.h"
 #include "coverage/table.h"
 #include "util/fs.h"
+#include "util/strings.h"
 #include "util/subprocess.h"
 
 namespace dt::coverage {
@@ -22,6 +23,8 @@ Result<CapabilityTable> TableFromYaml(const std::filesystem::path& yaml, const s
   auto map = MappedFile::Open(yaml);
   if (!map) return map.take_error();
   auto fns = ParseNativeFunctions(map->view(), yaml.string());
+  // A file truncated while parsed read as zeros past its end (util's map guard): say so first.
+  if (auto st = map->CheckUnchanged(); !st) return st.take_error();
   if (!fns) return fns.take_error();
   auto sources = LoadReleaseSources(data_dir / "sources.json", version);
   if (!sources) return sources.take_error();
@@ -134,7 +137,8 @@ Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io
       "Examples:\n"
       "  dualtrack coverage runs/cpu --torch 2.13 --macos 14\n"
       "  dualtrack coverage --op multi_margin_loss\n"
-      "Exit codes: 0 every operator runs on MPS, 1 some fall back or fail, 2 usage or input "
+      "Exit codes: 0 every operator runs on MPS, 1 some fall back, fail or are unknown to the "
+      "table (custom extension operators: no evidence either way), 2 usage or input "
       "error.");
   if (auto early = ParseArgs(app, args, io)) return *early;
 
@@ -184,11 +188,15 @@ Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io
   auto report = Predict(options);
   if (!report) return report.take_error();
   if (format == "json") {
-    io.out << CoverageReportToJson(*report).dump(2) << "\n";
+    io.out << CoverageReportToJson(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+           << "\n";
   } else {
-    io.out << CoverageReportToText(*report, format == "markdown");
+    io.out << EscapeControl(CoverageReportToText(*report, format == "markdown"));
   }
-  return report->summary.fallback + report->summary.fail > 0 ? ExitCode::kFindings : ExitCode::kOk;
+  // An operator the table does not know (a custom extension's) is not evidence that it runs on MPS.
+  return report->summary.fallback + report->summary.fail + report->summary.unknown > 0
+             ? ExitCode::kFindings
+             : ExitCode::kOk;
 }
 
 }  // namespace dt::coverage

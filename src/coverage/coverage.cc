@@ -11,6 +11,7 @@
 #include "coverage/rules.h"
 #include "coverage/table.h"
 #include "util/fs.h"
+#include "util/numeric.h"
 #include "util/strings.h"
 
 namespace dt::coverage {
@@ -134,7 +135,7 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
       if (r.location)
         o.location = CodeLocation{r.location->file, r.location->line, r.location->function};
     }
-    o.count += r.count;
+    o.count = SaturatingAdd(o.count, r.count);
     for (const std::string& d : r.dtypes) {
       std::string n = NormalizeDtype(d);
       if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
@@ -318,6 +319,13 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
                      r.summary.composite, r.summary.fallback, r.summary.fail);
   if (r.summary.unknown) out << fmt::format(", {} unknown to the table", r.summary.unknown);
   out << "\n";
+  if (r.summary.unknown > 0) {
+    out << fmt::format(
+        "{} operator{} unknown to the table (custom or extension operators): nothing says whether "
+        "{} on MPS; run the task on a Mac to measure.\n",
+        r.summary.unknown, r.summary.unknown == 1 ? " is" : "s are",
+        r.summary.unknown == 1 ? "it runs" : "they run");
+  }
   if (r.summary.fallback > 0) {
     out << "Operators without an MPS kernel error on MPS unless PYTORCH_ENABLE_MPS_FALLBACK=1, "
            "which runs "

@@ -8,6 +8,8 @@
 #include "env/env.h"
 #include "env/freeze.h"
 #include "util/fs.h"
+#include "util/numeric.h"
+#include "util/strings.h"
 
 namespace dt::env {
 namespace fs = std::filesystem;
@@ -86,7 +88,8 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
   app.add_option("-o,--output", output, "Write the baseline JSON here (atomically); default: stdout");
   app.add_option("--data", options.data, "Data files or directories of the slice (repeatable)");
   app.add_option("--preprocess", options.preprocess, "Preprocessing scripts to record (repeatable)");
-  app.add_option("--seed", options.seeds, "Random seeds to record (repeatable)");
+  std::vector<std::string> seeds;
+  app.add_option("--seed", seeds, "Random seeds to record, 0 to 4294967295 (repeatable)");
   app.add_option("--python", options.env.python, "Python interpreter (default: python3 on PATH)");
   app.add_option("-C,--project", project, "Project directory (default: the current directory)");
   app.add_option("--check", check, "Compare with this baseline instead of writing one; exit 1 if the data "
@@ -104,6 +107,13 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
       "  dualtrack freeze --check baseline.json");
   if (auto early = ParseArgs(app, args, io)) return *early;
   options.project = project;
+  for (const auto& s : seeds) {
+    auto v = ParseSeed(s);
+    if (!v) {
+      return MakeError(ErrorCode::kUsage, "--seed must be a whole number from 0 to 4294967295 (got '" + s + "')");
+    }
+    options.seeds.push_back(*v);
+  }
   options.hash.threads = threads;
   if (buffer_kib > 0) options.hash.buffer_bytes = buffer_kib * 1024;
   ProgressBar bar(io.err);
@@ -114,7 +124,7 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
   SystemHostFiles files;
 
   if (!check.empty()) {
-    if (!options.data.empty() || !options.preprocess.empty() || !options.seeds.empty() || !output.empty()) {
+    if (!options.data.empty() || !options.preprocess.empty() || !seeds.empty() || !output.empty()) {
       return MakeError(ErrorCode::kUsage,
                        "--check re-measures what the baseline names; it takes no --data, --preprocess, --seed "
                        "or -o");
@@ -140,11 +150,25 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
     if (format == "json") {
       io.out << DiffToJson(diff).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-      io.out << FormatDiffText(diff);
+      io.out << EscapeControl(FormatDiffText(diff));  // File names may hold terminal escapes.
     }
     return diff.DataDiffers() ? ExitCode::kFindings : ExitCode::kOk;
   }
 
+  // The baseline must never replace what it records: a data file, a file inside a data folder, a
+  // preprocessing script. Checked before hashing (minutes on a large slice) and again at the write.
+  OutputGuard guard;
+  for (const auto& root : options.data) {
+    fs::path p = fs::path(root).is_absolute() ? fs::path(root) : fs::path(project) / root;
+    std::error_code ec;
+    (fs::is_directory(p, ec) ? guard.input_dirs : guard.inputs).push_back(p);
+  }
+  for (const auto& pre : options.preprocess) {
+    guard.inputs.push_back(fs::path(pre).is_absolute() ? fs::path(pre) : fs::path(project) / pre);
+  }
+  if (!output.empty()) {
+    if (auto s = CheckOutputPath(output, guard); !s) return s.take_error();
+  }
   auto baseline = Freeze(runner, files, options);
   bar.Finish();
   if (!baseline.ok()) return baseline.take_error();
@@ -152,7 +176,7 @@ Result<ExitCode> RunFreezeCommand(const std::vector<std::string>& args, Io& io) 
   if (output.empty()) {
     io.out << text;
   } else {
-    if (auto s = WriteFileAtomic(output, text); !s.ok()) return s.take_error();
+    if (auto s = WriteFileAtomic(output, text, guard); !s.ok()) return s.take_error();
     std::uint64_t bytes = 0;
     for (const auto& f : baseline->data) bytes += f.size;
     io.err << fmt::format("wrote {}: {} data file(s), {:.1f} MiB, digest {}\n", output, baseline->data.size(),

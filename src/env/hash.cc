@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,30 +38,8 @@ struct MdCtxDeleter {
 };
 using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxDeleter>;
 
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 Error IoErr(const fs::path& path, const std::string& what, int err) {
   return MakeError(ErrorCode::kInput, what + ": " + ErrnoMessage(err), path.string());
-}
-
-std::int64_t MtimeNs(const struct stat& st) {
-#if defined(__APPLE__)
-  return static_cast<std::int64_t>(st.st_mtimespec.tv_sec) * 1000000000 + st.st_mtimespec.tv_nsec;
-#else
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-#endif
 }
 
 // Files at least this large are hashed from a memory map: reading them with read() spent as much
@@ -71,48 +47,10 @@ std::int64_t MtimeNs(const struct stat& st) {
 constexpr std::uint64_t kMapThreshold = std::uint64_t{1} << 20;
 constexpr std::size_t kMapChunk = std::size_t{4} << 20;
 
-// A file truncated while it is mapped raises SIGBUS on the next page read. The handler turns that
-// into an error for the thread that armed it (a jump out of the hashing loop) and passes any other
-// SIGBUS on to the handler that was there before.
-thread_local sigjmp_buf* tls_sigbus_jump = nullptr;
-struct sigaction g_previous_sigbus;
-
-void OnSigbus(int sig, siginfo_t* info, void* context) {
-  if (tls_sigbus_jump != nullptr) siglongjmp(*tls_sigbus_jump, 1);
-  if (g_previous_sigbus.sa_flags & SA_SIGINFO) {
-    if (g_previous_sigbus.sa_sigaction != nullptr) {
-      g_previous_sigbus.sa_sigaction(sig, info, context);
-      return;
-    }
-  } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
-    g_previous_sigbus.sa_handler(sig);
-    return;
-  }
-  ::signal(SIGBUS, SIG_DFL);
-  ::raise(SIGBUS);
-}
-
-void InstallSigbusHandler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = OnSigbus;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
-  });
-}
-
-// Feeds a mapped file to the digests; false when the file shrank under the map (SIGBUS).
-bool DigestMapped(const unsigned char* data, std::uint64_t size, EVP_MD_CTX* sha256, EVP_MD_CTX* sha1,
+// Feeds a mapped file to the digests in chunks, dropping each hashed chunk from this process.
+void DigestMapped(const unsigned char* data, std::uint64_t size, EVP_MD_CTX* sha256, EVP_MD_CTX* sha1,
                   const std::function<void(std::uint64_t)>& on_bytes,
                   const std::function<void()>& after_first_block) {
-  sigjmp_buf jump;
-  if (sigsetjmp(jump, 1) != 0) {
-    tls_sigbus_jump = nullptr;
-    return false;
-  }
-  tls_sigbus_jump = &jump;
   for (std::uint64_t off = 0; off < size; off += kMapChunk) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kMapChunk, size - off));
     EVP_DigestUpdate(sha256, data + off, n);
@@ -122,8 +60,6 @@ bool DigestMapped(const unsigned char* data, std::uint64_t size, EVP_MD_CTX* sha
     if (on_bytes) on_bytes(n);
     if (off == 0 && after_first_block) after_first_block();
   }
-  tls_sigbus_jump = nullptr;
-  return true;
 }
 
 struct StreamResult {
@@ -136,11 +72,11 @@ struct StreamResult {
 Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>& buffer, bool git_blob,
                                 const std::function<void(std::uint64_t)>& on_bytes,
                                 const std::function<void(const fs::path&)>& after_first_block) {
-  FdCloser fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return IoErr(path, "cannot open", errno);
+  // Never blocks on a FIFO or device swapped in after the listing: that is an error naming it.
   struct stat before {};
-  if (::fstat(fd.get(), &before) != 0) return IoErr(path, "cannot stat", errno);
-  if (!S_ISREG(before.st_mode)) return MakeError(ErrorCode::kInput, "not a regular file", path.string());
+  auto opened = OpenRegularFile(path, &before);
+  if (!opened) return opened.take_error();
+  const UniqueFd fd = std::move(*opened);
 #if defined(POSIX_FADV_SEQUENTIAL)
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
 #elif defined(F_RDAHEAD)
@@ -162,15 +98,20 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
   bool first = true;
   const auto size = static_cast<std::uint64_t>(before.st_size);
   if (size >= kMapThreshold) {
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-    if (map == MAP_FAILED) return IoErr(path, "cannot map", errno);
-    ::madvise(map, size, MADV_SEQUENTIAL);
-    InstallSigbusHandler();
+    // util's guarded map: a truncation under it reads as zeros and is reported, never a SIGBUS.
+    auto map = MappedFile::Open(path);
+    if (!map) return map.take_error();
+    if (map->stat().st_ino != before.st_ino || map->stat().st_dev != before.st_dev ||
+        map->size() != size) {
+      return MakeError(ErrorCode::kInput,
+                       "the file changed while it was hashed (replaced): freeze a slice that nothing is writing to",
+                       path.string());
+    }
+    ::madvise(const_cast<unsigned char*>(map->data()), size, MADV_SEQUENTIAL);
     std::function<void()> hook;
     if (after_first_block) hook = [&] { after_first_block(path); };
-    bool whole = DigestMapped(static_cast<const unsigned char*>(map), size, sha256.get(), sha1.get(), on_bytes, hook);
-    ::munmap(map, size);
-    if (!whole) {
+    DigestMapped(map->data(), size, sha256.get(), sha1.get(), on_bytes, hook);
+    if (map->Truncated()) {
       return MakeError(ErrorCode::kInput,
                        "the file was truncated while it was hashed: freeze a slice that nothing is writing to",
                        path.string());
@@ -197,12 +138,12 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
   if (::fstat(fd.get(), &after) != 0) return IoErr(path, "cannot stat", errno);
   struct stat now {};
   bool replaced = ::stat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino || now.st_dev != before.st_dev;
-  if (replaced || after.st_size != before.st_size || MtimeNs(after) != MtimeNs(before) ||
+  if (replaced || after.st_size != before.st_size || ModificationTimeNs(after) != ModificationTimeNs(before) ||
       total != static_cast<std::uint64_t>(before.st_size)) {
     return MakeError(ErrorCode::kInput,
                      "the file changed while it was hashed (size " + std::to_string(before.st_size) + " -> " +
                          std::to_string(replaced ? now.st_size : after.st_size) +
-                         (replaced ? ", replaced" : MtimeNs(after) != MtimeNs(before) ? ", modified" : "") +
+                         (replaced ? ", replaced" : ModificationTimeNs(after) != ModificationTimeNs(before) ? ", modified" : "") +
                          "): freeze a slice that nothing is writing to",
                      path.string());
   }

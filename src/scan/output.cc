@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>  // fmt::join lives here from fmt 11 on (Homebrew).
 
 #include <array>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,9 +22,19 @@ constexpr std::array<std::string_view, 4> kClasses = {"device", "library", "exte
 constexpr std::array<Severity, 4> kSeverities = {Severity::kBlocker, Severity::kReplace,
                                                  Severity::kFixable, Severity::kPortable};
 
+// SARIF's base URI needs an absolute path (the root may have been given relative).
+std::string SrcRoot(const std::string& root) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(root, ec);
+  std::string s = (ec ? std::filesystem::path(root) : abs.lexically_normal()).generic_string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// File names are printed escaped: one holding ESC must not rewrite the user's terminal.
 std::string Location(const Finding& f) {
-  if (f.cell) return fmt::format("{}:cell {}:{}:{}", f.file, *f.cell, f.line, f.column);
-  return fmt::format("{}:{}:{}", f.file, f.line, f.column);
+  if (f.cell) return fmt::format("{}:cell {}:{}:{}", EscapeControl(f.file), *f.cell, f.line, f.column);
+  return fmt::format("{}:{}:{}", EscapeControl(f.file), f.line, f.column);
 }
 
 std::string_view Color(Severity s) {
@@ -175,8 +186,11 @@ std::string ScanReportJsonText(const ScanReport& report) {
   // nlohmann rejects invalid UTF-8; leave such (unexpected) text to it rather than guess.
   for (const auto& f : report.findings)
     for (const std::string* s : {&f.code, &f.cls, &f.file, &f.message, &f.snippet, &f.replacement})
-      if (!IsValidUtf8(*s)) return ScanReportToJson(report).dump(2) + "\n";
-  std::string text = ReportJson(report, false).dump(2);
+      if (!IsValidUtf8(*s)) {
+        // A file name that is not UTF-8 (any bytes are a valid name): U+FFFD, never a failure.
+        return ScanReportToJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+      }
+  std::string text = ReportJson(report, false).dump(2, ' ', false, json::error_handler_t::replace);
   // Keys are sorted, so the top-level (two-space) "findings" occurs once.
   const std::string_view slot = "\n  \"findings\": [],\n";
   std::size_t at = text.find(slot);
@@ -311,7 +325,7 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                          Percent(v["readiness"].get<double>()));
   } else {
     for (const auto& [file, list] : by_file) {
-      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, file, reset, list.size(),
+      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(file), reset, list.size(),
                          list.size() == 1 ? "" : "s");
       // Groups of one code in one construct: members of the same kind (SameRun) no more than
       // kFoldGap lines apart, other findings in between allowed (a Triton kernel's tl.* calls
@@ -353,7 +367,8 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
           continue;
         }
         out += fmt::format("  {}  {} {}  {}{}\n", Location(f), f.code, sev, f.message, Tags(f));
-        if (!f.snippet.empty()) out += fmt::format("      {}{}{}\n", dim, f.snippet, reset);
+        if (!f.snippet.empty())
+          out += fmt::format("      {}{}{}\n", dim, EscapeControl(f.snippet), reset);
         if (!f.replacement.empty() && f.severity != Severity::kPortable)
           out += fmt::format("      -> {}\n", f.replacement);
       }
@@ -361,7 +376,7 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   }
   if (!report.skipped.empty() || !report.suppressions.empty()) out += "\n";
   for (const auto& s : report.skipped)
-    out += fmt::format("skipped {}: {}\n", s.file, s.reason);
+    out += fmt::format("skipped {}: {}\n", EscapeControl(s.file), s.reason);
   for (const auto& s : report.suppressions)
     out += fmt::format("warning: {}:{}: suppression {}: {}\n", s.file, s.line,
                        s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
@@ -396,7 +411,8 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                 {"message", {{"text", f.message + (f.replacement.empty() ? "" : ". Suggested: " + f.replacement)}}},
                 {"locations",
                  json::array({{{"physicalLocation",
-                                {{"artifactLocation", {{"uri", f.file}, {"uriBaseId", "SRCROOT"}}},
+                                {{"artifactLocation",
+                                  {{"uri", PercentEncodePath(f.file)}, {"uriBaseId", "SRCROOT"}}},
                                  {"region", region}}}}})},
                 {"properties",
                  {{"class", f.cls},
@@ -415,9 +431,10 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                         {{"name", "dualtrack"},
                          {"informationUri", "https://github.com/dualtrack/dualtrack"},
                          {"rules", rules}}}}},
-                     {"originalUriBaseIds", {{"SRCROOT", {{"uri", report.root + "/"}}}}},
+                     {"originalUriBaseIds",
+                      {{"SRCROOT", {{"uri", "file://" + PercentEncodePath(SrcRoot(report.root)) + "/"}}}}},
                      {"results", results}}})}};
-  return sarif.dump(2) + "\n";
+  return sarif.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string FormatMarkdown(const ScanReport& report, bool statistics) {

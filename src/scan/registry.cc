@@ -22,8 +22,13 @@ Result<json> ReadJson(const std::filesystem::path& file) {
   if (!text) return text.take_error();
   try {
     return json::parse(*text);
-  } catch (const json::exception& e) {
-    return MakeError(ErrorCode::kInput, std::string("invalid JSON: ") + e.what(), file.string());
+  } catch (const json::parse_error& e) {
+    // Never e.what(): it quotes the bytes read, and the file may not be what it claims to be.
+    return MakeError(ErrorCode::kInput,
+                     "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")",
+                     file.string());
+  } catch (const json::exception&) {
+    return MakeError(ErrorCode::kInput, "invalid JSON", file.string());
   }
 }
 

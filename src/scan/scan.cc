@@ -299,8 +299,13 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
   };
   std::uint64_t size = item.size;
   if (size >= kMapFrom && size != kUnknownSize) return map();
-  fd = ::open(item.abs.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(errno);
+  // Never blocks: a FIFO or device (named, or swapped in since the walk) is skipped with a note.
+  auto opened = OpenRegularFile(item.abs);
+  if (!opened) {
+    skip = "unreadable: " + opened.error().message;
+    return std::nullopt;
+  }
+  fd = opened->release();
   std::size_t got = 0;
   if (size == kUnknownSize) {
     buffer.resize(kFirstRead);
@@ -372,6 +377,17 @@ std::string_view NormalizeLineEnds(std::string_view text) {
 void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   r.kind = item.kind;
   MappedFile mapped;
+  // A mapped file truncated while it was scanned read as zeros past its new end (util's SIGBUS
+  // guard): what was found in it is dropped and the file is listed as skipped.
+  struct DropIfChanged {
+    const MappedFile& mapped;
+    FileResult& r;
+    ~DropIfChanged() {
+      if (mapped.data() == nullptr || mapped.CheckUnchanged()) return;
+      r = FileResult{};
+      r.skip_reason = "changed while it was read (rewritten during the scan)";
+    }
+  } drop_if_changed{mapped, r};
   auto loaded = Load(item, ctx.max_file_size, mapped, r.skip_reason);
   if (!loaded) return;
   std::string_view text = *loaded;
@@ -762,6 +778,18 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   if (!cfg.rules.empty()) {
     fs::path rules = fs::path(cfg.rules).is_absolute() ? fs::path(cfg.rules) : root / cfg.rules;
+    // A scanned repository is untrusted: its rules file must lie inside it (links resolved), so
+    // a pyproject.toml cannot make dualtrack read any file of the host.
+    std::error_code ec;
+    const fs::path real_root = fs::weakly_canonical(fs::absolute(root, ec), ec);
+    const fs::path real_rules = fs::weakly_canonical(fs::absolute(rules, ec), ec);
+    const fs::path rel = real_rules.lexically_relative(real_root);
+    if (ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
+      return MakeError(ErrorCode::kInput,
+                       "[tool.dualtrack] rules must name a file inside the project (got '" +
+                           EscapeControl(cfg.rules) + "')",
+                       (root / "pyproject.toml").string());
+    }
     if (auto st = reg->AddUserRules(rules); !st) return st.take_error();
   }
 
@@ -897,6 +925,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       if (!text) return;
       FileResult r;
       ImportsOnly(*text, item, r, *reg);
+      if (mapped.data() != nullptr && !mapped.CheckUnchanged()) return;  // Truncated meanwhile.
       m.imports = std::move(r.imports);
     });
   };

@@ -28,14 +28,22 @@ std::string_view Basename(std::string_view rel) {
   return slash == std::string_view::npos ? rel : rel.substr(slash + 1);
 }
 
-void LoadGitignore(const std::string& dir_abs, const std::string& base,
-                   std::vector<IgnoreRule>& rules) {
-  auto text = ReadFile(dir_abs + "/.gitignore", std::uint64_t{1} << 20);
-  if (!text) return;
+// The rules of dir_abs/.gitignore; the reason when one is there but cannot be read (a FIFO, a
+// device: never waited on), so the scan can say its rules were not applied.
+std::string LoadGitignore(const std::string& dir_abs, const std::string& base,
+                          std::vector<IgnoreRule>& rules) {
+  const std::string path = dir_abs + "/.gitignore";
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};  // None here.
+  auto text = ReadFile(path, std::uint64_t{1} << 20);
+  if (!text) return "its rules are not applied: " + text.error().message;
   for (auto line : Split(*text, '\n')) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    // Trailing spaces are insignificant unless escaped.
-    while (!line.empty() && line.back() == ' ') line.remove_suffix(1);
+    // Trailing spaces are insignificant unless escaped (a backslash before one keeps it).
+    while (!line.empty() && line.back() == ' ' &&
+           !(line.size() >= 2 && line[line.size() - 2] == '\\')) {
+      line.remove_suffix(1);
+    }
     if (line.empty() || line[0] == '#') continue;
     IgnoreRule r;
     r.base = base;
@@ -43,12 +51,12 @@ void LoadGitignore(const std::string& dir_abs, const std::string& base,
       r.negate = true;
       line.remove_prefix(1);
     }
-    if (!line.empty() && line[0] == '\\') line.remove_prefix(1);
+    // A leading backslash (before '#' or '!') stays: WildMatch reads it as an escape, as git does.
     if (!line.empty() && line.back() == '/') {
       r.dir_only = true;
       line.remove_suffix(1);
     }
-    if (StartsWith(line, "**/")) line.remove_prefix(3);
+    // "**/x" keeps its "**/" and becomes anchored below: WildMatch matches it at any depth.
     if (!line.empty() && line[0] == '/') {
       r.anchored = true;
       line.remove_prefix(1);
@@ -58,6 +66,7 @@ void LoadGitignore(const std::string& dir_abs, const std::string& base,
     r.pattern = std::string(line);
     rules.push_back(std::move(r));
   }
+  return {};
 }
 
 bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool is_dir) {
@@ -70,7 +79,8 @@ bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool 
         continue;
       sub.remove_prefix(r.base.size() + 1);
     }
-    bool match = r.anchored ? GlobMatch(r.pattern, sub) : GlobMatch(r.pattern, Basename(sub));
+    // git's wildmatch: '*' never crosses '/', '**' spans folders.
+    bool match = r.anchored ? WildMatch(r.pattern, sub) : WildMatch(r.pattern, Basename(sub));
     if (match) ignored = !r.negate;
   }
   return ignored;
@@ -115,7 +125,11 @@ class Walker {
       return;
     }
     std::size_t rules_before = rules_.size();
-    if (opt_.honour_gitignore) LoadGitignore(abs, rel, rules_);
+    if (opt_.honour_gitignore) {
+      if (std::string why = LoadGitignore(abs, rel, rules_); !why.empty()) {
+        skipped_.push_back({rel.empty() ? ".gitignore" : rel + "/.gitignore", why});
+      }
+    }
     DIR* d = ::opendir(abs.c_str());
     if (d == nullptr) {
       skipped_.push_back({rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
@@ -151,7 +165,18 @@ class Walker {
           continue;
         }
         struct stat lst {};
-        if (::lstat(child_abs.c_str(), &lst) != 0) continue;
+        if (::lstat(child_abs.c_str(), &lst) != 0) {
+          // A path past PATH_MAX (or one unreadable) is listed, never silently left out; a file
+          // deleted since the listing is simply gone.
+          if (errno == ENAMETOOLONG) {
+            skipped_.push_back({child_rel, "path too long for the system (" +
+                                               std::to_string(child_abs.size()) +
+                                               " bytes): not scanned"});
+          } else if (errno != ENOENT) {
+            skipped_.push_back({child_rel, "cannot stat: " + ErrnoMessage(errno)});
+          }
+          continue;
+        }
         struct stat cst = lst;
         bool link = S_ISLNK(lst.st_mode);
         if (link && ::stat(child_abs.c_str(), &cst) != 0) {

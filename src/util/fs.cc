@@ -1,54 +1,93 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <random>
 
 namespace dt {
 
 std::string ErrnoMessage(int err) { return std::strerror(err); }
 
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    Close();
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+void UniqueFd::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::int64_t ModificationTimeNs(const struct stat& st) {
+#if defined(__APPLE__)
+  return static_cast<std::int64_t>(st.st_mtimespec.tv_sec) * 1000000000 + st.st_mtimespec.tv_nsec;
+#else
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+#endif
+}
+
+std::string FileTypeName(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "a special file";
+}
+
 namespace {
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
-
 Error IoError(const std::filesystem::path& path, const std::string& what, int err) {
-  ErrorCode code = (err == ENOENT || err == ENOTDIR || err == EISDIR || err == ELOOP)
+  ErrorCode code = (err == ENOENT || err == ENOTDIR || err == EISDIR || err == ELOOP ||
+                    err == ENAMETOOLONG)
                        ? ErrorCode::kInput
                        : ErrorCode::kIo;
   return MakeError(code, what + ": " + ErrnoMessage(err), path.string());
 }
 
+Error NotRegular(const std::filesystem::path& path, mode_t mode) {
+  if (S_ISDIR(mode)) return MakeError(ErrorCode::kInput, "is a directory", path.string());
+  return MakeError(ErrorCode::kInput, "not a regular file (it is " + FileTypeName(mode) + ")",
+                   path.string());
+}
+
 }  // namespace
 
-Result<std::string> ReadFile(const std::filesystem::path& path, std::uint64_t max_bytes) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+Result<UniqueFd> OpenRegularFile(const std::filesystem::path& path, struct stat* st_out) {
+  // O_NONBLOCK: opening a FIFO without a writer, or some devices, would otherwise wait forever.
+  // The check is on the opened file (fstat), so a file swapped for a FIFO after a listing or a
+  // stat is caught too.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) return IoError(path, "cannot open", errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return IoError(path, "cannot stat", errno);
-  if (S_ISDIR(st.st_mode)) return MakeError(ErrorCode::kInput, "is a directory", path.string());
+  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
+  int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return IoError(path, "cannot configure", errno);
+  }
+  if (st_out != nullptr) *st_out = st;
+  return fd;
+}
+
+Result<std::string> ReadFile(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  struct stat st {};
+  auto opened = OpenRegularFile(path, &st);
+  if (!opened) return opened.take_error();
+  UniqueFd fd = std::move(*opened);
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     return MakeError(ErrorCode::kInput,
                      "file is too large (" + std::to_string(st.st_size) + " bytes, limit " +
@@ -73,28 +112,122 @@ Result<std::string> ReadFile(const std::filesystem::path& path, std::uint64_t ma
   return out;
 }
 
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents) {
+namespace {
+
+// `path` made absolute with its folder resolved (the file itself may not exist), for comparing
+// an output with an input folder.
+std::filesystem::path ResolvedLocation(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) return path;
+  std::filesystem::path parent = std::filesystem::weakly_canonical(abs.parent_path(), ec);
+  if (ec) return abs.lexically_normal();
+  return parent / abs.filename();
+}
+
+bool Inside(const std::filesystem::path& p, const std::filesystem::path& dir) {
+  auto rel = p.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != ".." && rel != ".";
+}
+
+}  // namespace
+
+Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& guard) {
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0) {
+    if (errno == ENOENT) {
+      // Not there yet; it may still land inside an input folder.
+      std::filesystem::path where = ResolvedLocation(path);
+      for (const auto& d : guard.input_dirs) {
+        std::error_code ec;
+        auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec);
+        if (!ec && Inside(where, dir)) {
+          return MakeError(ErrorCode::kUsage,
+                           "refusing to write the output inside this command's input folder " +
+                               d.string() + " (it would change the input itself)",
+                           path.string());
+        }
+      }
+      return OkStatus();
+    }
+    return IoError(path, "cannot check the output path", errno);
+  }
+  if (S_ISLNK(lst.st_mode)) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(path, ec);
+    return MakeError(ErrorCode::kUsage,
+                     "the output path is a symbolic link" +
+                         (ec ? std::string() : " (to " + target.string() + ")") +
+                         "; dualtrack neither writes through nor replaces links: name the file "
+                         "itself, or remove the link",
+                     path.string());
+  }
+  if (!S_ISREG(lst.st_mode)) {
+    return MakeError(ErrorCode::kUsage,
+                     "the output path is " + FileTypeName(lst.st_mode) +
+                         ", not a regular file; refusing to replace it (leave out -o to write to "
+                         "standard output)",
+                     path.string());
+  }
+  for (const auto& in : guard.inputs) {
+    struct stat ist {};
+    if (::stat(in.c_str(), &ist) == 0 && ist.st_dev == lst.st_dev && ist.st_ino == lst.st_ino) {
+      return MakeError(ErrorCode::kUsage,
+                       "the output path is one of this command's inputs (" + in.string() +
+                           "); refusing to overwrite it",
+                       path.string());
+    }
+  }
+  std::filesystem::path where = ResolvedLocation(path);
+  for (const auto& d : guard.input_dirs) {
+    std::error_code ec;
+    auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec);
+    if (!ec && Inside(where, dir)) {
+      return MakeError(ErrorCode::kUsage,
+                       "refusing to write the output inside this command's input folder " +
+                           d.string() + " (it would change the input itself)",
+                       path.string());
+    }
+  }
+  return OkStatus();
+}
+
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
+                       const OutputGuard& guard) {
+  if (auto s = CheckOutputPath(path, guard); !s) return s;
+  struct stat old {};
+  const bool replacing = ::lstat(path.c_str(), &old) == 0;
   std::filesystem::path dir = path.parent_path();
   if (dir.empty()) dir = ".";
   std::random_device rd;
   std::string tmp_name = "." + path.filename().string() + ".tmp" + std::to_string(rd());
   std::filesystem::path tmp = dir / tmp_name;
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  // 0666 less the umask, as any new file; a replaced file keeps its own mode (a 0600 file must
+  // not become readable by others).
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
   if (fd.get() < 0) return IoError(tmp, "cannot create", errno);
+  auto fail = [&](const std::filesystem::path& p, const char* what, int err) {
+    fd.Close();
+    ::unlink(tmp.c_str());
+    return IoError(p, what, err);
+  };
+  if (replacing) {
+    if (::fchmod(fd.get(), old.st_mode & 07777) != 0) return fail(tmp, "cannot set the mode", errno);
+    [[maybe_unused]] int ignored = ::fchown(fd.get(), old.st_uid, old.st_gid);  // Best effort.
+  }
   const char* p = contents.data();
   std::size_t left = contents.size();
   while (left > 0) {
     ssize_t n = ::write(fd.get(), p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::unlink(tmp.c_str());
-      return IoError(tmp, "cannot write", err);
+      return fail(tmp, "cannot write", errno);
     }
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0) {
+  if (::fsync(fd.get()) != 0) return fail(tmp, "cannot flush", errno);
+  if (::close(fd.release()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return IoError(tmp, "cannot flush", err);
@@ -107,26 +240,166 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
   return OkStatus();
 }
 
+// ---- The SIGBUS guard of memory maps ----
+
+namespace {
+
+// One slot per live mapping. Written by the owning thread, read by the signal handler: lock-free
+// atomics only (a handler may not take a lock).
+struct GuardSlot {
+  std::atomic<std::uintptr_t> begin{0};
+  std::atomic<std::uintptr_t> end{0};
+  std::atomic<int> hit{0};
+};
+constexpr int kGuardSlots = 512;
+GuardSlot g_slots[kGuardSlots];
+std::uintptr_t g_page_size = 4096;
+// What handled each signal before; a fault outside our mappings goes there.
+struct sigaction g_previous_sigbus;
+struct sigaction g_previous_sigsegv;
+
+void OnSigbus(int sig, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (auto& slot : g_slots) {
+    std::uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+    std::uintptr_t end = slot.end.load(std::memory_order_acquire);
+    if (begin == 0 || addr < begin || addr >= end) continue;
+    // Zero pages from the faulting page to the end of the mapping: the read that faulted is
+    // retried and sees zeros, and so do later ones. The owner learns it from `hit`.
+    std::uintptr_t page = addr & ~(g_page_size - 1);
+    void* p = ::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p != MAP_FAILED) {
+      slot.hit.store(1, std::memory_order_release);
+      errno = saved_errno;
+      return;
+    }
+  }
+  // Not one of ours: whatever handled the signal before, else the default (a crash with a core).
+  const struct sigaction& previous = sig == SIGBUS ? g_previous_sigbus : g_previous_sigsegv;
+  if (previous.sa_flags & SA_SIGINFO) {
+    if (previous.sa_sigaction != nullptr) {
+      previous.sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(sig);
+    return;
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void InstallSigbusGuard() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    long page = ::sysconf(_SC_PAGESIZE);
+    if (page > 0) g_page_size = static_cast<std::uintptr_t>(page);
+    struct sigaction sa {};
+    sa.sa_sigaction = OnSigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, &g_previous_sigbus);
+#if defined(__APPLE__)
+    // Some macOS releases report a read past the end of a mapped file as SIGSEGV.
+    ::sigaction(SIGSEGV, &sa, &g_previous_sigsegv);
+#endif
+  });
+}
+
+int ClaimSlot(std::uintptr_t begin, std::uintptr_t end) {
+  for (int i = 0; i < kGuardSlots; ++i) {
+    std::uintptr_t expected = 0;
+    // Claimed with `end` still 0, so the handler ignores the slot until it is complete.
+    if (g_slots[i].begin.compare_exchange_strong(expected, begin, std::memory_order_acq_rel)) {
+      g_slots[i].hit.store(0, std::memory_order_relaxed);
+      g_slots[i].end.store(end, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void ReleaseSlot(int i) {
+  g_slots[i].end.store(0, std::memory_order_release);
+  g_slots[i].begin.store(0, std::memory_order_release);
+}
+
+}  // namespace
+
 Result<MappedFile> MappedFile::Open(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return IoError(path, "cannot open", errno);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return IoError(path, "cannot stat", errno);
-  if (!S_ISREG(st.st_mode)) return MakeError(ErrorCode::kInput, "not a regular file", path.string());
   MappedFile m;
+  auto fd = OpenRegularFile(path, &m.stat_);
+  if (!fd) return fd.take_error();
+  m.fd_ = std::move(*fd);
   m.path_ = path.string();
-  m.size_ = static_cast<std::size_t>(st.st_size);
+  m.size_ = static_cast<std::size_t>(m.stat_.st_size);
   if (m.size_ == 0) return m;
-  void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
+  InstallSigbusGuard();
+  void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, m.fd_.get(), 0);
   if (p == MAP_FAILED) return IoError(path, "cannot map", errno);
-  m.data_ = static_cast<const unsigned char*>(p);
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  m.slot_ = ClaimSlot(begin, begin + m.size_);
+  if (m.slot_ >= 0) {
+    m.data_ = static_cast<const unsigned char*>(p);
+    return m;
+  }
+  // Every slot taken (hundreds of files mapped at once): read this one instead, unguarded maps
+  // being the crash this class exists to prevent.
+  ::munmap(p, m.size_);
+  m.copy_ = std::make_unique<unsigned char[]>(m.size_);
+  std::size_t got = 0;
+  while (got < m.size_) {
+    ssize_t n = ::pread(m.fd_.get(), m.copy_.get() + got, m.size_ - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError(path, "cannot read", errno);
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  if (got != m.size_) {
+    return MakeError(ErrorCode::kInput, "the file changed while it was read (it shrank)", path.string());
+  }
+  m.data_ = m.copy_.get();
   return m;
 }
 
+bool MappedFile::Truncated() const {
+  return slot_ >= 0 && g_slots[slot_].hit.load(std::memory_order_acquire) != 0;
+}
+
+Status MappedFile::CheckUnchanged() const {
+  if (Truncated()) {
+    return MakeError(ErrorCode::kInput,
+                     "the file changed while it was read (it was truncated to less than its " +
+                         std::to_string(size_) +
+                         " bytes): read it again when nothing is writing to it",
+                     path_);
+  }
+  if (fd_.get() < 0) return OkStatus();
+  struct stat now {};
+  if (::fstat(fd_.get(), &now) != 0) return IoError(path_, "cannot stat", errno);
+  if (now.st_size != stat_.st_size || ModificationTimeNs(now) != ModificationTimeNs(stat_)) {
+    return MakeError(ErrorCode::kInput,
+                     "the file changed while it was read (size " + std::to_string(stat_.st_size) +
+                         " -> " + std::to_string(now.st_size) +
+                         "): read it again when nothing is writing to it",
+                     path_);
+  }
+  return OkStatus();
+}
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(other.data_), size_(other.size_), path_(std::move(other.path_)) {
+    : data_(other.data_),
+      size_(other.size_),
+      path_(std::move(other.path_)),
+      fd_(std::move(other.fd_)),
+      stat_(other.stat_),
+      slot_(other.slot_),
+      copy_(std::move(other.copy_)) {
   other.data_ = nullptr;
   other.size_ = 0;
+  other.slot_ = -1;
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
@@ -135,8 +408,13 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     data_ = other.data_;
     size_ = other.size_;
     path_ = std::move(other.path_);
+    fd_ = std::move(other.fd_);
+    stat_ = other.stat_;
+    slot_ = other.slot_;
+    copy_ = std::move(other.copy_);
     other.data_ = nullptr;
     other.size_ = 0;
+    other.slot_ = -1;
   }
   return *this;
 }
@@ -144,7 +422,14 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 MappedFile::~MappedFile() { Reset(); }
 
 void MappedFile::Reset() {
-  if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
+  if (slot_ >= 0) {
+    // Out of the table before the unmap, so the handler never patches an address reused since.
+    ReleaseSlot(slot_);
+    ::munmap(const_cast<unsigned char*>(data_), size_);
+  }
+  slot_ = -1;
+  copy_.reset();
+  fd_.Close();
   data_ = nullptr;
   size_ = 0;
 }

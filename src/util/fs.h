@@ -1,25 +1,80 @@
 // File helpers: bounded reads, atomic writes and read-only memory maps. POSIX only (Linux and macOS).
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/result.h"
 
 namespace dt {
 
-// Reads a whole file; refuses files larger than `max_bytes` with an error naming the file.
+// An owned file descriptor, closed once.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Close(); }
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void Close();
+
+ private:
+  int fd_;
+};
+
+// Opens a file for reading only when it is a regular file, without ever blocking: a FIFO, device
+// or socket (named, or swapped in after a directory listing) is an error naming the file, never a
+// hang. Opens with O_NONBLOCK, checks fstat, then clears O_NONBLOCK. Every reader goes through it.
+// `st` (optional) receives the fstat of the opened file.
+Result<UniqueFd> OpenRegularFile(const std::filesystem::path& path, struct stat* st = nullptr);
+
+// "a FIFO", "a directory", "a character device", ... for error messages.
+std::string FileTypeName(mode_t mode);
+
+// Reads a whole regular file; refuses files larger than `max_bytes` with an error naming the file.
 Result<std::string> ReadFile(const std::filesystem::path& path,
                              std::uint64_t max_bytes = std::uint64_t{1} << 30);
 
-// Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`, so a
-// reader sees either the old file or the whole new one, never half of it.
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents);
+// What an output must never replace besides special files and links: the command's own inputs.
+struct OutputGuard {
+  std::vector<std::filesystem::path> inputs;      // Files the command reads.
+  std::vector<std::filesystem::path> input_dirs;  // Folders whose every file the command reads.
+};
 
-// A read-only memory map of a whole file. Empty files map to an empty view.
+// Whether `path` may be written as a command's output: refused (exit 2, naming it) when it is a
+// symbolic link (never written through nor replaced: the user names the target), a directory, a
+// device node, FIFO or socket, or one of `guard`'s inputs or a file inside its input folders.
+// A path that does not exist yet is fine.
+Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& guard = {});
+
+// Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`, so a
+// reader sees either the old file or the whole new one, never half of it. Checks `path` with
+// CheckOutputPath first; an existing file keeps its permission bits. A failed write or flush (a
+// full disk) is an error and leaves the old file as it was.
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
+                       const OutputGuard& guard = {});
+
+// A read-only memory map of a whole regular file. Empty files map to an empty view.
+//
+// A mapped file that another process truncates raises SIGBUS on the next read of a page past its
+// new end. Every mapping is registered with one process-wide SIGBUS handler, which maps zero pages
+// over the rest of the mapping (so the reader carries on over zeros instead of crashing) and marks
+// it; CheckUnchanged() then reports the file as changed while read. Callers call it after their
+// last read of the data and discard what they computed when it fails.
 class MappedFile {
  public:
   static Result<MappedFile> Open(const std::filesystem::path& path);
@@ -35,6 +90,14 @@ class MappedFile {
   std::size_t size() const { return size_; }
   std::string_view view() const { return {reinterpret_cast<const char*>(data_), size_}; }
   const std::string& path() const { return path_; }
+  // The fstat of the file when it was opened.
+  const struct stat& stat() const { return stat_; }
+
+  // An error ("changed while it was read", naming the file) when the file shrank under the map or
+  // its size or modification time differs from when it was opened.
+  Status CheckUnchanged() const;
+  // Whether the file shrank under the map (a read past its new end was turned into zeros).
+  bool Truncated() const;
 
  private:
   void Reset();
@@ -42,7 +105,14 @@ class MappedFile {
   const unsigned char* data_ = nullptr;
   std::size_t size_ = 0;
   std::string path_;
+  UniqueFd fd_;
+  struct stat stat_ {};
+  int slot_ = -1;                     // Index in the SIGBUS guard's table; -1 when not mapped.
+  std::unique_ptr<unsigned char[]> copy_;  // When the guard's table is full: the file read instead.
 };
+
+// Nanoseconds of a stat's modification time (Linux and macOS spell the field differently).
+std::int64_t ModificationTimeNs(const struct stat& st);
 
 // errno as a sentence ("No such file or directory").
 std::string ErrnoMessage(int err);

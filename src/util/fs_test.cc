@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -74,6 +75,96 @@ TEST_F(FsTest, MappedFileSeesTheBytes) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->size(), 0u);
   EXPECT_FALSE(MappedFile::Open(dir_).ok());
+}
+
+}  // namespace
+}  // namespace dt
+
+namespace dt {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path HostileDir(const char* name) {
+  fs::path d = fs::temp_directory_path() / ("dualtrack_fs_hostile_" + std::to_string(::getpid()) + "_" + name);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(FsHostileTest, OpenRegularFileRefusesAFifoWithoutBlocking) {
+  fs::path d = HostileDir("fifo");
+  fs::path p = d / "pipe";
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  auto fd = OpenRegularFile(p);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.error().code, ErrorCode::kInput);
+  EXPECT_NE(fd.error().message.find("FIFO"), std::string::npos) << fd.error().message;
+  EXPECT_FALSE(ReadFile(p).ok());
+  EXPECT_FALSE(MappedFile::Open(p).ok());
+  fs::remove_all(d);
+}
+
+TEST(FsHostileTest, AMappedFileTruncatedUnderTheMapReadsZerosAndIsReported) {
+  fs::path d = HostileDir("trunc");
+  fs::path p = d / "big.bin";
+  const std::size_t size = 1 << 20;
+  { std::ofstream(p, std::ios::binary) << std::string(size, 'x'); }
+  auto m = MappedFile::Open(p);
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->CheckUnchanged().ok());
+  ASSERT_EQ(::truncate(p.c_str(), 4096), 0);
+  // Without the guard this read is a SIGBUS.
+  volatile unsigned char past = m->data()[size - 1];
+  EXPECT_EQ(past, 0);
+  EXPECT_EQ(m->data()[0], 'x');
+  EXPECT_TRUE(m->Truncated());
+  auto st = m->CheckUnchanged();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("changed while it was read"), std::string::npos);
+  EXPECT_EQ(st.error().file, p.string());
+  fs::remove_all(d);
+}
+
+TEST(FsHostileTest, AFileRewrittenInPlaceIsReportedAsChanged) {
+  fs::path d = HostileDir("rewrite");
+  fs::path p = d / "f.bin";
+  { std::ofstream(p, std::ios::binary) << std::string(100, 'x'); }
+  auto m = MappedFile::Open(p);
+  ASSERT_TRUE(m.ok());
+  { std::ofstream(p, std::ios::binary | std::ios::app) << "more"; }
+  EXPECT_FALSE(m->CheckUnchanged().ok());
+  fs::remove_all(d);
+}
+
+TEST(FsHostileTest, OutputsRefuseLinksSpecialFilesAndInputsAndKeepTheMode) {
+  fs::path d = HostileDir("out");
+  fs::path target = d / "target.json";
+  { std::ofstream(target) << "keep"; }
+  fs::path link = d / "link.json";
+  fs::create_symlink(target, link);
+  auto s = WriteFileAtomic(link, "new");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("symbolic link"), std::string::npos);
+  EXPECT_EQ(*ReadFile(target), "keep");
+  EXPECT_TRUE(fs::is_symlink(link));
+
+  fs::path pipe = d / "pipe";
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  EXPECT_FALSE(WriteFileAtomic(pipe, "x").ok());
+  EXPECT_EQ(fs::status(pipe).type(), fs::file_type::fifo);
+
+  OutputGuard guard;
+  guard.inputs.push_back(target);
+  EXPECT_FALSE(WriteFileAtomic(target, "x", guard).ok());
+  guard.inputs.clear();
+  guard.input_dirs.push_back(d);
+  EXPECT_FALSE(WriteFileAtomic(d / "new.json", "x", guard).ok());
+
+  ::chmod(target.c_str(), 0600);
+  ASSERT_TRUE(WriteFileAtomic(target, "replaced").ok());
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(*ReadFile(target), "replaced");
+  fs::remove_all(d);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "util/strings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 
@@ -183,6 +184,205 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+std::string EscapeControl(std::string_view s) {
+  static const char* kHex = "0123456789abcdef";
+  auto hex_byte = [&](std::string& out, unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) hex_byte(out, c);
+      else out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    std::size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    if (n == 1 || i + n > s.size() || !IsValidUtf8(s.substr(i, n))) {
+      hex_byte(out, c);
+      ++i;
+      continue;
+    }
+    if (n == 2 && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {  // C1 controls.
+      out += "\\u00";
+      out += kHex[static_cast<unsigned char>(s[i + 1]) >> 4];
+      out += kHex[static_cast<unsigned char>(s[i + 1]) & 15];
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
+namespace {
+
+// A port of git's dowild() (wildmatch.c), with the same results and the same early aborts that
+// keep hostile patterns ("*a*a*a*a*b") from taking exponential time.
+enum { kWmNoMatch = 1, kWmMatch = 0, kWmAbortAll = -1, kWmAbortToStarStar = -2 };
+
+bool IsGlobSpecial(unsigned char c) { return c == '*' || c == '?' || c == '[' || c == '\\'; }
+
+bool InClass(std::string_view name, unsigned char c) {
+  if (name == "alnum") return std::isalnum(c);
+  if (name == "alpha") return std::isalpha(c);
+  if (name == "blank") return c == ' ' || c == '\t';
+  if (name == "cntrl") return std::iscntrl(c);
+  if (name == "digit") return std::isdigit(c);
+  if (name == "graph") return std::isgraph(c);
+  if (name == "lower") return std::islower(c);
+  if (name == "print") return std::isprint(c);
+  if (name == "punct") return std::ispunct(c);
+  if (name == "space") return std::isspace(c);
+  if (name == "upper") return std::isupper(c);
+  if (name == "xdigit") return std::isxdigit(c);
+  return false;
+}
+
+int DoWild(const unsigned char* p, const unsigned char* text, const unsigned char* pattern) {
+  unsigned char p_ch;
+  for (; (p_ch = *p) != '\0'; text++, p++) {
+    int matched = 0;
+    bool match_slash = false;
+    unsigned char t_ch = *text;
+    if (t_ch == '\0' && p_ch != '*') return kWmAbortAll;
+    switch (p_ch) {
+      case '\\':
+        p_ch = *++p;
+        [[fallthrough]];
+      default:
+        if (t_ch != p_ch) return kWmNoMatch;
+        continue;
+      case '?':
+        if (t_ch == '/') return kWmNoMatch;
+        continue;
+      case '*':
+        if (*++p == '*') {
+          const unsigned char* prev_p = p - 2;
+          while (*++p == '*') {
+          }
+          if ((prev_p < pattern || *prev_p == '/') &&
+              (*p == '\0' || *p == '/' || (p[0] == '\\' && p[1] == '/'))) {
+            if (p[0] == '/' && DoWild(p + 1, text, pattern) == kWmMatch) return kWmMatch;
+            match_slash = true;
+          } else {
+            match_slash = false;
+          }
+        } else {
+          match_slash = false;
+        }
+        if (*p == '\0') {
+          if (!match_slash && std::strchr(reinterpret_cast<const char*>(text), '/') != nullptr) {
+            return kWmNoMatch;
+          }
+          return kWmMatch;
+        } else if (!match_slash && *p == '/') {
+          const char* slash = std::strchr(reinterpret_cast<const char*>(text), '/');
+          if (slash == nullptr) return kWmNoMatch;
+          text = reinterpret_cast<const unsigned char*>(slash);
+          break;  // The slash is consumed by the loop.
+        }
+        while (true) {
+          if (t_ch == '\0') break;
+          if (!IsGlobSpecial(*p)) {
+            p_ch = *p;
+            while ((t_ch = *text) != '\0' && (match_slash || t_ch != '/')) {
+              if (t_ch == p_ch) break;
+              text++;
+            }
+            if (t_ch != p_ch) return match_slash ? kWmAbortAll : kWmAbortToStarStar;
+          }
+          if ((matched = DoWild(p, text, pattern)) != kWmNoMatch) {
+            if (!match_slash || matched != kWmAbortToStarStar) return matched;
+          } else if (!match_slash && t_ch == '/') {
+            return kWmAbortToStarStar;
+          }
+          t_ch = *++text;
+        }
+        return kWmAbortAll;
+      case '[': {
+        p_ch = *++p;
+        if (p_ch == '^') p_ch = '!';
+        const bool negated = p_ch == '!';
+        if (negated) p_ch = *++p;
+        unsigned char prev_ch = 0;
+        matched = 0;
+        do {
+          if (!p_ch) return kWmAbortAll;
+          if (p_ch == '\\') {
+            p_ch = *++p;
+            if (!p_ch) return kWmAbortAll;
+            if (t_ch == p_ch) matched = 1;
+          } else if (p_ch == '-' && prev_ch && p[1] && p[1] != ']') {
+            p_ch = *++p;
+            if (p_ch == '\\') {
+              p_ch = *++p;
+              if (!p_ch) return kWmAbortAll;
+            }
+            if (t_ch <= p_ch && t_ch >= prev_ch) matched = 1;
+            p_ch = 0;  // So that prev_ch becomes 0.
+          } else if (p_ch == '[' && p[1] == ':') {
+            const unsigned char* s = p + 2;
+            const unsigned char* e = s;
+            while (*e && *e != ']') e++;
+            if (!*e) return kWmAbortAll;
+            if (e - s == 0 || e[-1] != ':') {
+              // Not a class name after all: a literal '['.
+              p = s - 2;
+              p_ch = '[';
+              if (t_ch == p_ch) matched = 1;
+              continue;
+            }
+            std::string_view name(reinterpret_cast<const char*>(s), static_cast<std::size_t>(e - s - 1));
+            if (name != "alnum" && name != "alpha" && name != "blank" && name != "cntrl" &&
+                name != "digit" && name != "graph" && name != "lower" && name != "print" &&
+                name != "punct" && name != "space" && name != "upper" && name != "xdigit") {
+              return kWmAbortAll;  // git: a malformed [:class:] matches nothing.
+            }
+            if (InClass(name, t_ch)) matched = 1;
+            p = e;
+            p_ch = 0;
+          } else if (t_ch == p_ch) {
+            matched = 1;
+          }
+        } while (prev_ch = p_ch, (p_ch = *++p) != ']');
+        if (matched == static_cast<int>(negated) || t_ch == '/') return kWmNoMatch;
+        continue;
+      }
+    }
+  }
+  return *text ? kWmNoMatch : kWmMatch;
+}
+
+}  // namespace
+
+bool WildMatch(std::string_view pattern, std::string_view path) {
+  const std::string p(pattern), t(path);  // NUL-terminated, as the algorithm walks them.
+  const auto* pp = reinterpret_cast<const unsigned char*>(p.c_str());
+  return DoWild(pp, reinterpret_cast<const unsigned char*>(t.c_str()), pp) == kWmMatch;
+}
+
+std::string PercentEncodePath(std::string_view path) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (char ch : path) {
+    auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace dt

@@ -22,6 +22,20 @@ bool EndsWith(std::string_view s, std::string_view suffix);
 // True when `s` is valid UTF-8 (no overlongs, no surrogates).
 bool IsValidUtf8(std::string_view s);
 
+// `s` safe to print on a terminal: control characters other than newline and tab (ESC above all,
+// which a hostile file or tensor name could use to rewrite the screen), C1 controls and bytes that
+// are not UTF-8 become visible escapes (\x1b, \u009b). Printable text is unchanged.
+std::string EscapeControl(std::string_view s);
+
+// A path as the path part of a URI (RFC 3986): letters, digits, "-._~" and '/' stay, every other
+// byte (spaces, '%', '#', '?', non-ASCII, invalid UTF-8) becomes %XX. Lossless for any file name.
+std::string PercentEncodePath(std::string_view path);
+
+// git's wildmatch with WM_PATHNAME, the matcher of .gitignore: '*' and '?' never match '/', '**'
+// between slashes (or at either end) matches any number of folders, '[...]' classes with '!'/'^'
+// negation, ranges and [:alpha:]-style names, '\\' escapes the next character.
+bool WildMatch(std::string_view pattern, std::string_view path);
+
 // Shell-style glob with '*', '?' and '[...]'; '*' matches '/' too.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 

@@ -223,7 +223,19 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
   }
   auto f = FormatFor(output, format);
   if (!f.ok()) return f.take_error();
-  if (auto s = WriteFileAtomic(output, Render(report, *f)); !s.ok()) return s.take_error();
+  // The report must never replace the evidence it was made from.
+  OutputGuard guard;
+  for (const std::string* in : {&scan, &env, &baseline, &coverage}) {
+    if (!in->empty()) guard.inputs.emplace_back(*in);
+  }
+  for (const std::string& c : compares) guard.inputs.emplace_back(c);
+  for (const std::string& t : tracks) {
+    const std::filesystem::path dir = t.substr(t.find('=') + 1);
+    for (const char* name : {"manifest.json", "ops.jsonl", "metrics.jsonl", "tensors.safetensors"}) {
+      guard.inputs.push_back(dir / name);
+    }
+  }
+  if (auto s = WriteFileAtomic(output, Render(report, *f), guard); !s.ok()) return s.take_error();
   io.out << fmt::format("{}: {} ({} evidence)\n", output, report.verdict, ToString(report.level));
   return ExitFor(report, fail_on);
 }
