@@ -1,0 +1,139 @@
+"""One fixture folder per scan rule (tests/scan/rules/DTxxx/), ruff-style.
+
+Each line that must produce the folder's code carries `expect: DTxxx` (or `expect-guarded: DTxxx` when the
+finding must be `guarded: true`) in its file's comment syntax; files without comments list theirs in
+`EXPECT` as `path:line:CODE` (append `:guarded` for a guarded one). The findings of the folder's own code
+must equal the annotations exactly, both ways, so a missed construct and a false positive both fail.
+Findings of other codes are ignored: a `.cuda()` fixture may also report a device string.
+
+A construct the scanner gets wrong lives in its own file `bug_*.*` inside the folder, whose first line says
+what is wrong; it is checked on its own as a strict xfail, so fixing the scanner turns it into a failure
+that asks for the marker to be dropped.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+RULES_DIR = HERE / "rules"
+RULES_JSON = HERE.parent.parent / "data" / "scan" / "rules.json"
+
+ANNOTATION = re.compile(r"\bexpect(-guarded)?:\s*(DT\d{3}(?:\s*,\s*DT\d{3})*)")
+EXPECT_LINE = re.compile(r"^(?P<path>[^:#]+):(?P<line>\d+):(?P<code>DT\d{3})(?P<guarded>:guarded)?$")
+
+
+def _rules():
+    return json.loads(RULES_JSON.read_text())["rules"]
+
+
+def _live_codes():
+    return {r["code"] for r in _rules() if not r.get("retired")}
+
+
+def _folders():
+    return sorted(p for p in RULES_DIR.iterdir() if p.is_dir()) if RULES_DIR.is_dir() else []
+
+
+def _is_bug_file(rel: str) -> bool:
+    return Path(rel).name.startswith("bug_")
+
+
+def expectations(folder: Path):
+    """(file, line, code, guarded) for every annotation of the folder's own code."""
+    code = folder.name
+    want = set()
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.name == "EXPECT":
+            continue
+        rel = path.relative_to(folder).as_posix()
+        for lineno, text in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+            for m in ANNOTATION.finditer(text):
+                codes = {c.strip() for c in m.group(2).split(",")}
+                if code in codes:
+                    want.add((rel, lineno, code, bool(m.group(1))))
+    expect_file = folder / "EXPECT"
+    if expect_file.exists():
+        for raw in expect_file.read_text().splitlines():
+            raw = raw.strip()
+            if not raw or raw.startswith("#"):
+                continue
+            m = EXPECT_LINE.match(raw)
+            assert m, f"{expect_file}: malformed line {raw!r} (want path:line:CODE[:guarded])"
+            assert (folder / m["path"]).is_file(), f"{expect_file}: no file {m['path']}"
+            if m["code"] == code:
+                want.add((m["path"], int(m["line"]), code, bool(m["guarded"])))
+    return want
+
+
+_SCANS = {}
+
+
+def scan_findings(dualtrack_bin, folder: Path):
+    """The folder's own-code findings as (file, line, code, guarded); one scan per folder per session."""
+    if folder not in _SCANS:
+        import subprocess
+
+        r = subprocess.run([str(dualtrack_bin), "scan", str(folder), "--format", "json", "--fail-on", "never"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        _SCANS[folder] = {(f["file"], f["line"], f["code"], bool(f["guarded"]))
+                          for f in doc["findings"] if f["code"] == folder.name}
+    return _SCANS[folder]
+
+
+def _bug_reason(path: Path) -> str:
+    first = path.read_text(errors="replace").splitlines()[0]
+    return re.sub(r"^\W+", "", first).strip() or "known scanner bug"
+
+
+def _cases():
+    cases = []
+    for folder in _folders():
+        cases.append(pytest.param(folder, None, id=folder.name))
+        for bug in sorted(folder.rglob("bug_*")):
+            rel = bug.relative_to(folder).as_posix()
+            cases.append(pytest.param(folder, rel, id=f"{folder.name}-{rel}",
+                                      marks=pytest.mark.xfail(strict=True, reason=_bug_reason(bug))))
+    return cases
+
+
+@pytest.mark.parametrize("folder,only", _cases())
+def test_fixture_findings_equal_annotations(dualtrack_bin, folder, only):
+    def keep(item):
+        return item[0] == only if only else not _is_bug_file(item[0])
+
+    want = {e for e in expectations(folder) if keep(e)}
+    got = {f for f in scan_findings(dualtrack_bin, folder) if keep(f)}
+    assert want or only, f"{folder.name}: the fixture annotates no line with its own code"
+    missing = sorted(want - got)
+    unexpected = sorted(got - want)
+    assert not missing and not unexpected, (
+        f"{folder.name}: missing (annotated, not reported): {missing}; "
+        f"unexpected (reported, not annotated): {unexpected}")
+
+
+def test_every_live_code_has_a_fixture_folder():
+    live = _live_codes()
+    have = {p.name for p in _folders()}
+    assert not sorted(live - have), f"rules without a fixture folder: {sorted(live - have)}"
+
+
+def test_no_fixture_folder_names_an_unknown_or_retired_code():
+    live = _live_codes()
+    stray = sorted(p.name for p in _folders() if p.name not in live)
+    assert not stray, f"fixture folders for unknown or retired codes: {stray}"
+
+
+def test_annotation_parser_reads_multi_code_and_guarded(tmp_path):
+    folder = tmp_path / "DT101"
+    folder.mkdir()
+    (folder / "a.py").write_text("x.cuda()  # expect: DT102, DT101\ny.cuda()  # expect-guarded: DT101\n"
+                                 "z = 1  # expect: DT102\n")
+    (folder / "Dockerfile").write_text("FROM x\n")
+    (folder / "EXPECT").write_text("Dockerfile:1:DT101\n")
+    assert expectations(folder) == {("a.py", 1, "DT101", False), ("a.py", 2, "DT101", True),
+                                    ("Dockerfile", 1, "DT101", False)}
