@@ -2,7 +2,8 @@
 
 Each line that must produce the folder's code carries `expect: DTxxx` (or `expect-guarded: DTxxx` when the
 finding must be `guarded: true`) in its file's comment syntax; files without comments list theirs in
-`EXPECT` as `path:line:CODE` (append `:guarded` for a guarded one). The findings of the folder's own code
+`EXPECT` as `path:line:CODE` (append `:guarded` for a guarded one). A notebook's annotations sit in its
+code cells; their lines count within the cell, as the scanner reports them. The findings of the folder's own code
 must equal the annotations exactly, both ways, so a missed construct and a false positive both fail.
 Findings of other codes are ignored: a `.cuda()` fixture may also report a device string.
 
@@ -41,6 +42,23 @@ def _is_bug_file(rel: str) -> bool:
     return Path(rel).name.startswith("bug_")
 
 
+def _lines(path: Path, rel: str):
+    """(where, line, text) of a file; a notebook's lines count within their cell, as findings do."""
+    if path.suffix == ".ipynb":
+        for index, cell in enumerate(json.loads(path.read_text())["cells"], start=1):
+            source = cell.get("source", [])
+            text = "".join(source) if isinstance(source, list) else source
+            for lineno, line in enumerate(text.splitlines(), start=1):
+                yield _where(rel, index), lineno, line
+        return
+    for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        yield rel, lineno, line
+
+
+def _where(file: str, cell) -> str:
+    return f"{file}#cell{cell}" if cell is not None else file
+
+
 def expectations(folder: Path):
     """(file, line, code, guarded) for every annotation of the folder's own code."""
     code = folder.name
@@ -49,11 +67,11 @@ def expectations(folder: Path):
         if not path.is_file() or path.name == "EXPECT":
             continue
         rel = path.relative_to(folder).as_posix()
-        for lineno, text in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        for where, lineno, text in _lines(path, rel):
             for m in ANNOTATION.finditer(text):
                 codes = {c.strip() for c in m.group(2).split(",")}
                 if code in codes:
-                    want.add((rel, lineno, code, bool(m.group(1))))
+                    want.add((where, lineno, code, bool(m.group(1))))
     expect_file = folder / "EXPECT"
     if expect_file.exists():
         for raw in expect_file.read_text().splitlines():
@@ -80,7 +98,7 @@ def scan_findings(dualtrack_bin, folder: Path):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
-        _SCANS[folder] = {(f["file"], f["line"], f["code"], bool(f["guarded"]))
+        _SCANS[folder] = {(_where(f["file"], f["cell"]), f["line"], f["code"], bool(f["guarded"]))
                           for f in doc["findings"] if f["code"] == folder.name}
     return _SCANS[folder]
 
@@ -104,7 +122,8 @@ def _cases():
 @pytest.mark.parametrize("folder,only", _cases())
 def test_fixture_findings_equal_annotations(dualtrack_bin, folder, only):
     def keep(item):
-        return item[0] == only if only else not _is_bug_file(item[0])
+        file = item[0].split("#cell")[0]
+        return file == only if only else not _is_bug_file(file)
 
     want = {e for e in expectations(folder) if keep(e)}
     got = {f for f in scan_findings(dualtrack_bin, folder) if keep(f)}
