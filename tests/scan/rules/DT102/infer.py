@@ -15,3 +15,5 @@ if x.device.type == "cuda":
     print("running on the GPU")
 # .to("cuda") was the old way
 label = "cuda kernels are fast"
+cfg = {"device": "cuda"}  # expect: DT102
+parser.add_argument("--gpu-device", type=str, help='device, e.g. "cuda" or "mps"')
