@@ -1,4 +1,4 @@
-# docs/scan.md: a Triton kernel is one DT207 "at the first decorator"; with @triton.autotune above @triton.jit it is reported at the @triton.jit line (7) instead of the @triton.autotune line (6).
+# docs/scan.md: a Triton kernel is one DT207 "at the first decorator"; with @triton.autotune above @triton.jit it is reported at the @triton.jit line instead of the @triton.autotune line.
 import torch
 import triton
 import triton.language as tl
