@@ -7,8 +7,8 @@ code cells; their lines count within the cell, as the scanner reports them. The 
 must equal the annotations exactly, both ways, so a missed construct and a false positive both fail.
 Findings of other codes are ignored: a `.cuda()` fixture may also report a device string.
 
-A construct the scanner gets wrong lives in its own file `bug_*.*` inside the folder, whose first line says
-what is wrong; it is checked on its own as a strict xfail, so fixing the scanner turns it into a failure
+A construct the scanner gets wrong lives in its own file `bug_*` (or folder `bug_*/`, for a file whose name
+matters) inside the folder, whose first line says what is wrong; it is checked on its own as a strict xfail, so fixing the scanner turns it into a failure
 that asks for the marker to be dropped.
 """
 
@@ -38,8 +38,13 @@ def _folders():
     return sorted(p for p in RULES_DIR.iterdir() if p.is_dir()) if RULES_DIR.is_dir() else []
 
 
-def _is_bug_file(rel: str) -> bool:
-    return Path(rel).name.startswith("bug_")
+def _bug_unit(rel: str):
+    """The `bug_*` file or folder that holds a fixture path, or None."""
+    parts = Path(rel).parts
+    for i, part in enumerate(parts):
+        if part.startswith("bug_"):
+            return "/".join(parts[: i + 1])
+    return None
 
 
 def _lines(path: Path, rel: str):
@@ -104,16 +109,19 @@ def scan_findings(dualtrack_bin, folder: Path):
 
 
 def _bug_reason(path: Path) -> str:
+    if path.is_dir():
+        path = sorted(p for p in path.rglob("*") if p.is_file())[0]
     first = path.read_text(errors="replace").splitlines()[0]
-    return re.sub(r"^\W+", "", first).strip() or "known scanner bug"
+    return re.sub(r"^\s*(#|//)\s*", "", first).strip() or "known scanner bug"
 
 
 def _cases():
     cases = []
     for folder in _folders():
         cases.append(pytest.param(folder, None, id=folder.name))
-        for bug in sorted(folder.rglob("bug_*")):
-            rel = bug.relative_to(folder).as_posix()
+        units = {_bug_unit(p.relative_to(folder).as_posix()) for p in folder.rglob("bug_*")}
+        for rel in sorted(u for u in units if u):
+            bug = folder / rel
             cases.append(pytest.param(folder, rel, id=f"{folder.name}-{rel}",
                                       marks=pytest.mark.xfail(strict=True, reason=_bug_reason(bug))))
     return cases
@@ -122,8 +130,7 @@ def _cases():
 @pytest.mark.parametrize("folder,only", _cases())
 def test_fixture_findings_equal_annotations(dualtrack_bin, folder, only):
     def keep(item):
-        file = item[0].split("#cell")[0]
-        return file == only if only else not _is_bug_file(file)
+        return _bug_unit(item[0].split("#cell")[0]) == only
 
     want = {e for e in expectations(folder) if keep(e)}
     got = {f for f in scan_findings(dualtrack_bin, folder) if keep(f)}
@@ -156,3 +163,10 @@ def test_annotation_parser_reads_multi_code_and_guarded(tmp_path):
     (folder / "EXPECT").write_text("Dockerfile:1:DT101\n")
     assert expectations(folder) == {("a.py", 1, "DT101", False), ("a.py", 2, "DT101", True),
                                     ("Dockerfile", 1, "DT101", False)}
+
+
+def test_bug_units_are_files_or_folders():
+    assert _bug_unit("bug_x.py") == "bug_x.py"
+    assert _bug_unit("bug_cmake/CMakeLists.txt") == "bug_cmake"
+    assert _bug_unit("sub/bug_y.sh") == "sub/bug_y.sh"
+    assert _bug_unit("model.py") is None
