@@ -170,3 +170,17 @@ def test_bug_units_are_files_or_folders():
     assert _bug_unit("bug_cmake/CMakeLists.txt") == "bug_cmake"
     assert _bug_unit("sub/bug_y.sh") == "sub/bug_y.sh"
     assert _bug_unit("model.py") is None
+
+
+@pytest.mark.xfail(strict=True, reason="DT113's name for device_ids=[args.gpu] is 'device_idsgpu)' and for "
+                   "device_ids=[0] 'device_ids=' (IntegerDevice cuts the last character of its prefix, "
+                   "meant for '.to(')")
+def test_dt113_device_ids_message_names_the_argument(dualtrack_bin):
+    import subprocess
+
+    folder = RULES_DIR / "DT113"
+    r = subprocess.run([str(dualtrack_bin), "scan", str(folder), "--format", "json", "--fail-on", "never"],
+                       capture_output=True, text=True, timeout=120)
+    messages = [f["message"] for f in json.loads(r.stdout)["findings"]
+                if f["file"] == "ddp_wrap.py" and f["line"] == 13 and f["code"] == "DT113"]
+    assert messages and all("device_ids=[args.gpu]" in m or "device_ids=[gpu]" in m for m in messages), messages
