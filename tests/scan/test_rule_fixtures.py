@@ -3,17 +3,18 @@
 Each line that must produce the folder's code carries `expect: DTxxx` (or `expect-guarded: DTxxx` when the
 finding must be `guarded: true`) in its file's comment syntax; files without comments list theirs in
 `EXPECT` as `path:line:CODE` (append `:guarded` for a guarded one). A notebook's annotations sit in its
-code cells; their lines count within the cell, as the scanner reports them. The findings of the folder's own code
-must equal the annotations exactly, both ways, so a missed construct and a false positive both fail.
-Findings of other codes are ignored: a `.cuda()` fixture may also report a device string.
+code cells; their lines count within the cell, as the scanner reports them. The findings of the folder's
+own code must equal the annotations exactly, both ways, so a missed construct and a false positive both
+fail. Findings of other codes are ignored: a `.cuda()` fixture may also report a device string.
 
-A construct the scanner gets wrong lives in its own file `bug_*` (or folder `bug_*/`, for a file whose name
-matters) inside the folder, whose first line says what is wrong; it is checked on its own as a strict xfail, so fixing the scanner turns it into a failure
-that asks for the marker to be dropped.
+A construct the scanner gets wrong lives in its own file `bug_*` (or folder `bug_*/`, for a file whose
+name matters) inside the folder, whose first line says what is wrong. It is checked on its own as a
+strict xfail, so fixing the scanner turns it into a failure that asks for the marker to be dropped.
 """
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -97,8 +98,6 @@ _SCANS = {}
 def scan_findings(dualtrack_bin, folder: Path):
     """The folder's own-code findings as (file, line, code, guarded); one scan per folder per session."""
     if folder not in _SCANS:
-        import subprocess
-
         r = subprocess.run([str(dualtrack_bin), "scan", str(folder), "--format", "json", "--fail-on", "never"],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
@@ -176,8 +175,6 @@ def test_bug_units_are_files_or_folders():
                    "device_ids=[0] 'device_ids=' (IntegerDevice cuts the last character of its prefix, "
                    "meant for '.to(')")
 def test_dt113_device_ids_message_names_the_argument(dualtrack_bin):
-    import subprocess
-
     folder = RULES_DIR / "DT113"
     r = subprocess.run([str(dualtrack_bin), "scan", str(folder), "--format", "json", "--fail-on", "never"],
                        capture_output=True, text=True, timeout=120)
