@@ -1,0 +1,20 @@
+import random
+
+import numpy as np
+import torch
+
+
+def seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)  # expect: DT115
+
+
+def log_memory(step):
+    used = torch.cuda.max_memory_allocated() / 2**30  # expect: DT115
+    print(f"step {step}: {used:.1f} GiB")
+    torch.cuda.empty_cache()  # expect: DT115
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()  # expect-guarded: DT115
+    # torch.cuda.empty_cache() helps with fragmentation

@@ -1,0 +1,1 @@
+__global__ void ln_kernel(const float* x, float* y, int n) {}

@@ -1,0 +1,2 @@
+#include <cutlass/gemm/device/gemm.h>  // expect: DT308
+#include <algorithm>

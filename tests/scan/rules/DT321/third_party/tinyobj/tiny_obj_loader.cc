@@ -1,0 +1,2 @@
+#include <string>
+bool LoadObj(const std::string& path) { return !path.empty(); }
