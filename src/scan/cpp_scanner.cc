@@ -19,7 +19,8 @@ inline bool IdStart(char c) {
 inline bool IdChar(char c) { return IdStart(c) || (c >= '0' && c <= '9'); }
 
 // CUDA API families: the identifier starts with one of these and continues with an upper-case
-// letter, a digit or '_' (cudaMalloc, cublasSgemm, cudnnCreate, ncclAllReduce, CUresult...).
+// letter or a digit (cudaMalloc, cublasSgemm, cudnnCreate, ncclAllReduce). snake_case names
+// (`cuda_enabled`, `nccl_rank`) are the project's own.
 bool IsCudaApi(std::string_view id) {
   static constexpr std::string_view kPrefixes[] = {
       "cuda", "cublas", "cudnn", "nccl", "cufft", "curand", "cusparse", "cusolver", "nvrtc",
@@ -27,7 +28,7 @@ bool IsCudaApi(std::string_view id) {
   for (std::string_view p : kPrefixes) {
     if (id.size() > p.size() && StartsWith(id, p)) {
       char c = id[p.size()];
-      if ((c >= 'A' && c <= 'Z') || c == '_' || (c >= '0' && c <= '9')) return true;
+      if ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
     }
   }
   return false;

@@ -65,6 +65,8 @@ std::string_view StripHashComment(std::string_view line) {
 
 // NVIDIA runtime packages under pip and conda names.
 bool IsNvidiaRuntimePackage(std::string_view norm) {
+  // nvidia-ml-py / pynvml are pure-Python NVML bindings that install anywhere.
+  if (StartsWith(norm, "nvidia-ml-py")) return false;
   return StartsWith(norm, "nvidia-") || norm == "cudatoolkit" || norm == "pytorch-cuda" ||
          norm == "cuda-toolkit" || norm == "cudnn" || norm == "nccl" || norm == "cuda" ||
          StartsWith(norm, "cuda-") || norm == "cutensor" || StartsWith(norm, "libcu");
@@ -147,10 +149,26 @@ std::size_t FindWord(std::string_view s, std::string_view word, std::size_t from
   return std::string_view::npos;
 }
 
+// Whether a requirement's environment marker keeps pip from installing it on a Mac
+// (`; sys_platform == "linux"`, `platform_system != "Darwin"`, `platform_machine == "x86_64"`).
+bool MarkerExcludesMac(std::string_view spec) {
+  auto semi = spec.find(';');
+  if (semi == std::string_view::npos) return false;
+  std::string m;
+  for (char c : spec.substr(semi + 1))
+    if (c != ' ' && c != '\t' && c != '"' && c != '\'') m.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  for (std::string_view k : {"sys_platform==linux", "platform_system==linux", "sys_platform!=darwin",
+                             "platform_system!=darwin", "platform_machine==x86_64",
+                             "platform_machine==amd64", "sys_platform==win32"})
+    if (m.find(k) != std::string::npos) return true;
+  return false;
+}
+
 void CheckRequirement(std::string_view spec, FindingSink& sink, std::uint32_t line,
                       std::uint32_t column) {
   spec = Trim(spec);
   if (spec.empty()) return;
+  const bool off_mac = MarkerExcludesMac(spec);
   if (IsCudaIndexUrl(spec)) {
     sink.Add("DT401", line, column, spec, false);
     return;
@@ -168,12 +186,13 @@ void CheckRequirement(std::string_view spec, FindingSink& sink, std::uint32_t li
   if (e < spec.size() && std::string_view("=<>!~;[ @\t,").find(spec[e]) == std::string_view::npos)
     return;
   std::string norm = NormalizePackageName(name);
+  // A marker that keeps the line off a Mac is a guard: pip there never installs it.
   if (HasCudaLocalVersion(spec)) {
-    sink.Add("DT401", line, column, spec, false);
+    sink.Add("DT401", line, column, spec, off_mac);
   } else if (IsNvidiaRuntimePackage(norm)) {
-    sink.Add("DT402", line, column, name, false);
+    sink.Add("DT402", line, column, name, off_mac);
   } else if (const Library* lib = sink.registry().LibraryForPackage(norm)) {
-    sink.Add("DT403", line, column, std::string(name) + " (" + lib->name + ")", false,
+    sink.Add("DT403", line, column, std::string(name) + " (" + lib->name + ")", off_mac,
              lib->alternative);
   }
 }

@@ -224,6 +224,20 @@ class PythonScanner {
         std::string_view f = First(lines[k]);
         if (f != "except") break;
         bool bare = lines[k].end - lines[k].begin <= 2;
+        // `except ImportError: fused_relu = torch.relu`: the name has a fallback, so its uses run
+        // anywhere. (`= None` is no fallback: uses need a check.)
+        for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
+          const auto& bl = lines[b];
+          if (bl.end - bl.begin >= 3 && IsName(T(bl.begin)) && IsOp(T(bl.begin + 1), "=") &&
+              !(bl.end - bl.begin == 3 && Is(T(bl.begin + 2), "None")) &&
+              !Is(T(bl.begin + 2), "False"))
+            fallback_names_.insert(T(bl.begin).text);
+          if (First(bl) == "from" || First(bl) == "import")
+            for (auto t = bl.begin; t < bl.end; ++t)
+              if (IsName(T(t)) && t > bl.begin && (IsOp(T(t - 1), ",") || Is(T(t - 1), "import") ||
+                                                   Is(T(t - 1), "as")))
+                fallback_names_.insert(T(t).text);
+        }
         for (auto t = lines[k].begin; t < lines[k].end; ++t)
           if (Is(T(t), "ImportError") || Is(T(t), "ModuleNotFoundError") || Is(T(t), "Exception") ||
               Is(T(t), "OSError") || Is(T(t), "RuntimeError"))
@@ -969,7 +983,7 @@ class PythonScanner {
         } else if (t.text == "double" && call && k + 2 < l.end && IsOp(T(k + 2), ")")) {
           sink_.Add("DT204", t.line, t.column, ".double()", guarded);
         } else if (t.text == "to" && call) {
-          IntegerDevice(k + 2, l, guarded, ".to()");
+          IntegerDevice(k + 2, l, guarded, ".to(");
         }
         continue;
       }
@@ -988,8 +1002,9 @@ class PythonScanner {
           IsOp(T(k + 1), "=")) {
         // DDP(model, device_ids=[local_rank], output_device=local_rank): CUDA device indexes.
         std::size_t v = k + 2;
-        if (IsOp(T(v), "[")) ++v;
-        IntegerDevice(v, l, guarded, std::string(t.text) + "=");
+        bool list = IsOp(T(v), "[");
+        if (list) ++v;
+        IntegerDevice(v, l, guarded, std::string(t.text) + (list ? "=[" : "="), list ? "]" : "");
       }
       if (kernel_names_.count(t.text) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
         sink_.Add("DT207", t.line, t.column, std::string(t.text) + "[grid](...)", guarded);
@@ -1001,7 +1016,7 @@ class PythonScanner {
         bool assigned = k + 1 < l.end && IsOp(T(k + 1), "=") && k == l.begin;
         bool none_test = k + 1 < l.end && Is(T(k + 1), "is");
         if (!assigned && !none_test) {
-          bool use_guard = guarded;
+          bool use_guard = guarded || fallback_names_.count(t.text) > 0;
           std::string resolved, head;
           Chain(k, l.end, scope, resolved, head);
           sink_.Add("DT305", t.line, t.column, resolved, use_guard);
@@ -1029,7 +1044,7 @@ class PythonScanner {
       bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
       bool none_test = ce < l.end && Is(T(ce), "is");
       if (assigned || none_test) continue;
-      bool use_guard = guarded;
+      bool use_guard = guarded || fallback_names_.count(t.text) > 0;
       if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
         bool ext = true;
         const std::string& symbol = IsCudaSymbol(resolved) ? resolved : *bound;
@@ -1213,7 +1228,9 @@ class PythonScanner {
   }
 
   // `.to(args.gpu)`, `.to(local_rank)`, `.to(0)`: an integer device index is a CUDA device.
-  void IntegerDevice(std::size_t b, const LogicalLine& l, bool guarded, std::string_view what) {
+  // `what` is the construct up to the index ("`.to(`", "`device_ids=[`"); `close` ends it.
+  void IntegerDevice(std::size_t b, const LogicalLine& l, bool guarded, std::string_view what,
+                     std::string_view close = ")") {
     if (b >= l.end) return;
     std::size_t e = b;
     int depth = 0;
@@ -1224,7 +1241,8 @@ class PythonScanner {
     }
     if (e == b) return;
     if (e == b + 1 && T(b).kind == TokKind::kNumber && IsDigits(T(b).text)) {
-      sink_.Add("DT113", T(b).line, T(b).column, std::string(what), guarded);
+      sink_.Add("DT113", T(b).line, T(b).column,
+                std::string(what) + std::string(T(b).text) + std::string(close), guarded);
       return;
     }
     // NAME(.NAME)* only, ending in an index-like name.
@@ -1235,8 +1253,9 @@ class PythonScanner {
                                         "device_id", "gpu_rank", "cuda_device", "device_index"};
     for (const char* n : kIndexNames)
       if (last == n) {
-        sink_.Add("DT113", T(b).line, T(b).column,
-                  std::string(what.substr(0, what.size() - 1)) + std::string(T(e - 1).text) + ")",
+        std::string idx;
+        for (std::size_t k = b; k < e; ++k) idx.append(T(k).text);
+        sink_.Add("DT113", T(b).line, T(b).column, std::string(what) + idx + std::string(close),
                   guarded);
         return;
       }
@@ -1304,6 +1323,20 @@ class PythonScanner {
     return false;
   }
 
+  // `SUPPORTED = ("cuda", "mps", "cpu")`: a list of device names that includes another backend is a
+  // set of options, not a placement.
+  bool InDeviceNameList(std::size_t k, const LogicalLine& l) const {
+    std::size_t open = EnclosingOpen(k, l.begin);
+    if (open == static_cast<std::size_t>(-1) || !InLiteralContainer(k, l)) return false;
+    std::size_t close = Matching(open, l.end);
+    for (std::size_t j = open + 1; j < close; ++j) {
+      if (T(j).kind != TokKind::kString || j == k) continue;
+      std::string_view b = StringBody(T(j).text);
+      if (b == "mps" || b == "cpu" || b == "xpu") return true;
+    }
+    return false;
+  }
+
   // Whether string token k is an element of a `choices=[...]` list; sets `has_mps`.
   bool InChoices(std::size_t k, const LogicalLine& l, std::size_t& at, bool& has_mps) const {
     std::size_t open = EnclosingOpen(k, l.begin);
@@ -1331,7 +1364,7 @@ class PythonScanner {
           sink_.Add("DT112", T(at).line, T(at).column, "the option's choices", guarded);
         return;
       }
-      if (IsDispatchDefault(k, li, l)) return;
+      if (IsDispatchDefault(k, li, l) || InDeviceNameList(k, l)) return;
       sink_.Add("DT102", t.line, t.column, std::string(t.text), guarded);
       return;
     }
@@ -1433,6 +1466,7 @@ class PythonScanner {
   // Keys are views into the source, which outlives the scanner.
   std::unordered_map<std::string_view, int> top_names_;  // Module-level def/class names.
   std::unordered_set<std::string_view> optional_names_;
+  std::unordered_set<std::string_view> fallback_names_;  // Rebound in an ImportError handler.
   std::unordered_set<std::string_view> guard_names_;
   std::unordered_set<std::string_view> guard_attrs_;
   std::unordered_set<std::string_view> kernel_names_;

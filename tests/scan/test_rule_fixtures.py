@@ -171,9 +171,6 @@ def test_bug_units_are_files_or_folders():
     assert _bug_unit("model.py") is None
 
 
-@pytest.mark.xfail(strict=True, reason="DT113's name for device_ids=[args.gpu] is 'device_idsgpu)' and for "
-                   "device_ids=[0] 'device_ids=' (IntegerDevice cuts the last character of its prefix, "
-                   "meant for '.to(')")
 def test_dt113_device_ids_message_names_the_argument(dualtrack_bin):
     folder = RULES_DIR / "DT113"
     r = subprocess.run([str(dualtrack_bin), "scan", str(folder), "--format", "json", "--fail-on", "never"],
