@@ -118,9 +118,9 @@ def load_adjudications(path):
 # ---------------------------------------------------------------- running dualtrack
 
 
-def run(cmd, timeout):
+def run(cmd, timeout, cwd=None):
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
         return p.returncode, p.stdout, p.stderr
     except subprocess.TimeoutExpired:
         return None, "", f"timed out after {timeout}s"
@@ -173,11 +173,18 @@ def audit_supports_format(binary):
 def audit_verdict(binary, path, entry, with_format, timeout):
     """The verdict word of `audit PATH --entry ENTRY`, or (None, why)."""
     if with_format:
-        rc, out, err = run([binary, "audit", path, "--entry", entry, "--format", "json"], timeout)
+        # audit also writes its report files: into a scratch folder, never the caller's tree.
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run([binary, "audit", os.path.abspath(path), "--entry", entry,
+                                "--format", "json", "-o", os.path.join(tmp, "report.html")],
+                               timeout, cwd=tmp)
         if rc is None:
             return None, err
         try:
-            v = json.loads(out).get("verdict")
+            doc = json.loads(out)
+            v = doc.get("verdict")
+            if v is None and doc.get("experiments"):  # dualtrack.audit/1: one per experiment.
+                v = doc["experiments"][0].get("verdict")
         except (json.JSONDecodeError, AttributeError):
             return None, f"audit printed no JSON (exit {rc}): {err.strip()[:200]}"
         return (v, None) if isinstance(v, str) else (None, "no verdict in the report")
@@ -474,6 +481,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    args.dualtrack = os.path.abspath(args.dualtrack)  # audits run from a scratch folder
     with_format = False if args.no_audit else audit_supports_format(args.dualtrack)
     rows = []
     for name, labels, adj in inputs:

@@ -263,9 +263,19 @@ TEST(VerdictFieldTest, WithoutEntriesPythonBlockersAreOnThePathBuildFilesAreNot)
 
 // ---- Both directions.
 
+TEST(VerdictSymmetryTest, HardWiredDeviceOnThePathIsDevOnly) {
+  // mac-ready means "runs as written, or with only a device flag": x.cuda() needs an edit first.
+  Evidence ev = WithScan({F("DT101", "device", "fixable", "train.py", 10, true, false, "x.cuda()")},
+                         "train.py");
+  Report r = Decide(ev);
+  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_TRUE(AnyReasonHas(r, "mechanical edit"));
+}
+
 TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   Evidence ev = WithScan(
-      {F("DT101", "device", "fixable", "train.py", 10, true, false, "x.cuda()"),     // fixable
+      {F("DT102", "device", "fixable", "train.py", 10, true, false,
+         "p.add_argument(\"--device\", default=\"cuda\")"),                   // a flag picks it
        F("DT301", "extension", "blocker", "ext.py", 3, true, true),                // guarded
        F("DT201", "library", "replace", "bench.py", 4, false),                     // unreachable
        F("DT304", "extension", "blocker", "k.cu", 1, std::nullopt),                // not Python

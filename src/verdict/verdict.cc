@@ -594,26 +594,48 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
 
 bool cand_is_mps(const Track* cand) { return cand != nullptr && cand->IsMps(); }
 
+// A "cuda" default of a command-line option (`add_argument("--device", default="cuda")`) or of a
+// parameter (`def build(device="cuda")`, which callers pass the option to): the user picks the
+// device with a flag, which mac-ready allows.
+bool IsDeviceOptionDefault(const Finding& f) {
+  if (f.cls != "device") return false;
+  return f.snippet.find("add_argument") != std::string::npos || f.snippet.rfind("def ", 0) == 0 ||
+         f.snippet.rfind("async def ", 0) == 0;
+}
+
 // What stands in the way of a predicted mac-ready when no stop condition holds: unguarded
 // replace/blocker findings on the path (they have an alternative but no MPS build as written),
+// unguarded fixable ones (a hard-coded device needs an edit; a device option's default does not),
 // predicted CPU fallbacks of the traced run, and a declared run that gave no evidence. Guarded
 // and unreachable findings, non-Python files and portable or fixable findings do not.
 std::vector<std::string> PredictedObstacles(const Evidence& ev,
                                             const std::vector<RuleResult>& stops) {
   std::vector<std::string> out;
   if (ev.scan) {
-    std::vector<EvidenceItem> replace;
+    std::vector<EvidenceItem> replace, edit;
     for (const Finding& f : ev.scan->findings) {
-      if (f.severity != "replace" && f.severity != "blocker") continue;
+      if (f.severity == "portable") continue;
       if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
       if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
-      replace.push_back({f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
-                         {f.file, f.line}, f.replacement, ""});
+      EvidenceItem item{f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
+                        {f.file, f.line}, f.replacement, ""};
+      if (f.severity == "replace" || f.severity == "blocker") {
+        replace.push_back(std::move(item));
+      } else if (!IsDeviceOptionDefault(f)) {
+        // mac-ready means "runs as written, or with only a device flag": a hard-coded .cuda() or
+        // "cuda" placement needs an edit first (dualtrack fix), so the experiment is dev-only.
+        edit.push_back(std::move(item));
+      }
     }
     if (!replace.empty()) {
       out.push_back(fmt::format("{} construct(s) on the path need a replacement before they can "
                                 "run on MPS: {}",
                                 replace.size(), PlaceList(replace)));
+    }
+    if (!edit.empty()) {
+      out.push_back(fmt::format("{} CUDA-hardwired line(s) on the path need a mechanical edit before "
+                                "they run on MPS: {}",
+                                edit.size(), PlaceList(edit)));
     }
   }
   if (ev.coverage) {
@@ -658,7 +680,7 @@ std::string PredictedReadyReason(const Evidence& ev, const std::vector<RuleResul
   std::string path = ev.entry.empty() ? std::string("the project") : ev.entry + "'s path";
   std::string text = fmt::format(
       "Predicted mac-ready: no stop condition and nothing on {} without an MPS path ({} guarded, "
-      "{} unreachable, {} outside Python and {} portable or fixable finding(s) do not stand in "
+      "{} unreachable, {} outside Python and {} portable or device-option finding(s) do not stand in "
       "the way)",
       path, guarded, unreachable, off_path, minor);
   if (ev.coverage) {
