@@ -689,7 +689,8 @@ class PythonScanner {
       std::string_view name = T(name_tok).text;
       for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
         const auto& body = lex_.lines[j];
-        if (First(body) == "return" && Cond(body.begin + 1, body.end, ScopeOf(j)) == Truth::kCuda) {
+        if (First(body) == "return" && Maybe(body.begin + 1, body.end) &&
+            Cond(body.begin + 1, body.end, ScopeOf(j)) == Truth::kCuda) {
           guard_attrs_.insert(name);
           guard_names_.insert(name);
           hot_names_.insert(name);
@@ -702,7 +703,8 @@ class PythonScanner {
     std::size_t eq = l.begin;
     while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
     if (eq >= l.end || eq == l.begin) return;
-    if (Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
+    // Only an assignment whose value names a trigger word or a hot name can be a check.
+    if (!Maybe(eq + 1, l.end) || Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
     const Token& target = T(eq - 1);
     if (!IsName(target)) return;
     if (eq - 1 == l.begin) guard_names_.insert(target.text);
@@ -1373,11 +1375,13 @@ class PythonScanner {
       sink_.Add("DT205", t.line, t.column, std::string(t.text), guarded);
       return;
     }
-    if (body.size() > 200 || IsProse(k, l)) return;
+    if (body.size() > 200) return;
+    // IsProse walks back to the enclosing call: only for the strings that would be a finding, so
+    // a line holding a table of thousands of strings stays linear.
     for (std::string_view key : {"TORCH_CUDA_ARCH_LIST", "-gencode", "arch=compute_", "arch=sm_",
                                  "CUDA_ARCHITECTURES"}) {
       if (body.find(key) != std::string_view::npos) {
-        sink_.Add("DT302", t.line, t.column, key, guarded);
+        if (!IsProse(k, l)) sink_.Add("DT302", t.line, t.column, key, guarded);
         return;
       }
     }
@@ -1388,11 +1392,11 @@ class PythonScanner {
       return;
     }
     // os.environ["CUDA_VISIBLE_DEVICES"] = ..., os.environ.setdefault("CUDA_VISIBLE_DEVICES", ...).
-    if (body == "CUDA_VISIBLE_DEVICES" && !InComparison(k, l.begin, l.end)) {
+    if (body == "CUDA_VISIBLE_DEVICES" && !InComparison(k, l.begin, l.end) && !IsProse(k, l)) {
       sink_.Add("DT406", t.line, t.column, "CUDA_VISIBLE_DEVICES", guarded);
       return;
     }
-    if (const PythonKeyword* r = reg_.StringRule(body)) {
+    if (const PythonKeyword* r = reg_.StringRule(body); r != nullptr && !IsProse(k, l)) {
       sink_.Add(r->code, t.line, t.column, std::string(t.text), guarded, r->replacement);
       return;
     }
