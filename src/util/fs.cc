@@ -130,6 +130,22 @@ bool Inside(const std::filesystem::path& p, const std::filesystem::path& dir) {
   return !rel.empty() && *rel.begin() != ".." && rel != ".";
 }
 
+// An output that lands inside one of the command's input folders would change the input itself.
+Status CheckNotInInputDir(const std::filesystem::path& path, const OutputGuard& guard) {
+  std::filesystem::path where = ResolvedLocation(path);
+  for (const auto& d : guard.input_dirs) {
+    std::error_code ec;
+    auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec);
+    if (!ec && Inside(where, dir)) {
+      return MakeError(ErrorCode::kUsage,
+                       "refusing to write the output inside this command's input folder " +
+                           d.string() + " (it would change the input itself)",
+                       path.string());
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& guard) {
@@ -137,18 +153,7 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
   if (::lstat(path.c_str(), &lst) != 0) {
     if (errno == ENOENT) {
       // Not there yet; it may still land inside an input folder.
-      std::filesystem::path where = ResolvedLocation(path);
-      for (const auto& d : guard.input_dirs) {
-        std::error_code ec;
-        auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec);
-        if (!ec && Inside(where, dir)) {
-          return MakeError(ErrorCode::kUsage,
-                           "refusing to write the output inside this command's input folder " +
-                               d.string() + " (it would change the input itself)",
-                           path.string());
-        }
-      }
-      return OkStatus();
+      return CheckNotInInputDir(path, guard);
     }
     return IoError(path, "cannot check the output path", errno);
   }
@@ -178,18 +183,7 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
                        path.string());
     }
   }
-  std::filesystem::path where = ResolvedLocation(path);
-  for (const auto& d : guard.input_dirs) {
-    std::error_code ec;
-    auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec);
-    if (!ec && Inside(where, dir)) {
-      return MakeError(ErrorCode::kUsage,
-                       "refusing to write the output inside this command's input folder " +
-                           d.string() + " (it would change the input itself)",
-                       path.string());
-    }
-  }
-  return OkStatus();
+  return CheckNotInInputDir(path, guard);
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
