@@ -9,20 +9,13 @@
 #include "scan/env_scanners.h"
 #include "scan/prefilter.h"
 #include "scan/registry.h"
+#include "scan/test_registry.h"
 
 namespace dt::scan {
 namespace {
 
-const Registry& Reg() {
-  static Registry reg = [] {
-    const char* src = std::getenv("DUALTRACK_TEST_SOURCE_DIR");
-    std::string dir = std::string(src ? src : DUALTRACK_TEST_SOURCE_DIR) + "/data/scan";
-    auto r = Registry::Load(dir);
-    EXPECT_TRUE(r.ok());
-    return std::move(*r);
-  }();
-  return reg;
-}
+using testing::Codes;
+using testing::Reg;
 
 std::vector<Finding> Py(const std::string& src) {
   std::vector<Finding> out;
@@ -31,11 +24,6 @@ std::vector<Finding> Py(const std::string& src) {
   return out;
 }
 
-std::vector<std::string> Codes(const std::vector<Finding>& fs) {
-  std::vector<std::string> out;
-  for (const auto& f : fs) out.push_back(f.code + "@" + std::to_string(f.line));
-  return out;
-}
 
 TEST(ScanPythonTest, ResolvesAliases) {
   auto fs = Py("import torch.cuda as tc\nfrom torch import cuda\ntc.synchronize()\ncuda.empty_cache()\n");
