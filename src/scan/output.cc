@@ -431,6 +431,8 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                         {{"name", "dualtrack"},
                          {"informationUri", "https://github.com/dualtrack/dualtrack"},
                          {"rules", rules}}}}},
+                     // Columns are Unicode code points (the sink converts the scanners' bytes).
+                     {"columnKind", "unicodeCodePoints"},
                      {"originalUriBaseIds",
                       {{"SRCROOT", {{"uri", "file://" + PercentEncodePath(SrcRoot(report.root)) + "/"}}}}},
                      {"results", results}}})}};

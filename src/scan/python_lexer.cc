@@ -87,11 +87,17 @@ class Lexer {
   Lexer(std::string_view src, Lexed& out) : s_(src), out_(out) {}
 
   void Run() {
+    out_.src = s_;
     out_.tokens.clear();
     out_.lines.clear();
+    out_.line_starts.clear();
+    out_.line_starts.push_back(0);
     // Python source averages a token per 8 bytes or so: reserving that avoids copying the tokens
-    // as the vector grows (capped: a huge one-line file grows as it goes).
-    out_.tokens.reserve(std::min<std::size_t>(s_.size() / 6, 1 << 20) + 16);
+    // as the vector grows. A large input reserves for a token per 2 bytes (dense code): growing
+    // by doubling would hold the old and the new vector at once, and the pages of a reservation
+    // count only once they are written.
+    std::size_t want = s_.size() > (std::size_t{8} << 20) ? s_.size() / 2 : s_.size() / 6;
+    out_.tokens.reserve(want + 16);
     std::uint32_t indent = Indent();
     // One jump on the byte's class per token instead of a chain of tests, each of which the
     // branch predictor missed at every change of token kind.
@@ -208,23 +214,36 @@ class Lexer {
 
   void NewLine() {
     ++i_;
-    ++line_;
-    line_begin_ = i_;
+    out_.line_starts.push_back(static_cast<std::uint32_t>(i_));
   }
 
   void Push(TokKind kind, std::size_t start) {
-    std::uint32_t ln = tok_line_ ? tok_line_ : line_;
-    std::size_t lb = tok_line_ ? tok_line_begin_ : line_begin_;
-    out_.tokens.push_back(Token{kind, ln, static_cast<std::uint32_t>(start - lb + 1),
-                                s_.substr(start, i_ - start)});
-    tok_line_ = 0;
+    auto& toks = out_.tokens;
+    if (kind == TokKind::kNumber) {
+      // `n, n, n, ...` inside brackets: past kNumberRun numbers, each new one joins the last.
+      bool follows = depth_ > 0 && toks.size() >= 2 + logical_begin_ && out_.Text(toks.back()) == "," &&
+                     toks[toks.size() - 2].kind() == TokKind::kNumber;
+      number_run_ = follows ? number_run_ + 1 : 1;
+      if (number_run_ > kNumberRun) {
+        toks.pop_back();
+        toks.back().size_kind = Pack(TokKind::kNumber, i_ - toks.back().offset);
+        return;
+      }
+    } else if (!(kind == TokKind::kOp && i_ - start == 1 && s_[start] == ',')) {
+      number_run_ = 0;
+    }
+    toks.push_back(Token{static_cast<std::uint32_t>(start), Pack(kind, i_ - start)});
+  }
+
+  static std::uint32_t Pack(TokKind kind, std::size_t size) {
+    return (static_cast<std::uint32_t>(kind) << 30) | static_cast<std::uint32_t>(size);
   }
 
   // Whether the logical line so far is a compound statement's header ending in ':' with its
   // body following on the same line.
   bool HasHeaderColon() const {
     if (out_.tokens.size() <= logical_begin_) return false;
-    std::string_view first = out_.tokens[logical_begin_].text;
+    std::string_view first = out_.Text(out_.tokens[logical_begin_]);
     static constexpr std::string_view kCompound[] = {"if", "elif", "else", "for", "while", "with",
                                                      "def", "class", "try", "except", "finally"};
     bool compound = false;
@@ -233,10 +252,11 @@ class Lexer {
     int depth = 0;
     for (std::size_t k = logical_begin_; k < out_.tokens.size(); ++k) {
       const Token& t = out_.tokens[k];
-      if (t.kind != TokKind::kOp) continue;
-      if (t.text == "(" || t.text == "[" || t.text == "{") ++depth;
-      else if (t.text == ")" || t.text == "]" || t.text == "}") --depth;
-      else if (depth == 0 && t.text == ":") return true;
+      if (t.kind() != TokKind::kOp) continue;
+      std::string_view x = out_.Text(t);
+      if (x == "(" || x == "[" || x == "{") ++depth;
+      else if (x == ")" || x == "]" || x == "}") --depth;
+      else if (depth == 0 && x == ":") return true;
     }
     return false;
   }
@@ -251,8 +271,6 @@ class Lexer {
   // Skips the string literal at i_ (prefix of `pre` letters) and pushes it as one token.
   void String(std::size_t pre) {
     std::size_t start = i_;
-    std::uint32_t start_line = line_;
-    std::size_t start_line_begin = line_begin_;
     bool raw = false, fstr = false;
     for (std::size_t k = 0; k < pre; ++k) {
       char l = static_cast<char>(s_[i_ + k] | 0x20);
@@ -261,8 +279,6 @@ class Lexer {
     }
     i_ += pre;
     SkipStringBody(raw, fstr);
-    tok_line_ = start_line;
-    tok_line_begin_ = start_line_begin;
     Push(TokKind::kString, start);
   }
 
@@ -350,16 +366,18 @@ class Lexer {
 
   std::string_view s_;
   std::size_t i_ = 0;
-  std::uint32_t line_ = 1;
-  std::size_t line_begin_ = 0;
-  std::uint32_t tok_line_ = 0;
-  std::size_t tok_line_begin_ = 0;
+  std::uint32_t number_run_ = 0;  // Numbers in the current `n, n, ...` run.
   int depth_ = 0;
   std::uint32_t logical_begin_ = 0;
   Lexed& out_;
 };
 
 }  // namespace
+
+std::uint32_t Lexed::Line(const Token& t) const {
+  auto it = std::upper_bound(line_starts.begin(), line_starts.end(), t.offset);
+  return static_cast<std::uint32_t>(it - line_starts.begin());
+}
 
 void LexPython(std::string_view src, Lexed& out) { Lexer(src, out).Run(); }
 

@@ -11,11 +11,16 @@ namespace dt::scan {
 
 enum class TokKind : std::uint8_t { kName, kNumber, kString, kOp };
 
+// 8 bytes, not the 32 of a view plus kind, line and column: a huge one-line file holds a token
+// per byte or two, and its token vector is most of what a scan costs (hostile-input class 11).
+// The text, line and column come from the Lexed that holds the token.
 struct Token {
-  TokKind kind;
-  std::uint32_t line;    // 1-based.
-  std::uint32_t column;  // 1-based byte column.
-  std::string_view text;  // Strings: the whole literal, prefix and quotes included.
+  std::uint32_t offset;     // Byte offset in the source.
+  std::uint32_t size_kind;  // Size in bytes (30 bits) and TokKind (top 2 bits).
+
+  static constexpr std::uint32_t kMaxSize = (std::uint32_t{1} << 30) - 1;
+  std::uint32_t size() const { return size_kind & kMaxSize; }
+  TokKind kind() const { return static_cast<TokKind>(size_kind >> 30); }
 };
 
 // One logical line: tokens [begin, end) of Lexed::tokens.
@@ -26,11 +31,27 @@ struct LogicalLine {
 };
 
 struct Lexed {
+  std::string_view src;
   std::vector<Token> tokens;
   std::vector<LogicalLine> lines;
+  std::vector<std::uint32_t> line_starts;  // Byte offset of each physical line.
+
+  // Strings: the whole literal, prefix and quotes included.
+  std::string_view Text(const Token& t) const { return src.substr(t.offset, t.size()); }
+  // 1-based line where the token starts (a binary search: called per finding, not per token).
+  std::uint32_t Line(const Token& t) const;
+  // 1-based byte column.
+  std::uint32_t Column(const Token& t) const { return t.offset - line_starts[Line(t) - 1] + 1; }
 };
 
 // Never fails: unterminated strings run to the end of the input, stray bytes become operators.
+// The input must be under kMaxLexBytes (offsets and sizes are 32-bit); the scan skips larger files
+// with a note.
+// A run of more than kNumberRun numbers in one bracket (`[0, 1, 0, ...]`, data written as code)
+// is folded into one number token after its first kNumberRun: no rule looks that far into a
+// literal, and a 100 MB data line would otherwise cost a token per two bytes.
+inline constexpr std::uint32_t kNumberRun = 32;
+inline constexpr std::uint64_t kMaxLexBytes = Token::kMaxSize;
 Lexed LexPython(std::string_view src);
 // The same into `out`, whose storage is reused (a scanner thread lexes thousands of files).
 void LexPython(std::string_view src, Lexed& out);

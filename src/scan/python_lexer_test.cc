@@ -9,7 +9,7 @@ namespace {
 
 std::vector<std::string> Texts(const Lexed& lx) {
   std::vector<std::string> out;
-  for (const auto& t : lx.tokens) out.emplace_back(t.text);
+  for (const auto& t : lx.tokens) out.emplace_back(lx.Text(t));
   return out;
 }
 
@@ -17,39 +17,39 @@ TEST(ScanLexerTest, CommentsAndStringsAreSingleTokens) {
   auto lx = LexPython("x = 'a # not a comment'  # torch.cuda\ny = b\"cuda\"\n");
   EXPECT_EQ(Texts(lx), (std::vector<std::string>{"x", "=", "'a # not a comment'", "y", "=", "b\"cuda\""}));
   ASSERT_EQ(lx.lines.size(), 2u);
-  EXPECT_EQ(lx.tokens[3].line, 2u);
-  EXPECT_TRUE(IsBytes(lx.tokens[5].text));
+  EXPECT_EQ(lx.Line(lx.tokens[3]), 2u);
+  EXPECT_TRUE(IsBytes(lx.Text(lx.tokens[5])));
 }
 
 TEST(ScanLexerTest, TripleQuotedDocstringSpansLines) {
   auto lx = LexPython("def f():\n    \"\"\"x.cuda()\n    more\"\"\"\n    return 1\n");
   ASSERT_EQ(lx.lines.size(), 3u);
   EXPECT_EQ(lx.lines[1].indent, 4u);
-  EXPECT_EQ(StringBody(lx.tokens[lx.lines[1].begin].text), "x.cuda()\n    more");
-  EXPECT_EQ(lx.tokens[lx.lines[2].begin].line, 4u);
+  EXPECT_EQ(StringBody(lx.Text(lx.tokens[lx.lines[1].begin])), "x.cuda()\n    more");
+  EXPECT_EQ(lx.Line(lx.tokens[lx.lines[2].begin]), 4u);
 }
 
 TEST(ScanLexerTest, FStringWithNestedQuotesAndFormatSpec) {
   auto lx = LexPython("s = f\"{d['k']!r:>{w}} {{lit}} \\\"q\\\"\"\nz = 1\n");
   ASSERT_EQ(lx.lines.size(), 2u);
-  EXPECT_EQ(lx.tokens[2].kind, TokKind::kString);
-  EXPECT_TRUE(IsFString(lx.tokens[2].text));
-  EXPECT_EQ(lx.tokens[3].text, "z");
+  EXPECT_EQ(lx.tokens[2].kind(), TokKind::kString);
+  EXPECT_TRUE(IsFString(lx.Text(lx.tokens[2])));
+  EXPECT_EQ(lx.Text(lx.tokens[3]), "z");
 }
 
 TEST(ScanLexerTest, BracketsAndBackslashContinueTheLogicalLine) {
   auto lx = LexPython("a = (1,\n     2)\nb = 1 + \\\n    2\nc = 3\n");
   ASSERT_EQ(lx.lines.size(), 3u);
-  EXPECT_EQ(lx.tokens[lx.lines[2].begin].text, "c");
-  EXPECT_EQ(lx.tokens[lx.lines[2].begin].line, 5u);
+  EXPECT_EQ(lx.Text(lx.tokens[lx.lines[2].begin]), "c");
+  EXPECT_EQ(lx.Line(lx.tokens[lx.lines[2].begin]), 5u);
 }
 
 TEST(ScanLexerTest, ColumnsAreOneBased) {
   auto lx = LexPython("if x:\n    y.cuda()\n");
   const auto& t = lx.tokens[lx.lines[1].begin];
-  EXPECT_EQ(t.text, "y");
-  EXPECT_EQ(t.line, 2u);
-  EXPECT_EQ(t.column, 5u);
+  EXPECT_EQ(lx.Text(t), "y");
+  EXPECT_EQ(lx.Line(t), 2u);
+  EXPECT_EQ(lx.Column(t), 5u);
 }
 
 TEST(ScanLexerTest, MalformedInputNeverHangs) {
@@ -59,6 +59,50 @@ TEST(ScanLexerTest, MalformedInputNeverHangs) {
     (void)lx;
   }
   SUCCEED();
+}
+
+// The kind is read back from the token's bytes: every form of each kind, unterminated ones too.
+TEST(ScanLexerTest, KindsComeBackFromTheBytes) {
+  static_assert(sizeof(Token) <= 8, "a huge one-line file holds a token per byte or two");
+  auto lx = LexPython("x_1 = .5 + 0x1f; s = rb'a' f\"b\" ... \xc3\xa9t\u00e9 _p\ny = f\"open");
+  std::vector<std::pair<std::string, TokKind>> got;
+  for (const auto& t : lx.tokens) got.emplace_back(std::string(lx.Text(t)), t.kind());
+  std::vector<std::pair<std::string, TokKind>> want = {
+      {"x_1", TokKind::kName},    {"=", TokKind::kOp},          {".5", TokKind::kNumber},
+      {"+", TokKind::kOp},        {"0x1f", TokKind::kNumber},   {"s", TokKind::kName},
+      {"=", TokKind::kOp},        {"rb'a'", TokKind::kString},  {"f\"b\"", TokKind::kString},
+      {".", TokKind::kOp},        {".", TokKind::kOp},          {".", TokKind::kOp},
+      {"\xc3\xa9t\u00e9", TokKind::kName}, {"_p", TokKind::kName}, {"y", TokKind::kName},
+      {"=", TokKind::kOp},        {"f\"open", TokKind::kString}};
+  EXPECT_EQ(got, want);
+  // Columns of tokens after a multi-line string count from their own line.
+  auto ml = LexPython("a = '''x\n  y''' ; b\n");
+  EXPECT_EQ(ml.Text(ml.tokens.back()), "b");
+  EXPECT_EQ(ml.Line(ml.tokens.back()), 2u);
+  EXPECT_EQ(ml.Column(ml.tokens.back()), 10u);
+}
+
+// Data written as code: past kNumberRun numbers in a bracket, the rest of the run is one token;
+// short argument lists and runs broken by another token keep one token per number.
+TEST(ScanLexerTest, LongNumberRunsFold) {
+  std::string data = "x = [";
+  for (int i = 0; i < 1000; ++i) data += std::to_string(i % 7) + ", ";
+  data += "y.cuda()]\nf(1, 2, 3)\n";
+  auto lx = LexPython(data);
+  ASSERT_EQ(lx.lines.size(), 2u);
+  // x = [, 31 numbers with their commas, the 32nd number holding the rest of the run, then
+  // , y . cuda ( ) ]
+  EXPECT_EQ(lx.lines[0].end - lx.lines[0].begin, 3u + 63 + 1 + 6);
+  const Token& folded = lx.tokens[3 + 62];
+  EXPECT_EQ(folded.kind(), TokKind::kNumber);
+  EXPECT_EQ(lx.Text(folded).substr(0, 7), "3, 4, 5");
+  EXPECT_EQ(lx.Text(folded).substr(lx.Text(folded).size() - 4), "4, 5");
+  EXPECT_EQ(lx.Text(lx.tokens[lx.lines[0].end - 4]), "cuda");
+  EXPECT_EQ(lx.lines[1].end - lx.lines[1].begin, 8u);  // f ( 1 , 2 , 3 )
+  // Outside brackets (a tuple statement) nothing folds.
+  std::string bare;
+  for (int i = 0; i < 100; ++i) bare += "1, ";
+  EXPECT_EQ(LexPython(bare).tokens.size(), 200u);
 }
 
 TEST(ScanLexerTest, StringBodyStripsPrefixAndQuotes) {

@@ -23,16 +23,6 @@ bool CudaContext::IsModule(std::string_view dotted) const {
 
 namespace {
 
-bool Is(const Token& t, std::string_view text) { return t.text == text; }
-bool IsOp(const Token& t, std::string_view text) { return t.kind == TokKind::kOp && t.text == text; }
-bool IsName(const Token& t) { return t.kind == TokKind::kName; }
-bool IsOpen(const Token& t) {
-  return t.kind == TokKind::kOp && (t.text == "(" || t.text == "[" || t.text == "{");
-}
-bool IsClose(const Token& t) {
-  return t.kind == TokKind::kOp && (t.text == ")" || t.text == "]" || t.text == "}");
-}
-
 bool IsDigits(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s)
@@ -48,17 +38,6 @@ std::string Lower(std::string_view s) {
 
 bool Contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
-}
-
-// "cuda", "cuda:0", and f"cuda:{rank}".
-bool IsCudaDeviceString(const Token& t) {
-  if (t.kind != TokKind::kString || IsBytes(t.text)) return false;
-  std::string_view body = StringBody(t.text);
-  if (body == "cuda") return true;
-  if (!StartsWith(body, "cuda:")) return false;
-  std::string_view rest = body.substr(5);
-  // "cuda:0", f"cuda:{rank}", and the "cuda:{}" / "cuda:%d" of .format() and %.
-  return IsDigits(rest) || StartsWith(rest, "{") || rest == "%d" || rest == "%s" || rest == "%i";
 }
 
 bool IsNccl(std::string_view body) {
@@ -124,16 +103,44 @@ class PythonScanner {
  private:
   const Token& T(std::size_t k) const { return lex_.tokens[k]; }
 
+  // Token tests (members: a token's text lives in the Lexed).
+  bool Is(const Token& t, std::string_view text) const { return lex_.Text(t) == text; }
+  bool IsOp(const Token& t, std::string_view text) const {
+    return t.kind() == TokKind::kOp && lex_.Text(t) == text;
+  }
+  bool IsName(const Token& t) const { return t.kind() == TokKind::kName; }
+  bool IsOpen(const Token& t) const {
+    if (t.kind() != TokKind::kOp || t.size() != 1) return false;
+    char c = lex_.src[t.offset];
+    return c == '(' || c == '[' || c == '{';
+  }
+  bool IsClose(const Token& t) const {
+    if (t.kind() != TokKind::kOp || t.size() != 1) return false;
+    char c = lex_.src[t.offset];
+    return c == ')' || c == ']' || c == '}';
+  }
+
+  // "cuda", "cuda:0", and f"cuda:{rank}".
+  bool IsCudaDeviceString(const Token& t) const {
+    if (t.kind() != TokKind::kString || IsBytes(lex_.Text(t))) return false;
+    std::string_view body = StringBody(lex_.Text(t));
+    if (body == "cuda") return true;
+    if (!StartsWith(body, "cuda:")) return false;
+    std::string_view rest = body.substr(5);
+    // "cuda:0", f"cuda:{rank}", and the "cuda:{}" / "cuda:%d" of .format() and %.
+    return IsDigits(rest) || StartsWith(rest, "{") || rest == "%d" || rest == "%s" || rest == "%i";
+  }
+
   // Lexes into this thread's token storage, reused from file to file (scanners do not nest).
   static const Lexed& LexInto(std::string_view src) {
     thread_local Lexed storage;
     LexPython(src, storage);
     return storage;
   }
-  std::string_view First(const LogicalLine& l) const { return T(l.begin).text; }
+  std::string_view First(const LogicalLine& l) const { return lex_.Text(T(l.begin)); }
   // The keyword of a line, past `async`.
   std::string_view Head(const LogicalLine& l) const {
-    if (First(l) == "async" && l.end - l.begin > 1) return T(l.begin + 1).text;
+    if (First(l) == "async" && l.end - l.begin > 1) return lex_.Text(T(l.begin + 1));
     return First(l);
   }
 
@@ -158,7 +165,7 @@ class PythonScanner {
       s.parent = stack.back();
       s.is_def = head == "def";
       s.indent = l.indent;
-      s.name = T(name_tok).text;
+      s.name = lex_.Text(T(name_tok));
       s.def_line = li;
       s.first_line = li;
       while (s.first_line > 0 && First(lex_.lines[s.first_line - 1]) == "@" &&
@@ -169,7 +176,7 @@ class PythonScanner {
       if (s.is_def) CollectParams(l, name_tok + 1, s);
       scopes_.push_back(std::move(s));
       stack.push_back(id);
-      if (scopes_[static_cast<std::size_t>(id)].parent == 0) top_names_.emplace(T(name_tok).text, id);
+      if (scopes_[static_cast<std::size_t>(id)].parent == 0) top_names_.emplace(lex_.Text(T(name_tok)), id);
     }
   }
 
@@ -183,7 +190,7 @@ class PythonScanner {
       if (depth != 1 || !IsName(t)) continue;
       const Token& prev = T(k - 1);
       if (IsOp(prev, "(") || IsOp(prev, ",") || IsOp(prev, "*") || IsOp(prev, "**"))
-        s.params.insert(t.text);
+        s.params.insert(lex_.Text(t));
     }
   }
 
@@ -231,12 +238,12 @@ class PythonScanner {
           if (bl.end - bl.begin >= 3 && IsName(T(bl.begin)) && IsOp(T(bl.begin + 1), "=") &&
               !(bl.end - bl.begin == 3 && Is(T(bl.begin + 2), "None")) &&
               !Is(T(bl.begin + 2), "False"))
-            fallback_names_.insert(T(bl.begin).text);
+            fallback_names_.insert(lex_.Text(T(bl.begin)));
           if (First(bl) == "from" || First(bl) == "import")
             for (auto t = bl.begin; t < bl.end; ++t)
               if (IsName(T(t)) && t > bl.begin && (IsOp(T(t - 1), ",") || Is(T(t - 1), "import") ||
                                                    Is(T(t - 1), "as")))
-                fallback_names_.insert(T(t).text);
+                fallback_names_.insert(lex_.Text(T(t)));
         }
         for (auto t = lines[k].begin; t < lines[k].end; ++t)
           if (Is(T(t), "ImportError") || Is(T(t), "ModuleNotFoundError") || Is(T(t), "Exception") ||
@@ -252,8 +259,8 @@ class PythonScanner {
           const auto& l = lines[k];
           if (l.end - l.begin == 3 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=") &&
               Is(T(l.begin + 2), "True")) {
-            guard_names_.insert(T(l.begin).text);
-            hot_names_.insert(T(l.begin).text);
+            guard_names_.insert(lex_.Text(T(l.begin)));
+            hot_names_.insert(lex_.Text(T(l.begin)));
           }
         }
       }
@@ -264,7 +271,7 @@ class PythonScanner {
   std::size_t Dotted(std::size_t k, std::size_t end, std::string& out) const {
     out.clear();
     while (k < end && IsName(T(k))) {
-      out.append(T(k).text);
+      out.append(lex_.Text(T(k)));
       if (k + 2 < end && IsOp(T(k + 1), ".") && IsName(T(k + 2))) {
         out.push_back('.');
         k += 2;
@@ -335,7 +342,7 @@ class PythonScanner {
     std::string_view f = First(l);
     if (f == "global") {
       for (std::size_t k = l.begin + 1; k < l.end; ++k)
-        if (IsName(T(k))) globals_.insert(T(k).text);
+        if (IsName(T(k))) globals_.insert(lex_.Text(T(k)));
       return;
     }
     bool optional = optional_line_[li];
@@ -348,10 +355,10 @@ class PythonScanner {
         k = Dotted(k, l.end, mod);
         if (mod.empty()) break;
         result_.imports.push_back(PyImport{mod, 0, {}});
-        std::string_view local = T(first_tok).text;
+        std::string_view local = lex_.Text(T(first_tok));
         std::string target(local);
         if (k + 1 < l.end && Is(T(k), "as") && IsName(T(k + 1))) {
-          local = T(k + 1).text;
+          local = lex_.Text(T(k + 1));
           target = mod;
           k += 2;
         }
@@ -361,8 +368,8 @@ class PythonScanner {
     } else if (f == "from") {
       std::size_t k = l.begin + 1;
       int level = 0;
-      while (k < l.end && T(k).kind == TokKind::kOp && (Is(T(k), ".") || Is(T(k), "..."))) {
-        level += static_cast<int>(T(k).text.size());
+      while (k < l.end && T(k).kind() == TokKind::kOp && (Is(T(k), ".") || Is(T(k), "..."))) {
+        level += static_cast<int>(lex_.Text(T(k)).size());
         ++k;
       }
       std::string mod;
@@ -373,10 +380,10 @@ class PythonScanner {
       std::string abs = Absolute(level, mod);
       for (; k < l.end; ++k) {
         if (!IsName(T(k))) continue;
-        std::string name(T(k).text);
-        std::string_view local = T(k).text;
+        std::string name(lex_.Text(T(k)));
+        std::string_view local = lex_.Text(T(k));
         if (k + 2 < l.end && Is(T(k + 1), "as") && IsName(T(k + 2))) {
-          local = T(k + 2).text;
+          local = lex_.Text(T(k + 2));
           k += 2;
         }
         imp.names.push_back(name);
@@ -441,15 +448,15 @@ class PythonScanner {
     if (always_) return true;
     // One search of the whole source up front (triggers_) instead of one per statement; tokens
     // are views into the source, so their offsets index it.
-    auto s = static_cast<std::size_t>(T(b).text.data() - source_.data());
-    auto f = static_cast<std::size_t>(T(e - 1).text.data() + T(e - 1).text.size() - source_.data());
+    auto s = static_cast<std::size_t>(lex_.Text(T(b)).data() - source_.data());
+    auto f = static_cast<std::size_t>(lex_.Text(T(e - 1)).data() + lex_.Text(T(e - 1)).size() - source_.data());
     auto it = std::lower_bound(triggers_.begin(), triggers_.end(), s,
                                [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
     for (; it != triggers_.end() && it->start < f; ++it)
       if (it->end <= f) return true;
     for (std::size_t k = b; k < e; ++k)
-      if (IsName(T(k)) && (hot_names_.count(T(k).text) || handle_names_.count(T(k).text) ||
-                           (track_refs_ && top_names_.count(T(k).text))))
+      if (IsName(T(k)) && (hot_names_.count(lex_.Text(T(k))) || handle_names_.count(lex_.Text(T(k))) ||
+                           (track_refs_ && top_names_.count(lex_.Text(T(k))))))
         return true;
     return false;
   }
@@ -459,8 +466,8 @@ class PythonScanner {
                     std::string& head) const {
     std::string raw;
     std::size_t e = Dotted(k, end, raw);
-    head = std::string(T(k).text);
-    if (const std::string* target = Lookup(T(k).text, s)) {
+    head = std::string(lex_.Text(T(k)));
+    if (const std::string* target = Lookup(lex_.Text(T(k)), s)) {
       resolved = *target + raw.substr(head.size());
     } else {
       resolved = std::move(raw);
@@ -479,7 +486,7 @@ class PythonScanner {
     for (std::size_t k = b; k < e; ++k) {
       if (IsOpen(T(k))) ++depth;
       else if (IsClose(T(k))) --depth;
-      else if (depth == 0 && IsName(T(k)) && T(k).text == word) {
+      else if (depth == 0 && IsName(T(k)) && lex_.Text(T(k)) == word) {
         parts.emplace_back(start, k);
         start = k + 1;
       }
@@ -511,7 +518,7 @@ class PythonScanner {
       (void)neg_all;
       return Truth::kNone;
     }
-    if (IsName(T(b)) && T(b).text == "not") return Flip(Cond(b + 1, e, scope));
+    if (IsName(T(b)) && lex_.Text(T(b)) == "not") return Flip(Cond(b + 1, e, scope));
     if (IsOp(T(b), "(") && Matching(b, e) == e - 1) return Cond(b + 1, e - 1, scope);
     return Atom(b, e, scope);
   }
@@ -533,12 +540,12 @@ class PythonScanner {
     int numeric = 0;       // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
     for (std::size_t k = b; k < e; ++k) {
       const Token& t = T(k);
-      if (t.kind == TokKind::kOp && (t.text == "==" || t.text == "!=" || t.text == "<" ||
-                                     t.text == "<=" || t.text == ">" || t.text == ">=")) {
+      if (t.kind() == TokKind::kOp && (lex_.Text(t) == "==" || lex_.Text(t) == "!=" || lex_.Text(t) == "<" ||
+                                     lex_.Text(t) == "<=" || lex_.Text(t) == ">" || lex_.Text(t) == ">=")) {
         std::size_t v = k + 1;
         if (v < e && IsOp(T(v), "-")) ++v;
-        if (v < e && T(v).kind == TokKind::kNumber) {
-          numeric = (t.text == "==" || t.text == "<" || t.text == "<=") ? -1 : 1;
+        if (v < e && T(v).kind() == TokKind::kNumber) {
+          numeric = (lex_.Text(t) == "==" || lex_.Text(t) == "<" || lex_.Text(t) == "<=") ? -1 : 1;
           continue;
         }
       }
@@ -549,8 +556,8 @@ class PythonScanner {
     Truth found = Truth::kNone;
     for (std::size_t k = b; k < e && found == Truth::kNone; ++k) {
       const Token& t = T(k);
-      if (t.kind == TokKind::kString) {
-        std::string_view body = StringBody(t.text);
+      if (t.kind() == TokKind::kString) {
+        std::string_view body = StringBody(lex_.Text(t));
         if ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) found = Truth::kCuda;
         // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
         else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) found = Truth::kCuda;
@@ -558,14 +565,14 @@ class PythonScanner {
       }
       if (!IsName(t)) continue;
       bool after_dot = k > b && IsOp(T(k - 1), ".");
-      std::string lower = Lower(t.text);
+      std::string lower = Lower(lex_.Text(t));
       if (after_dot) {
-        if (t.text == "is_cuda" || guard_attrs_.count(t.text)) found = Truth::kCuda;
+        if (lex_.Text(t) == "is_cuda" || guard_attrs_.count(lex_.Text(t))) found = Truth::kCuda;
         else if (FlagWord(lower, found)) {}
         else if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
         continue;
       }
-      if (guard_names_.count(t.text) || optional_names_.count(t.text)) {
+      if (guard_names_.count(lex_.Text(t)) || optional_names_.count(lex_.Text(t))) {
         found = Truth::kCuda;
         continue;
       }
@@ -610,7 +617,7 @@ class PythonScanner {
       return true;
     // `"cuda" in (...)`, `x in ("cuda", "mps")`, `.startswith("cuda")`.
     std::size_t j = k;
-    while (j > b && (T(j - 1).kind == TokKind::kString || IsOp(T(j - 1), ","))) --j;
+    while (j > b && (T(j - 1).kind() == TokKind::kString || IsOp(T(j - 1), ","))) --j;
     if (j > b + 1 && IsOpen(T(j - 1)) && Is(T(j - 2), "in")) return true;
     if (j > b + 1 && IsOp(T(j - 1), "(") &&
         (Is(T(j - 2), "startswith") || Is(T(j - 2), "endswith") || Is(T(j - 2), "find") ||
@@ -670,10 +677,10 @@ class PythonScanner {
   std::size_t FindColon(const LogicalLine& l) const {
     int depth = 0;
     for (std::size_t k = l.begin; k < l.end; ++k) {
-      if (T(k).kind != TokKind::kOp) continue;
+      if (T(k).kind() != TokKind::kOp) continue;
       if (IsOpen(T(k))) ++depth;
       else if (IsClose(T(k))) --depth;
-      else if (depth == 0 && T(k).text == ":") return k;
+      else if (depth == 0 && lex_.Text(T(k)) == ":") return k;
     }
     return l.end;
   }
@@ -686,7 +693,7 @@ class PythonScanner {
     if (f == "def") {
       std::size_t name_tok = l.begin + (First(l) == "async" ? 2 : 1);
       if (name_tok >= l.end) return;
-      std::string_view name = T(name_tok).text;
+      std::string_view name = lex_.Text(T(name_tok));
       for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
         const auto& body = lex_.lines[j];
         if (First(body) == "return" && Maybe(body.begin + 1, body.end) &&
@@ -707,9 +714,9 @@ class PythonScanner {
     if (!Maybe(eq + 1, l.end) || Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
     const Token& target = T(eq - 1);
     if (!IsName(target)) return;
-    if (eq - 1 == l.begin) guard_names_.insert(target.text);
-    else if (eq - 1 > l.begin && IsOp(T(eq - 2), ".")) guard_attrs_.insert(target.text);
-    hot_names_.insert(target.text);
+    if (eq - 1 == l.begin) guard_names_.insert(lex_.Text(target));
+    else if (eq - 1 > l.begin && IsOp(T(eq - 2), ".")) guard_attrs_.insert(lex_.Text(target));
+    hot_names_.insert(lex_.Text(target));
   }
 
   // --- Findings -----------------------------------------------------------------------------
@@ -771,7 +778,7 @@ class PythonScanner {
       }
       if (f == "if" && l.end - l.begin > 1 && Is(T(l.begin + 1), "__name__")) {
         for (auto k = l.begin; k < l.end; ++k)
-          if (T(k).kind == TokKind::kString && StringBody(T(k).text) == "__main__")
+          if (T(k).kind() == TokKind::kString && StringBody(lex_.Text(T(k))) == "__main__")
             result_.has_main = true;
       }
       if (compound) stack.push_back(Block{l.indent, block_guard});
@@ -801,7 +808,7 @@ class PythonScanner {
     if (li != sc.kernel_line) return;
     const Token& at = T(lex_.lines[li].begin);
     bool guarded = optional_line_[li];
-    sink_.Add("DT207", at.line, at.column, std::string(sc.name), guarded,
+    sink_.Add("DT207", lex_.Line(at), lex_.Column(at), std::string(sc.name), guarded,
               kernel_lib_ ? std::string_view(kernel_lib_->alternative) : std::string_view());
     NoteCuda(sc.top, guarded, false);
   }
@@ -830,8 +837,8 @@ class PythonScanner {
     }
     std::size_t k = l.begin + 1;
     int level = 0;
-    while (k < l.end && T(k).kind == TokKind::kOp && (Is(T(k), ".") || Is(T(k), "..."))) {
-      level += static_cast<int>(T(k).text.size());
+    while (k < l.end && T(k).kind() == TokKind::kOp && (Is(T(k), ".") || Is(T(k), "..."))) {
+      level += static_cast<int>(lex_.Text(T(k)).size());
       ++k;
     }
     std::size_t mod_tok = k < l.end ? k : l.begin;
@@ -841,20 +848,20 @@ class PythonScanner {
     if (abs.empty() || (level > 0 && abs == mod && opt_.package.empty() && opt_.cuda == nullptr))
       return;  // A relative import of the project's own code, with nothing known about it yet.
     if (IsExtensionModule(abs)) {
-      sink_.Add("DT305", T(mod_tok).line, T(mod_tok).column, abs, guarded);
+      sink_.Add("DT305", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)), abs, guarded);
       NoteCudaAt(scope, guarded, true);
       return;
     }
     bool any = false;
     for (k = e + 1; k < l.end; ++k) {
       if (!IsName(T(k)) || Is(T(k), "as") || (k > l.begin && Is(T(k - 1), "as"))) continue;
-      std::string full = abs + "." + std::string(T(k).text);
+      std::string full = abs + "." + std::string(lex_.Text(T(k)));
       bool ext = true;
       if (IsExtensionModule(full)) {
-        sink_.Add("DT305", T(k).line, T(k).column, full, guarded);
+        sink_.Add("DT305", lex_.Line(T(k)), lex_.Column(T(k)), full, guarded);
       } else if (IsCudaSymbol(full)) {
         const char* code = SymbolCode(full, ext);
-        if (!SiblingSymbol(full)) sink_.Add(code, T(k).line, T(k).column, full, guarded);
+        if (!SiblingSymbol(full)) sink_.Add(code, lex_.Line(T(k)), lex_.Column(T(k)), full, guarded);
       } else {
         continue;
       }
@@ -863,7 +870,7 @@ class PythonScanner {
     }
     if (any || level > 0) return;
     if (const Library* lib = LibraryOf(abs)) {
-      sink_.Add("DT201", T(mod_tok).line, T(mod_tok).column,
+      sink_.Add("DT201", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)),
                 lib->name + " (" + abs.substr(0, abs.find('.')) + ")", guarded, lib->alternative);
       return;
     }
@@ -872,7 +879,7 @@ class PythonScanner {
     bool cuda_module = StartsWith(abs, "torch.cuda") || abs == "torch.backends.cudnn";
     for (k = e + 1; k < l.end; ++k) {
       if (!IsName(T(k)) || Is(T(k), "as") || (k > l.begin && Is(T(k - 1), "as"))) continue;
-      std::string full = abs + "." + std::string(T(k).text);
+      std::string full = abs + "." + std::string(lex_.Text(T(k)));
       const PythonApi* api = reg_.MatchApi(full);
       if (cuda_module || (api != nullptr && api->user)) ApiFinding(full, T(k), guarded, scope);
     }
@@ -881,10 +888,10 @@ class PythonScanner {
   // `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
   void ModuleFinding(const std::string& mod, const Token& at, int scope, bool guarded) {
     if (IsExtensionModule(mod)) {
-      sink_.Add("DT305", at.line, at.column, mod, guarded);
+      sink_.Add("DT305", lex_.Line(at), lex_.Column(at), mod, guarded);
       NoteCudaAt(scope, guarded, true);
     } else if (const Library* lib = LibraryOf(mod)) {
-      sink_.Add("DT201", at.line, at.column, lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
+      sink_.Add("DT201", lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
                 guarded, lib->alternative);
     } else if (StartsWith(mod, "torch.cuda")) {
       ApiFinding(mod, at, guarded, scope);
@@ -897,13 +904,13 @@ class PythonScanner {
   bool ApiFinding(const std::string& resolved, const Token& at, bool guarded, int scope) {
     if (const PythonApi* api = reg_.MatchApi(resolved)) {
       if (api->guard) return true;
-      sink_.Add(api->code, at.line, at.column, resolved, guarded, api->replacement);
+      sink_.Add(api->code, lex_.Line(at), lex_.Column(at), resolved, guarded, api->replacement);
       (void)scope;
       return true;
     }
     if (StartsWith(resolved, "torch.cuda.")) {
       auto third = resolved.find('.', 11);
-      sink_.Add("DT110", at.line, at.column, resolved.substr(0, third), guarded);
+      sink_.Add("DT110", lex_.Line(at), lex_.Column(at), resolved.substr(0, third), guarded);
       return true;
     }
     return false;
@@ -928,7 +935,7 @@ class PythonScanner {
   // help / description text. It mentions CUDA; it uses nothing.
   bool IsProse(std::size_t k, const LogicalLine& l) const {
     if (k > l.begin + 1 && IsOp(T(k - 1), "=") && IsName(T(k - 2))) {
-      std::string kw = Lower(T(k - 2).text);
+      std::string kw = Lower(lex_.Text(T(k - 2)));
       if (kw == "help" || kw == "description" || kw == "epilog" || kw == "msg" ||
           kw == "message" || kw == "usage" || kw == "doc" || kw == "title" || kw == "desc")
         return true;
@@ -939,7 +946,7 @@ class PythonScanner {
     }
     const Token& callee = T(open - 1);
     if (!IsName(callee)) return false;
-    std::string c = Lower(callee.text);
+    std::string c = Lower(lex_.Text(callee));
     static const char* kProse[] = {"print", "warn", "warning", "info", "debug", "error",
                                    "exception", "critical", "log", "fatal", "write", "echo",
                                    "secho", "format", "add_argument_group", "assertionerror"};
@@ -963,7 +970,7 @@ class PythonScanner {
   void LineFindings(std::size_t li, const LogicalLine& l, int scope, bool guarded) {
     if (!Maybe(l.begin, l.end)) return;
     bool docstring = true;
-    for (auto k = l.begin; k < l.end; ++k) docstring &= T(k).kind == TokKind::kString;
+    for (auto k = l.begin; k < l.end; ++k) docstring &= T(k).kind() == TokKind::kString;
     if (docstring) return;
     bool launched = false;  // A kernel launch: the library names on the line are part of it.
     bool tainted = false;   // The line uses an extension handle or CUDA symbol unguarded.
@@ -971,8 +978,8 @@ class PythonScanner {
     for (std::size_t k = l.begin; k < l.end; ++k) {
       const Token& t = T(k);
       guarded = line_guarded || (!branches_.empty() && InBranch(k));
-      if (t.kind == TokKind::kString) {
-        if (IsFString(t.text)) FStringFindings(k, scope, guarded);
+      if (t.kind() == TokKind::kString) {
+        if (IsFString(lex_.Text(t))) FStringFindings(k, scope, guarded);
         StringFinding(k, l, scope, guarded);
         continue;
       }
@@ -980,16 +987,16 @@ class PythonScanner {
       bool after_dot = k > l.begin && IsOp(T(k - 1), ".");
       bool call = k + 1 < l.end && IsOp(T(k + 1), "(");
       if (after_dot) {
-        if (t.text == "cuda" && call) {
-          sink_.Add("DT101", t.line, t.column, ".cuda()", guarded);
-        } else if (t.text == "double" && call && k + 2 < l.end && IsOp(T(k + 2), ")")) {
-          sink_.Add("DT204", t.line, t.column, ".double()", guarded);
-        } else if (t.text == "to" && call) {
+        if (lex_.Text(t) == "cuda" && call) {
+          sink_.Add("DT101", lex_.Line(t), lex_.Column(t), ".cuda()", guarded);
+        } else if (lex_.Text(t) == "double" && call && k + 2 < l.end && IsOp(T(k + 2), ")")) {
+          sink_.Add("DT204", lex_.Line(t), lex_.Column(t), ".double()", guarded);
+        } else if (lex_.Text(t) == "to" && call) {
           IntegerDevice(k + 2, l, guarded, ".to(");
         }
         continue;
       }
-      if (t.text == "def" || t.text == "class") {
+      if (lex_.Text(t) == "def" || lex_.Text(t) == "class") {
         ++k;  // The defined name is not a use.
         continue;
       }
@@ -997,63 +1004,63 @@ class PythonScanner {
           (IsOp(T(k - 1), "(") || IsOp(T(k - 1), ",")) && Head(l) != "def" && Head(l) != "class") {
         KeywordFinding(k, l, scope, guarded);
       }
-      if (t.text == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") && IsOp(T(k + 2), "{")) {
+      if (lex_.Text(t) == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") && IsOp(T(k + 2), "{")) {
         DeviceMap(k, l, guarded);
       }
-      if ((t.text == "device_ids" || t.text == "output_device") && k + 2 < l.end &&
+      if ((lex_.Text(t) == "device_ids" || lex_.Text(t) == "output_device") && k + 2 < l.end &&
           IsOp(T(k + 1), "=")) {
         // DDP(model, device_ids=[local_rank], output_device=local_rank): CUDA device indexes.
         std::size_t v = k + 2;
         bool list = IsOp(T(v), "[");
         if (list) ++v;
-        IntegerDevice(v, l, guarded, std::string(t.text) + (list ? "=[" : "="), list ? "]" : "");
+        IntegerDevice(v, l, guarded, std::string(lex_.Text(t)) + (list ? "=[" : "="), list ? "]" : "");
       }
-      if (kernel_names_.count(t.text) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
-        sink_.Add("DT207", t.line, t.column, std::string(t.text) + "[grid](...)", guarded);
+      if (kernel_names_.count(lex_.Text(t)) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
+        sink_.Add("DT207", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)) + "[grid](...)", guarded);
         NoteCudaAt(scope, guarded, false);
         launched = true;
         continue;
       }
-      if (IsHandle(t.text, scope)) {
+      if (IsHandle(lex_.Text(t), scope)) {
         bool assigned = k + 1 < l.end && IsOp(T(k + 1), "=") && k == l.begin;
         bool none_test = k + 1 < l.end && Is(T(k + 1), "is");
         if (!assigned && !none_test) {
-          bool use_guard = guarded || fallback_names_.count(t.text) > 0;
+          bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
           std::string resolved, head;
           Chain(k, l.end, scope, resolved, head);
-          sink_.Add("DT305", t.line, t.column, resolved, use_guard);
+          sink_.Add("DT305", lex_.Line(t), lex_.Column(t), resolved, use_guard);
           NoteCudaAt(scope, use_guard, true);
           tainted |= !use_guard;
         }
         continue;
       }
-      if (top_names_.count(t.text) && !Lookup(t.text, scope)) {
+      if (top_names_.count(lex_.Text(t)) && !Lookup(lex_.Text(t), scope)) {
         // A reference to one of this module's own definitions: the dependency graph, no finding.
         int from = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
         std::string_view from_name = from >= 0 ? scopes_[static_cast<std::size_t>(from)].name
                                                : std::string_view();
-        if (from_name != t.text) ref_guards_[t.text] |= guarded ? 1 : 2;
+        if (from_name != lex_.Text(t)) ref_guards_[lex_.Text(t)] |= guarded ? 1 : 2;
         if (!guarded) {
-          if (from_name.empty()) module_refs_[li].push_back(t.text);
-          else if (from_name != t.text) local_refs_[from_name].insert(t.text);
+          if (from_name.empty()) module_refs_[li].push_back(lex_.Text(t));
+          else if (from_name != lex_.Text(t)) local_refs_[from_name].insert(lex_.Text(t));
         }
         continue;
       }
-      const std::string* bound = Lookup(t.text, scope);
-      if (t.text != "torch" && bound == nullptr) continue;
+      const std::string* bound = Lookup(lex_.Text(t), scope);
+      if (lex_.Text(t) != "torch" && bound == nullptr) continue;
       std::string resolved, head;
       std::size_t ce = Chain(k, l.end, scope, resolved, head);
       bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
       bool none_test = ce < l.end && Is(T(ce), "is");
       if (assigned || none_test) continue;
-      bool use_guard = guarded || fallback_names_.count(t.text) > 0;
+      bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
       if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
         bool ext = true;
         const std::string& symbol = IsCudaSymbol(resolved) ? resolved : *bound;
         SymbolCode(symbol, ext);
         // A def line's names are its annotations and defaults' callees: not a call of the symbol.
         if (!SiblingSymbol(symbol) && Head(l) != "def")
-          sink_.Add(ext ? "DT312" : "DT209", t.line, t.column, resolved, use_guard);
+          sink_.Add(ext ? "DT312" : "DT209", lex_.Line(t), lex_.Column(t), resolved, use_guard);
         NoteCudaAt(scope, use_guard, ext);
         tainted |= !use_guard;
         k = ce - 1;
@@ -1067,7 +1074,7 @@ class PythonScanner {
       if (ce < l.end && IsOp(T(ce), "(") && EndsWith(resolved, "cuda.device_count") &&
           StartsWith(resolved, "torch.") && CountAsValue(k, ce, l)) {
         // The number of GPUs as a value (a worker count, a batch split): 0 without CUDA.
-        sink_.Add("DT115", t.line, t.column, resolved + "()", use_guard);
+        sink_.Add("DT115", lex_.Line(t), lex_.Column(t), resolved + "()", use_guard);
         k = ce - 1;
         continue;
       }
@@ -1078,23 +1085,25 @@ class PythonScanner {
       if (bound == nullptr) continue;
       if (const Library* lib = LibraryOf(resolved)) {
         if (launched || (kernel_lib_ == lib && InLaunch(li))) continue;
-        sink_.Add("DT202", t.line, t.column, resolved, use_guard, lib->AlternativeFor(resolved));
+        sink_.Add("DT202", lex_.Line(t), lex_.Column(t), resolved, use_guard, lib->AlternativeFor(resolved));
         k = ce - 1;
       }
     }
     // An object built from an extension's class is a handle too (`raster = Rasterizer(...)`, then
     // `raster(...)`); what a function returns (a tensor) is not. A module-level
     // `name = BallQuery.apply` is a symbol of this module.
-    if (tainted || !module_refs_[li].empty()) {
+    // find, not []: a lookup must not add an empty entry for every line.
+    auto refs = module_refs_.find(li);
+    if (tainted || refs != module_refs_.end()) {
       std::size_t eq = l.begin;
       while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
       if (eq == l.begin + 1 && eq < l.end && IsName(T(l.begin))) {
-        std::string_view target = T(l.begin).text;
+        std::string_view target = lex_.Text(T(l.begin));
         bool constructed = false;
-        if (tainted && eq + 1 < l.end && IsName(T(eq + 1)) && IsHandle(T(eq + 1).text, scope)) {
+        if (tainted && eq + 1 < l.end && IsName(T(eq + 1)) && IsHandle(lex_.Text(T(eq + 1)), scope)) {
           std::string dotted;
           std::size_t ce = Dotted(eq + 1, l.end, dotted);
-          std::string_view last = T(ce - 1).text;
+          std::string_view last = lex_.Text(T(ce - 1));
           constructed = ce < l.end && IsOp(T(ce), "(") && !last.empty() && last[0] >= 'A' &&
                         last[0] <= 'Z' && Matching(ce, l.end) == l.end - 1;
         }
@@ -1105,7 +1114,8 @@ class PythonScanner {
         }
         if (scope == 0) {
           if (tainted) cuda_tops_[target] |= true;
-          for (auto ref : module_refs_[li]) local_refs_[target].insert(ref);
+          if (refs != module_refs_.end())
+            for (auto ref : refs->second) local_refs_[target].insert(ref);
         }
       }
     }
@@ -1123,8 +1133,8 @@ class PythonScanner {
     std::vector<std::string> sources;
     for (std::size_t j = ce + 1; j < close; ++j) {
       const Token& t = T(j);
-      if (t.kind == TokKind::kString) {
-        std::string_view body = StringBody(t.text);
+      if (t.kind() == TokKind::kString) {
+        std::string_view body = StringBody(lex_.Text(t));
         if (EndsWith(body, ".cu") || EndsWith(body, ".cuh")) cuda = true;
         for (std::string_view ext : {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"})
           if (EndsWith(body, ext)) {
@@ -1136,21 +1146,21 @@ class PythonScanner {
         continue;
       }
       if (!IsName(t)) continue;
-      if ((t.text == "with_cuda" && j + 2 < close && Is(T(j + 2), "True")) ||
-          t.text == "extra_cuda_cflags" || t.text == "cuda_sources")
+      if ((lex_.Text(t) == "with_cuda" && j + 2 < close && Is(T(j + 2), "True")) ||
+          lex_.Text(t) == "extra_cuda_cflags" || lex_.Text(t) == "cuda_sources")
         cuda = true;
     }
     if (!cuda) return;
     track_refs_ = true;
     for (auto& src : sources) result_.extension_sources.emplace_back(std::move(src), guarded);
     if (!name.empty())
-      sink_.DeclareCudaModule(name, T(k).line, std::string(T(k).text) + "() in " + sink_.rel());
+      sink_.DeclareCudaModule(name, lex_.Line(T(k)), std::string(lex_.Text(T(k))) + "() in " + sink_.rel());
     if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
-    sink_.Add("DT301", T(k).line, T(k).column, resolved.substr(resolved.rfind('.') + 1) + "()",
+    sink_.Add("DT301", lex_.Line(T(k)), lex_.Column(T(k)), resolved.substr(resolved.rfind('.') + 1) + "()",
               guarded);
     // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
     if (l.end - l.begin > 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
-      std::string_view target = T(l.begin).text;
+      std::string_view target = lex_.Text(T(l.begin));
       int bind = globals_.count(target) ? 0 : scope;
       scopes_[static_cast<std::size_t>(bind)].local_names.insert(target);
       handle_names_.insert(target);
@@ -1162,7 +1172,7 @@ class PythonScanner {
   // its dotted names are resolved and reported at the string.
   void FStringFindings(std::size_t k, int scope, bool guarded) {
     const Token& t = T(k);
-    std::string_view body = StringBody(t.text);
+    std::string_view body = StringBody(lex_.Text(t));
     if (body.find('{') == std::string_view::npos) return;
     Lexed sub;
     for (std::size_t i = 0; i < body.size(); ++i) {
@@ -1183,18 +1193,18 @@ class PythonScanner {
       LexPython(field, sub);
       for (std::size_t a = 0; a < sub.tokens.size(); ++a) {
         const Token& n = sub.tokens[a];
-        if (n.kind != TokKind::kName || (a > 0 && sub.tokens[a - 1].text == ".")) continue;
-        std::string dotted(n.text);
+        if (n.kind() != TokKind::kName || (a > 0 && sub.Text(sub.tokens[a - 1]) == ".")) continue;
+        std::string dotted(sub.Text(n));
         std::size_t b = a;
-        while (b + 2 < sub.tokens.size() && sub.tokens[b + 1].text == "." &&
-               sub.tokens[b + 2].kind == TokKind::kName) {
+        while (b + 2 < sub.tokens.size() && sub.Text(sub.tokens[b + 1]) == "." &&
+               sub.tokens[b + 2].kind() == TokKind::kName) {
           dotted.push_back('.');
-          dotted.append(sub.tokens[b + 2].text);
+          dotted.append(sub.Text(sub.tokens[b + 2]));
           b += 2;
         }
-        const std::string* target = Lookup(n.text, scope);
-        if (target == nullptr && n.text != "torch") continue;
-        std::string resolved = target ? *target + dotted.substr(n.text.size()) : dotted;
+        const std::string* target = Lookup(sub.Text(n), scope);
+        if (target == nullptr && sub.Text(n) != "torch") continue;
+        std::string resolved = target ? *target + dotted.substr(sub.Text(n).size()) : dotted;
         ApiFinding(resolved, t, guarded, scope);
         a = b;
       }
@@ -1207,8 +1217,8 @@ class PythonScanner {
     std::size_t close = Matching(open, l.end);
     if (close + 1 < l.end) {
       const Token& n = T(close + 1);
-      if (n.kind == TokKind::kOp && (n.text == "==" || n.text == "!=" || n.text == ">" ||
-                                     n.text == ">=" || n.text == "<" || n.text == "<="))
+      if (n.kind() == TokKind::kOp && (lex_.Text(n) == "==" || lex_.Text(n) == "!=" || lex_.Text(n) == ">" ||
+                                     lex_.Text(n) == ">=" || lex_.Text(n) == "<" || lex_.Text(n) == "<="))
         return false;
     }
     if (k > l.begin && (Is(T(k - 1), "not") || Is(T(k - 1), "if") || Is(T(k - 1), "and") ||
@@ -1225,7 +1235,7 @@ class PythonScanner {
   bool InLaunch(std::size_t li) const {
     const auto& l = lex_.lines[li];
     for (std::size_t k = l.begin; k + 1 < l.end; ++k)
-      if (IsName(T(k)) && kernel_names_.count(T(k).text) && IsOp(T(k + 1), "[")) return true;
+      if (IsName(T(k)) && kernel_names_.count(lex_.Text(T(k))) && IsOp(T(k + 1), "[")) return true;
     return false;
   }
 
@@ -1242,22 +1252,22 @@ class PythonScanner {
       if (depth == 0 && IsOp(T(e), ",")) break;
     }
     if (e == b) return;
-    if (e == b + 1 && T(b).kind == TokKind::kNumber && IsDigits(T(b).text)) {
-      sink_.Add("DT113", T(b).line, T(b).column,
-                std::string(what) + std::string(T(b).text) + std::string(close), guarded);
+    if (e == b + 1 && T(b).kind() == TokKind::kNumber && IsDigits(lex_.Text(T(b)))) {
+      sink_.Add("DT113", lex_.Line(T(b)), lex_.Column(T(b)),
+                std::string(what) + std::string(lex_.Text(T(b))) + std::string(close), guarded);
       return;
     }
     // NAME(.NAME)* only, ending in an index-like name.
     for (std::size_t k = b; k < e; ++k)
       if (!(IsName(T(k)) || IsOp(T(k), "."))) return;
-    std::string last = Lower(T(e - 1).text);
+    std::string last = Lower(lex_.Text(T(e - 1)));
     static const char* kIndexNames[] = {"gpu", "gpu_id", "gpu_idx", "gpu_index", "local_rank",
                                         "device_id", "gpu_rank", "cuda_device", "device_index"};
     for (const char* n : kIndexNames)
       if (last == n) {
         std::string idx;
-        for (std::size_t k = b; k < e; ++k) idx.append(T(k).text);
-        sink_.Add("DT113", T(b).line, T(b).column, std::string(what) + idx + std::string(close),
+        for (std::size_t k = b; k < e; ++k) idx.append(lex_.Text(T(k)));
+        sink_.Add("DT113", lex_.Line(T(b)), lex_.Column(T(b)), std::string(what) + idx + std::string(close),
                   guarded);
         return;
       }
@@ -1269,12 +1279,12 @@ class PythonScanner {
     std::size_t close = Matching(open, l.end);
     for (std::size_t j = open + 1; j < close; ++j) {
       const Token& t = T(j);
-      std::string lower = Lower(t.text);
-      if ((t.kind == TokKind::kName && (lower == "local_rank" || lower == "int" ||
+      std::string lower = Lower(lex_.Text(t));
+      if ((t.kind() == TokKind::kName && (lower == "local_rank" || lower == "int" ||
                                         Contains(lower, "gpu") || lower == "rank")) ||
-          (t.kind == TokKind::kString && Lower(StringBody(t.text)) == "local_rank") ||
-          (t.kind == TokKind::kNumber && IsDigits(t.text) && j > open + 1 && IsOp(T(j - 1), ":"))) {
-        sink_.Add("DT113", T(k).line, T(k).column, "device_map", guarded);
+          (t.kind() == TokKind::kString && Lower(StringBody(lex_.Text(t))) == "local_rank") ||
+          (t.kind() == TokKind::kNumber && IsDigits(lex_.Text(t)) && j > open + 1 && IsOp(T(j - 1), ":"))) {
+        sink_.Add("DT113", lex_.Line(T(k)), lex_.Column(T(k)), "device_map", guarded);
         return;
       }
     }
@@ -1282,10 +1292,10 @@ class PythonScanner {
 
   // A keyword argument of the registry (`load_in_8bit=True`, `optim="paged_adamw_32bit"`).
   void KeywordFinding(std::size_t k, const LogicalLine& l, int scope, bool guarded) {
-    const auto* rules = reg_.KeywordRules(T(k).text);
+    const auto* rules = reg_.KeywordRules(lex_.Text(T(k)));
     if (rules == nullptr || k + 2 >= l.end) return;
     const Token& v = T(k + 2);
-    std::string value = v.kind == TokKind::kString ? std::string(StringBody(v.text)) : std::string(v.text);
+    std::string value = v.kind() == TokKind::kString ? std::string(StringBody(lex_.Text(v))) : std::string(lex_.Text(v));
     bool single = k + 3 >= l.end || IsOp(T(k + 3), ",") || IsClose(T(k + 3));
     std::string callee;
     bool callee_done = false;
@@ -1298,10 +1308,10 @@ class PythonScanner {
         }
         if (callee.empty() || !GlobMatch(r.call, callee)) continue;
       }
-      std::string name = std::string(T(k).text) + "=" +
-                         (single ? std::string(v.text) : std::string("..."));
+      std::string name = std::string(lex_.Text(T(k))) + "=" +
+                         (single ? std::string(lex_.Text(v)) : std::string("..."));
       if (!callee.empty()) name = callee.substr(callee.rfind('.') + 1) + "(" + name + ")";
-      sink_.Add(r.code, T(k).line, T(k).column, name, guarded, r.replacement);
+      sink_.Add(r.code, lex_.Line(T(k)), lex_.Column(T(k)), name, guarded, r.replacement);
       return;
     }
   }
@@ -1312,13 +1322,13 @@ class PythonScanner {
   bool IsDispatchDefault(std::size_t k, std::size_t li, const LogicalLine& l) const {
     std::string_view head = Head(l);
     if (head != "def" || k < l.begin + 2 || !IsOp(T(k - 1), "=") || !IsName(T(k - 2))) return false;
-    std::string_view param = T(k - 2).text;
+    std::string_view param = lex_.Text(T(k - 2));
     std::string lower = Lower(param);
     if (Contains(lower, "device") || lower == "dev" || Contains(lower, "map_location")) return false;
     for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
       const auto& body = lex_.lines[j];
       for (std::size_t t = body.begin; t + 2 < body.end; ++t)
-        if (IsName(T(t)) && T(t).text == param && (IsOp(T(t + 1), "==") || IsOp(T(t + 1), "!=")) &&
+        if (IsName(T(t)) && lex_.Text(T(t)) == param && (IsOp(T(t + 1), "==") || IsOp(T(t + 1), "!=")) &&
             IsCudaDeviceString(T(t + 2)))
           return true;
     }
@@ -1332,8 +1342,8 @@ class PythonScanner {
     if (open == static_cast<std::size_t>(-1) || !InLiteralContainer(k, l)) return false;
     std::size_t close = Matching(open, l.end);
     for (std::size_t j = open + 1; j < close; ++j) {
-      if (T(j).kind != TokKind::kString || j == k) continue;
-      std::string_view b = StringBody(T(j).text);
+      if (T(j).kind() != TokKind::kString || j == k) continue;
+      std::string_view b = StringBody(lex_.Text(T(j)));
       if (b == "mps" || b == "cpu" || b == "xpu") return true;
     }
     return false;
@@ -1348,31 +1358,31 @@ class PythonScanner {
     has_mps = false;
     std::size_t close = Matching(open, l.end);
     for (std::size_t j = open + 1; j < close; ++j)
-      if (T(j).kind == TokKind::kString && StartsWith(StringBody(T(j).text), "mps")) has_mps = true;
+      if (T(j).kind() == TokKind::kString && StartsWith(StringBody(lex_.Text(T(j))), "mps")) has_mps = true;
     return true;
   }
 
   void StringFinding(std::size_t k, const LogicalLine& l, int scope, bool guarded) {
     const Token& t = T(k);
-    if (IsBytes(t.text)) return;
+    if (IsBytes(lex_.Text(t))) return;
     std::size_t li = static_cast<std::size_t>(&l - lex_.lines.data());
-    std::string_view body = StringBody(t.text);
+    std::string_view body = StringBody(lex_.Text(t));
     if (IsCudaDeviceString(t)) {
       if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
       std::size_t at = 0;
       bool has_mps = false;
       if (InChoices(k, l, at, has_mps)) {
         if (!has_mps)
-          sink_.Add("DT112", T(at).line, T(at).column, "the option's choices", guarded);
+          sink_.Add("DT112", lex_.Line(T(at)), lex_.Column(T(at)), "the option's choices", guarded);
         return;
       }
       if (IsDispatchDefault(k, li, l) || InDeviceNameList(k, l)) return;
-      sink_.Add("DT102", t.line, t.column, std::string(t.text), guarded);
+      sink_.Add("DT102", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded);
       return;
     }
     if (IsNccl(body)) {
       if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
-      sink_.Add("DT205", t.line, t.column, std::string(t.text), guarded);
+      sink_.Add("DT205", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded);
       return;
     }
     if (body.size() > 200) return;
@@ -1381,28 +1391,28 @@ class PythonScanner {
     for (std::string_view key : {"TORCH_CUDA_ARCH_LIST", "-gencode", "arch=compute_", "arch=sm_",
                                  "CUDA_ARCHITECTURES"}) {
       if (body.find(key) != std::string_view::npos) {
-        if (!IsProse(k, l)) sink_.Add("DT302", t.line, t.column, key, guarded);
+        if (!IsProse(k, l)) sink_.Add("DT302", lex_.Line(t), lex_.Column(t), key, guarded);
         return;
       }
     }
     // The nvcc entry of extra_compile_args: {"nvcc": [...]} or args["nvcc"] = [...].
     if (body == "nvcc" && k + 1 < l.end &&
         (IsOp(T(k + 1), ":") || (k > l.begin && IsOp(T(k - 1), "[") && IsOp(T(k + 1), "]")))) {
-      sink_.Add("DT302", t.line, t.column, "nvcc flags", guarded);
+      sink_.Add("DT302", lex_.Line(t), lex_.Column(t), "nvcc flags", guarded);
       return;
     }
     // os.environ["CUDA_VISIBLE_DEVICES"] = ..., os.environ.setdefault("CUDA_VISIBLE_DEVICES", ...).
     if (body == "CUDA_VISIBLE_DEVICES" && !InComparison(k, l.begin, l.end) && !IsProse(k, l)) {
-      sink_.Add("DT406", t.line, t.column, "CUDA_VISIBLE_DEVICES", guarded);
+      sink_.Add("DT406", lex_.Line(t), lex_.Column(t), "CUDA_VISIBLE_DEVICES", guarded);
       return;
     }
     if (const PythonKeyword* r = reg_.StringRule(body); r != nullptr && !IsProse(k, l)) {
-      sink_.Add(r->code, t.line, t.column, std::string(t.text), guarded, r->replacement);
+      sink_.Add(r->code, lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded, r->replacement);
       return;
     }
     (void)scope;
     if (opt_.setup_py && !body.empty() && InLiteralContainer(k, l)) {
-      CheckRequirement(body, sink_, t.line, t.column);
+      CheckRequirement(body, sink_, lex_.Line(t), lex_.Column(t));
     }
   }
 
@@ -1428,7 +1438,7 @@ class PythonScanner {
       if (it == ref_guards_.end() || it->second != 1) continue;
       const auto& first = lex_.lines[sc.first_line];
       const auto& last = lex_.lines[sc.last_line];
-      sink_.GuardLines(T(first.begin).line, T(last.end - 1).line);
+      sink_.GuardLines(lex_.Line(T(first.begin)), lex_.Line(T(last.end - 1)));
       cuda_tops_.erase(sc.name);
       local_refs_.erase(sc.name);
     }

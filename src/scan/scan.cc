@@ -29,6 +29,7 @@
 #include "scan/import_graph.h"
 #include "scan/notebook_scanner.h"
 #include "scan/prefilter.h"
+#include "scan/python_lexer.h"
 #include "scan/python_scanner.h"
 #include "scan/registry.h"
 #include "scan/walker.h"
@@ -398,6 +399,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   if (r.kind == FileKind::kSetupPy &&
       (!Contains(text, "setup(") || (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
     r.kind = FileKind::kPython;
+  if ((r.kind == FileKind::kPython || r.kind == FileKind::kNotebook ||
+       r.kind == FileKind::kSetupPy) && text.size() > kMaxLexBytes) {
+    r.scanned = false;
+    r.skip_reason = "too large for the Python lexer (over 1 GiB)";
+    return;
+  }
   if (std::memchr(text.data(), 0, std::min<std::size_t>(text.size(), 8192)) != nullptr) {
     r.scanned = false;
     r.skip_reason = "binary file";

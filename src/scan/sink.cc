@@ -151,6 +151,21 @@ std::string FindingSink::Root() const {
   return root.empty() ? "." : root;
 }
 
+namespace {
+
+// The scanners count columns in bytes; findings carry Unicode code points, what editors and
+// SARIF's "unicodeCodePoints" column kind count: a byte that starts a UTF-8 sequence (or is not
+// part of one) is a character.
+std::uint32_t CodePointColumn(std::string_view line, std::uint32_t byte_column) {
+  if (byte_column == 0 || byte_column - 1 > line.size()) return byte_column;
+  std::uint32_t col = 1;
+  for (std::size_t i = 0; i + 1 < byte_column; ++i)
+    col += (static_cast<unsigned char>(line[i]) & 0xC0) != 0x80;
+  return col;
+}
+
+}  // namespace
+
 void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t column,
                       std::string_view name, bool guarded, std::string_view replacement) {
   const Rule* rule = reg_.FindRule(code);
@@ -174,7 +189,7 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
   f.severity = guarded ? Severity::kPortable : rule->severity;
   f.file = rel_;
   f.line = line;
-  f.column = column;
+  f.column = CodePointColumn(text, column);
   f.cell = cell_;
   f.message = FormatMessage(*rule, name);
   std::string_view snip = Trim(text);

@@ -230,33 +230,84 @@ Result<json> ParseJsonText(const std::string& text, const std::string& source) {
   }
 }
 
-Result<ScanEvidence> ParseScan(const json& doc, const std::string& source) {
+namespace {
+
+void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& out) {
+  const std::string w = fmt::format("findings[{}]", i);
+  Finding x;
+  x.code = r.Str(f, "code", w);
+  x.cls = r.Str(f, "class", w);
+  x.severity = r.Str(f, "severity", w);
+  x.file = r.Str(f, "file", w);
+  x.line = r.Int(f, "line", w);
+  x.message = r.Str(f, "message", w);
+  x.snippet = r.Str(f, "snippet", w);
+  x.guarded = r.OptBool(f, "guarded", w);
+  x.reachable = r.OptBool(f, "reachable", w);
+  x.replacement = r.Str(f, "replacement", w);
+  out.push_back(std::move(x));
+}
+
+// Everything of a scan document but its findings, which the callers read as they go. The schema
+// is checked first: a wrong schema is the first thing to say, before any finding's field.
+Result<ScanEvidence> ReadScanHeader(Reader& r, const json& doc, const std::string& source,
+                                    std::vector<Finding> findings) {
   if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
-  Reader r(source);
   ScanEvidence scan;
   scan.source = source;
   scan.root = r.Str(doc, "root", "");
-  const json& findings = r.Arr(doc, "findings", "");
-  for (std::size_t i = 0; i < findings.size() && r.ok(); ++i) {
-    const std::string w = fmt::format("findings[{}]", i);
-    const json& f = findings[i];
-    Finding x;
-    x.code = r.Str(f, "code", w);
-    x.cls = r.Str(f, "class", w);
-    x.severity = r.Str(f, "severity", w);
-    x.file = r.Str(f, "file", w);
-    x.line = r.Int(f, "line", w);
-    x.message = r.Str(f, "message", w);
-    x.snippet = r.Str(f, "snippet", w);
-    x.guarded = r.OptBool(f, "guarded", w);
-    x.reachable = r.OptBool(f, "reachable", w);
-    x.replacement = r.Str(f, "replacement", w);
-    scan.findings.push_back(std::move(x));
-  }
+  r.Arr(doc, "findings", "");  // Checks its type; a streamed parse leaves it empty.
+  scan.findings = std::move(findings);
   scan.files_scanned = r.Int(r.Obj(doc, "summary", ""), "files_scanned", "summary");
   scan.entries = r.StrList(doc, "entries", "");
   if (!r.ok()) return r.TakeError();
   return scan;
+}
+
+}  // namespace
+
+Result<ScanEvidence> ParseScan(const json& doc, const std::string& source) {
+  if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
+  Reader r(source);
+  std::vector<Finding> findings;
+  const json& arr = r.Arr(doc, "findings", "");
+  for (std::size_t i = 0; i < arr.size() && r.ok(); ++i) ReadFinding(r, arr[i], i, findings);
+  return ReadScanHeader(r, doc, source, std::move(findings));
+}
+
+// A scan of a large tree runs to hundreds of MB of JSON, and a DOM of it costs about seven times
+// that. So each finding is converted the moment the parser completes it and then dropped from the
+// document: memory stays near the text plus the findings themselves.
+Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& source) {
+  Reader r(source);
+  std::vector<Finding> findings;
+  std::string key;  // The last key of the top-level object.
+  bool in_findings = false;
+  std::size_t index = 0;
+  auto on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth == 1) {
+      if (event == json::parse_event_t::key) key = parsed.get<std::string>();
+      if (event == json::parse_event_t::array_start) in_findings = key == "findings";
+      if (event == json::parse_event_t::array_end) in_findings = false;
+      return true;
+    }
+    if (depth != 2 || !in_findings) return true;
+    if (event != json::parse_event_t::object_end && event != json::parse_event_t::array_end &&
+        event != json::parse_event_t::value) {
+      return true;
+    }
+    if (r.ok()) ReadFinding(r, parsed, index, findings);
+    ++index;
+    return false;  // Converted: not kept in the document.
+  };
+  json doc;
+  try {
+    doc = json::parse(text, on_event);
+  } catch (const json::parse_error& e) {
+    return MakeError(ErrorCode::kInput,
+                     fmt::format("not valid JSON (at byte {}): {}", e.byte, e.what()), source);
+  }
+  return ReadScanHeader(r, doc, source, std::move(findings));
 }
 
 Result<EnvEvidence> ParseEnv(const json& doc, const std::string& source) {
@@ -383,7 +434,9 @@ Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
 }
 
 Result<ScanEvidence> LoadScan(const std::filesystem::path& path) {
-  return LoadWith<ScanEvidence>(path, ParseScan);
+  auto text = ReadFile(path, std::uint64_t{256} << 20);
+  if (!text.ok()) return text.take_error();
+  return ParseScanText(*text, path.string());
 }
 Result<EnvEvidence> LoadEnv(const std::filesystem::path& path) {
   return LoadWith<EnvEvidence>(path, ParseEnv);

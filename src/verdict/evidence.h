@@ -238,6 +238,9 @@ Result<Baseline> ParseBaseline(const nlohmann::json& doc, const std::string& sou
 Result<CoverageEvidence> ParseCoverage(const nlohmann::json& doc, const std::string& source);
 Result<Comparison> ParseComparison(const nlohmann::json& doc, const std::string& source);
 
+// The same from JSON text, streamed: findings are converted as they are parsed, never held as a DOM.
+Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& source);
+
 // Decodes JSON text; a syntax error names `source` and the byte offset.
 Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& source);
 

@@ -116,5 +116,43 @@ TEST(VerdictEvidenceTest, NullsAreUnknownNotErrors) {
   EXPECT_FALSE(scan->findings.at(0).guarded.has_value());
 }
 
+// The streamed reader (LoadScan) and the DOM reader agree, on good documents and on bad ones.
+TEST(VerdictEvidenceTest, StreamedScanMatchesTheDocumentReader) {
+  nlohmann::json doc = {
+      {"schema", "dualtrack.scan/1"},
+      {"root", "/p"},
+      {"entries", {"train.py"}},
+      {"summary", {{"files_scanned", 3}}},
+      {"statistics", {{"findings", {1, 2}}}},  // A nested array named like the findings.
+      {"findings",
+       {{{"code", "DT101"}, {"file", "a.py"}, {"line", 4}, {"guarded", true}},
+        {{"code", "DT202"}, {"file", "b.py"}, {"line", 9}, {"extra", {{"findings", {1}}}}}}}};
+  auto dom = ParseScan(doc, "s.json");
+  auto streamed = ParseScanText(doc.dump(), "s.json");
+  ASSERT_TRUE(dom.ok()) << dom.error().ToString();
+  ASSERT_TRUE(streamed.ok()) << streamed.error().ToString();
+  ASSERT_EQ(streamed->findings.size(), 2u);
+  EXPECT_EQ(streamed->findings[1].code, "DT202");
+  EXPECT_EQ(streamed->findings[1].line, 9);
+  EXPECT_EQ(streamed->findings[0].guarded, dom->findings[0].guarded);
+  EXPECT_EQ(streamed->files_scanned, 3);
+  EXPECT_EQ(streamed->entries, dom->entries);
+  EXPECT_EQ(streamed->root, "/p");
+
+  for (const char* bad : {R"({"schema":"dualtrack.scan/1","findings":[{"code":"DT1"},7]})",
+                          R"({"schema":"dualtrack.scan/1","findings":[[1]]})",
+                          R"({"schema":"dualtrack.scan/1","findings":{"code":"DT1"}})",
+                          R"({"schema":"dualtrack.scan/1","findings":[{"line":"x"}]})"}) {
+    auto a = ParseScan(nlohmann::json::parse(bad), "s.json");
+    auto b = ParseScanText(bad, "s.json");
+    ASSERT_FALSE(a.ok()) << bad;
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(a.error().message, b.error().message) << bad;
+  }
+  auto schema = ParseScanText(R"({"schema":"other/1","findings":[7]})", "s.json");
+  ASSERT_FALSE(schema.ok());
+  EXPECT_NE(schema.error().message.find("schema"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace dt::verdict

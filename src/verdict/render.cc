@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/version.h"
+#include "util/result.h"
 
 namespace dt::verdict {
 
@@ -69,21 +70,33 @@ json EnvJson(const EnvEvidence& e) {
           {"conclusions", conclusions}};
 }
 
-json EvidenceJson(const Evidence& ev) {
+json FindingJson(const Finding& f) {
+  return {{"code", f.code},
+          {"class", f.cls},
+          {"severity", f.severity},
+          {"file", f.file},
+          {"line", f.line},
+          {"message", f.message},
+          {"snippet", f.snippet},
+          {"guarded", OptJson(f.guarded)},
+          {"reachable", OptJson(f.reachable)},
+          {"replacement", f.replacement}};
+}
+
+// Stands for the scan's findings in a document that RenderJson writes out finding by finding: a
+// NUL cannot be in a key, and a dumped string escapes it, so `"findings": "\u0000..."` occurs
+// once.
+const std::string kFindingsPlaceholder("\0dualtrack-findings\0", 20);
+
+// `findings`: the findings themselves, or the placeholder.
+json EvidenceJson(const Evidence& ev, bool findings_inline) {
   json out = json::object();
   if (ev.scan) {
     json findings = json::array();
-    for (const Finding& f : ev.scan->findings) {
-      findings.push_back({{"code", f.code},
-                          {"class", f.cls},
-                          {"severity", f.severity},
-                          {"file", f.file},
-                          {"line", f.line},
-                          {"message", f.message},
-                          {"snippet", f.snippet},
-                          {"guarded", OptJson(f.guarded)},
-                          {"reachable", OptJson(f.reachable)},
-                          {"replacement", f.replacement}});
+    if (findings_inline) {
+      for (const Finding& f : ev.scan->findings) findings.push_back(FindingJson(f));
+    } else {
+      findings = kFindingsPlaceholder;
     }
     out["scan"] = {{"source", ev.scan->source},
                    {"root", ev.scan->root},
@@ -373,7 +386,9 @@ std::string HtmlEscape(std::string_view s) {
   return out;
 }
 
-json ToJson(const Report& r) {
+namespace {
+
+json ReportJson(const Report& r, bool findings_inline) {
   json stops = json::array();
   for (const RuleResult& s : r.stops) {
     stops.push_back({{"id", s.id},
@@ -448,10 +463,38 @@ json ToJson(const Report& r) {
           {"checklist", checklist},
           {"plan", plan},
           {"next_steps", next},
-          {"evidence", EvidenceJson(r.evidence)}};
+          {"evidence", EvidenceJson(r.evidence, findings_inline)}};
 }
 
-std::string RenderJson(const Report& report) { return ToJson(report).dump(2) + "\n"; }
+}  // namespace
+
+json ToJson(const Report& r) { return ReportJson(r, true); }
+
+// A document of every finding costs about ten times its text (hostile-input class 11: a 228 MB
+// scan): the rest of the report is a document, the findings are written one at a time into it.
+std::string RenderJson(const Report& report) {
+  std::string doc = ReportJson(report, false).dump(2) + "\n";
+  if (!report.evidence.scan) return doc;
+  const std::string key = "\"findings\": " + json(kFindingsPlaceholder).dump();
+  const std::size_t at = doc.find(key);
+  DT_CHECK(at != std::string::npos);
+  const std::size_t line_start = doc.rfind('\n', at) + 1;
+  const std::string indent(at - line_start + 2, ' ');
+  std::string out = doc.substr(0, at) + "\"findings\": [";
+  const auto& findings = report.evidence.scan->findings;
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    std::string one = FindingJson(findings[i]).dump(2, ' ', false, json::error_handler_t::replace);
+    out += i == 0 ? "\n" : ",\n";
+    out += indent;
+    for (char c : one) {
+      out += c;
+      if (c == '\n') out += indent;
+    }
+  }
+  out += findings.empty() ? "]" : "\n" + indent.substr(2) + "]";
+  out.append(doc, at + key.size(), std::string::npos);
+  return out;
+}
 
 static std::string ExperimentsTitle(const Report& r) {
   const Evidence& ev = r.evidence;

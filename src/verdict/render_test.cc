@@ -24,6 +24,20 @@ Report FullReport() {
   return Decide(std::move(ev));
 }
 
+// RenderJson writes the findings one at a time into the rest of the document: the text is the
+// document's own dump, byte for byte, with findings, with none and without a scan; and a source
+// path that spells the placeholder's key does not confuse it.
+TEST(VerdictRenderTest, StreamedJsonEqualsTheDocument) {
+  Report r = FullReport();
+  ASSERT_GT(r.evidence.scan->findings.size(), 1u);
+  r.evidence.scan->source = "\"findings\": \"x\"";
+  EXPECT_EQ(RenderJson(r), ToJson(r).dump(2) + "\n");
+  r.evidence.scan->findings.clear();
+  EXPECT_EQ(RenderJson(r), ToJson(r).dump(2) + "\n");
+  r.evidence.scan.reset();
+  EXPECT_EQ(RenderJson(r), ToJson(r).dump(2) + "\n");
+}
+
 TEST(VerdictRenderTest, HtmlIsSelfContainedAndEscaped) {
   Report r = FullReport();
   r.evidence.scan->findings[0].message = "<script>alert('x')</script> & \"q\"";

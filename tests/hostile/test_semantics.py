@@ -251,3 +251,24 @@ def test_sarif_uris_are_percent_encoded(dt, tmp_path):
     assert uris == ["%FF.py", "a%20b%231%25.py"]
     base = run["originalUriBaseIds"]["SRCROOT"]["uri"]
     assert base.startswith("file:///") and base.endswith("/my%20proj/")
+
+
+def test_columns_count_characters_and_sarif_says_so(dt, tmp_path):
+    """A line with non-ASCII text before the finding: the column is the character, in JSON, text and
+    SARIF (whose run names the kind), so an editor lands on `.cuda()`."""
+    proj = tmp_path / "p"
+    proj.mkdir()
+    line = 'msg = "größe → ½"; x = torch.zeros(1).cuda()'
+    (proj / "a.py").write_text("import torch\n" + line + "\n", encoding="utf-8")
+    want = line.index("cuda()") + 1  # Python counts code points
+    assert want != line.encode().index(b"cuda()") + 1
+    j = dt("scan", proj, "--format", "json", "--fail-on", "never")
+    assert j.returncode == 0, j.stderr
+    assert [(f["code"], f["column"]) for f in json.loads(j.stdout)["findings"]] == [("DT101", want)]
+    s = dt("scan", proj, "--format", "sarif", "--fail-on", "never")
+    run = json.loads(s.stdout)["runs"][0]
+    assert run["columnKind"] == "unicodeCodePoints"
+    region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 2, "startColumn": want}
+    t = dt("scan", proj, "--fail-on", "never", "--color", "never")
+    assert f"a.py:2:{want}" in t.stdout, t.stdout
