@@ -234,15 +234,14 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
   // In .cu / .cuh files the checks guard the CUDA implementation itself (reached through a
   // wrapper that may well dispatch on the device); the wrapper is what decides.
   const bool cuda_source = EndsWith(sink.rel(), ".cu") || EndsWith(sink.rel(), ".cuh");
+  // Every check that rejects a non-CUDA tensor is a finding of its own: each names an input the
+  // user would have to move off the extension (the text output groups them under the file).
   auto end_function = [&] {
     for (const auto& r : rejections) {
       if (cuda_source) break;
       if (r.in_cuda_branch) continue;
       bool rejects = r.fail ? r.counts : !fn_device_branch;
-      if (rejects) {
-        sink.Add("DT320", r.line, r.col, r.what, false);
-        break;
-      }
+      if (rejects) sink.Add("DT320", r.line, r.col, r.what, false);
     }
     rejections.clear();
     fn_device_branch = false;

@@ -17,7 +17,11 @@ Status ScanNotebook(std::string_view text, const Registry& reg, const std::strin
   std::int64_t index = 0;
   for (const auto& cell : doc["cells"]) {
     ++index;
-    if (!cell.is_object() || cell.value("cell_type", "") != "code") continue;
+    if (!cell.is_object()) continue;
+    // find, not value(): value() throws when the field is there with another type.
+    auto type = cell.find("cell_type");
+    if (type == cell.end() || !type->is_string() || type->get_ref<const std::string&>() != "code")
+      continue;
     std::string source;
     auto it = cell.find("source");
     if (it == cell.end()) continue;

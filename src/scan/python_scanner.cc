@@ -1152,7 +1152,12 @@ class PythonScanner {
     }
     if (!cuda) return;
     track_refs_ = true;
-    for (auto& src : sources) result_.extension_sources.emplace_back(std::move(src), guarded);
+    // A build at run time under a device check (`load()` only where x.is_cuda) keeps its sources
+    // off the Mac. A setup script's condition (`if CUDA_HOME:`, an opt-in switch) only decides
+    // whether the wheel has the extension; whether the project runs without it is decided where
+    // the extension is used, so the wrapper's own findings stay unguarded.
+    for (auto& src : sources)
+      result_.extension_sources.emplace_back(std::move(src), guarded && !opt_.setup_py);
     if (!name.empty())
       sink_.DeclareCudaModule(name, lex_.Line(T(k)), std::string(lex_.Text(T(k))) + "() in " + sink_.rel());
     if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).

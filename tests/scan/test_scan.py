@@ -206,6 +206,19 @@ def test_malformed_inputs_are_skipped_with_a_note(dualtrack, tmp_path):
     assert [(f["file"], f["code"]) for f in doc["findings"]] == [("ok.py", "DT101")]
 
 
+def test_notebook_fields_of_the_wrong_type_are_ignored(dualtrack, tmp_path):
+    """A cell whose cell_type or source is not a string (found by fuzz_notebook: it ended the scan
+    with an uncaught exception) is not code; the notebook's other cells are still read."""
+    cells = [{"cell_type": {}}, {"cell_type": 3, "source": "x.cuda()"},
+             {"cell_type": "code", "source": {"a": 1}}, {"cell_type": None},
+             {"cell_type": "code", "source": ["import torch\n", "y = torch.zeros(1).cuda()\n"]}]
+    write(tmp_path / "nb.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4}))
+    doc = scan_json(dualtrack, tmp_path)
+    assert doc["skipped"] == []
+    assert [(f["file"], f["cell"], f["line"], f["code"]) for f in doc["findings"]] == [
+        ("nb.ipynb", 5, 2, "DT101")]
+
+
 # The size limit holds on each path a file can take through the reader: read whole in the first
 # read, stat'ed after it, or mapped; the reason gives the file's real size.
 def test_max_file_size_on_every_read_path(dualtrack, tmp_path):
