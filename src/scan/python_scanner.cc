@@ -431,6 +431,12 @@ class PythonScanner {
         for (std::size_t li = sc.first_line; li <= sc.def_line; ++li)
           decorator_kernel_[li] = static_cast<int>(s);
     }
+    // The host wrappers: functions that launch a kernel of this file (`_fwd_kernel[grid](...)`).
+    // The launch is their finding; the library's helpers around it (`triton.cdiv` for the grid,
+    // `tl.float16` for a dtype) are part of the same launch.
+    if (kernel_names_.empty()) return;
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li)
+      if (ScopeOf(li) > 0 && InLaunch(li)) launch_scopes_.insert(ScopeOf(li));
   }
 
   // Whether line li lies in a kernel's body or decorators.
@@ -1084,7 +1090,8 @@ class PythonScanner {
       }
       if (bound == nullptr) continue;
       if (const Library* lib = LibraryOf(resolved)) {
-        if (launched || (kernel_lib_ == lib && InLaunch(li))) continue;
+        if (launched || (kernel_lib_ == lib && (InLaunch(li) || launch_scopes_.count(scope))))
+          continue;
         sink_.Add("DT202", lex_.Line(t), lex_.Column(t), resolved, use_guard, lib->AlternativeFor(resolved));
         k = ce - 1;
       }
@@ -1481,6 +1488,7 @@ class PythonScanner {
   PyScanResult result_;
   std::vector<bool> optional_line_;
   std::vector<int> line_scope_;
+  std::unordered_set<int> launch_scopes_;  // Functions that launch a kernel of this file.
   std::vector<Scope> scopes_;
   // Keys are views into the source, which outlives the scanner.
   std::unordered_map<std::string_view, int> top_names_;  // Module-level def/class names.
