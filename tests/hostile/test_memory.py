@@ -43,17 +43,20 @@ def dense_code_line(size: int) -> str:
     return "import torch; " + unit * (size // len(unit)) + "\n"
 
 
-def test_scan_of_a_huge_one_line_file_stays_near_its_size(dualtrack_bin, tmp_path):
+def scan_one_file(dualtrack_bin, tmp_path, name: str, text: str):
+    """Scans a project of one file: (findings, peak RSS, file size)."""
     proj = tmp_path / "proj"
     proj.mkdir()
-    src = proj / "big.py"
-    src.write_text(dense_code_line(24 * MB))
-    size = src.stat().st_size
+    (proj / name).write_text(text)
     out = tmp_path / "scan.json"
     code, peak, err = peak_rss(dualtrack_bin, out, "scan", proj, "--max-file-size", "0",
                                "--format", "json", "--fail-on", "never")
     assert code == 0, err
-    findings = json.loads(out.read_text())["findings"]
+    return json.loads(out.read_text())["findings"], peak, (proj / name).stat().st_size
+
+
+def test_scan_of_a_huge_one_line_file_stays_near_its_size(dualtrack_bin, tmp_path):
+    findings, peak, size = scan_one_file(dualtrack_bin, tmp_path, "big.py", dense_code_line(24 * MB))
     # Found, once per line and code (the statements repeat on the one line).
     assert [(f["code"], f["line"]) for f in findings] == [("DT102", 1)], findings
     assert peak <= BASE + 7 * size, f"peak {peak / MB:.0f} MiB for a {size / MB:.0f} MiB file"
@@ -62,21 +65,13 @@ def test_scan_of_a_huge_one_line_file_stays_near_its_size(dualtrack_bin, tmp_pat
 def test_scan_of_a_data_line_keeps_findings_after_the_data(dualtrack_bin, tmp_path):
     """Numbers written as code (a weights list on one line) fold past the first few in a bracket:
     the line costs about its size, and code after the data on the same line is still read."""
-    proj = tmp_path / "proj"
-    proj.mkdir()
-    src = proj / "weights.py"
     n = 12 * MB // 2
-    src.write_text("import torch\nW = [" + ",".join("01"[i % 2] for i in range(n)) +
-                   "]; m = torch.nn.Linear(2, 2).cuda()\n")
-    size = src.stat().st_size
-    out = tmp_path / "scan.json"
-    code, peak, err = peak_rss(dualtrack_bin, out, "scan", proj, "--max-file-size", "0",
-                               "--format", "json", "--fail-on", "never")
-    assert code == 0, err
-    findings = json.loads(out.read_text())["findings"]
+    line = "W = [" + ",".join("01"[i % 2] for i in range(n)) + "]; m = torch.nn.Linear(2, 2).cuda()"
+    findings, peak, size = scan_one_file(dualtrack_bin, tmp_path, "weights.py",
+                                         "import torch\n" + line + "\n")
     assert [(f["code"], f["line"]) for f in findings] == [("DT101", 2)], findings
     col = findings[0]["column"]
-    assert src.read_text().splitlines()[1][col - 1:].startswith("cuda()"), col
+    assert line[col - 1:].startswith("cuda()"), col
     assert peak <= BASE + 3 * size, f"peak {peak / MB:.0f} MiB for a {size / MB:.0f} MiB file"
 
 
