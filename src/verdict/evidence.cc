@@ -248,31 +248,11 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
   out.push_back(std::move(x));
 }
 
-// Everything of a scan document but its findings, which the callers read as they go. The schema
-// is checked first: a wrong schema is the first thing to say, before any finding's field.
-Result<ScanEvidence> ReadScanHeader(Reader& r, const json& doc, const std::string& source,
-                                    std::vector<Finding> findings) {
-  if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
-  ScanEvidence scan;
-  scan.source = source;
-  scan.root = r.Str(doc, "root", "");
-  r.Arr(doc, "findings", "");  // Checks its type; a streamed parse leaves it empty.
-  scan.findings = std::move(findings);
-  scan.files_scanned = r.Int(r.Obj(doc, "summary", ""), "files_scanned", "summary");
-  scan.entries = r.StrList(doc, "entries", "");
-  if (!r.ok()) return r.TakeError();
-  return scan;
-}
-
 }  // namespace
 
+// One reader for scan documents: a document already decoded goes through the streamed one.
 Result<ScanEvidence> ParseScan(const json& doc, const std::string& source) {
-  if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
-  Reader r(source);
-  std::vector<Finding> findings;
-  const json& arr = r.Arr(doc, "findings", "");
-  for (std::size_t i = 0; i < arr.size() && r.ok(); ++i) ReadFinding(r, arr[i], i, findings);
-  return ReadScanHeader(r, doc, source, std::move(findings));
+  return ParseScanText(doc.dump(-1, ' ', false, json::error_handler_t::replace), source);
 }
 
 // A scan of a large tree runs to hundreds of MB of JSON, and a DOM of it costs about seven times
@@ -307,7 +287,17 @@ Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& s
     return MakeError(ErrorCode::kInput,
                      fmt::format("not valid JSON (at byte {}): {}", e.byte, e.what()), source);
   }
-  return ReadScanHeader(r, doc, source, std::move(findings));
+  // The schema is the first thing to say, before any finding's field.
+  if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
+  ScanEvidence scan;
+  scan.source = source;
+  scan.root = r.Str(doc, "root", "");
+  r.Arr(doc, "findings", "");  // Checks its type (the parse above left it empty).
+  scan.findings = std::move(findings);
+  scan.files_scanned = r.Int(r.Obj(doc, "summary", ""), "files_scanned", "summary");
+  scan.entries = r.StrList(doc, "entries", "");
+  if (!r.ok()) return r.TakeError();
+  return scan;
 }
 
 Result<EnvEvidence> ParseEnv(const json& doc, const std::string& source) {
