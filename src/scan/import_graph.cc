@@ -31,7 +31,8 @@ std::string ModulePath(const std::string& dotted) {
 
 std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
                                                  const std::vector<std::string>& entries,
-                                                 const ImportLoader& load) {
+                                                 const ImportLoader& load,
+                                                 std::unordered_set<std::string>* behind_checks) {
   // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py. Keys are views into the modules'
   // paths (prefixes of them), which outlive the maps: no string is copied for the ~40k modules of
   // a large tree.
@@ -55,7 +56,14 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
   }
   std::vector<char> seen(modules.size(), 0);
   std::deque<std::size_t> queue;
+  // Edges from module to module, each with whether its import is guarded: the second walk below
+  // follows only the unguarded ones.
+  std::vector<std::vector<std::pair<std::size_t, bool>>> edges(modules.size());
+  std::size_t from = 0;
+  bool edge_guarded = false;
+  bool recording = false;
   auto visit = [&](std::size_t i) {
+    if (recording) edges[from].emplace_back(i, edge_guarded);
     if (!seen[i]) {
       seen[i] = 1;
       queue.push_back(i);
@@ -67,8 +75,13 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
     visit(it->second);
     return true;
   };
+  std::vector<std::size_t> roots;
   for (const auto& e : entries)
-    if (auto it = by_rel.find(e); it != by_rel.end()) visit(it->second);
+    if (auto it = by_rel.find(e); it != by_rel.end()) {
+      roots.push_back(it->second);
+      visit(it->second);
+    }
+  recording = behind_checks != nullptr;
   std::vector<PyModule*> pending;
   for (std::size_t level_left = 0; !queue.empty(); --level_left) {
     if (level_left == 0) {  // A new breadth-first level: load its deferred imports together.
@@ -79,10 +92,12 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
       if (!pending.empty() && load) load(pending);
       for (PyModule* p : pending) p->imports_pending = false;
     }
-    const PyModule& m = modules[queue.front()];
+    from = queue.front();
+    const PyModule& m = modules[from];
     queue.pop_front();
     std::string_view dir = DirOf(m.rel);
     for (const auto& imp : m.imports) {
+      edge_guarded = imp.guarded;
       std::vector<std::string_view> bases;
       if (imp.level > 0) {
         std::string_view base = dir;
@@ -106,6 +121,22 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
   std::unordered_set<std::string> reachable;
   for (std::size_t i = 0; i < modules.size(); ++i)
     if (seen[i]) reachable.insert(modules[i].rel);
+  if (behind_checks != nullptr) {
+    std::vector<char> firm(modules.size(), 0);  // Reached through unguarded imports alone.
+    std::vector<std::size_t> stack = roots;
+    for (std::size_t r : roots) firm[r] = 1;
+    while (!stack.empty()) {
+      std::size_t i = stack.back();
+      stack.pop_back();
+      for (const auto& [to, guarded] : edges[i])
+        if (!guarded && !firm[to]) {
+          firm[to] = 1;
+          stack.push_back(to);
+        }
+    }
+    for (std::size_t i = 0; i < modules.size(); ++i)
+      if (seen[i] && !firm[i]) behind_checks->insert(modules[i].rel);
+  }
   return reachable;
 }
 

@@ -26,8 +26,11 @@ using ImportLoader = std::function<void(const std::vector<PyModule*>& pending)>;
 // src/, and relative imports against the package.
 // Modules with `imports_pending` are passed to `load` when the walk first reaches them, so that
 // files off every path from the entries never need their imports read.
+// `behind_checks`, when given, receives the reachable modules that every path from the entries
+// reaches through a guarded import (PyImport::guarded): on these paths they run only with CUDA.
 std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
                                                  const std::vector<std::string>& entries,
-                                                 const ImportLoader& load = {});
+                                                 const ImportLoader& load = {},
+                                                 std::unordered_set<std::string>* behind_checks = nullptr);
 
 }  // namespace dt::scan

@@ -81,6 +81,7 @@ json ReportJson(const ScanReport& report, bool with_findings) {
                 {"column", f.column},
                 {"cell", f.cell ? json(*f.cell) : json(nullptr)},
                 {"message", f.message},
+                {"mps_only", f.mps_only},
                 {"snippet", f.snippet},
                 {"guarded", f.guarded},
                 {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
@@ -173,6 +174,7 @@ void AppendFinding(std::string& out, const Finding& f) {
   raw("guarded", f.guarded ? "true" : "false");
   raw("line", std::to_string(f.line));
   str("message", f.message);
+  raw("mps_only", f.mps_only ? "true" : "false");
   raw("reachable", !f.reachable ? "null" : *f.reachable ? "true" : "false");
   str("replacement", f.replacement);
   str("severity", SeverityName(f.severity));
@@ -533,6 +535,7 @@ std::string FormatGithub(const ScanReport& report) {
 std::string RuleText(const Rule& r, const Registry& reg) {
   std::string out = fmt::format("{}: {}\n  class: {}\n  severity: {} (guarded uses: portable)\n\n{}\n",
                                 r.code, r.title, r.cls, SeverityName(r.severity), r.explanation);
+  if (r.mps_only) out += "\nFails only on MPS: the Mac runs it as written on its CPU.\n";
   if (!r.replacement.empty()) out += fmt::format("\nSuggested replacement: {}\n", r.replacement);
   if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
     out += "\nKnown CUDA-only libraries (data/scan/libraries.json):\n";
@@ -548,6 +551,10 @@ std::string RuleMarkdown(const Rule& r, const Registry& reg) {
   out += fmt::format("- Class: `{}`\n- Severity: `{}` (`portable` when the use is guarded)\n\n",
                      r.cls, SeverityName(r.severity));
   out += r.explanation + "\n";
+  if (r.mps_only) {
+    out += "\nFails only on MPS: the Mac runs the construct as written on its CPU, so it does not "
+           "stand in the way of a predicted `mac-ready`; the report lists it as an edit for MPS.\n";
+  }
   if (!r.replacement.empty()) out += fmt::format("\n**Suggested replacement:** {}\n", r.replacement);
   if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
     out += "\n## Known CUDA-only libraries\n\n| library | modules | packages | alternative |\n|---|---|---|---|\n";

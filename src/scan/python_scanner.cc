@@ -86,6 +86,8 @@ class PythonScanner {
   PyScanResult Run() {
     const auto n = lex_.lines.size();
     optional_line_.assign(n, false);
+    required_line_.assign(n, false);
+    line_guarded_.assign(n, false);
     line_scope_.assign(n, 0);
     scopes_.push_back(Scope{});
     BuildScopes();
@@ -96,6 +98,13 @@ class PythonScanner {
       for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
     Findings();
     GuardPrivateDefinitions();
+    GuardCalledOnlyUnderChecks();
+    for (PyImport& imp : result_.imports) {
+      const int scope = ScopeOf(imp.line_index);
+      const int top = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
+      imp.guarded = line_guarded_[imp.line_index] ||
+                    (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)) > 0);
+    }
     PropagateLocal();
     return std::move(result_);
   }
@@ -218,6 +227,24 @@ class PythonScanner {
 
   // --- Imports ------------------------------------------------------------------------------
 
+  // Whether the body of the `except` line `k` ends in a `raise` and does nothing else but report
+  // (a print, warning or log call): the handler names the failure, it offers no other path.
+  bool HandlerOnlyRaises(std::size_t k) const {
+    const auto& lines = lex_.lines;
+    const std::uint32_t indent = lines[k].indent;
+    bool last_raise = false;
+    for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
+      std::string_view f = First(lines[b]);
+      last_raise = f == "raise";
+      if (last_raise || f == "pass") continue;
+      if (f == "print" || f == "warnings" || f == "logger" || f == "logging" || f == "log" ||
+          f == "LOGGER")
+        continue;
+      return false;
+    }
+    return last_raise;
+  }
+
   // Lines inside a `try:` whose handler catches ImportError (or everything) are optional imports.
   void MarkOptionalImports() {
     const auto& lines = lex_.lines;
@@ -227,10 +254,12 @@ class PythonScanner {
       std::size_t j = i + 1;
       while (j < lines.size() && lines[j].indent > indent) ++j;
       bool optional = false;
+      bool required = false;  // An ImportError handler that only raises: no other path.
       for (std::size_t k = j; k < lines.size() && lines[k].indent == indent; ++k) {
         std::string_view f = First(lines[k]);
         if (f != "except") break;
         bool bare = lines[k].end - lines[k].begin <= 2;
+        bool raises = HandlerOnlyRaises(k);
         // `except ImportError: fused_relu = torch.relu`: the name has a fallback, so its uses run
         // anywhere. (`= None` is no fallback: uses need a check.)
         for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
@@ -245,12 +274,19 @@ class PythonScanner {
                                                    Is(T(t - 1), "as")))
                 fallback_names_.insert(lex_.Text(T(t)));
         }
+        bool catches = bare;
         for (auto t = lines[k].begin; t < lines[k].end; ++t)
           if (Is(T(t), "ImportError") || Is(T(t), "ModuleNotFoundError") || Is(T(t), "Exception") ||
               Is(T(t), "OSError") || Is(T(t), "RuntimeError"))
-            optional = true;
-        optional |= bare;
+            catches = true;
+        // `except ImportError: raise AssertionError("xFormers is required")` catches the failure
+        // only to say the library is required: the import is not optional.
+        if (catches && raises) required = true;
+        else optional |= catches;
         while (k + 1 < lines.size() && lines[k + 1].indent > indent) ++k;
+      }
+      if (required && !optional) {
+        for (std::size_t k = i + 1; k < j; ++k) required_line_[k] = true;
       }
       if (optional) {
         for (std::size_t k = i + 1; k < j; ++k) {
@@ -354,7 +390,7 @@ class PythonScanner {
         std::size_t first_tok = k;
         k = Dotted(k, l.end, mod);
         if (mod.empty()) break;
-        result_.imports.push_back(PyImport{mod, 0, {}});
+        result_.imports.push_back(PyImport{mod, 0, {}, false, li});
         std::string_view local = lex_.Text(T(first_tok));
         std::string target(local);
         if (k + 1 < l.end && Is(T(k), "as") && IsName(T(k + 1))) {
@@ -376,7 +412,7 @@ class PythonScanner {
       k = Dotted(k, l.end, mod);
       if (k >= l.end || !Is(T(k), "import")) return;
       ++k;
-      PyImport imp{mod, level, {}};
+      PyImport imp{mod, level, {}, false, li};
       std::string abs = Absolute(level, mod);
       for (; k < l.end; ++k) {
         if (!IsName(T(k))) continue;
@@ -792,10 +828,13 @@ class PythonScanner {
         KernelFinding(li);
         continue;
       }
+      line_guarded_[li] = line_guard || optional_line_[li];
       branches_.clear();
       if (!line_guard && Maybe(l.begin, l.end)) GuardedBranches(l, scope);
       if (First(l) == "import" || First(l) == "from") {
+        required_import_ = required_line_[li];
         ImportFindings(l, scope, line_guard || optional_line_[li]);
+        required_import_ = false;
       } else {
         LineFindings(li, l, scope, line_guard || optional_line_[li]);
       }
@@ -876,7 +915,8 @@ class PythonScanner {
     }
     if (any || level > 0) return;
     if (const Library* lib = LibraryOf(abs)) {
-      sink_.Add("DT201", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)),
+      sink_.Add(required_import_ && !guarded ? "DT210" : "DT201", lex_.Line(T(mod_tok)),
+                lex_.Column(T(mod_tok)),
                 lib->name + " (" + abs.substr(0, abs.find('.')) + ")", guarded, lib->alternative);
       return;
     }
@@ -897,7 +937,7 @@ class PythonScanner {
       sink_.Add("DT305", lex_.Line(at), lex_.Column(at), mod, guarded);
       NoteCudaAt(scope, guarded, true);
     } else if (const Library* lib = LibraryOf(mod)) {
-      sink_.Add("DT201", lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
+      sink_.Add(required_import_ && !guarded ? "DT210" : "DT201", lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
                 guarded, lib->alternative);
     } else if (StartsWith(mod, "torch.cuda")) {
       ApiFinding(mod, at, guarded, scope);
@@ -1389,6 +1429,17 @@ class PythonScanner {
         return;
       }
       if (IsDispatchDefault(k, li, l) || InDeviceNameList(k, l)) return;
+      // `torch.autocast("cuda")`, `torch.amp.GradScaler("cuda")`: a device type for mixed
+      // precision, not a placement; without CUDA they warn and disable themselves (checked against
+      // torch in tests/scan/test_registry_facts.py), so the code runs, in full precision.
+      const std::string callee = Callee(EnclosingOpen(k, l.begin), l.begin, scope);
+      if (StartsWith(callee, "torch.") &&
+          (EndsWith(callee, ".autocast") || EndsWith(callee, ".GradScaler"))) {
+        sink_.Add("DT115", lex_.Line(t), lex_.Column(t),
+                  callee + "(" + std::string(lex_.Text(t)) + ")", guarded,
+                  "torch.autocast(device_type=device.type) / torch.amp.GradScaler(device.type)");
+        return;
+      }
       sink_.Add("DT102", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded);
       return;
     }
@@ -1451,8 +1502,81 @@ class PythonScanner {
       const auto& first = lex_.lines[sc.first_line];
       const auto& last = lex_.lines[sc.last_line];
       sink_.GuardLines(lex_.Line(T(first.begin)), lex_.Line(T(last.end - 1)));
+      guarded_tops_.insert(s);
       cuda_tops_.erase(sc.name);
       local_refs_.erase(sc.name);
+    }
+  }
+
+  // A module-level function whose every call in this file runs behind a CUDA check (directly, or
+  // from another such function) runs only with CUDA on the paths this file drives: `dtw()` calls
+  // `dtw_cuda()` under `if x.is_cuda:` with a fallback, so the kernel launch inside is guarded.
+  // Unlike GuardPrivateDefinitions this covers public names too: another module may call one
+  // unchecked (a test of the CUDA path), which this file cannot see; the finding then reads as
+  // guarded there as well. A function this file never calls is left as it is.
+  void GuardCalledOnlyUnderChecks() {
+    // name -> scope, for the definitions with an unguarded finding or an import (of a module
+    // that the import graph then reaches only behind the check).
+    std::unordered_set<std::size_t> importing;
+    for (const PyImport& imp : result_.imports) {
+      const int scope = ScopeOf(imp.line_index);
+      if (scope > 0 && !line_guarded_[imp.line_index])
+        importing.insert(static_cast<std::size_t>(scopes_[static_cast<std::size_t>(scope)].top));
+    }
+    std::unordered_map<std::string_view, std::size_t> defs;
+    for (std::size_t s = 1; s < scopes_.size(); ++s) {
+      const Scope& sc = scopes_[s];
+      if (sc.parent != 0 || !sc.is_def || sc.name.empty() || sc.kernel) continue;
+      const auto& first = lex_.lines[sc.first_line];
+      const auto& last = lex_.lines[sc.last_line];
+      if (importing.count(s) ||
+          sink_.AnyUnguarded(lex_.Line(T(first.begin)), lex_.Line(T(last.end - 1))))
+        defs.emplace(sc.name, s);
+    }
+    if (defs.empty()) return;
+    // Each reference: the function named, and the line's guard or the function it sits in.
+    struct Ref {
+      std::size_t callee;
+      bool guarded;
+      int in_top;  // Module-level definition holding the reference; -1 at module level.
+    };
+    std::vector<Ref> refs;
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const auto& l = lex_.lines[li];
+      const std::string_view head = First(l);
+      if (head == "def" || head == "class" || head == "import" || head == "from") continue;
+      for (auto k = l.begin; k < l.end; ++k) {
+        if (!IsName(T(k)) || (k > l.begin && IsOp(T(k - 1), "."))) continue;
+        auto it = defs.find(lex_.Text(T(k)));
+        if (it == defs.end()) continue;
+        const int scope = ScopeOf(li);
+        const int top = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
+        if (top == static_cast<int>(it->second)) continue;  // Recursion says nothing.
+        refs.push_back(Ref{it->second, static_cast<bool>(line_guarded_[li]), top});
+      }
+    }
+    std::unordered_set<std::size_t> guarded;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& [name, s] : defs) {
+        if (guarded.count(s)) continue;
+        bool any = false, all = true;
+        for (const Ref& r : refs) {
+          if (r.callee != s) continue;
+          any = true;
+          all = all && (r.guarded || (r.in_top >= 0 && guarded.count(static_cast<std::size_t>(r.in_top))));
+        }
+        if (any && all) {
+          guarded.insert(s);
+          grew = true;
+        }
+      }
+    }
+    for (std::size_t s : guarded) {
+      guarded_tops_.insert(s);
+      const Scope& sc = scopes_[s];
+      sink_.GuardLines(lex_.Line(T(lex_.lines[sc.first_line].begin)),
+                       lex_.Line(T(lex_.lines[sc.last_line].end - 1)));
     }
   }
 
@@ -1487,6 +1611,10 @@ class PythonScanner {
   std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
   PyScanResult result_;
   std::vector<bool> optional_line_;
+  std::vector<bool> line_guarded_;  // The statement runs only behind a CUDA check (Findings()).
+  std::unordered_set<std::size_t> guarded_tops_;  // Definitions called only behind such checks.
+  std::vector<bool> required_line_;  // In a `try:` whose ImportError handler only raises.
+  bool required_import_ = false;     // The import being read is such a line.
   std::vector<int> line_scope_;
   std::unordered_set<int> launch_scopes_;  // Functions that launch a kernel of this file.
   std::vector<Scope> scopes_;

@@ -17,6 +17,11 @@ struct PyImport {
   std::string module;               // Dotted, without the leading dots of a relative import.
   int level = 0;                    // Number of leading dots.
   std::vector<std::string> names;   // from-import names (they may be submodules).
+  // The import runs only behind a CUDA check (`if x.is_cuda:`, an ImportError fallback, or inside
+  // a function this file calls only behind one): a module reached only through such imports is
+  // guarded on that path. Files read for their imports alone leave it false.
+  bool guarded = false;
+  std::size_t line_index = 0;      // Logical line, while the file is scanned.
 };
 
 // What the rest of the project says about CUDA-only code when a file is scanned: Scan() fills it

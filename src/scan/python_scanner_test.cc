@@ -56,6 +56,31 @@ TEST(ScanPythonTest, PrivateDefinitionUsedOnlyUnderACheckIsGuarded) {
   EXPECT_FALSE(fs[2].guarded);  // Public: other modules may call it unchecked.
 }
 
+TEST(ScanPythonTest, FunctionCalledOnlyUnderACheckIsGuarded) {
+  // `dtw()` calls the public `dtw_cuda()` only under `if x.is_cuda:` with a fallback; `raw()` is
+  // called once without a check, so its line stays unguarded; `never()` is not called here.
+  auto fs = Py("import torch\n"
+               "def dtw_cuda(x):\n    torch.cuda.synchronize()\n    return x\n"
+               "def raw(x):\n    torch.cuda.synchronize()\n"
+               "def never(x):\n    torch.cuda.synchronize()\n"
+               "def dtw(x):\n    if x.is_cuda:\n        return dtw_cuda(x)\n    raw(x)\n    return x\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT103@3", "DT103@6", "DT103@8"}));
+  EXPECT_TRUE(fs[0].guarded);
+  EXPECT_EQ(fs[0].severity, Severity::kPortable);
+  EXPECT_FALSE(fs[1].guarded);
+  EXPECT_FALSE(fs[2].guarded);
+}
+
+TEST(ScanPythonTest, ImportWhoseHandlerOnlyRaisesIsRequired) {
+  auto fs = Py("try:\n    from xformers.ops import fmha\nexcept ImportError:\n"
+               "    raise AssertionError('xFormers is required')\n"
+               "try:\n    import apex\nexcept ImportError:\n    apex = None\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT210@2", "DT201@6"}));
+  EXPECT_EQ(fs[0].severity, Severity::kBlocker);
+  EXPECT_FALSE(fs[0].guarded);
+  EXPECT_TRUE(fs[1].guarded);
+}
+
 TEST(ScanPythonTest, GuardFunctionAndVariable) {
   auto fs = Py("import torch\n"
                "def has_gpu():\n    return torch.cuda.is_available()\n"
@@ -64,7 +89,7 @@ TEST(ScanPythonTest, GuardFunctionAndVariable) {
                "if ok:\n    torch.cuda.empty_cache()\n"
                "torch.cuda.reset_peak_memory_stats()\n");
   // `x.is_cuda` is a guard, not a finding (DT109 is retired).
-  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT103@5", "DT115@8", "DT115@9"}));
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT103@5", "DT115@8", "DT107@9"}));
   EXPECT_TRUE(fs[0].guarded);
   EXPECT_TRUE(fs[1].guarded);
   EXPECT_FALSE(fs[2].guarded);

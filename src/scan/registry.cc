@@ -66,6 +66,7 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
                      file);
   }
   r.severity = *sev;
+  r.mps_only = j.value("mps_only", false);
   if (r.message.empty()) r.message = r.title.empty() ? r.code : r.title;
   return r;
 }

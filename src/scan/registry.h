@@ -26,6 +26,9 @@ struct Rule {
   std::string message;  // "{name}" is replaced by what matched.
   std::string replacement;
   std::string explanation;
+  // The construct runs on the CPU and fails only on MPS (float64, an operator without an MPS
+  // kernel): the Mac can run the experiment as written, on its CPU; MPS needs the edit first.
+  bool mps_only = false;
 };
 
 // A Python API matched by resolved dotted name (longest dotted prefix wins).

@@ -936,7 +936,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       m.imports = std::move(r.imports);
     });
   };
-  auto reachable = ReachableModules(modules, entries, load_imports);
+  std::unordered_set<std::string> behind_checks;
+  auto reachable = ReachableModules(modules, entries, load_imports, &behind_checks);
   report.entries = entries;
 
   std::vector<std::string> ignore = cfg.ignore;
@@ -952,7 +953,15 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       bool drop = false;
       for (const auto& code : ignore) drop |= !code.empty() && StartsWith(f.code, code);
       if (drop) continue;
-      if (is_py && !entries.empty()) f.reachable = reachable.count(items[i].rel) > 0;
+      if (is_py && !entries.empty()) {
+        f.reachable = reachable.count(items[i].rel) > 0;
+        // Reached only through imports behind a CUDA check (`if x.is_cuda: from .triton_ops
+        // import ...`): on these entries' paths the module runs only with CUDA.
+        if (*f.reachable && !f.guarded && behind_checks.count(items[i].rel) > 0) {
+          f.guarded = true;
+          f.severity = Severity::kPortable;
+        }
+      }
       if (is_nb && !entries.empty()) f.reachable = false;
       report.findings.push_back(std::move(f));
     }

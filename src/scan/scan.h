@@ -33,6 +33,7 @@ struct Finding {
   std::string message;
   std::string snippet;   // The trimmed source line.
   bool guarded = false;
+  bool mps_only = false;  // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
   std::string replacement;
 };

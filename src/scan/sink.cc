@@ -197,6 +197,7 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
   f.snippet = std::string(snip);
   if (!IsValidUtf8(f.snippet)) f.snippet.clear();
   f.guarded = guarded;
+  f.mps_only = rule->mps_only;
   f.replacement = replacement.empty() ? rule->replacement : std::string(replacement);
   out_.push_back(std::move(f));
 }

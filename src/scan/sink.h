@@ -33,6 +33,13 @@ class FindingSink {
   }
   std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
 
+  // Whether this file has an unguarded finding on lines [first, last].
+  bool AnyUnguarded(std::uint32_t first, std::uint32_t last) const {
+    for (std::size_t i = base_; i < out_.size(); ++i)
+      if (!out_[i].guarded && out_[i].line >= first && out_[i].line <= last) return true;
+    return false;
+  }
+
   // Marks this file's findings on lines [first, last] guarded (severity portable): code that only
   // runs behind a check found after the lines were scanned.
   void GuardLines(std::uint32_t first, std::uint32_t last) {

@@ -90,6 +90,7 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
     x.guarded = f.guarded;
     x.reachable = f.reachable;
     x.replacement = f.replacement;
+    x.mps_only = f.mps_only;
     s.findings.push_back(std::move(x));
   }
   return s;

@@ -245,6 +245,7 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
   x.guarded = r.OptBool(f, "guarded", w);
   x.reachable = r.OptBool(f, "reachable", w);
   x.replacement = r.Str(f, "replacement", w);
+  x.mps_only = r.OptBool(f, "mps_only", w).value_or(false);
   out.push_back(std::move(x));
 }
 

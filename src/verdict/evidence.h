@@ -33,6 +33,7 @@ struct Finding {
   std::optional<bool> guarded;
   std::optional<bool> reachable;  // nullopt for files that are not Python.
   std::string replacement;
+  bool mps_only = false;  // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
 };
 
 struct ScanEvidence {

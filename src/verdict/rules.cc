@@ -321,6 +321,12 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
       r.notes.push_back(FromFinding(f, "optional (guarded): ", "guarded"));
     } else if (!f.reachable.has_value()) {
       r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: ", "launcher"));
+    } else if (f.severity == "fixable" || f.severity == "portable") {
+      // `backend="nccl"`, `device_ids=[LOCAL_RANK]` hard-wired into a path that also runs as one
+      // process: an edit (gloo, no device ids) that the plan lists, not a need for several GPUs.
+      r.notes.push_back(FromFinding(
+          f, "hard-wired into the single-process path (an edit, not a need for several GPUs): ",
+          "multi-gpu-edit"));
     } else if (finished != nullptr) {
       r.notes.push_back(FromFinding(
           f,

@@ -34,7 +34,7 @@ struct EvidenceItem {
   std::string fix;  // The change that would lift it, when known ("replace X by Y").
   // What the item is, for the code that groups them (never matched from the English text):
   // extension (a CUDA-only build or pin kept on the Linux GPU), guarded, unreachable,
-  // multi-gpu-optional, launcher, float64, failed-op, fallback, tolerance, exception; or empty.
+  // multi-gpu-optional, multi-gpu-edit, launcher, float64, failed-op, fallback, tolerance, exception; or empty.
   std::string kind;
 };
 

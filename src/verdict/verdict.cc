@@ -498,6 +498,11 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
               fmt::format("Set the device at run time (cuda, else mps, else cpu) at {}:{}", f.file,
                           f.line),
               {f.file, f.line}, "dev:" + f.file);
+      } else if (f.severity == "fixable" && f.mps_only) {
+        // The same group as the traced run's float64 steps: one step per file either way.
+        b.Add(2, "cuda-parts-marked",
+              fmt::format("For MPS, compute in float32 instead of float64 at {}:{}", f.file, f.line),
+              {f.file, f.line}, "f64:" + f.file);
       }
     }
   }
@@ -604,22 +609,25 @@ bool IsDeviceOptionDefault(const Finding& f) {
 }
 
 // What stands in the way of a predicted mac-ready when no stop condition holds: unguarded
-// replace/blocker findings on the path (they have an alternative but no MPS build as written),
-// unguarded fixable ones (a hard-coded device needs an edit; a device option's default does not),
-// predicted CPU fallbacks of the traced run, and a declared run that gave no evidence. Guarded
-// and unreachable findings, non-Python files and portable or fixable findings do not.
+// replace/blocker findings on the path (they have an alternative but no build for the Mac as
+// written), unguarded fixable ones (a hard-coded device needs an edit; a device option's default
+// does not; NCCL or DDP device ids hard-wired into a single-process path are edits too), predicted
+// CPU fallbacks of the traced run, and a declared run that gave no evidence. Guarded and
+// unreachable findings, non-Python files, portable findings and constructs that fail only on MPS
+// (float64, an operator without an MPS kernel: the Mac runs them on its CPU as written) do not;
+// the last are listed by MpsOnlyEdits.
 std::vector<std::string> PredictedObstacles(const Evidence& ev,
                                             const std::vector<RuleResult>& stops) {
   std::vector<std::string> out;
   if (ev.scan) {
     std::vector<EvidenceItem> replace, edit;
     for (const Finding& f : ev.scan->findings) {
-      if (f.severity == "portable") continue;
+      if (f.severity == "portable" || f.mps_only) continue;
       if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
-      if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
       EvidenceItem item{f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
                         {f.file, f.line}, f.replacement, ""};
       if (f.severity == "replace" || f.severity == "blocker") {
+        if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
         replace.push_back(std::move(item));
       } else if (!IsDeviceOptionDefault(f)) {
         // mac-ready means "runs as written, or with only a device flag": a hard-coded .cuda() or
@@ -629,12 +637,12 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
     }
     if (!replace.empty()) {
       out.push_back(fmt::format("{} construct(s) on the path need a replacement before they can "
-                                "run on MPS: {}",
+                                "run on the Mac: {}",
                                 replace.size(), PlaceList(replace)));
     }
     if (!edit.empty()) {
       out.push_back(fmt::format("{} CUDA-hardwired line(s) on the path need a mechanical edit before "
-                                "they run on MPS: {}",
+                                "they run without CUDA: {}",
                                 edit.size(), PlaceList(edit)));
     }
   }
@@ -662,6 +670,23 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
     out.push_back("the multi-GPU condition could not be checked");
   }
   return out;
+}
+
+// Unguarded constructs on the path that run on the CPU but fail on MPS (float64, an operator
+// without an MPS kernel): the Mac runs the experiment as written on its CPU; on MPS they need the
+// edit first. Said beside the verdict, never a reason against mac-ready (predicted).
+std::string MpsOnlyEdits(const Evidence& ev) {
+  if (!ev.scan) return {};
+  std::vector<EvidenceItem> items;
+  for (const Finding& f : ev.scan->findings) {
+    if (!f.mps_only || f.severity == "portable" || f.guarded.value_or(false)) continue;
+    if (!OnPath(f, *ev.scan)) continue;
+    items.push_back({f.code, {f.file, f.line}, f.replacement, ""});
+  }
+  if (items.empty()) return {};
+  return fmt::format("On MPS (not on the Mac's CPU), {} line(s) on the path need an edit first "
+                     "(float64 or an operator without an MPS kernel): {}",
+                     items.size(), PlaceList(items));
 }
 
 std::string PredictedReadyReason(const Evidence& ev, const std::vector<RuleResult>& stops) {
@@ -785,6 +810,9 @@ Report Decide(Evidence evidence) {
         rep.reasons.push_back("Not mac-ready: " + Rule(rep.stops, "no-mps-implementation").summary);
       }
     }
+  }
+  if (!(rep.verdict == "mac-ready" && rep.level == EvidenceLevel::kMeasured)) {
+    if (std::string mps = MpsOnlyEdits(ev); !mps.empty()) rep.reasons.push_back(mps);
   }
   // What keeps parts of the work on the Linux GPU, even when it does not stop the Mac track.
   std::vector<EvidenceItem> ext;

@@ -147,6 +147,56 @@ TEST(VerdictRulesTest, MultiGpuOnReachablePathHoldsUntilATrackFinishesWithoutIt)
   EXPECT_EQ(CheckMultiGpu(Evidence{}).state, RuleState::kUnknown);
 }
 
+// A scan of one entry script with the given findings, all on its path.
+Evidence OnPathScan(std::vector<Finding> findings) {
+  Evidence ev;
+  ScanEvidence scan;
+  scan.entries = {"train.py"};
+  for (Finding& f : findings) {
+    f.file = f.file.empty() ? "train.py" : f.file;
+    f.reachable = true;
+    f.guarded = false;
+    scan.findings.push_back(std::move(f));
+  }
+  ev.scan = std::move(scan);
+  return ev;
+}
+
+TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
+  // `backend="nccl"` the scan rates fixable: a single-process run needs gloo, not several GPUs.
+  Finding nccl{.code = "DT205", .cls = "library", .severity = "fixable", .line = 12,
+               .snippet = "dist.init_process_group(backend=\"nccl\")"};
+  Report r = Decide(OnPathScan({nccl}));
+  for (const RuleResult& rule : r.stops) {
+    if (rule.id == "multi-gpu") {
+      EXPECT_EQ(rule.state, RuleState::kClear);
+    }
+  }
+  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_TRUE(AnyReasonHas(r, "mechanical edit before they run without CUDA: train.py:12"));
+  // The same construct rated blocker (multi-GPU by design) stops the Mac track.
+  nccl.severity = "blocker";
+  EXPECT_EQ(Decide(OnPathScan({nccl})).verdict, "cuda-only");
+}
+
+TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
+  // float64 on the path runs on the Mac's CPU as written: predicted mac-ready, with the MPS edit
+  // said beside it and given as a next step.
+  Finding f64{.code = "DT204", .cls = "library", .severity = "fixable", .line = 30,
+              .snippet = "x = x.double()", .mps_only = true};
+  Report r = Decide(OnPathScan({f64}));
+  EXPECT_EQ(r.verdict, "mac-ready");
+  EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
+  EXPECT_TRUE(AnyReasonHas(r, "On MPS (not on the Mac's CPU), 1 line(s)"));
+  bool step = false;
+  for (const NextStep& s : r.next_steps) step |= s.action.find("float32") != std::string::npos;
+  EXPECT_TRUE(step);
+  // A hard-coded device on the same path still needs its edit first.
+  Finding cuda{.code = "DT101", .cls = "device", .severity = "fixable", .line = 31,
+               .snippet = "model.cuda()"};
+  EXPECT_EQ(Decide(OnPathScan({f64, cuda})).verdict, "dev-only");
+}
+
 TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
   Finding gloo{.message = "process group", .snippet = "init_process_group(backend=\"gloo\")"};
   Finding nccl{.snippet = "dist.init_process_group(backend=\"nccl\")"};

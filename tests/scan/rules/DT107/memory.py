@@ -8,3 +8,8 @@ if torch.cuda.is_available():
 
 # mem_get_info tells how much memory is free
 budget = 8 * 1024**3
+
+# These raise without CUDA too (AttributeError / KeyError in the CPU and macOS builds), unlike
+# the statistics reads of DT115.
+torch.cuda.reset_peak_memory_stats()  # expect: DT107
+print(torch.cuda.memory_summary())  # expect: DT107

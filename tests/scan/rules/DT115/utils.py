@@ -16,5 +16,5 @@ def log_memory(step):
     print(f"step {step}: {used:.1f} GiB")
     torch.cuda.empty_cache()  # expect: DT115
     if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()  # expect-guarded: DT115
+        torch.cuda.manual_seed(step)  # expect-guarded: DT115
     # torch.cuda.empty_cache() helps with fragmentation

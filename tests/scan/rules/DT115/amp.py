@@ -1,0 +1,28 @@
+import torch
+from torch.cuda.amp import GradScaler, autocast  # expect: DT115
+
+scaler = torch.cuda.amp.GradScaler()  # expect: DT115
+use_amp = torch.cuda.is_available()
+
+
+def train_step(model, opt, x, y):
+    with torch.cuda.amp.autocast():  # expect: DT115
+        loss = model(x).sum()
+    scaler.scale(loss).backward()
+    return loss
+
+
+def train_step_generic(model, x):
+    with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+        return model(x)
+
+
+def train_step_device_type(model, x):
+    # A "cuda" device type of autocast / GradScaler is not a placement: both disable themselves
+    # without CUDA, so the step runs on a Mac (in full precision).
+    scaler2 = torch.amp.GradScaler("cuda")  # expect: DT115
+    with torch.autocast("cuda", dtype=torch.float16):  # expect: DT115
+        loss = model(x).sum()
+    with torch.amp.autocast(device_type="cuda"):  # expect: DT115
+        loss = loss + model(x).sum()
+    return scaler2.scale(loss)

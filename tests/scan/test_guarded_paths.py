@@ -1,0 +1,83 @@
+"""Guards that follow the experiment's path across functions and modules.
+
+A module that the entry reaches only through imports behind a CUDA check (`if x.is_cuda:` with a
+fallback, or inside a function this file calls only there) runs only with CUDA on that path: its
+findings are guarded for that entry. Reached without a check from another entry, they are not.
+"""
+
+import json
+
+KERNELS = """\
+try:
+    import triton
+except ImportError:
+    raise RuntimeError("triton import failed")
+
+
+@triton.jit
+def dtw_kernel(x):
+    pass
+"""
+
+TIMING = """\
+import warnings
+
+
+def dtw_cuda(x):
+    from .kernels import dtw_kernel
+    dtw_kernel[(1,)](x)
+    return x
+
+
+def dtw(x):
+    if x.is_cuda:
+        try:
+            return dtw_cuda(x)
+        except RuntimeError:
+            warnings.warn("falling back to the CPU")
+    return x
+"""
+
+
+def make_tree(root):
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "kernels.py").write_text(KERNELS)
+    (root / "pkg" / "timing.py").write_text(TIMING)
+    (root / "transcribe.py").write_text("from pkg.timing import dtw\n\nprint(dtw(1))\n")
+    (root / "bench_kernels.py").write_text("from pkg.kernels import dtw_kernel\n\nprint(dtw_kernel)\n")
+
+
+def scan(dualtrack, root, entry):
+    out = dualtrack("scan", root, "--entry", entry, "--format", "json", "--fail-on", "never")
+    assert out.returncode == 0, out.stderr
+    return {(f["file"], f["line"], f["code"]): f for f in json.loads(out.stdout)["findings"]}
+
+
+def test_module_reached_only_behind_a_check_is_guarded_on_that_path(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    found = scan(dualtrack, tmp_path, "transcribe.py")
+    required = found[("pkg/kernels.py", 2, "DT210")]
+    kernel = found[("pkg/kernels.py", 7, "DT207")]
+    for f in (required, kernel):
+        assert f["reachable"] is True
+        assert f["guarded"] is True and f["severity"] == "portable", f
+    # The function that imports it is itself called only under `if x.is_cuda:`.
+    assert all(f["guarded"] for (file, _, _), f in found.items() if file == "pkg/timing.py")
+
+
+def test_an_unchecked_import_from_another_entry_keeps_it_unguarded(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    found = scan(dualtrack, tmp_path, "bench_kernels.py")
+    assert found[("pkg/kernels.py", 2, "DT210")]["guarded"] is False
+    assert found[("pkg/kernels.py", 2, "DT210")]["severity"] == "blocker"
+    assert found[("pkg/kernels.py", 7, "DT207")]["guarded"] is False
+
+
+def test_audit_of_the_checked_path_predicts_mac_ready(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    out = dualtrack("audit", tmp_path, "--entry", "transcribe.py", "--format", "json",
+                    "-o", tmp_path / "r" / "report.html")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert [e["verdict"] for e in doc["experiments"]] == ["mac-ready"]
