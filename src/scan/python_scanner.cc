@@ -97,6 +97,7 @@ class PythonScanner {
     for (int round = 0; round < 2; ++round)
       for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
     Findings();
+    GuardLibraryBranches();
     GuardPrivateDefinitions();
     GuardCalledOnlyUnderChecks();
     for (PyImport& imp : result_.imports) {
@@ -1505,6 +1506,32 @@ class PythonScanner {
       guarded_tops_.insert(s);
       cuda_tops_.erase(sc.name);
       local_refs_.erase(sc.name);
+    }
+  }
+
+  // A branch that imports a CUDA-only library itself (`elif engine:  import tensorrt as trt`, `if
+  // args.flash_attn: from flash_attn import ...`) is one backend among others, taken only when the
+  // user picks it (a weights format, an option): the branch runs only where that CUDA path is
+  // chosen, so its lines are guarded, as a device check's body is. Imports at the top of a function
+  // or module, or under `if __name__ == "__main__":`, are not branches.
+  void GuardLibraryBranches() {
+    const auto& lines = lex_.lines;
+    for (PyImport& imp : result_.imports) {
+      const std::size_t li = imp.line_index;
+      if (lines[li].indent == 0 || line_guarded_[li] || optional_line_[li]) continue;
+      if (LibraryOf(Absolute(imp.level, imp.module)) == nullptr) continue;
+      std::size_t h = li;
+      while (h > 0 && lines[h].indent >= lines[li].indent) --h;
+      if (lines[h].indent >= lines[li].indent) continue;
+      const std::string_view head = First(lines[h]);
+      if (head != "if" && head != "elif" && head != "else") continue;
+      bool main = false;
+      for (auto k = lines[h].begin; k < lines[h].end; ++k) main |= Is(T(k), "__name__");
+      if (main) continue;
+      std::size_t last = h + 1;
+      while (last + 1 < lines.size() && lines[last + 1].indent > lines[h].indent) ++last;
+      for (std::size_t k = h + 1; k <= last; ++k) line_guarded_[k] = true;
+      sink_.GuardLines(lex_.Line(T(lines[h + 1].begin)), lex_.Line(T(lines[last].end - 1)));
     }
   }
 
