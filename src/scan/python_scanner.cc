@@ -101,8 +101,7 @@ class PythonScanner {
     GuardPrivateDefinitions();
     GuardCalledOnlyUnderChecks();
     for (PyImport& imp : result_.imports) {
-      const int scope = ScopeOf(imp.line_index);
-      const int top = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
+      const int top = TopOf(imp.line_index);
       imp.guarded = line_guarded_[imp.line_index] ||
                     (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)) > 0);
     }
@@ -205,6 +204,21 @@ class PythonScanner {
   }
 
   int ScopeOf(std::size_t li) const { return line_scope_[li]; }
+  // The module-level definition holding line li, or -1 at module level.
+  int TopOf(std::size_t li) const {
+    const int scope = ScopeOf(li);
+    return scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
+  }
+  // The physical lines of scope s, its decorators included.
+  std::pair<std::uint32_t, std::uint32_t> ScopeLines(std::size_t s) const {
+    const Scope& sc = scopes_[s];
+    return {lex_.Line(T(lex_.lines[sc.first_line].begin)),
+            lex_.Line(T(lex_.lines[sc.last_line].end - 1))};
+  }
+  // A CUDA-only library's import: required (DT210) when its ImportError handler only raises.
+  const char* LibraryImportCode(bool guarded) const {
+    return required_import_ && !guarded ? "DT210" : "DT201";
+  }
 
   // The import target a name resolves to in scope `s`, or null (unbound or shadowed by a parameter).
   const std::string* Lookup(std::string_view name, int s) const {
@@ -916,8 +930,7 @@ class PythonScanner {
     }
     if (any || level > 0) return;
     if (const Library* lib = LibraryOf(abs)) {
-      sink_.Add(required_import_ && !guarded ? "DT210" : "DT201", lex_.Line(T(mod_tok)),
-                lex_.Column(T(mod_tok)),
+      sink_.Add(LibraryImportCode(guarded), lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)),
                 lib->name + " (" + abs.substr(0, abs.find('.')) + ")", guarded, lib->alternative);
       return;
     }
@@ -938,7 +951,7 @@ class PythonScanner {
       sink_.Add("DT305", lex_.Line(at), lex_.Column(at), mod, guarded);
       NoteCudaAt(scope, guarded, true);
     } else if (const Library* lib = LibraryOf(mod)) {
-      sink_.Add(required_import_ && !guarded ? "DT210" : "DT201", lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
+      sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
                 guarded, lib->alternative);
     } else if (StartsWith(mod, "torch.cuda")) {
       ApiFinding(mod, at, guarded, scope);
@@ -1500,9 +1513,8 @@ class PythonScanner {
       if (sc.parent != 0 || sc.name.empty() || sc.name[0] != '_') continue;
       auto it = ref_guards_.find(sc.name);
       if (it == ref_guards_.end() || it->second != 1) continue;
-      const auto& first = lex_.lines[sc.first_line];
-      const auto& last = lex_.lines[sc.last_line];
-      sink_.GuardLines(lex_.Line(T(first.begin)), lex_.Line(T(last.end - 1)));
+      const auto [first, last] = ScopeLines(s);
+      sink_.GuardLines(first, last);
       guarded_tops_.insert(s);
       cuda_tops_.erase(sc.name);
       local_refs_.erase(sc.name);
@@ -1546,28 +1558,23 @@ class PythonScanner {
     // that the import graph then reaches only behind the check).
     std::unordered_set<std::size_t> importing;
     for (const PyImport& imp : result_.imports) {
-      const int scope = ScopeOf(imp.line_index);
-      if (scope > 0 && !line_guarded_[imp.line_index])
-        importing.insert(static_cast<std::size_t>(scopes_[static_cast<std::size_t>(scope)].top));
+      const int top = TopOf(imp.line_index);
+      if (top >= 0 && !line_guarded_[imp.line_index]) importing.insert(static_cast<std::size_t>(top));
     }
     std::unordered_map<std::string_view, std::size_t> defs;
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
       const Scope& sc = scopes_[s];
       if (sc.parent != 0 || !sc.is_def || sc.name.empty() || sc.kernel) continue;
-      const auto& first = lex_.lines[sc.first_line];
-      const auto& last = lex_.lines[sc.last_line];
-      if (importing.count(s) ||
-          sink_.AnyUnguarded(lex_.Line(T(first.begin)), lex_.Line(T(last.end - 1))))
-        defs.emplace(sc.name, s);
+      const auto [first, last] = ScopeLines(s);
+      if (importing.count(s) || sink_.AnyUnguarded(first, last)) defs.emplace(sc.name, s);
     }
     if (defs.empty()) return;
-    // Each reference: the function named, and the line's guard or the function it sits in.
+    // Each definition's references: the line's guard, or the function the reference sits in.
     struct Ref {
-      std::size_t callee;
       bool guarded;
       int in_top;  // Module-level definition holding the reference; -1 at module level.
     };
-    std::vector<Ref> refs;
+    std::unordered_map<std::size_t, std::vector<Ref>> refs;
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
       const std::string_view head = First(l);
@@ -1576,24 +1583,20 @@ class PythonScanner {
         if (!IsName(T(k)) || (k > l.begin && IsOp(T(k - 1), "."))) continue;
         auto it = defs.find(lex_.Text(T(k)));
         if (it == defs.end()) continue;
-        const int scope = ScopeOf(li);
-        const int top = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
+        const int top = TopOf(li);
         if (top == static_cast<int>(it->second)) continue;  // Recursion says nothing.
-        refs.push_back(Ref{it->second, static_cast<bool>(line_guarded_[li]), top});
+        refs[it->second].push_back(Ref{static_cast<bool>(line_guarded_[li]), top});
       }
     }
     std::unordered_set<std::size_t> guarded;
     for (bool grew = true; grew;) {
       grew = false;
-      for (const auto& [name, s] : defs) {
+      for (const auto& [s, calls] : refs) {  // A function never named here has no entry.
         if (guarded.count(s)) continue;
-        bool any = false, all = true;
-        for (const Ref& r : refs) {
-          if (r.callee != s) continue;
-          any = true;
-          all = all && (r.guarded || (r.in_top >= 0 && guarded.count(static_cast<std::size_t>(r.in_top))));
-        }
-        if (any && all) {
+        const bool all = std::all_of(calls.begin(), calls.end(), [&](const Ref& r) {
+          return r.guarded || (r.in_top >= 0 && guarded.count(static_cast<std::size_t>(r.in_top)));
+        });
+        if (all) {
           guarded.insert(s);
           grew = true;
         }
@@ -1601,9 +1604,8 @@ class PythonScanner {
     }
     for (std::size_t s : guarded) {
       guarded_tops_.insert(s);
-      const Scope& sc = scopes_[s];
-      sink_.GuardLines(lex_.Line(T(lex_.lines[sc.first_line].begin)),
-                       lex_.Line(T(lex_.lines[sc.last_line].end - 1)));
+      const auto [first, last] = ScopeLines(s);
+      sink_.GuardLines(first, last);
     }
   }
 
