@@ -426,10 +426,21 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         sink.Add("DT304", line, col(b), "cuda:: namespace", false);
       } else if (id == "is_cuda" && call && i >= check_args_end) {
         sink.Add("DT307", line, col(b), "is_cuda()", false);
-      } else if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY" || id == "TORCH_LIBRARY_IMPL") {
+      } else if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY" || id == "TORCH_LIBRARY_IMPL" ||
+                 id == "TORCH_LIBRARY_FRAGMENT") {
         has_binding = true;
         binding_line = line;
         binding_col = col(b);
+        if (id != "PYBIND11_MODULE" && call) {
+          // The op namespace Python reaches as torch.ops.<ns>.<op>: it exists only where the
+          // project's extension was built (Scan() keeps it when the project has CUDA sources).
+          std::string_view args = ParenArgs(s, after);
+          std::string_view ns = Trim(args.substr(0, args.find(',')));
+          if (!ns.empty() && ns.find_first_of(" ()\"") == std::string_view::npos)
+            sink.DeclareCudaModule("torch.ops." + std::string(ns), line,
+                                   std::string(id) + "() in " + sink.rel(),
+                                   !sink.rel().ends_with(".cu"));
+        }
       } else if (id[0] == 'c' || id[0] == 'n') {
         if (IsCudaApi(id)) sink.Add("DT304", line, col(b), id, false);
       }
@@ -442,6 +453,11 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
   if (in_function()) end_function();
   if (has_binding && sink.count() > 0)
     sink.Add("DT309", binding_line, binding_col, "the Python binding", false);
+  // A .cu file is compiled by nvcc alone, even when nothing in it names a CUDA API (a host
+  // wrapper that calls kernels declared in a header): the file itself is the dependency.
+  std::string_view rel = sink.rel();
+  if (sink.count() == 0 && (rel.ends_with(".cu") || rel.ends_with(".cuh")))
+    sink.Add("DT303", 1, 1, "a CUDA source file", false);
 }
 
 void ScanCMake(std::string_view text, FindingSink& sink) {

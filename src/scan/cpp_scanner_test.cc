@@ -154,5 +154,25 @@ TEST(ScanCppWrapperTest, DeviceBranchWithCpuImplementationIsNotARejection) {
   EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT303@3"}));
 }
 
+TEST(ScanCppWrapperTest, CudaSourceFileAndOpLibrary) {
+  // A .cu host wrapper that names no CUDA API is still nvcc-only source: one finding, line 1.
+  std::string cu = "#include \"knn.h\"\n\nat::Tensor dist(const at::Tensor& p) { return knn(p); }\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "simple_knn/spatial.cu", cu, out);
+  ScanCpp(cu, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT303@1"}));
+  // The same text in a .cpp file is plain C++.
+  EXPECT_EQ(Codes(Cpp(cu)), (std::vector<std::string>{}));
+  // TORCH_LIBRARY(ns, m) declares torch.ops.ns, with a CPU build when the file is not CUDA source.
+  std::string lib = "TORCH_LIBRARY(detectron2, m) {\n  m.def(\"nms_rotated\", &nms_rotated);\n}\n";
+  std::vector<Finding> none;
+  FindingSink lib_sink(Reg(), "csrc/vision.cpp", lib, none);
+  ScanCpp(lib, lib_sink);
+  ASSERT_EQ(lib_sink.cuda_modules().size(), 1u);
+  EXPECT_EQ(lib_sink.cuda_modules()[0].module, "torch.ops.detectron2");
+  EXPECT_TRUE(lib_sink.cuda_modules()[0].cpu_build);
+  EXPECT_EQ(lib_sink.cuda_modules()[0].line, 1);
+}
+
 }  // namespace
 }  // namespace dt::scan

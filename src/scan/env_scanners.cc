@@ -165,10 +165,10 @@ bool MarkerExcludesMac(std::string_view spec) {
 }
 
 void CheckRequirement(std::string_view spec, FindingSink& sink, std::uint32_t line,
-                      std::uint32_t column) {
+                      std::uint32_t column, bool guarded) {
   spec = Trim(spec);
   if (spec.empty()) return;
-  const bool off_mac = MarkerExcludesMac(spec);
+  const bool off_mac = MarkerExcludesMac(spec) || guarded;
   if (IsCudaIndexUrl(spec)) {
     sink.Add("DT401", line, column, spec, false);
     return;
@@ -179,7 +179,8 @@ void CheckRequirement(std::string_view spec, FindingSink& sink, std::uint32_t li
   if (name.empty()) return;
   // Conda's "channel::name" prefix.
   if (e + 1 < spec.size() && spec[e] == ':' && spec[e + 1] == ':') {
-    CheckRequirement(spec.substr(e + 2), sink, line, column + static_cast<std::uint32_t>(e + 2));
+    CheckRequirement(spec.substr(e + 2), sink, line, column + static_cast<std::uint32_t>(e + 2),
+                     guarded);
     return;
   }
   // Only a requirement if what follows the name looks like one.
@@ -643,6 +644,10 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool do
     sink.Add("DT302", n, col(p), "TORCH_CUDA_ARCH_LIST", false);
   else if (std::size_t g = line.find("-gencode"); g != std::string::npos)
     sink.Add("DT302", n, col(g), "-gencode", false);
+  // FORCE_CUDA=1: the switch extension builds (detectron2, mmcv, pytorch3d) read to compile
+  // their CUDA sources even where no GPU is visible.
+  else if (std::size_t f = FindWord(line, "FORCE_CUDA"); f != std::string::npos)
+    sink.Add("DT302", n, col(f), "FORCE_CUDA", false);
   std::size_t launcher = FindWord(line, "torchrun");
   if (launcher == std::string::npos) launcher = line.find("torch.distributed.launch");
   if (launcher == std::string::npos) launcher = line.find("torch.distributed.run");

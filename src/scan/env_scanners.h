@@ -12,8 +12,9 @@
 namespace dt::scan {
 
 // Checks one requirement specifier ("torch==2.3.1+cu121", "flash-attn>=2") or index URL.
+// `guarded`: the requirement is only installed behind a CUDA check (a run-time install in code).
 void CheckRequirement(std::string_view spec, FindingSink& sink, std::uint32_t line,
-                      std::uint32_t column);
+                      std::uint32_t column, bool guarded = false);
 
 void ScanRequirements(std::string_view text, FindingSink& sink);
 void ScanCondaEnv(std::string_view text, FindingSink& sink);

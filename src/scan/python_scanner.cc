@@ -1,6 +1,7 @@
 #include "scan/python_scanner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <map>
 #include <unordered_map>
@@ -13,13 +14,18 @@
 
 namespace dt::scan {
 
-bool CudaContext::IsModule(std::string_view dotted) const {
+namespace {
+bool InAny(const std::vector<std::string>& modules, std::string_view dotted) {
   for (const auto& m : modules) {
     if (dotted.size() < m.size() || dotted.compare(0, m.size(), m) != 0) continue;
     if (dotted.size() == m.size() || dotted[m.size()] == '.') return true;
   }
   return false;
 }
+}  // namespace
+
+bool CudaContext::IsModule(std::string_view dotted) const { return InAny(modules, dotted); }
+bool CudaContext::IsCpuBuilt(std::string_view dotted) const { return InAny(cpu_built, dotted); }
 
 namespace {
 
@@ -91,6 +97,13 @@ class PythonScanner {
     line_scope_.assign(n, 0);
     scopes_.push_back(Scope{});
     BuildScopes();
+    if (opt_.cuda != nullptr)
+      for (const std::string& m : opt_.cuda->modules)
+        if (StartsWith(m, "torch.ops.")) {
+          // torch.ops.<ns>.<op>(...) of an op library the project's extension registers.
+          hot_names_.insert(std::string_view(m).substr(10));
+          track_refs_ = true;
+        }
     MarkOptionalImports();
     for (std::size_t i = 0; i < n; ++i) CollectImports(i);
     MarkKernels();
@@ -252,12 +265,54 @@ class PythonScanner {
       std::string_view f = First(lines[b]);
       last_raise = f == "raise";
       if (last_raise || f == "pass") continue;
-      if (f == "print" || f == "warnings" || f == "logger" || f == "logging" || f == "log" ||
-          f == "LOGGER")
-        continue;
+      if (IsReportHead(f)) continue;
       return false;
     }
     return last_raise;
+  }
+
+  // Whether the last statement of the `except` line `k`'s body is a `raise`: whatever ran before
+  // it (a dump, a message), the failure goes on.
+  bool HandlerEndsInRaise(std::size_t k) const {
+    const auto& lines = lex_.lines;
+    std::size_t last = k;
+    for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > lines[k].indent; ++b) last = b;
+    return last > k && First(lines[last]) == "raise";
+  }
+
+  // `_plugin = load(...)` after `global _plugin` in the same function: a lazily acquired module
+  // resource, optional like an import (its absence is what later checks test).
+  bool AcquiresGlobal(std::size_t li) const {
+    const auto& lines = lex_.lines;
+    const auto& l = lines[li];
+    if (l.end - l.begin < 3 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), "=")) return false;
+    std::string_view name = lex_.Text(T(l.begin));
+    for (std::size_t j = li; j-- > 0 && lines[j].indent > 0;) {
+      if (First(lines[j]) == "def") return false;
+      if (First(lines[j]) != "global") continue;
+      for (auto t = lines[j].begin + 1; t < lines[j].end; ++t)
+        if (lex_.Text(T(t)) == name) return true;
+    }
+    return false;
+  }
+
+  static bool IsReportHead(std::string_view f) {
+    return f == "print" || f == "warnings" || f == "logger" || f == "logging" || f == "log" ||
+           f == "LOGGER" || f == "traceback";
+  }
+
+  // Whether the body of the `except` line `k` only reports the failure (a print, a log call, a
+  // traceback, then at most `continue`): the work of the try body is lost, not replaced.
+  bool HandlerOnlyReports(std::size_t k) const {
+    const auto& lines = lex_.lines;
+    const std::uint32_t indent = lines[k].indent;
+    bool reported = false;
+    for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
+      std::string_view f = First(lines[b]);
+      if (IsReportHead(f)) reported = true;
+      else if (f != "continue") return false;
+    }
+    return reported;
   }
 
   // Lines inside a `try:` whose handler catches ImportError (or everything) are optional imports.
@@ -270,6 +325,7 @@ class PythonScanner {
       while (j < lines.size() && lines[j].indent > indent) ++j;
       bool optional = false;
       bool required = false;  // An ImportError handler that only raises: no other path.
+      bool fallback = false;  // A handler that does something else than raise or report.
       for (std::size_t k = j; k < lines.size() && lines[k].indent == indent; ++k) {
         std::string_view f = First(lines[k]);
         if (f != "except") break;
@@ -298,6 +354,7 @@ class PythonScanner {
         // only to say the library is required: the import is not optional.
         if (catches && raises) required = true;
         else optional |= catches;
+        fallback |= catches && !HandlerEndsInRaise(k) && !HandlerOnlyReports(k);
         while (k + 1 < lines.size() && lines[k + 1].indent > indent) ++k;
       }
       if (required && !optional) {
@@ -305,7 +362,11 @@ class PythonScanner {
       }
       if (optional) {
         for (std::size_t k = i + 1; k < j; ++k) {
-          optional_line_[k] = true;
+          // A handler that only re-raises or reports leaves the body's work undone on a Mac: the
+          // body is no guard. Its imports stay optional (the module loads without them).
+          std::string_view head = First(lines[k]);
+          if (fallback || head == "import" || head == "from" || AcquiresGlobal(k))
+            optional_line_[k] = true;
           // `HAS_XFORMERS = True` after the import: a flag that says the library loaded.
           const auto& l = lines[k];
           if (l.end - l.begin == 3 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=") &&
@@ -424,7 +485,8 @@ class PythonScanner {
         ++k;
       }
       std::string mod;
-      k = Dotted(k, l.end, mod);
+      // `from . import _C`: no module name (the keyword is a name token, not part of one).
+      if (k < l.end && !Is(T(k), "import")) k = Dotted(k, l.end, mod);
       if (k >= l.end || !Is(T(k), "import")) return;
       ++k;
       PyImport imp{mod, level, {}, false, li};
@@ -558,10 +620,16 @@ class PythonScanner {
     if (b >= e) return Truth::kNone;
     auto ors = SplitTop(b, e, "or");
     if (ors.size() > 1) {
-      Truth first = Cond(ors[0].first, ors[0].second, scope);
-      for (std::size_t i = 1; i < ors.size(); ++i)
-        if (Cond(ors[i].first, ors[i].second, scope) != first) return Truth::kNone;
-      return first;
+      // `not cuda or not flash` holds wherever CUDA is absent: what runs when it fails (an else, the
+      // code after an early return) runs only with CUDA. `cuda or x` says nothing on its own.
+      bool any_no = false, all_cuda = true;
+      for (auto [x, y] : ors) {
+        Truth t = Cond(x, y, scope);
+        if (t == Truth::kCuda && any_no) return Truth::kNone;
+        any_no |= t == Truth::kNoCuda;
+        all_cuda &= t == Truth::kCuda;
+      }
+      return any_no ? Truth::kNoCuda : all_cuda ? Truth::kCuda : Truth::kNone;
     }
     auto ands = SplitTop(b, e, "and");
     if (ands.size() > 1) {
@@ -590,6 +658,22 @@ class PythonScanner {
     return e;
   }
 
+  static bool IsCudaEnvName(std::string_view body) {
+    if (body.size() < 4 || body.size() > 40 || body.find("CUDA") == std::string_view::npos)
+      return false;
+    for (char c : body)
+      if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+  }
+
+  bool ListHoldsMinusOne(std::size_t open, std::size_t e) const {
+    std::size_t close = Matching(open, e);
+    for (std::size_t k = open + 1; k + 1 < close; ++k)
+      if (IsOp(T(k), "-") && T(k + 1).kind() == TokKind::kNumber && lex_.Text(T(k + 1)) == "1")
+        return true;
+    return false;
+  }
+
   // One comparison or test.
   // Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are short.
   Truth Atom(std::size_t b, std::size_t e, int scope) const {
@@ -608,6 +692,13 @@ class PythonScanner {
       }
       if (IsOp(t, "!=")) negated = true;
       if (Is(t, "is") && k + 1 < e && Is(T(k + 1), "None")) negated = true;
+      if (Is(t, "in") && k + 1 < e && IsOpen(T(k + 1)) && ListHoldsMinusOne(k + 1, e)) {
+        // `local_rank not in [-1, 0]`: only a launched worker; `in [-1, 0]` also holds in a single
+        // process, so it says nothing about the launch.
+        if (!(k > b && Is(T(k - 1), "not"))) return Truth::kNone;
+        numeric = 1;
+        continue;
+      }
       if (Is(t, "not") && k > b && k + 1 < e && Is(T(k + 1), "in")) negated = true;
     }
     Truth found = Truth::kNone;
@@ -618,6 +709,8 @@ class PythonScanner {
         if ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) found = Truth::kCuda;
         // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
         else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) found = Truth::kCuda;
+        // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a CUDA build switch.
+        else if (IsCudaEnvName(body)) found = Truth::kCuda;
         continue;
       }
       if (!IsName(t)) continue;
@@ -636,6 +729,13 @@ class PythonScanner {
       std::string resolved, head;
       std::size_t ce = Chain(k, e, scope, resolved, head);
       if (const PythonApi* api = reg_.MatchApi(resolved); api != nullptr && api->guard) {
+        found = Truth::kCuda;
+        break;
+      }
+      // Without a device type it reports CUDA autocast only (torch 2.13: False inside
+      // torch.autocast("cpu")); with one it says nothing about CUDA.
+      if (resolved == "torch.is_autocast_enabled" && ce + 1 < e && IsOp(T(ce), "(") &&
+          IsOp(T(ce + 1), ")")) {
         found = Truth::kCuda;
         break;
       }
@@ -873,6 +973,21 @@ class PythonScanner {
     NoteCuda(sc.top, guarded, false);
   }
 
+  // The name reported for a use of extension module `dotted`: a module that also has a CPU build
+  // says so, since the Mac gets that build (its ops run on the CPU, not on MPS).
+  std::string ExtensionName(const std::string& dotted) const {
+    if (opt_.cuda == nullptr || !opt_.cuda->IsCpuBuilt(dotted)) return dotted;
+    return dotted + " (built for the CPU only where CUDA is missing)";
+  }
+
+  // A use of an extension module: its definition depends on CUDA unless the module also has a
+  // CPU build (`extension = CppExtension`, CUDAExtension only where CUDA is found), where the
+  // use is reported and the ops without a CPU kernel are the C++ scanner's (DT320).
+  void NoteExtensionUse(int scope, bool guarded, const std::string& module) {
+    if (opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(module)) return;
+    NoteCudaAt(scope, guarded, true);
+  }
+
   // Marks the module-level definition `top` as reaching CUDA-only code when the use is unguarded.
   void NoteCuda(int top, bool guarded, bool ext) {
     if (guarded || top < 0) return;
@@ -903,13 +1018,13 @@ class PythonScanner {
     }
     std::size_t mod_tok = k < l.end ? k : l.begin;
     std::string mod;
-    std::size_t e = Dotted(k, l.end, mod);
+    std::size_t e = k < l.end && Is(T(k), "import") ? k : Dotted(k, l.end, mod);
     std::string abs = Absolute(level, mod);
     if (abs.empty() || (level > 0 && abs == mod && opt_.package.empty() && opt_.cuda == nullptr))
       return;  // A relative import of the project's own code, with nothing known about it yet.
     if (IsExtensionModule(abs)) {
-      sink_.Add("DT305", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)), abs, guarded);
-      NoteCudaAt(scope, guarded, true);
+      sink_.Add("DT305", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)), ExtensionName(abs), guarded);
+      NoteExtensionUse(scope, guarded, abs);
       return;
     }
     bool any = false;
@@ -918,7 +1033,10 @@ class PythonScanner {
       std::string full = abs + "." + std::string(lex_.Text(T(k)));
       bool ext = true;
       if (IsExtensionModule(full)) {
-        sink_.Add("DT305", lex_.Line(T(k)), lex_.Column(T(k)), full, guarded);
+        sink_.Add("DT305", lex_.Line(T(k)), lex_.Column(T(k)), ExtensionName(full), guarded);
+        NoteExtensionUse(scope, guarded, full);
+        any = true;
+        continue;
       } else if (IsCudaSymbol(full)) {
         const char* code = SymbolCode(full, ext);
         if (!SiblingSymbol(full)) sink_.Add(code, lex_.Line(T(k)), lex_.Column(T(k)), full, guarded);
@@ -948,8 +1066,8 @@ class PythonScanner {
   // `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
   void ModuleFinding(const std::string& mod, const Token& at, int scope, bool guarded) {
     if (IsExtensionModule(mod)) {
-      sink_.Add("DT305", lex_.Line(at), lex_.Column(at), mod, guarded);
-      NoteCudaAt(scope, guarded, true);
+      sink_.Add("DT305", lex_.Line(at), lex_.Column(at), ExtensionName(mod), guarded);
+      NoteExtensionUse(scope, guarded, mod);
     } else if (const Library* lib = LibraryOf(mod)) {
       sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
                 guarded, lib->alternative);
@@ -1039,6 +1157,16 @@ class PythonScanner {
       const Token& t = T(k);
       guarded = line_guarded || (!branches_.empty() && InBranch(k));
       if (t.kind() == TokKind::kString) {
+        std::string_view sb = StringBody(lex_.Text(t));
+        if ((sb == "device_ids" || sb == "output_device") && k > l.begin && IsOp(T(k - 1), "[") &&
+            k + 3 < l.end && IsOp(T(k + 1), "]") && IsOp(T(k + 2), "=")) {
+          // kwargs["device_ids"] = [comm.get_local_rank()]: DDP's keywords, set by key.
+          std::size_t v = k + 3;
+          bool list = IsOp(T(v), "[");
+          if (list) ++v;
+          IntegerDevice(v, l, guarded, std::string(sb) + (list ? "=[" : "="), list ? "]" : "");
+          continue;
+        }
         if (IsFString(lex_.Text(t))) FStringFindings(k, scope, guarded);
         StringFinding(k, l, scope, guarded);
         continue;
@@ -1088,9 +1216,10 @@ class PythonScanner {
           bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
           std::string resolved, head;
           Chain(k, l.end, scope, resolved, head);
-          sink_.Add("DT305", lex_.Line(t), lex_.Column(t), resolved, use_guard);
-          NoteCudaAt(scope, use_guard, true);
-          tainted |= !use_guard;
+          sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard);
+          NoteExtensionUse(scope, use_guard, resolved);
+          // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
+          tainted |= !use_guard && !(opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(resolved));
         }
         continue;
       }
@@ -1107,6 +1236,14 @@ class PythonScanner {
         continue;
       }
       const std::string* bound = Lookup(lex_.Text(t), scope);
+      if (bound == nullptr && call) {
+        // `extension = CUDAExtension` in one branch, then `extension("pkg._C", sources)`.
+        auto ev = extension_vars_.find(lex_.Text(t));
+        if (ev != extension_vars_.end() && ev->second.cuda) {
+          ExtensionBuild(k, k + 1, l, scope, guarded, "torch.utils.cpp_extension.CUDAExtension");
+          continue;
+        }
+      }
       if (lex_.Text(t) != "torch" && bound == nullptr) continue;
       std::string resolved, head;
       std::size_t ce = Chain(k, l.end, scope, resolved, head);
@@ -1126,6 +1263,20 @@ class PythonScanner {
         k = ce - 1;
         continue;
       }
+      if (StartsWith(resolved, "torch.ops.") && IsExtensionModule(resolved) && ce > k + 4) {
+        sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard);
+        NoteExtensionUse(scope, use_guard, resolved);
+        tainted |= !use_guard;
+        k = ce - 1;
+        continue;
+      }
+      if ((EndsWith(resolved, "cpp_extension.CUDAExtension") ||
+           EndsWith(resolved, "cpp_extension.CppExtension")) &&
+          ce == l.end && k == l.begin + 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
+        ExtensionVar& var = extension_vars_[lex_.Text(T(l.begin))];
+        (EndsWith(resolved, "CUDAExtension") ? var.cuda : var.cpp) = true;
+        hot_names_.insert(lex_.Text(T(l.begin)));
+      }
       if (resolved == "torch.utils.cpp_extension.load" ||
           resolved == "torch.utils.cpp_extension.load_inline" ||
           resolved == "torch.utils.cpp_extension.CUDAExtension") {
@@ -1135,6 +1286,14 @@ class PythonScanner {
           StartsWith(resolved, "torch.") && CountAsValue(k, ce, l)) {
         // The number of GPUs as a value (a worker count, a batch split): 0 without CUDA.
         sink_.Add("DT115", lex_.Line(t), lex_.Column(t), resolved + "()", use_guard);
+        k = ce - 1;
+        continue;
+      }
+      // `dist.get_backend() == dist.Backend.NCCL`, `x.dtype != torch.float64`: a value compared
+      // is a test of what the program has, not a use of it.
+      bool compared = (k > l.begin && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) ||
+                      (ce < l.end && (IsOp(T(ce), "==") || IsOp(T(ce), "!=")));
+      if (compared) {
         k = ce - 1;
         continue;
       }
@@ -1202,7 +1361,9 @@ class PythonScanner {
             sources.emplace_back(body.substr(body.rfind('/') + 1));
             break;
           }
-        if (j > ce + 2 && IsOp(T(j - 1), "=") && Is(T(j - 2), "name") && name.empty())
+        bool positional = j == ce + 1 && (j + 1 == close || IsOp(T(j + 1), ","));
+        if (((j > ce + 2 && IsOp(T(j - 1), "=") && Is(T(j - 2), "name")) || positional) &&
+            name.empty())
           name = std::string(body);
         continue;
       }
@@ -1219,8 +1380,12 @@ class PythonScanner {
     // the extension is used, so the wrapper's own findings stay unguarded.
     for (auto& src : sources)
       result_.extension_sources.emplace_back(std::move(src), guarded && !opt_.setup_py);
-    if (!name.empty())
-      sink_.DeclareCudaModule(name, lex_.Line(T(k)), std::string(lex_.Text(T(k))) + "() in " + sink_.rel());
+    if (!name.empty()) {
+      auto ev = extension_vars_.find(lex_.Text(T(k)));
+      bool cpu_build = ev != extension_vars_.end() && ev->second.cpp;
+      sink_.DeclareCudaModule(name, lex_.Line(T(k)), std::string(lex_.Text(T(k))) + "() in " + sink_.rel(),
+                              cpu_build);
+    }
     if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
     sink_.Add("DT301", lex_.Line(T(k)), lex_.Column(T(k)), resolved.substr(resolved.rfind('.') + 1) + "()",
               guarded);
@@ -1257,7 +1422,39 @@ class PythonScanner {
       i = j;
       if (field.find("cuda") == std::string_view::npos) continue;
       LexPython(field, sub);
+      // `{torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0}`: the value
+      // before a CUDA check's `if` is computed only with CUDA.
+      std::size_t cond_at = sub.tokens.size();
+      bool cond_cuda = false;
       for (std::size_t a = 0; a < sub.tokens.size(); ++a) {
+        if (sub.Text(sub.tokens[a]) != "if") continue;
+        cond_at = a;
+        for (std::size_t c = a + 1; c < sub.tokens.size() && sub.Text(sub.tokens[c]) != "else"; ++c) {
+          if (sub.Text(sub.tokens[c]) == "not") break;
+          if (sub.tokens[c].kind() != TokKind::kName || sub.Text(sub.tokens[c - 1]) == ".") continue;
+          std::string dotted(sub.Text(sub.tokens[c]));
+          for (std::size_t d = c; d + 2 < sub.tokens.size() && sub.Text(sub.tokens[d + 1]) == "." &&
+                                  sub.tokens[d + 2].kind() == TokKind::kName;
+               d += 2)
+            dotted.append(".").append(sub.Text(sub.tokens[d + 2]));
+          const std::string* target = Lookup(sub.Text(sub.tokens[c]), scope);
+          std::string resolved =
+              target ? *target + dotted.substr(sub.Text(sub.tokens[c]).size()) : dotted;
+          const PythonApi* api = reg_.MatchApi(resolved);
+          if ((api != nullptr && api->guard) || guard_names_.count(sub.Text(sub.tokens[c])))
+            cond_cuda = true;
+        }
+        break;
+      }
+      for (std::size_t a = 0; a < sub.tokens.size(); ++a) {
+        if (a >= cond_at) {
+          // The condition's own names (the check) report nothing; the else value is unguarded.
+          while (a < sub.tokens.size() && sub.Text(sub.tokens[a]) != "else") ++a;
+          if (a >= sub.tokens.size()) break;
+          cond_at = sub.tokens.size();
+          cond_cuda = false;
+          continue;
+        }
         const Token& n = sub.tokens[a];
         if (n.kind() != TokKind::kName || (a > 0 && sub.Text(sub.tokens[a - 1]) == ".")) continue;
         std::string dotted(sub.Text(n));
@@ -1271,7 +1468,7 @@ class PythonScanner {
         const std::string* target = Lookup(sub.Text(n), scope);
         if (target == nullptr && sub.Text(n) != "torch") continue;
         std::string resolved = target ? *target + dotted.substr(sub.Text(n).size()) : dotted;
-        ApiFinding(resolved, t, guarded, scope);
+        ApiFinding(resolved, t, guarded || (cond_cuda && a < cond_at), scope);
         a = b;
       }
     }
@@ -1323,10 +1520,17 @@ class PythonScanner {
                 std::string(what) + std::string(lex_.Text(T(b))) + std::string(close), guarded);
       return;
     }
-    // NAME(.NAME)* only, ending in an index-like name.
-    for (std::size_t k = b; k < e; ++k)
+    // NAME(.NAME)* only, ending in an index-like name; or a getter of one (`comm.get_local_rank()`).
+    std::size_t name_end = e;
+    if (e >= b + 3 && IsOp(T(e - 1), ")") && IsOp(T(e - 2), "(")) name_end = e - 2;
+    for (std::size_t k = b; k < name_end; ++k)
       if (!(IsName(T(k)) || IsOp(T(k), "."))) return;
-    std::string last = Lower(lex_.Text(T(e - 1)));
+    if (name_end == b || !IsName(T(name_end - 1))) return;
+    std::string last = Lower(lex_.Text(T(name_end - 1)));
+    if (name_end != e) {
+      if (!StartsWith(last, "get_")) return;
+      last = last.substr(4);
+    }
     static const char* kIndexNames[] = {"gpu", "gpu_id", "gpu_idx", "gpu_index", "local_rank",
                                         "device_id", "gpu_rank", "cuda_device", "device_index"};
     for (const char* n : kIndexNames)
@@ -1462,6 +1666,11 @@ class PythonScanner {
       sink_.Add("DT205", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded);
       return;
     }
+    // A command line the script launches: f"CUDA_VISIBLE_DEVICES={gpu} python train.py ...".
+    if (body.find("CUDA_VISIBLE_DEVICES=") != std::string_view::npos && !IsProse(k, l)) {
+      sink_.Add("DT406", lex_.Line(t), lex_.Column(t), "CUDA_VISIBLE_DEVICES in a command", guarded);
+      return;
+    }
     if (body.size() > 200) return;
     // IsProse walks back to the enclosing call: only for the strings that would be a finding, so
     // a line holding a table of thousands of strings stays linear.
@@ -1478,11 +1687,20 @@ class PythonScanner {
       sink_.Add("DT302", lex_.Line(t), lex_.Column(t), "nvcc flags", guarded);
       return;
     }
+    // A program the code runs: os.path.join(CUDA_HOME, "bin", "nvcc"), [cuda_dir + "/bin/nvcc", "-V"].
+    if (std::string_view tool = NvidiaTool(body); !tool.empty() && !IsProse(k, l)) {
+      // shutil.which("nvidia-smi") looks for the tool: a test, not a run.
+      const std::string callee = Callee(EnclosingOpen(k, l.begin), l.begin, scope);
+      if (!EndsWith(callee, "which") && !EndsWith(callee, "find_executable"))
+        sink_.Add("DT405", lex_.Line(t), lex_.Column(t), tool, guarded);
+      return;
+    }
     // os.environ["CUDA_VISIBLE_DEVICES"] = ..., os.environ.setdefault("CUDA_VISIBLE_DEVICES", ...).
     if (body == "CUDA_VISIBLE_DEVICES" && !InComparison(k, l.begin, l.end) && !IsProse(k, l)) {
       sink_.Add("DT406", lex_.Line(t), lex_.Column(t), "CUDA_VISIBLE_DEVICES", guarded);
       return;
     }
+
     if (const PythonKeyword* r = reg_.StringRule(body); r != nullptr && !IsProse(k, l)) {
       sink_.Add(r->code, lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded, r->replacement);
       return;
@@ -1490,7 +1708,40 @@ class PythonScanner {
     (void)scope;
     if (opt_.setup_py && !body.empty() && InLiteralContainer(k, l)) {
       CheckRequirement(body, sink_, lex_.Line(t), lex_.Column(t));
+    } else if (IsDistributionName(body) && !IsProse(k, l)) {
+      // check_requirements("onnxruntime-gpu"), pip install at run time: a package only a
+      // distribution name can mean (no module of that name), so the string is a requirement.
+      CheckRequirement(body, sink_, lex_.Line(t), lex_.Column(t), guarded);
     }
+  }
+
+  // The NVIDIA tool a string names, alone or as the last part of a path; empty when none.
+  static std::string_view NvidiaTool(std::string_view body) {
+    std::string_view base = body.substr(body.find_last_of('/') == std::string_view::npos
+                                            ? 0
+                                            : body.find_last_of('/') + 1);
+    for (std::string_view tool : {"nvcc", "nvidia-smi", "cuobjdump", "nvprof", "nsys", "ncu",
+                                  "cuda-gdb", "nvdisasm"})
+      if (base == tool) return tool;
+    return {};
+  }
+
+  // "onnxruntime-gpu", "paddlepaddle-gpu>=2": the name (before any version) of a CUDA-only
+  // package of the knowledge base that is not also an import name, where a plain word such as
+  // "triton" could be anything else (a backend option, a find_spec() test).
+  bool IsDistributionName(std::string_view body) const {
+    std::size_t e = 0;
+    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '-' ||
+                               body[e] == '_' || body[e] == '.'))
+      ++e;
+    if (e == 0 || e > 60 || (e < body.size() && std::string_view("=<>!~").find(body[e]) == std::string_view::npos))
+      return false;
+    std::string name(body.substr(0, e));
+    const Library* lib = reg_.LibraryForPackage(name);
+    if (lib == nullptr || name.find('-') == std::string::npos) return false;
+    for (const auto& m : lib->modules)
+      if (m == name) return false;
+    return true;
   }
 
   // A string that is an element of a list, set, dict or tuple literal (a requirement list), not an
@@ -1640,6 +1891,13 @@ class PythonScanner {
   std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
   PyScanResult result_;
   std::vector<bool> optional_line_;
+  // Names bound to an extension class (`extension = CppExtension`, then `= CUDAExtension` where
+  // CUDA is found): which classes each was given.
+  struct ExtensionVar {
+    bool cuda = false;
+    bool cpp = false;
+  };
+  std::unordered_map<std::string_view, ExtensionVar> extension_vars_;
   std::vector<bool> line_guarded_;  // The statement runs only behind a CUDA check (Findings()).
   std::unordered_set<std::size_t> guarded_tops_;  // Definitions called only behind such checks.
   std::vector<bool> required_line_;  // In a `try:` whose ImportError handler only raises.

@@ -29,12 +29,16 @@ struct PyImport {
 // rounds found to depend on them.
 struct CudaContext {
   std::vector<std::string> modules;          // Modules that exist only where a CUDA build ran.
+  // Those of `modules` that also have a CPU build (CppExtension without CUDA, an op library of
+  // .cpp sources): their uses are reported, but do not make the code around them CUDA-only.
+  std::vector<std::string> cpu_built;
   // "pkg.mod.name" of project code that needs CUDA-only code: true when it reaches a compiled
   // extension, false when only GPU kernels (Triton).
   std::unordered_map<std::string, bool> symbols;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
+  bool IsCpuBuilt(std::string_view dotted) const;
 };
 
 struct PyScanOptions {

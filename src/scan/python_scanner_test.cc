@@ -81,6 +81,54 @@ TEST(ScanPythonTest, ImportWhoseHandlerOnlyRaisesIsRequired) {
   EXPECT_TRUE(fs[1].guarded);
 }
 
+TEST(ScanPythonTest, TryBodyIsAGuardOnlyWhenTheHandlerOffersAnotherPath) {
+  // A handler that only reports (metrics lost) or re-raises after a dump leaves the body's work
+  // undone on a Mac; one that substitutes something is a fallback.
+  auto fs = Py("import torch\n"
+               "try:\n    x = x.cuda()\nexcept Exception:\n    print('Unable to compute metrics')\n"
+               "try:\n    y = y.cuda()\nexcept Exception as e:\n    torch.save(y, 'dump')\n    raise e\n"
+               "try:\n    z = z.cuda()\nexcept Exception:\n    z = z.cpu()\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT101@3", "DT101@7", "DT101@12"}));
+  EXPECT_FALSE(fs[0].guarded);
+  EXPECT_FALSE(fs[1].guarded);
+  EXPECT_TRUE(fs[2].guarded);
+}
+
+TEST(ScanPythonTest, GuardForms) {
+  // Early return on `not cuda or not flag`; CUDA autocast enabled (no device argument); the
+  // ROCm/CUDA build of torch; a rank that only a launched worker has; a CUDA build switch; the
+  // value before a check's `if` inside an f-string.
+  auto fs = Py("import os, torch\n"
+               "def f(flash):\n"
+               "    if not torch.cuda.is_available() or not flash:\n        return\n"
+               "    p = torch.cuda.get_device_properties(0)\n"                             // 5
+               "if torch.is_autocast_enabled():\n    d = torch.get_autocast_gpu_dtype()\n"  // 7
+               "if torch.is_autocast_enabled('cpu'):\n    d = torch.get_autocast_gpu_dtype()\n"
+               "if torch.version.hip:\n    p = torch.cuda.get_device_properties(0)\n"  // 11
+               "if local_rank not in [-1, 0]:\n    torch.cuda.synchronize()\n"        // 13
+               "if local_rank in [-1, 0]:\n    torch.cuda.synchronize()\n"            // 15
+               "if os.getenv('FORCE_CUDA', '0') == '1':\n    torch.cuda.synchronize()\n"
+               "m = f'{torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0:.3g}G'\n"
+               "n = f'{torch.cuda.memory_reserved() / 1e9:.3g}G'\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT104@5", "DT105@7", "DT105@9", "DT104@11",
+                                                 "DT103@13", "DT103@15", "DT103@17", "DT115@18",
+                                                 "DT115@19"}));
+  std::vector<bool> guarded;
+  for (const auto& f : fs) guarded.push_back(f.guarded);
+  EXPECT_EQ(guarded, (std::vector<bool>{true, true, false, true, true, false, true, true, false}));
+}
+
+TEST(ScanPythonTest, ComparedValuesAndDeviceIndexesByKey) {
+  // A value compared is a test, not a use; DDP's device_ids set by key or through a getter.
+  auto fs = Py("import torch\nimport torch.distributed as dist\n"
+               "if dist.get_backend() == dist.Backend.NCCL:\n    pass\n"
+               "if x.dtype != torch.float64:\n    pass\n"
+               "kwargs['device_ids'] = [comm.get_local_rank()]\n"
+               "m = DDP(model, device_ids=[comm.get_local_rank()])\n"
+               "n = DDP(model, device_ids=[comm.get_rank_name()])\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@7", "DT113@8"}));
+}
+
 TEST(ScanPythonTest, GuardFunctionAndVariable) {
   auto fs = Py("import torch\n"
                "def has_gpu():\n    return torch.cuda.is_available()\n"

@@ -114,7 +114,8 @@ std::vector<std::string> CppNeedles(const Registry& reg) {
                                 "__device__", "__shared__", "__constant__", "<<<", "thrust/",
                                 "cub/", "cutlass/", "cute/", "cumem", "cuctx", "culaunch",
                                 "cumodule", "custream", "cudevice",
-                                "check_input"};  // A wrapper whose CUDA check is in a header.
+                                "check_input",  // A wrapper whose CUDA check is in a header.
+                                "TORCH_LIBRARY"};  // An op library Python reaches as torch.ops.
   for (const auto& u : reg.user_rules())
     if (!u.text.empty()) n.push_back(u.text);
   return n;
@@ -341,6 +342,29 @@ std::string PackageOf(std::string_view rel) {
   return pkg;
 }
 
+// The package a relative import starts from: the folders above `rel` that hold an __init__.py,
+// up to the first that does not (a vendored package in submodules/x/pkg/ is "pkg", as Python
+// sees it once installed). Without an __init__.py beside it, every folder counts (namespace
+// packages and script folders).
+std::string PackageIn(std::string_view rel, const std::unordered_set<std::string>& init_dirs) {
+  auto slash = rel.rfind('/');
+  if (slash == std::string_view::npos) return {};
+  std::string dir(rel.substr(0, slash));
+  if (!init_dirs.count(dir)) return PackageOf(rel);
+  std::size_t top = 0;
+  for (auto up = dir.rfind('/'); up != std::string::npos; up = dir.rfind('/', up - 1)) {
+    if (!init_dirs.count(dir.substr(0, up))) {
+      top = up + 1;
+      break;
+    }
+    if (up == 0) break;
+  }
+  std::string pkg = dir.substr(top);
+  for (char& c : pkg)
+    if (c == '/') c = '.';
+  return pkg;
+}
+
 // Every dotted name the module at `rel` may be imported as: "a.b.c", "b.c", "c" (a script's
 // folder, src/ and sys.path insertions make suffixes common in research code).
 std::vector<std::string> ModuleNames(std::string_view rel) {
@@ -412,7 +436,9 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   }
   const Prefilter* pre = nullptr;
   if (r.kind == FileKind::kPython || r.kind == FileKind::kNotebook) pre = &ctx.python;
-  if (r.kind == FileKind::kCpp) pre = &ctx.cpp;
+  // A .cu file is CUDA source whatever it names (reported once when nothing else is).
+  if (r.kind == FileKind::kCpp && !item.rel.ends_with(".cu") && !item.rel.ends_with(".cuh"))
+    pre = &ctx.cpp;
   bool has_main = false;  // Whether "__main__" occurs, when the Python search looked for it.
   bool matched = true;
   if (pre == &ctx.python && ctx.python_main) {
@@ -635,8 +661,18 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       python_dirs.insert(rel.substr(0, slash));
     python_dirs.insert(rel.substr(0, rel.size() - 3));  // "pkg/mod" for pkg/mod.py.
   }
+  bool has_cu = false;  // An op library (TORCH_LIBRARY) counts when the project compiles CUDA.
+  for (const auto& item : items)
+    has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");
+  std::vector<std::string> op_namespaces;
+  std::set<std::string> cpu_built;
   for (const auto& r : results)
     for (const auto& m : r.cuda_modules) {
+      if (m.cpu_build) cpu_built.insert(m.module);
+      if (m.module.starts_with("torch.ops.")) {
+        if (has_cu && modules.insert(m.module).second) op_namespaces.push_back(m.module);
+        continue;
+      }
       bool built = m.evidence.find("()") != std::string::npos;
       std::string path = m.module;
       for (char& c : path)
@@ -645,6 +681,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       if (built || !python) modules.insert(m.module);
     }
   cuda.modules.assign(modules.begin(), modules.end());
+  cuda.cpu_built.assign(cpu_built.begin(), cpu_built.end());
   std::unordered_set<std::string> symbol_modules;  // Modules (any name variant) with symbols.
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
@@ -679,11 +716,31 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     results[i].imports = std::move(r.imports);
     results[i].imports_pending = false;
   });
+  std::unordered_set<std::string> init_dirs;
+  for (const auto& item : items)
+    if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
   // How many of a file's imports touch what is known; a file is scanned again when that grows.
   std::vector<std::size_t> touched(items.size(), 0);
+  // torch.ops.<ns> needs no import: files that spell it are scanned again (rare: a project
+  // that registers its own op library).
+  std::vector<char> spells_ops(items.size(), 0);
+  if (!op_namespaces.empty()) {
+    std::vector<std::size_t> py;
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (is_py(i) && results[i].skip_reason.empty()) py.push_back(i);
+    ParallelFor(py.size(), threads, [&](std::size_t k) {
+      std::size_t i = py[k];
+      MappedFile mapped;
+      std::string skip;
+      auto text = Load(items[i], 0, mapped, skip);
+      if (!text) return;
+      for (const auto& ns : op_namespaces)
+        if (text->find(ns) != std::string_view::npos) spells_ops[i] = 1;
+    });
+  }
   auto touches = [&](std::size_t i) {
     std::size_t n = 0;
-    std::string package = PackageOf(items[i].rel);
+    std::string package = PackageIn(items[i].rel, init_dirs);
     for (const auto& imp : results[i].imports) {
       std::string mod = imp.module;
       if (imp.level > 0) {
@@ -700,7 +757,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
         if (cuda.IsModule(full) || cuda.symbols.count(full)) ++n;
       }
     }
-    return n;
+    return n + static_cast<std::size_t>(spells_ops[i]);
   };
   for (int round = 0; round < 16; ++round) {
     std::vector<std::size_t> again;
@@ -724,7 +781,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       FindingSink sink(ctx.reg, items[i].rel, src, findings);
       PyScanOptions opt;
       opt.setup_py = items[i].kind == FileKind::kSetupPy;
-      opt.package = PackageOf(items[i].rel);
+      opt.package = PackageIn(items[i].rel, init_dirs);
       opt.own_tops = ctx.own_tops;
       opt.cuda = &cuda;
       auto py = ScanPython(src, sink, opt);

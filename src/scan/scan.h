@@ -44,6 +44,7 @@ struct CudaModule {
   std::string file;      // Where it is declared, relative to the root.
   std::int64_t line = 0;
   std::string evidence;  // "CUDAExtension in setup.py", "git submodule", ...
+  bool cpu_build = false;  // The module is also built without CUDA (see CudaContext::cpu_built).
 };
 
 // A suppression comment that names a code no rule has, or suppresses nothing on its line (like

@@ -28,8 +28,9 @@ class FindingSink {
   // Declares that Python module `module` (dotted import name) only exists where a CUDA extension was
   // built: a CUDAExtension / load() name, a git submodule or a local package that builds one. Scan()
   // joins these across files and reports the imports and call sites of such modules on the path.
-  void DeclareCudaModule(std::string module, std::uint32_t line, std::string evidence) {
-    cuda_modules_.push_back(CudaModule{std::move(module), rel_, line, std::move(evidence)});
+  void DeclareCudaModule(std::string module, std::uint32_t line, std::string evidence,
+                         bool cpu_build = false) {
+    cuda_modules_.push_back(CudaModule{std::move(module), rel_, line, std::move(evidence), cpu_build});
   }
   std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
 

@@ -1,0 +1,124 @@
+"""Compiled extensions followed through a project, in the forms real repositories use.
+
+Each test builds a small source tree the way a repository lays it out (a vendored package in a
+submodule folder, a setup.py that picks the extension class at build time, an op library
+registered from C++) and checks what the scan reports where the project uses the extension.
+"""
+
+import json
+
+import pytest
+
+
+def scan(dualtrack, root, *extra):
+    out = dualtrack("scan", root, "--format", "json", "--fail-on", "never", *extra)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["findings"]
+
+
+def at(findings, file):
+    return sorted((f["line"], f["code"]) for f in findings if f["file"] == file)
+
+
+def test_relative_import_of_a_vendored_extension(dualtrack, tmp_path):
+    # submodules/raster/ is not a package (no __init__.py): Python sees `raster_pkg` once it is
+    # installed, so `from . import _C` inside it is raster_pkg._C, the module setup.py builds.
+    sub = tmp_path / "submodules" / "raster"
+    (sub / "raster_pkg").mkdir(parents=True)
+    (sub / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+        "setup(name='raster_pkg', ext_modules=[CUDAExtension(name='raster_pkg._C',\n"
+        "      sources=['rasterize.cu', 'ext.cpp'])], cmdclass={'build_ext': BuildExtension})\n")
+    (sub / "raster_pkg" / "__init__.py").write_text(
+        "from . import _C\n\n\ndef rasterize(x):\n    return _C.rasterize(x)\n")
+    (tmp_path / "render.py").write_text("from raster_pkg import rasterize\n\nrasterize(1)\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "submodules/raster/raster_pkg/__init__.py") == [(1, "DT305"), (5, "DT305")]
+    assert (1, "DT312") in at(findings, "render.py")
+
+
+def test_extension_class_chosen_at_build_time_has_a_cpu_build(dualtrack, tmp_path):
+    # detectron2's setup.py: CppExtension unless CUDA is found (or FORCE_CUDA=1). The module
+    # exists on a Mac (CPU kernels only): its uses are reported, with the CPU build named, but
+    # the code around them is not made CUDA-only (no DT312 for the callers).
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "setup.py").write_text(
+        "import os\nimport torch\n"
+        "from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n"
+        "def get_extensions():\n"
+        "    extension = CppExtension\n"
+        "    if torch.cuda.is_available() or os.getenv('FORCE_CUDA', '0') == '1':\n"
+        "        extension = CUDAExtension\n"
+        "    return [extension('pkg._C', ['pkg/csrc/vision.cpp'])]\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text(
+        "from pkg import _C\n\n\ndef deform(x):\n    return _C.deform_conv_forward(x)\n")
+    (tmp_path / "train.py").write_text("from pkg.ops import deform\n\ndeform(1)\n")
+    findings = scan(dualtrack, tmp_path)
+    ops = [f for f in findings if f["file"] == "pkg/ops.py"]
+    assert [(f["line"], f["code"]) for f in ops] == [(1, "DT305"), (5, "DT305")]
+    assert all("CPU only" in f["message"] for f in ops)
+    assert at(findings, "train.py") == []
+    # The CUDA build's own lines sit under the CUDA check or the FORCE_CUDA switch.
+    setup = {f["line"]: f for f in findings if f["file"] == "setup.py"}
+    assert setup[7]["code"] == "DT301" and setup[7]["guarded"]
+
+
+def test_cuda_only_extension_class_in_a_variable_makes_callers_cuda_only(dualtrack, tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "ext = CUDAExtension\n"
+        "modules = [ext('pkg._fused', ['pkg/fused.cu'])]\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "ops.py").write_text(
+        "from pkg import _fused\n\n\ndef fused(x):\n    return _fused.run(x)\n")
+    (tmp_path / "train.py").write_text("from pkg.ops import fused\n\nfused(1)\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "pkg/ops.py") == [(1, "DT305"), (5, "DT305")]
+    assert (1, "DT312") in at(findings, "train.py")
+
+
+@pytest.mark.parametrize("with_cu", [True, False])
+def test_torch_ops_namespace_registered_by_the_project(dualtrack, tmp_path, with_cu):
+    # TORCH_LIBRARY(ns, m) in the project's C++ makes torch.ops.ns.* its extension's ops, with no
+    # import to follow; only a project that compiles CUDA sources is reported.
+    csrc = tmp_path / "pkg" / "csrc"
+    csrc.mkdir(parents=True)
+    (csrc / "vision.cpp").write_text(
+        "#include <torch/library.h>\nnamespace pkg {\n"
+        "TORCH_LIBRARY(pkg, m) {\n  m.def(\"nms_rotated\", &nms_rotated);\n}\n}\n")
+    if with_cu:
+        (csrc / "nms_rotated_cuda.cu").write_text(
+            "#include \"nms.h\"\n\nat::Tensor nms_rotated_cuda(const at::Tensor& b) { return b; }\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "nms.py").write_text(
+        "import torch\n\n\ndef nms_rotated(boxes):\n    return torch.ops.pkg.nms_rotated(boxes)\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "pkg/nms.py") == ([(5, "DT305")] if with_cu else [])
+    if with_cu:
+        # A .cu file that names no CUDA API (a host wrapper) is still CUDA source.
+        assert at(findings, "pkg/csrc/nms_rotated_cuda.cu") == [(1, "DT303")]
+
+
+def test_launched_commands_and_runtime_installs(dualtrack, tmp_path):
+    (tmp_path / "run_all.py").write_text(
+        "import os\n"
+        "def train(gpu, scene):\n"
+        "    cmd = f\"OMP_NUM_THREADS=4 CUDA_VISIBLE_DEVICES={gpu} python train.py -s {scene}\"\n"
+        "    print(cmd)\n"
+        "    os.system(cmd)\n")
+    (tmp_path / "backend.py").write_text(
+        "import torch\n"
+        "cuda = torch.cuda.is_available()\n"
+        "def load(check_requirements):\n"
+        "    check_requirements(('onnx', 'onnxruntime-gpu' if cuda else 'onnxruntime'))\n"
+        "    providers = ['CUDAExecutionProvider', 'CPUExecutionProvider'] if cuda else ['CPUExecutionProvider']\n"
+        "    check_requirements('onnxruntime')\n"
+        "    return providers\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "run_all.py") == [(3, "DT406")]
+    backend = {(f["line"], f["code"]): f for f in findings if f["file"] == "backend.py"}
+    assert set(backend) == {(4, "DT403"), (5, "DT102")}
+    assert all(f["guarded"] for f in backend.values())
