@@ -188,6 +188,17 @@ struct Block {
   bool cuda_branch = false;  // The body of `if (<tests for CUDA>)`.
 };
 
+// Op namespaces PyTorch defines itself (its own sources and codegen templates register them):
+// never a project's extension, even in a tree that vendors PyTorch's sources.
+bool IsTorchNamespace(std::string_view ns) {
+  for (std::string_view t : {"aten", "prim", "prims", "cuda", "quantized", "_quantized", "sparse",
+                             "_caffe2", "inductor", "c10d", "_c10d_functional", "profiler",
+                             "mkldnn", "onednn", "fbgemm", "higher_order", "_dtensor",
+                             "debugprims", "rngprims", "quantized_decomposed", "xnnpack", "mkl"})
+    if (ns == t) return true;
+  return false;
+}
+
 }  // namespace
 
 void ScanCpp(std::string_view s, FindingSink& sink) {
@@ -431,12 +442,14 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         has_binding = true;
         binding_line = line;
         binding_col = col(b);
-        if (id != "PYBIND11_MODULE" && call) {
+        // TORCH_LIBRARY_IMPL adds kernels to a namespace defined elsewhere (often aten).
+        if (id != "PYBIND11_MODULE" && id != "TORCH_LIBRARY_IMPL" && call) {
           // The op namespace Python reaches as torch.ops.<ns>.<op>: it exists only where the
           // project's extension was built (Scan() keeps it when the project has CUDA sources).
           std::string_view args = ParenArgs(s, after);
           std::string_view ns = Trim(args.substr(0, args.find(',')));
-          if (!ns.empty() && ns.find_first_of(" ()\"") == std::string_view::npos)
+          if (!ns.empty() && ns.find_first_of(" ()\"") == std::string_view::npos &&
+              !IsTorchNamespace(ns))
             sink.DeclareCudaModule("torch.ops." + std::string(ns), line,
                                    std::string(id) + "() in " + sink.rel(),
                                    !sink.rel().ends_with(".cu"));

@@ -107,8 +107,13 @@ class PythonScanner {
     MarkOptionalImports();
     for (std::size_t i = 0; i < n; ++i) CollectImports(i);
     MarkKernels();
-    for (int round = 0; round < 2; ++round)
+    // A second round finds guards defined from guards found later in the file (`ok = has_cuda()`
+    // above `def has_cuda()`); it is needed only when the first found any.
+    for (int round = 0; round < 2; ++round) {
+      const std::size_t known = guard_names_.size() + guard_attrs_.size();
       for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
+      if (guard_names_.size() + guard_attrs_.size() == known) break;
+    }
     Findings();
     GuardLibraryBranches();
     GuardPrivateDefinitions();

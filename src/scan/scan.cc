@@ -735,7 +735,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       auto text = Load(items[i], 0, mapped, skip);
       if (!text) return;
       for (const auto& ns : op_namespaces)
-        if (text->find(ns) != std::string_view::npos) spells_ops[i] = 1;
+        if (Find(*text, ns) != std::string_view::npos) spells_ops[i] = 1;
     });
   }
   auto touches = [&](std::size_t i) {
