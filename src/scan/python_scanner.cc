@@ -116,6 +116,7 @@ class PythonScanner {
     }
     Findings();
     GuardLibraryBranches();
+    GuardDeviceFallbacks();
     GuardPrivateDefinitions();
     GuardCalledOnlyUnderChecks();
     for (PyImport& imp : result_.imports) {
@@ -774,6 +775,16 @@ class PythonScanner {
 
   bool InComparison(std::size_t k, std::size_t b, std::size_t e) const {
     if (k > b && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) return true;
+    // `x.type == torch.device("cuda").type`: the only argument of a call whose value (or an
+    // attribute of it) is compared.
+    if (k > b + 1 && IsOp(T(k - 1), "(") && k + 1 < e && IsOp(T(k + 1), ")")) {
+      std::size_t j = k + 2;
+      while (j + 1 < e && IsOp(T(j), ".") && IsName(T(j + 1))) j += 2;
+      if (j < e && (IsOp(T(j), "==") || IsOp(T(j), "!="))) return true;
+      std::size_t h = k - 1;  // Back over the callee NAME(.NAME)*.
+      while (h > b && (IsName(T(h - 1)) || IsOp(T(h - 1), "."))) --h;
+      if (h > b && (IsOp(T(h - 1), "==") || IsOp(T(h - 1), "!="))) return true;
+    }
     if (k + 1 < e && (IsOp(T(k + 1), "==") || IsOp(T(k + 1), "!=") || Is(T(k + 1), "in") ||
                       (Is(T(k + 1), "not") && k + 2 < e && Is(T(k + 2), "in"))))
       return true;
@@ -1762,6 +1773,45 @@ class PythonScanner {
   // A private module-level function or class (`_FusedGELUFunction`) that this file only uses under a
   // CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest of
   // the project. Public names may be called unguarded from other modules, so they stay as they are.
+  // `device = "cuda"` in a function that then tests the same variable against
+  // torch.cuda.is_available() and returns or reassigns when it fails (stable-baselines'
+  // get_device): the CUDA default has a fallback, like `"cuda" if available else "cpu"`.
+  void GuardDeviceFallbacks() {
+    const auto& lines = lex_.lines;
+    for (std::size_t li = 0; li < lines.size(); ++li) {
+      const auto& l = lines[li];
+      if (l.end - l.begin != 3 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), "=") ||
+          !IsCudaDeviceString(T(l.begin + 2)) || line_guarded_[li])
+        continue;
+      std::string_view var = lex_.Text(T(l.begin));
+      int scope = ScopeOf(li);
+      if (scope <= 0) continue;
+      const Scope& sc = scopes_[static_cast<std::size_t>(scope)];
+      for (std::size_t j = li + 1; j <= sc.last_line && j < lines.size(); ++j) {
+        const auto& c = lines[j];
+        if (First(c) != "if" || ScopeOf(j) != scope) continue;
+        std::size_t colon = FindColon(c);
+        bool names_var = false, checks = false;
+        for (std::size_t k = c.begin + 1; k < colon; ++k) {
+          names_var |= IsName(T(k)) && lex_.Text(T(k)) == var;
+          if (IsName(T(k)) && Is(T(k), "is_available")) checks = true;
+        }
+        if (!names_var || !checks) continue;
+        std::size_t body = colon + 1 < c.end ? colon + 1
+                           : j + 1 < lines.size() && lines[j + 1].indent > c.indent
+                               ? lines[j + 1].begin
+                               : c.end;
+        if (body >= c.end && j + 1 >= lines.size()) continue;
+        bool fallback = Is(T(body), "return") ||
+                        (IsName(T(body)) && lex_.Text(T(body)) == var && IsOp(T(body + 1), "="));
+        if (fallback) {
+          sink_.GuardLines(lex_.Line(T(l.begin)), lex_.Line(T(l.end - 1)));
+          break;
+        }
+      }
+    }
+  }
+
   void GuardPrivateDefinitions() {
     if (!track_refs_) return;  // Without it, lines that name the definition were not all read.
     for (std::size_t s = 1; s < scopes_.size(); ++s) {

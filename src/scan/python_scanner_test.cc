@@ -129,6 +129,22 @@ TEST(ScanPythonTest, ComparedValuesAndDeviceIndexesByKey) {
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@7", "DT113@8"}));
 }
 
+TEST(ScanPythonTest, CudaDefaultWithALaterFallbackIsGuarded) {
+  // stable-baselines' get_device: "cuda" by default, the CPU when CUDA turns out to be missing.
+  // The comparison against torch.device("cuda").type is a test, not a placement.
+  auto fs = Py("import torch as th\n"
+               "def get_device(device='auto'):\n"
+               "    if device == 'auto':\n        device = 'cuda'\n"
+               "    device = th.device(device)\n"
+               "    if device.type == th.device('cuda').type and not th.cuda.is_available():\n"
+               "        return th.device('cpu')\n"
+               "    return device\n"
+               "def pick():\n    device = 'cuda'\n    print(th.cuda.is_available())\n    return device\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT102@4", "DT102@10"}));
+  EXPECT_TRUE(fs[0].guarded);
+  EXPECT_FALSE(fs[1].guarded);  // A check with no fallback guards nothing.
+}
+
 TEST(ScanPythonTest, GuardFunctionAndVariable) {
   auto fs = Py("import torch\n"
                "def has_gpu():\n    return torch.cuda.is_available()\n"
