@@ -85,6 +85,7 @@ json ReportJson(const ScanReport& report, bool with_findings) {
                 {"snippet", f.snippet},
                 {"guarded", f.guarded},
                 {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
+                {"reached_by", f.reached_by ? json(*f.reached_by) : json(nullptr)},
                 {"replacement", f.replacement}};
       findings.push_back(std::move(j));
     }
@@ -176,6 +177,7 @@ void AppendFinding(std::string& out, const Finding& f) {
   str("message", f.message);
   raw("mps_only", f.mps_only ? "true" : "false");
   raw("reachable", !f.reachable ? "null" : *f.reachable ? "true" : "false");
+  raw("reached_by", f.reached_by ? std::to_string(*f.reached_by) : "null");
   str("replacement", f.replacement);
   str("severity", SeverityName(f.severity));
   str("snippet", f.snippet, true);

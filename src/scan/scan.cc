@@ -965,9 +965,19 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   for (const auto& e : declared) {
     fs::path ep(e);
     std::string rel = Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
-    if (!is_python_file(rel))
-      return MakeError(ErrorCode::kInput, "entry script not found among the scanned Python files",
-                       e);
+    while (!rel.empty() && rel.back() == '/') rel.pop_back();
+    if (!is_python_file(rel)) {
+      // A folder (a test suite, a scripts/ directory): every Python file under it is an entry.
+      std::size_t before = entries.size();
+      const std::string prefix = rel == "." || rel.empty() ? "" : rel + "/";
+      for (const auto& item : items)
+        if (item.kind == FileKind::kPython && item.rel.starts_with(prefix)) entries.push_back(item.rel);
+      if (entries.size() == before)
+        return MakeError(ErrorCode::kInput,
+                         "entry script not found among the scanned Python files (nor a folder that holds some)",
+                         e);
+      continue;
+    }
     entries.push_back(rel);
   }
   if (options.entries.empty()) {
@@ -996,6 +1006,16 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   std::unordered_set<std::string> behind_checks;
   auto reachable = ReachableModules(modules, entries, load_imports, &behind_checks);
   report.entries = entries;
+  // Several entries (a folder, a test suite): which of them reach each module, so that a member
+  // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
+  std::unordered_map<std::string, std::int64_t> reached_by;
+  if (entries.size() > 1 && entries.size() <= 256) {
+    for (const auto& entry : entries) {
+      std::unordered_set<std::string> behind;  // Reached only behind a check: not needed there.
+      for (const auto& rel : ReachableModules(modules, {entry}, load_imports, &behind))
+        if (!behind.count(rel)) ++reached_by[rel];
+    }
+  }
 
   std::vector<std::string> ignore = cfg.ignore;
   ignore.insert(ignore.end(), options.ignore_codes.begin(), options.ignore_codes.end());
@@ -1012,6 +1032,10 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       if (drop) continue;
       if (is_py && !entries.empty()) {
         f.reachable = reachable.count(items[i].rel) > 0;
+        if (!reached_by.empty()) {
+          auto it = reached_by.find(items[i].rel);
+          f.reached_by = it == reached_by.end() ? 0 : it->second;
+        }
         // Reached only through imports behind a CUDA check (`if x.is_cuda: from .triton_ops
         // import ...`): on these entries' paths the module runs only with CUDA.
         if (*f.reachable && !f.guarded && behind_checks.count(items[i].rel) > 0) {

@@ -35,6 +35,8 @@ struct Finding {
   bool guarded = false;
   bool mps_only = false;  // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
+  // With several entries (a test suite, a folder of scripts): how many of them reach the file.
+  std::optional<std::int64_t> reached_by;
   std::string replacement;
 };
 

@@ -91,6 +91,7 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
     x.reachable = f.reachable;
     x.replacement = f.replacement;
     x.mps_only = f.mps_only;
+    x.reached_by = f.reached_by;
     s.findings.push_back(std::move(x));
   }
   return s;

@@ -246,6 +246,7 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
   x.reachable = r.OptBool(f, "reachable", w);
   x.replacement = r.Str(f, "replacement", w);
   x.mps_only = r.OptBool(f, "mps_only", w).value_or(false);
+  x.reached_by = r.OptInt(f, "reached_by", w);
   out.push_back(std::move(x));
 }
 

@@ -34,6 +34,7 @@ struct Finding {
   std::optional<bool> reachable;  // nullopt for files that are not Python.
   std::string replacement;
   bool mps_only = false;  // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
+  std::optional<std::int64_t> reached_by;  // Of several entries, how many reach the file.
 };
 
 struct ScanEvidence {

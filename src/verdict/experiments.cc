@@ -236,8 +236,9 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
   if (!entries.empty()) {
     for (const std::string& e : entries) {
       const std::string rel = normal(e);
-      if (!IsFile(project / rel)) {
-        return MakeError(ErrorCode::kUsage, "--entry: no such file in the project",
+      std::error_code ec;
+      if (!IsFile(project / rel) && !fs::is_directory(project / rel, ec)) {
+        return MakeError(ErrorCode::kUsage, "--entry: no such file or folder in the project",
                          (project / rel).string());
       }
       add(rel, "--entry");

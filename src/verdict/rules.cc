@@ -118,6 +118,17 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
       r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
     } else if (f.guarded.value_or(false)) {
       r.notes.push_back(FromFinding(f, "guarded, another path exists: ", "guarded"));
+    } else if (ev.scan->entries.size() > 1 && f.reached_by &&
+               *f.reached_by < static_cast<std::int64_t>(ev.scan->entries.size())) {
+      // A test suite or a folder of scripts: only some members reach the blocker; they are
+      // deselected (or kept on the Linux GPU) while the others run. The plan lists it as a
+      // replacement, so the experiment is dev-only, not stopped.
+      r.notes.push_back(FromFinding(
+          f,
+          fmt::format("reached by {} of the experiment's {} scripts or tests (deselect them on "
+                      "the Mac): ",
+                      *f.reached_by, ev.scan->entries.size()),
+          "suite-member"));
     } else if (!f.reachable.has_value()) {
       // Build files, .cu sources and pins: they stop only if the Python path uses them unguarded.
       r.notes.push_back(FromFinding(

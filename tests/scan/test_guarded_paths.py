@@ -81,3 +81,35 @@ def test_audit_of_the_checked_path_predicts_mac_ready(dualtrack, tmp_path):
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert [e["verdict"] for e in doc["experiments"]] == ["mac-ready"]
+
+
+def make_suite(root):
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "kernels.py").write_text(KERNELS)
+    (root / "pkg" / "timing.py").write_text(TIMING)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_cpu.py").write_text(
+        "from pkg.timing import dtw\n\n\ndef test_dtw():\n    assert dtw(1) == 1\n")
+    # One member of the suite calls the kernel module directly: it needs CUDA.
+    (root / "tests" / "test_kernels.py").write_text(
+        "from pkg.kernels import dtw_kernel\n\n\ndef test_kernel():\n    dtw_kernel[(1,)](1)\n")
+
+
+def test_a_folder_entry_is_a_test_suite(dualtrack, tmp_path):
+    make_suite(tmp_path)
+    found = scan(dualtrack, tmp_path, "tests")
+    assert any(f == "tests/test_kernels.py" for f, _, _ in found)
+    # The suite: one member must be deselected on the Mac, the rest runs there.
+    out = dualtrack("audit", tmp_path, "--entry", "tests", "--entry", "tests/test_cpu.py",
+                    "--format", "json", "-o", tmp_path / "r" / "report.html")
+    assert out.returncode == 0, out.stderr
+    verdicts = {e["entry"]: e["verdict"] for e in json.loads(out.stdout)["experiments"]}
+    assert verdicts == {"tests": "dev-only", "tests/test_cpu.py": "mac-ready"}
+
+
+def test_an_entry_that_is_neither_file_nor_folder_is_refused(dualtrack, tmp_path):
+    make_suite(tmp_path)
+    out = dualtrack("audit", tmp_path, "--entry", "nope", "--format", "json")
+    assert out.returncode == 2
+    assert "no such file or folder" in out.stderr and "nope" in out.stderr
