@@ -991,6 +991,11 @@ class PythonScanner {
 
   // The name reported for a use of extension module `dotted`: a module that also has a CPU build
   // says so, since the Mac gets that build (its ops run on the CPU, not on MPS).
+  // On a Mac the CPU build of such a module runs its ops on the CPU: only MPS tensors fail.
+  bool IsCpuBuilt(const std::string& dotted) const {
+    return opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(dotted);
+  }
+
   std::string ExtensionName(const std::string& dotted) const {
     if (opt_.cuda == nullptr || !opt_.cuda->IsCpuBuilt(dotted)) return dotted;
     return dotted + " (built for the CPU only where CUDA is missing)";
@@ -1039,7 +1044,7 @@ class PythonScanner {
     if (abs.empty() || (level > 0 && abs == mod && opt_.package.empty() && opt_.cuda == nullptr))
       return;  // A relative import of the project's own code, with nothing known about it yet.
     if (IsExtensionModule(abs)) {
-      sink_.Add("DT305", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)), ExtensionName(abs), guarded);
+      sink_.Add("DT305", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)), ExtensionName(abs), guarded, {}, IsCpuBuilt(abs));
       NoteExtensionUse(scope, guarded, abs);
       return;
     }
@@ -1049,7 +1054,7 @@ class PythonScanner {
       std::string full = abs + "." + std::string(lex_.Text(T(k)));
       bool ext = true;
       if (IsExtensionModule(full)) {
-        sink_.Add("DT305", lex_.Line(T(k)), lex_.Column(T(k)), ExtensionName(full), guarded);
+        sink_.Add("DT305", lex_.Line(T(k)), lex_.Column(T(k)), ExtensionName(full), guarded, {}, IsCpuBuilt(full));
         NoteExtensionUse(scope, guarded, full);
         any = true;
         continue;
@@ -1082,7 +1087,7 @@ class PythonScanner {
   // `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
   void ModuleFinding(const std::string& mod, const Token& at, int scope, bool guarded) {
     if (IsExtensionModule(mod)) {
-      sink_.Add("DT305", lex_.Line(at), lex_.Column(at), ExtensionName(mod), guarded);
+      sink_.Add("DT305", lex_.Line(at), lex_.Column(at), ExtensionName(mod), guarded, {}, IsCpuBuilt(mod));
       NoteExtensionUse(scope, guarded, mod);
     } else if (const Library* lib = LibraryOf(mod)) {
       sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
@@ -1232,7 +1237,7 @@ class PythonScanner {
           bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
           std::string resolved, head;
           Chain(k, l.end, scope, resolved, head);
-          sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard);
+          sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard, {}, IsCpuBuilt(resolved));
           NoteExtensionUse(scope, use_guard, resolved);
           // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
           tainted |= !use_guard && !(opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(resolved));
@@ -1280,7 +1285,7 @@ class PythonScanner {
         continue;
       }
       if (StartsWith(resolved, "torch.ops.") && IsExtensionModule(resolved) && ce > k + 4) {
-        sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard);
+        sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard, {}, IsCpuBuilt(resolved));
         NoteExtensionUse(scope, use_guard, resolved);
         tainted |= !use_guard;
         k = ce - 1;

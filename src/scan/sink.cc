@@ -167,7 +167,8 @@ std::uint32_t CodePointColumn(std::string_view line, std::uint32_t byte_column) 
 }  // namespace
 
 void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t column,
-                      std::string_view name, bool guarded, std::string_view replacement) {
+                      std::string_view name, bool guarded, std::string_view replacement,
+                      bool mps_only) {
   const Rule* rule = reg_.FindRule(code);
   // The registry's load checked every detector code against the data, so a miss here is a
   // detector writing a code it did not declare (scan/codes.cc): a bug, not bad input.
@@ -197,7 +198,7 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
   f.snippet = std::string(snip);
   if (!IsValidUtf8(f.snippet)) f.snippet.clear();
   f.guarded = guarded;
-  f.mps_only = rule->mps_only;
+  f.mps_only = rule->mps_only || mps_only;
   f.replacement = replacement.empty() ? rule->replacement : std::string(replacement);
   out_.push_back(std::move(f));
 }

@@ -22,8 +22,10 @@ class FindingSink {
       : reg_(reg), rel_(std::move(rel)), src_(source), out_(out), cell_(cell) {}
 
   // `name` fills the message's {name}; an empty `replacement` keeps the rule's.
+  // `mps_only`: this use fails only on MPS even where the rule's constructs usually fail on the CPU
+  // too (a call into an extension that has a CPU build).
   void Add(std::string_view code, std::uint32_t line, std::uint32_t column, std::string_view name,
-           bool guarded, std::string_view replacement = {});
+           bool guarded, std::string_view replacement = {}, bool mps_only = false);
 
   // Declares that Python module `module` (dotted import name) only exists where a CUDA extension was
   // built: a CUDAExtension / load() name, a git submodule or a local package that builds one. Scan()

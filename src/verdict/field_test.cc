@@ -272,6 +272,23 @@ TEST(VerdictSymmetryTest, HardWiredDeviceOnThePathIsDevOnly) {
   EXPECT_TRUE(AnyReasonHas(r, "mechanical edit"));
 }
 
+TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
+  // yacs: `_C.MODEL.DEVICE = "cuda"` is overridden by `--opts MODEL.DEVICE mps`; a device set on
+  // an object in the code (`args.device`, `self.cfg.device`) is a placement that needs an edit.
+  for (const char* snippet : {"_C.MODEL.DEVICE = \"cuda\"", "cfg.train.device = 'cuda'"}) {
+    Evidence ev = WithScan({F("DT102", "device", "fixable", "config/defaults.py", 32, true, false,
+                              snippet)},
+                           "demo.py");
+    EXPECT_EQ(Decide(ev).verdict, "mac-ready") << snippet;
+  }
+  for (const char* snippet : {"args.device = \"cuda\"", "self.cfg.device = \"cuda\"",
+                              "_C.MODEL.DEVICE == \"cuda\""}) {
+    Evidence ev = WithScan({F("DT102", "device", "fixable", "train.py", 3, true, false, snippet)},
+                           "train.py");
+    EXPECT_EQ(Decide(ev).verdict, "dev-only") << snippet;
+  }
+}
+
 TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   Evidence ev = WithScan(
       {F("DT102", "device", "fixable", "train.py", 10, true, false,

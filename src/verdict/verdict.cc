@@ -602,10 +602,29 @@ bool cand_is_mps(const Track* cand) { return cand != nullptr && cand->IsMps(); }
 // A "cuda" default of a command-line option (`add_argument("--device", default="cuda")`) or of a
 // parameter (`def build(device="cuda")`, which callers pass the option to): the user picks the
 // device with a flag, which mac-ready allows.
+// A default in a config tree: `_C.MODEL.DEVICE = "cuda"` (yacs), `cfg.train.device = "cuda"`: an
+// assignment to an attribute chain two levels deep or more, not through `self`. Config files and
+// `--opts MODEL.DEVICE mps` override it, like an argparse default.
+bool IsConfigTreeDefault(std::string_view snippet) {
+  std::size_t eq = snippet.find('=');
+  if (eq == std::string_view::npos || eq + 1 >= snippet.size() || snippet[eq + 1] == '=') return false;
+  std::string_view target = snippet.substr(0, eq);
+  while (!target.empty() && target.back() == ' ') target.remove_suffix(1);
+  if (target.empty() || target.rfind("self.", 0) == 0) return false;
+  int dots = 0;
+  for (char c : target) {
+    if (c == '.') ++dots;
+    else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  std::string_view value = snippet.substr(eq + 1);
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  return dots >= 2 && (value.rfind("\"cuda", 0) == 0 || value.rfind("'cuda", 0) == 0);
+}
+
 bool IsDeviceOptionDefault(const Finding& f) {
   if (f.cls != "device") return false;
   return f.snippet.find("add_argument") != std::string::npos || f.snippet.rfind("def ", 0) == 0 ||
-         f.snippet.rfind("async def ", 0) == 0;
+         f.snippet.rfind("async def ", 0) == 0 || IsConfigTreeDefault(f.snippet);
 }
 
 // What stands in the way of a predicted mac-ready when no stop condition holds: unguarded

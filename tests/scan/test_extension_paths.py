@@ -59,6 +59,8 @@ def test_extension_class_chosen_at_build_time_has_a_cpu_build(dualtrack, tmp_pat
     ops = [f for f in findings if f["file"] == "pkg/ops.py"]
     assert [(f["line"], f["code"]) for f in ops] == [(1, "DT305"), (5, "DT305")]
     assert all("CPU only" in f["message"] for f in ops)
+    # The Mac gets the CPU build: its ops run on the CPU there, only MPS tensors fail.
+    assert all(f["mps_only"] for f in ops)
     assert at(findings, "train.py") == []
     # The CUDA build's own lines sit under the CUDA check or the FORCE_CUDA switch.
     setup = {f["line"]: f for f in findings if f["file"] == "setup.py"}
@@ -77,6 +79,7 @@ def test_cuda_only_extension_class_in_a_variable_makes_callers_cuda_only(dualtra
     (tmp_path / "train.py").write_text("from pkg.ops import fused\n\nfused(1)\n")
     findings = scan(dualtrack, tmp_path)
     assert at(findings, "pkg/ops.py") == [(1, "DT305"), (5, "DT305")]
+    assert not any(f["mps_only"] for f in findings if f["file"] == "pkg/ops.py")
     assert (1, "DT312") in at(findings, "train.py")
 
 
