@@ -55,8 +55,9 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
       ->check(CLI::IsMember({"text", "json", "sarif", "markdown", "github"}));
   app.add_option("--output,-o", output, "Write the report to this file instead of stdout");
   app.add_option("--entry", entries,
-                 "Entry scripts for reachability (default: [tool.dualtrack] entry and "
-                 "[project.scripts]; else scripts with if __name__ == \"__main__\")");
+                 "Entry scripts for reachability, or folders whose Python files all are (a test "
+                 "suite) (default: [tool.dualtrack] entry and [project.scripts]; else scripts "
+                 "with if __name__ == \"__main__\")");
   app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
   app.add_option("--ignore", ignore, "Rule code or prefix to drop (DT106, DT4)");
   app.add_option("--fail-on", fail_on,

@@ -253,8 +253,8 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
   double timeout = 0;
   app.add_option("PATH", project, "the project to audit")->required();
   app.add_option("--entry", opts.entries,
-                 "entry script of an experiment (repeatable; default: [tool.dualtrack] "
-                 "experiments, else the scripts a user would run)");
+                 "entry script of an experiment, or a folder for a test suite (repeatable; "
+                 "default: [tool.dualtrack] experiments, else the scripts a user would run)");
   app.add_option("--torch", opts.torch, "PyTorch version to predict MPS coverage for");
   app.add_option("--run", run,
                  "the minimal task: script and arguments; it belongs to the experiment whose "
