@@ -261,29 +261,36 @@ class PythonScanner {
 
   // --- Imports ------------------------------------------------------------------------------
 
-  // Whether the body of the `except` line `k` ends in a `raise` and does nothing else but report
-  // (a print, warning or log call): the handler names the failure, it offers no other path.
-  bool HandlerOnlyRaises(std::size_t k) const {
+  // What the body of an `except` does with the failure.
+  struct Handler {
+    // It ends in `raise` after at most reports (a print, warning or log call) or `pass`: the
+    // handler names the failure, it offers no other path.
+    bool only_raises = false;
+    // Its last statement is a `raise`: whatever ran before it (a dump, a message), the failure
+    // goes on.
+    bool ends_in_raise = false;
+    // It only reports (a print, a log call, a traceback, then at most `continue`): the work of the
+    // try body is lost, not replaced.
+    bool only_reports = false;
+  };
+
+  Handler ReadHandler(std::size_t k) const {
     const auto& lines = lex_.lines;
     const std::uint32_t indent = lines[k].indent;
-    bool last_raise = false;
+    bool reports_or_pass = true, reports_or_continue = true, reported = false;
+    std::string_view last;
     for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
-      std::string_view f = First(lines[b]);
-      last_raise = f == "raise";
-      if (last_raise || f == "pass") continue;
-      if (IsReportHead(f)) continue;
-      return false;
+      last = First(lines[b]);
+      const bool report = IsReportHead(last);
+      reported |= report;
+      reports_or_pass &= report || last == "raise" || last == "pass";
+      reports_or_continue &= report || last == "continue";
     }
-    return last_raise;
-  }
-
-  // Whether the last statement of the `except` line `k`'s body is a `raise`: whatever ran before
-  // it (a dump, a message), the failure goes on.
-  bool HandlerEndsInRaise(std::size_t k) const {
-    const auto& lines = lex_.lines;
-    std::size_t last = k;
-    for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > lines[k].indent; ++b) last = b;
-    return last > k && First(lines[last]) == "raise";
+    Handler h;
+    h.ends_in_raise = last == "raise";
+    h.only_raises = reports_or_pass && h.ends_in_raise;
+    h.only_reports = reports_or_continue && reported;
+    return h;
   }
 
   // `_plugin = load(...)` after `global _plugin` in the same function: a lazily acquired module
@@ -307,20 +314,6 @@ class PythonScanner {
            f == "LOGGER" || f == "traceback";
   }
 
-  // Whether the body of the `except` line `k` only reports the failure (a print, a log call, a
-  // traceback, then at most `continue`): the work of the try body is lost, not replaced.
-  bool HandlerOnlyReports(std::size_t k) const {
-    const auto& lines = lex_.lines;
-    const std::uint32_t indent = lines[k].indent;
-    bool reported = false;
-    for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
-      std::string_view f = First(lines[b]);
-      if (IsReportHead(f)) reported = true;
-      else if (f != "continue") return false;
-    }
-    return reported;
-  }
-
   // Lines inside a `try:` whose handler catches ImportError (or everything) are optional imports.
   void MarkOptionalImports() {
     const auto& lines = lex_.lines;
@@ -336,7 +329,7 @@ class PythonScanner {
         std::string_view f = First(lines[k]);
         if (f != "except") break;
         bool bare = lines[k].end - lines[k].begin <= 2;
-        bool raises = HandlerOnlyRaises(k);
+        const Handler handler = ReadHandler(k);
         // `except ImportError: fused_relu = torch.relu`: the name has a fallback, so its uses run
         // anywhere. (`= None` is no fallback: uses need a check.)
         for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
@@ -358,9 +351,9 @@ class PythonScanner {
             catches = true;
         // `except ImportError: raise AssertionError("xFormers is required")` catches the failure
         // only to say the library is required: the import is not optional.
-        if (catches && raises) required = true;
+        if (catches && handler.only_raises) required = true;
         else optional |= catches;
-        fallback |= catches && !HandlerEndsInRaise(k) && !HandlerOnlyReports(k);
+        fallback |= catches && !handler.ends_in_raise && !handler.only_reports;
         while (k + 1 < lines.size() && lines[k + 1].indent > indent) ++k;
       }
       if (required && !optional) {
@@ -989,24 +982,22 @@ class PythonScanner {
     NoteCuda(sc.top, guarded, false);
   }
 
-  // The name reported for a use of extension module `dotted`: a module that also has a CPU build
-  // says so, since the Mac gets that build (its ops run on the CPU, not on MPS).
-  // On a Mac the CPU build of such a module runs its ops on the CPU: only MPS tensors fail.
+  // Whether extension module `dotted` also has a CPU build (`extension = CppExtension`,
+  // CUDAExtension only where CUDA is found): the Mac gets that build.
   bool IsCpuBuilt(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(dotted);
   }
 
-  std::string ExtensionName(const std::string& dotted) const {
-    if (opt_.cuda == nullptr || !opt_.cuda->IsCpuBuilt(dotted)) return dotted;
-    return dotted + " (built for the CPU only where CUDA is missing)";
-  }
-
-  // A use of an extension module: its definition depends on CUDA unless the module also has a
-  // CPU build (`extension = CppExtension`, CUDAExtension only where CUDA is found), where the
-  // use is reported and the ops without a CPU kernel are the C++ scanner's (DT320).
-  void NoteExtensionUse(int scope, bool guarded, const std::string& module) {
-    if (opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(module)) return;
-    NoteCudaAt(scope, guarded, true);
+  // A use of extension module `dotted` at `at` (DT305). Its definition depends on CUDA unless the
+  // module also has a CPU build: then its ops run on the Mac's CPU and fail only on MPS (the
+  // finding says so and is mps_only), and the ops without a CPU kernel are the C++ scanner's
+  // (DT320).
+  void ExtensionUse(const Token& at, const std::string& dotted, bool guarded, int scope) {
+    const bool cpu = IsCpuBuilt(dotted);
+    sink_.Add("DT305", lex_.Line(at), lex_.Column(at),
+              cpu ? dotted + " (built for the CPU only where CUDA is missing)" : dotted, guarded, {},
+              cpu);
+    if (!cpu) NoteCudaAt(scope, guarded, true);
   }
 
   // Marks the module-level definition `top` as reaching CUDA-only code when the use is unguarded.
@@ -1044,8 +1035,7 @@ class PythonScanner {
     if (abs.empty() || (level > 0 && abs == mod && opt_.package.empty() && opt_.cuda == nullptr))
       return;  // A relative import of the project's own code, with nothing known about it yet.
     if (IsExtensionModule(abs)) {
-      sink_.Add("DT305", lex_.Line(T(mod_tok)), lex_.Column(T(mod_tok)), ExtensionName(abs), guarded, {}, IsCpuBuilt(abs));
-      NoteExtensionUse(scope, guarded, abs);
+      ExtensionUse(T(mod_tok), abs, guarded, scope);
       return;
     }
     bool any = false;
@@ -1054,8 +1044,7 @@ class PythonScanner {
       std::string full = abs + "." + std::string(lex_.Text(T(k)));
       bool ext = true;
       if (IsExtensionModule(full)) {
-        sink_.Add("DT305", lex_.Line(T(k)), lex_.Column(T(k)), ExtensionName(full), guarded, {}, IsCpuBuilt(full));
-        NoteExtensionUse(scope, guarded, full);
+        ExtensionUse(T(k), full, guarded, scope);
         any = true;
         continue;
       } else if (IsCudaSymbol(full)) {
@@ -1087,8 +1076,7 @@ class PythonScanner {
   // `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
   void ModuleFinding(const std::string& mod, const Token& at, int scope, bool guarded) {
     if (IsExtensionModule(mod)) {
-      sink_.Add("DT305", lex_.Line(at), lex_.Column(at), ExtensionName(mod), guarded, {}, IsCpuBuilt(mod));
-      NoteExtensionUse(scope, guarded, mod);
+      ExtensionUse(at, mod, guarded, scope);
     } else if (const Library* lib = LibraryOf(mod)) {
       sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
                 guarded, lib->alternative);
@@ -1237,10 +1225,9 @@ class PythonScanner {
           bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
           std::string resolved, head;
           Chain(k, l.end, scope, resolved, head);
-          sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard, {}, IsCpuBuilt(resolved));
-          NoteExtensionUse(scope, use_guard, resolved);
+          ExtensionUse(t, resolved, use_guard, scope);
           // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
-          tainted |= !use_guard && !(opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(resolved));
+          tainted |= !use_guard && !IsCpuBuilt(resolved);
         }
         continue;
       }
@@ -1285,8 +1272,7 @@ class PythonScanner {
         continue;
       }
       if (StartsWith(resolved, "torch.ops.") && IsExtensionModule(resolved) && ce > k + 4) {
-        sink_.Add("DT305", lex_.Line(t), lex_.Column(t), ExtensionName(resolved), use_guard, {}, IsCpuBuilt(resolved));
-        NoteExtensionUse(scope, use_guard, resolved);
+        ExtensionUse(t, resolved, use_guard, scope);
         tainted |= !use_guard;
         k = ce - 1;
         continue;
@@ -1422,6 +1408,21 @@ class PythonScanner {
 
   // Code inside an f-string's replacement fields (`f"{torch.cuda.max_memory_allocated() / 1e9}"`):
   // its dotted names are resolved and reported at the string.
+  // Chain() for the tokens of an f-string field lexed on their own: the NAME(.NAME)* at `a`,
+  // resolved through this scope's imports; returns the index of its last name.
+  std::size_t SubChain(const Lexed& sub, std::size_t a, int scope, std::string& resolved) const {
+    std::string dotted(sub.Text(sub.tokens[a]));
+    std::size_t b = a;
+    while (b + 2 < sub.tokens.size() && sub.Text(sub.tokens[b + 1]) == "." &&
+           sub.tokens[b + 2].kind() == TokKind::kName) {
+      dotted.append(".").append(sub.Text(sub.tokens[b + 2]));
+      b += 2;
+    }
+    const std::string* target = Lookup(sub.Text(sub.tokens[a]), scope);
+    resolved = target ? *target + dotted.substr(sub.Text(sub.tokens[a]).size()) : dotted;
+    return b;
+  }
+
   void FStringFindings(std::size_t k, int scope, bool guarded) {
     const Token& t = T(k);
     std::string_view body = StringBody(lex_.Text(t));
@@ -1453,14 +1454,8 @@ class PythonScanner {
         for (std::size_t c = a + 1; c < sub.tokens.size() && sub.Text(sub.tokens[c]) != "else"; ++c) {
           if (sub.Text(sub.tokens[c]) == "not") break;
           if (sub.tokens[c].kind() != TokKind::kName || sub.Text(sub.tokens[c - 1]) == ".") continue;
-          std::string dotted(sub.Text(sub.tokens[c]));
-          for (std::size_t d = c; d + 2 < sub.tokens.size() && sub.Text(sub.tokens[d + 1]) == "." &&
-                                  sub.tokens[d + 2].kind() == TokKind::kName;
-               d += 2)
-            dotted.append(".").append(sub.Text(sub.tokens[d + 2]));
-          const std::string* target = Lookup(sub.Text(sub.tokens[c]), scope);
-          std::string resolved =
-              target ? *target + dotted.substr(sub.Text(sub.tokens[c]).size()) : dotted;
+          std::string resolved;
+          SubChain(sub, c, scope, resolved);
           const PythonApi* api = reg_.MatchApi(resolved);
           if ((api != nullptr && api->guard) || guard_names_.count(sub.Text(sub.tokens[c])))
             cond_cuda = true;
@@ -1478,17 +1473,9 @@ class PythonScanner {
         }
         const Token& n = sub.tokens[a];
         if (n.kind() != TokKind::kName || (a > 0 && sub.Text(sub.tokens[a - 1]) == ".")) continue;
-        std::string dotted(sub.Text(n));
-        std::size_t b = a;
-        while (b + 2 < sub.tokens.size() && sub.Text(sub.tokens[b + 1]) == "." &&
-               sub.tokens[b + 2].kind() == TokKind::kName) {
-          dotted.push_back('.');
-          dotted.append(sub.Text(sub.tokens[b + 2]));
-          b += 2;
-        }
-        const std::string* target = Lookup(sub.Text(n), scope);
-        if (target == nullptr && sub.Text(n) != "torch") continue;
-        std::string resolved = target ? *target + dotted.substr(sub.Text(n).size()) : dotted;
+        std::string resolved;
+        const std::size_t b = SubChain(sub, a, scope, resolved);
+        if (Lookup(sub.Text(n), scope) == nullptr && sub.Text(n) != "torch") continue;
         ApiFinding(resolved, t, guarded || (cond_cuda && a < cond_at), scope);
         a = b;
       }
@@ -1721,12 +1708,10 @@ class PythonScanner {
       sink_.Add("DT406", lex_.Line(t), lex_.Column(t), "CUDA_VISIBLE_DEVICES", guarded);
       return;
     }
-
     if (const PythonKeyword* r = reg_.StringRule(body); r != nullptr && !IsProse(k, l)) {
       sink_.Add(r->code, lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded, r->replacement);
       return;
     }
-    (void)scope;
     if (opt_.setup_py && !body.empty() && InLiteralContainer(k, l)) {
       CheckRequirement(body, sink_, lex_.Line(t), lex_.Column(t));
     } else if (IsDistributionName(body) && !IsProse(k, l)) {
@@ -1775,9 +1760,6 @@ class PythonScanner {
     return open == l.begin || !(IsName(T(open - 1)) || IsClose(T(open - 1)));
   }
 
-  // A private module-level function or class (`_FusedGELUFunction`) that this file only uses under a
-  // CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest of
-  // the project. Public names may be called unguarded from other modules, so they stay as they are.
   // `device = "cuda"` in a function that then tests the same variable against
   // torch.cuda.is_available() and returns or reassigns when it fails (stable-baselines'
   // get_device): the CUDA default has a fallback, like `"cuda" if available else "cpu"`.
@@ -1802,13 +1784,16 @@ class PythonScanner {
           if (IsName(T(k)) && Is(T(k), "is_available")) checks = true;
         }
         if (!names_var || !checks) continue;
-        std::size_t body = colon + 1 < c.end ? colon + 1
-                           : j + 1 < lines.size() && lines[j + 1].indent > c.indent
-                               ? lines[j + 1].begin
-                               : c.end;
-        if (body >= c.end && j + 1 >= lines.size()) continue;
+        // The first statement of the body: after the colon, or the next, deeper line.
+        std::size_t body = colon + 1, body_end = c.end;
+        if (body >= c.end) {
+          if (j + 1 >= lines.size() || lines[j + 1].indent <= c.indent) continue;
+          body = lines[j + 1].begin;
+          body_end = lines[j + 1].end;
+        }
         bool fallback = Is(T(body), "return") ||
-                        (IsName(T(body)) && lex_.Text(T(body)) == var && IsOp(T(body + 1), "="));
+                        (IsName(T(body)) && lex_.Text(T(body)) == var && body + 1 < body_end &&
+                         IsOp(T(body + 1), "="));
         if (fallback) {
           sink_.GuardLines(lex_.Line(T(l.begin)), lex_.Line(T(l.end - 1)));
           break;
@@ -1817,6 +1802,9 @@ class PythonScanner {
     }
   }
 
+  // A private module-level function or class (`_FusedGELUFunction`) that this file only uses under a
+  // CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest of
+  // the project. Public names may be called unguarded from other modules, so they stay as they are.
   void GuardPrivateDefinitions() {
     if (!track_refs_) return;  // Without it, lines that name the definition were not all read.
     for (std::size_t s = 1; s < scopes_.size(); ++s) {

@@ -701,18 +701,31 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   for (std::size_t i = 0; i < items.size(); ++i)
     if (is_py(i)) add_symbols(i);
   if (cuda.modules.empty() && cuda.symbols.empty()) return;
-  // Files the prefilter skipped keep their imports unread: read them now (only the import lines).
-  std::vector<std::size_t> pending;
+  // Reads the files `indices` on the pool and hands each text to fn (unreadable ones are left out).
+  auto for_each_text = [&](const std::vector<std::size_t>& indices, const auto& fn) {
+    ParallelFor(indices.size(), threads, [&](std::size_t k) {
+      const std::size_t i = indices[k];
+      MappedFile mapped;
+      std::string skip;
+      if (auto text = Load(items[i], 0, mapped, skip)) fn(i, *text);
+    });
+  };
+  // One read of the files whose text is still needed: those the prefilter skipped keep their
+  // imports unread (only the import lines are read now), and torch.ops.<ns> needs no import, so
+  // when the project registers an op library (rare) every file is searched for it and a file
+  // that spells it is scanned again.
+  std::vector<char> spells_ops(items.size(), 0);
+  std::vector<std::size_t> to_read;
   for (std::size_t i = 0; i < items.size(); ++i)
-    if (is_py(i) && results[i].imports_pending) pending.push_back(i);
-  ParallelFor(pending.size(), threads, [&](std::size_t k) {
-    std::size_t i = pending[k];
-    MappedFile mapped;
-    std::string skip;
-    auto text = Load(items[i], 0, mapped, skip);
-    if (!text) return;
+    if (is_py(i) && (results[i].imports_pending ||
+                     (!op_namespaces.empty() && results[i].skip_reason.empty())))
+      to_read.push_back(i);
+  for_each_text(to_read, [&](std::size_t i, std::string_view text) {
+    for (const auto& ns : op_namespaces)
+      if (Find(text, ns) != std::string_view::npos) spells_ops[i] = 1;
+    if (!results[i].imports_pending) return;
     FileResult r;
-    ImportsOnly(*text, items[i], r, ctx.reg);
+    ImportsOnly(text, items[i], r, ctx.reg);
     results[i].imports = std::move(r.imports);
     results[i].imports_pending = false;
   });
@@ -721,23 +734,6 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
   // How many of a file's imports touch what is known; a file is scanned again when that grows.
   std::vector<std::size_t> touched(items.size(), 0);
-  // torch.ops.<ns> needs no import: files that spell it are scanned again (rare: a project
-  // that registers its own op library).
-  std::vector<char> spells_ops(items.size(), 0);
-  if (!op_namespaces.empty()) {
-    std::vector<std::size_t> py;
-    for (std::size_t i = 0; i < items.size(); ++i)
-      if (is_py(i) && results[i].skip_reason.empty()) py.push_back(i);
-    ParallelFor(py.size(), threads, [&](std::size_t k) {
-      std::size_t i = py[k];
-      MappedFile mapped;
-      std::string skip;
-      auto text = Load(items[i], 0, mapped, skip);
-      if (!text) return;
-      for (const auto& ns : op_namespaces)
-        if (Find(*text, ns) != std::string_view::npos) spells_ops[i] = 1;
-    });
-  }
   auto touches = [&](std::size_t i) {
     std::size_t n = 0;
     std::string package = PackageIn(items[i].rel, init_dirs);
@@ -770,13 +766,9 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       }
     }
     if (again.empty()) break;
-    ParallelFor(again.size(), threads, [&](std::size_t k) {
-      std::size_t i = again[k];
-      MappedFile mapped;
-      std::string skip;
-      auto text = Load(items[i], 0, mapped, skip);
-      if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) return;
-      std::string_view src = NormalizeLineEnds(*text);
+    for_each_text(again, [&](std::size_t i, std::string_view text) {
+      if (!IsAscii(text) && !IsValidUtf8(text)) return;
+      std::string_view src = NormalizeLineEnds(text);
       std::vector<Finding> findings;
       FindingSink sink(ctx.reg, items[i].rel, src, findings);
       PyScanOptions opt;
