@@ -38,23 +38,30 @@ def test_relative_import_of_a_vendored_extension(dualtrack, tmp_path):
     assert (1, "DT312") in at(findings, "render.py")
 
 
+def make_extension_project(root, setup_py, module, op):
+    """setup.py building pkg.<module>; pkg/ops.py calls <module>.<op>; train.py calls pkg/ops.py."""
+    (root / "pkg").mkdir()
+    (root / "setup.py").write_text(setup_py)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "ops.py").write_text(
+        f"from pkg import {module}\n\n\ndef run(x):\n    return {module}.{op}(x)\n")
+    (root / "train.py").write_text("from pkg.ops import run\n\nrun(1)\n")
+
+
 def test_extension_class_chosen_at_build_time_has_a_cpu_build(dualtrack, tmp_path):
     # detectron2's setup.py: CppExtension unless CUDA is found (or FORCE_CUDA=1). The module
     # exists on a Mac (CPU kernels only): its uses are reported, with the CPU build named, but
     # the code around them is not made CUDA-only (no DT312 for the callers).
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "setup.py").write_text(
+    make_extension_project(
+        tmp_path,
         "import os\nimport torch\n"
         "from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension\n"
         "def get_extensions():\n"
         "    extension = CppExtension\n"
         "    if torch.cuda.is_available() or os.getenv('FORCE_CUDA', '0') == '1':\n"
         "        extension = CUDAExtension\n"
-        "    return [extension('pkg._C', ['pkg/csrc/vision.cpp'])]\n")
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "ops.py").write_text(
-        "from pkg import _C\n\n\ndef deform(x):\n    return _C.deform_conv_forward(x)\n")
-    (tmp_path / "train.py").write_text("from pkg.ops import deform\n\ndeform(1)\n")
+        "    return [extension('pkg._C', ['pkg/csrc/vision.cpp'])]\n",
+        "_C", "deform_conv_forward")
     findings = scan(dualtrack, tmp_path)
     ops = [f for f in findings if f["file"] == "pkg/ops.py"]
     assert [(f["line"], f["code"]) for f in ops] == [(1, "DT305"), (5, "DT305")]
@@ -68,15 +75,12 @@ def test_extension_class_chosen_at_build_time_has_a_cpu_build(dualtrack, tmp_pat
 
 
 def test_cuda_only_extension_class_in_a_variable_makes_callers_cuda_only(dualtrack, tmp_path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "setup.py").write_text(
+    make_extension_project(
+        tmp_path,
         "from torch.utils.cpp_extension import CUDAExtension\n"
         "ext = CUDAExtension\n"
-        "modules = [ext('pkg._fused', ['pkg/fused.cu'])]\n")
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "ops.py").write_text(
-        "from pkg import _fused\n\n\ndef fused(x):\n    return _fused.run(x)\n")
-    (tmp_path / "train.py").write_text("from pkg.ops import fused\n\nfused(1)\n")
+        "modules = [ext('pkg._fused', ['pkg/fused.cu'])]\n",
+        "_fused", "run")
     findings = scan(dualtrack, tmp_path)
     assert at(findings, "pkg/ops.py") == [(1, "DT305"), (5, "DT305")]
     assert not any(f["mps_only"] for f in findings if f["file"] == "pkg/ops.py")
