@@ -116,6 +116,21 @@ TEST(VerdictEvidenceTest, NullsAreUnknownNotErrors) {
   EXPECT_FALSE(scan->findings.at(0).guarded.has_value());
 }
 
+TEST(VerdictEvidenceTest, ReachedByIsACountOrAnError) {
+  nlohmann::json doc = {{"schema", "dualtrack.scan/1"},
+                        {"findings", {{{"code", "DT207"}, {"line", 3}, {"reached_by", 2}},
+                                      {{"code", "DT207"}, {"line", 4}, {"reached_by", nullptr}}}}};
+  auto scan = ParseScanText(doc.dump(), "s.json");
+  ASSERT_TRUE(scan.ok()) << scan.error().ToString();
+  EXPECT_EQ(scan->findings.at(0).reached_by, std::optional<std::int64_t>(2));
+  EXPECT_FALSE(scan->findings.at(1).reached_by.has_value());
+  doc["findings"][0]["reached_by"] = "two";
+  auto bad = ParseScanText(doc.dump(), "s.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().file, "s.json");
+  EXPECT_NE(bad.error().message.find("reached_by"), std::string::npos) << bad.error().message;
+}
+
 // The streamed reader (LoadScan) and the DOM reader agree, on good documents and on bad ones.
 TEST(VerdictEvidenceTest, StreamedScanMatchesTheDocumentReader) {
   nlohmann::json doc = {
