@@ -29,9 +29,8 @@ std::string ModulePath(const std::string& dotted) {
 
 }  // namespace
 
-std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
+std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& modules,
                                                  const std::vector<std::string>& entries,
-                                                 const ImportLoader& load,
                                                  std::unordered_set<std::string>* behind_checks) {
   // "pkg/mod" -> index for pkg/mod.py and pkg/mod/__init__.py. Keys are views into the modules'
   // paths (prefixes of them), which outlive the maps: no string is copied for the ~40k modules of
@@ -82,16 +81,7 @@ std::unordered_set<std::string> ReachableModules(std::vector<PyModule>& modules,
       visit(it->second);
     }
   recording = behind_checks != nullptr;
-  std::vector<PyModule*> pending;
-  for (std::size_t level_left = 0; !queue.empty(); --level_left) {
-    if (level_left == 0) {  // A new breadth-first level: load its deferred imports together.
-      level_left = queue.size();
-      pending.clear();
-      for (std::size_t i : queue)
-        if (modules[i].imports_pending) pending.push_back(&modules[i]);
-      if (!pending.empty() && load) load(pending);
-      for (PyModule* p : pending) p->imports_pending = false;
-    }
+  while (!queue.empty()) {
     from = queue.front();
     const PyModule& m = modules[from];
     queue.pop_front();

@@ -55,6 +55,32 @@ bool IsNccl(std::string_view body) {
 // or says nothing either way.
 enum class Truth { kNone, kCuda, kNoCuda };
 
+// A set of names with a 256-bit summary of their lengths and first and last bytes: Maybe() tests
+// every name token of a statement against a few such sets, and the summary turns most tokens away
+// without hashing them.
+class NameSet {
+ public:
+  bool insert(std::string_view name) {
+    if (name.empty()) return false;
+    bits_[Slot(name) >> 6] |= std::uint64_t{1} << (Slot(name) & 63);
+    return set_.insert(name).second;
+  }
+  std::size_t count(std::string_view name) const {
+    return MayHold(name) && set_.count(name) > 0 ? 1 : 0;
+  }
+  bool MayHold(std::string_view name) const {
+    return !name.empty() && (bits_[Slot(name) >> 6] >> (Slot(name) & 63) & 1) != 0;
+  }
+
+ private:
+  static unsigned Slot(std::string_view n) {
+    return static_cast<unsigned>(n.size() * 31 + static_cast<unsigned char>(n.front()) * 7 +
+                                 static_cast<unsigned char>(n.back())) & 255;
+  }
+  std::uint64_t bits_[4] = {0, 0, 0, 0};
+  std::unordered_set<std::string_view> set_;
+};
+
 Truth Flip(Truth t) {
   return t == Truth::kCuda ? Truth::kNoCuda : t == Truth::kNoCuda ? Truth::kCuda : Truth::kNone;
 }
@@ -204,7 +230,10 @@ class PythonScanner {
       if (s.is_def) CollectParams(l, name_tok + 1, s);
       scopes_.push_back(std::move(s));
       stack.push_back(id);
-      if (scopes_[static_cast<std::size_t>(id)].parent == 0) top_names_.emplace(lex_.Text(T(name_tok)), id);
+      if (scopes_[static_cast<std::size_t>(id)].parent == 0) {
+        top_names_.emplace(lex_.Text(T(name_tok)), id);
+        top_filter_.insert(lex_.Text(T(name_tok)));
+      }
     }
   }
 
@@ -574,7 +603,7 @@ class PythonScanner {
       if (it->end <= f) return true;
     for (std::size_t k = b; k < e; ++k)
       if (IsName(T(k)) && (hot_names_.count(lex_.Text(T(k))) || handle_names_.count(lex_.Text(T(k))) ||
-                           (track_refs_ && top_names_.count(lex_.Text(T(k))))))
+                           (track_refs_ && top_filter_.count(lex_.Text(T(k))))))
         return true;
     return false;
   }
@@ -617,8 +646,19 @@ class PythonScanner {
   // any of its terms does, a disjunction only where all of them do.
   Truth Cond(std::size_t b, std::size_t e, int scope) const {
     if (b >= e) return Truth::kNone;
-    auto ors = SplitTop(b, e, "or");
-    if (ors.size() > 1) {
+    // Most conditions have neither word: one pass rules both out before any split is built.
+    bool has_or = false, has_and = false;
+    int depth = 0;  // Counted as SplitTop counts it.
+    for (std::size_t k = b; k < e; ++k) {
+      if (IsOpen(T(k))) ++depth;
+      else if (IsClose(T(k))) --depth;
+      else if (depth == 0 && IsName(T(k))) {
+        has_or |= lex_.Text(T(k)) == "or";
+        has_and |= lex_.Text(T(k)) == "and";
+      }
+    }
+    if (has_or) {
+      auto ors = SplitTop(b, e, "or");
       // `not cuda or not flash` holds wherever CUDA is absent: what runs when it fails (an else, the
       // code after an early return) runs only with CUDA. `cuda or x` says nothing on its own.
       bool any_no = false, all_cuda = true;
@@ -630,8 +670,8 @@ class PythonScanner {
       }
       return any_no ? Truth::kNoCuda : all_cuda ? Truth::kCuda : Truth::kNone;
     }
-    auto ands = SplitTop(b, e, "and");
-    if (ands.size() > 1) {
+    if (has_and) {
+      auto ands = SplitTop(b, e, "and");
       bool neg_all = true;
       for (auto [x, y] : ands) {
         Truth t = Cond(x, y, scope);
@@ -723,6 +763,13 @@ class PythonScanner {
       }
       if (guard_names_.count(lex_.Text(t)) || optional_names_.count(lex_.Text(t))) {
         found = Truth::kCuda;
+        continue;
+      }
+      // Every guard API is torch's: a name that is neither torch nor an import alias resolves to
+      // none, and the chain need not be built.
+      if (lex_.Text(t) != "torch" && Lookup(lex_.Text(t), scope) == nullptr) {
+        if (FlagWord(lower, found)) continue;
+        if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
         continue;
       }
       std::string resolved, head;
@@ -1743,8 +1790,9 @@ class PythonScanner {
     if (e == 0 || e > 60 || (e < body.size() && std::string_view("=<>!~").find(body[e]) == std::string_view::npos))
       return false;
     std::string name(body.substr(0, e));
+    if (name.find('-') == std::string::npos) return false;
     const Library* lib = reg_.LibraryForPackage(name);
-    if (lib == nullptr || name.find('-') == std::string::npos) return false;
+    if (lib == nullptr) return false;
     for (const auto& m : lib->modules)
       if (m == name) return false;
     return true;
@@ -1955,6 +2003,7 @@ class PythonScanner {
   std::vector<Scope> scopes_;
   // Keys are views into the source, which outlives the scanner.
   std::unordered_map<std::string_view, int> top_names_;  // Module-level def/class names.
+  NameSet top_filter_;  // The same names, for Maybe().
   std::unordered_set<std::string_view> optional_names_;
   std::unordered_set<std::string_view> fallback_names_;  // Rebound in an ImportError handler.
   std::unordered_set<std::string_view> guard_names_;
@@ -1962,7 +2011,7 @@ class PythonScanner {
   std::unordered_set<std::string_view> kernel_names_;
   std::unordered_map<std::size_t, int> decorator_kernel_;  // Decorator line -> kernel scope.
   const Library* kernel_lib_ = nullptr;
-  std::unordered_set<std::string_view> handle_names_;
+  NameSet handle_names_;
   std::unordered_set<std::string_view> globals_;  // Names of `global` statements.
   // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines that
   // name its own module-level definitions are analysed too, to follow the dependency inside it.
@@ -1975,7 +2024,7 @@ class PythonScanner {
   std::unordered_map<std::string_view, int> ref_guards_;
   // Names whose mention can make a line interesting (library, extension, optional and guard
   // names); lines with none of them and none of the trigger words are skipped without analysis.
-  std::unordered_set<std::string_view> hot_names_;
+  NameSet hot_names_;
   std::vector<std::pair<std::size_t, std::size_t>> branches_;  // Guarded token ranges of the line.
 };
 

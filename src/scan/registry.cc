@@ -158,7 +158,10 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
       reg.strings_.push_back(std::move(sr));
     }
   }
-  for (auto& name : StrList(*rules, "launch_guards")) reg.launch_guards_.insert(std::move(name));
+  for (auto& name : StrList(*rules, "launch_guards")) {
+    if (name.size() < 64) reg.launch_guard_lengths_ |= std::uint64_t{1} << name.size();
+    reg.launch_guards_.insert(std::move(name));
+  }
   // The detectors and the data must agree on the codes, both ways (a renamed code would otherwise
   // silently disable its detector, and a rule nothing emits would be documented but never found).
   for (std::string_view code : DetectorCodes()) {

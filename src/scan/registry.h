@@ -2,6 +2,7 @@
 // a new rule or library needs no C++ change.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -120,6 +121,8 @@ class Registry {
   // Names and attributes whose truth means a launch mode that brings CUDA with it (`ddp`,
   // `LOCAL_RANK`, `world_size`): a branch on them is guarded like one on torch.cuda.is_available().
   bool IsLaunchGuardName(std::string_view name) const {
+    // Asked for every name of every condition: the lengths of the few guard names turn most away.
+    if (name.size() < 64 && (launch_guard_lengths_ >> name.size() & 1) == 0) return false;
     return launch_guards_.find(name) != launch_guards_.end();
   }
   // The library whose kernel decorator `dotted` is (`triton.jit`), or null.
@@ -147,6 +150,7 @@ class Registry {
   std::unordered_map<std::string, std::vector<PythonKeyword>> keywords_;
   std::vector<PythonKeyword> strings_;  // python_strings: only value, code and replacement.
   std::set<std::string, std::less<>> launch_guards_;
+  std::uint64_t launch_guard_lengths_ = 0;  // Bit n: a launch guard name has n bytes (n < 64).
   std::set<std::string> retired_;
   std::vector<std::string> python_triggers_;
   std::shared_ptr<Prefilter> python_prefilter_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <atomic>
 #include <condition_variable>
@@ -130,8 +131,9 @@ struct FileResult {
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;      // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
+  // The op namespaces it spells (`torch.ops.ns`): callers of an op library need no import.
+  std::vector<std::string> op_namespaces;
   bool has_main = false;
-  bool imports_pending = false;  // Prefilter-skipped Python file: imports read only if reached.
   bool scanned = false;
   std::string skip_reason;
 };
@@ -143,7 +145,21 @@ struct Context {
   bool python_main;
   Prefilter cpp;
   std::uint64_t max_file_size;
+  Prefilter op_refs{std::vector<std::string>{"torch.ops."}};
 };
+
+// The namespaces of `torch.ops.<ns>` in a Python file, recorded while its text is in memory:
+// knowing them later (when the project turns out to register an op library) costs no second read.
+void RecordOpNamespaces(const Prefilter& op_refs, std::string_view text, std::vector<std::string>& out) {
+  op_refs.ForEachMatch(text, [&](std::size_t start, std::size_t end) {
+    if (text.compare(start, end - start, "torch.ops.") != 0) return false;
+    std::size_t e = end;
+    while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+    std::string ns(text.substr(start, e - start));
+    if (e > end && std::find(out.begin(), out.end(), ns) == out.end()) out.push_back(std::move(ns));
+    return false;
+  });
+}
 
 void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& item,
                    std::vector<Finding>& out) {
@@ -200,8 +216,10 @@ bool IsAscii(std::string_view text) {
 
 // Python files keep their imports even when the prefilter skipped them (reachability needs
 // them): only the lines that start with `import` / `from` (and their bracketed continuations) and
-// the `__main__` test are lexed, which is far cheaper than lexing the whole file.
-void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg) {
+// the `__main__` test are lexed, which is far cheaper than lexing the whole file. The test is
+// not looked for when the caller's search found no "__main__" (`may_have_main` false).
+void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg,
+                 bool may_have_main = true) {
   std::string picked;
   auto take_line = [&](std::size_t pos) {
     std::size_t b = text.rfind('\n', pos);
@@ -232,7 +250,7 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
       p = take_line(at);  // Always moves past the match.
     }
   }
-  for (std::size_t p = Find(text, "__name__"); p != std::string_view::npos;
+  for (std::size_t p = may_have_main ? Find(text, "__name__") : std::string_view::npos; p != std::string_view::npos;
        p = Find(text, "__name__", p + 1)) {
     std::size_t b = text.rfind('\n', p);
     b = b == std::string_view::npos ? 0 : b + 1;
@@ -434,6 +452,8 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     r.skip_reason = "binary file";
     return;
   }
+  if (r.kind == FileKind::kPython || r.kind == FileKind::kSetupPy)
+    RecordOpNamespaces(ctx.op_refs, text, r.op_namespaces);
   const Prefilter* pre = nullptr;
   if (r.kind == FileKind::kPython || r.kind == FileKind::kNotebook) pre = &ctx.python;
   // A .cu file is CUDA source whatever it names (reported once when nothing else is).
@@ -458,12 +478,9 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     has_main = !matched && r.kind == FileKind::kPython && Contains(text, "__main__");
   }
   if (!matched) {
-    // Its imports only matter if an entry reaches it, so they are read lazily by the import graph;
-    // only a possible `__main__` test (which makes it an entry) needs the import pass now.
-    if (r.kind == FileKind::kPython) {
-      if (has_main && Contains(text, "__name__")) ImportsOnly(text, item, r, ctx.reg);
-      else r.imports_pending = true;
-    }
+    // Its imports still matter (reachability, modules that reach an extension) and cost less to
+    // read now, from memory, than from the file again later.
+    if (r.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg, has_main);
     return;
   }
   if (!IsAscii(text) && !IsValidUtf8(text)) {
@@ -710,32 +727,20 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       if (auto text = Load(items[i], 0, mapped, skip)) fn(i, *text);
     });
   };
-  // One read of the files whose text is still needed: those the prefilter skipped keep their
-  // imports unread (only the import lines are read now), and torch.ops.<ns> needs no import, so
-  // when the project registers an op library (rare) every file is searched for it and a file
-  // that spells it is scanned again.
+  // Files that spell an op namespace of the project's op library call it without an import.
   std::vector<char> spells_ops(items.size(), 0);
-  std::vector<std::size_t> to_read;
   for (std::size_t i = 0; i < items.size(); ++i)
-    if (is_py(i) && (results[i].imports_pending ||
-                     (!op_namespaces.empty() && results[i].skip_reason.empty())))
-      to_read.push_back(i);
-  for_each_text(to_read, [&](std::size_t i, std::string_view text) {
     for (const auto& ns : op_namespaces)
-      if (Find(text, ns) != std::string_view::npos) spells_ops[i] = 1;
-    if (!results[i].imports_pending) return;
-    FileResult r;
-    ImportsOnly(text, items[i], r, ctx.reg);
-    results[i].imports = std::move(r.imports);
-    results[i].imports_pending = false;
-  });
+      spells_ops[i] |= std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(), ns) !=
+                       results[i].op_namespaces.end();
   std::unordered_set<std::string> init_dirs;
   for (const auto& item : items)
     if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
-  // How many of a file's imports touch what is known; a file is scanned again when that grows.
-  std::vector<std::size_t> touched(items.size(), 0);
-  auto touches = [&](std::size_t i) {
-    std::size_t n = 0;
+  // The absolute names each file imports (modules, and module.name for each imported name),
+  // resolved once: the rounds below only look them up.
+  std::vector<std::vector<std::pair<std::string, bool>>> imported(items.size());  // name, is module
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!is_py(i) || !results[i].skip_reason.empty()) continue;
     std::string package = PackageIn(items[i].rel, init_dirs);
     for (const auto& imp : results[i].imports) {
       std::string mod = imp.module;
@@ -747,12 +752,16 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
         }
         mod = base.empty() ? mod : mod.empty() ? base : base + "." + mod;
       }
-      if (cuda.IsModule(mod) || symbol_modules.count(mod)) ++n;
-      for (const auto& name : imp.names) {
-        std::string full = mod + "." + name;
-        if (cuda.IsModule(full) || cuda.symbols.count(full)) ++n;
-      }
+      for (const auto& name : imp.names) imported[i].emplace_back(mod + "." + name, false);
+      imported[i].emplace_back(std::move(mod), true);
     }
+  }
+  // How many of a file's imports touch what is known; a file is scanned again when that grows.
+  std::vector<std::size_t> touched(items.size(), 0);
+  auto touches = [&](std::size_t i) {
+    std::size_t n = 0;
+    for (const auto& [name, is_module] : imported[i])
+      if (cuda.IsModule(name) || (is_module ? symbol_modules.count(name) : cuda.symbols.count(name)) > 0) ++n;
     return n + static_cast<std::size_t>(spells_ops[i]);
   };
   for (int round = 0; round < 16; ++round) {
@@ -928,7 +937,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   for (auto& x : scanned) {
     if (!items.empty() && items.back().rel == x.item.rel) continue;
     items.push_back(std::move(x.item));
-    if (x.result.scanned || !x.result.skip_reason.empty() || x.result.imports_pending)
+    if (x.result.scanned || !x.result.skip_reason.empty())
       items.back().kind = x.result.kind;
     results.push_back(std::move(x.result));
   }
@@ -948,7 +957,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   };
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
-    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports), results[i].imports_pending});
+    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports)});
     module_item.push_back(i);
     if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
   }
@@ -981,22 +990,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  auto load_imports = [&](const std::vector<PyModule*>& pending) {
-    ParallelFor(pending.size(), threads, [&](std::size_t k) {
-      PyModule& m = *pending[k];
-      const WalkItem& item = items[module_item[static_cast<std::size_t>(&m - modules.data())]];
-      MappedFile mapped;
-      std::string skip;
-      auto text = Load(item, 0, mapped, skip);
-      if (!text) return;
-      FileResult r;
-      ImportsOnly(*text, item, r, *reg);
-      if (mapped.data() != nullptr && !mapped.CheckUnchanged()) return;  // Truncated meanwhile.
-      m.imports = std::move(r.imports);
-    });
-  };
   std::unordered_set<std::string> behind_checks;
-  auto reachable = ReachableModules(modules, entries, load_imports, &behind_checks);
+  auto reachable = ReachableModules(modules, entries, &behind_checks);
   report.entries = entries;
   // Several entries (a folder, a test suite): which of them reach each module, so that a member
   // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
@@ -1004,7 +999,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   if (entries.size() > 1 && entries.size() <= 256) {
     for (const auto& entry : entries) {
       std::unordered_set<std::string> behind;  // Reached only behind a check: not needed there.
-      for (const auto& rel : ReachableModules(modules, {entry}, load_imports, &behind))
+      for (const auto& rel : ReachableModules(modules, {entry}, &behind))
         if (!behind.count(rel)) ++reached_by[rel];
     }
   }

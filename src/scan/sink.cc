@@ -4,6 +4,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "scan/prefilter.h"
 #include "util/result.h"
 #include "util/strings.h"
 
@@ -204,41 +205,43 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
 }
 
 void FindingSink::CheckSuppressions(std::vector<SuppressionProblem>& out) {
-  // Most files have no marker: four vectorised searches rule that out before the folded one.
-  bool any = false;
-  for (std::string_view m : {"ualtrack", "UALTRACK", "noqa", "NOQA"})
-    any = any || src_.find(m) != std::string_view::npos;
-  if (!any && used_.empty()) return;
+  // One vectorised, case-folded search for both markers (libraries are full of `# noqa`).
+  static const Prefilter markers(std::vector<std::string>{"dualtrack", "noqa"});
+  std::vector<std::size_t> found;
+  markers.ForEachMatch(src_, [&](std::size_t start, std::size_t) {
+    found.push_back(start);
+    return false;
+  });
+  // Each marker's positions in turn, as before: a line holding both is read once.
+  std::stable_partition(found.begin(), found.end(),
+                        [&](std::size_t p) { return src_[p] == 'd' || src_[p] == 'D'; });
   std::uint32_t last = 0;
-  for (std::string_view marker : {"dualtrack", "noqa"}) {
-    for (std::size_t p = FindFolded(src_, marker); p != std::string_view::npos;
-         p = FindFolded(src_, marker, p + marker.size())) {
-      Line(1);  // Builds line_starts_.
-      auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), p);
-      auto line = static_cast<std::uint32_t>(it - line_starts_.begin());
-      if (line == last) continue;
-      last = line;
-      auto sup = ParseSuppression(Line(line));
-      if (!sup) continue;
-      auto used = [&](std::size_t item) {
-        return std::find(used_.begin(), used_.end(), std::make_pair(line, item)) != used_.end();
-      };
-      auto problem = [&](std::string code, const char* what) {
-        for (const auto& q : out)
-          if (q.file == rel_ && q.line == line && q.code == code) return;
-        out.push_back(SuppressionProblem{rel_, line, std::move(code), what});
-      };
-      if (sup->all) {
-        if (!used(kAllItems)) problem("", "unused");
-        continue;
-      }
-      for (std::size_t i = 0; i < sup->codes.size(); ++i) {
-        const std::string& code = sup->codes[i];
-        bool known = std::any_of(reg_.rules().begin(), reg_.rules().end(),
-                                 [&](const Rule& r) { return StartsWith(r.code, code); });
-        if (!known) problem(code, "unknown code");
-        else if (!used(i)) problem(code, "unused");
-      }
+  for (std::size_t p : found) {
+    Line(1);  // Builds line_starts_.
+    auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), p);
+    auto line = static_cast<std::uint32_t>(it - line_starts_.begin());
+    if (line == last) continue;
+    last = line;
+    auto sup = ParseSuppression(Line(line));
+    if (!sup) continue;
+    auto used = [&](std::size_t item) {
+      return std::find(used_.begin(), used_.end(), std::make_pair(line, item)) != used_.end();
+    };
+    auto problem = [&](std::string code, const char* what) {
+      for (const auto& q : out)
+        if (q.file == rel_ && q.line == line && q.code == code) return;
+      out.push_back(SuppressionProblem{rel_, line, std::move(code), what});
+    };
+    if (sup->all) {
+      if (!used(kAllItems)) problem("", "unused");
+      continue;
+    }
+    for (std::size_t i = 0; i < sup->codes.size(); ++i) {
+      const std::string& code = sup->codes[i];
+      bool known = std::any_of(reg_.rules().begin(), reg_.rules().end(),
+                               [&](const Rule& r) { return StartsWith(r.code, code); });
+      if (!known) problem(code, "unknown code");
+      else if (!used(i)) problem(code, "unused");
     }
   }
   std::sort(out.begin(), out.end(), [](const SuppressionProblem& a, const SuppressionProblem& b) {
