@@ -44,6 +44,7 @@ def dualtrack(dualtrack_bin):
     def run(*args, cwd=None, env=None, timeout=300, input=None):
         full_env = dict(os.environ)
         full_env.pop("NO_COLOR", None)
+        full_env.pop("FORCE_COLOR", None)
         if env:
             full_env.update(env)
         return subprocess.run(

@@ -1,10 +1,12 @@
 // `dualtrack scan` and `dualtrack rule`: option parsing and output; the work is in scan.cc.
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/paths.h"
+#include "scan/baseline.h"
 #include "scan/output.h"
 #include "scan/registry.h"
 #include "scan/scan.h"
@@ -47,19 +49,32 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
                "dualtrack scan"};
   std::vector<std::string> paths;
   std::string format = "text", output, fail_on = "fixable", color = "auto", max_size = "16M";
-  std::vector<std::string> entries, exclude, ignore;
+  std::vector<std::string> entries, exclude, ignore, select;
+  std::string baseline, write_baseline;
   bool statistics = false, no_gitignore = false, no_config = false;
   unsigned threads = 0;
   app.add_option("paths", paths, "Files or folders to scan (default: .); the first sets the root");
-  app.add_option("--format,-f", format, "text, json, sarif, markdown or github")
-      ->check(CLI::IsMember({"text", "json", "sarif", "markdown", "github"}));
+  app.add_option("--format,-f", format,
+                 "text, json, sarif, markdown, github (workflow annotations) or junit (XML for "
+                 "test-report viewers)")
+      ->check(CLI::IsMember({"text", "json", "sarif", "markdown", "github", "junit"}));
   app.add_option("--output,-o", output, "Write the report to this file instead of stdout");
   app.add_option("--entry", entries,
                  "Entry scripts for reachability, or folders whose Python files all are (a test "
                  "suite) (default: [tool.dualtrack] entry and [project.scripts]; else scripts "
                  "with if __name__ == \"__main__\")");
   app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
-  app.add_option("--ignore", ignore, "Rule code or prefix to drop (DT106, DT4)");
+  app.add_option("--ignore", ignore,
+                 "Rule codes or prefixes to drop, repeated or comma-separated (DT106,DT4); added to "
+                 "[tool.dualtrack] ignore");
+  app.add_option("--select", select,
+                 "Report only these rule codes or prefixes, repeated or comma-separated (DT2,DT305); "
+                 "replaces [tool.dualtrack] select");
+  app.add_option("--baseline", baseline,
+                 "Leave out the findings recorded in this file by --write-baseline: report and "
+                 "fail only on new ones");
+  app.add_option("--write-baseline", write_baseline,
+                 "Record today's findings in this file (after --select / --ignore) and exit 0");
   app.add_option("--fail-on", fail_on,
                  "Exit 1 when a finding has at least this severity: portable, fixable (default), "
                  "replace, blocker, or never")
@@ -69,15 +84,24 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   app.add_flag("--no-config", no_config, "Ignore [tool.dualtrack] in pyproject.toml");
   app.add_option("--max-file-size", max_size, "Skip larger files with a note (default 16M)");
   app.add_option("--threads", threads, "Worker threads (default: all cores)");
-  app.add_option("--color", color, "auto, always or never")
+  app.add_option("--color", color,
+                 "auto (a terminal, unless NO_COLOR is set or FORCE_COLOR asks for it), always or "
+                 "never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.get_option("--baseline")->excludes(app.get_option("--write-baseline"));
   app.footer(
       "Examples:\n"
       "  dualtrack scan examples/cuda-research\n"
       "  dualtrack scan . --format sarif -o scan.sarif --fail-on blocker\n"
       "  dualtrack scan src --statistics --entry train.py\n"
+      "  dualtrack scan . --write-baseline .dualtrack-baseline.json   # adopt: accept today's\n"
+      "  dualtrack scan . --baseline .dualtrack-baseline.json         # CI: fail on new ones\n"
+      "  dualtrack scan . --select DT2,DT3 --format junit -o dualtrack.xml\n"
+      "Suppress one line with `# dualtrack: ignore[DT101]` or `# noqa: DT101`; unknown and unused "
+      "suppressions are reported. CI recipe: docs/ci.md.\n"
       "Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or input "
-      "error (a missing path, or nothing scanned).");
+      "error (a missing path, an unknown rule code or config key, a bad baseline, nothing "
+      "scanned).");
   if (auto early = ParseArgs(app, args, io)) return *early;
 
   ScanOptions opt;
@@ -86,6 +110,7 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   opt.entries = entries;
   opt.exclude = exclude;
   opt.ignore_codes = ignore;
+  opt.select_codes = select;
   opt.honour_gitignore = !no_gitignore;
   opt.read_pyproject = !no_config;
   opt.threads = threads;
@@ -96,7 +121,22 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   auto report = Scan(opt);
   if (io.err_is_tty) io.err << "\x1b[2K" << std::flush;
   if (!report) return report.take_error();
+  if (!write_baseline.empty()) {
+    if (auto st = WriteFileAtomic(write_baseline, BaselineText(*report)); !st) return st.take_error();
+    io.err << "dualtrack: recorded " << report->findings.size() << " finding"
+           << (report->findings.size() == 1 ? "" : "s") << " in " << write_baseline
+           << "; scan with --baseline " << write_baseline << " to report only new ones\n";
+    return ExitCode::kOk;
+  }
+  if (!baseline.empty()) {
+    auto matched = ApplyBaseline(*report, baseline);
+    if (!matched) return matched.take_error();
+    report->baseline = baseline;
+    report->baselined = *matched;
+  }
 
+  std::optional<Severity> threshold;
+  if (fail_on != "never") threshold = *ParseSeverity(fail_on);
   std::string text;
   if (format == "json") {
     text = ScanReportJsonText(*report);
@@ -108,11 +148,18 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
     text = FormatMarkdown(*report, statistics);
   } else if (format == "github") {
     text = FormatGithub(*report);
+  } else if (format == "junit") {
+    text = FormatJunit(*report, threshold);
   } else {
-    const char* no_color = std::getenv("NO_COLOR");
+    // https://no-color.org and https://force-color.org: NO_COLOR wins, FORCE_COLOR colours logs
+    // that are not terminals (CI), --color always / never overrides both.
+    auto set = [](const char* name) {
+      const char* v = std::getenv(name);
+      return v != nullptr && *v != '\0';
+    };
     bool use_color = color == "always" ||
-                     (color == "auto" && output.empty() && io.out_is_tty &&
-                      (no_color == nullptr || *no_color == '\0'));
+                     (color == "auto" && output.empty() && !set("NO_COLOR") &&
+                      (io.out_is_tty || set("FORCE_COLOR")));
     text = FormatText(*report, use_color, statistics);
   }
   if (output.empty()) {
@@ -120,10 +167,9 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   } else if (auto st = WriteFileAtomic(output, text); !st) {
     return st.take_error();
   }
-  if (fail_on == "never") return ExitCode::kOk;
-  Severity threshold = *ParseSeverity(fail_on);
+  if (!threshold) return ExitCode::kOk;
   for (const auto& f : report->findings)
-    if (f.severity >= threshold) return ExitCode::kFindings;
+    if (f.severity >= *threshold) return ExitCode::kFindings;
   return ExitCode::kOk;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join lives here from fmt 11 on (Homebrew).
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <map>
@@ -31,10 +32,29 @@ std::string SrcRoot(const std::string& root) {
   return s;
 }
 
-// File names are printed escaped: one holding ESC must not rewrite the user's terminal.
-std::string Location(const Finding& f) {
-  if (f.cell) return fmt::format("{}:cell {}:{}:{}", EscapeControl(f.file), *f.cell, f.line, f.column);
-  return fmt::format("{}:{}:{}", EscapeControl(f.file), f.line, f.column);
+// File names are printed escaped: one holding ESC must not rewrite the user's terminal. `prefix`
+// leads from the current directory to the root (DisplayPrefix), so that the text is clickable.
+std::string Location(const Finding& f, std::string_view prefix = {}) {
+  std::string file = EscapeControl(std::string(prefix) + f.file);
+  if (f.cell) return fmt::format("{}:cell {}:{}:{}", file, *f.cell, f.line, f.column);
+  return fmt::format("{}:{}:{}", file, f.line, f.column);
+}
+
+// The scanned root as seen from the current directory, '/'-terminated ("" for "."): files are
+// kept relative to the root, and text output puts this in front of them so that a terminal or an
+// editor opens `examples/cuda-research/train.py:12:5` from where the user stands.
+std::string DisplayPrefix(const std::string& root) {
+  namespace fs = std::filesystem;
+  fs::path r(root);
+  std::error_code ec;
+  if (r.is_absolute()) {
+    fs::path rel = r.lexically_relative(fs::current_path(ec));
+    if (!ec && !rel.empty() && *rel.begin() != "..") r = rel;
+  }
+  std::string s = r.lexically_normal().generic_string();
+  if (s.empty() || s == "." || s == "./") return "";
+  if (s.back() != '/') s.push_back('/');
+  return s;
 }
 
 std::string_view Color(Severity s) {
@@ -104,7 +124,7 @@ json ReportJson(const ScanReport& report, bool with_findings) {
                             {"code", s.code.empty() ? json(nullptr) : json(s.code)},
                             {"problem", s.problem}});
   json stats = Statistics(report);
-  return {{"schema", "dualtrack.scan/1"},
+  json doc = {{"schema", "dualtrack.scan/1"},
           {"root", report.root},
           {"entries", report.entries},
           {"findings", findings},
@@ -120,6 +140,9 @@ json ReportJson(const ScanReport& report, bool with_findings) {
           {"statistics", {{"by_file", stats["by_file"]}}},
           {"skipped", skipped},
           {"suppressions", suppressions}};
+  if (!report.baseline.empty())
+    doc["baseline"] = {{"file", report.baseline}, {"matched", report.baselined}};
+  return doc;
 }
 
 }  // namespace
@@ -253,6 +276,7 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   std::string reset = c("\x1b[0m"), dim = c("\x1b[2m"), bold = c("\x1b[1m");
   std::map<std::string, std::vector<const Finding*>> by_file;
   for (const auto& f : report.findings) by_file[f.file].push_back(&f);
+  const std::string prefix = DisplayPrefix(report.root);
   auto plural = [](std::size_t n, std::string_view word) {
     return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
   };
@@ -261,6 +285,10 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                      plural(by_file.size(), "file"),
                      plural(static_cast<std::size_t>(report.files_scanned), "file"),
                      report.skipped.size());
+  if (!report.baseline.empty())
+    out += fmt::format("  baseline {}: {} accepted finding{} not shown; the rest are new\n",
+                       EscapeControl(report.baseline), report.baselined,
+                       report.baselined == 1 ? "" : "s");
   // The summary first: what kind of work this is, before the detail.
   std::array<int, 4> sev_total{};
   for (const auto& f : report.findings) ++sev_total[static_cast<std::size_t>(f.severity)];
@@ -329,7 +357,7 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                          Percent(v["readiness"].get<double>()));
   } else {
     for (const auto& [file, list] : by_file) {
-      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(file), reset, list.size(),
+      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(prefix + file), reset, list.size(),
                          list.size() == 1 ? "" : "s");
       // Groups of one code in one construct: members of the same kind (SameRun) no more than
       // kFoldGap lines apart, other findings in between allowed (a Triton kernel's tl.* calls
@@ -364,13 +392,13 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
           std::string lines = fmt::format("{}", fmt::join(where, ", "));
           if (g.size() > where.size()) lines += ", …";
           // Led by the first location, so that the line stays clickable in a terminal or editor.
-          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f), f.code, sev, g.size(),
+          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f, prefix), f.code, sev, g.size(),
                              lines, f.message, same_message ? "" : " (and similar)", Tags(f));
           if (!f.replacement.empty() && f.severity != Severity::kPortable)
             out += fmt::format("      -> {}\n", f.replacement);
           continue;
         }
-        out += fmt::format("  {}  {} {}  {}{}\n", Location(f), f.code, sev, f.message, Tags(f));
+        out += fmt::format("  {}  {} {}  {}{}\n", Location(f, prefix), f.code, sev, f.message, Tags(f));
         if (!f.snippet.empty())
           out += fmt::format("      {}{}{}\n", dim, EscapeControl(f.snippet), reset);
         if (!f.replacement.empty() && f.severity != Severity::kPortable)
@@ -380,9 +408,9 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   }
   if (!report.skipped.empty() || !report.suppressions.empty()) out += "\n";
   for (const auto& s : report.skipped)
-    out += fmt::format("skipped {}: {}\n", EscapeControl(s.file), s.reason);
+    out += fmt::format("skipped {}: {}\n", EscapeControl(prefix + s.file), s.reason);
   for (const auto& s : report.suppressions)
-    out += fmt::format("warning: {}:{}: suppression {}: {}\n", s.file, s.line,
+    out += fmt::format("warning: {}:{}: suppression {}: {}\n", EscapeControl(prefix + s.file), s.line,
                        s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
   return out;
 }
@@ -448,6 +476,9 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
   out += fmt::format("{} findings in {} scanned files; readiness {} (portable or fixable).\n\n",
                      report.findings.size(), report.files_scanned,
                      Percent(Readiness(report.findings)));
+  if (!report.baseline.empty())
+    out += fmt::format("Baseline `{}`: {} accepted finding{} not shown; the findings below are new.\n\n",
+                       report.baseline, report.baselined, report.baselined == 1 ? "" : "s");
   out += "| class | blocker | replace | fixable | portable |\n|---|---:|---:|---:|---:|\n";
   for (auto cls : kClasses) {
     std::array<int, 4> n{};
@@ -531,6 +562,66 @@ std::string FormatGithub(const ScanReport& report) {
                        esc(prefix + s.file), s.line,
                        msg_esc((s.code.empty() ? std::string("dualtrack: ignore") : s.code) + ": " +
                                s.problem));
+  return out;
+}
+
+namespace {
+
+// XML text and attribute values: the five markup characters escaped; control bytes that XML 1.0
+// cannot hold (all below 0x20 but tab, newline and return) and invalid UTF-8 become U+FFFD.
+std::string XmlEscape(std::string_view s) {
+  std::string in(s);
+  if (!IsValidUtf8(in)) {
+    std::string fixed;
+    for (unsigned char c : in) fixed += c < 0x80 ? std::string(1, static_cast<char>(c)) : "\xEF\xBF\xBD";
+    in = std::move(fixed);
+  }
+  std::string out;
+  out.reserve(in.size());
+  for (char ch : in) {
+    auto c = static_cast<unsigned char>(ch);
+    if (ch == '&') out += "&amp;";
+    else if (ch == '<') out += "&lt;";
+    else if (ch == '>') out += "&gt;";
+    else if (ch == '"') out += "&quot;";
+    else if (ch == '\'') out += "&apos;";
+    else if (c < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') out += "\xEF\xBF\xBD";
+    else out.push_back(ch);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_on) {
+  const std::string prefix = DisplayPrefix(report.root);
+  std::size_t failures = 0;
+  for (const auto& f : report.findings) failures += fail_on && f.severity >= *fail_on ? 1 : 0;
+  const std::size_t tests = std::max<std::size_t>(1, report.findings.size());
+  std::string suite = XmlEscape("dualtrack scan " + report.root);
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites name=\"dualtrack scan\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
+                     tests, failures);
+  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
+                     suite, tests, failures);
+  if (report.findings.empty())
+    out += fmt::format("    <testcase classname=\"dualtrack\" name=\"{}: no CUDA dependency found\"/>\n", suite);
+  for (const auto& f : report.findings) {
+    const std::string file = XmlEscape(prefix + f.file);
+    out += fmt::format("    <testcase classname=\"{}\" name=\"{} {}\" file=\"{}\" line=\"{}\">\n", file,
+                       XmlEscape(f.code), XmlEscape(Location(f, prefix)), file, f.line);
+    std::string body = f.snippet;
+    if (!f.replacement.empty()) body += (body.empty() ? "" : "\n") + std::string("Suggested: ") + f.replacement;
+    if (fail_on && f.severity >= *fail_on) {
+      out += fmt::format("      <failure type=\"{} {}\" message=\"{}\">{}</failure>\n", XmlEscape(f.code),
+                         SeverityName(f.severity), XmlEscape(f.message), XmlEscape(body));
+    } else {
+      out += fmt::format("      <system-out>{} ({}): {}</system-out>\n", XmlEscape(f.message),
+                         SeverityName(f.severity), XmlEscape(body));
+    }
+    out += "    </testcase>\n";
+  }
+  out += "  </testsuite>\n</testsuites>\n";
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The output formats of `dualtrack scan` and `dualtrack rule`.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,9 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg);
 std::string FormatMarkdown(const ScanReport& report, bool statistics);
 // GitHub Actions workflow commands (::error / ::warning / ::notice).
 std::string FormatGithub(const ScanReport& report);
+// JUnit XML for test-report viewers (GitLab, Jenkins, Azure): one test case per finding, a
+// failure when its severity reaches `fail_on` (nullopt: never), one passing case when none.
+std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_on);
 // Byte-for-byte ScanReportToJson(report).dump(2) + "\n", but the findings (most of the document)
 // are written directly instead of through one nlohmann object per finding.
 std::string ScanReportJsonText(const ScanReport& report);

@@ -55,7 +55,7 @@ Finding Make(std::string file, std::int64_t line, std::string code, std::string 
 // Summary first, findings grouped by file with counts, runs of one code folded; JSON unfolded.
 TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   ScanReport report;
-  report.root = "proj";
+  report.root = "proj";  // Relative: text leads from the current directory to each file.
   report.entries = {"train.py", "tools/eval.py"};
   report.files_scanned = 2;
   for (int line : {10, 14, 18, 22, 26})
@@ -70,20 +70,20 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
             [](const Finding& a, const Finding& b) { return std::tie(a.file, a.line) < std::tie(b.file, b.line); });
   report.suppressions = {{"k.py", 2, "DT999", "unknown code"}, {"k.py", 5, "", "unused"}};
   std::string text = FormatText(report, false, false);
-  EXPECT_LT(text.find("Summary"), text.find("k.py (8 findings)")) << text;
-  EXPECT_LT(text.find("a.py (2 findings)"), text.find("k.py (8 findings)")) << text;
+  EXPECT_LT(text.find("Summary"), text.find("proj/k.py (8 findings)")) << text;
+  EXPECT_LT(text.find("proj/a.py (2 findings)"), text.find("proj/k.py (8 findings)")) << text;
   EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
+  EXPECT_NE(text.find("  proj/k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
             std::string::npos) << text;
   EXPECT_EQ(text.find("snippet 14"), std::string::npos) << text;  // Folded.
   EXPECT_NE(text.find("snippet 30"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 12"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 90"), std::string::npos) << text;
   EXPECT_LT(text.find("×5 at"), text.find("snippet 12")) << text;  // The group stands where it starts.
-  EXPECT_NE(text.find("  k.py:30:1  DT201 replace  imports triton"), std::string::npos) << text;
+  EXPECT_NE(text.find("  proj/k.py:30:1  DT201 replace  imports triton"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 3"), std::string::npos) << text;  // Two of a kind stay unfolded.
-  EXPECT_NE(text.find("warning: k.py:2: suppression DT999: unknown code"), std::string::npos);
-  EXPECT_NE(text.find("warning: k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
+  EXPECT_NE(text.find("warning: proj/k.py:2: suppression DT999: unknown code"), std::string::npos);
+  EXPECT_NE(text.find("warning: proj/k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
   std::string stats = FormatText(report, false, true);
   EXPECT_EQ(stats.find("k.py (8 findings)"), std::string::npos) << stats;
   EXPECT_NE(stats.find("       8  DT202  library     replace 8\n"), std::string::npos) << stats;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <atomic>
@@ -46,6 +47,7 @@ namespace fs = std::filesystem;
 struct Config {
   std::vector<std::string> exclude;
   std::vector<std::string> ignore;
+  std::vector<std::string> select;
   std::vector<std::string> entry;
   std::vector<std::string> scripts;  // [project.scripts] targets as module paths.
   std::string rules;
@@ -80,8 +82,21 @@ Result<Config> ReadConfig(const fs::path& root) {
   if (const auto* tool = tbl["tool"]["dualtrack"].as_table()) {
     for (const auto& [key, node] : *tool) {
       std::string_view k = key.str();
+      // Every key of [tool.dualtrack], whichever command reads it (run and experiments: audit's
+      // experiments.cc). A misspelt key would otherwise be ignored without a word.
+      static constexpr std::array<std::string_view, 7> kKeys = {
+          "entry", "exclude", "experiments", "ignore", "rules", "run", "select"};
+      if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
+        std::string hint = ClosestMatch(k, {kKeys.begin(), kKeys.end()});
+        return MakeError(ErrorCode::kInput,
+                         "[tool.dualtrack] has no key '" + EscapeControl(std::string(k)) + "'" +
+                             (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                             " (keys: entry, exclude, experiments, ignore, rules, run, select)",
+                         file.string(), key.source().begin.line, key.source().begin.column);
+      }
       if (k == "exclude") cfg.exclude = TomlStrings(&node);
       else if (k == "ignore") cfg.ignore = TomlStrings(&node);
+      else if (k == "select") cfg.select = TomlStrings(&node);
       else if (k == "entry") cfg.entry = TomlStrings(&node);
       else if (k == "rules") {
         auto v = TomlStrings(&node);
@@ -595,6 +610,36 @@ std::string Rel(const fs::path& p) {
   return s;
 }
 
+// Rule codes and prefixes as the user lists them: repeated, comma-separated or both, any case.
+// An item that is the prefix of no rule code is an error (`--ignore DT1,DT4` used to be read as
+// one code that matched nothing, and dropped nothing without a word).
+Result<std::vector<std::string>> RuleCodes(const std::vector<std::string>& items, const Registry& reg,
+                                           const std::string& what, const std::string& file) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    for (std::string_view part : Split(item, ',')) {
+      std::string code(Trim(part));
+      if (code.empty()) continue;
+      for (char& ch : code)
+        if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 32);
+      bool known = std::any_of(reg.rules().begin(), reg.rules().end(),
+                               [&](const Rule& r) { return StartsWith(r.code, code); });
+      if (!known) {
+        std::vector<std::string_view> codes;
+        for (const auto& r : reg.rules()) codes.push_back(r.code);
+        std::string hint = ClosestMatch(code, codes);
+        return MakeError(file.empty() ? ErrorCode::kUsage : ErrorCode::kInput,
+                         what + ": '" + EscapeControl(code) + "' is not a rule code or a prefix of one" +
+                             (hint.empty() ? "" : "; did you mean " + hint + "?") +
+                             " (dualtrack rule --list shows them)",
+                         file);
+      }
+      out.push_back(std::move(code));
+    }
+  }
+  return out;
+}
+
 // The top-level names the project's own code is imported by: packages and modules at the root and
 // under src/, and [project].name. A library of the knowledge base with one of these names is the
 // project itself (mamba's own `mamba_ssm`), scanned as project code.
@@ -1004,8 +1049,18 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     }
   }
 
-  std::vector<std::string> ignore = cfg.ignore;
-  ignore.insert(ignore.end(), options.ignore_codes.begin(), options.ignore_codes.end());
+  const std::string config_file = (root / "pyproject.toml").string();
+  auto cfg_ignore = RuleCodes(cfg.ignore, *reg, "[tool.dualtrack] ignore", config_file);
+  if (!cfg_ignore) return cfg_ignore.take_error();
+  auto cli_ignore = RuleCodes(options.ignore_codes, *reg, "--ignore", "");
+  if (!cli_ignore) return cli_ignore.take_error();
+  std::vector<std::string> ignore = std::move(*cfg_ignore);
+  ignore.insert(ignore.end(), cli_ignore->begin(), cli_ignore->end());
+  // --select replaces the configured selection, as --entry replaces the configured entries.
+  auto select = options.select_codes.empty()
+                    ? RuleCodes(cfg.select, *reg, "[tool.dualtrack] select", config_file)
+                    : RuleCodes(options.select_codes, *reg, "--select", "");
+  if (!select) return select.take_error();
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& r = results[i];
     if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
@@ -1015,8 +1070,10 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     bool is_nb = items[i].kind == FileKind::kNotebook;
     for (auto& f : r.findings) {
       bool drop = false;
-      for (const auto& code : ignore) drop |= !code.empty() && StartsWith(f.code, code);
-      if (drop) continue;
+      for (const auto& code : ignore) drop |= StartsWith(f.code, code);
+      bool selected = select->empty();
+      for (const auto& code : *select) selected |= StartsWith(f.code, code);
+      if (drop || !selected) continue;
       if (is_py && !entries.empty()) {
         f.reachable = reachable.count(items[i].rel) > 0;
         if (!reached_by.empty()) {

@@ -68,6 +68,8 @@ struct ScanOptions {
   std::vector<std::string> entries;          // --entry; relative to the root or absolute.
   std::vector<std::string> exclude;          // Extra globs, relative to the root.
   std::vector<std::string> ignore_codes;     // Codes or code prefixes ("DT4") to drop.
+  std::vector<std::string> select_codes;     // Codes or prefixes to keep (none: every code).
+  // Both lists also take comma-separated items ("DT1,DT4"); an item that names no rule is an error.
   bool honour_gitignore = true;
   bool read_pyproject = true;                // [tool.dualtrack] of <root>/pyproject.toml.
   std::uint64_t max_file_size = std::uint64_t{16} << 20;
@@ -82,6 +84,8 @@ struct ScanReport {
   std::vector<SuppressionProblem> suppressions;  // Sorted by file, line.
   std::int64_t files_scanned = 0;
   std::vector<std::string> entries;  // Entry scripts used for reachability, relative.
+  std::string baseline;              // The --baseline file the findings were checked against.
+  std::size_t baselined = 0;         // Findings it held, left out of `findings`.
 };
 
 // Walks the paths, scans every recognised file and returns the sorted inventory. Errors: a path

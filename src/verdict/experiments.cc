@@ -99,6 +99,15 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
         return MakeError(ErrorCode::kInput, where + " must be a table", path.string());
       }
       const auto view = toml::node_view<const toml::node>(*t);
+      for (const auto& [key, node] : *t) {
+        const std::string_view k = key.str();
+        if (k != "name" && k != "entry" && k != "run" && k != "device") {
+          return MakeError(ErrorCode::kInput,
+                           fmt::format("{} has no key '{}' (keys: name, entry, run, device)", where,
+                                       EscapeControl(std::string(k))),
+                           path.string(), key.source().begin.line, key.source().begin.column);
+        }
+      }
       Experiment e;
       e.source = "declared";
       for (const char* key : {"name", "entry", "run", "device"}) {

@@ -67,6 +67,12 @@ TEST(VerdictExperimentsTest, MalformedExperimentsAreInputErrors) {
   EXPECT_FALSE(ReadProjectConfig(p.dir()).ok());
   p.Write("pyproject.toml", "[tool.dualtrack\n");
   EXPECT_FALSE(ReadProjectConfig(p.dir()).ok());
+  // A misspelt key is named, with the line, instead of being ignored.
+  p.Write("pyproject.toml", "[[tool.dualtrack.experiments]]\nentry = \"train.py\"\ndevcie = \"--device\"\n");
+  auto typo = ReadProjectConfig(p.dir());
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().ToString().find("#1 has no key 'devcie'"), std::string::npos) << typo.error().ToString();
+  EXPECT_NE(typo.error().ToString().find(":3:"), std::string::npos) << typo.error().ToString();
 }
 
 TEST(VerdictExperimentsTest, TestFilesAreNeverEntries) {
