@@ -64,6 +64,9 @@ class Session:
         self.root_params = 0
         self.param_names: dict = {}
         self.depth = 0
+        # True from optimizer.step() until the next forward pass: a capture() then belongs to the
+        # step that just finished (training loops log after the step), not to the next one.
+        self.between_steps = False
         self.output_taken = 0
         self.loss_taken = 0
         self.paused = False
@@ -82,6 +85,13 @@ class Session:
     def capturing(self) -> bool:
         return self.step <= self.max_steps
 
+    def capture_step(self, step=None) -> int:
+        """The step a capture() belongs to: the one given, else the step that optimizer.step() just
+        finished until the next forward pass begins, else the step under way."""
+        if step is not None:
+            return step
+        return self.step - 1 if self.between_steps else self.step
+
     def _store(self, name, t) -> None:
         from ._safetensors import to_storable
 
@@ -93,28 +103,29 @@ class Session:
         finally:
             self.paused = False
 
-    def metric(self, name, value) -> None:
+    def metric(self, name, value, step=None) -> None:
         try:
-            self.metrics.write(json.dumps({"step": self.step, "name": name,
+            self.metrics.write(json.dumps({"step": self.step if step is None else step, "name": name,
                                            "value": _json_number(value)}) + "\n")
             self.metrics.flush()
         except (OSError, ValueError) as e:  # a full disk or a closed file: evidence incomplete
             self.note_error(f"metrics.jsonl: {e}")
 
-    def capture(self, name, value) -> None:
-        if not self.capturing():
+    def capture(self, name, value, step=None) -> None:
+        at = self.capture_step(step)
+        if at > self.max_steps:
             return
         torch = self.torch
         if isinstance(value, torch.Tensor):
-            self._store(f"capture/{name}/step{self.step}", value)
+            self._store(f"capture/{name}/step{at}", value)
             if value.numel() == 1:
                 self.paused = True
                 try:
-                    self.metric(name, float(value.detach().to("cpu").reshape(()).item()))
+                    self.metric(name, float(value.detach().to("cpu").reshape(()).item()), at)
                 finally:
                     self.paused = False
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.metric(name, float(value))
+            self.metric(name, float(value), at)
         else:
             raise TypeError(f"dualtrack.capture({name!r}): expected a tensor or a number, "
                             f"got {type(value).__name__}")
@@ -136,6 +147,8 @@ class Session:
 
     @_guarded
     def on_forward_pre(self, module, args) -> None:
+        if self.depth == 0:
+            self.between_steps = False
         if self.depth == 0 and self.step_start is None:
             self.step_start = time.perf_counter()
         self.depth += 1
@@ -194,6 +207,7 @@ class Session:
         finished = self.step
         self.step += 1
         self.step_start = None
+        self.between_steps = True
         if finished <= self.max_steps:
             self.flush(final=False)
 

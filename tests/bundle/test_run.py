@@ -308,6 +308,69 @@ def test_seed_deterministic_and_capture_api(tmp_path, dualtrack):
     assert {"step": 1, "name": "acc", "value": 0.75} in metrics(out)
 
 
+LOGGED_AFTER_STEP = """
+import torch, dualtrack
+torch.manual_seed(0)
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 3), torch.randn(8, 1)
+losses = []
+for i in range(3):
+    dualtrack.capture("lr", opt.param_groups[0]["lr"] * (i + 1), step=i + 1)  # top of the loop
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    losses.append(loss.item())
+    dualtrack.capture("train_loss", loss)          # logged after the step, as loops do
+    dualtrack.capture("seen", float(i + 1))
+print(" ".join(repr(v) for v in losses))
+try:
+    dualtrack.capture("bad", 1.0, step=0)
+except ValueError as e:
+    print("ValueError", e)
+"""
+
+
+def test_capture_after_optimizer_step_belongs_to_that_step(tmp_path, dualtrack):
+    # opt.step() advances the step counter; a value logged right after it is still the step's own,
+    # the last captured step included (it used to go to the next step, and the last one was lost).
+    script = tmp_path / "loop.py"
+    script.write_text(LOGGED_AFTER_STEP)
+    out = tmp_path / "b"
+    p = dualtrack("run", "--track", "cpu", "--no-env", "--steps", "2", "-o", out, "--", PY, script)
+    assert p.returncode == 0, p.stderr
+    printed = p.stdout.splitlines()
+    losses = [float(v) for v in printed[0].split()]
+    assert printed[1].startswith("ValueError") and "positive int" in printed[1]
+    rows = metrics(out)
+    by = {(r["name"], r["step"]): r["value"] for r in rows}
+    assert by[("train_loss", 1)] == losses[0] and by[("train_loss", 2)] == losses[1]
+    assert by[("loss", 1)] == losses[0] and by[("loss", 2)] == losses[1]  # The automatic capture.
+    assert ("train_loss", 3) not in by  # Beyond --steps 2.
+    assert by[("seen", 1)] == 1.0 and by[("seen", 2)] == 2.0
+    assert by[("lr", 1)] == 0.1 and by[("lr", 2)] == 0.2 and ("lr", 3) not in by  # step= given.
+    t = load_file(str(out / "tensors.safetensors"))
+    assert {k for k in t if k.startswith("capture/train_loss/")} == {
+        "capture/train_loss/step1", "capture/train_loss/step2"}
+    assert torch.equal(t["capture/train_loss/step2"], t["loss/step2"])
+
+
+def test_python_dash_m_forwards_to_the_executable(tmp_path, dualtrack_bin):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dualtrack").symlink_to(dualtrack_bin)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "python"),
+               PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    direct = subprocess.run([str(dualtrack_bin), "--version"], capture_output=True, text=True)
+    via = subprocess.run([PY, "-m", "dualtrack", "--version"], capture_output=True, text=True,
+                         env=env)
+    assert via.returncode == 0 and via.stdout == direct.stdout and via.stdout.strip()
+    missing = subprocess.run([PY, "-m", "dualtrack", "scan", str(tmp_path / "nope")],
+                             capture_output=True, text=True, env=env)
+    assert missing.returncode == 2 and "nope" in missing.stderr
+
+
 def test_capture_outside_dualtrack_run_is_a_no_op():
     code = "import dualtrack; dualtrack.capture('x', 1.0); print('fine')"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "python"))
