@@ -102,15 +102,17 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
       "Compare the tensors (and metric series) of two bundles or tensor files, element by element, "
       "against tolerances fixed before the run. A is the track under test, B the reference: the "
       "relative error is |a - b| / |b|. Inputs: bundle directories, .safetensors, .npy, .npz, "
-      "and .pt/.pth archives written by torch.save (read without running any pickle code).",
+      ".pt/.pth archives written by torch.save (read without running any pickle code), and "
+      "checkpoint folders of shards (model.safetensors.index.json, pytorch_model.bin.index.json, "
+      "or shard files alone) read as one state dict.",
       "dualtrack compare"};
   CompareOptions o;
   std::string format = "text", rule = "allclose", check = "elementwise", output;
   std::vector<std::string> maps;
   double atol = -1, rtol = -1;
   int bench_rounds = 0;
-  app.add_option("A", o.a, "Track under test: bundle directory or tensor file")->required();
-  app.add_option("B", o.b, "Reference: bundle directory or tensor file")->required();
+  app.add_option("A", o.a, "Track under test: bundle directory, tensor file or checkpoint folder")->required();
+  app.add_option("B", o.b, "Reference: bundle directory, tensor file or checkpoint folder")->required();
   app.add_option("--format", format, "Output: text (table, worst first), json, markdown")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
   app.add_option("-o,--output", output, "Write the report to this file (atomically)");
