@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: the C++ suite (warnings as errors), the `pip install .` check, pytest for the CLI,
+# Runs every test: the C++ suite (warnings as errors), the self-contained wheel (`pip wheel .`), pytest for the CLI,
 # the Python package and the example, a short libFuzzer run of every tensor-file reader, then the C++
 # suite again under AddressSanitizer + UBSan.
 set -euo pipefail
@@ -10,16 +10,23 @@ jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 echo "== setup and build (warnings are errors)"
 scripts/setup.sh
 
-echo "== pip install . (executable and Python package in one step)"
-rm -rf build/pip-venv
+echo "== pip wheel . (self-contained: executable and Python package; no compiler needed to install)"
+rm -rf build/wheel build/pip-venv
+"$PYTHON" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build/wheel/raw .
+case "$(uname -s)" in
+  Linux) "$PYTHON" -m auditwheel repair -w build/wheel build/wheel/raw/*.whl ;;
+  Darwin) "$PYTHON" -m delocate.cmd.delocate_wheel -w build/wheel build/wheel/raw/*.whl ;;
+  *) cp build/wheel/raw/*.whl build/wheel/ ;;
+esac
+wheel=$(ls "$PWD"/build/wheel/*.whl)
 "$PYTHON" -m venv --system-site-packages build/pip-venv
-build/pip-venv/bin/python -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps .
+build/pip-venv/bin/python -m pip install -q --disable-pip-version-check --no-deps --no-index "$wheel"
 
 echo "== C++ tests"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== Python tests"
-DUALTRACK_BIN="$PWD/build/dualtrack" DUALTRACK_PIP_VENV="$PWD/build/pip-venv" \
+DUALTRACK_BIN="$PWD/build/dualtrack" DUALTRACK_PIP_VENV="$PWD/build/pip-venv" DUALTRACK_WHEEL="$wheel" \
   "$PYTHON" -m pytest -q -p no:cacheprovider tests
 
 echo "== libFuzzer: each tensor-file reader for ${FUZZ_SECONDS:=10}s"

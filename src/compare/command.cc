@@ -111,6 +111,7 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   std::vector<std::string> maps;
   double atol = -1, rtol = -1;
   int bench_rounds = 0;
+  std::size_t summary = 0;
   app.add_option("A", o.a, "Track under test: bundle directory, tensor file or checkpoint folder")->required();
   app.add_option("B", o.b, "Reference: bundle directory, tensor file or checkpoint folder")->required();
   app.add_option("--format", format, "Output: text (table, worst first), json, markdown")
@@ -139,12 +140,16 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   app.add_option("--tolerances", o.tolerance_file,
                  "TOML file: [default] atol/rtol, [[tensor]] name/atol/rtol/rule/check, [metrics]");
   app.add_option("--threads", o.threads, "Threads per tensor pair")->check(CLI::Range(1, 256));
+  app.add_option("--summary", summary,
+                 "Text: with more than N tensors (a whole checkpoint), counts by status and the N "
+                 "worst rows only");
   app.add_option("--bench-rounds", bench_rounds, "")->group("");  // bench/compare/ only.
   app.footer(
       "Examples:\n"
       "  dualtrack compare runs/mps runs/cuda\n"
       "  dualtrack compare out_mps.safetensors out_cuda.pt --only 'grad/*' --format json\n"
-      "  dualtrack compare a.npz b.npz --rule either --atol 1e-4 --rtol 1e-3 --check p99\n\n"
+      "  dualtrack compare a.npz b.npz --rule either --atol 1e-4 --rtol 1e-3 --check p99\n"
+      "  dualtrack compare ckpt-mps/ ckpt-cuda/ --summary 20   # sharded checkpoints, 20 worst\n\n"
       "Exit codes: 0 all within tolerance, 1 some outside (or nothing in common), 2 error.");
   if (auto early = ParseArgs(app, args, io)) return *early;
   if (atol >= 0) o.atol = atol;
@@ -174,7 +179,7 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   } else if (format == "markdown") {
     text = EscapeControl(CompareReportToMarkdown(*report));
   } else {
-    text = EscapeControl(CompareReportToText(*report));  // Names may hold terminal escapes.
+    text = EscapeControl(CompareReportToText(*report, summary));  // Names may hold terminal escapes.
   }
   if (!output.empty()) {
     OutputGuard guard;

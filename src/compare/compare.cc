@@ -541,8 +541,19 @@ std::string MetricLine(const MetricComparison& m) {
 
 }  // namespace
 
-std::string CompareReportToText(const CompareReport& r) {
+std::string CompareReportToText(const CompareReport& r, std::size_t summary) {
   std::vector<Row> rows = TableRows(r);
+  // Hundreds of tensors (a whole checkpoint): how many of each status, then the worst (the rows
+  // come worst first) and how many more the JSON holds.
+  std::size_t left_out = 0;
+  std::string counts;
+  if (summary > 0 && rows.size() > summary) {
+    std::map<std::string, std::size_t> by_status;
+    for (const Row& row : rows) ++by_status[row.cells[0]];
+    for (const auto& [status, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", status, n);
+    left_out = rows.size() - summary;
+    rows.resize(summary);
+  }
   std::vector<std::size_t> width(kHeader.size());
   for (std::size_t i = 0; i < kHeader.size(); ++i) width[i] = kHeader[i].size();
   for (const Row& row : rows) {
@@ -552,6 +563,8 @@ std::string CompareReportToText(const CompareReport& r) {
   std::ostringstream os;
   os << "compare " << r.a << " (A) against " << r.b << " (B, reference); rule " << RuleName(r.rule)
      << ", check " << CheckName(r.check) << "\n\n";
+  if (!counts.empty())
+    os << rows.size() + left_out << " tensors: " << counts << "; the " << rows.size() << " worst:\n";
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -565,7 +578,9 @@ std::string CompareReportToText(const CompareReport& r) {
     line(kHeader);
     for (const Row& row : rows) line(row.cells);
   }
-  for (const TensorComparison& c : r.tensors) {
+  if (left_out > 0) os << "... " << left_out << " more (every tensor: --format json)\n";
+  for (std::size_t i = 0; i < r.tensors.size() && i < rows.size(); ++i) {
+    const TensorComparison& c = r.tensors[i];
     if (!c.note.empty()) os << "note: " << c.name << ": " << c.note << '\n';
   }
   if (!r.metrics.empty()) {

@@ -91,7 +91,8 @@ std::optional<DType> UlpDType(DType a, DType b);
 
 Result<CompareReport> Compare(const CompareOptions& options);
 nlohmann::json CompareReportToJson(const CompareReport& report);
-std::string CompareReportToText(const CompareReport& report);
+// `summary` > 0 with more tensors than that: counts by status, then only the `summary` worst rows.
+std::string CompareReportToText(const CompareReport& report, std::size_t summary = 0);
 std::string CompareReportToMarkdown(const CompareReport& report);
 
 std::string_view RuleName(Rule r);

@@ -116,3 +116,22 @@ def test_malformed_checkpoint_folders_name_the_file(dualtrack, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     fails(empty, "nor a checkpoint folder")
+
+
+def test_summary_lists_counts_and_the_worst(dualtrack, tmp_path):
+    sd = state_dict()
+    single = tmp_path / "model.safetensors"
+    save_file(sd, str(single))
+    bad = dict(sd)
+    key = sorted(sd)[-1]
+    bad[key] = sd[key] * 3.0 + 1.0
+    folder = write_hf_safetensors(tmp_path / "hf", bad)
+    r = dualtrack("compare", folder, single, "--summary", "2")
+    assert r.returncode == 1
+    lines = r.stdout.splitlines()
+    assert f"{len(sd)} tensors: FAIL 1, ok {len(sd) - 1}; the 2 worst:" in lines
+    table = [l for l in lines if l.startswith(("ok ", "FAIL "))]
+    assert len(table) == 2 and table[0].startswith("FAIL") and key in table[0]
+    assert f"... {len(sd) - 2} more (every tensor: --format json)" in lines
+    full = dualtrack("compare", folder, single).stdout
+    assert len([l for l in full.splitlines() if l.startswith(("ok ", "FAIL "))]) == len(sd)
