@@ -12,7 +12,7 @@ namespace dt::scan {
 
 namespace {
 
-constexpr std::string_view kSchema = "dualtrack.baseline/1";
+constexpr std::string_view kSchema = "dualtrack.findings-baseline/1";
 
 // The source line with its runs of whitespace made one space: re-indenting a block keeps it.
 std::string Normalized(std::string_view text) {
@@ -63,6 +63,9 @@ Result<std::size_t> ApplyBaseline(ScanReport& report, const std::filesystem::pat
   };
   nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return bad("not valid JSON");
+  if (doc.is_object() && doc.contains("schema") && doc["schema"] == "dualtrack.baseline/1")
+    return bad("this is a `dualtrack freeze` baseline (the CUDA environment), not the findings "
+               "a scan accepted (write those with `dualtrack scan --write-baseline FILE`)");
   if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != kSchema)
     return bad(std::string("\"schema\" must be \"") + std::string(kSchema) + "\"");
   if (!doc.contains("findings") || !doc["findings"].is_array()) return bad("no \"findings\" array");

@@ -11,9 +11,10 @@
 
 namespace dt::scan {
 
-// The `dualtrack.baseline/1` document of the report's findings: each finding as its code, file and
-// source line (whitespace collapsed), with a count, so that edits elsewhere in the file, which
-// move line numbers, keep it matched.
+// The `dualtrack.findings-baseline/1` document of the report's findings: each finding as its
+// code, file and source line (whitespace collapsed), with a count, so that edits elsewhere in the
+// file, which move line numbers, keep it matched. (`dualtrack.baseline/1` is freeze's record of
+// the CUDA environment, another thing.)
 std::string BaselineText(const ScanReport& report);
 
 // Removes from the report the findings that the baseline at `path` holds (as many of each as it

@@ -85,11 +85,11 @@ def test_config_lists_and_strict_keys(dualtrack, project):
 
 
 def test_baseline_fails_only_on_new_findings(dualtrack, project):
-    baseline = project / ".dualtrack-baseline.json"
+    baseline = project / ".dualtrack-findings.json"
     r = dualtrack("scan", project, "--write-baseline", baseline)
     assert r.returncode == 0 and "recorded" in r.stderr
     doc = json.loads(baseline.read_text())
-    assert doc["schema"] == "dualtrack.baseline/1"
+    assert doc["schema"] == "dualtrack.findings-baseline/1"
     assert sum(e["count"] for e in doc["findings"]) == len(codes(dualtrack, project))
     # Today's findings: accepted. Lines moved by an edit above them stay accepted.
     r = dualtrack("scan", project, "--baseline", baseline)
@@ -107,12 +107,15 @@ def test_baseline_fails_only_on_new_findings(dualtrack, project):
     assert found == [("13", "DT101")], r.stdout
     # Bad baselines are input errors that name the file.
     bad = project / "bad.json"
-    bad.write_text('{"schema": "dualtrack.baseline/1", "findings": [{"code": "DT101"}]}')
+    bad.write_text('{"schema": "dualtrack.findings-baseline/1", "findings": [{"code": "DT101"}]}')
     r = dualtrack("scan", project, "--baseline", bad)
     assert r.returncode == 2 and "bad.json" in r.stderr and "entry 1 needs" in r.stderr
     bad.write_text("not json")
     r = dualtrack("scan", project, "--baseline", bad)
     assert r.returncode == 2 and "not valid JSON" in r.stderr
+    bad.write_text('{"schema": "dualtrack.baseline/1", "created": "2026-12-01T00:00:00Z"}')
+    r = dualtrack("scan", project, "--baseline", bad)
+    assert r.returncode == 2 and "`dualtrack freeze` baseline" in r.stderr  # The other baseline.
     r = dualtrack("scan", project, "--baseline", project / "missing.json")
     assert r.returncode == 2 and "missing.json" in r.stderr
     r = dualtrack("scan", project, "--baseline", baseline, "--write-baseline", bad)
