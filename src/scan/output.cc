@@ -7,6 +7,7 @@
 #include <array>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -486,6 +487,7 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
       if (f.cls == cls) ++n[static_cast<std::size_t>(f.severity)];
     out += fmt::format("| {} | {} | {} | {} | {} |\n", cls, n[3], n[2], n[1], n[0]);
   }
+  // Inside code spans only the bar and the backtick matter.
   auto esc = [](std::string s) {
     std::string o;
     for (char ch : s) {
@@ -495,14 +497,34 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
     }
     return o;
   };
+  // Prose cells: every character Markdown would read as markup is escaped, so that
+  // `__global__` stays two underscores and `a*b*c` no emphasis; newlines become spaces.
+  auto text = [](std::string_view s) {
+    std::string o;
+    for (char ch : s) {
+      if (std::string_view("\\`*_[]<>|#~!{}").find(ch) != std::string_view::npos) o.push_back('\\');
+      o.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
+    }
+    return o;
+  };
   out += "\n| location | code | severity | message | guarded | reachable | replacement |\n"
          "|---|---|---|---|---|---|---|\n";
+  std::set<std::string> codes;  // The rules that fired, for the line below.
   for (const auto& f : report.findings) {
-    out += fmt::format("| `{}` | [{}](docs/rules/{}.md) | {} | {} | {} | {} | {} |\n",
-                       esc(Location(f)), f.code, f.code, SeverityName(f.severity), esc(f.message),
-                       f.guarded ? "yes" : "no", f.reachable ? (*f.reachable ? "yes" : "no") : "-",
-                       esc(f.replacement));
+    codes.insert(f.code);
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", esc(Location(f)), f.code,
+                       SeverityName(f.severity), text(f.message), f.guarded ? "yes" : "no",
+                       f.reachable ? (*f.reachable ? "yes" : "no") : "-", text(f.replacement));
   }
+  // Links into this repository's docs/ would not resolve where the report is read (a job summary,
+  // another project's wiki): the explanation is one command away, wherever dualtrack is installed.
+  if (!codes.empty())
+    out += fmt::format("\nEach rule is explained by `dualtrack rule CODE` (why it matters, what to use "
+                       "instead): {}.\n", fmt::join([&] {
+                         std::vector<std::string> v;
+                         for (const auto& code : codes) v.push_back("`" + code + "`");
+                         return v;
+                       }(), ", "));
   if (!report.skipped.empty()) {
     out += "\n## Skipped\n\n";
     for (const auto& s : report.skipped) out += fmt::format("- `{}`: {}\n", esc(s.file), s.reason);

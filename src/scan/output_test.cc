@@ -98,5 +98,19 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   EXPECT_EQ(ScanReportJsonText(report), doc.dump(2) + "\n");
 }
 
+// Markdown: prose is escaped (`__global__` is not bold), rules are named, not linked into a
+// repository the reader may not have.
+TEST(ScanOutputTest, MarkdownEscapesProseAndNamesRules) {
+  ScanReport report;
+  report.root = "proj";
+  report.files_scanned = 1;
+  report.findings.push_back(Make("k.cu", 3, "DT303", "defines __global__ kernels: a*b [x] <y>"));
+  std::string md = FormatMarkdown(report, false);
+  EXPECT_NE(md.find("defines \\_\\_global\\_\\_ kernels: a\\*b \\[x\\] \\<y\\>"), std::string::npos) << md;
+  EXPECT_EQ(md.find("docs/rules/"), std::string::npos) << md;
+  EXPECT_NE(md.find("`dualtrack rule CODE`"), std::string::npos) << md;
+  EXPECT_NE(md.find("`DT303`"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace dt::scan
