@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "app/version.h"
 #include "util/result.h"
@@ -287,38 +288,127 @@ std::vector<std::pair<std::string, std::vector<std::string>>> EnvRows(
 }
 
 // Error histogram (log10 |a-b| buckets) as inline SVG bars.
-std::string HistogramSvg(const TensorComparison& t) {
-  if (t.hist_counts.empty()) return "<span class=\"muted\">no histogram</span>";
+// The log10 |a-b| axis every histogram of one comparison shares (and the tolerance lines on
+// it), so that bars can be compared across tensors: [lo, hi] spans every edge and every atol.
+struct HistAxis {
+  double lo = 0, hi = 0;
+  bool empty = true;
+  void Add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = empty ? v : std::min(lo, v);
+    hi = empty ? v : std::max(hi, v);
+    empty = false;
+  }
+};
+
+HistAxis SharedAxis(const std::vector<TensorComparison>& tensors) {
+  HistAxis axis;
+  for (const TensorComparison& t : tensors) {
+    for (double e : t.hist_log10_edges) axis.Add(e);
+    if (t.atol && *t.atol > 0 && !t.hist_counts.empty()) axis.Add(std::log10(*t.atol));
+  }
+  if (!axis.empty && axis.hi - axis.lo < 1) axis.hi = axis.lo + 1;
+  return axis;
+}
+
+std::string HistogramSvg(const TensorComparison& t, const HistAxis& axis) {
+  if (t.hist_counts.empty() || axis.empty || t.hist_log10_edges.size() != t.hist_counts.size() + 1)
+    return "<span class=\"muted\">no histogram (no nonzero error)</span>";
   const int width = 240, height = 56, pad = 14;
   const std::int64_t max_count =
       std::max<std::int64_t>(1, *std::max_element(t.hist_counts.begin(), t.hist_counts.end()));
-  const double bar_w = double(width) / double(t.hist_counts.size());
+  auto x = [&](double v) { return double(width) * (v - axis.lo) / (axis.hi - axis.lo); };
   std::string svg = fmt::format(
       "<svg class=\"hist\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" "
-      "aria-label=\"histogram of log10 absolute error for {}\">",
-      width, height + pad, width, height + pad, HtmlEscape(t.name));
+      "data-lo=\"{:g}\" data-hi=\"{:g}\" aria-label=\"histogram of log10 absolute error for {}\">",
+      width, height + pad, width, height + pad, axis.lo, axis.hi, HtmlEscape(t.name));
   for (std::size_t i = 0; i < t.hist_counts.size(); ++i) {
-    const double h = t.hist_counts[i] == 0
-                         ? 0.0
-                         : std::max(1.0, double(height) * double(t.hist_counts[i]) / max_count);
-    std::string label = fmt::format("{}", t.hist_counts[i]);
-    if (i + 1 < t.hist_log10_edges.size()) {
-      label = fmt::format("1e{:g} to 1e{:g}: {}", t.hist_log10_edges[i],
-                          t.hist_log10_edges[i + 1], t.hist_counts[i]);
-    }
+    if (t.hist_counts[i] == 0) continue;
+    const double h = std::max(1.0, double(height) * double(t.hist_counts[i]) / max_count);
+    const double x0 = x(t.hist_log10_edges[i]), x1 = x(t.hist_log10_edges[i + 1]);
+    std::string label = fmt::format("1e{:g} to 1e{:g}: {}", t.hist_log10_edges[i],
+                                    t.hist_log10_edges[i + 1], t.hist_counts[i]);
     svg += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}</title>"
-        "</rect>",
-        i * bar_w + 0.5, height - h, std::max(0.5, bar_w - 1.0), h, HtmlEscape(label));
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}</title></rect>",
+        x0 + 0.5, height - h, std::max(0.5, x1 - x0 - 1.0), h, HtmlEscape(label));
   }
-  if (!t.hist_log10_edges.empty()) {
+  if (t.atol && *t.atol > 0) {
+    const double xa = x(std::log10(*t.atol));
     svg += fmt::format(
-        "<text x=\"0\" y=\"{}\">1e{:g}</text><text x=\"{}\" y=\"{}\" "
-        "text-anchor=\"end\">1e{:g}</text>",
-        height + pad - 2, t.hist_log10_edges.front(), width, height + pad - 2,
-        t.hist_log10_edges.back());
+        "<line class=\"tol\" x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"0\" y2=\"{1}\"><title>atol {2:g}: "
+        "errors right of it need the relative tolerance</title></line>",
+        xa, height, *t.atol);
   }
+  svg += fmt::format(
+      "<text x=\"0\" y=\"{}\">1e{:g}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">1e{:g}</text>",
+      height + pad - 2, axis.lo, width, height + pad - 2, axis.hi);
   svg += "</svg>";
+  return svg;
+}
+
+// A metric's two series (A, the track under test, and B, the reference) on one chart, and the
+// per-step |a - b| below it. Non-finite points are left out of the lines and listed.
+std::string CurveSvg(const MetricComparison& m, const std::string& a, const std::string& b) {
+  std::vector<const MetricComparison::Step*> pts;
+  double ymin = 0, ymax = 0, dmax = 0;
+  bool any = false;
+  std::int64_t s0 = 0, s1 = 0;
+  for (const auto& st : m.steps) {
+    for (const auto& v : {st.a, st.b}) {
+      if (!v || !std::isfinite(*v)) continue;
+      ymin = any ? std::min(ymin, *v) : *v;
+      ymax = any ? std::max(ymax, *v) : *v;
+      any = true;
+    }
+    if (st.diff && std::isfinite(*st.diff)) dmax = std::max(dmax, std::fabs(*st.diff));
+    s0 = pts.empty() ? st.step : std::min(s0, st.step);
+    s1 = pts.empty() ? st.step : std::max(s1, st.step);
+    pts.push_back(&st);
+  }
+  if (!any) return "<p class=\"muted\">no finite value to draw</p>";
+  if (ymax - ymin <= 0) ymax = ymin + 1;
+  if (dmax <= 0) dmax = 1;
+  const int width = 520, height = 140, dh = 50, left = 48, gap = 18;
+  auto x = [&](std::int64_t step) {
+    return left + (s1 == s0 ? 0.5 : double(step - s0) / double(s1 - s0)) * (width - left - 8);
+  };
+  auto y = [&](double v) { return 6 + (ymax - v) / (ymax - ymin) * (height - 12); };
+  std::string svg = fmt::format(
+      "<svg class=\"curve\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" role=\"img\" "
+      "aria-label=\"{2} per step on both tracks\">",
+      width, height + gap + dh + 14, HtmlEscape(m.name));
+  for (const auto& [side, cls] : {std::pair{0, "a"}, std::pair{1, "b"}}) {
+    std::string points;
+    for (const auto* st : pts) {
+      const auto& v = side == 0 ? st->a : st->b;
+      if (v && std::isfinite(*v)) points += fmt::format("{:.1f},{:.1f} ", x(st->step), y(*v));
+    }
+    svg += fmt::format("<polyline class=\"{}\" points=\"{}\"/>", cls, points);
+    for (const auto* st : pts) {
+      const auto& v = side == 0 ? st->a : st->b;
+      if (v && std::isfinite(*v))
+        svg += fmt::format("<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\"><title>step {}: {:g}</title></circle>",
+                           cls, x(st->step), y(*v), st->step, *v);
+    }
+  }
+  svg += fmt::format("<text x=\"2\" y=\"12\">{:.4g}</text><text x=\"2\" y=\"{}\">{:.4g}</text>", ymax,
+                     height - 2, ymin);
+  // Per-step error, on its own scale.
+  const double top = height + gap;
+  for (const auto* st : pts) {
+    if (!st->diff || !std::isfinite(*st->diff)) continue;
+    const double h = std::max(1.0, dh * std::fabs(*st->diff) / dmax);
+    svg += fmt::format(
+        "<rect class=\"err\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"4\" height=\"{:.1f}\"><title>step {}: "
+        "|a-b| {:g}</title></rect>",
+        x(st->step) - 2, top + dh - h, h, st->step, std::fabs(*st->diff));
+  }
+  svg += fmt::format("<text x=\"2\" y=\"{:.0f}\">|a−b| ≤ {:.3g}</text>", top + 10, dmax);
+  svg += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">step {} … {}</text>", width - 4,
+                     top + dh + 12, s0, s1);
+  svg += "</svg>";
+  svg += fmt::format("<div class=\"legend\"><span class=\"a\">■</span> A {} &nbsp; <span class=\"b\">■</span> B {} (reference)</div>",
+                     HtmlEscape(a), HtmlEscape(b));
   return svg;
 }
 
@@ -344,13 +434,31 @@ th { background: #f6f8fa; } td code { overflow-wrap: anywhere; } code { font: 12
 .muted { color: var(--muted); } .user { font-style: italic; }
 .plan { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
 .plan > div { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; }
-svg.hist rect { fill: #0969da; } svg.hist text { font-size: 9px; fill: var(--muted); }
+svg.hist rect { fill: #0969da; } svg.hist text, svg.curve text, svg.ops text { font-size: 9px; fill: var(--muted); }
+svg.hist line.tol { stroke: var(--bad); stroke-width: 1.5; stroke-dasharray: 3 2; }
+svg.curve polyline { fill: none; stroke-width: 1.6; } svg.curve polyline.a { stroke: #0969da; }
+svg.curve polyline.b { stroke: #bc4c00; stroke-dasharray: 5 3; } svg.curve circle.a { fill: #0969da; }
+svg.curve circle.b { fill: #bc4c00; } svg.curve rect.err { fill: var(--bad); opacity: .7; }
+svg { max-width: 100%; height: auto; } .legend { font-size: 12px; color: var(--muted); }
+.legend .a { color: #0969da; } .legend .b { color: #bc4c00; }
+svg.ops rect.clear { fill: var(--ok); } svg.ops rect.fallback { fill: var(--warn); }
+svg.ops rect.holds { fill: var(--bad); } svg.ops rect.unknown { fill: #8c959f; }
+nav.toc { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; margin: 10px 0; font-size: 14px; }
+nav.toc ol { margin: 4px 0 0; padding-left: 22px; columns: 2; } nav.toc a { color: #0969da; }
+h2.part { margin-top: 40px; font-size: 20px; border-bottom: 2px solid #1f2328; }
+details { margin: 6px 0; } summary { cursor: pointer; padding: 2px 0; }
+.scroll { overflow-x: auto; max-width: 100%; }
 .sev-blocker { color: var(--bad); font-weight: 600; } .sev-replace { color: var(--warn); font-weight: 600; }
 footer { margin-top: 32px; font-size: 12px; color: var(--muted); }
-@media (max-width: 760px) { .plan { grid-template-columns: 1fr; } }
+@media (max-width: 760px) { .plan { grid-template-columns: 1fr; } nav.toc ol { columns: 1; } }
+@media (max-width: 480px) { body { padding: 10px; font-size: 14px; } .banner .v { font-size: 22px; }
+  .banner .lvl { display: block; margin: 2px 0 0; } th, td { padding: 3px 4px; }
+  table { font-size: 12px; display: block; overflow-x: auto; max-width: 100%; }
+  code { overflow-wrap: anywhere; } }
 @media print { body { max-width: none; padding: 0; font-size: 11pt; }
   .banner { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-  h2 { break-after: avoid; } tr, .plan > div { break-inside: avoid; } a { color: inherit; } }
+  h2 { break-after: avoid; } tr, .plan > div, svg { break-inside: avoid; } a { color: inherit; }
+  nav.toc { break-after: avoid; } .scroll { overflow: visible; } }
 )css";
 
 std::string StatusSpan(const std::string& status) {
@@ -606,6 +714,44 @@ std::string RenderMarkdown(const Report& r) {
   return os.str();
 }
 
+// A coverage row's colour: native and composite kernels are clear only for dtypes MPS has (a
+// float64 call of a native op still fails there).
+std::string CoverageState(const CoverageOp& op) {
+  if (op.cls == "unknown") return "unknown";
+  if ((op.cls == "native" || op.cls == "composite") && op.dtype_issues.empty()) return "clear";
+  return "holds";
+}
+
+// One bar of the traced operators by what MPS does with them.
+std::string CoverageChart(const std::vector<CoverageOp>& ops) {
+  std::int64_t ok = 0, fallback = 0, failing = 0, unknown = 0;
+  for (const CoverageOp& op : ops) {
+    const std::string st = CoverageState(op);
+    if (st == "clear") ++ok;
+    else if (st == "unknown") ++unknown;
+    else if (op.cls == "cpu-fallback" || op.cls == "always-cpu") ++fallback;
+    else ++failing;
+  }
+  const std::int64_t total = ok + fallback + failing + unknown;
+  if (total == 0) return "";
+  std::string svg =
+      "<svg class=\"ops\" viewBox=\"0 0 520 34\" width=\"520\" height=\"34\" role=\"img\" "
+      "aria-label=\"traced operators: native, CPU fallback, failing, unknown\">";
+  double x = 0;
+  for (const auto& [n, cls, label] : {std::tuple{ok, "clear", "native on MPS"},
+                                      std::tuple{fallback, "fallback", "CPU fallback"},
+                                      std::tuple{failing, "holds", "failing on MPS (dtype)"},
+                                      std::tuple{unknown, "unknown", "unknown"}}) {
+    if (n == 0) continue;
+    const double w = 520.0 * double(n) / double(total);
+    svg += fmt::format("<rect class=\"{}\" x=\"{:.1f}\" y=\"0\" width=\"{:.1f}\" height=\"18\"><title>{}: {}</title></rect>",
+                       cls, x, w, label, n);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"31\">{} {}</text>", x + 2, n, label);
+    x += w;
+  }
+  return svg + "</svg>";
+}
+
 std::string RenderHtml(const Report& r) {
   const Evidence& ev = r.evidence;
   std::ostringstream os;
@@ -619,6 +765,35 @@ std::string RenderHtml(const Report& r) {
                                 : (ev.scan ? ev.scan->root
                                            : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
+  // The sections present, in page order: what to do first, the evidence below.
+  std::vector<std::pair<std::string, std::string>> toc;
+  if (!r.experiments.empty()) toc.emplace_back("experiments", "Experiments");
+  toc.emplace_back("next", "Next steps");
+  toc.emplace_back("plan", "Dual-track plan");
+  toc.emplace_back("checklist", "Checklist");
+  toc.emplace_back("validity", "Validity");
+  toc.emplace_back("stops", "Stop conditions");
+  toc.emplace_back("comparison", "Per-tensor comparison");
+  toc.emplace_back("coverage", "Operator coverage on MPS");
+  toc.emplace_back("findings", "Findings by class");
+  toc.emplace_back("tracks", "Tracks");
+  toc.emplace_back("environments", "Environments");
+  if (!ev.missing.empty()) toc.emplace_back("missing", "Missing evidence");
+  os << "<nav class=\"toc\" aria-label=\"contents\"><strong>Contents</strong><ol>"
+        "<li><a href=\"#verdict\">Verdict</a></li>";
+  for (const auto& [id, title] : toc) os << "<li><a href=\"#" << id << "\">" << title << "</a></li>";
+  os << "</ol></nav>\n";
+  if (r.validity.state == "differs") {
+    os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
+       << esc(r.validity.summary)
+       << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
+  }
+  os << "<section class=\"banner " << esc(r.verdict) << "\" id=\"verdict\"><span class=\"v\">"
+     << esc(r.verdict) << "</span><span class=\"lvl\">evidence: " << ToString(r.level)
+     << "</span><ul>";
+  for (const std::string& reason : r.reasons) os << "<li>" << esc(reason) << "</li>";
+  os << "</ul></section>\n";
+
   if (!r.experiments.empty()) {
     os << "<h2 id=\"experiments\">Experiments</h2><table><tr><th>experiment</th><th>entry</th>"
           "<th>verdict</th><th>evidence</th><th>why</th><th>report</th></tr>";
@@ -632,16 +807,29 @@ std::string RenderHtml(const Report& r) {
     os << "</table><p>The report below is for the experiment <strong>" << esc(ev.experiment)
        << "</strong>.</p>\n";
   }
-  if (r.validity.state == "differs") {
-    os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
-       << esc(r.validity.summary)
-       << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
+  os << "<h2 id=\"next\">Next steps, by effect</h2><ol>";
+  for (const NextStep& n : r.next_steps) {
+    os << "<li>" << esc(n.action);
+    if (!n.lifts.empty()) os << " <span class=\"muted\">(" << esc(n.lifts) << ")</span>";
+    os << "</li>";
   }
-  os << "<section class=\"banner " << esc(r.verdict) << "\" id=\"verdict\"><span class=\"v\">"
-     << esc(r.verdict) << "</span><span class=\"lvl\">evidence: " << ToString(r.level)
-     << "</span><ul>";
-  for (const std::string& reason : r.reasons) os << "<li>" << esc(reason) << "</li>";
-  os << "</ul></section>\n";
+  os << "</ol>";
+  if (r.next_steps.empty()) os << "<p class=\"muted\">None.</p>";
+  os << '\n';
+
+  os << "<h2 id=\"plan\">Dual-track plan</h2><div class=\"plan\">";
+  for (const char* where : {"mac", "linux-gpu"}) {
+    os << "<div><h3>" << (std::string(where) == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)")
+       << "</h3><ul>";
+    for (const PlanItem& p : r.plan) {
+      if (p.where == where) {
+        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why)
+           << "</span></li>";
+      }
+    }
+    os << "</ul></div>";
+  }
+  os << "</div>\n";
 
   os << "<h2 id=\"checklist\">Checklist</h2><table><tr><th>item</th><th>status</th>"
         "<th>evidence</th></tr>";
@@ -652,6 +840,7 @@ std::string RenderHtml(const Report& r) {
   }
   os << "</table>\n";
 
+  os << "<h2 class=\"part\">Evidence</h2>";
   os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << esc(r.validity.state)
      << "\">" << esc(r.validity.state) << ": " << esc(r.validity.summary) << "</div>";
   if (!r.validity.fields.empty()) {
@@ -690,40 +879,93 @@ std::string RenderHtml(const Report& r) {
     os << "<tr><td>" << esc(s.title) << "</td><td>" << StatusSpan(ToString(s.state)) << "</td><td>"
        << ToString(s.level) << "</td><td>" << esc(s.summary);
     if (!s.evidence.empty() || !s.notes.empty()) {
+      // The first few inline; the rest folded (report.json lists them all).
+      constexpr std::size_t kInline = 6;
+      std::size_t shown = 0;
+      auto item = [&](const EvidenceItem& e, bool note) {
+        if (shown == kInline) os << "</ul><details><summary>"
+                                 << (s.evidence.size() + s.notes.size() - kInline)
+                                 << " more</summary><ul>";
+        ++shown;
+        os << "<li" << (note ? " class=\"muted\"" : "") << "><code>" << esc(Where(e.location))
+           << "</code> " << esc(e.text) << "</li>";
+      };
       os << "<ul>";
-      for (const EvidenceItem& e : s.evidence) {
-        os << "<li><code>" << esc(Where(e.location)) << "</code> " << esc(e.text) << "</li>";
-      }
-      for (const EvidenceItem& e : s.notes) {
-        os << "<li class=\"muted\"><code>" << esc(Where(e.location)) << "</code> " << esc(e.text)
-           << "</li>";
-      }
-      os << "</ul>";
+      for (const EvidenceItem& e : s.evidence) item(e, false);
+      for (const EvidenceItem& e : s.notes) item(e, true);
+      os << "</ul>" << (shown > kInline ? "</details>" : "");
     }
     os << "</td></tr>";
   }
   os << "</table>\n";
 
-  os << "<h2 id=\"plan\">Dual-track plan</h2><div class=\"plan\">";
-  for (const char* where : {"mac", "linux-gpu"}) {
-    os << "<div><h3>" << (std::string(where) == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)")
-       << "</h3><ul>";
-    for (const PlanItem& p : r.plan) {
-      if (p.where == where) {
-        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why)
-           << "</span></li>";
+  os << "<h2 id=\"comparison\">Per-tensor comparison</h2>";
+  if (ev.comparisons.empty()) {
+    os << "<p class=\"muted\">missing: no comparison of two tracks</p>";
+  }
+  for (const Comparison& c : ev.comparisons) {
+    const HistAxis axis = SharedAxis(c.tensors);
+    os << "<p><code>" << esc(c.a) << "</code> vs <code>" << esc(c.b) << "</code>: "
+       << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
+       << " fail). Error histograms share one axis (log10 |a−b|); the red line is each "
+          "tensor's atol.</p>";
+    const char* header =
+        "<div class=\"scroll\"><table><tr><th>tensor</th><th>status</th><th>shape</th><th>max |a−b|</th>"
+        "<th>mean |a−b|</th><th>max rel</th><th>atol / rtol</th><th>error histogram</th></tr>";
+    // Failing tensors come worst first: the first kWorst inline, the others folded with the passing.
+    constexpr std::size_t kWorst = 12;
+    auto rows = [&](int part) {  // 0: the worst failing, 1: the other failing, 2: passing.
+      std::size_t n = 0, failing = 0;
+      std::ostringstream t_os;
+      for (const TensorComparison& t : c.tensors) {
+        const bool pass = t.status == "pass";
+        const int in = pass ? 2 : (failing++ < kWorst ? 0 : 1);
+        if (in != part) continue;
+        ++n;
+        std::string shape;
+        for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
+        t_os << "<tr><td><code>" << esc(t.name) << "</code></td><td>" << StatusSpan(t.status)
+             << "</td><td>" << shape << "</td><td>" << Num(t.max_abs) << "</td><td>"
+             << Num(t.mean_abs) << "</td><td>" << Num(t.max_rel) << "</td><td>" << Num(t.atol)
+             << " / " << Num(t.rtol) << "</td><td>" << HistogramSvg(t, axis) << "</td></tr>";
       }
+      return std::pair{n, t_os.str()};
+    };
+    auto [n_bad, bad] = rows(0);
+    auto [n_more, more] = rows(1);
+    auto [n_ok, ok] = rows(2);
+    if (n_bad > 0) os << header << bad << "</table></div>";
+    if (n_more > 0)
+      os << "<details><summary>" << n_more << " more outside tolerance</summary>" << header << more
+         << "</table></div></details>";
+    if (n_ok > 0)
+      os << "<details" << (n_bad == 0 ? " open" : "") << "><summary>" << n_ok
+         << " tensor(s) within tolerance</summary>" << header << ok << "</table></div></details>";
+    for (const MetricComparison& m : c.metrics) {
+      os << "<h3 class=\"metric\">" << esc(m.name) << " " << StatusSpan(m.status) << "</h3>"
+         << CurveSvg(m, c.a, c.b);
     }
-    os << "</ul></div>";
   }
-  os << "</div>\n";
+  os << '\n';
 
-  os << "<h2 id=\"next\">Next steps, by effect</h2><ol>";
-  for (const NextStep& n : r.next_steps) {
-    os << "<li>" << esc(n.action) << " <span class=\"muted\">(" << esc(n.lifts) << ")</span></li>";
+  os << "<h2 id=\"coverage\">Operator coverage on MPS</h2>";
+  if (!ev.coverage) {
+    os << "<p class=\"muted\">missing: "
+       << esc(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
+       << "</p>";
+  } else {
+    os << "<p>" << esc(ev.coverage->evidence) << " for torch " << esc(ev.coverage->torch)
+       << "</p>" << CoverageChart(ev.coverage->ops) << "<div class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</th>"
+          "<th>count</th><th>called at</th></tr>";
+    for (const CoverageOp& op : ev.coverage->ops) {
+      const std::string st = CoverageState(op);
+      os << "<tr><td><code>" << esc(op.op) << "</code></td><td><span class=\"st " << st << "\">"
+         << esc(op.cls) << "</span></td><td>" << esc(fmt::format("{}", fmt::join(op.dtypes, ", ")))
+         << "</td><td>" << esc(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
+         << op.count << "</td><td><code>" << esc(Where(op.location)) << "</code></td></tr>";
+    }
+    os << "</table></div>";
   }
-  os << "</ol>";
-  if (r.next_steps.empty()) os << "<p class=\"muted\">None.</p>";
   os << '\n';
 
   os << "<h2 id=\"findings\">Findings by class</h2>";
@@ -739,7 +981,11 @@ std::string RenderHtml(const Report& r) {
         if (f.cls == cls) fs.push_back(&f);
       }
       if (fs.empty()) continue;
-      os << "<h3>" << cls << " (" << fs.size() << ")</h3><table><tr><th>where</th><th>code</th>"
+      bool blocker = false;
+      for (const Finding* f : fs) blocker |= f->severity == "blocker";
+      os << "<details" << (blocker ? " open" : "") << "><summary><strong>" << cls << "</strong> ("
+         << fs.size() << ")" << (blocker ? " — holds blockers" : "")
+         << "</summary><div class=\"scroll\"><table><tr><th>where</th><th>code</th>"
             "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
             "<th>replacement</th></tr>";
       for (const Finding* f : fs) {
@@ -751,52 +997,8 @@ std::string RenderHtml(const Report& r) {
            << (f->reachable ? (*f->reachable ? "yes" : "no") : "n/a") << "</td><td>"
            << esc(f->replacement) << "</td></tr>";
       }
-      os << "</table>";
+      os << "</table></div></details>";
     }
-  }
-  os << '\n';
-
-  os << "<h2 id=\"coverage\">Operator coverage on MPS</h2>";
-  if (!ev.coverage) {
-    os << "<p class=\"muted\">missing: "
-       << esc(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
-       << "</p>";
-  } else {
-    os << "<p>" << esc(ev.coverage->evidence) << " for torch " << esc(ev.coverage->torch)
-       << "</p><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</th>"
-          "<th>count</th><th>called at</th></tr>";
-    for (const CoverageOp& op : ev.coverage->ops) {
-      const std::string st = op.cls == "native" || op.cls == "composite"
-                                 ? "clear"
-                                 : (op.cls == "unknown" ? "unknown" : "holds");
-      os << "<tr><td><code>" << esc(op.op) << "</code></td><td><span class=\"st " << st << "\">"
-         << esc(op.cls) << "</span></td><td>" << esc(fmt::format("{}", fmt::join(op.dtypes, ", ")))
-         << "</td><td>" << esc(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
-         << op.count << "</td><td><code>" << esc(Where(op.location)) << "</code></td></tr>";
-    }
-    os << "</table>";
-  }
-  os << '\n';
-
-  os << "<h2 id=\"comparison\">Per-tensor comparison</h2>";
-  if (ev.comparisons.empty()) {
-    os << "<p class=\"muted\">missing: no comparison of two tracks</p>";
-  }
-  for (const Comparison& c : ev.comparisons) {
-    os << "<p><code>" << esc(c.a) << "</code> vs <code>" << esc(c.b) << "</code>: "
-       << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
-       << " fail)</p><table><tr><th>tensor</th><th>status</th><th>shape</th><th>max |a−b|</th>"
-          "<th>mean |a−b|</th><th>max rel</th><th>atol / rtol</th><th>error histogram "
-          "(log10 |a−b|)</th></tr>";
-    for (const TensorComparison& t : c.tensors) {
-      std::string shape;
-      for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
-      os << "<tr><td><code>" << esc(t.name) << "</code></td><td>" << StatusSpan(t.status)
-         << "</td><td>" << shape << "</td><td>" << Num(t.max_abs) << "</td><td>"
-         << Num(t.mean_abs) << "</td><td>" << Num(t.max_rel) << "</td><td>" << Num(t.atol)
-         << " / " << Num(t.rtol) << "</td><td>" << HistogramSvg(t) << "</td></tr>";
-    }
-    os << "</table>";
   }
   os << '\n';
 

@@ -5,6 +5,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,8 +132,105 @@ def test_html_report_in_headless_chromium(dualtrack, tmp_path):
     assert "evidence: measured" in text
     for item in CHECKLIST:
         assert item in text, item
-    assert dom.count("<svg") == 2  # One error histogram per compared tensor.
+    assert dom.count('<svg class="hist"') == 2  # One error histogram per compared tensor.
     assert "Linux GPU (CUDA)" in text and "Mac (MPS)" in text
+
+
+TRAIN = """
+import sys, torch
+torch.manual_seed(int(sys.argv[1]))
+model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 6), torch.randn(32, 1)
+for step in range(6):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_html_report_sections_curves_and_layouts_in_chromium(dualtrack, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is required in CI (scripts/deps/apt.txt)")
+        pytest.skip("chromium is not installed")
+    # Two real tracks of the same training loop (different seeds, so that they differ), their
+    # comparison, and the report of both.
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    for name, seed in (("a", "0"), ("b", "1")):
+        r = dualtrack("run", "--track", "cpu", "--no-env", "--steps", "6", "-o", tmp_path / name,
+                      "--", sys.executable, script, seed, timeout=300)
+        assert r.returncode == 0, r.stderr
+    compare = tmp_path / "compare.json"
+    r = dualtrack("compare", tmp_path / "a", tmp_path / "b", "--format", "json", "-o", compare)
+    assert r.returncode == 1, r.stderr  # Different seeds: outside tolerance.
+    steps = json.loads(compare.read_text())["metrics"][0]["steps"]
+    assert len(steps) == 6
+    html = tmp_path / "report.html"
+    f = FIXTURES
+    r = dualtrack("report", "--scan", f / "scan_example.json", "--env", f / "env_linux.json",
+                  "--track", f"cpu={tmp_path / 'a'}", "--track", f"mps={tmp_path / 'b'}",
+                  "--compare", compare, "--coverage", f / "coverage_fallback.json", "-o", html)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    # Contents, every entry pointing at a section of the page.
+    nav = re.search(r'<nav class="toc".*?</nav>', page, re.S).group(0)
+    ids = re.findall(r'href="#([\w-]+)"', nav)
+    assert len(ids) >= 10
+    for i in ids:
+        assert f'id="{i}"' in page, i
+    # What to do first; the evidence below, findings folded.
+    order = [page.index(f'id="{i}"') for i in ("verdict", "next", "plan", "checklist", "validity",
+                                                 "comparison", "findings")]
+    assert order == sorted(order)
+    assert "<details" in page[page.index('id="findings"'):page.index('id="tracks"')]
+    assert "more outside tolerance</summary>" in page  # Beyond the 12 worst tensors: folded.
+    # Histograms on one shared axis, each with its tolerance line.
+    hists = re.findall(r'<svg class="hist"[^>]*data-lo="([^"]+)" data-hi="([^"]+)"', page)
+    assert len(hists) >= 2 and len(set(hists)) == 1
+    assert page.count('<line class="tol"') == len(hists)
+    # The loss of both tracks on one chart, every step drawn, and the per-step error.
+    curve = re.search(r'<svg class="curve".*?</svg>', page, re.S).group(0)
+    lines = re.findall(r'<polyline class="(a|b)" points="([^"]*)"', curve)
+    assert [c for c, _ in lines] == ["a", "b"]
+    assert all(len(p.split()) == 6 for _, p in lines)
+    assert curve.count('<rect class="err"') == 6
+    # Operators by what MPS does with them; fallbacks are not green.
+    assert '<svg class="ops"' in page and 'class="fallback"' in page
+    # A real browser: the page renders at 1280 and 400 px wide and prints.
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu",
+              f"--user-data-dir={tmp_path / 'profile'}"]
+    for width in (1280, 400):
+        shot = tmp_path / f"shot{width}.png"
+        subprocess.run(common + [f"--window-size={width},1600", f"--screenshot={shot}",
+                                 html.as_uri()], capture_output=True, timeout=120, check=True)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # At 400 px nothing is wider than the window, and the page height is measured: a wrapper page
+    # reads the report's layout in an iframe of that width.
+    wrapper = tmp_path / "measure.html"
+    wrapper.write_text(
+        f'<html><body><iframe id="f" src="{html.name}" style="width:400px;height:800px;border:0">'
+        "</iframe><script>document.getElementById('f').onload = function () {"
+        "var d = this.contentDocument.documentElement;"
+        "document.body.setAttribute('data-w', d.scrollWidth);"
+        "document.body.setAttribute('data-h', d.scrollHeight);"
+        "var s = this.contentDocument.querySelectorAll('h2');"
+        "document.body.setAttribute('data-h2', s.length); };</script></body></html>")
+    dom = subprocess.run(common + ["--allow-file-access-from-files", "--virtual-time-budget=5000",
+                                   "--dump-dom", wrapper.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    w = int(re.search(r'data-w="(\d+)"', dom).group(1))
+    h = int(re.search(r'data-h="(\d+)"', dom).group(1))
+    assert w <= 400, f"the report is {w} px wide in a 400 px window"
+    assert h > 1000 and int(re.search(r'data-h2="(\d+)"', dom).group(1)) >= 10
+    pdf = tmp_path / "report.pdf"
+    subprocess.run(common + [f"--print-to-pdf={pdf}", "--no-pdf-header-footer", html.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
+    assert 1 <= pages <= 10, pages
 
 
 def _audit(dualtrack, cwd, *args):
