@@ -201,18 +201,26 @@ json EvidenceJson(const Evidence& ev, bool findings_inline) {
 }
 
 // Markdown table cells: pipes and newlines would break the row.
+// A Markdown table cell or line of prose: every character Markdown reads as markup is escaped
+// (a finding about `__global__` must not turn bold), newlines become spaces.
 std::string Cell(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
+    if (c == '\n' || c == '\r') {
       out += ' ';
-    } else {
-      out += c;
+      continue;
     }
+    if (std::string_view("\\`*_[]<>|#~").find(c) != std::string_view::npos) out += '\\';
+    out += c;
   }
   return out;
+}
+
+// Text inside a code span: only the backtick would end it, and a bar would end a table cell.
+std::string CodeCell(std::string_view s) {
+  std::string out;
+  for (char c : s) out += c == '`' ? '\'' : (c == '|' ? '/' : (c == '\n' ? ' ' : c));
+  return "`" + out + "`";
 }
 
 const char* StatusMark(const std::string& status) {
@@ -644,16 +652,16 @@ std::string RenderMarkdown(const Report& r) {
   }
   os << "# dualtrack report: **" << r.verdict << "** (" << ToString(r.level) << " evidence)\n\n";
   if (r.validity.state == "differs") {
-    os << "> **Validity: " << r.validity.summary << "** A `mac-ready` verdict is not possible.\n\n";
+    os << "> **Validity: " << Cell(r.validity.summary) << "** A `mac-ready` verdict is not possible.\n\n";
   }
   os << "## Verdict\n\n";
-  for (const std::string& reason : r.reasons) os << "- " << reason << '\n';
+  for (const std::string& reason : r.reasons) os << "- " << Cell(reason) << '\n';
   os << "\n## Checklist\n\n| | item | status | evidence |\n|---|---|---|---|\n";
   for (const ChecklistItem& c : r.checklist) {
     os << "| " << StatusMark(c.status) << " | " << Cell(c.title) << " | " << c.status << " | "
        << Cell(c.evidence) << (c.user_statement ? " *(user statement)*" : "") << " |\n";
   }
-  os << "\n## Validity\n\n" << r.validity.state << ": " << r.validity.summary << "\n\n";
+  os << "\n## Validity\n\n" << r.validity.state << ": " << Cell(r.validity.summary) << "\n\n";
   if (!r.validity.fields.empty()) {
     os << "| field | state | values |\n|---|---|---|\n";
     for (const ValidityField& f : r.validity.fields) {
@@ -677,12 +685,12 @@ std::string RenderMarkdown(const Report& r) {
     if (s.evidence.empty() && s.notes.empty()) continue;
     os << "\n**" << s.id << "**\n\n";
     for (const EvidenceItem& e : s.evidence) {
-      os << "- " << (Where(e.location).empty() ? "" : "`" + Where(e.location) + "` ") << e.text
+      os << "- " << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ") << Cell(e.text)
          << '\n';
     }
     for (const EvidenceItem& e : s.notes) {
       os << "- *(not stopping)* "
-         << (Where(e.location).empty() ? "" : "`" + Where(e.location) + "` ") << e.text << '\n';
+         << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ") << Cell(e.text) << '\n';
     }
   }
   os << "\n## Dual-track plan\n\n| where | what | why |\n|---|---|---|\n";
@@ -692,9 +700,59 @@ std::string RenderMarkdown(const Report& r) {
   }
   os << "\n## Next steps (by effect)\n\n";
   for (std::size_t i = 0; i < r.next_steps.size(); ++i) {
-    os << i + 1 << ". " << r.next_steps[i].action << '\n';
+    os << i + 1 << ". " << Cell(r.next_steps[i].action) << '\n';
   }
   if (r.next_steps.empty()) os << "None.\n";
+  // The evidence, as in the HTML report.
+  if (!ev.comparisons.empty()) os << "\n## Per-tensor comparison\n";
+  for (const Comparison& c : ev.comparisons) {
+    os << "\n" << CodeCell(c.a) << " vs " << CodeCell(c.b) << ": **" << c.verdict << "** ("
+       << c.n_pass << " pass, " << c.n_fail << " fail)\n\n"
+       << "| tensor | status | shape | max abs | mean abs | max rel | atol / rtol |\n"
+          "|---|---|---|---|---|---|---|\n";
+    for (const TensorComparison& t : c.tensors) {
+      std::string shape;
+      for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
+      os << "| " << CodeCell(t.name) << " | " << t.status << " | " << shape << " | "
+         << Num(t.max_abs) << " | " << Num(t.mean_abs) << " | " << Num(t.max_rel) << " | "
+         << Num(t.atol) << " / " << Num(t.rtol) << " |\n";
+    }
+    for (const MetricComparison& m : c.metrics) {
+      os << "\n**" << Cell(m.name) << "** (" << m.status << "), A / B / |a−b| per step:";
+      for (const auto& st : m.steps)
+        os << " " << st.step << ": " << Num(st.a) << " / " << Num(st.b) << " / "
+           << (st.diff ? Num(std::fabs(*st.diff)) : std::string("-")) << ";";
+      os << '\n';
+    }
+  }
+  if (ev.coverage) {
+    os << "\n## Operator coverage on MPS\n\n" << Cell(ev.coverage->evidence) << " for torch "
+       << Cell(ev.coverage->torch) << "\n\n| operator | class | dtypes | issues | count | called at |\n"
+          "|---|---|---|---|---|---|\n";
+    for (const CoverageOp& op : ev.coverage->ops) {
+      os << "| " << CodeCell(op.op) << " | " << Cell(op.cls) << " | "
+         << Cell(fmt::format("{}", fmt::join(op.dtypes, ", "))) << " | "
+         << Cell(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << " | " << op.count << " | "
+         << (Where(op.location).empty() ? "" : CodeCell(Where(op.location))) << " |\n";
+    }
+  }
+  if (ev.scan && !ev.scan->findings.empty()) {
+    os << "\n## Findings by class\n";
+    for (const char* cls : {"device", "library", "extension", "environment"}) {
+      std::size_t n = 0;
+      for (const Finding& f : ev.scan->findings) n += f.cls == cls ? 1 : 0;
+      if (n == 0) continue;
+      os << "\n### " << cls << " (" << n << ")\n\n| where | code | severity | finding | guarded | "
+            "reachable | replacement |\n|---|---|---|---|---|---|---|\n";
+      for (const Finding& f : ev.scan->findings) {
+        if (f.cls != cls) continue;
+        os << "| " << CodeCell(f.file + ":" + std::to_string(f.line)) << " | " << f.code << " | "
+           << f.severity << " | " << Cell(f.message) << " | " << Bool(f.guarded) << " | "
+           << (f.reachable ? (*f.reachable ? "yes" : "no") : "n/a") << " | " << Cell(f.replacement)
+           << " |\n";
+      }
+    }
+  }
   if (!ev.tracks.empty()) {
     os << "\n## Tracks\n\n| track | device | status | median step | peak RSS | peak device |\n"
           "|---|---|---|---|---|---|\n";
@@ -706,9 +764,21 @@ std::string RenderMarkdown(const Report& r) {
     os << "\nTimes are as measured on each track; they support no faster/slower claim beyond "
           "runs made under the same conditions.\n";
   }
+  if (const std::vector<EnvColumn> cols = EnvColumns(ev); !cols.empty()) {
+    os << "\n## Environments side by side\n\n|";
+    for (const EnvColumn& c : cols) os << " | " << Cell(c.label);
+    os << " |\n|---";
+    for (std::size_t i = 0; i < cols.size(); ++i) os << "|---";
+    os << "|\n";
+    for (const auto& [name, values] : EnvRows(cols)) {
+      os << "| " << Cell(name);
+      for (const std::string& v : values) os << " | " << Cell(v);
+      os << " |\n";
+    }
+  }
   if (!ev.missing.empty()) {
     os << "\n## Missing evidence\n\n";
-    for (const auto& [what, why] : ev.missing) os << "- " << what << ": " << why << '\n';
+    for (const auto& [what, why] : ev.missing) os << "- " << Cell(what) << ": " << Cell(why) << '\n';
   }
   os << "\n<sub>dualtrack " << kVersion << " · dualtrack.report/1</sub>\n";
   return os.str();

@@ -67,6 +67,27 @@ def test_report_missing_evidence_says_missing(dualtrack, tmp_path):
     assert doc["validity"]["state"] == "not-applicable"
 
 
+def test_markdown_report_carries_the_evidence_escaped(dualtrack, tmp_path):
+    # The Markdown report has the HTML report's evidence sections, and prose is escaped: a message
+    # about `__global__` kernels stays two underscores, not bold.
+    scan = json.loads((FIXTURES / "scan_example.json").read_text())
+    scan["findings"][0]["message"] = "defines __global__ kernels *here* | <b>"
+    (tmp_path / "scan.json").write_text(json.dumps(scan))
+    args = full_args()
+    args[args.index(FIXTURES / "scan_example.json")] = tmp_path / "scan.json"
+    args[args.index(FIXTURES / "compare_pass.json")] = FIXTURES / "compare_fail.json"
+    md = tmp_path / "r.md"
+    r = dualtrack("report", *args, "-o", md)
+    assert r.returncode == 0, r.stderr
+    text = md.read_text()
+    for section in ("## Per-tensor comparison", "## Operator coverage on MPS", "## Findings by class",
+                    "## Environments side by side", "## Checklist", "## Next steps"):
+        assert section in text, section
+    assert r"defines \_\_global\_\_ kernels \*here\* \| \<b\>" in text
+    assert "__global__" not in text and "<b>" not in text
+    assert "`grad/step1/fc.weight`" in text and "| fail |" in text
+
+
 def test_report_without_output_prints_markdown(dualtrack):
     r = dualtrack("report")
     assert r.returncode == 0, r.stderr
