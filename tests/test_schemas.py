@@ -16,10 +16,20 @@ SCHEMAS = REPO_ROOT / "docs" / "schemas"
 CONTRACTS = REPO_ROOT / "docs" / "json-contracts.md"
 
 
+def registry():
+    from referencing import Registry, Resource
+
+    resources = []
+    for path in SCHEMAS.glob("*.schema.json"):
+        schema = json.loads(path.read_text())
+        resources.append((schema["$id"], Resource.from_contents(schema)))
+    return Registry().with_resources(resources)
+
+
 def validator(name):
     schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(schema, registry=registry())
 
 
 def valid(name, doc):
@@ -92,3 +102,43 @@ def test_compare_outputs_match_the_schema(dualtrack, tmp_path):
     doc = json.loads(dualtrack("compare", tmp_path / "ba", tmp_path / "bb", "--format", "json").stdout)
     assert doc["metrics"] and doc["metrics"][0]["steps"]
     valid("compare", doc)
+
+
+TRAIN = """
+import torch
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(2):
+    loss = model(torch.randn(4, 3).double().float()).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_every_stage_document_matches_its_schema(dualtrack, tmp_path, example_dir):
+    import sys
+
+    env = json.loads(dualtrack("env", "--format", "json").stdout)
+    valid("env", env)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.bin").write_bytes(b"123")
+    r = dualtrack("freeze", "--data", tmp_path / "data", "-o", tmp_path / "freeze.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    valid("freeze-baseline", json.loads((tmp_path / "freeze.json").read_text()))
+    script = tmp_path / "t.py"
+    script.write_text(TRAIN)
+    r = dualtrack("run", "--track", "cpu", "--steps", "2", "-o", tmp_path / "bundle", "--",
+                  sys.executable, script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    valid("bundle-manifest", json.loads((tmp_path / "bundle" / "manifest.json").read_text()))
+    r = dualtrack("coverage", tmp_path / "bundle", "--format", "json")
+    valid("coverage", json.loads(r.stdout))
+    out = tmp_path / "report" / "report.html"
+    r = dualtrack("audit", example_dir, "-o", out, "--format", "json", cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr
+    audit = json.loads(r.stdout)
+    valid("audit", audit)
+    assert len(audit["experiments"]) >= 2
+    for report in (tmp_path / "report").glob("report*.json"):
+        valid("report", json.loads(report.read_text()))
