@@ -22,6 +22,16 @@ def _binary() -> Path:
     return path
 
 
+def from_test_script(variable: str, what: str) -> str:
+    """A path scripts/test.sh provides in `variable`: required in CI, a skip elsewhere."""
+    value = os.environ.get(variable)
+    if value:
+        return value
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run scripts/test.sh, which sets {variable}")
+    pytest.skip(f"set {variable} to {what} (scripts/test.sh does)")
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT

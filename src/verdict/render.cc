@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -835,20 +836,19 @@ std::string RenderHtml(const Report& r) {
                                 : (ev.scan ? ev.scan->root
                                            : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
-  // The sections present, in page order: what to do first, the evidence below.
-  std::vector<std::pair<std::string, std::string>> toc;
-  if (!r.experiments.empty()) toc.emplace_back("experiments", "Experiments");
-  toc.emplace_back("next", "Next steps");
-  toc.emplace_back("plan", "Dual-track plan");
-  toc.emplace_back("checklist", "Checklist");
-  toc.emplace_back("validity", "Validity");
-  toc.emplace_back("stops", "Stop conditions");
-  toc.emplace_back("comparison", "Per-tensor comparison");
-  toc.emplace_back("coverage", "Operator coverage on MPS");
-  toc.emplace_back("findings", "Findings by class");
-  toc.emplace_back("tracks", "Tracks");
-  toc.emplace_back("environments", "Environments");
-  if (!ev.missing.empty()) toc.emplace_back("missing", "Missing evidence");
+  // The sections, in page order: what to do first, the evidence below. The first and the last are
+  // there only with experiments and with missing evidence.
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kSections = {{
+      {"experiments", "Experiments"}, {"next", "Next steps"}, {"plan", "Dual-track plan"},
+      {"checklist", "Checklist"}, {"validity", "Validity"}, {"stops", "Stop conditions"},
+      {"comparison", "Per-tensor comparison"}, {"coverage", "Operator coverage on MPS"},
+      {"findings", "Findings by class"}, {"tracks", "Tracks"}, {"environments", "Environments"},
+      {"missing", "Missing evidence"}}};
+  std::vector<std::pair<std::string_view, std::string_view>> toc;
+  for (const auto& section : kSections)
+    if ((section.first != "experiments" || !r.experiments.empty()) &&
+        (section.first != "missing" || !ev.missing.empty()))
+      toc.push_back(section);
   os << "<nav class=\"toc\" aria-label=\"contents\"><strong>Contents</strong><ol>"
         "<li><a href=\"#verdict\">Verdict</a></li>";
   for (const auto& [id, title] : toc) os << "<li><a href=\"#" << id << "\">" << title << "</a></li>";

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import dualtrack
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, from_test_script
 
 
 def test_package_version_matches_pyproject_and_binary(dualtrack_bin):
@@ -21,11 +21,7 @@ def test_package_version_matches_pyproject_and_binary(dualtrack_bin):
 
 
 def test_pip_install_provides_executable_and_package():
-    venv = os.environ.get("DUALTRACK_PIP_VENV")
-    if not venv:
-        if os.environ.get("CI"):
-            pytest.fail("CI must run scripts/test.sh, which sets DUALTRACK_PIP_VENV")
-        pytest.skip("set DUALTRACK_PIP_VENV to a venv where `pip install .` ran")
+    venv = from_test_script("DUALTRACK_PIP_VENV", "a venv where the built wheel was installed")
     bindir = Path(venv) / "bin"
     exe = bindir / "dualtrack"
     assert exe.exists(), "pip install . did not install the dualtrack executable"

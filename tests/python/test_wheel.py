@@ -2,7 +2,6 @@
 install or run time), and the audit of the bundled example runs from it. scripts/test.sh builds it
 with `pip wheel .`, repairs it (auditwheel on Linux, delocate on macOS) and sets DUALTRACK_WHEEL."""
 
-import os
 import shutil
 import subprocess
 import sys
@@ -10,19 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, from_test_script
 
 COMPILERS = ("g++", "gcc", "c++", "cc", "clang", "clang++", "cmake", "ninja", "make")
 
 
 @pytest.fixture
 def wheel():
-    path = os.environ.get("DUALTRACK_WHEEL")
-    if not path:
-        if os.environ.get("CI"):
-            pytest.fail("CI must run scripts/test.sh, which builds the wheel and sets DUALTRACK_WHEEL")
-        pytest.skip("set DUALTRACK_WHEEL to a wheel built by `pip wheel .` (scripts/test.sh does)")
-    return Path(path)
+    return Path(from_test_script("DUALTRACK_WHEEL", "a wheel built by `pip wheel .`"))
 
 
 def test_wheel_installs_and_audits_without_a_compiler(wheel, tmp_path):

@@ -120,20 +120,20 @@ def test_report_fail_on(dualtrack):
     assert "cuda-only" in r.stdout
 
 
-def _chromium():
+@pytest.fixture
+def chromium():
+    """A headless Chromium: required in CI (scripts/deps/apt.txt), skipped elsewhere."""
     for name in ("chromium", "chromium-browser", "google-chrome"):
         path = shutil.which(name)
         if path:
             return path
-    return None
+    if os.environ.get("CI"):
+        pytest.fail("chromium is required in CI (scripts/deps/apt.txt)")
+    pytest.skip("chromium is not installed")
 
 
-def test_html_report_in_headless_chromium(dualtrack, tmp_path):
-    browser = _chromium()
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is required in CI (scripts/deps/apt.txt)")
-        pytest.skip("chromium is not installed")
+def test_html_report_in_headless_chromium(dualtrack, tmp_path, chromium):
+    browser = chromium
     html = tmp_path / "report.html"
     args = full_args()
     args[args.index(FIXTURES / "compare_pass.json")] = FIXTURES / "compare_fail.json"
@@ -171,12 +171,8 @@ for step in range(6):
 """
 
 
-def test_html_report_sections_curves_and_layouts_in_chromium(dualtrack, tmp_path):
-    browser = _chromium()
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is required in CI (scripts/deps/apt.txt)")
-        pytest.skip("chromium is not installed")
+def test_html_report_sections_curves_and_layouts_in_chromium(dualtrack, tmp_path, chromium):
+    browser = chromium
     # Two real tracks of the same training loop (different seeds, so that they differ), their
     # comparison, and the report of both.
     script = tmp_path / "train.py"
