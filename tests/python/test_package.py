@@ -1,6 +1,5 @@
 """The Python package is importable and agrees with the C++ side and the packaging."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
