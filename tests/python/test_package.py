@@ -1,10 +1,8 @@
 """The Python package is importable and agrees with the C++ side and the packaging."""
 
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 
 import dualtrack
 from conftest import REPO_ROOT, from_test_script
