@@ -3,7 +3,6 @@
 import subprocess
 from pathlib import Path
 
-
 import dualtrack
 from conftest import REPO_ROOT, from_test_script
 
