@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <array>
 #include <cmath>
 #include <map>
@@ -823,6 +825,29 @@ std::string CoverageChart(const std::vector<CoverageOp>& ops) {
   return svg + "</svg>";
 }
 
+// `file:line` as a link to the file where it is found from here (the audited project or the scan
+// root, as the command that wrote the report saw them); plain text when it is not there.
+std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t line) {
+  namespace fs = std::filesystem;
+  const std::string label =
+      "<code>" + HtmlEscape(line > 0 ? file + ":" + std::to_string(line) : file) + "</code>";
+  std::error_code ec;
+  for (const std::string& root : {ev.project, ev.scan ? ev.scan->root : std::string()}) {
+    if (root.empty() || file.empty()) continue;
+    const fs::path p = fs::absolute(fs::path(root) / file, ec).lexically_normal();
+    if (ec || !fs::is_regular_file(p, ec)) continue;
+    std::string url = "file://";
+    for (unsigned char c : p.generic_string()) {
+      if (std::isalnum(c) || std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos)
+        url.push_back(static_cast<char>(c));
+      else
+        url += fmt::format("%{:02X}", c);
+    }
+    return "<a href=\"" + url + "\">" + label + "</a>";
+  }
+  return label;
+}
+
 std::string RenderHtml(const Report& r) {
   const Evidence& ev = r.evidence;
   std::ostringstream os;
@@ -1032,7 +1057,10 @@ std::string RenderHtml(const Report& r) {
       os << "<tr><td><code>" << esc(op.op) << "</code></td><td><span class=\"st " << st << "\">"
          << esc(op.cls) << "</span></td><td>" << esc(fmt::format("{}", fmt::join(op.dtypes, ", ")))
          << "</td><td>" << esc(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
-         << op.count << "</td><td><code>" << esc(Where(op.location)) << "</code></td></tr>";
+         << op.count << "</td><td>"
+         << (!op.location.file.empty() ? SourceLink(ev, op.location.file, op.location.line)
+                                       : "<code>" + esc(Where(op.location)) + "</code>")
+         << "</td></tr>";
     }
     os << "</table></div>";
   }
@@ -1059,7 +1087,7 @@ std::string RenderHtml(const Report& r) {
             "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
             "<th>replacement</th></tr>";
       for (const Finding* f : fs) {
-        os << "<tr><td><code>" << esc(f->file) << ':' << f->line << "</code></td><td>"
+        os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>"
            << esc(f->code) << "</td><td class=\"sev-" << esc(f->severity) << "\">"
            << esc(f->severity) << "</td><td>" << esc(f->message);
         if (!f->snippet.empty()) os << "<br><code>" << esc(f->snippet) << "</code>";

@@ -190,7 +190,8 @@ def test_html_report_sections_curves_and_layouts_in_chromium(dualtrack, tmp_path
     f = FIXTURES
     r = dualtrack("report", "--scan", f / "scan_example.json", "--env", f / "env_linux.json",
                   "--track", f"cpu={tmp_path / 'a'}", "--track", f"mps={tmp_path / 'b'}",
-                  "--compare", compare, "--coverage", f / "coverage_fallback.json", "-o", html)
+                  "--compare", compare, "--coverage", f / "coverage_fallback.json", "-o", html,
+                  cwd=FIXTURES.parents[2])  # The repository root: the scan's root is relative to it.
     assert r.returncode == 0, r.stderr
     page = html.read_text()
     # Contents, every entry pointing at a section of the page.
@@ -215,6 +216,10 @@ def test_html_report_sections_curves_and_layouts_in_chromium(dualtrack, tmp_path
     assert [c for c, _ in lines] == ["a", "b"]
     assert all(len(p.split()) == 6 for _, p in lines)
     assert curve.count('<rect class="err"') == 6
+    # file:line references open the file (the scan's root, seen from where the report was made).
+    links = re.findall(r'<a href="file://([^"]+)"><code>([^<]+)</code></a>', page)
+    assert links and all(Path(target).is_file() for target, _ in links)
+    assert any(label.startswith("train.py:") for _, label in links)
     # Operators by what MPS does with them; fallbacks are not green.
     assert '<svg class="ops"' in page and 'class="fallback"' in page
     # A real browser: the page renders at 1280 and 400 px wide and prints.
