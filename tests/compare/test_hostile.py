@@ -198,7 +198,8 @@ def test_unknown_inputs(dualtrack, tmp_path):
     (tmp_path / "empty").mkdir()
     assert_refused(dualtrack("compare", tmp_path / "x.txt", tmp_path / "x.txt"), "unknown tensor file type")
     assert_refused(dualtrack("compare", tmp_path / "nope.pt", tmp_path / "x.txt"), "no such file")
-    assert_refused(dualtrack("compare", tmp_path / "empty", tmp_path / "empty"), "not a dualtrack bundle")
+    assert_refused(dualtrack("compare", tmp_path / "empty", tmp_path / "empty"),
+                   "neither a dualtrack bundle")  # Nor a checkpoint folder (test_sharded.py).
     r = dualtrack("compare", tmp_path / "x.txt", tmp_path / "x.txt", "--map", "novalue")
     assert r.returncode == 2 and "--map expects OLD=NEW" in r.stderr
 
