@@ -1,5 +1,6 @@
 #include "scan/registry.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -351,6 +352,11 @@ const Library* Registry::LibraryForModule(std::string_view dotted) const {
     if (dot == std::string::npos) return nullptr;
     key.resize(dot);
   }
+}
+
+bool Registry::HasCodePrefix(std::string_view prefix) const {
+  return std::any_of(rules_.begin(), rules_.end(),
+                     [&](const Rule& r) { return StartsWith(r.code, prefix); });
 }
 
 const Library* Registry::LibraryForPackage(std::string_view name) const {

@@ -94,6 +94,9 @@ class Registry {
   Status AddUserRules(const std::filesystem::path& file);
 
   const Rule* FindRule(std::string_view code) const;
+  // Whether `prefix` ("DT1", "DT101") starts some rule's code: what suppressions, --select and
+  // --ignore may name.
+  bool HasCodePrefix(std::string_view prefix) const;
   // Rules marked "retired" in the data: never emitted, still valid in suppressions.
   bool IsRetired(std::string_view code) const { return retired_.count(std::string(code)) > 0; }
   const std::vector<Rule>& rules() const { return rules_; }

@@ -622,9 +622,7 @@ Result<std::vector<std::string>> RuleCodes(const std::vector<std::string>& items
       if (code.empty()) continue;
       for (char& ch : code)
         if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 32);
-      bool known = std::any_of(reg.rules().begin(), reg.rules().end(),
-                               [&](const Rule& r) { return StartsWith(r.code, code); });
-      if (!known) {
+      if (!reg.HasCodePrefix(code)) {
         std::vector<std::string_view> codes;
         for (const auto& r : reg.rules()) codes.push_back(r.code);
         std::string hint = ClosestMatch(code, codes);

@@ -238,9 +238,7 @@ void FindingSink::CheckSuppressions(std::vector<SuppressionProblem>& out) {
     }
     for (std::size_t i = 0; i < sup->codes.size(); ++i) {
       const std::string& code = sup->codes[i];
-      bool known = std::any_of(reg_.rules().begin(), reg_.rules().end(),
-                               [&](const Rule& r) { return StartsWith(r.code, code); });
-      if (!known) problem(code, "unknown code");
+      if (!reg_.HasCodePrefix(code)) problem(code, "unknown code");
       else if (!used(i)) problem(code, "unused");
     }
   }
