@@ -132,6 +132,7 @@ class PythonScanner {
         }
     MarkOptionalImports();
     for (std::size_t i = 0; i < n; ++i) CollectImports(i);
+    CollectMinusOneRanks();
     MarkKernels();
     // A second round finds guards defined from guards found later in the file (`ok = has_cuda()`
     // above `def has_cuda()`); it is needed only when the first found any.
@@ -145,6 +146,7 @@ class PythonScanner {
     GuardDeviceFallbacks();
     GuardPrivateDefinitions();
     GuardCalledOnlyUnderChecks();
+    if (opt_.collect_calls) CollectCalls();
     for (PyImport& imp : result_.imports) {
       const int top = TopOf(imp.line_index);
       imp.guarded = line_guarded_[imp.line_index] ||
@@ -713,11 +715,32 @@ class PythonScanner {
     return false;
   }
 
+  // The launcher's variables this file compares with -1 (`RANK != -1`, `local_rank not in [-1, 0]`):
+  // here -1 is the single process, so 0 is a launched worker.
+  void CollectMinusOneRanks() {
+    for (const auto& l : lex_.lines) {
+      const std::string_view head = First(l);
+      if (head != "if" && head != "elif" && head != "while") continue;
+      for (auto k = l.begin + 1; k + 2 < l.end; ++k) {
+        if (!IsName(T(k))) continue;
+        const std::string lower = Lower(lex_.Text(T(k)));
+        if (!reg_.IsLaunchGuardName(lower)) continue;
+        std::size_t v = k + 1;
+        const bool compared = IsOp(T(v), "==") || IsOp(T(v), "!=");
+        if (Is(T(v), "not") && v + 1 < l.end) ++v;
+        if ((compared && IsOp(T(v + 1), "-") && v + 2 < l.end && lex_.Text(T(v + 2)) == "1") ||
+            (Is(T(v), "in") && v + 1 < l.end && IsOpen(T(v + 1)) && ListHoldsMinusOne(v + 1, l.end)))
+          minus_one_ranks_.insert(lower);
+      }
+    }
+  }
+
   // One comparison or test.
   // Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are short.
   Truth Atom(std::size_t b, std::size_t e, int scope) const {
     bool negated = false;  // `!= "cuda"`, `is None`, `not in`.
     int numeric = 0;       // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
+    bool eq_zero = false;  // `== 0`.
     for (std::size_t k = b; k < e; ++k) {
       const Token& t = T(k);
       if (t.kind() == TokKind::kOp && (lex_.Text(t) == "==" || lex_.Text(t) == "!=" || lex_.Text(t) == "<" ||
@@ -726,6 +749,7 @@ class PythonScanner {
         if (v < e && IsOp(T(v), "-")) ++v;
         if (v < e && T(v).kind() == TokKind::kNumber) {
           numeric = (lex_.Text(t) == "==" || lex_.Text(t) == "<" || lex_.Text(t) == "<=") ? -1 : 1;
+          eq_zero = lex_.Text(t) == "==" && v == k + 1 && lex_.Text(T(v)) == "0";
           continue;
         }
       }
@@ -741,6 +765,7 @@ class PythonScanner {
       if (Is(t, "not") && k > b && k + 1 < e && Is(T(k + 1), "in")) negated = true;
     }
     Truth found = Truth::kNone;
+    std::string launch;  // The launcher's variable the test reads, lower-case.
     for (std::size_t k = b; k < e && found == Truth::kNone; ++k) {
       const Token& t = T(k);
       if (t.kind() == TokKind::kString) {
@@ -758,7 +783,10 @@ class PythonScanner {
       if (after_dot) {
         if (lex_.Text(t) == "is_cuda" || guard_attrs_.count(lex_.Text(t))) found = Truth::kCuda;
         else if (FlagWord(lower, found)) {}
-        else if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
+        else if (reg_.IsLaunchGuardName(lower)) {
+          found = Truth::kCuda;
+          launch = lower;
+        }
         continue;
       }
       if (guard_names_.count(lex_.Text(t)) || optional_names_.count(lex_.Text(t))) {
@@ -769,7 +797,10 @@ class PythonScanner {
       // none, and the chain need not be built.
       if (lex_.Text(t) != "torch" && Lookup(lex_.Text(t), scope) == nullptr) {
         if (FlagWord(lower, found)) continue;
-        if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
+        if (reg_.IsLaunchGuardName(lower)) {
+          found = Truth::kCuda;
+          launch = lower;
+        }
         continue;
       }
       std::string resolved, head;
@@ -793,6 +824,9 @@ class PythonScanner {
       if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
     }
     if (found == Truth::kNone) return found;
+    // `local_rank == 0` where the file's single process is rank -1 (`local_rank not in [-1, 0]`):
+    // the first launched worker, not the single process.
+    if (eq_zero && !launch.empty() && minus_one_ranks_.count(launch)) return found;
     if (numeric != 0) return numeric < 0 ? Flip(found) : found;
     return negated ? Flip(found) : found;
   }
@@ -1956,6 +1990,192 @@ class PythonScanner {
     }
   }
 
+  // --- Call paths (collect_calls) -------------------------------------------------------------
+
+  // The module-level functions, and every mention of a name that may be one of the project's:
+  // this file's own definitions, names imported from the project (`from utils import f`,
+  // `utils.f`), and identifier-like strings. Scan() joins them across files (CallPaths).
+  void CollectCalls() {
+    for (std::size_t s = 1; s < scopes_.size(); ++s) {
+      const Scope& sc = scopes_[s];
+      if (sc.parent != 0 || !sc.is_def || sc.name.empty()) continue;
+      const auto [first, last] = ScopeLines(s);
+      bool registered = false;
+      for (std::size_t li = sc.first_line; li < sc.def_line; ++li)
+        for (auto k = lex_.lines[li].begin; k < lex_.lines[li].end; ++k)
+          if (IsName(T(k))) registered |= IsRegisteringWord(Lower(lex_.Text(T(k))));
+      // Test functions are called by the test runner, by name.
+      registered |= StartsWith(sc.name, "test");
+      result_.defs.push_back(PyTopDef{std::string(sc.name), first, last, registered});
+    }
+    for (std::size_t s = 1; s < scopes_.size(); ++s) {
+      const Scope& sc = scopes_[s];
+      if (!sc.is_def || sc.name.empty()) continue;
+      if (sc.parent == 0) {
+        CollectDefaults(s, sc.name, false);
+      } else if (sc.name == "__init__") {
+        const Scope& cls = scopes_[static_cast<std::size_t>(sc.parent)];
+        if (!cls.is_def && cls.parent == 0) CollectDefaults(s, cls.name, true);
+      }
+    }
+    bool in_main = false;
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const auto& l = lex_.lines[li];
+      if (l.indent == 0) in_main = IsMainCheck(l);
+      const std::string_view head = First(l);
+      if (head == "import" || head == "from") continue;
+      const int scope = ScopeOf(li);
+      const int top = TopOf(li);
+      PyRef where;
+      where.guarded = line_guarded_[li] || (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)));
+      where.in_main = in_main;
+      if (top >= 0) {
+        const Scope& sc = scopes_[static_cast<std::size_t>(top)];
+        if (sc.is_def) where.in_def = std::string(sc.name);
+        else where.in_class = true;
+      }
+      // The name a def/class line defines is no mention; its defaults and bases are.
+      const std::size_t defined = (head == "def" || head == "class" || Head(l) == "def")
+                                      ? l.begin + (head == "async" ? 2 : 1) : l.end;
+      for (auto k = l.begin; k < l.end; ++k) {
+        const Token& t = T(k);
+        if (t.kind() == TokKind::kString) {
+          if (!IsBytes(lex_.Text(t))) AddTextRef(StringBody(lex_.Text(t)), where);
+          continue;
+        }
+        if (!IsName(t) || k == defined || (k > l.begin && IsOp(T(k - 1), "."))) continue;
+        const std::string_view name = lex_.Text(t);
+        if (Shadowed(name, scope)) continue;
+        if (const std::string* target = Lookup(name, scope)) {
+          if (!IsOwnTarget(*target)) continue;
+          PyRef r = where;
+          std::string head_name;
+          k = Chain(k, l.end, scope, r.target, head_name);
+          ReadCall(k, l.end, r);
+          --k;
+          result_.refs.push_back(std::move(r));
+          continue;
+        }
+        auto it = top_names_.find(name);
+        if (it == top_names_.end() || it->second == top) continue;  // Recursion says nothing.
+        PyRef r = where;
+        r.target = std::string(name);
+        r.own = true;
+        ReadCall(k + 1, l.end, r);
+        result_.refs.push_back(std::move(r));
+      }
+    }
+  }
+
+  // The arguments of the call that starts at `open` (when it is one): positional ones, keywords
+  // and spreads, counted at the call's own depth.
+  void ReadCall(std::size_t open, std::size_t e, PyRef& r) const {
+    if (open >= e || !IsOp(T(open), "(")) return;
+    r.call = true;
+    const std::size_t close = Matching(open, e);
+    bool fresh = true;  // At the start of an argument.
+    int depth = 0;
+    for (std::size_t k = open + 1; k < close; ++k) {
+      const Token& t = T(k);
+      if (depth == 0 && fresh) {
+        fresh = false;
+        if (IsOp(t, "*") || IsOp(t, "**")) r.spread = true;
+        else if (IsName(t) && k + 1 < close && IsOp(T(k + 1), "=")) r.keywords.emplace_back(lex_.Text(t));
+        else ++r.positional;
+      }
+      if (IsOpen(t)) ++depth;
+      else if (IsClose(t)) --depth;
+      else if (depth == 0 && IsOp(t, ",")) fresh = true;
+    }
+  }
+
+  // Parameters of scope s whose default is a CUDA device string; `method` skips `self`.
+  void CollectDefaults(std::size_t s, std::string_view owner, bool method) {
+    const auto& l = lex_.lines[scopes_[s].def_line];
+    std::size_t k = l.begin;
+    while (k < l.end && !IsOp(T(k), "(")) ++k;
+    if (k >= l.end) return;
+    const std::size_t close = Matching(k, l.end);
+    int index = method ? -1 : 0;  // Of the parameter being read.
+    bool keyword_only = false;
+    int depth = 0;
+    bool fresh = true;
+    for (++k; k < close; ++k) {
+      const Token& t = T(k);
+      if (depth == 0 && fresh) {
+        fresh = false;
+        if (IsOp(t, "*") || IsOp(t, "**")) keyword_only = true;
+        else if (IsName(t)) {
+          const std::string_view param = lex_.Text(t);
+          std::size_t v = k + 1;
+          if (v < close && IsOp(T(v), ":")) {  // Past the annotation, to its default.
+            int d = 0;
+            for (++v; v < close; ++v) {
+              if (IsOpen(T(v))) ++d;
+              else if (IsClose(T(v))) --d;
+              else if (d == 0 && (IsOp(T(v), "=") || IsOp(T(v), ","))) break;
+            }
+          }
+          if (v + 1 < close && IsOp(T(v), "=") && IsCudaDeviceString(T(v + 1)))
+            result_.defaults.push_back(PyDefault{std::string(owner), std::string(param),
+                                                 keyword_only ? -1 : index, lex_.Line(T(v + 1))});
+          ++index;
+        }
+      }
+      if (IsOpen(t)) ++depth;
+      else if (IsClose(t)) --depth;
+      else if (depth == 0 && IsOp(t, ",")) fresh = true;
+    }
+  }
+
+  // `if __name__ == "__main__":`.
+  bool IsMainCheck(const LogicalLine& l) const {
+    if (First(l) != "if" || l.end - l.begin < 2 || !Is(T(l.begin + 1), "__name__")) return false;
+    for (auto k = l.begin; k < l.end; ++k)
+      if (T(k).kind() == TokKind::kString && StringBody(lex_.Text(T(k))) == "__main__") return true;
+    return false;
+  }
+
+  // Decorator words that register a function to be called by name from elsewhere (a registry, a
+  // command-line or web framework, a hook, a test fixture).
+  // A wrapper (`@try_export`, `@torch.jit.script`) is none: the function is still called by name.
+  static bool IsRegisteringWord(std::string_view lower) {
+    for (std::string_view w : {"regist", "hook", "command", "route", "fixture", "callback",
+                               "handler", "entrypoint", "custom_op"})
+      if (lower.find(w) != std::string_view::npos) return true;
+    return lower == "main" || lower == "task" || lower == "impl";  // hydra.main, app.task, library.impl
+  }
+
+  // A parameter of an enclosing function hides a module-level name of the same spelling.
+  bool Shadowed(std::string_view name, int s) const {
+    for (; s > 0; s = scopes_[static_cast<std::size_t>(s)].parent)
+      if (scopes_[static_cast<std::size_t>(s)].params.count(name)) return true;
+    return false;
+  }
+
+  // An import target inside the project (relative imports resolve into it; a top-level name the
+  // project owns); without the project's names every target may be.
+  bool IsOwnTarget(std::string_view target) const {
+    if (opt_.own_tops == nullptr) return true;
+    const std::string top(target.substr(0, target.find('.')));
+    return opt_.own_tops->count(top) > 0 || (!opt_.package.empty() && StartsWith(target, opt_.package));
+  }
+
+  // `getattr(module, "build_model")`, a config's `"models.yolo.Model"`: an identifier-like string
+  // may name a function, which is then called from where no reference shows.
+  void AddTextRef(std::string_view body, const PyRef& where) {
+    if (body.empty() || body.size() > 128) return;
+    for (char c : body)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.')) return;
+    const auto dot = body.rfind('.');
+    const std::string_view last = dot == std::string_view::npos ? body : body.substr(dot + 1);
+    if (last.empty() || std::isdigit(static_cast<unsigned char>(last.front()))) return;
+    PyRef r = where;
+    r.target = std::string(last);
+    r.text = true;
+    result_.refs.push_back(std::move(r));
+  }
+
   // Module-level names reaching CUDA-only code through other module-level names of this file.
   void PropagateLocal() {
     // Extension builds (load / CUDAExtension) are found per call.
@@ -2007,6 +2227,7 @@ class PythonScanner {
   std::unordered_set<std::string_view> optional_names_;
   std::unordered_set<std::string_view> fallback_names_;  // Rebound in an ImportError handler.
   std::unordered_set<std::string_view> guard_names_;
+  std::unordered_set<std::string> minus_one_ranks_;  // See CollectMinusOneRanks().
   std::unordered_set<std::string_view> guard_attrs_;
   std::unordered_set<std::string_view> kernel_names_;
   std::unordered_map<std::size_t, int> decorator_kernel_;  // Decorator line -> kernel scope.

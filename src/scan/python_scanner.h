@@ -2,6 +2,7 @@
 // guard detection and the device / library / extension rules of the registry.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,11 +44,52 @@ struct CudaContext {
 
 struct PyScanOptions {
   bool setup_py = false;     // Also checks requirement strings and extension declarations.
+  // Also lists the file's module-level functions and every mention of a function name that may be
+  // one of the project's (PyScanResult::defs / refs), for the call paths of CallPaths().
+  bool collect_calls = false;
   std::string package;       // Dotted package of the file, for relative imports ("pkg.sub").
   // Top-level names of the project's own packages and modules: never a third-party library, even
   // when the knowledge base lists a library of the same name.
   const std::unordered_set<std::string>* own_tops = nullptr;
   const CudaContext* cuda = nullptr;
+};
+
+// A module-level function (collect_calls).
+struct PyTopDef {
+  std::string name;
+  std::uint32_t first_line = 0;  // Physical, 1-based: its first decorator ...
+  std::uint32_t last_line = 0;   // ... to its body's last line.
+  // A decorator that may register it under a name (`@REGISTRY.register()`, `@app.command()`):
+  // called from where no reference to it can be seen.
+  bool registered = false;
+};
+
+// A mention of a name that may be a module-level function of the project (collect_calls): a call, a
+// callback passed on, or a string that may name one (`getattr(mod, "build")`).
+struct PyRef {
+  // "utils.torch_utils.smart_DDP" through the file's imports; the bare name for the file's own
+  // definitions (`own`) and for strings (`text`).
+  std::string target;
+  bool own = false;
+  bool text = false;
+  bool guarded = false;  // The line runs only behind a CUDA or launch-mode check.
+  std::string in_def;    // The module-level function holding it; empty at module level or in a class.
+  bool in_class = false;
+  bool in_main = false;  // Under `if __name__ == "__main__":`: runs only when the file is the script.
+  // When the mention is called: what the call passes.
+  bool call = false;
+  int positional = 0;
+  bool spread = false;                // `*args` or `**kwargs`: anything may be passed.
+  std::vector<std::string> keywords;  // `device=...`
+};
+
+// A parameter whose default is a CUDA device (`def __init__(self, device="cuda")`): the default
+// is used only by calls that pass no value for it (collect_calls).
+struct PyDefault {
+  std::string owner;  // The module-level function, or the module-level class of an __init__.
+  std::string param;
+  int index = 0;      // Among the positional parameters callers fill (after self); -1 keyword-only.
+  std::uint32_t line = 0;  // Physical line of the default.
 };
 
 struct PyScanResult {
@@ -59,6 +101,9 @@ struct PyScanResult {
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).
   std::vector<std::pair<std::string, bool>> extension_sources;
+  std::vector<PyTopDef> defs;  // collect_calls only.
+  std::vector<PyRef> refs;     // collect_calls only.
+  std::vector<PyDefault> defaults;  // collect_calls only.
 };
 
 PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScanOptions& options);

@@ -210,7 +210,8 @@ void Registry::BuildTriggers() {
   // The hand-written detectors' own words: CUDA spellings, float64, NCCL, architecture flags,
   // GPU-index and device-map arguments.
   std::set<std::string> words = {"cud", "nccl", "float64", "double", "gencode", "arch=compute_",
-                                 "arch=sm_", "gpu", "device_map", "cpp_extension"};
+                                 "arch=sm_", "gpu", "device_map", "device_ids", "output_device",
+                                 "cpp_extension"};
   auto add = [&](std::string_view w) {
     if (w.size() >= 3) words.emplace(w);
   };

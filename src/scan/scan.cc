@@ -26,6 +26,7 @@
 #include <toml++/toml.h>
 
 #include "app/paths.h"
+#include "scan/call_paths.h"
 #include "scan/cpp_scanner.h"
 #include "scan/env_scanners.h"
 #include "scan/import_graph.h"
@@ -842,6 +843,67 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   }
 }
 
+// Findings inside module-level functions that the entries' run never calls leave the path
+// (reachable false); those called only behind a CUDA or launch-mode check are guarded. Only for
+// entries the user named (an experiment, --entry): then each reachable module is read once more
+// for its calls.
+void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::vector<FileResult>& results,
+                 const std::unordered_set<std::string>& reachable, const std::vector<std::string>& entries,
+                 unsigned threads) {
+  std::unordered_set<std::string> init_dirs;
+  for (const auto& item : items)
+    if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
+  std::vector<std::size_t> files;  // Reachable Python files, in item order.
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (items[i].kind == FileKind::kPython && results[i].skip_reason.empty() && reachable.count(items[i].rel))
+      files.push_back(i);
+  std::vector<CallModule> modules(files.size());
+  std::vector<char> read(files.size(), 0);
+  ParallelFor(files.size(), threads, [&](std::size_t k) {
+    const std::size_t i = files[k];
+    MappedFile mapped;
+    std::string skip;
+    auto text = Load(items[i], 0, mapped, skip);
+    if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) return;
+    std::string_view src = NormalizeLineEnds(*text);
+    std::vector<Finding> discarded;
+    FindingSink sink(ctx.reg, items[i].rel, src, discarded);
+    PyScanOptions opt;
+    opt.package = PackageIn(items[i].rel, init_dirs);
+    opt.own_tops = ctx.own_tops;
+    opt.collect_calls = true;
+    auto py = ScanPython(src, sink, opt);
+    CallModule& m = modules[k];
+    m.names = ModuleNames(items[i].rel);
+    m.entry = std::find(entries.begin(), entries.end(), items[i].rel) != entries.end();
+    m.defs = std::move(py.defs);
+    m.refs = std::move(py.refs);
+    m.defaults = std::move(py.defaults);
+    read[k] = 1;
+  });
+  // A file that could not be read again hides its calls: then nothing is concluded.
+  if (std::find(read.begin(), read.end(), 0) != read.end()) return;
+  const auto paths = CallPaths(modules);
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const auto& defs = modules[k].defs;
+    for (Finding& f : results[files[k]].findings) {
+      for (std::size_t d = 0; d < modules[k].defaults.size(); ++d)
+        if (paths.overridden[k][d] && f.line == modules[k].defaults[d].line && f.code == "DT102")
+          f.reachable = false;  // The default no call on the path uses.
+      for (std::size_t d = 0; d < defs.size(); ++d) {
+        if (f.line < defs[d].first_line || f.line > defs[d].last_line) continue;
+        if (!paths.defs[k][d].reached) {
+          f.reachable = false;
+        } else if (paths.defs[k][d].guarded && !f.guarded) {
+          f.guarded = true;
+          f.severity = Severity::kPortable;
+        }
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 double Readiness(const std::vector<Finding>& findings) {
@@ -1006,6 +1068,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   std::vector<std::string> entries;
   std::vector<std::string> declared = options.entries.empty() ? cfg.entry : options.entries;
+  bool guessed_entries = false;  // Every script with a __main__ block: no path is known.
   for (const auto& e : declared) {
     fs::path ep(e);
     std::string rel = Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
@@ -1029,13 +1092,17 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       for (const std::string& cand : {s + ".py", s + "/__init__.py", "src/" + s + ".py"})
         if (is_python_file(cand)) entries.push_back(cand);
     }
-    if (entries.empty()) entries = mains;
+    if (entries.empty()) {
+      entries = mains;
+      guessed_entries = true;
+    }
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
   std::unordered_set<std::string> behind_checks;
   auto reachable = ReachableModules(modules, entries, &behind_checks);
   report.entries = entries;
+  if (!guessed_entries && !entries.empty()) FollowCalls(ctx, items, results, reachable, entries, threads);
   // Several entries (a folder, a test suite): which of them reach each module, so that a member
   // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
   std::unordered_map<std::string, std::int64_t> reached_by;
@@ -1073,7 +1140,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       for (const auto& code : *select) selected |= StartsWith(f.code, code);
       if (drop || !selected) continue;
       if (is_py && !entries.empty()) {
-        f.reachable = reachable.count(items[i].rel) > 0;
+        // FollowCalls may have found the function holding it never called.
+        f.reachable = reachable.count(items[i].rel) > 0 && f.reachable.value_or(true);
         if (!reached_by.empty()) {
           auto it = reached_by.find(items[i].rel);
           f.reached_by = it == reached_by.end() ? 0 : it->second;

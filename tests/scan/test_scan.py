@@ -48,7 +48,7 @@ def test_example_has_no_absolute_paths_or_timestamps(example_scan):
 PLANTED = [
     # file, line, code, guarded, reachable
     ("train.py", 44, "DT102", False, True),     # --device default "cuda"
-    ("train.py", 84, "DT102", False, True),     # def build(device="cuda")
+    ("train.py", 84, "DT102", False, False),    # def build(device="cuda"): its one call passes device
     ("train.py", 93, "DT101", True, True),      # model.cuda() under is_available()
     ("train.py", 106, "DT104", True, True),     # portable DDP set_device
     ("train.py", 108, "DT205", True, True),     # backend="nccl" (setup_distributed runs only under --distributed)

@@ -1,0 +1,167 @@
+#include "scan/call_paths.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+namespace dt::scan {
+
+namespace {
+
+constexpr int kRoot = -1;  // What runs when the entries run: module level, classes, entry code.
+constexpr int kDead = -2;  // Another script's __main__ block.
+
+struct Edge {
+  int from;
+  int to;
+  bool guarded;
+};
+
+// Whether an import of `prefix` may mean module `m`: its name, the package that re-exports it
+// (`from pkg import f` for pkg/mod.py), or the same module under a longer root
+// (`yolov5.utils.torch_utils` for utils/torch_utils.py).
+bool MayMean(const CallModule& m, std::string_view prefix) {
+  for (const std::string& n : m.names) {
+    if (n == prefix) return true;
+    if (n.size() > prefix.size() && n.starts_with(prefix) && n[prefix.size()] == '.') return true;
+    if (prefix.size() > n.size() && prefix.ends_with(n) && prefix[prefix.size() - n.size() - 1] == '.')
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+CallPathResult CallPaths(const std::vector<CallModule>& modules) {
+  // Every definition gets an id; by_name finds them all for a name.
+  std::vector<std::pair<std::size_t, std::size_t>> defs;  // id -> (module, index)
+  std::vector<std::unordered_map<std::string_view, int>> local(modules.size());
+  std::unordered_map<std::string_view, std::vector<int>> by_name;
+  std::vector<char> root;
+  for (std::size_t m = 0; m < modules.size(); ++m) {
+    for (std::size_t d = 0; d < modules[m].defs.size(); ++d) {
+      const int id = static_cast<int>(defs.size());
+      const PyTopDef& def = modules[m].defs[d];
+      defs.emplace_back(m, d);
+      local[m].emplace(def.name, id);  // A redefinition: the first stands for both.
+      by_name[def.name].push_back(id);
+      root.push_back(def.registered || modules[m].entry);
+    }
+  }
+  std::vector<Edge> edges;
+  for (std::size_t m = 0; m < modules.size(); ++m) {
+    for (const PyRef& r : modules[m].refs) {
+      int from = kRoot;
+      if (r.in_main && !modules[m].entry) from = kDead;
+      else if (!r.in_def.empty()) {
+        auto it = local[m].find(r.in_def);
+        if (it != local[m].end()) from = it->second;
+      }
+      if (from == kDead) continue;
+      auto add = [&](int to) {
+        if (to != from) edges.push_back(Edge{from, to, r.guarded});
+      };
+      if (r.own) {
+        if (auto it = local[m].find(r.target); it != local[m].end()) add(it->second);
+        continue;
+      }
+      const auto dot = r.target.rfind('.');
+      const std::string_view name =
+          r.text || dot == std::string::npos ? std::string_view(r.target) : std::string_view(r.target).substr(dot + 1);
+      auto it = by_name.find(name);
+      if (it == by_name.end()) continue;
+      for (int id : it->second) {
+        if (r.text) add(id);
+        else if (dot != std::string::npos &&
+                 MayMean(modules[defs[static_cast<std::size_t>(id)].first],
+                         std::string_view(r.target).substr(0, dot)))
+          add(id);
+      }
+    }
+  }
+  // Reached: from the roots along the edges.
+  const std::size_t n = defs.size();
+  std::vector<std::vector<const Edge*>> out(n);
+  std::vector<char> reached(root);
+  std::vector<int> queue;
+  for (std::size_t id = 0; id < n; ++id)
+    if (root[id]) queue.push_back(static_cast<int>(id));
+  for (const Edge& e : edges) {
+    if (e.from == kRoot) {
+      if (!reached[static_cast<std::size_t>(e.to)]) {
+        reached[static_cast<std::size_t>(e.to)] = 1;
+        queue.push_back(e.to);
+      }
+    } else {
+      out[static_cast<std::size_t>(e.from)].push_back(&e);
+    }
+  }
+  while (!queue.empty()) {
+    const int id = queue.back();
+    queue.pop_back();
+    for (const Edge* e : out[static_cast<std::size_t>(id)])
+      if (!reached[static_cast<std::size_t>(e->to)]) {
+        reached[static_cast<std::size_t>(e->to)] = 1;
+        queue.push_back(e->to);
+      }
+  }
+  // Guarded: the greatest set where every call from a reached place is behind a check, or sits in
+  // a function itself only called behind one.
+  std::vector<char> guarded(n, 0);
+  for (std::size_t id = 0; id < n; ++id) guarded[id] = reached[id] && !root[id];
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Edge& e : edges) {
+      const std::size_t to = static_cast<std::size_t>(e.to);
+      if (!guarded[to] || e.guarded) continue;
+      if (e.from != kRoot && (!reached[static_cast<std::size_t>(e.from)] ||
+                              guarded[static_cast<std::size_t>(e.from)]))
+        continue;
+      guarded[to] = 0;
+      changed = true;
+    }
+  }
+  CallPathResult result;
+  result.defs.resize(modules.size());
+  for (std::size_t m = 0; m < modules.size(); ++m) result.defs[m].resize(modules[m].defs.size());
+  for (std::size_t id = 0; id < n; ++id)
+    result.defs[defs[id].first][defs[id].second] = DefPath{reached[id] != 0, guarded[id] != 0};
+  // CUDA defaults: every mention of the owner from a place that runs must be a call passing the
+  // parameter. A mention that is no call (a base class, a callback) may use the default.
+  result.overridden.resize(modules.size());
+  for (std::size_t m = 0; m < modules.size(); ++m) {
+    for (const PyDefault& d : modules[m].defaults) {
+      std::size_t calls = 0;
+      bool all = true;
+      for (std::size_t c = 0; c < modules.size() && all; ++c) {
+        for (const PyRef& r : modules[c].refs) {
+          const auto dot = r.target.rfind('.');
+          const bool named =
+              r.own ? c == m && r.target == d.owner
+              : r.text || dot == std::string::npos
+                  ? r.text && r.target == d.owner
+                  : std::string_view(r.target).substr(dot + 1) == d.owner &&
+                        MayMean(modules[m], std::string_view(r.target).substr(0, dot));
+          if (!named) continue;
+          if (r.in_main && !modules[c].entry) continue;
+          if (!r.in_def.empty()) {
+            auto it = local[c].find(r.in_def);
+            if (it != local[c].end() && !reached[static_cast<std::size_t>(it->second)]) continue;
+          }
+          const bool passes = r.call && !r.text && !r.spread &&
+                              (std::find(r.keywords.begin(), r.keywords.end(), d.param) != r.keywords.end() ||
+                               (d.index >= 0 && r.positional > d.index));
+          if (!passes) {
+            all = false;
+            break;
+          }
+          ++calls;
+        }
+      }
+      result.overridden[m].push_back(all && calls > 0);
+    }
+  }
+  return result;
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,199 @@
+"""Findings inside functions follow the experiment's calls, not only its imports.
+
+A module every script imports (utils) holds functions only some scripts call: for a named entry,
+a function its run never calls is off the path, one it calls only behind a CUDA or launch-mode
+check is guarded, and a CUDA default that every call overrides is never used. Patterns from
+yolov5 (smart_DDP, torch_distributed_zero_first, export_engine) and denoising-diffusion-pytorch
+(FIDEvaluation(device=self.device)).
+"""
+
+import json
+
+UTILS = """\
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+LOCAL_RANK = int(os.getenv("LOCAL_RANK", "-1"))
+
+
+def smart_ddp(model):
+    return DDP(model, device_ids=[LOCAL_RANK], output_device=LOCAL_RANK)
+
+
+def zero_first(local_rank):
+    if local_rank not in [-1, 0]:
+        dist.barrier(device_ids=[local_rank])
+    yield
+    if local_rank == 0:
+        dist.barrier(device_ids=[0])
+
+
+def peak_memory():
+    return torch.cuda.max_memory_allocated()
+
+
+class FID:
+    def __init__(self, dl, device="cuda"):
+        self.device = device
+
+
+def score(x, device="cuda:0"):
+    return x
+"""
+
+EXPORT = """\
+def export_engine(model):
+    import tensorrt as trt
+    return trt
+
+
+def run(model, engine=False):
+    if engine:
+        export_engine(model)
+
+
+def formats():
+    return ["pt", "engine"]
+
+
+def main():
+    run(None, engine=True)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+TRAIN = """\
+import os
+
+import torch
+
+from pkg import export
+from pkg.utils import FID, score, smart_ddp, zero_first
+
+cuda = torch.cuda.is_available()
+device = torch.device("cuda" if cuda else "cpu")
+RANK = int(os.getenv("RANK", "-1"))
+model = torch.nn.Linear(2, 2).to(device)
+if cuda and RANK != -1:
+    model = smart_ddp(model)
+for _ in zero_first(RANK):
+    pass
+fid = FID(None, device=device)
+print(score(1, device), export.formats())
+"""
+
+# Another script calls what train.py leaves alone, without checks.
+BENCH = """\
+from pkg.utils import FID, peak_memory, smart_ddp
+
+print(peak_memory(), FID(None), smart_ddp)
+"""
+
+# A file whose single process is rank 0: `rank == 0` holds there too, so it guards nothing.
+RANK_ZERO = """\
+import torch.distributed as dist
+
+RANK = 0
+
+
+def sync(rank=RANK):
+    if rank == 0:
+        dist.barrier(device_ids=[0])
+"""
+
+
+def make_tree(root):
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "utils.py").write_text(UTILS)
+    (root / "pkg" / "export.py").write_text(EXPORT)
+    (root / "pkg" / "rank_zero.py").write_text(RANK_ZERO)
+    (root / "train.py").write_text(TRAIN)
+    (root / "bench.py").write_text(BENCH)
+    (root / "sync.py").write_text("from pkg.rank_zero import sync\n\nsync()\n")
+
+
+def findings(dualtrack, root, *entry):
+    args = ["scan", root, "--format", "json", "--fail-on", "never"]
+    for e in entry:
+        args += ["--entry", e]
+    proc = dualtrack(*args)
+    assert proc.returncode == 0, proc.stderr
+    return {(f["file"], f["line"]): f for f in json.loads(proc.stdout)["findings"]}
+
+
+def line_of(text, needle):
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def at(found, file, text, needle):
+    key = (file, line_of(text, needle))
+    assert key in found, f"no finding at {key}: {sorted(found)}"
+    return found[key]
+
+
+def test_a_function_called_only_behind_a_check_is_guarded(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    found = findings(dualtrack, tmp_path, "train.py")
+    ddp = at(found, "pkg/utils.py", UTILS, "return DDP(")
+    assert ddp["reachable"] is True
+    assert ddp["guarded"] is True
+
+
+def test_a_function_the_entry_never_calls_is_off_its_path(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    found = findings(dualtrack, tmp_path, "train.py")
+    assert at(found, "pkg/utils.py", UTILS, "max_memory_allocated")["reachable"] is False
+    # export.py is imported, but only the other script's command line calls export_engine.
+    assert at(found, "pkg/export.py", EXPORT, "import tensorrt")["reachable"] is False
+
+
+def test_another_entry_that_calls_it_unchecked_keeps_it(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    found = findings(dualtrack, tmp_path, "bench.py")
+    memory = at(found, "pkg/utils.py", UTILS, "max_memory_allocated")
+    assert memory["reachable"] is True and memory["guarded"] is False
+    # Handed on (not called here): whoever receives it may call it unchecked.
+    ddp = at(found, "pkg/utils.py", UTILS, "return DDP(")
+    assert ddp["reachable"] is True and ddp["guarded"] is False
+
+
+def test_a_cuda_default_every_call_overrides_is_never_used(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    train = findings(dualtrack, tmp_path, "train.py")
+    # FID(None, device=device) by keyword, score(1, device) by position.
+    assert at(train, "pkg/utils.py", UTILS, 'device="cuda"')["reachable"] is False
+    assert at(train, "pkg/utils.py", UTILS, 'device="cuda:0"')["reachable"] is False
+    bench = findings(dualtrack, tmp_path, "bench.py")  # FID(None): the default is used.
+    assert at(bench, "pkg/utils.py", UTILS, 'device="cuda"')["reachable"] is True
+
+
+def test_rank_zero_is_a_launched_worker_where_the_single_process_is_minus_one(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    found = findings(dualtrack, tmp_path, "train.py", "sync.py")
+    assert at(found, "pkg/utils.py", UTILS, "device_ids=[0]")["guarded"] is True
+    assert at(found, "pkg/rank_zero.py", RANK_ZERO, "device_ids=[0]")["guarded"] is False
+
+
+def test_without_a_named_entry_imports_alone_decide(dualtrack, tmp_path):
+    # Every __main__ script is a guess at the path, not the experiment's: calls are not followed.
+    make_tree(tmp_path)
+    (tmp_path / "train.py").write_text(TRAIN + '\nif __name__ == "__main__":\n    pass\n')
+    found = findings(dualtrack, tmp_path)
+    assert at(found, "pkg/utils.py", UTILS, "max_memory_allocated")["reachable"] is True
+
+
+def test_audit_predicts_mac_ready_for_the_entry_whose_calls_are_checked(dualtrack, tmp_path):
+    make_tree(tmp_path)
+    verdicts = {}
+    for entry in ("train.py", "bench.py"):
+        proc = dualtrack("audit", tmp_path, "--entry", entry, "--format", "json",
+                         "-o", tmp_path / f"{entry}.html", cwd=tmp_path)
+        assert proc.returncode in (0, 1), proc.stderr
+        verdicts[entry] = json.loads(proc.stdout)["experiments"][0]["verdict"]
+    assert verdicts == {"train.py": "mac-ready", "bench.py": "dev-only"}
