@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace dt::scan {
 
@@ -30,6 +31,14 @@ bool MayMean(const CallModule& m, std::string_view prefix) {
   return false;
 }
 
+// Methods that PyTorch, Lightning and Python itself call by name: `forward` through
+// `module(x)`, `training_step` and the `on_*` hooks, the dunders.
+bool IsCalledByFrameworks(std::string_view name) {
+  return name.starts_with("__") || name.starts_with("on_") || name.starts_with("configure_") ||
+         name.ends_with("_step") || name == "forward" || name == "step" || name == "run" ||
+         name == "setup" || name == "call";
+}
+
 }  // namespace
 
 CallPathResult CallPaths(const std::vector<CallModule>& modules) {
@@ -48,6 +57,8 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
       root.push_back(def.registered || modules[m].entry);
     }
   }
+  std::unordered_set<std::string_view> attrs;  // Attributes used anywhere: methods they may call.
+  for (const CallModule& m : modules) attrs.insert(m.attrs.begin(), m.attrs.end());
   std::vector<Edge> edges;
   for (std::size_t m = 0; m < modules.size(); ++m) {
     for (const PyRef& r : modules[m].refs) {
@@ -79,11 +90,23 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
       }
     }
   }
-  // Reached: from the roots along the edges.
+  // Reached: from the roots along the edges. Every method counts as reached: an object's method
+  // may be called from anywhere the object goes (unlike a function, named only through imports).
   const std::size_t n = defs.size();
   std::vector<std::vector<const Edge*>> out(n);
   std::vector<char> reached(root);
   std::vector<int> queue;
+  std::vector<char> open(n, 0);  // Methods called from where no edge shows.
+  std::vector<int> incoming(n, 0);
+  for (const Edge& e : edges) ++incoming[static_cast<std::size_t>(e.to)];
+  for (std::size_t id = 0; id < n; ++id) {
+    const PyTopDef& def = modules[defs[id].first].defs[defs[id].second];
+    if (!def.method) continue;
+    if (!reached[id]) queue.push_back(static_cast<int>(id));
+    reached[id] = 1;
+    const std::string_view name = std::string_view(def.name).substr(def.name.rfind('.') + 1);
+    open[id] = root[id] || incoming[id] == 0 || attrs.count(name) > 0 || IsCalledByFrameworks(name);
+  }
   for (std::size_t id = 0; id < n; ++id)
     if (root[id]) queue.push_back(static_cast<int>(id));
   for (const Edge& e : edges) {
@@ -108,7 +131,7 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
   // Guarded: the greatest set where every call from a reached place is behind a check, or sits in
   // a function itself only called behind one.
   std::vector<char> guarded(n, 0);
-  for (std::size_t id = 0; id < n; ++id) guarded[id] = reached[id] && !root[id];
+  for (std::size_t id = 0; id < n; ++id) guarded[id] = reached[id] && !root[id] && !open[id];
   for (bool changed = true; changed;) {
     changed = false;
     for (const Edge& e : edges) {

@@ -18,6 +18,7 @@ struct CallModule {
   std::vector<PyTopDef> defs;
   std::vector<PyRef> refs;
   std::vector<PyDefault> defaults;
+  std::vector<std::string> attrs;
 };
 
 struct DefPath {

@@ -104,6 +104,30 @@ TEST(CallPathsTest, DynamicUsesCountAsCalls) {
   EXPECT_FALSE(paths.defs[0][2].reached);
 }
 
+TEST(CallPathsTest, AMethodIsGuardedOnlyWhenNoCallCanHideFromItsClass) {
+  CallModule blocks = Module({"blocks"});
+  PyTopDef nested = Def("Block.forward_nested");
+  nested.method = true;
+  PyTopDef forward = Def("Block.forward");
+  forward.method = true;
+  blocks.defs = {Def("bias"), nested, forward};
+  blocks.refs = {Own("bias", "Block.forward_nested"), Own("Block.forward_nested", "Block.forward", true)};
+  auto paths = CallPaths({blocks, Module({"hub"}, true)});
+  EXPECT_TRUE(paths.defs[0][1].reached && paths.defs[0][1].guarded);
+  EXPECT_TRUE(paths.defs[0][0].guarded);        // Through the guarded method.
+  EXPECT_FALSE(paths.defs[0][2].guarded);       // forward: called by torch, from anywhere.
+  blocks.attrs = {"forward_nested"};            // block.forward_nested(x) somewhere.
+  paths = CallPaths({blocks, Module({"hub"}, true)});
+  EXPECT_TRUE(paths.defs[0][1].reached);
+  EXPECT_FALSE(paths.defs[0][1].guarded);
+  EXPECT_FALSE(paths.defs[0][0].guarded);
+  blocks.attrs.clear();
+  blocks.refs.pop_back();  // Never named: a method may still be called (a hook, a callback).
+  paths = CallPaths({blocks, Module({"hub"}, true)});
+  EXPECT_TRUE(paths.defs[0][1].reached);
+  EXPECT_FALSE(paths.defs[0][1].guarded);
+}
+
 TEST(CallPathsTest, ACudaDefaultIsOverriddenOnlyWhenEveryCallPassesIt) {
   CallModule fid = Module({"pkg.fid"});
   fid.defaults = {PyDefault{"FID", "device", 1, 3}};

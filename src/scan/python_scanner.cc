@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -132,7 +133,6 @@ class PythonScanner {
         }
     MarkOptionalImports();
     for (std::size_t i = 0; i < n; ++i) CollectImports(i);
-    CollectMinusOneRanks();
     MarkKernels();
     // A second round finds guards defined from guards found later in the file (`ok = has_cuda()`
     // above `def has_cuda()`); it is needed only when the first found any.
@@ -717,7 +717,10 @@ class PythonScanner {
 
   // The launcher's variables this file compares with -1 (`RANK != -1`, `local_rank not in [-1, 0]`):
   // here -1 is the single process, so 0 is a launched worker.
-  void CollectMinusOneRanks() {
+  // Read on the first `== 0` test of such a variable: most files have none.
+  const std::unordered_set<std::string>& MinusOneRanks() const {
+    if (minus_one_read_) return minus_one_ranks_;
+    minus_one_read_ = true;
     for (const auto& l : lex_.lines) {
       const std::string_view head = First(l);
       if (head != "if" && head != "elif" && head != "while") continue;
@@ -733,6 +736,7 @@ class PythonScanner {
           minus_one_ranks_.insert(lower);
       }
     }
+    return minus_one_ranks_;
   }
 
   // One comparison or test.
@@ -826,7 +830,7 @@ class PythonScanner {
     if (found == Truth::kNone) return found;
     // `local_rank == 0` where the file's single process is rank -1 (`local_rank not in [-1, 0]`):
     // the first launched worker, not the single process.
-    if (eq_zero && !launch.empty() && minus_one_ranks_.count(launch)) return found;
+    if (eq_zero && !launch.empty() && MinusOneRanks().count(launch)) return found;
     if (numeric != 0) return numeric < 0 ? Flip(found) : found;
     return negated ? Flip(found) : found;
   }
@@ -1996,9 +2000,13 @@ class PythonScanner {
   // this file's own definitions, names imported from the project (`from utils import f`,
   // `utils.f`), and identifier-like strings. Scan() joins them across files (CallPaths).
   void CollectCalls() {
+    std::unordered_map<int, std::unordered_set<std::string_view>> class_methods;
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
       const Scope& sc = scopes_[s];
-      if (sc.parent != 0 || !sc.is_def || sc.name.empty()) continue;
+      if (!sc.is_def || sc.name.empty()) continue;
+      const Scope* cls = sc.parent > 0 ? &scopes_[static_cast<std::size_t>(sc.parent)] : nullptr;
+      const bool method = cls != nullptr && !cls->is_def && cls->parent == 0;
+      if (sc.parent != 0 && !method) continue;
       const auto [first, last] = ScopeLines(s);
       bool registered = false;
       for (std::size_t li = sc.first_line; li < sc.def_line; ++li)
@@ -2006,8 +2014,14 @@ class PythonScanner {
           if (IsName(T(k))) registered |= IsRegisteringWord(Lower(lex_.Text(T(k))));
       // Test functions are called by the test runner, by name.
       registered |= StartsWith(sc.name, "test");
-      result_.defs.push_back(PyTopDef{std::string(sc.name), first, last, registered});
+      std::string name(sc.name);
+      if (method) {
+        name = std::string(cls->name) + "." + name;
+        class_methods[sc.parent].insert(sc.name);
+      }
+      result_.defs.push_back(PyTopDef{std::move(name), first, last, registered, method});
     }
+    std::set<std::string_view> attrs;
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
       const Scope& sc = scopes_[s];
       if (!sc.is_def || sc.name.empty()) continue;
@@ -2029,10 +2043,16 @@ class PythonScanner {
       PyRef where;
       where.guarded = line_guarded_[li] || (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)));
       where.in_main = in_main;
+      const std::unordered_set<std::string_view>* methods = nullptr;  // Of the class holding li.
       if (top >= 0) {
         const Scope& sc = scopes_[static_cast<std::size_t>(top)];
-        if (sc.is_def) where.in_def = std::string(sc.name);
-        else where.in_class = true;
+        if (sc.is_def) {
+          where.in_def = std::string(sc.name);
+        } else {
+          where.in_class = true;
+          where.in_def = MethodOf(li, top);
+          if (auto it = class_methods.find(top); it != class_methods.end()) methods = &it->second;
+        }
       }
       // The name a def/class line defines is no mention; its defaults and bases are.
       const std::size_t defined = (head == "def" || head == "class" || Head(l) == "def")
@@ -2043,7 +2063,23 @@ class PythonScanner {
           if (!IsBytes(lex_.Text(t))) AddTextRef(StringBody(lex_.Text(t)), where);
           continue;
         }
-        if (!IsName(t) || k == defined || (k > l.begin && IsOp(T(k - 1), "."))) continue;
+        if (!IsName(t) || k == defined) continue;
+        if (k > l.begin && IsOp(T(k - 1), ".")) {
+          // `self.m()` of the class's own method, or an attribute that may name any method.
+          const bool own = methods != nullptr && k >= l.begin + 2 && methods->count(lex_.Text(t)) &&
+                           (Is(T(k - 2), "self") || Is(T(k - 2), "cls")) &&
+                           !(k >= l.begin + 3 && IsOp(T(k - 3), "."));
+          if (!own) {
+            attrs.insert(lex_.Text(t));
+            continue;
+          }
+          PyRef r = where;
+          r.target = std::string(scopes_[static_cast<std::size_t>(top)].name) + "." + std::string(lex_.Text(t));
+          r.own = true;
+          ReadCall(k + 1, l.end, r);
+          if (r.in_def != r.target) result_.refs.push_back(std::move(r));  // Recursion says nothing.
+          continue;
+        }
         const std::string_view name = lex_.Text(t);
         if (Shadowed(name, scope)) continue;
         if (const std::string* target = Lookup(name, scope)) {
@@ -2065,6 +2101,7 @@ class PythonScanner {
         result_.refs.push_back(std::move(r));
       }
     }
+    result_.attrs.assign(attrs.begin(), attrs.end());
   }
 
   // The arguments of the call that starts at `open` (when it is one): positional ones, keywords
@@ -2126,6 +2163,18 @@ class PythonScanner {
       else if (IsClose(t)) --depth;
       else if (depth == 0 && IsOp(t, ",")) fresh = true;
     }
+  }
+
+  // "Class.method" for a line inside a method (or a function nested in one) of the module-level
+  // class `top`; empty in the class body itself.
+  std::string MethodOf(std::size_t li, int top) const {
+    for (int s = ScopeOf(li); s > 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
+      const Scope& sc = scopes_[static_cast<std::size_t>(s)];
+      if (sc.parent == top)
+        return sc.is_def ? std::string(scopes_[static_cast<std::size_t>(top)].name) + "." + std::string(sc.name)
+                         : std::string();
+    }
+    return {};
   }
 
   // `if __name__ == "__main__":`.
@@ -2227,7 +2276,8 @@ class PythonScanner {
   std::unordered_set<std::string_view> optional_names_;
   std::unordered_set<std::string_view> fallback_names_;  // Rebound in an ImportError handler.
   std::unordered_set<std::string_view> guard_names_;
-  std::unordered_set<std::string> minus_one_ranks_;  // See CollectMinusOneRanks().
+  mutable std::unordered_set<std::string> minus_one_ranks_;  // See MinusOneRanks().
+  mutable bool minus_one_read_ = false;
   std::unordered_set<std::string_view> guard_attrs_;
   std::unordered_set<std::string_view> kernel_names_;
   std::unordered_map<std::size_t, int> decorator_kernel_;  // Decorator line -> kernel scope.

@@ -62,6 +62,9 @@ struct PyTopDef {
   // A decorator that may register it under a name (`@REGISTRY.register()`, `@app.command()`):
   // called from where no reference to it can be seen.
   bool registered = false;
+  // A method of a module-level class, named "Class.method": called through `self.method()` in its
+  // class, or from anywhere through an attribute, or by a framework (`forward`).
+  bool method = false;
 };
 
 // A mention of a name that may be a module-level function of the project (collect_calls): a call, a
@@ -104,6 +107,9 @@ struct PyScanResult {
   std::vector<PyTopDef> defs;  // collect_calls only.
   std::vector<PyRef> refs;     // collect_calls only.
   std::vector<PyDefault> defaults;  // collect_calls only.
+  // Attribute names used other than `self.m` / `cls.m` of the class's own method (collect_calls,
+  // sorted, unique): a method so named may be called from here.
+  std::vector<std::string> attrs;
 };
 
 PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScanOptions& options);

@@ -879,6 +879,7 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     m.defs = std::move(py.defs);
     m.refs = std::move(py.refs);
     m.defaults = std::move(py.defaults);
+    m.attrs = std::move(py.attrs);
     read[k] = 1;
   });
   // A file that could not be read again hides its calls: then nothing is concluded.

@@ -4,7 +4,8 @@ A module every script imports (utils) holds functions only some scripts call: fo
 a function its run never calls is off the path, one it calls only behind a CUDA or launch-mode
 check is guarded, and a CUDA default that every call overrides is never used. Patterns from
 yolov5 (smart_DDP, torch_distributed_zero_first, export_engine) and denoising-diffusion-pytorch
-(FIDEvaluation(device=self.device)).
+(FIDEvaluation(device=self.device)); a method its class calls only behind a library check
+(dinov2's NestedTensorBlock.forward_nested).
 """
 
 import json
@@ -197,3 +198,42 @@ def test_audit_predicts_mac_ready_for_the_entry_whose_calls_are_checked(dualtrac
         assert proc.returncode in (0, 1), proc.stderr
         verdicts[entry] = json.loads(proc.stdout)["experiments"][0]["verdict"]
     assert verdicts == {"train.py": "mac-ready", "bench.py": "dev-only"}
+
+
+BLOCKS = """\
+import torch
+
+try:
+    from xformers.ops import fmha
+    XFORMERS_AVAILABLE = True
+except ImportError:
+    XFORMERS_AVAILABLE = False
+
+
+def nested_bias(x_list):
+    return fmha.BlockDiagonalMask.from_seqlens([x.shape[0] for x in x_list])
+
+
+class Block(torch.nn.Module):
+    def forward_nested(self, x_list):
+        return nested_bias(x_list)
+
+    def forward(self, x):
+        if isinstance(x, list) and XFORMERS_AVAILABLE:
+            return self.forward_nested(x)
+        return x
+"""
+
+
+def test_a_method_called_only_behind_a_library_check_guards_what_it_calls(dualtrack, tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "blocks.py").write_text(BLOCKS)
+    (tmp_path / "hub.py").write_text("import torch\nfrom pkg.blocks import Block\n\nprint(Block()(torch.zeros(1)))\n")
+    # Another script calls the method itself, with no check.
+    (tmp_path / "nested.py").write_text("from pkg.blocks import Block\n\nprint(Block().forward_nested([]))\n")
+    hub = findings(dualtrack, tmp_path, "hub.py")
+    bias = at(hub, "pkg/blocks.py", BLOCKS, "BlockDiagonalMask")
+    assert bias["reachable"] is True and bias["guarded"] is True
+    nested = findings(dualtrack, tmp_path, "nested.py")
+    assert at(nested, "pkg/blocks.py", BLOCKS, "BlockDiagonalMask")["guarded"] is False
