@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
      scan::RunScanCommand},
     {"rule", "Explain a scan rule: what it finds, why it matters, what to use instead",
      scan::RunRuleCommand},
+    {"fix", "Rewrite CUDA-hardwired Python to pick CUDA, else MPS, else the CPU (a diff, or --apply)",
+     fix::RunFixCommand},
     {"env", "Diagnose this host: OS, GPUs, CUDA toolchain, PyTorch, MPS, CPU fallback",
      env::RunEnvCommand},
     {"freeze", "Record the CUDA baseline: code, environment, data-slice hashes, seeds",

@@ -32,6 +32,10 @@ namespace compare {
 Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io);
 }  // namespace compare
 
+namespace fix {
+Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io);
+}  // namespace fix
+
 namespace verdict {
 Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io);
 Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io);

@@ -1019,6 +1019,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       fs::path abs = fs::absolute(p, ec).lexically_normal();
       fs::path rel = abs.lexically_relative(abs_root);
       std::string rel_s = Rel(rel);
+      while (rel_s.size() > 1 && rel_s.back() == '/') rel_s.pop_back();  // "notebooks/" as given.
       if (rel_s == ".") rel_s.clear();
       if (rel.empty() || StartsWith(rel_s, "..")) rel_s = p.generic_string();
       Walk(p, rel_s, wopt, on_item, report.skipped);

@@ -1,7 +1,6 @@
 #include "verdict/audit.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
 #include <cctype>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include "coverage/coverage.h"
 #include "env/env.h"
 #include "scan/scan.h"
+#include "util/scoped_dir.h"
 #include "util/strings.h"
 
 namespace dt::verdict {
@@ -18,58 +18,6 @@ namespace dt::verdict {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A temporary directory that is removed with everything in it when it goes out of scope; only
-// directories this object made are ever removed.
-class TempDir {
- public:
-  static Result<TempDir> Make() {
-    std::error_code ec;
-    fs::path base = fs::temp_directory_path(ec);
-    if (ec) base = "/tmp";
-    std::string pattern = (base / "dualtrack-audit-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return MakeError(ErrorCode::kIo, "cannot make a temporary directory", base.string());
-    }
-    return TempDir(pattern);
-  }
-  TempDir(TempDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  TempDir& operator=(TempDir&&) = delete;
-  ~TempDir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  explicit TempDir(fs::path p) : path_(std::move(p)) {}
-  fs::path path_;
-};
-
-// Changes the working directory for its lifetime and changes it back; audit is single-threaded.
-class CurrentDirectory {
- public:
-  explicit CurrentDirectory(const fs::path& dir) {
-    std::error_code ec;
-    previous_ = fs::current_path(ec);
-    if (ec) return;
-    fs::current_path(dir, ec);
-    ok_ = !ec;
-  }
-  ~CurrentDirectory() {
-    if (!ok_) return;
-    std::error_code ec;
-    fs::current_path(previous_, ec);
-  }
-  CurrentDirectory(const CurrentDirectory&) = delete;
-  CurrentDirectory& operator=(const CurrentDirectory&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  fs::path previous_;
-  bool ok_ = false;
-};
 
 ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::string>& select) {
   ScanEvidence s;
@@ -342,7 +290,7 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
         bundle_dir = runs_root / folder;
       } else {
         if (!tmp) {
-          auto made = TempDir::Make();
+          auto made = TempDir::Make("dualtrack-audit-");
           if (!made.ok()) return made.take_error();
           tmp.emplace(std::move(*made));
         }

@@ -1,0 +1,216 @@
+// `dualtrack fix`: the scan's fixable findings, rewritten (fixer.cc) and shown as a diff or written.
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "app/args.h"
+#include "app/commands.h"
+#include "fix/diff.h"
+#include "fix/fixer.h"
+#include "fix/verify.h"
+#include "scan/scan.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace dt::fix {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Where the scan's relative file name lives: under the root folder, or the root itself when a
+// single file was scanned.
+fs::path SourcePath(const std::string& root, const std::string& file) {
+  std::error_code ec;
+  const fs::path r(root);
+  if (fs::is_directory(r, ec)) return r / file;
+  return r.parent_path() / file;
+}
+
+// The scan saw this text: every finding's snippet is its line, trimmed.
+bool MatchesScan(std::string_view text, const std::vector<scan::Finding>& findings) {
+  std::vector<std::string_view> lines;
+  for (std::size_t at = 0; at <= text.size();) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  for (const auto& f : findings) {
+    if (f.line < 1 || static_cast<std::size_t>(f.line) > lines.size()) return false;
+    if (f.snippet.empty()) continue;
+    std::string_view line = Trim(lines[static_cast<std::size_t>(f.line - 1)]);
+    if (!line.starts_with(std::string_view(f.snippet).substr(0, std::min<std::size_t>(f.snippet.size(), 40))))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
+  // Everything after the first "--" is the command --verify runs, untouched by option parsing.
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> own(args.begin(), dashes);
+  std::vector<std::string> command;
+  if (dashes != args.end()) command.assign(dashes + 1, args.end());
+  CLI::App app{"Rewrite CUDA-hardwired Python so that it picks CUDA, else MPS, else the CPU at run "
+               "time. Safe fixes keep the behaviour on a CUDA machine: every rewritten call is the "
+               "original one whenever CUDA is available. Edits are made on the scanner's tokens, so "
+               "comments, quoting and layout stay as written; a second fix changes nothing.",
+               "dualtrack fix"};
+  std::vector<std::string> paths, entries, exclude, ignore, select;
+  bool apply = false, diff = false, unsafe = false, no_gitignore = false, no_config = false;
+  bool show_left = false, verify = false;
+  int steps = 1;
+  std::int64_t seed = 0;
+  double timeout = 0;
+  std::string verify_dir;
+  app.add_option("paths", paths, "Files or folders to fix (default: .); the first sets the root");
+  app.add_flag("--diff", diff, "Print the changes as a unified diff and write nothing (the default)");
+  app.add_flag("--apply", apply,
+               "Write the fixed files (atomically; a file that changed since it was read is left "
+               "alone and named). With --verify, only when the rewrite is verified");
+  app.add_flag("--unsafe-fixes", unsafe,
+               "Also apply fixes that may change results on CUDA (torch.float64 -> torch.float32)");
+  app.add_option("--select", select, "Fix only these rule codes or prefixes (DT101,DT2)");
+  app.add_option("--ignore", ignore, "Rule codes or prefixes to leave alone");
+  app.add_option("--entry", entries, "Entry scripts, as for scan (findings off their path are fixed too)");
+  app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
+  app.add_flag("--show-left", show_left, "List every finding left as it is, with the reason");
+  app.add_flag("--verify", verify,
+               "Prove the rewrite: run the command after -- in a copy of the original and of the "
+               "fixed project on this CPU (same seed, CUDA redirected to the CPU) and compare the "
+               "two bundles with no tolerance");
+  app.add_option("--steps", steps, "With --verify: optimizer steps whose tensors are compared (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", seed, "With --verify: the seed of both runs (default 0)")->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", timeout, "With --verify: stop each run after SEC seconds")->check(CLI::PositiveNumber);
+  app.add_option("--verify-dir", verify_dir,
+                 "With --verify: keep the two copies and their bundles in this folder (default: a "
+                 "temporary folder, removed)");
+  app.add_flag("--no-gitignore", no_gitignore, "Also fix files that .gitignore excludes");
+  app.add_flag("--no-config", no_config, "Ignore [tool.dualtrack] in pyproject.toml");
+  app.get_option("--diff")->excludes(app.get_option("--apply"));
+  app.footer(
+      "Examples:\n"
+      "  dualtrack fix examples/cuda-research            # the diff, nothing written\n"
+      "  dualtrack fix . --apply                        # write the safe fixes\n"
+      "  dualtrack fix . --select DT101,DT102 --apply   # only .cuda() and \"cuda\" strings\n"
+      "  dualtrack fix . --verify --apply -- python train.py --steps 2   # write only if proven\n"
+      "What a fix writes: x.cuda() -> x.to(_dualtrack_device()); \"cuda\" -> _dualtrack_device(); "
+      "torch.cuda.synchronize() -> _dualtrack_cuda(\"synchronize\", \"synchronize\")(); "
+      "torch.cuda.amp.autocast / GradScaler -> _dualtrack_autocast / _dualtrack_grad_scaler; "
+      "backend=\"nccl\" -> nccl with CUDA else gloo; choices gain \"mps\". The helpers are added "
+      "once per module (or notebook), after its imports. Which rules have a fix: docs/rules/.\n"
+      "Exit codes: 0 nothing to change, written with --apply, or verified; 1 a diff was printed, "
+      "or --verify found a difference; 2 usage or input error, a run that could not start, or a "
+      "file that could not be written.");
+  if (auto early = ParseArgs(app, own, io)) return *early;
+  if (verify && command.empty())
+    return MakeError(ErrorCode::kUsage, "--verify needs the command to run after --, e.g. "
+                                        "dualtrack fix --verify -- python train.py --steps 2");
+  if (!verify && !command.empty())
+    return MakeError(ErrorCode::kUsage, "a command after -- is only for --verify");
+
+  scan::ScanOptions opt;
+  if (paths.empty()) paths.push_back(".");
+  for (const auto& p : paths) opt.paths.emplace_back(p);
+  opt.entries = entries;
+  opt.exclude = exclude;
+  opt.ignore_codes = ignore;
+  opt.select_codes = select;
+  opt.honour_gitignore = !no_gitignore;
+  opt.read_pyproject = !no_config;
+  auto report = scan::Scan(opt);
+  if (!report) return report.take_error();
+
+  // Python files and notebooks (whose findings carry their cell).
+  std::map<std::string, std::vector<scan::Finding>> by_file;
+  for (const auto& f : report->findings)
+    if ((f.cell ? f.file.ends_with(".ipynb") : f.file.ends_with(".py")) && !f.guarded)
+      by_file[f.file].push_back(f);
+  FixOptions fix_options;
+  fix_options.unsafe = unsafe;
+  std::size_t fixed = 0, left = 0, failed = 0;
+  std::vector<std::string> left_lines;
+  struct Change {
+    fs::path path;
+    std::string before, after;
+  };
+  std::map<std::string, Change> changes;
+  for (const auto& [file, findings] : by_file) {
+    const fs::path path = SourcePath(report->root, file);
+    auto text = ReadFile(path);
+    if (!text) return text.take_error();
+    const bool notebook = file.ends_with(".ipynb");
+    if (!notebook && !MatchesScan(*text, findings)) {
+      io.err << "dualtrack fix: " << EscapeControl(file) << ": changed while it was scanned; left alone\n";
+      ++failed;
+      continue;
+    }
+    FileFix result;
+    if (notebook) {
+      auto nb = FixNotebook(*text, findings, fix_options);
+      if (!nb) {
+        io.err << "dualtrack fix: " << EscapeControl(file) << ": " << EscapeControl(nb.error().message) << '\n';
+        ++failed;
+        continue;
+      }
+      result = std::move(*nb);
+    } else {
+      result = FixPython(*text, findings, fix_options);
+    }
+    for (const auto& o : result.outcomes) {
+      if (o.fixed) continue;
+      ++left;
+      left_lines.push_back(file + (o.cell ? ":cell " + std::to_string(*o.cell) : std::string()) + ":" +
+                           std::to_string(o.line) + ": " + o.code + " " + o.note);
+    }
+    if (!result.changed()) continue;
+    fixed += result.fixed();
+    changes.emplace(file, Change{path, std::move(*text), std::move(result.text)});
+  }
+
+  bool verified = false;
+  if (verify && !changes.empty()) {
+    VerifyOptions v;
+    std::error_code ec;
+    v.root = fs::is_directory(report->root, ec) ? fs::path(report->root) : fs::path(report->root).parent_path();
+    for (const auto& [file, c] : changes) v.fixed.emplace(file, c.after);
+    v.command = command;
+    v.steps = steps;
+    v.seed = seed;
+    if (timeout > 0) v.timeout_s = timeout;
+    if (!verify_dir.empty()) v.keep = verify_dir;
+    auto result = Verify(v, io);
+    if (!result) return result.take_error();
+    io.err << "dualtrack fix: " << EscapeControl(result->summary) << '\n';
+    verified = result->verified;
+  }
+  for (const auto& [file, c] : changes) {
+    if (!apply) {
+      if (!verify) io.out << UnifiedDiff(c.before, c.after, file);
+      continue;
+    }
+    if (verify && !verified) break;
+    if (auto st = WriteIfUnchanged(c.path, c.before, c.after); !st) {
+      io.err << "dualtrack fix: error: " << EscapeControl(st.error().ToString()) << '\n';
+      ++failed;
+    }
+  }
+  if (show_left)
+    for (const auto& l : left_lines) io.err << EscapeControl(l) << '\n';
+  const bool wrote = apply && (!verify || verified);
+  io.err << "dualtrack fix: " << (wrote ? "fixed " : "would fix ") << fixed << " finding"
+         << (fixed == 1 ? "" : "s") << " in " << changes.size() << " file" << (changes.size() == 1 ? "" : "s");
+  if (left > 0)
+    io.err << "; " << left << " left as they are" << (show_left ? "" : " (--show-left lists them)");
+  if (apply && verify && !verified && !changes.empty()) io.err << "; nothing written";
+  io.err << '\n';
+  if (failed > 0) return ExitCode::kError;
+  if (verify) return changes.empty() || verified ? ExitCode::kOk : ExitCode::kFindings;
+  return !apply && fixed > 0 ? ExitCode::kFindings : ExitCode::kOk;
+}
+
+}  // namespace dt::fix

@@ -1,0 +1,282 @@
+#include "fix/fixer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fix/diff.h"
+#include "fix/verify.h"
+#include "util/fs.h"
+#include "util/scoped_dir.h"
+#include "scan/python_scanner.h"
+#include "scan/sink.h"
+#include "scan/test_registry.h"
+
+namespace dt::fix {
+namespace {
+
+using scan::testing::Reg;
+
+std::vector<scan::Finding> ScanOf(std::string_view src) {
+  std::vector<scan::Finding> findings;
+  scan::FindingSink sink(Reg(), "t.py", src, findings);
+  scan::ScanPython(src, sink, false);
+  return findings;
+}
+
+FileFix FixOf(const std::string& src, bool unsafe = false) {
+  FixOptions opt;
+  opt.unsafe = unsafe;
+  return FixPython(src, ScanOf(src), opt);
+}
+
+std::string Fixed(const std::string& src, bool unsafe = false) { return FixOf(src, unsafe).text; }
+
+bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::size_t Count(const std::string& text, const std::string& part) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// Every fix: the second run finds nothing left to change.
+void ExpectIdempotent(const std::string& src, bool unsafe = false) {
+  const std::string once = Fixed(src, unsafe);
+  EXPECT_EQ(Fixed(once, unsafe), once) << once;
+}
+
+TEST(FixTest, DotCudaKeepsCommentsKeywordsAndLeavesIndexes) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "x = torch.zeros(2).cuda()  # on the GPU\n"
+      "y = torch.ones(2).cuda(non_blocking=True)\n"
+      "z = torch.ones(2).cuda(1)\n";
+  const FileFix fix = FixOf(src);
+  EXPECT_TRUE(Has(fix.text, "x = torch.zeros(2).to(_dualtrack_device())  # on the GPU\n"));
+  EXPECT_TRUE(Has(fix.text, "y = torch.ones(2).to(_dualtrack_device(), non_blocking=True)\n"));
+  EXPECT_TRUE(Has(fix.text, "z = torch.ones(2).cuda(1)\n"));
+  EXPECT_EQ(Count(fix.text, "def _dualtrack_device("), 1u);
+  EXPECT_EQ(Count(fix.text, "import torch\n"), 1u);
+  ASSERT_EQ(fix.outcomes.size(), 3u);
+  EXPECT_EQ(fix.fixed(), 2u);
+  EXPECT_TRUE(Has(fix.outcomes[2].note, "left for review"));
+  // The helper comes after the imports, before the first use, PEP 8 spaced.
+  EXPECT_LT(fix.text.find("def _dualtrack_device("), fix.text.find("x = torch.zeros"));
+  EXPECT_TRUE(Has(fix.text, "import torch\n\n\ndef _dualtrack_device("));
+  EXPECT_TRUE(Has(fix.text, "    return \"cpu\"\n\n\nx = torch.zeros"));
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, DeviceStringsWhereADeviceIsChosen) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "device = 'cuda:1'\n"
+      "a = torch.zeros(1, device=\"cuda\")\n"
+      "b = torch.device(\"cuda\")\n"
+      "c = a.to(\"cuda\")\n"
+      "\n"
+      "\n"
+      "def build(device=\"cuda\"):\n"
+      "    return device\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "device = _dualtrack_device(1)\n"));
+  EXPECT_TRUE(Has(out, "a = torch.zeros(1, device=_dualtrack_device())\n"));
+  EXPECT_TRUE(Has(out, "b = torch.device(_dualtrack_device())\n"));
+  EXPECT_TRUE(Has(out, "c = a.to(_dualtrack_device())\n"));
+  EXPECT_TRUE(Has(out, "def build(device=_dualtrack_device()):\n"));
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, ChecksAndPartsOfExpressionsStayAsTheyAre) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "if torch.cuda.is_available():\n"
+      "    x = torch.zeros(1).cuda()\n"
+      "name = f\"cuda:{3}\"\n"
+      "d = torch.device(\"cuda\", 0)\n";
+  const FileFix fix = FixOf(src);
+  EXPECT_TRUE(Has(fix.text, "    x = torch.zeros(1).cuda()\n"));  // Guarded: another path exists.
+  EXPECT_TRUE(Has(fix.text, "d = torch.device(\"cuda\", 0)\n"));
+  for (const auto& o : fix.outcomes) EXPECT_FALSE(o.fixed) << o.code << " " << o.note;
+  EXPECT_EQ(fix.text, src);
+}
+
+TEST(FixTest, MixedPrecisionThroughEverySpelling) {
+  const std::string src =
+      "import torch\n"
+      "from torch.cuda.amp import autocast\n"
+      "\n"
+      "scaler = torch.cuda.amp.GradScaler(init_scale=1024)\n"
+      "with torch.cuda.amp.autocast(enabled=True):\n"
+      "    pass\n"
+      "with autocast():\n"
+      "    pass\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "scaler = _dualtrack_grad_scaler(init_scale=1024)\n"));
+  EXPECT_TRUE(Has(out, "with _dualtrack_autocast(enabled=True):\n"));
+  EXPECT_TRUE(Has(out, "with _dualtrack_autocast():\n"));
+  EXPECT_TRUE(Has(out, "def _dualtrack_autocast("));
+  EXPECT_TRUE(Has(out, "def _dualtrack_grad_scaler("));
+  EXPECT_TRUE(Has(out, "def _dualtrack_device("));  // The amp helpers ask it for the device.
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, CudaCallsBecomeRunTimeChoices) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "torch.cuda.manual_seed_all(0)\n"
+      "torch.cuda.synchronize()\n"
+      "torch.cuda.empty_cache()\n"
+      "peak = torch.cuda.max_memory_allocated() / 2**30\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"manual_seed_all\", \"manual_seed\")(0)\n"));
+  EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"synchronize\", \"synchronize\")()\n"));
+  EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"empty_cache\", \"empty_cache\")()\n"));
+  EXPECT_TRUE(Has(out, "peak = _dualtrack_cuda(\"max_memory_allocated\", None, 0)() / 2**30\n"));
+  EXPECT_FALSE(Has(out, "def _dualtrack_device("));  // Not needed here.
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, NcclChoicesAndHuggingFaceFp16) {
+  const std::string src =
+      "import argparse\n"
+      "import torch\n"
+      "import torch.distributed as dist\n"
+      "from transformers import TrainingArguments\n"
+      "\n"
+      "parser = argparse.ArgumentParser()\n"
+      "parser.add_argument(\"--device\", default=\"cpu\", choices=['cuda', 'cpu'])\n"
+      "dist.init_process_group(backend='nccl')\n"
+      "args = TrainingArguments(output_dir=\"out\", fp16=True)\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "choices=['cuda', 'cpu', 'mps'])"));
+  EXPECT_TRUE(Has(out, "backend=('nccl' if torch.cuda.is_available() else 'gloo')"));
+  EXPECT_TRUE(Has(out, "fp16=torch.cuda.is_available())"));
+  EXPECT_FALSE(Has(out, "def _dualtrack_"));  // These name torch only.
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, Float64OnlyWithUnsafeFixes) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "x = torch.zeros(2, dtype=torch.float64)\n"
+      "y = x.double()\n";
+  const FileFix safe = FixOf(src);
+  EXPECT_EQ(safe.text, src);
+  ASSERT_FALSE(safe.outcomes.empty());
+  EXPECT_TRUE(safe.outcomes[0].unsafe);
+  EXPECT_TRUE(Has(safe.outcomes[0].note, "--unsafe-fixes"));
+  const std::string out = Fixed(src, /*unsafe=*/true);
+  EXPECT_TRUE(Has(out, "x = torch.zeros(2, dtype=torch.float32)\n"));
+  EXPECT_TRUE(Has(out, "y = x.float()\n"));
+  ExpectIdempotent(src, true);
+}
+
+TEST(FixTest, ImportsTorchWhenTheModuleDoesNot) {
+  const std::string src =
+      "\"\"\"A module that only imports torch.nn.\"\"\"\n"
+      "from __future__ import annotations\n"
+      "\n"
+      "import torch.nn as nn\n"
+      "\n"
+      "\n"
+      "def place(m: nn.Module) -> nn.Module:\n"
+      "    return m.cuda()\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "import torch.nn as nn\nimport torch\n\n\ndef _dualtrack_device("));
+  EXPECT_TRUE(Has(out, "    return m.to(_dualtrack_device())\n"));
+  EXPECT_EQ(out.rfind("\"\"\"A module", 0), 0u);  // The docstring stays first.
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, AFileWithoutImportsOrFinalNewline) {
+  const std::string src = "x.cuda()";
+  const std::string out = Fixed(src);
+  EXPECT_EQ(out.rfind("import torch\n", 0), 0u) << out;
+  EXPECT_TRUE(Has(out, "x.to(_dualtrack_device())"));
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, APositionThatHoldsNoTokenIsLeft) {
+  std::vector<scan::Finding> stale(1);
+  stale[0].code = "DT101";
+  stale[0].line = 1;
+  stale[0].column = 40;
+  const FileFix fix = FixPython("x = 1\n", stale, FixOptions{});
+  EXPECT_EQ(fix.text, "x = 1\n");
+  ASSERT_EQ(fix.outcomes.size(), 1u);
+  EXPECT_FALSE(fix.outcomes[0].fixed);
+  EXPECT_TRUE(Has(fix.outcomes[0].note, "changed since the scan"));
+}
+
+TEST(FixWriteTest, AFileChangedSinceItWasReadIsNotWritten) {
+  auto dir = TempDir::Make("dualtrack-fix-test-");
+  ASSERT_TRUE(dir.ok());
+  const auto path = dir->path() / "train.py";
+  ASSERT_TRUE(WriteFileAtomic(path, "x.cuda()\n").ok());
+  // Someone saved the file between our read and our write.
+  const auto stale = WriteIfUnchanged(path, "x.cuda()  # old\n", "x.to(_dualtrack_device())\n");
+  ASSERT_FALSE(stale.ok());
+  EXPECT_TRUE(Has(stale.error().ToString(), "train.py"));
+  EXPECT_TRUE(Has(stale.error().ToString(), "changed since it was read"));
+  EXPECT_EQ(*ReadFile(path), "x.cuda()\n");
+  ASSERT_TRUE(WriteIfUnchanged(path, "x.cuda()\n", "x.to(_dualtrack_device())\n").ok());
+  EXPECT_EQ(*ReadFile(path), "x.to(_dualtrack_device())\n");
+}
+
+TEST(FixVerifyTest, TheMirrorWritesFixedFilesAndLinksTheRest) {
+  auto src = TempDir::Make("dualtrack-fix-src-");
+  auto dst = TempDir::Make("dualtrack-fix-dst-");
+  ASSERT_TRUE(src.ok() && dst.ok());
+  namespace fs = std::filesystem;
+  fs::create_directories(src->path() / "pkg");
+  fs::create_directories(src->path() / "data");
+  fs::create_directories(src->path() / ".git");
+  ASSERT_TRUE(WriteFileAtomic(src->path() / "train.py", "old\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(src->path() / "pkg" / "model.py", "old\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(src->path() / "pkg" / "util.py", "util\n").ok());
+  ASSERT_TRUE(WriteFileAtomic(src->path() / "data" / "x.npy", "data").ok());
+  const auto out = dst->path() / "fixed";
+  ASSERT_TRUE(MirrorProject(src->path(), out, {{"pkg/model.py", "new\n"}}).ok());
+  EXPECT_EQ(*ReadFile(out / "pkg" / "model.py"), "new\n");
+  EXPECT_FALSE(fs::is_symlink(out / "pkg"));
+  EXPECT_TRUE(fs::is_symlink(out / "pkg" / "util.py"));
+  EXPECT_TRUE(fs::is_symlink(out / "train.py"));
+  EXPECT_TRUE(fs::is_symlink(out / "data"));  // A folder without fixes is one link.
+  EXPECT_FALSE(fs::exists(out / ".git"));
+  EXPECT_EQ(*ReadFile(src->path() / "pkg" / "model.py"), "old\n");  // The original is untouched.
+}
+
+TEST(DiffTest, UnifiedHunksWithContext) {
+  const std::string a = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+  const std::string b = "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\neleven\n";
+  EXPECT_EQ(UnifiedDiff(a, b, "n.txt"),
+            "--- a/n.txt\n+++ b/n.txt\n"
+            "@@ -2,9 +2,10 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n 9\n 10\n+eleven\n");
+  EXPECT_EQ(UnifiedDiff(a, a, "n.txt"), "");
+  EXPECT_EQ(UnifiedDiff("x", "y", "t"),
+            "--- a/t\n+++ b/t\n@@ -1 +1 @@\n-x\n\\ No newline at end of file\n+y\n"
+            "\\ No newline at end of file\n");
+}
+
+TEST(DiffTest, FarApartChangesAreSeparateHunks) {
+  std::string a, b;
+  for (int i = 1; i <= 30; ++i) {
+    a += std::to_string(i) + "\n";
+    b += (i == 3 || i == 25 ? "x" : std::to_string(i)) + "\n";
+  }
+  const std::string d = UnifiedDiff(a, b, "f");
+  EXPECT_EQ(Count(d, "@@ -"), 2u) << d;
+  EXPECT_TRUE(Has(d, "@@ -1,6 +1,6 @@\n"));
+  EXPECT_TRUE(Has(d, "@@ -22,7 +22,7 @@\n"));
+}
+
+}  // namespace
+}  // namespace dt::fix
