@@ -102,8 +102,8 @@ const CudaCall* FindCudaCall(std::string_view name) {
 }
 
 // Codes whose findings the fixer rewrites; DT204 only with --unsafe-fixes.
-constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT107",
-                                         "DT108", "DT112", "DT115", "DT205", "DT204"};
+constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106",
+                                         "DT107", "DT108", "DT112", "DT115", "DT205", "DT204"};
 
 struct Edit {
   std::uint32_t begin;
@@ -297,14 +297,34 @@ class Fixer {
   std::string FixOne(const scan::Finding& f) {
     const std::size_t k = TokenAt(f.line, f.column);
     if (k == kNone) return "the finding's position holds no token: the file changed since the scan";
-    if (f.code == "DT101") return FixDotCuda(k);
-    if (f.code == "DT102") return FixDeviceString(k);
+    if (f.code == "DT101") return WithSiblings(k, &Fixer::FixDotCuda);
+    if (f.code == "DT102") return WithSiblings(k, &Fixer::FixDeviceString);
     if (f.code == "DT205") return FixNccl(k);
     if (f.code == "DT112") return FixChoices(k);
     if (f.code == "DT204") return FixFloat64(k);
+    if (f.code == "DT106") return FixBackendFlag(k);
     if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "=")) return FixFp16(k);
     if (IsName(k)) return FixCudaApi(k);
     return "not a call this fix knows";
+  }
+
+  // The scan reports one finding per rule and statement: `a.cuda(), b.cuda()` is one DT101. The
+  // fix of the reported construct also fixes its like in the same statement, unless a conditional
+  // expression there may put one of them behind a check.
+  std::string WithSiblings(std::size_t k, std::string (Fixer::*fix)(std::size_t)) {
+    std::string note = (this->*fix)(k);
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    if (line == lex_.lines.end()) return note;
+    for (std::size_t t = line->begin; t < line->end; ++t)
+      if (Text(t) == "if" || Text(t) == "while" || Text(t) == "lambda") return note;
+    for (std::size_t t = line->begin; t < line->end; ++t) {
+      if (t == k) continue;
+      const bool like = fix == &Fixer::FixDotCuda ? Text(t) == "cuda" && t > 0 && IsOp(t - 1, ".") && IsOp(t + 1, "(")
+                                                  : IsString(t) && scan::StringBody(Text(t)).starts_with("cuda");
+      if (like) (void)(this->*fix)(t);
+    }
+    return note;
   }
 
   // x.cuda() -> x.to(_dualtrack_device()); x.cuda(non_blocking=True) keeps its keyword.
@@ -434,6 +454,21 @@ class Fixer {
     }
     return Add(Begin(b), End(e - 1), text) ? std::string(name) + "(...) -> " + text + "(...)"
                                            : "overlaps another fix";
+  }
+
+  // torch.backends.cudnn.benchmark = True -> if torch.cuda.is_available(): torch.backends...: the
+  // setting of one physical line, set where it means something.
+  std::string FixBackendFlag(std::size_t k) {
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin == k; });
+    if (line == lex_.lines.end()) return "not a statement of its own";
+    const auto [b, e] = ChainAround(k);
+    if (b != k || !IsOp(e, "=") || e + 1 >= line->end) return "not a setting (an assignment to the flag)";
+    if (lex_.Line(lex_.tokens[line->begin]) != lex_.Line(lex_.tokens[line->end - 1]))
+      return "a setting over several lines: left for review";
+    needed_.insert("torch");
+    return Add(Begin(k), Begin(k), "if torch.cuda.is_available(): ") ? "set only with CUDA"
+                                                                    : "overlaps another fix";
   }
 
   // Unsafe: torch.float64 / torch.double -> torch.float32, x.double() -> x.float().

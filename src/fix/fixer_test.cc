@@ -70,6 +70,19 @@ TEST(FixTest, DotCudaKeepsCommentsKeywordsAndLeavesIndexes) {
   ExpectIdempotent(src);
 }
 
+TEST(FixTest, EveryLikeConstructOfTheReportedStatement) {
+  // The scan reports one DT101 for the statement; the fix covers all three calls.
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "points, label, target = points.float().cuda(), label.long().cuda(), target.long().cuda()\n"
+      "y = a.cuda() if torch.cuda.is_available() else a.cuda()\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "points, label, target = points.float().to(_dualtrack_device()), "
+                       "label.long().to(_dualtrack_device()), target.long().to(_dualtrack_device())\n"));
+  ExpectIdempotent(src);
+}
+
 TEST(FixTest, DeviceStringsWhereADeviceIsChosen) {
   const std::string src =
       "import torch\n"
@@ -162,6 +175,19 @@ TEST(FixTest, NcclChoicesAndHuggingFaceFp16) {
   ExpectIdempotent(src);
 }
 
+TEST(FixTest, BackendSettingsOnlyWithCuda) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "torch.backends.cudnn.benchmark = True  # faster convolutions\n"
+      "if torch.backends.cudnn.deterministic:\n"
+      "    pass\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "\nif torch.cuda.is_available(): torch.backends.cudnn.benchmark = True  # faster convolutions\n"));
+  EXPECT_TRUE(Has(out, "\nif torch.backends.cudnn.deterministic:\n"));  // A read stays a read.
+  ExpectIdempotent(src);
+}
+
 TEST(FixTest, Float64OnlyWithUnsafeFixes) {
   const std::string src =
       "import torch\n"
@@ -214,6 +240,19 @@ TEST(FixTest, APositionThatHoldsNoTokenIsLeft) {
   ASSERT_EQ(fix.outcomes.size(), 1u);
   EXPECT_FALSE(fix.outcomes[0].fixed);
   EXPECT_TRUE(Has(fix.outcomes[0].note, "changed since the scan"));
+}
+
+// The rule pages say which rules have a fix and show it: the registry's record of that agrees
+// with the fixer, and every example's "after" is what the fixer writes for its "before".
+TEST(FixTest, TheRegistryAndTheFixerAgree) {
+  for (const auto& r : Reg().rules()) {
+    EXPECT_EQ(HasFix(r.code), !r.fix.empty()) << r.code;
+    EXPECT_EQ(IsUnsafeFix(r.code), r.fix == "unsafe") << r.code;
+    if (r.fix.empty()) continue;
+    const std::string out = Fixed(r.fix_before, r.fix == "unsafe");
+    EXPECT_TRUE(Has(out, r.fix_after)) << r.code << ":\n" << out;
+    EXPECT_FALSE(Has(r.fix_before, r.fix_after)) << r.code;
+  }
 }
 
 TEST(FixWriteTest, AFileChangedSinceItWasReadIsNotWritten) {

@@ -671,6 +671,15 @@ std::string RuleMarkdown(const Rule& r, const Registry& reg) {
            "stand in the way of a predicted `mac-ready`; the report lists it as an edit for MPS.\n";
   }
   if (!r.replacement.empty()) out += fmt::format("\n**Suggested replacement:** {}\n", r.replacement);
+  if (!r.fix.empty()) {
+    out += r.fix == "safe"
+               ? "\n## Automatic fix (safe)\n\n`dualtrack fix` rewrites it; on a CUDA machine the "
+                 "rewritten code does what the original did (`fix --verify` proves it on the CPU).\n"
+               : "\n## Automatic fix (unsafe)\n\n`dualtrack fix --unsafe-fixes` rewrites it; results "
+                 "may change, so check them (`fix --verify` shows whether they do).\n";
+    out += fmt::format("\nBefore:\n\n```python\n{}```\n\nAfter (the changed line):\n\n```python\n{}\n```\n",
+                       r.fix_before, r.fix_after);
+  }
   if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
     out += "\n## Known CUDA-only libraries\n\n| library | modules | packages | alternative |\n|---|---|---|---|\n";
     for (const auto& lib : reg.libraries())
@@ -687,10 +696,10 @@ std::string RuleIndexMarkdown(const Registry& reg) {
   std::string out =
       "# Scan rules\n\nOne page per rule code, generated from the rule registry (data/scan/rules.json)\n"
       "by `dualtrack rule --all --markdown docs/rules`; tests/scan checks that it is up to date.\n\n"
-      "| code | class | severity | title |\n|---|---|---|---|\n";
+      "| code | class | severity | title | fix |\n|---|---|---|---|---|\n";
   for (const auto& r : reg.rules())
-    out += fmt::format("| [{}]({}.md) | {} | {} | {} |\n", r.code, r.code, r.cls,
-                       SeverityName(r.severity), r.title);
+    out += fmt::format("| [{}]({}.md) | {} | {} | {} | {} |\n", r.code, r.code, r.cls,
+                       SeverityName(r.severity), r.title, r.fix.empty() ? "" : r.fix);
   return out;
 }
 

@@ -68,6 +68,15 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
   }
   r.severity = *sev;
   r.mps_only = j.value("mps_only", false);
+  if (auto fix = j.find("fix"); fix != j.end()) {
+    if (!fix->is_object())
+      return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix must be an object", file);
+    r.fix = Str(*fix, "safety");
+    r.fix_before = Str(*fix, "before");
+    r.fix_after = Str(*fix, "after");
+    if (r.fix != "safe" && r.fix != "unsafe")
+      return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix.safety must be safe or unsafe", file);
+  }
   if (r.message.empty()) r.message = r.title.empty() ? r.code : r.title;
   return r;
 }

@@ -30,6 +30,11 @@ struct Rule {
   // The construct runs on the CPU and fails only on MPS (float64, an operator without an MPS
   // kernel): the Mac can run the experiment as written, on its CPU; MPS needs the edit first.
   bool mps_only = false;
+  // `dualtrack fix` rewrites it: "safe" (the behaviour on CUDA is unchanged) or "unsafe" (only with
+  // --unsafe-fixes: results may change); empty when it has no fix. An example for the rule's page.
+  std::string fix;
+  std::string fix_before;
+  std::string fix_after;
 };
 
 // A Python API matched by resolved dotted name (longest dotted prefix wins).

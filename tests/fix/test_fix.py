@@ -14,7 +14,7 @@ import sys
 import pytest
 
 # Rules whose findings `fix` rewrites without --unsafe-fixes.
-SAFE = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT107", "DT108", "DT112", "DT115", "DT205"}
+SAFE = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106", "DT107", "DT108", "DT112", "DT115", "DT205"}
 
 
 @pytest.fixture

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""`dualtrack fix --apply` on copies of the field corpus (bench/field): how much it fixes, and that
+it breaks nothing.
+
+For each repository: the unguarded `fixable` findings in Python files and notebooks before and
+after the fix (the share fixed), the Python files that compiled before and no longer do (syntax
+errors introduced), the files changed that held no unguarded finding (changes outside findings),
+and whether a second fix prints a diff (idempotence). The checkouts are not modified: each is
+copied first (without .git).
+
+    python3 bench/fix/field.py --repos /work/field-repos --dualtrack build/dualtrack
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+
+def scan(binary, root):
+    out = subprocess.run([binary, "scan", root, "--format", "json", "--fail-on", "never"],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"scan of {root} failed: {out.stderr}")
+    return json.loads(out.stdout)["findings"]
+
+
+def open_fixable(findings):
+    return [f for f in findings if not f["guarded"] and f["severity"] == "fixable"
+            and f["file"].endswith((".py", ".ipynb"))]
+
+
+def compiles(path):
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read()
+        if path.endswith(".ipynb"):
+            cells = json.loads(source)["cells"]
+            source = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                               for c in cells if c.get("cell_type") == "code")
+            source = "\n".join("" if l.lstrip().startswith(("%", "!")) else l for l in source.split("\n"))
+        compile(source, path, "exec")
+        return True
+    except Exception:
+        return False
+
+
+def files(root):
+    out = {}
+    for base, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for n in names:
+            p = os.path.join(base, n)
+            if os.path.islink(p) or not os.path.isfile(p):
+                continue
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repos", required=True)
+    p.add_argument("--dualtrack", required=True)
+    args = p.parse_args()
+    binary = os.path.abspath(args.dualtrack)
+    rows = []
+    for name in sorted(os.listdir(args.repos)):
+        src = os.path.join(args.repos, name)
+        if not os.path.isdir(src):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            root = os.path.join(tmp, name)
+            shutil.copytree(src, root, ignore=shutil.ignore_patterns(".git"), symlinks=True)
+            before_findings = scan(binary, root)
+            with_findings = {f["file"] for f in before_findings if not f["guarded"]}
+            before = files(root)
+            fix = subprocess.run([binary, "fix", root, "--apply"], capture_output=True, text=True, timeout=600)
+            after = files(root)
+            changed = sorted(f for f in after if after[f] != before.get(f))
+            broken = [f for f in changed if f.endswith((".py", ".ipynb"))
+                      and compiles_bytes(before[f], f) and not compiles(os.path.join(root, f))]
+            outside = [f for f in changed if f not in with_findings]
+            again = subprocess.run([binary, "fix", root], capture_output=True, text=True, timeout=600)
+            b = len(open_fixable(before_findings))
+            a = len(open_fixable(scan(binary, root)))
+            rows.append(dict(repo=name, fixable_before=b, fixable_after=a, files_changed=len(changed),
+                             syntax_errors=broken, outside=outside, fix_exit=fix.returncode,
+                             idempotent=again.stdout == "", summary=fix.stderr.strip().splitlines()[-1:]))
+    total_b = sum(r["fixable_before"] for r in rows)
+    total_a = sum(r["fixable_after"] for r in rows)
+    print(f"{'repository':28} {'fixable':>8} {'left':>5} {'fixed%':>7} {'files':>6} {'syntax':>6} "
+          f"{'outside':>7} {'again':>6}")
+    for r in rows:
+        share = 100.0 * (r["fixable_before"] - r["fixable_after"]) / r["fixable_before"] if r["fixable_before"] else 100.0
+        print(f"{r['repo']:28} {r['fixable_before']:8} {r['fixable_after']:5} {share:7.1f} {r['files_changed']:6} "
+              f"{len(r['syntax_errors']):6} {len(r['outside']):7} {'same' if r['idempotent'] else 'DIFF':>6}")
+    share = 100.0 * (total_b - total_a) / total_b if total_b else 100.0
+    print(f"{'TOTAL':28} {total_b:8} {total_a:5} {share:7.1f} {sum(r['files_changed'] for r in rows):6} "
+          f"{sum(len(r['syntax_errors']) for r in rows):6} {sum(len(r['outside']) for r in rows):7}")
+    for r in rows:
+        for f in r["syntax_errors"]:
+            print(f"  syntax error introduced: {r['repo']}/{f}")
+        for f in r["outside"]:
+            print(f"  changed without a finding: {r['repo']}/{f}")
+        if not r["idempotent"]:
+            print(f"  second fix changes {r['repo']} again")
+    return 0 if all(not r["syntax_errors"] and not r["outside"] and r["idempotent"] for r in rows) else 1
+
+
+def compiles_bytes(data, name):
+    with tempfile.NamedTemporaryFile(suffix=os.path.splitext(name)[1], delete=False) as fh:
+        fh.write(data)
+    try:
+        return compiles(fh.name)
+    finally:
+        os.unlink(fh.name)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
