@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scan/notebook_scanner.h"
 #include "scan/python_lexer.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -543,16 +544,7 @@ Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Findi
         if (part.is_string()) source += part.get<std::string>();
     }
     // The scan blanked magics and shell escapes (%time, !pip): lex what it lexed.
-    std::string lexed = source;
-    for (std::size_t pos = 0; pos < lexed.size();) {
-      std::size_t nl = lexed.find('\n', pos);
-      std::size_t end = nl == std::string::npos ? lexed.size() : nl;
-      std::size_t first = lexed.find_first_not_of(" \t", pos);
-      if (first < end && (lexed[first] == '%' || lexed[first] == '!'))
-        for (std::size_t k = first; k < end; ++k) lexed[k] = ' ';
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
-    }
+    const std::string lexed = scan::BlankMagics(source);
     std::vector<scan::Finding> mine;
     for (const auto& f : findings)
       if (f.cell && *f.cell == index) mine.push_back(f);

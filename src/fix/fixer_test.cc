@@ -7,6 +7,7 @@
 
 #include "fix/diff.h"
 #include "fix/verify.h"
+#include "scan/notebook_scanner.h"
 #include "util/fs.h"
 #include "util/scoped_dir.h"
 #include "scan/python_scanner.h"
@@ -228,6 +229,35 @@ TEST(FixTest, AFileWithoutImportsOrFinalNewline) {
   EXPECT_EQ(out.rfind("import torch\n", 0), 0u) << out;
   EXPECT_TRUE(Has(out, "x.to(_dualtrack_device())"));
   ExpectIdempotent(src);
+}
+
+TEST(FixTest, NotebooksCellByCellWithTheirMagicsAndLayout) {
+  const std::string nb =
+      "{\n \"cells\": [\n"
+      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": [\"import torch\\n\"]},\n"
+      "  {\"cell_type\": \"markdown\", \"metadata\": {}, \"source\": \"x.cuda()\"},\n"
+      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": "
+      "[\"%time y = x.cuda()\\n\", \"z = x.cuda()\"]},\n"
+      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": \"w = x.cuda()\"}\n"
+      " ],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n";
+  std::vector<scan::Finding> findings;
+  ASSERT_TRUE(scan::ScanNotebook(nb, Reg(), "n.ipynb", findings).ok());
+  ASSERT_EQ(findings.size(), 2u);  // The magic line is not scanned.
+  auto fixed = FixNotebook(nb, findings, FixOptions{});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->fixed(), 2u);
+  const std::string& out = fixed->text;
+  EXPECT_TRUE(Has(out, "\"%time y = x.cuda()\\n\"")) << out;  // Magics stay as written.
+  EXPECT_TRUE(Has(out, "\"z = x.to(_dualtrack_device())\"")) << out;
+  EXPECT_TRUE(Has(out, "\"source\": \"w = x.to(_dualtrack_device())\"")) << out;  // A string stays one.
+  EXPECT_EQ(Count(out, "def _dualtrack_device("), 1u);  // In the first cell that needs it.
+  EXPECT_FALSE(Has(out, "import torch\\nimport torch"));
+  EXPECT_TRUE(Has(out, "\"source\": \"x.cuda()\""));  // Markdown is prose.
+  EXPECT_EQ(out.substr(0, 12), "{\n \"cells\": ");  // Indentation and key order kept.
+  std::vector<scan::Finding> again;
+  ASSERT_TRUE(scan::ScanNotebook(out, Reg(), "n.ipynb", again).ok());
+  EXPECT_EQ(FixNotebook(out, again, FixOptions{})->text, out);
+  EXPECT_FALSE(FixNotebook("{\"cells\": 3}", {}, FixOptions{}).ok());
 }
 
 TEST(FixTest, APositionThatHoldsNoTokenIsLeft) {

@@ -4,6 +4,19 @@
 
 namespace dt::scan {
 
+std::string BlankMagics(std::string source) {
+  for (std::size_t pos = 0; pos < source.size();) {
+    std::size_t nl = source.find('\n', pos);
+    std::size_t end = nl == std::string::npos ? source.size() : nl;
+    std::size_t first = source.find_first_not_of(" \t", pos);
+    if (first < end && (source[first] == '%' || source[first] == '!'))
+      for (std::size_t k = first; k < end; ++k) source[k] = ' ';
+    if (nl == std::string::npos) break;
+    pos = nl + 1;
+  }
+  return source;
+}
+
 Status ScanNotebook(std::string_view text, const Registry& reg, const std::string& rel,
                     std::vector<Finding>& out) {
   nlohmann::json doc;
@@ -33,17 +46,7 @@ Status ScanNotebook(std::string_view text, const Registry& reg, const std::strin
     } else {
       continue;
     }
-    // Blank magics (%time, %%bash) and shell escapes (!pip), keeping the line count.
-    std::size_t pos = 0;
-    while (pos < source.size()) {
-      std::size_t nl = source.find('\n', pos);
-      std::size_t end = nl == std::string::npos ? source.size() : nl;
-      std::size_t first = source.find_first_not_of(" \t", pos);
-      if (first < end && (source[first] == '%' || source[first] == '!'))
-        for (std::size_t k = first; k < end; ++k) source[k] = ' ';
-      if (nl == std::string::npos) break;
-      pos = nl + 1;
-    }
+    source = BlankMagics(std::move(source));
     FindingSink sink(reg, rel, source, out, index);
     (void)ScanPython(source, sink, false);
   }

@@ -11,6 +11,10 @@
 
 namespace dt::scan {
 
+// The cell source with IPython magics (%time, %%bash) and shell escapes (!pip) blanked, line count
+// and offsets kept: what the scanner lexes, and what a fix of the cell must lex too.
+std::string BlankMagics(std::string source);
+
 // Errors name what is malformed (invalid JSON, no "cells" list); the caller records a skip.
 Status ScanNotebook(std::string_view text, const Registry& reg, const std::string& rel,
                     std::vector<Finding>& out);
