@@ -47,6 +47,9 @@ constexpr Helper kHelpers[] = {
      "        return getattr(torch.cuda, name)\n"
      "    if mps_name is not None and torch.backends.mps.is_available():\n"
      "        return getattr(torch.mps, mps_name)\n"
+     "    if name == \"device\":  # `with torch.cuda.device(i):` selects nothing elsewhere.\n"
+     "        import contextlib\n"
+     "        return lambda *args, **kwargs: contextlib.nullcontext()\n"
      "    return lambda *args, **kwargs: default\n"},
     {"_dualtrack_autocast",
      "def _dualtrack_autocast(*args, **kwargs):\n"
@@ -83,6 +86,7 @@ constexpr CudaCall kCudaCalls[] = {
     {"seed", "seed", ""},
     {"seed_all", "seed", ""},
     {"set_device", "", ""},
+    {"device", "", ""},  // A context manager: the helper's stand-in is a null context.
     {"set_per_process_memory_fraction", "set_per_process_memory_fraction", ""},
     {"memory_allocated", "current_allocated_memory", "0"},
     {"max_memory_allocated", "", "0"},

@@ -147,12 +147,15 @@ TEST(FixTest, CudaCallsBecomeRunTimeChoices) {
       "torch.cuda.manual_seed_all(0)\n"
       "torch.cuda.synchronize()\n"
       "torch.cuda.empty_cache()\n"
-      "peak = torch.cuda.max_memory_allocated() / 2**30\n";
+      "peak = torch.cuda.max_memory_allocated() / 2**30\n"
+      "with torch.cuda.device(0):\n"
+      "    pass\n";
   const std::string out = Fixed(src);
   EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"manual_seed_all\", \"manual_seed\")(0)\n"));
   EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"synchronize\", \"synchronize\")()\n"));
   EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"empty_cache\", \"empty_cache\")()\n"));
   EXPECT_TRUE(Has(out, "peak = _dualtrack_cuda(\"max_memory_allocated\", None, 0)() / 2**30\n"));
+  EXPECT_TRUE(Has(out, "with _dualtrack_cuda(\"device\")(0):\n"));
   EXPECT_FALSE(Has(out, "def _dualtrack_device("));  // Not needed here.
   ExpectIdempotent(src);
 }
