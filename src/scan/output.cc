@@ -143,6 +143,19 @@ json ReportJson(const ScanReport& report, bool with_findings) {
           {"suppressions", suppressions}};
   if (!report.baseline.empty())
     doc["baseline"] = {{"file", report.baseline}, {"matched", report.baselined}};
+  if (report.path) {
+    const PathTraits& p = *report.path;
+    auto place = [](const std::optional<PathPlace>& at) {
+      return at ? json{{"file", at->file}, {"line", at->line}} : json(nullptr);
+    };
+    json model = place(p.model);
+    if (p.model) model["api"] = p.model_api;
+    doc["path"] = {{"cuda_choice", place(p.cuda_choice)},
+                   {"mentions_mps", p.mentions_mps},
+                   {"framework_device", p.framework_device},
+                   {"model", model},
+                   {"training", place(p.training)}};
+  }
   return doc;
 }
 

@@ -2022,6 +2022,12 @@ class PythonScanner {
       result_.defs.push_back(PyTopDef{std::move(name), first, last, registered, method});
     }
     std::set<std::string_view> attrs;
+    for (const PyImport& imp : result_.imports) {
+      const std::string_view top = std::string_view(imp.module).substr(0, imp.module.find('.'));
+      result_.framework_device |= top == "accelerate" || top == "lightning" || top == "pytorch_lightning";
+      if (top == "transformers")
+        for (const std::string& n : imp.names) result_.framework_device |= n.find("Trainer") != std::string::npos;
+    }
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
       const Scope& sc = scopes_[s];
       if (!sc.is_def || sc.name.empty()) continue;
@@ -2060,10 +2066,17 @@ class PythonScanner {
       for (auto k = l.begin; k < l.end; ++k) {
         const Token& t = T(k);
         if (t.kind() == TokKind::kString) {
-          if (!IsBytes(lex_.Text(t))) AddTextRef(StringBody(lex_.Text(t)), where);
+          if (IsBytes(lex_.Text(t))) continue;
+          const std::string_view body = StringBody(lex_.Text(t));
+          result_.mentions_mps |= body == "mps" || StartsWith(body, "mps:");
+          AddTextRef(body, where);
           continue;
         }
         if (!IsName(t) || k == defined) continue;
+        result_.mentions_mps |= lex_.Text(t) == "mps";
+        if (k > l.begin && IsOp(T(k - 1), ".") && lex_.Text(t) == "backward" && k + 1 < l.end &&
+            IsOp(T(k + 1), "(") && result_.backward_line == 0)
+          result_.backward_line = lex_.Line(t);
         if (k > l.begin && IsOp(T(k - 1), ".")) {
           // `self.m()` of the class's own method, or an attribute that may name any method.
           const bool own = methods != nullptr && k >= l.begin + 2 && methods->count(lex_.Text(t)) &&
@@ -2083,6 +2096,17 @@ class PythonScanner {
         const std::string_view name = lex_.Text(t);
         if (Shadowed(name, scope)) continue;
         if (const std::string* target = Lookup(name, scope)) {
+          if (StartsWith(*target, "torch")) {
+            if (result_.model_line == 0) {
+              std::string resolved, head_name;
+              Chain(k, l.end, scope, resolved, head_name);
+              if (IsHeavyLayer(resolved)) {
+                result_.model_line = lex_.Line(t);
+                result_.model_api = resolved;
+              }
+            }
+            continue;
+          }
           if (!IsOwnTarget(*target)) continue;
           PyRef r = where;
           std::string head_name;
@@ -2175,6 +2199,15 @@ class PythonScanner {
                          : std::string();
     }
     return {};
+  }
+
+  // Layers whose training wants an accelerator: convolutions and attention (an MLP or a graph
+  // convolution over a sparse matrix trains on a CPU).
+  static bool IsHeavyLayer(std::string_view api) {
+    if (!StartsWith(api, "torch.nn.")) return false;
+    const std::string_view rest = api.substr(9);
+    return StartsWith(rest, "Conv") || StartsWith(rest, "functional.conv") || rest == "MultiheadAttention" ||
+           StartsWith(rest, "Transformer") || rest == "functional.scaled_dot_product_attention";
   }
 
   // `if __name__ == "__main__":`.

@@ -110,6 +110,15 @@ struct PyScanResult {
   // Attribute names used other than `self.m` / `cls.m` of the class's own method (collect_calls,
   // sorted, unique): a method so named may be called from here.
   std::vector<std::string> attrs;
+  // What the file says about where and what it trains (collect_calls): it names MPS (`"mps"`,
+  // `torch.backends.mps`), it places through a framework that picks MPS itself (accelerate,
+  // Lightning, the transformers Trainer), its first convolution or attention layer, and its first
+  // `.backward(` call. Lines are 0 when there is none.
+  bool mentions_mps = false;
+  bool framework_device = false;
+  std::uint32_t model_line = 0;
+  std::string model_api;
+  std::uint32_t backward_line = 0;
 };
 
 PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScanOptions& options);

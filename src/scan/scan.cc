@@ -849,7 +849,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
 // for its calls.
 void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::vector<FileResult>& results,
                  const std::unordered_set<std::string>& reachable, const std::vector<std::string>& entries,
-                 unsigned threads) {
+                 unsigned threads, PathTraits& traits) {
   std::unordered_set<std::string> init_dirs;
   for (const auto& item : items)
     if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
@@ -859,6 +859,13 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
       files.push_back(i);
   std::vector<CallModule> modules(files.size());
   std::vector<char> read(files.size(), 0);
+  struct FileTraits {
+    std::int64_t cuda_choice = 0;  // Line of a guarded CUDA placement.
+    bool mps = false, framework = false;
+    std::uint32_t model = 0, backward = 0;
+    std::string model_api;
+  };
+  std::vector<FileTraits> file_traits(files.size());
   ParallelFor(files.size(), threads, [&](std::size_t k) {
     const std::size_t i = files[k];
     MappedFile mapped;
@@ -880,10 +887,33 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     m.refs = std::move(py.refs);
     m.defaults = std::move(py.defaults);
     m.attrs = std::move(py.attrs);
+    FileTraits& ft = file_traits[k];
+    for (const Finding& f : discarded)
+      if (f.guarded && (f.code == "DT101" || f.code == "DT102") && ft.cuda_choice == 0) ft.cuda_choice = f.line;
+    ft.mps = py.mentions_mps;
+    ft.framework = py.framework_device;
+    ft.model = py.model_line;
+    ft.model_api = std::move(py.model_api);
+    ft.backward = py.backward_line;
     read[k] = 1;
   });
   // A file that could not be read again hides its calls: then nothing is concluded.
   if (std::find(read.begin(), read.end(), 0) != read.end()) return;
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    const FileTraits& ft = file_traits[k];
+    const std::string& rel = items[files[k]].rel;
+    if (ft.cuda_choice && !traits.cuda_choice) traits.cuda_choice = PathPlace{rel, ft.cuda_choice};
+    if (ft.model && !traits.model) {
+      traits.model = PathPlace{rel, ft.model};
+      traits.model_api = ft.model_api;
+    }
+    traits.mentions_mps |= ft.mps;
+    traits.framework_device |= ft.framework;
+    if (!modules[k].entry || traits.training) continue;
+    const std::string base = rel.substr(rel.rfind('/') + 1);
+    if (ft.backward) traits.training = PathPlace{rel, ft.backward};
+    else if (base.find("train") != std::string::npos) traits.training = PathPlace{rel, 0};
+  }
   const auto paths = CallPaths(modules);
   for (std::size_t k = 0; k < files.size(); ++k) {
     const auto& defs = modules[k].defs;
@@ -1104,7 +1134,10 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   std::unordered_set<std::string> behind_checks;
   auto reachable = ReachableModules(modules, entries, &behind_checks);
   report.entries = entries;
-  if (!guessed_entries && !entries.empty()) FollowCalls(ctx, items, results, reachable, entries, threads);
+  if (!guessed_entries && !entries.empty()) {
+    report.path.emplace();
+    FollowCalls(ctx, items, results, reachable, entries, threads, *report.path);
+  }
   // Several entries (a folder, a test suite): which of them reach each module, so that a member
   // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
   std::unordered_map<std::string, std::int64_t> reached_by;

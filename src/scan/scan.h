@@ -77,6 +77,24 @@ struct ScanOptions {
   std::optional<std::filesystem::path> data_dir;  // Defaults to dt::DataDir()/scan.
 };
 
+// What the named entries' path says about the Mac's share of the work (only when calls were
+// followed, ScanReport::path): where the project picks CUDA behind a check (so something else runs
+// elsewhere), whether MPS is ever named or a framework places the model, the first convolution or
+// attention layer, and whether the experiment trains (an entry calls `.backward(` or is a training
+// script by name).
+struct PathPlace {
+  std::string file;
+  std::int64_t line = 0;
+};
+struct PathTraits {
+  std::optional<PathPlace> cuda_choice;  // A guarded .cuda() / "cuda" on the path.
+  bool mentions_mps = false;
+  bool framework_device = false;
+  std::optional<PathPlace> model;
+  std::string model_api;
+  std::optional<PathPlace> training;  // The entry's .backward( (line 0: by the script's name).
+};
+
 struct ScanReport {
   std::string root;  // As the user gave it (relative stays relative).
   std::vector<Finding> findings;  // Sorted by file, cell, line, column, code.
@@ -86,6 +104,7 @@ struct ScanReport {
   std::vector<std::string> entries;  // Entry scripts used for reachability, relative.
   std::string baseline;              // The --baseline file the findings were checked against.
   std::size_t baselined = 0;         // Findings it held, left out of `findings`.
+  std::optional<PathTraits> path;    // With named entries only.
 };
 
 // Walks the paths, scans every recognised file and returns the sorted inventory. Errors: a path

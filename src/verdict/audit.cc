@@ -25,6 +25,20 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
   s.root = report.root;
   s.files_scanned = report.files_scanned;
   s.entries = report.entries;
+  if (report.path) {
+    auto place = [](const std::optional<scan::PathPlace>& at) -> std::optional<Location> {
+      if (!at) return std::nullopt;
+      return Location{at->file, at->line};
+    };
+    ScanPath p;
+    p.cuda_choice = place(report.path->cuda_choice);
+    p.mentions_mps = report.path->mentions_mps;
+    p.framework_device = report.path->framework_device;
+    p.model = place(report.path->model);
+    p.model_api = report.path->model_api;
+    p.training = place(report.path->training);
+    s.path = std::move(p);
+  }
   for (const scan::Finding& f : report.findings) {
     if (!Selected(f.code, select)) continue;
     Finding x;

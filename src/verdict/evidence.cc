@@ -298,6 +298,21 @@ Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& s
   scan.findings = std::move(findings);
   scan.files_scanned = r.Int(r.Obj(doc, "summary", ""), "files_scanned", "summary");
   scan.entries = r.StrList(doc, "entries", "");
+  if (const json& p = r.Obj(doc, "path", ""); !p.empty()) {
+    auto place = [&](const char* key) -> std::optional<Location> {
+      const json& o = r.Obj(p, key, "path");
+      if (o.empty()) return std::nullopt;
+      return r.Loc(p, key, "path");
+    };
+    ScanPath path;
+    path.cuda_choice = place("cuda_choice");
+    path.mentions_mps = r.OptBool(p, "mentions_mps", "path").value_or(false);
+    path.framework_device = r.OptBool(p, "framework_device", "path").value_or(false);
+    path.model = place("model");
+    if (path.model) path.model_api = r.Str(r.Obj(p, "model", "path"), "api", "path.model");
+    path.training = place("training");
+    scan.path = std::move(path);
+  }
   if (!r.ok()) return r.TakeError();
   return scan;
 }

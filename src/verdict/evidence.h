@@ -37,12 +37,24 @@ struct Finding {
   std::optional<std::int64_t> reached_by;  // Of several entries, how many reach the file.
 };
 
+// The scan's `path` record (named entries only): what the experiment's path says about the Mac's
+// share of the work.
+struct ScanPath {
+  std::optional<Location> cuda_choice;  // A CUDA placement behind a check.
+  bool mentions_mps = false;
+  bool framework_device = false;  // accelerate, Lightning, the transformers Trainer place the model.
+  std::optional<Location> model;  // The first convolution or attention layer.
+  std::string model_api;
+  std::optional<Location> training;  // The entry's .backward( (line 0: a training script by name).
+};
+
 struct ScanEvidence {
   std::string source;  // Where it was read from, for messages.
   std::string root;
   std::vector<Finding> findings;
   std::int64_t files_scanned = 0;
   std::vector<std::string> entries;  // The entry scripts reachability was computed from.
+  std::optional<ScanPath> path;
 };
 
 struct Gpu {

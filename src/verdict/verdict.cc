@@ -627,6 +627,8 @@ bool IsDeviceOptionDefault(const Finding& f) {
          f.snippet.rfind("async def ", 0) == 0 || IsConfigTreeDefault(f.snippet);
 }
 
+std::string CpuOnlyTraining(const ScanPath& p);
+
 // What stands in the way of a predicted mac-ready when no stop condition holds: unguarded
 // replace/blocker findings on the path (they have an alternative but no build for the Mac as
 // written), unguarded fixable ones (a hard-coded device needs an edit; a device option's default
@@ -665,6 +667,9 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
                                 edit.size(), PlaceList(edit)));
     }
   }
+  if (ev.scan && ev.scan->path) {
+    if (std::string cpu_only = CpuOnlyTraining(*ev.scan->path); !cpu_only.empty()) out.push_back(cpu_only);
+  }
   if (ev.coverage) {
     std::vector<EvidenceItem> fb;
     for (const CoverageOp& op : ev.coverage->ops) {
@@ -689,6 +694,23 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
     out.push_back("the multi-GPU condition could not be checked");
   }
   return out;
+}
+
+// cpu-only-training (docs/report.md): the experiment trains a convolution or attention model, and
+// its device choice is CUDA behind a check with nothing else but the CPU (MPS is never named and no
+// framework places the model). On a Mac it trains on the CPU as written: development runs, while
+// formal runs stay on CUDA, or go to the Mac's GPU once the device choice gains an MPS branch.
+std::string CpuOnlyTraining(const ScanPath& p) {
+  if (!p.cuda_choice || p.mentions_mps || p.framework_device || !p.model || !p.training) return {};
+  const std::string training =
+      p.training->line > 0 ? fmt::format("{}:{} calls backward()", p.training->file, p.training->line)
+                           : p.training->file + " is a training script";
+  return fmt::format(
+      "on a Mac it trains on the CPU only: the device choice ({}:{}) is CUDA or the CPU and MPS is "
+      "named nowhere on the path, and {} for a model with {} ({}:{}), which wants an accelerator "
+      "for formal runs. Development runs fit the Mac's CPU; an MPS branch in the device choice "
+      "would let its GPU train it",
+      p.cuda_choice->file, p.cuda_choice->line, training, p.model_api, p.model->file, p.model->line);
 }
 
 // Unguarded constructs on the path that run on the CPU but fail on MPS (float64, an operator

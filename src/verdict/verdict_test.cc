@@ -197,6 +197,43 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   EXPECT_EQ(Decide(OnPathScan({f64, cuda})).verdict, "dev-only");
 }
 
+TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
+  // cleanrl ppo_atari: device = "cuda" if torch.cuda.is_available() else "cpu", a Nature CNN, and
+  // loss.backward() in the script: it trains on a Mac, but on the CPU only.
+  Finding choice{.code = "DT102", .cls = "device", .severity = "portable", .line = 9,
+                 .snippet = "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")"};
+  Evidence ev = OnPathScan({choice});
+  ev.scan->findings[0].guarded = true;
+  ScanPath path;
+  path.cuda_choice = Location{"train.py", 9};
+  path.model = Location{"train.py", 20};
+  path.model_api = "torch.nn.Conv2d";
+  path.training = Location{"train.py", 60};
+  ev.scan->path = path;
+  Report r = Decide(ev);
+  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_TRUE(AnyReasonHas(r, "on a Mac it trains on the CPU only: the device choice (train.py:9)"));
+  EXPECT_TRUE(AnyReasonHas(r, "torch.nn.Conv2d (train.py:20)"));
+  // Any of these lets it stay mac-ready: MPS named on the path, a framework that places the model,
+  // a model of linear layers, an experiment that does not train, no CUDA choice at all.
+  auto with = [&](auto change) {
+    Evidence e = ev;
+    change(*e.scan->path);
+    return Decide(e).verdict;
+  };
+  EXPECT_EQ(with([](ScanPath& p) { p.mentions_mps = true; }), "mac-ready");
+  EXPECT_EQ(with([](ScanPath& p) { p.framework_device = true; }), "mac-ready");
+  EXPECT_EQ(with([](ScanPath& p) { p.model.reset(); }), "mac-ready");
+  EXPECT_EQ(with([](ScanPath& p) { p.training.reset(); }), "mac-ready");
+  EXPECT_EQ(with([](ScanPath& p) { p.cuda_choice.reset(); }), "mac-ready");
+  // A training script by name (its backward() is in a library module).
+  EXPECT_TRUE(AnyReasonHas(Decide([&] {
+    Evidence e = ev;
+    e.scan->path->training = Location{"scripts/image_train.py", 0};
+    return e;
+  }()), "scripts/image_train.py is a training script"));
+}
+
 TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
   Finding gloo{.message = "process group", .snippet = "init_process_group(backend=\"gloo\")"};
   Finding nccl{.snippet = "dist.init_process_group(backend=\"nccl\")"};
