@@ -2096,6 +2096,13 @@ class PythonScanner {
         const std::string_view name = lex_.Text(t);
         if (Shadowed(name, scope)) continue;
         if (const std::string* target = Lookup(name, scope)) {
+          if (StartsWith(*target, "importlib")) {
+            std::string resolved, head_name;
+            const std::size_t e = Chain(k, l.end, scope, resolved, head_name);
+            result_.dynamic_import |= resolved == "importlib.import_module" && e + 1 < l.end &&
+                                      IsOp(T(e), "(") && T(e + 1).kind() != TokKind::kString;
+            continue;
+          }
           if (StartsWith(*target, "torch")) {
             if (result_.model_line == 0) {
               std::string resolved, head_name;

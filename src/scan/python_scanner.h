@@ -119,6 +119,8 @@ struct PyScanResult {
   std::uint32_t model_line = 0;
   std::string model_api;
   std::uint32_t backward_line = 0;
+  // `importlib.import_module(args.model)`: a module chosen at run time, which no import names.
+  bool dynamic_import = false;
 };
 
 PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScanOptions& options);

@@ -864,6 +864,7 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     bool mps = false, framework = false;
     std::uint32_t model = 0, backward = 0;
     std::string model_api;
+    bool dynamic = false;
   };
   std::vector<FileTraits> file_traits(files.size());
   ParallelFor(files.size(), threads, [&](std::size_t k) {
@@ -895,6 +896,7 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     ft.model = py.model_line;
     ft.model_api = std::move(py.model_api);
     ft.backward = py.backward_line;
+    ft.dynamic = py.dynamic_import;
     read[k] = 1;
   });
   // A file that could not be read again hides its calls: then nothing is concluded.
@@ -913,6 +915,30 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     const std::string base = rel.substr(rel.rfind('/') + 1);
     if (ft.backward) traits.training = PathPlace{rel, ft.backward};
     else if (base.find("train") != std::string::npos) traits.training = PathPlace{rel, 0};
+  }
+  // A model module imported by a name chosen at run time (`importlib.import_module(args.model)`)
+  // is one of the project's: with none on the path, the project's first layer stands for it.
+  const bool dynamic = std::any_of(file_traits.begin(), file_traits.end(), [](const FileTraits& t) { return t.dynamic; });
+  if (dynamic && !traits.model) {
+    for (std::size_t i = 0; i < items.size() && !traits.model; ++i) {
+      if (items[i].kind != FileKind::kPython || reachable.count(items[i].rel)) continue;
+      MappedFile mapped;
+      std::string skip;
+      auto text = Load(items[i], 0, mapped, skip);
+      if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) continue;
+      const std::string_view src = NormalizeLineEnds(*text);
+      std::vector<Finding> discarded;
+      FindingSink sink(ctx.reg, items[i].rel, src, discarded);
+      PyScanOptions opt;
+      opt.package = PackageIn(items[i].rel, init_dirs);
+      opt.own_tops = ctx.own_tops;
+      opt.collect_calls = true;
+      const auto py = ScanPython(src, sink, opt);
+      if (py.model_line) {
+        traits.model = PathPlace{items[i].rel, py.model_line};
+        traits.model_api = py.model_api;
+      }
+    }
   }
   const auto paths = CallPaths(modules);
   for (std::size_t k = 0; k < files.size(); ++k) {

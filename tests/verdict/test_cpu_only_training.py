@@ -58,3 +58,49 @@ def test_the_scan_reports_what_the_path_says(dualtrack, tmp_path):
     (tmp_path / "train.py").write_text(TRAIN.format(other='"cpu"', layer=CONV) + 'if __name__ == "__main__":\n    pass\n')
     out = dualtrack("scan", tmp_path, "--format", "json", "--fail-on", "never")
     assert "path" not in json.loads(out.stdout)
+
+
+DYNAMIC = """\
+import argparse
+import importlib
+import os
+import sys
+
+import torch
+
+sys.path.append(os.path.join(os.path.dirname(__file__), "models"))
+parser = argparse.ArgumentParser()
+parser.add_argument("--model", default="cnn")
+parser.add_argument("--use_cpu", action="store_true")
+args = parser.parse_args()
+model = importlib.import_module(args.model).Net()
+if not args.use_cpu:
+    model = model.cuda()
+loss = model(torch.randn(2, 3, 8, 8)).sum()
+loss.backward()
+"""
+
+CNN = """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+"""
+
+
+def test_a_model_chosen_at_run_time_is_one_of_the_projects(dualtrack, tmp_path):
+    # Pointnet_Pointnet2_pytorch: importlib.import_module(args.model) from models/, which no import
+    # names; the project's layers stand for the model.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "cnn.py").write_text(CNN)
+    (tmp_path / "train.py").write_text(DYNAMIC)
+    exp = audit(dualtrack, tmp_path)
+    reasons = " ".join(exp["report"]["reasons"])
+    assert exp["verdict"] == "dev-only", reasons
+    assert "torch.nn.Conv2d (models/cnn.py:7)" in reasons
