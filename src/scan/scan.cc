@@ -921,7 +921,8 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
   const bool dynamic = std::any_of(file_traits.begin(), file_traits.end(), [](const FileTraits& t) { return t.dynamic; });
   if (dynamic && !traits.model) {
     for (std::size_t i = 0; i < items.size() && !traits.model; ++i) {
-      if (items[i].kind != FileKind::kPython || reachable.count(items[i].rel)) continue;
+      if (items[i].kind != FileKind::kPython || reachable.count(items[i].rel) || !results[i].skip_reason.empty())
+        continue;  // Files the scan skipped (too large, unreadable) stay unread.
       MappedFile mapped;
       std::string skip;
       auto text = Load(items[i], 0, mapped, skip);
