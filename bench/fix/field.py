@@ -8,7 +8,10 @@ errors introduced), the files changed that held no unguarded finding (changes ou
 and whether a second fix prints a diff (idempotence). The checkouts are not modified: each is
 copied first (without .git).
 
-    python3 bench/fix/field.py --repos /work/field-repos --dualtrack build/dualtrack
+    python3 bench/fix/field.py --repos /work/field-repos --dualtrack build/dualtrack [--unsafe-fixes]
+
+With --unsafe-fixes the fix also applies the unsafe fixes, and the share counts the findings of
+every rule that has a fix (the `replace` findings of DT201, DT202 and DT206 too).
 """
 
 import argparse
@@ -28,8 +31,12 @@ def scan(binary, root):
     return json.loads(out.stdout)["findings"]
 
 
-def open_fixable(findings):
-    return [f for f in findings if not f["guarded"] and f["severity"] == "fixable"
+UNSAFE_REPLACE = ("DT201", "DT202", "DT206")  # `replace` findings with an (unsafe) fix.
+
+
+def open_fixable(findings, unsafe=False):
+    return [f for f in findings if not f["guarded"]
+            and (f["severity"] == "fixable" or (unsafe and f["code"] in UNSAFE_REPLACE))
             and f["file"].endswith((".py", ".ipynb"))]
 
 
@@ -65,7 +72,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repos", required=True)
     p.add_argument("--dualtrack", required=True)
+    p.add_argument("--unsafe-fixes", action="store_true", help="apply the unsafe fixes too")
     args = p.parse_args()
+    unsafe = ["--unsafe-fixes"] if args.unsafe_fixes else []
     binary = os.path.abspath(args.dualtrack)
     rows = []
     for name in sorted(os.listdir(args.repos)):
@@ -78,15 +87,15 @@ def main():
             before_findings = scan(binary, root)
             with_findings = {f["file"] for f in before_findings if not f["guarded"]}
             before = files(root)
-            fix = subprocess.run([binary, "fix", root, "--apply"], capture_output=True, text=True, timeout=600)
+            fix = subprocess.run([binary, "fix", root, "--apply", *unsafe], capture_output=True, text=True, timeout=600)
             after = files(root)
             changed = sorted(f for f in after if after[f] != before.get(f))
             broken = [f for f in changed if f.endswith((".py", ".ipynb"))
                       and compiles_bytes(before[f], f) and not compiles(os.path.join(root, f))]
             outside = [f for f in changed if f not in with_findings]
-            again = subprocess.run([binary, "fix", root], capture_output=True, text=True, timeout=600)
-            b = len(open_fixable(before_findings))
-            a = len(open_fixable(scan(binary, root)))
+            again = subprocess.run([binary, "fix", root, *unsafe], capture_output=True, text=True, timeout=600)
+            b = len(open_fixable(before_findings, bool(unsafe)))
+            a = len(open_fixable(scan(binary, root), bool(unsafe)))
             rows.append(dict(repo=name, fixable_before=b, fixable_after=a, files_changed=len(changed),
                              syntax_errors=broken, outside=outside, fix_exit=fix.returncode,
                              idempotent=again.stdout == "", summary=fix.stderr.strip().splitlines()[-1:]))

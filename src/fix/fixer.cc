@@ -33,7 +33,9 @@ constexpr Helper kHelpers[] = {
     {"_dualtrack_device",
      "def _dualtrack_device(index=None):\n"
      "    if torch.cuda.is_available():\n"
-     "        return \"cuda\" if index is None else f\"cuda:{index}\"\n"
+     "        if index is None or isinstance(index, (str, torch.device)):\n"
+     "            return \"cuda\" if index is None else index\n"
+     "        return f\"cuda:{index}\"\n"
      "    accelerator = getattr(torch, \"accelerator\", None)  # torch >= 2.6\n"
      "    if accelerator is not None and accelerator.is_available():\n"
      "        return accelerator.current_accelerator().type\n"
@@ -68,6 +70,21 @@ constexpr Helper kHelpers[] = {
      "    if device == \"cpu\":\n"
      "        kwargs[\"enabled\"] = False\n"
      "    return torch.amp.GradScaler(device, **kwargs)\n"},
+    {"_dualtrack_attention",
+     "def _dualtrack_attention(query, key, value, attn_bias=None, dropout_p=0.0, scale=None, causal=False):\n"
+     "    # xformers / flash-attn attention through scaled_dot_product_attention, which every device\n"
+     "    # has. Their tensors are [batch, seq, heads, dim] (or [batch, seq, dim]); SDPA's put heads first.\n"
+     "    if type(attn_bias).__name__ == \"LowerTriangularMask\":\n"
+     "        attn_bias, causal = None, True\n"
+     "    elif attn_bias is not None and not isinstance(attn_bias, torch.Tensor):\n"
+     "        raise NotImplementedError(f\"attention bias {type(attn_bias).__name__}: no SDPA equivalent\")\n"
+     "    heads = query.dim() == 4\n"
+     "    if heads:\n"
+     "        query, key, value = (t.transpose(1, 2) for t in (query, key, value))\n"
+     "    extra = {\"enable_gqa\": True} if heads and key.shape[1] != query.shape[1] else {}\n"
+     "    out = torch.nn.functional.scaled_dot_product_attention(\n"
+     "        query, key, value, attn_mask=attn_bias, dropout_p=dropout_p, is_causal=causal, scale=scale, **extra)\n"
+     "    return out.transpose(1, 2) if heads else out\n"},
 };
 
 // torch.cuda functions with a run-time stand-in: the torch.mps function of the same job (empty
@@ -97,6 +114,7 @@ constexpr CudaCall kCudaCalls[] = {
     {"reset_accumulated_memory_stats", "", ""},
     {"ipc_collect", "", ""},
     {"current_device", "", "0"},
+    {"get_device_capability", "", "(0, 0)"},
     {"get_device_name", "", ""},
 };
 
@@ -107,13 +125,45 @@ const CudaCall* FindCudaCall(std::string_view name) {
 }
 
 // Codes whose findings the fixer rewrites; DT204 only with --unsafe-fixes.
-constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106",
-                                         "DT107", "DT108", "DT112", "DT115", "DT205", "DT204"};
+constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106", "DT107",
+                                         "DT108", "DT112", "DT113", "DT115", "DT205", "DT204", "DT201",
+                                         "DT202", "DT206"};
+// Fixes that may change results: float64 -> float32, attention libraries -> SDPA, bitsandbytes
+// quantisation -> float16 weights.
+constexpr std::string_view kUnsafe[] = {"DT204", "DT201", "DT202", "DT206"};
+
+// Attention calls of xformers and flash-attn: their positional parameters after (q, k, v) and
+// keywords, named as _dualtrack_attention names them; an empty name has no SDPA equivalent.
+struct AttentionApi {
+  std::string_view function;
+  std::string_view positional[3];
+  std::pair<std::string_view, std::string_view> keywords[7];
+};
+
+constexpr AttentionApi kAttentionApis[] = {
+    {"memory_efficient_attention",
+     {"attn_bias", "dropout_p", "scale"},
+     {{"query", "query"}, {"key", "key"}, {"value", "value"}, {"attn_bias", "attn_bias"}, {"p", "dropout_p"},
+      {"scale", "scale"}, {"", ""}}},
+    {"flash_attn_func",
+     {"dropout_p", "scale", "causal"},
+     {{"q", "query"}, {"k", "key"}, {"v", "value"}, {"dropout_p", "dropout_p"}, {"softmax_scale", "scale"},
+      {"causal", "causal"}, {"", ""}}},
+};
+
+const AttentionApi* FindAttention(std::string_view name) {
+  for (const AttentionApi& a : kAttentionApis)
+    if (a.function == name) return &a;
+  return nullptr;
+}
+
+constexpr std::string_view kAttentionModules[] = {"xformers", "flash_attn", "flash_attn_interface"};
 
 struct Edit {
   std::uint32_t begin;
   std::uint32_t end;
   std::string text;
+  bool uses_helpers = true;  // The helpers must be defined before it (an import's wrap need not).
 };
 
 class Fixer {
@@ -207,19 +257,19 @@ class Fixer {
   }
 
   // --- Edits ----------------------------------------------------------------------------------
-  bool Add(std::uint32_t begin, std::uint32_t end, std::string text) {
+  bool Add(std::uint32_t begin, std::uint32_t end, std::string text, bool uses_helpers = true) {
     for (const Edit& e : edits_)
       if (begin < e.end && e.begin < end) return false;  // Overlaps an edit already made.
     for (const Edit& e : edits_)
       if (begin == end && e.begin == e.end && e.begin == begin) return false;
-    edits_.push_back(Edit{begin, end, std::move(text)});
+    edits_.push_back(Edit{begin, end, std::move(text), uses_helpers});
     return true;
   }
 
   std::string Apply() {
     if (edits_.empty()) return std::string(src_);
     InsertHelpers();
-    std::sort(edits_.begin(), edits_.end(), [](const Edit& a, const Edit& b) {
+    std::stable_sort(edits_.begin(), edits_.end(), [](const Edit& a, const Edit& b) {
       return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
     std::string out;
@@ -251,7 +301,8 @@ class Fixer {
         !needed_.empty() && !opt_.torch_imported && !ImportsTorch() ? "import torch\n" : "";
     if (helpers.empty() && import_line.empty()) return;
     std::uint32_t first_edit = static_cast<std::uint32_t>(src_.size());
-    for (const Edit& e : edits_) first_edit = std::min(first_edit, e.begin);
+    for (const Edit& e : edits_)
+      if (e.uses_helpers) first_edit = std::min(first_edit, e.begin);
     // End of the import header: the line after its last import.
     std::uint32_t at = 0;
     bool docstring_allowed = true;
@@ -302,13 +353,17 @@ class Fixer {
   std::string FixOne(const scan::Finding& f) {
     const std::size_t k = TokenAt(f.line, f.column);
     if (k == kNone) return "the finding's position holds no token: the file changed since the scan";
-    if (f.code == "DT101") return WithSiblings(k, &Fixer::FixDotCuda);
-    if (f.code == "DT102") return WithSiblings(k, &Fixer::FixDeviceString);
+    if (f.code == "DT101") return WithSiblings(k, f.code, &Fixer::FixDotCuda);
+    if (f.code == "DT102") return WithSiblings(k, f.code, &Fixer::FixDeviceString);
     if (f.code == "DT205") return FixNccl(k);
     if (f.code == "DT112") return FixChoices(k);
-    if (f.code == "DT204") return FixFloat64(k);
+    if (f.code == "DT204") return WithSiblings(k, f.code, &Fixer::FixFloat64);
     if (f.code == "DT106") return FixBackendFlag(k);
-    if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "=")) return FixFp16(k);
+    if (f.code == "DT113") return FixIndex(k);
+    if (f.code == "DT206") return FixQuantised(k);
+    if (f.code == "DT201") return FixAttentionImport(k);
+    if (f.code == "DT202") return FixAttention(k);
+    if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "=")) return FixOnlyWithCuda(k);
     if (IsName(k)) return FixCudaApi(k);
     return "not a call this fix knows";
   }
@@ -316,20 +371,27 @@ class Fixer {
   // The scan reports one finding per rule and statement: `a.cuda(), b.cuda()` is one DT101. The
   // fix of the reported construct also fixes its like in the same statement, unless a conditional
   // expression there may put one of them behind a check.
-  std::string WithSiblings(std::size_t k, std::string (Fixer::*fix)(std::size_t)) {
+  std::string WithSiblings(std::size_t k, std::string_view code, std::string (Fixer::*fix)(std::size_t)) {
     std::string note = (this->*fix)(k);
     auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
                              [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
     if (line == lex_.lines.end()) return note;
     for (std::size_t t = line->begin; t < line->end; ++t)
       if (Text(t) == "if" || Text(t) == "while" || Text(t) == "lambda") return note;
-    for (std::size_t t = line->begin; t < line->end; ++t) {
-      if (t == k) continue;
-      const bool like = fix == &Fixer::FixDotCuda ? Text(t) == "cuda" && t > 0 && IsOp(t - 1, ".") && IsOp(t + 1, "(")
-                                                  : IsString(t) && scan::StringBody(Text(t)).starts_with("cuda");
-      if (like) (void)(this->*fix)(t);
-    }
+    for (std::size_t t = line->begin; t < line->end; ++t)
+      if (t != k && Like(code, t)) (void)(this->*fix)(t);
     return note;
+  }
+
+  // Whether token t starts a construct the fix of `code` rewrites.
+  bool Like(std::string_view code, std::size_t t) const {
+    const bool method = t > 0 && IsOp(t - 1, ".") && IsOp(t + 1, "(");
+    if (code == "DT101") return method && Text(t) == "cuda";
+    if (code == "DT102") return IsString(t) && scan::StringBody(Text(t)).starts_with("cuda");
+    if (code == "DT204")
+      return (method && Text(t) == "double" && IsOp(t + 2, ")")) ||
+             ((Text(t) == "float64" || Text(t) == "double") && t >= 2 && IsOp(t - 1, ".") && Text(t - 2) == "torch");
+    return false;
   }
 
   // x.cuda() -> x.to(_dualtrack_device()); x.cuda(non_blocking=True) keeps its keyword.
@@ -339,13 +401,25 @@ class Fixer {
     const std::size_t close = Matching(k + 1);
     if (close == kNone) return "unbalanced brackets";
     const auto args = Args(k + 1, close);
-    for (const auto& a : args)
-      if (!IsKeywordArg(a))
-        return ".cuda(index) names a CUDA device: left for review (use .to(device))";
+    // .cuda(i) / .cuda(device=i) -> .to(_dualtrack_device(i)): with CUDA the same device.
+    std::size_t index_arg = kNone;
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      const bool keyword = IsKeywordArg(args[a]);
+      if (!keyword && a > 0) return ".cuda(i, non_blocking) with positional arguments: left for review";
+      if (!keyword || Text(args[a].first) == "device") index_arg = a;
+    }
     needed_.insert("_dualtrack_device");
-    std::string text = "to(_dualtrack_device()";
-    if (!args.empty()) text += ", ";
-    return Add(Begin(k), End(k + 1), text) ? "x.cuda() -> x.to(_dualtrack_device())" : "overlaps another fix";
+    if (index_arg == kNone) {
+      std::string text = "to(_dualtrack_device()";
+      if (!args.empty()) text += ", ";
+      return Add(Begin(k), End(k + 1), text) ? "x.cuda() -> x.to(_dualtrack_device())" : "overlaps another fix";
+    }
+    const auto [first, last] = args[index_arg];
+    const std::size_t value = IsKeywordArg(args[index_arg]) ? first + 2 : first;
+    if (!Add(Begin(k), End(k), "to")) return "overlaps another fix";
+    (void)Add(Begin(value), Begin(value), "_dualtrack_device(");
+    (void)Add(End(last - 1), End(last - 1), ")");
+    return "x.cuda(i) -> x.to(_dualtrack_device(i))";
   }
 
   // "cuda" / "cuda:N" where a device is chosen -> _dualtrack_device() / _dualtrack_device(N).
@@ -370,7 +444,7 @@ class Fixer {
     if (IsOp(next, ":")) return "a mapping key";
     // torch.device("cuda", index): the index goes with the device type.
     if (IsOp(prev, "(") && IsOp(next, ",") && prev >= 1 && Text(prev - 1) == "device")
-      return "torch.device(\"cuda\", index): left for review";
+      return FixDeviceWithIndex(prev);
     const bool value_before = IsOp(prev, "(") || IsOp(prev, ",") || IsOp(prev, "=") ||
                               IsOp(prev, "[") || IsOp(prev, ":") || Text(prev) == "return";
     const bool value_after = next >= lex_.tokens.size() || IsOp(next, ")") || IsOp(next, ",") ||
@@ -380,6 +454,21 @@ class Fixer {
     needed_.insert("_dualtrack_device");
     return Add(Begin(k), End(k), "_dualtrack_device(" + index + ")")
                ? "\"" + std::string(body) + "\" -> _dualtrack_device(" + index + ")"
+               : "overlaps another fix";
+  }
+
+  // torch.device("cuda", i) / torch.device("cuda", index=i) -> torch.device(_dualtrack_device(i)).
+  std::string FixDeviceWithIndex(std::size_t open) {
+    const std::size_t close = Matching(open);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(open, close);
+    if (args.size() != 2 || (IsKeywordArg(args[1]) && Text(args[1].first) != "index"))
+      return "torch.device(\"cuda\", ...) with other arguments: left for review";
+    const std::size_t value = IsKeywordArg(args[1]) ? args[1].first + 2 : args[1].first;
+    needed_.insert("_dualtrack_device");
+    return Add(Begin(open + 1), Begin(value), "_dualtrack_device(") &&
+                   Add(End(args[1].second - 1), End(args[1].second - 1), ")")
+               ? "torch.device(\"cuda\", i) -> torch.device(_dualtrack_device(i))"
                : "overlaps another fix";
   }
 
@@ -423,12 +512,15 @@ class Fixer {
     return "no choices= list in the statement";
   }
 
-  // fp16=True (Hugging Face) -> fp16=torch.cuda.is_available().
-  std::string FixFp16(std::size_t k) {
-    if (Text(k) != "fp16" || !IsOp(k + 1, "=") || Text(k + 2) != "True") return "not fp16=True";
+  // fp16=True (Hugging Face), pin_memory=True (DataLoader) -> ...=torch.cuda.is_available().
+  std::string FixOnlyWithCuda(std::size_t k) {
+    const std::string_view name = Text(k);
+    if ((name != "fp16" && name != "pin_memory") || !IsOp(k + 1, "=") || Text(k + 2) != "True")
+      return "not fp16=True or pin_memory=True";
     needed_.insert("torch");
-    return Add(Begin(k + 2), End(k + 2), "torch.cuda.is_available()") ? "fp16=True -> fp16 only with CUDA"
-                                                                       : "overlaps another fix";
+    return Add(Begin(k + 2), End(k + 2), "torch.cuda.is_available()")
+               ? std::string(name) + "=True -> only with CUDA"
+               : "overlaps another fix";
   }
 
   // torch.cuda.<api>(...) calls: amp, synchronisation, memory, seeds, device management.
@@ -476,12 +568,212 @@ class Fixer {
                                                                     : "overlaps another fix";
   }
 
+  // An integer device index: x.to(args.gpu) -> x.to(_dualtrack_device(args.gpu)), and the values
+  // of device_map={"": local_rank}. With CUDA the same device (cuda:N); DDP's device_ids stay (off
+  // CUDA they must be None, not a device).
+  std::string FixIndex(std::size_t k) {
+    if (Text(k) == "device_map" && IsOp(k + 1, "=") && IsOp(k + 2, "{")) return FixDeviceMap(k + 2);
+    if (!(k >= 3 && IsOp(k - 1, "(") && Text(k - 2) == "to" && IsOp(k - 3, ".")))
+      return "a device index outside .to(...) (DDP's device_ids): left for review";
+    const std::size_t close = Matching(k - 1);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(k - 1, close);
+    if (args.empty() || args[0].first != k) return "not the first argument of .to(...)";
+    return WrapInDevice(args[0]) ? "x.to(i) -> x.to(_dualtrack_device(i))" : "overlaps another fix";
+  }
+
+  std::string FixDeviceMap(std::size_t open) {
+    const std::size_t close = Matching(open);
+    if (close == kNone) return "unbalanced brackets";
+    std::size_t wrapped = 0;
+    for (const auto& entry : Args(open, close)) {
+      std::size_t colon = kNone;
+      int depth = 0;
+      for (std::size_t t = entry.first; t < entry.second && colon == kNone; ++t) {
+        if (IsOpen(t)) ++depth;
+        else if (IsClose(t)) --depth;
+        else if (depth == 0 && IsOp(t, ":")) colon = t;
+      }
+      if (colon == kNone || colon + 1 >= entry.second) return "a device_map that is not key: value pairs";
+      if (colon + 2 == entry.second && IsString(colon + 1)) continue;  // "auto", "cpu", "disk".
+      wrapped += WrapInDevice({colon + 1, entry.second}) ? 1 : 0;
+    }
+    return wrapped > 0 ? "device_map values -> _dualtrack_device(i)" : "no device index in the device_map";
+  }
+
+  bool WrapInDevice(std::pair<std::size_t, std::size_t> range) {
+    needed_.insert("_dualtrack_device");
+    return Add(Begin(range.first), Begin(range.first), "_dualtrack_device(") &&
+           Add(End(range.second - 1), End(range.second - 1), ")");
+  }
+
+  // A plain string literal -> `value`, in the same quotes.
+  std::string ReplaceString(std::size_t k, std::string_view value) {
+    const std::string_view text = Text(k);
+    if (scan::IsFString(text) || scan::IsBytes(text) || text.size() < 2 || text.front() != text.back())
+      return "not a plain string";
+    const std::string quote(1, text.back());
+    return Add(Begin(k), End(k), quote + std::string(value) + quote)
+               ? "\"" + std::string(scan::StringBody(text)) + "\" -> \"" + std::string(value) + "\""
+               : "overlaps another fix";
+  }
+
+  // Unsafe: bitsandbytes through Hugging Face. load_in_8bit=True / load_in_4bit=True -> float16
+  // weights (torch_dtype=torch.float16, or the flag off where the call names a dtype already);
+  // optim="paged_adamw_8bit" and the like -> "adamw_torch".
+  std::string FixQuantised(std::size_t k) {
+    const std::string_view name = Text(k);
+    if (IsString(k)) return ReplaceString(k, scan::StringBody(name).starts_with("rmsprop") ? "rmsprop" : "adamw_torch");
+    if (!IsName(k) || !IsOp(k + 1, "=")) return "not a keyword argument this fix knows";
+    if (name == "optim" && IsString(k + 2)) return ReplaceString(k + 2, "adamw_torch");
+    if ((name != "load_in_8bit" && name != "load_in_4bit") || Text(k + 2) != "True")
+      return "no float16 stand-in for this bitsandbytes use";
+    std::size_t open = k;
+    int depth = 0;
+    while (open > 0 && !(depth == 0 && IsOp(open - 1, "("))) {
+      --open;
+      if (IsClose(open)) ++depth;
+      else if (IsOpen(open)) --depth;
+    }
+    if (open >= 2 && Text(open - 2) == "BitsAndBytesConfig")
+      return "inside BitsAndBytesConfig: drop the quantization_config by hand";
+    bool has_dtype = false;
+    if (open > 0)
+      if (const std::size_t close = Matching(open - 1); close != kNone)
+        for (const auto& a : Args(open - 1, close)) {
+          if (IsKeywordArg(a) && Text(a.first) == "quantization_config")
+            return "the call also passes a quantization_config: left for review";
+          has_dtype |= IsKeywordArg(a) && (Text(a.first) == "torch_dtype" || Text(a.first) == "dtype");
+        }
+    if (has_dtype)
+      return Add(Begin(k + 2), End(k + 2), "False") ? std::string(name) + "=False" : "overlaps another fix";
+    needed_.insert("torch");
+    return Add(Begin(k), End(k + 2), "torch_dtype=torch.float16")
+               ? std::string(name) + "=True -> torch_dtype=torch.float16"
+               : "overlaps another fix";
+  }
+
+  // Unsafe: xformers.ops.memory_efficient_attention(q, k, v, ...) and flash_attn_func(q, k, v, ...)
+  // -> _dualtrack_attention(q, k, v, ...) (scaled_dot_product_attention); attn_implementation=
+  // "flash_attention_2" and use_flash_attention_2=True -> attn_implementation="sdpa".
+  std::string FixAttention(std::size_t k) {
+    if (IsString(k)) return ReplaceString(k, "sdpa");
+    if (Text(k) == "attn_implementation" && IsOp(k + 1, "=") && IsString(k + 2)) return ReplaceString(k + 2, "sdpa");
+    if (Text(k) == "use_flash_attention_2" && IsOp(k + 1, "=") && Text(k + 2) == "True")
+      return Add(Begin(k), End(k + 2), "attn_implementation=\"sdpa\"") ? "-> attn_implementation=\"sdpa\""
+                                                                       : "overlaps another fix";
+    std::vector<Edit> edits;
+    std::string note = AttentionEdits(k, edits);
+    if (!note.empty()) return note;
+    const bool unbind = edits.front().text == "torch.unbind";
+    for (Edit& e : edits)
+      if (!Add(e.begin, e.end, std::move(e.text))) return "overlaps another fix";
+    needed_.insert(unbind ? "torch" : "_dualtrack_attention");
+    return unbind ? "unbind -> torch.unbind" : "attention -> _dualtrack_attention (scaled_dot_product_attention)";
+  }
+
+  // The edits that turn the attention call whose chain starts at k into _dualtrack_attention;
+  // a non-empty note says why it cannot be.
+  std::string AttentionEdits(std::size_t k, std::vector<Edit>& edits) const {
+    const auto [b, e] = ChainAround(k);
+    if (!IsOp(e, "(")) return "not a call (a reference is left as it is)";
+    if (Text(e - 1) == "unbind") {  // xformers.ops.unbind: torch.unbind without the copy it saves.
+      edits.push_back(Edit{Begin(b), End(e - 1), "torch.unbind"});
+      return "";
+    }
+    const AttentionApi* api = FindAttention(Text(e - 1));
+    if (api == nullptr) return "no SDPA stand-in for this library call";
+    const std::size_t close = Matching(e);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(e, close);
+    edits.push_back(Edit{Begin(b), End(e - 1), "_dualtrack_attention"});
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (IsKeywordArg(args[a])) {
+        const auto* kw = std::find_if(std::begin(api->keywords), std::end(api->keywords),
+                                      [&](const auto& p) { return !p.first.empty() && p.first == Text(args[a].first); });
+        if (kw == std::end(api->keywords))
+          return "argument " + std::string(Text(args[a].first)) + "= has no SDPA equivalent: left for review";
+        if (kw->first != kw->second)
+          edits.push_back(Edit{Begin(args[a].first), End(args[a].first), std::string(kw->second)});
+      } else if (IsOp(args[a].first, "*") || IsOp(args[a].first, "**")) {
+        return "unpacked arguments: left for review";
+      } else if (a >= 6) {
+        return "more positional arguments than SDPA takes: left for review";
+      } else if (a >= 3 && api->positional[a - 3] != kAttentionApis[0].positional[a - 3]) {
+        edits.push_back(Edit{Begin(args[a].first), Begin(args[a].first), std::string(api->positional[a - 3]) + "="});
+      }
+    }
+    if (args.size() < 3) return "fewer than query, key and value: left for review";
+    return "";
+  }
+
+  // Unsafe: an import of xformers / flash-attn whose every use in the module is an attention call
+  // the fix rewrites -> the import inside try/except ImportError, its names None without it.
+  std::string FixAttentionImport(std::size_t k) {
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    if (line == lex_.lines.end()) return "no statement at the finding";
+    const std::size_t first = line->begin;
+    const std::string_view head = Text(first);
+    if (head != "import" && head != "from") return "not an import statement";
+    if (!IsName(first + 1) ||
+        std::find(std::begin(kAttentionModules), std::end(kAttentionModules), Text(first + 1)) ==
+            std::end(kAttentionModules))
+      return "no automatic fix for DT201 on this library (see `dualtrack rule DT201`)";
+    if (lex_.Line(lex_.tokens[first]) != lex_.Line(lex_.tokens[line->end - 1]) ||
+        LineEndAfter(End(line->end - 1)) != LineEndAfter(Begin(first)) ||
+        src_.find(';', Begin(first)) < LineEndAfter(Begin(first)))
+      return "an import over several lines or with other statements: left for review";
+    // The names the statement binds.
+    std::vector<std::string_view> bound;
+    std::size_t t = first + 1;
+    if (head == "from") {
+      while (t < line->end && Text(t) != "import") ++t;
+      ++t;
+    }
+    for (; t < line->end; ++t) {
+      if (!IsName(t)) continue;
+      std::size_t end = t + 1;
+      while (head == "import" && IsOp(end, ".") && IsName(end + 1)) end += 2;
+      std::string_view name = Text(t);
+      if (Text(end) == "as" && IsName(end + 1)) name = Text(end + 1), end += 2;
+      if (name == "*") return "a star import: left for review";
+      bound.push_back(name);
+      t = end;
+    }
+    if (bound.empty()) return "an import that binds no name";
+    for (std::size_t u = 0; u < lex_.tokens.size(); ++u) {
+      if (u >= line->begin && u < line->end) continue;
+      if (!IsName(u) || (u > 0 && IsOp(u - 1, ".")) ||
+          std::find(bound.begin(), bound.end(), Text(u)) == bound.end())
+        continue;
+      std::vector<Edit> unused;
+      if (!AttentionEdits(u, unused).empty())
+        return "the module uses " + std::string(Text(u)) + " for more than attention calls: left for review";
+    }
+    const std::uint32_t at = static_cast<std::uint32_t>(src_.rfind('\n', Begin(first)) + 1);
+    const std::string indent(src_.substr(at, Begin(first) - at));
+    std::string names;
+    for (std::string_view n : bound) names += std::string(n) + " = ";
+    std::string text = "try:\n" + indent + "    ";
+    // The keyword itself is replaced, not a point before it: the `except` of an import wrapped on
+    // the line above is inserted at that point.
+    if (!Add(Begin(first), End(first), text + std::string(head), false)) return "overlaps another fix";
+    const std::uint32_t end = LineEndAfter(Begin(first));
+    const bool newline = end > 0 && src_[end - 1] == '\n';
+    (void)Add(end, end,
+              std::string(newline ? "" : "\n") + indent + "except ImportError:  # attention runs through SDPA\n" +
+                  indent + "    " + names + "None\n",
+              false);
+    return "import inside try/except ImportError";
+  }
+
   // Unsafe: torch.float64 / torch.double -> torch.float32, x.double() -> x.float().
   std::string FixFloat64(std::size_t k) {
+    if (Text(k) == "double" && k > 0 && IsOp(k - 1, ".") && IsOp(k + 1, "(") && IsOp(k + 2, ")"))
+      return Add(Begin(k), End(k), "float") ? ".double() -> .float()" : "overlaps another fix";
     const auto [b, e] = ChainAround(k);
     const std::string_view last = Text(e - 1);
-    if (last == "double" && b + 1 < e && IsOp(e, "(") && IsOp(e + 1, ")") && IsOp(e - 2, "."))
-      return Add(Begin(e - 1), End(e - 1), "float") ? ".double() -> .float()" : "overlaps another fix";
     if ((last == "float64" || last == "double") && e - b == 3 && Text(b) == "torch")
       return Add(Begin(e - 1), End(e - 1), "float32") ? "torch." + std::string(last) + " -> torch.float32"
                                                       : "overlaps another fix";
@@ -515,7 +807,9 @@ bool HasFix(std::string_view code) {
   return std::find(std::begin(kFixable), std::end(kFixable), code) != std::end(kFixable);
 }
 
-bool IsUnsafeFix(std::string_view code) { return code == "DT204"; }
+bool IsUnsafeFix(std::string_view code) {
+  return std::find(std::begin(kUnsafe), std::end(kUnsafe), code) != std::end(kUnsafe);
+}
 
 FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& findings, const FixOptions& options) {
   return Fixer(source, source, options).Run(findings);

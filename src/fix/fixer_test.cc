@@ -48,22 +48,28 @@ void ExpectIdempotent(const std::string& src, bool unsafe = false) {
   EXPECT_EQ(Fixed(once, unsafe), once) << once;
 }
 
-TEST(FixTest, DotCudaKeepsCommentsKeywordsAndLeavesIndexes) {
+TEST(FixTest, DotCudaKeepsCommentsKeywordsAndIndexes) {
   const std::string src =
       "import torch\n"
       "\n"
       "x = torch.zeros(2).cuda()  # on the GPU\n"
       "y = torch.ones(2).cuda(non_blocking=True)\n"
-      "z = torch.ones(2).cuda(1)\n";
+      "z = torch.ones(2).cuda(1)\n"
+      "w = model.cuda(device=args.gpu, non_blocking=True)\n"
+      "v = torch.ones(2).cuda(0, True)\n";
   const FileFix fix = FixOf(src);
   EXPECT_TRUE(Has(fix.text, "x = torch.zeros(2).to(_dualtrack_device())  # on the GPU\n"));
   EXPECT_TRUE(Has(fix.text, "y = torch.ones(2).to(_dualtrack_device(), non_blocking=True)\n"));
-  EXPECT_TRUE(Has(fix.text, "z = torch.ones(2).cuda(1)\n"));
+  // A device index: the same CUDA device with CUDA (cuda:1), the Mac's GPU or the CPU without.
+  EXPECT_TRUE(Has(fix.text, "z = torch.ones(2).to(_dualtrack_device(1))\n"));
+  EXPECT_TRUE(Has(fix.text, "w = model.to(device=_dualtrack_device(args.gpu), non_blocking=True)\n"));
+  // .to(i, True) would read True as a dtype: left.
+  EXPECT_TRUE(Has(fix.text, "v = torch.ones(2).cuda(0, True)\n"));
   EXPECT_EQ(Count(fix.text, "def _dualtrack_device("), 1u);
   EXPECT_EQ(Count(fix.text, "import torch\n"), 1u);
-  ASSERT_EQ(fix.outcomes.size(), 3u);
-  EXPECT_EQ(fix.fixed(), 2u);
-  EXPECT_TRUE(Has(fix.outcomes[2].note, "left for review"));
+  ASSERT_EQ(fix.outcomes.size(), 5u);
+  EXPECT_EQ(fix.fixed(), 4u);
+  EXPECT_TRUE(Has(fix.outcomes[4].note, "left for review"));
   // The helper comes after the imports, before the first use, PEP 8 spaced.
   EXPECT_LT(fix.text.find("def _dualtrack_device("), fix.text.find("x = torch.zeros"));
   EXPECT_TRUE(Has(fix.text, "import torch\n\n\ndef _dualtrack_device("));
@@ -105,6 +111,91 @@ TEST(FixTest, DeviceStringsWhereADeviceIsChosen) {
   ExpectIdempotent(src);
 }
 
+TEST(FixTest, DeviceIndexesBecomeTheSameCudaDevice) {
+  const std::string src =
+      "import torch\n"
+      "from transformers import AutoModelForCausalLM\n"
+      "\n"
+      "d = torch.device(\"cuda\", args.local_rank)\n"
+      "e = torch.device('cuda', index=1)\n"
+      "x = torch.zeros(2).to(args.gpu, non_blocking=True)\n"
+      "m = AutoModelForCausalLM.from_pretrained(\"m\", device_map={\"\": local_rank})\n"
+      "ddp = torch.nn.parallel.DistributedDataParallel(m, device_ids=[args.gpu])\n";
+  const FileFix fix = FixOf(src);
+  EXPECT_TRUE(Has(fix.text, "d = torch.device(_dualtrack_device(args.local_rank))\n")) << fix.text;
+  EXPECT_TRUE(Has(fix.text, "e = torch.device(_dualtrack_device(1))\n"));
+  EXPECT_TRUE(Has(fix.text, "x = torch.zeros(2).to(_dualtrack_device(args.gpu), non_blocking=True)\n"));
+  EXPECT_TRUE(Has(fix.text, "device_map={\"\": _dualtrack_device(local_rank)})\n"));
+  // DDP's device_ids must be None off CUDA, not a device: left, and said why.
+  EXPECT_TRUE(Has(fix.text, "device_ids=[args.gpu])\n"));
+  bool ddp_note = false;
+  for (const auto& o : fix.outcomes) ddp_note |= !o.fixed && Has(o.note, "device_ids");
+  EXPECT_TRUE(ddp_note);
+  ExpectIdempotent(src);
+}
+
+TEST(FixTest, AttentionLibrariesBecomeSdpaOnlyWhenUnsafe) {
+  const std::string src =
+      "import torch\n"
+      "import xformers.ops as xops\n"
+      "from flash_attn import flash_attn_func  # fast\n"
+      "\n"
+      "\n"
+      "def attend(qkv, bias):\n"
+      "    q, k, v = xops.unbind(qkv, 2)\n"
+      "    a = xops.memory_efficient_attention(q, k, v, attn_bias=bias, p=0.1)\n"
+      "    b = flash_attn_func(q, k, v, 0.0, None, True)\n"
+      "    return a + b\n";
+  EXPECT_EQ(Fixed(src), src);  // Results may change: only with --unsafe-fixes.
+  const std::string out = Fixed(src, /*unsafe=*/true);
+  EXPECT_TRUE(Has(out, "try:\n    import xformers.ops as xops\nexcept ImportError:  # attention runs through SDPA\n"
+                       "    xops = None\n")) << out;
+  EXPECT_TRUE(Has(out, "try:\n    from flash_attn import flash_attn_func  # fast\nexcept ImportError:"));
+  EXPECT_TRUE(Has(out, "    flash_attn_func = None\n"));
+  EXPECT_TRUE(Has(out, "    q, k, v = torch.unbind(qkv, 2)\n"));
+  EXPECT_TRUE(Has(out, "    a = _dualtrack_attention(q, k, v, attn_bias=bias, dropout_p=0.1)\n"));
+  EXPECT_TRUE(Has(out, "    b = _dualtrack_attention(q, k, v, dropout_p=0.0, scale=None, causal=True)\n"));
+  EXPECT_EQ(Count(out, "def _dualtrack_attention("), 1u);
+  // The helper comes after the imports, not between them.
+  EXPECT_LT(out.find("    flash_attn_func = None\n"), out.find("def _dualtrack_attention("));
+  ExpectIdempotent(src, true);
+}
+
+TEST(FixTest, AnAttentionLibraryUsedForMoreThanAttentionKeepsItsImport) {
+  const std::string src =
+      "import torch\n"
+      "import xformers.ops as xops\n"
+      "\n"
+      "mask = xops.fmha.BlockDiagonalMask.from_seqlens([3, 4])\n"
+      "out = xops.memory_efficient_attention(q, k, v, window_size=(1, 1))\n";
+  const FileFix fix = FixOf(src, true);
+  EXPECT_TRUE(Has(fix.text, "\nimport xformers.ops as xops\n"));  // Not wrapped.
+  EXPECT_TRUE(Has(fix.text, "memory_efficient_attention(q, k, v, window_size=(1, 1))"));  // No equivalent.
+  for (const auto& o : fix.outcomes) EXPECT_FALSE(o.fixed) << o.code << " " << o.note;
+}
+
+TEST(FixTest, BitsandbytesThroughHuggingFaceBecomesFloat16) {
+  const std::string src =
+      "import torch\n"
+      "from transformers import AutoModelForCausalLM, TrainingArguments\n"
+      "\n"
+      "a = AutoModelForCausalLM.from_pretrained(\"m\", load_in_8bit=True, device_map=\"auto\")\n"
+      "b = AutoModelForCausalLM.from_pretrained(\"m\", load_in_4bit=True, torch_dtype=torch.bfloat16)\n"
+      "t = TrainingArguments(output_dir=\"o\", optim='paged_adamw_32bit')\n"
+      "c = AutoModelForCausalLM.from_pretrained(\"m\", attn_implementation=\"flash_attention_2\")\n"
+      "d = AutoModelForCausalLM.from_pretrained(\n"
+      "    \"m\", load_in_4bit=True, quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n";
+  EXPECT_EQ(Fixed(src), src);
+  const std::string out = Fixed(src, true);
+  EXPECT_TRUE(Has(out, "a = AutoModelForCausalLM.from_pretrained(\"m\", torch_dtype=torch.float16, device_map=\"auto\")\n"));
+  EXPECT_TRUE(Has(out, "(\"m\", load_in_4bit=False, torch_dtype=torch.bfloat16)\n"));
+  EXPECT_TRUE(Has(out, "optim='adamw_torch')\n"));
+  EXPECT_TRUE(Has(out, "attn_implementation=\"sdpa\")\n"));
+  // The quantisation config decides: left whole, for a person to drop.
+  EXPECT_TRUE(Has(out, "    \"m\", load_in_4bit=True, quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n"));
+  ExpectIdempotent(src, true);
+}
+
 TEST(FixTest, ChecksAndPartsOfExpressionsStayAsTheyAre) {
   const std::string src =
       "import torch\n"
@@ -112,10 +203,10 @@ TEST(FixTest, ChecksAndPartsOfExpressionsStayAsTheyAre) {
       "if torch.cuda.is_available():\n"
       "    x = torch.zeros(1).cuda()\n"
       "name = f\"cuda:{3}\"\n"
-      "d = torch.device(\"cuda\", 0)\n";
+      "d = torch.device(\"cuda\", 0, 1)\n";
   const FileFix fix = FixOf(src);
   EXPECT_TRUE(Has(fix.text, "    x = torch.zeros(1).cuda()\n"));  // Guarded: another path exists.
-  EXPECT_TRUE(Has(fix.text, "d = torch.device(\"cuda\", 0)\n"));
+  EXPECT_TRUE(Has(fix.text, "d = torch.device(\"cuda\", 0, 1)\n"));  // Not a device torch knows.
   for (const auto& o : fix.outcomes) EXPECT_FALSE(o.fixed) << o.code << " " << o.note;
   EXPECT_EQ(fix.text, src);
 }
@@ -170,11 +261,13 @@ TEST(FixTest, NcclChoicesAndHuggingFaceFp16) {
       "parser = argparse.ArgumentParser()\n"
       "parser.add_argument(\"--device\", default=\"cpu\", choices=['cuda', 'cpu'])\n"
       "dist.init_process_group(backend='nccl')\n"
-      "args = TrainingArguments(output_dir=\"out\", fp16=True)\n";
+      "args = TrainingArguments(output_dir=\"out\", fp16=True)\n"
+      "loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)\n";
   const std::string out = Fixed(src);
   EXPECT_TRUE(Has(out, "choices=['cuda', 'cpu', 'mps'])"));
   EXPECT_TRUE(Has(out, "backend=('nccl' if torch.cuda.is_available() else 'gloo')"));
   EXPECT_TRUE(Has(out, "fp16=torch.cuda.is_available())"));
+  EXPECT_TRUE(Has(out, "batch_size=4, pin_memory=torch.cuda.is_available())"));
   EXPECT_FALSE(Has(out, "def _dualtrack_"));  // These name torch only.
   ExpectIdempotent(src);
 }
@@ -197,7 +290,9 @@ TEST(FixTest, Float64OnlyWithUnsafeFixes) {
       "import torch\n"
       "\n"
       "x = torch.zeros(2, dtype=torch.float64)\n"
-      "y = x.double()\n";
+      "y = x.double()\n"
+      "a, b = x.double(), torch.ones(1, dtype=torch.double)\n"
+      "c = x.mean().double()\n";
   const FileFix safe = FixOf(src);
   EXPECT_EQ(safe.text, src);
   ASSERT_FALSE(safe.outcomes.empty());
@@ -206,6 +301,8 @@ TEST(FixTest, Float64OnlyWithUnsafeFixes) {
   const std::string out = Fixed(src, /*unsafe=*/true);
   EXPECT_TRUE(Has(out, "x = torch.zeros(2, dtype=torch.float32)\n"));
   EXPECT_TRUE(Has(out, "y = x.float()\n"));
+  EXPECT_TRUE(Has(out, "a, b = x.float(), torch.ones(1, dtype=torch.float32)\n"));  // One finding, both.
+  EXPECT_TRUE(Has(out, "c = x.mean().float()\n"));
   ExpectIdempotent(src, true);
 }
 

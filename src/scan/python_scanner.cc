@@ -1642,6 +1642,10 @@ class PythonScanner {
     std::size_t close = Matching(open, l.end);
     for (std::size_t j = open + 1; j < close; ++j) {
       const Token& t = T(j);
+      if (lex_.Text(t) == "_dualtrack_device" && j + 1 < close && IsOp(T(j + 1), "(")) {
+        j = Matching(j + 1, close);  // `dualtrack fix`'s run-time choice: cuda:N only with CUDA.
+        continue;
+      }
       std::string lower = Lower(lex_.Text(t));
       if ((t.kind() == TokKind::kName && (lower == "local_rank" || lower == "int" ||
                                         Contains(lower, "gpu") || lower == "rank")) ||
