@@ -15,13 +15,6 @@ namespace dt::bundle {
 
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 std::string JsonString(const nlohmann::json& j, const char* key) {
   if (!j.is_object()) return {};
   auto it = j.find(key);

@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "compare/compare.h"
 #include "util/fs.h"
+#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace dt::compare {
@@ -42,21 +43,16 @@ Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
   using Clock = std::chrono::steady_clock;
   std::atomic<bool> done{false};
   std::atomic<std::int64_t> peak{RssAnon()};
-  std::thread sampler([&] {
-    while (!done) {
-      std::int64_t v = RssAnon();
-      if (v > peak) peak = v;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  });
-  struct Join {
-    std::atomic<bool>& done;
-    std::thread& t;
-    ~Join() {
-      done = true;
-      t.join();
-    }
-  } join{done, sampler};
+  ScopedThreads sampler(
+      1,
+      [&](unsigned) {
+        while (!done) {
+          std::int64_t v = RssAnon();
+          if (v > peak) peak = v;
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+      },
+      [&] { done = true; });
   nlohmann::json out = nlohmann::json::array();
   for (int round = 0; round < rounds; ++round) {
     nlohmann::json row;

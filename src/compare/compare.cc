@@ -313,8 +313,8 @@ Result<CompareReport> Compare(const CompareOptions& o) {
       ++r.n_fail, ++compared;
   }
   if (fa->has_metrics && fb->has_metrics) {
-    double matol = tf.metrics_atol ? *tf.metrics_atol : o.atol ? *o.atol : 1e-5;
-    double mrtol = tf.metrics_rtol ? *tf.metrics_rtol : o.rtol ? *o.rtol : 1.3e-6;
+    double matol = tf.metrics_atol ? *tf.metrics_atol : o.atol ? *o.atol : kFloat32Atol;
+    double mrtol = tf.metrics_rtol ? *tf.metrics_rtol : o.rtol ? *o.rtol : kFloat32Rtol;
     CompareMetrics(*fa, *fb, matol, mrtol, r);
   }
   int metrics_compared = 0;

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <thread>
 #include <type_traits>
 
 #include "compare/stats_common.h"
 #include "compare/zip.h"
+#include "util/parallel.h"
 
 // The finite-pair kernel is written to auto-vectorise: GCC may reassociate its float sums there
 // (every input is finite, sums are per 2048-element block), and on x86-64 Linux it is also built
@@ -1299,9 +1299,8 @@ std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads)
     }
     sums[static_cast<std::size_t>(t)] = s;
   };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-  for (auto& th : pool) th.join();
+  ParallelFor(static_cast<std::size_t>(threads), static_cast<unsigned>(threads),
+              [&](std::size_t t, unsigned) { work(static_cast<int>(t)); });
   std::uint64_t total = 0;
   for (auto v : sums) total += v;
   return total;

@@ -15,9 +15,14 @@ namespace dt::compare {
 enum class Rule { kAllclose, kEither };
 enum class Check { kElementwise, kMax, kMean, kMedian, kP99 };
 
+// torch.testing.assert_close's float32 tolerances: the default of every comparison (tensors and
+// metrics), and the row of DefaultTolerance (tolerance.cc), the per-dtype table, for float32.
+inline constexpr double kFloat32Rtol = 1.3e-6;
+inline constexpr double kFloat32Atol = 1e-5;
+
 struct StatsConfig {
-  double atol = 1e-5;
-  double rtol = 1.3e-6;
+  double atol = kFloat32Atol;
+  double rtol = kFloat32Rtol;
   Rule rule = Rule::kAllclose;
   bool equal_nan = false;
   bool inf_equal = false;

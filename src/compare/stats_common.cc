@@ -1,7 +1,8 @@
 #include "compare/stats_common.h"
 
 #include <algorithm>
-#include <thread>
+
+#include "util/parallel.h"
 
 namespace dt::compare::detail {
 
@@ -179,11 +180,7 @@ Status ForEachRange(std::uint64_t n, int ranges,
   auto bound = [&](std::uint64_t t) { return std::min(n, blocks * t / r * kBlock); };
   if (r == 1) return fn(0, 0, n);
   std::vector<Status> status(r, OkStatus());
-  std::vector<std::thread> pool;
-  for (std::uint64_t t = 0; t < r; ++t) {
-    pool.emplace_back([&, t] { status[t] = fn(t, bound(t), bound(t + 1)); });
-  }
-  for (auto& th : pool) th.join();
+  ParallelFor(r, static_cast<unsigned>(r), [&](std::size_t t, unsigned) { status[t] = fn(t, bound(t), bound(t + 1)); });
   for (auto& s : status) {
     if (!s) return s.take_error();
   }

@@ -12,13 +12,13 @@ std::pair<double, double> DefaultTolerance(DType t) {
     case DType::kF64:
       return {1e-7, 1e-7};
     case DType::kF32:
-      return {1.3e-6, 1e-5};
+      return {kFloat32Rtol, kFloat32Atol};
     case DType::kF16:
       return {1e-3, 1e-5};
     case DType::kBF16:
       return {1.6e-2, 1e-5};
     case DType::kC64:  // assert_close's complex entries are those of their components.
-      return {1.3e-6, 1e-5};
+      return {kFloat32Rtol, kFloat32Atol};
     case DType::kC128:
       return {1e-7, 1e-7};
     // assert_close has no entry for floats of 8 bits or fewer; half an ULP at 1.0 of each format,

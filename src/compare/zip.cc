@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
+
+#include "util/parallel.h"
 
 namespace dt::compare {
 
@@ -156,18 +157,16 @@ std::uint32_t Crc32(const unsigned char* p, std::uint64_t n) {
     }
     return c;
   };
-  unsigned threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  const unsigned threads = std::min(8u, DefaultThreads());
   if (n < kParallelFrom || threads == 1) return static_cast<std::uint32_t>(serial(p, n));
   std::vector<uLong> parts(threads);
   std::vector<std::uint64_t> sizes(threads);
-  std::vector<std::thread> pool;
-  std::uint64_t per = n / threads;
-  for (unsigned t = 0; t < threads; ++t) {
-    std::uint64_t begin = per * t;
+  const std::uint64_t per = n / threads;
+  ParallelFor(threads, threads, [&](std::size_t t, unsigned) {
+    const std::uint64_t begin = per * t;
     sizes[t] = t + 1 == threads ? n - begin : per;
-    pool.emplace_back([&, t, begin] { parts[t] = serial(p + begin, sizes[t]); });
-  }
-  for (auto& th : pool) th.join();
+    parts[t] = serial(p + begin, sizes[t]);
+  });
   uLong c = parts[0];
   // z_off_t is 64 bits on Linux and macOS (crc32_combine64 is not declared everywhere).
   for (unsigned t = 1; t < threads; ++t) {

@@ -15,9 +15,9 @@
 #include <optional>
 #include <set>
 #include <system_error>
-#include <thread>
 
 #include "util/fs.h"
+#include "util/parallel.h"
 
 namespace dt::env {
 namespace fs = std::filesystem;
@@ -225,8 +225,7 @@ Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots, c
 }
 
 Status HashDataFiles(std::vector<DataFile>& files, const HashOptions& options) {
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(files.size(), 1)));
+  const unsigned threads = DefaultThreads(options.threads);
   // Largest first, so one big file does not start last and leave the other cores idle.
   std::vector<std::size_t> order(files.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -234,7 +233,6 @@ Status HashDataFiles(std::vector<DataFile>& files, const HashOptions& options) {
   std::uint64_t total = 0;
   for (const auto& f : files) total += f.size;
 
-  std::atomic<std::size_t> next{0};
   std::atomic<std::uint64_t> done{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -242,56 +240,49 @@ Status HashDataFiles(std::vector<DataFile>& files, const HashOptions& options) {
   std::size_t first_error_index = files.size();
   std::vector<std::string> digests(files.size());
   std::vector<std::uint64_t> sizes(files.size());
-
-  auto worker = [&] {
-    std::vector<unsigned char> buffer(options.buffer_bytes);
-    while (!failed.load(std::memory_order_relaxed)) {
-      std::size_t k = next.fetch_add(1);
-      if (k >= order.size()) return;
-      std::size_t i = order[k];
-      auto r = StreamFile(files[i].source, buffer, false,
-                          [&](std::uint64_t n) { done.fetch_add(n, std::memory_order_relaxed); },
-                          options.after_first_block);
-      if (!r.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (i < first_error_index) {
-          first_error = r.error();
-          first_error_index = i;
-        }
-        failed = true;
-        return;
-      }
-      digests[i] = std::move(r->sha256);
-      sizes[i] = r->size;
-    }
-  };
+  std::vector<std::vector<unsigned char>> buffers(threads);
 
   std::mutex progress_mu;
   std::condition_variable progress_cv;
   bool finished = false;
-  std::thread progress_thread;
-  if (options.progress) {
-    progress_thread = std::thread([&] {
-      std::unique_lock<std::mutex> lock(progress_mu);
-      while (!finished) {
+  ScopedThreads progress(
+      options.progress ? 1 : 0,
+      [&](unsigned) {
+        std::unique_lock<std::mutex> lock(progress_mu);
+        while (!finished) {
+          options.progress(done.load(), total);
+          progress_cv.wait_for(lock, std::chrono::milliseconds(200));
+        }
         options.progress(done.load(), total);
-        progress_cv.wait_for(lock, std::chrono::milliseconds(200));
+      },
+      [&] {
+        {
+          std::lock_guard<std::mutex> lock(progress_mu);
+          finished = true;
+        }
+        progress_cv.notify_all();
+      });
+  ParallelFor(order.size(), threads, [&](std::size_t k, unsigned worker) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    std::vector<unsigned char>& buffer = buffers[worker];
+    if (buffer.empty()) buffer.resize(options.buffer_bytes);
+    const std::size_t i = order[k];
+    auto r = StreamFile(files[i].source, buffer, false,
+                        [&](std::uint64_t n) { done.fetch_add(n, std::memory_order_relaxed); },
+                        options.after_first_block);
+    if (!r.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (i < first_error_index) {
+        first_error = r.error();
+        first_error_index = i;
       }
-      options.progress(done.load(), total);
-    });
-  }
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (progress_thread.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(progress_mu);
-      finished = true;
+      failed = true;
+      return;
     }
-    progress_cv.notify_all();
-    progress_thread.join();
-  }
+    digests[i] = std::move(r->sha256);
+    sizes[i] = r->size;
+  });
+  progress.Join();
   if (first_error) return *first_error;
   for (std::size_t i = 0; i < files.size(); ++i) {
     files[i].sha256 = std::move(digests[i]);

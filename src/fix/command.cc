@@ -59,24 +59,26 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
                "original one whenever CUDA is available. Edits are made on the scanner's tokens, so "
                "comments, quoting and layout stay as written; a second fix changes nothing.",
                "dualtrack fix"};
-  std::vector<std::string> paths, entries, exclude, ignore, select;
-  bool apply = false, diff = false, unsafe = false, no_gitignore = false, no_config = false;
+  scan::TreeSelection tree;
+  bool apply = false, diff = false, unsafe = false;
   bool show_left = false, verify = false;
   int steps = 1;
   std::int64_t seed = 0;
   double timeout = 0;
   std::string verify_dir;
-  app.add_option("paths", paths, "Files or folders to fix (default: .); the first sets the root");
+  app.add_option("paths", tree.paths, "Files or folders to fix (default: .); the first sets the root");
   app.add_flag("--diff", diff, "Print the changes as a unified diff and write nothing (the default)");
   app.add_flag("--apply", apply,
                "Write the fixed files (atomically; a file that changed since it was read is left "
                "alone and named). With --verify, only when the rewrite is verified");
   app.add_flag("--unsafe-fixes", unsafe,
-               "Also apply fixes that may change results on CUDA (torch.float64 -> torch.float32)");
-  app.add_option("--select", select, "Fix only these rule codes or prefixes (DT101,DT2)");
-  app.add_option("--ignore", ignore, "Rule codes or prefixes to leave alone");
-  app.add_option("--entry", entries, "Entry scripts, as for scan (findings off their path are fixed too)");
-  app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
+               "Also apply fixes that may change results on CUDA (torch.float64 -> torch.float32, "
+               "xformers / flash-attn -> scaled_dot_product_attention, 8-bit and 4-bit loading -> "
+               "float16)");
+  app.add_option("--select", tree.select, "Fix only these rule codes or prefixes (DT101,DT2)");
+  app.add_option("--ignore", tree.ignore, "Rule codes or prefixes to leave alone");
+  app.add_option("--entry", tree.entries, "Entry scripts, as for scan (findings off their path are fixed too)");
+  app.add_option("--exclude", tree.exclude, "Glob of paths to leave out (relative to the root)");
   app.add_flag("--show-left", show_left, "List every finding left as it is, with the reason");
   app.add_flag("--verify", verify,
                "Prove the rewrite: run the command after -- in a copy of the original and of the "
@@ -89,8 +91,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   app.add_option("--verify-dir", verify_dir,
                  "With --verify: keep the two copies and their bundles in this folder (default: a "
                  "temporary folder, removed)");
-  app.add_flag("--no-gitignore", no_gitignore, "Also fix files that .gitignore excludes");
-  app.add_flag("--no-config", no_config, "Ignore [tool.dualtrack] in pyproject.toml");
+  app.add_flag("--no-gitignore", tree.no_gitignore, "Also fix files that .gitignore excludes");
+  app.add_flag("--no-config", tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
   app.get_option("--diff")->excludes(app.get_option("--apply"));
   app.footer(
       "Examples:\n"
@@ -113,16 +115,7 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   if (!verify && !command.empty())
     return MakeError(ErrorCode::kUsage, "a command after -- is only for --verify");
 
-  scan::ScanOptions opt;
-  if (paths.empty()) paths.push_back(".");
-  for (const auto& p : paths) opt.paths.emplace_back(p);
-  opt.entries = entries;
-  opt.exclude = exclude;
-  opt.ignore_codes = ignore;
-  opt.select_codes = select;
-  opt.honour_gitignore = !no_gitignore;
-  opt.read_pyproject = !no_config;
-  auto report = scan::Scan(opt);
+  auto report = scan::Scan(tree.Options());
   if (!report) return report.take_error();
 
   // Python files and notebooks (whose findings carry their cell).

@@ -174,6 +174,7 @@ class Fixer {
       : src_(src), opt_(opt), lex_(scan::LexPython(lexed)) {}
 
   FileFix Run(const std::vector<scan::Finding>& findings) {
+    FindDeviceVariable();
     FileFix out;
     for (const scan::Finding& f : findings) {
       if (f.guarded) continue;  // Another path exists already.
@@ -348,6 +349,68 @@ class Fixer {
     return false;
   }
 
+  // --- The module's own device choice ---------------------------------------------------------
+  // `NAME = torch.device("cuda" if torch.cuda.is_available() else "cpu")` (or the bare conditional)
+  // at module level, bound nowhere else in the module: it is "cuda" wherever CUDA is available, so
+  // after it `.to(NAME)` is the original `.cuda()` there, and the module keeps its own choice.
+  void FindDeviceVariable() {
+    for (const scan::LogicalLine& l : lex_.lines) {
+      if (l.indent != 0 || l.end < l.begin + 13 || !IsName(l.begin) || !IsOp(l.begin + 1, "=")) continue;
+      std::size_t t = l.begin + 2;
+      std::size_t end = l.end;
+      if (Text(t) == "torch" && IsOp(t + 1, ".") && Text(t + 2) == "device" && IsOp(t + 3, "(") &&
+          Matching(t + 3) == end - 1) {
+        t += 4;
+        --end;
+      }
+      static constexpr std::string_view kShape[] = {"", "if", "torch", ".", "cuda", ".", "is_available",
+                                                    "(", ")", "else", ""};
+      if (end - t != std::size(kShape) || !IsString(t) || scan::StringBody(Text(t)) != "cuda" ||
+          !IsString(end - 1))
+        continue;
+      bool shape = true;
+      for (std::size_t i = 1; i + 1 < std::size(kShape); ++i) shape &= Text(t + i) == kShape[i];
+      if (!shape || BoundElsewhere(Text(l.begin), l.begin)) continue;
+      device_var_ = std::string(Text(l.begin));
+      device_var_end_ = End(l.end - 1);
+      return;
+    }
+  }
+
+  // Whether `name` is bound anywhere but at token `def`: an assignment target, a parameter, a loop
+  // or `with ... as` / import name, `global`, a walrus.
+  bool BoundElsewhere(std::string_view name, std::size_t def) const {
+    for (const scan::LogicalLine& l : lex_.lines) {
+      const std::string_view head = Text(l.begin);
+      std::size_t target_end = l.begin;  // Tokens before the first top-level `=` are targets.
+      int depth = 0;
+      for (std::size_t t = l.begin; t < l.end; ++t) {
+        if (IsOpen(t)) ++depth;
+        else if (IsClose(t)) --depth;
+        else if (depth == 0 && IsOp(t, "=")) {
+          target_end = t;
+          break;
+        }
+      }
+      for (std::size_t t = l.begin; t < l.end; ++t) {
+        if (t == def || !IsName(t) || Text(t) != name || (t > 0 && IsOp(t - 1, "."))) continue;
+        const bool target = t < target_end || head == "def" || head == "global" || head == "nonlocal" ||
+                            head == "import" || head == "from" || IsOp(t + 1, ":=") ||
+                            (t > 0 && (Text(t - 1) == "as" || Text(t - 1) == "for" || Text(t - 1) == "lambda"));
+        if (target) return true;
+      }
+    }
+    return false;
+  }
+
+  // What a plain "cuda" device becomes at `offset`: the module's device variable after it, else
+  // the helper's choice.
+  std::string DeviceAt(std::uint32_t offset) {
+    if (!device_var_.empty() && offset > device_var_end_) return device_var_;
+    needed_.insert("_dualtrack_device");
+    return "_dualtrack_device()";
+  }
+
   // --- Rules ----------------------------------------------------------------------------------
   // Returns what was done, or why nothing was.
   std::string FixOne(const scan::Finding& f) {
@@ -408,12 +471,13 @@ class Fixer {
       if (!keyword && a > 0) return ".cuda(i, non_blocking) with positional arguments: left for review";
       if (!keyword || Text(args[a].first) == "device") index_arg = a;
     }
-    needed_.insert("_dualtrack_device");
     if (index_arg == kNone) {
-      std::string text = "to(_dualtrack_device()";
+      const std::string device = DeviceAt(Begin(k));
+      std::string text = "to(" + device;
       if (!args.empty()) text += ", ";
-      return Add(Begin(k), End(k + 1), text) ? "x.cuda() -> x.to(_dualtrack_device())" : "overlaps another fix";
+      return Add(Begin(k), End(k + 1), text) ? "x.cuda() -> x.to(" + device + ")" : "overlaps another fix";
     }
+    needed_.insert("_dualtrack_device");
     const auto [first, last] = args[index_arg];
     const std::size_t value = IsKeywordArg(args[index_arg]) ? first + 2 : first;
     if (!Add(Begin(k), End(k), "to")) return "overlaps another fix";
@@ -451,10 +515,9 @@ class Fixer {
                              IsOp(next, "]") || IsOp(next, "}") || IsOp(next, ";") ||
                              lex_.Line(lex_.tokens[next]) != lex_.Line(lex_.tokens[k]);
     if (!value_before || !value_after) return "the string is part of a larger expression";
-    needed_.insert("_dualtrack_device");
-    return Add(Begin(k), End(k), "_dualtrack_device(" + index + ")")
-               ? "\"" + std::string(body) + "\" -> _dualtrack_device(" + index + ")"
-               : "overlaps another fix";
+    const std::string device = index.empty() ? DeviceAt(Begin(k)) : "_dualtrack_device(" + index + ")";
+    if (!index.empty()) needed_.insert("_dualtrack_device");
+    return Add(Begin(k), End(k), device) ? "\"" + std::string(body) + "\" -> " + device : "overlaps another fix";
   }
 
   // torch.device("cuda", i) / torch.device("cuda", index=i) -> torch.device(_dualtrack_device(i)).
@@ -785,6 +848,8 @@ class Fixer {
   Lexed lex_;
   std::vector<Edit> edits_;
   std::set<std::string> needed_;  // Helpers, and "torch" for fixes that name it.
+  std::string device_var_;        // The module's own device variable, if it has one to reuse.
+  std::uint32_t device_var_end_ = 0;
 };
 
 }  // namespace

@@ -111,6 +111,27 @@ TEST(FixTest, DeviceStringsWhereADeviceIsChosen) {
   ExpectIdempotent(src);
 }
 
+TEST(FixTest, TheModulesOwnDeviceVariableIsReused) {
+  const std::string src =
+      "import torch\n"
+      "\n"
+      "x = torch.zeros(2).cuda()  # before the choice: the helper\n"
+      "DEVICE = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n"
+      "\n"
+      "\n"
+      "def step(model, batch):\n"
+      "    return model(batch.cuda()), torch.ones(1, device=\"cuda\")\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "x = torch.zeros(2).to(_dualtrack_device())  # before the choice: the helper\n")) << out;
+  EXPECT_TRUE(Has(out, "    return model(batch.to(DEVICE)), torch.ones(1, device=DEVICE)\n"));
+  ExpectIdempotent(src);
+  // Bound again elsewhere (a parameter here): not the module's one choice any more.
+  const std::string shadowed = src + "\n\ndef other(DEVICE):\n    return DEVICE\n";
+  const std::string out2 = Fixed(shadowed);
+  EXPECT_TRUE(Has(out2, "    return model(batch.to(_dualtrack_device())), torch.ones(1, device=_dualtrack_device())\n"))
+      << out2;
+}
+
 TEST(FixTest, DeviceIndexesBecomeTheSameCudaDevice) {
   const std::string src =
       "import torch\n"

@@ -47,27 +47,26 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
                "lexed (comments, docstrings and prose never count), guards and reachability from "
                "the entry scripts are reported.",
                "dualtrack scan"};
-  std::vector<std::string> paths;
+  TreeSelection tree;
   std::string format = "text", output, fail_on = "fixable", color = "auto", max_size = "16M";
-  std::vector<std::string> entries, exclude, ignore, select;
   std::string baseline, write_baseline;
-  bool statistics = false, no_gitignore = false, no_config = false;
+  bool statistics = false;
   unsigned threads = 0;
-  app.add_option("paths", paths, "Files or folders to scan (default: .); the first sets the root");
+  app.add_option("paths", tree.paths, "Files or folders to scan (default: .); the first sets the root");
   app.add_option("--format,-f", format,
                  "text, json, sarif, markdown, github (workflow annotations) or junit (XML for "
                  "test-report viewers)")
       ->check(CLI::IsMember({"text", "json", "sarif", "markdown", "github", "junit"}));
   app.add_option("--output,-o", output, "Write the report to this file instead of stdout");
-  app.add_option("--entry", entries,
+  app.add_option("--entry", tree.entries,
                  "Entry scripts for reachability, or folders whose Python files all are (a test "
                  "suite) (default: [tool.dualtrack] entry and [project.scripts]; else scripts "
                  "with if __name__ == \"__main__\")");
-  app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
-  app.add_option("--ignore", ignore,
+  app.add_option("--exclude", tree.exclude, "Glob of paths to leave out (relative to the root)");
+  app.add_option("--ignore", tree.ignore,
                  "Rule codes or prefixes to drop, repeated or comma-separated (DT106,DT4); added to "
                  "[tool.dualtrack] ignore");
-  app.add_option("--select", select,
+  app.add_option("--select", tree.select,
                  "Report only these rule codes or prefixes, repeated or comma-separated (DT2,DT305); "
                  "replaces [tool.dualtrack] select");
   app.add_option("--baseline", baseline,
@@ -80,8 +79,8 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
                  "replace, blocker, or never")
       ->check(CLI::IsMember({"portable", "fixable", "replace", "blocker", "never"}));
   app.add_flag("--statistics", statistics, "Counts per code and per file with readiness");
-  app.add_flag("--no-gitignore", no_gitignore, "Also scan files that .gitignore excludes");
-  app.add_flag("--no-config", no_config, "Ignore [tool.dualtrack] in pyproject.toml");
+  app.add_flag("--no-gitignore", tree.no_gitignore, "Also scan files that .gitignore excludes");
+  app.add_flag("--no-config", tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
   app.add_option("--max-file-size", max_size, "Skip larger files with a note (default 16M)");
   app.add_option("--threads", threads, "Worker threads (default: all cores)");
   app.add_option("--color", color,
@@ -104,20 +103,12 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
       "scanned).");
   if (auto early = ParseArgs(app, args, io)) return *early;
 
-  ScanOptions opt;
-  if (paths.empty()) paths.push_back(".");
-  for (const auto& p : paths) opt.paths.emplace_back(p);
-  opt.entries = entries;
-  opt.exclude = exclude;
-  opt.ignore_codes = ignore;
-  opt.select_codes = select;
-  opt.honour_gitignore = !no_gitignore;
-  opt.read_pyproject = !no_config;
+  ScanOptions opt = tree.Options();
   opt.threads = threads;
   auto size = ParseSize(max_size);
   if (!size) return size.take_error();
   opt.max_file_size = *size;
-  if (io.err_is_tty) io.err << "scanning " << paths.front() << " ...\r" << std::flush;
+  if (io.err_is_tty) io.err << "scanning " << opt.paths.front().string() << " ...\r" << std::flush;
   auto report = Scan(opt);
   if (io.err_is_tty) io.err << "\x1b[2K" << std::flush;
   if (!report) return report.take_error();
@@ -225,14 +216,10 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
   }
   if (code.empty())
     return MakeError(ErrorCode::kUsage, "name a rule code (dualtrack rule DT101) or use --list");
-  std::string upper = code;
-  for (char& ch : upper)
-    if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 32);
+  const std::string upper = Upper(code);
   const Rule* r = reg->FindRule(upper);
   if (r == nullptr) {
-    std::vector<std::string_view> codes;
-    for (const auto& rr : reg->rules()) codes.push_back(rr.code);
-    std::string hint = ClosestMatch(upper, codes);
+    const std::string hint = reg->ClosestCode(upper);
     return MakeError(ErrorCode::kUsage, "unknown rule '" + code + "'" +
                                             (hint.empty() ? "" : "; did you mean " + hint + "?") +
                                             " (dualtrack rule --list shows them all)");

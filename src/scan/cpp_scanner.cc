@@ -72,13 +72,6 @@ std::string_view ParenArgs(std::string_view s, std::size_t open) {
   return {};
 }
 
-std::string LowerCopy(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  return out;
-}
-
 // Whether `b` follows `a` in `l`, starting at most `within` characters after it.
 bool Near(std::string_view l, std::string_view a, std::string_view b, std::size_t within) {
   for (std::size_t p = l.find(a); p != std::string_view::npos; p = l.find(a, p + 1)) {
@@ -94,7 +87,7 @@ bool Near(std::string_view l, std::string_view a, std::string_view b, std::size_
 // "must be a CUDA tensor"). A message that merely names CUDA ("CUDA driver error", "kernel_cuda
 // handles only int64") is an error of the CUDA path itself, not a rejection of other devices.
 bool MentionsDevice(std::string_view args) {
-  std::string l = LowerCopy(args);
+  std::string l = Lower(args);
   if (l.find("cpu") != std::string::npos) {
     for (std::string_view neg : {"not supported", "not implemented", "unsupported", "unimplemented",
                                  "not available", "no cpu", "not support", "n't support",
@@ -477,9 +470,7 @@ void ScanCMake(std::string_view text, FindingSink& sink) {
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string line(raw);
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
-    std::string upper = line;
-    for (char& c : upper)
-      if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
+    const std::string upper = Upper(line);
     auto col = [](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
     std::size_t p;
     if ((p = upper.find("ENABLE_LANGUAGE")) != std::string::npos &&

@@ -20,13 +20,6 @@ bool WordChar(char c) {
          c == '-';
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  return out;
-}
-
 std::uint32_t Col(std::string_view line, std::string_view part) {
   return static_cast<std::uint32_t>(part.data() - line.data() + 1);
 }
@@ -723,9 +716,7 @@ void ScanDockerfile(std::string_view text, FindingSink& sink) {
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
     if (t.empty() || t[0] == '#') return;
-    std::string upper;
-    for (std::size_t i = 0; i < t.size() && i < 5; ++i)
-      upper.push_back(static_cast<char>(t[i] >= 'a' && t[i] <= 'z' ? t[i] - 32 : t[i]));
+    const std::string upper = Upper(t.substr(0, 5));
     if (StartsWith(upper, "FROM ")) {
       std::string_view image = Trim(t.substr(5));
       while (StartsWith(image, "--")) {  // --platform=...

@@ -369,6 +369,12 @@ bool Registry::HasCodePrefix(std::string_view prefix) const {
                      [&](const Rule& r) { return StartsWith(r.code, prefix); });
 }
 
+std::string Registry::ClosestCode(std::string_view code) const {
+  std::vector<std::string_view> codes;
+  for (const auto& r : rules_) codes.push_back(r.code);
+  return ClosestMatch(code, codes);
+}
+
 const Library* Registry::LibraryForPackage(std::string_view name) const {
   std::string norm = NormalizePackageName(name);
   for (const auto& lib : libraries_) {

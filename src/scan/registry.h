@@ -102,6 +102,8 @@ class Registry {
   // Whether `prefix` ("DT1", "DT101") starts some rule's code: what suppressions, --select and
   // --ignore may name.
   bool HasCodePrefix(std::string_view prefix) const;
+  // The rule code closest to a mistyped one ("did you mean"), or empty.
+  std::string ClosestCode(std::string_view code) const;
   // Rules marked "retired" in the data: never emitted, still valid in suppressions.
   bool IsRetired(std::string_view code) const { return retired_.count(std::string(code)) > 0; }
   const std::vector<Rule>& rules() const { return rules_; }

@@ -19,7 +19,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -37,6 +36,7 @@
 #include "scan/registry.h"
 #include "scan/walker.h"
 #include "util/fs.h"
+#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -544,22 +544,6 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   UserTextRules(ctx.reg, text, item, r.findings);
 }
 
-// Runs fn(0..n-1) on `threads` threads; each takes the next index, so a slow file holds up no one.
-void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& fn) {
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < n; i = next++) fn(i);
-  };
-  threads = std::min<unsigned>(threads, static_cast<unsigned>(std::max<std::size_t>(1, n)));
-  if (threads <= 1) {
-    worker();
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-}
-
 // Walked files waiting for a scanning thread; `first` is the walk's count before them.
 struct Batch {
   std::size_t first = 0;
@@ -619,14 +603,10 @@ Result<std::vector<std::string>> RuleCodes(const std::vector<std::string>& items
   std::vector<std::string> out;
   for (const auto& item : items) {
     for (std::string_view part : Split(item, ',')) {
-      std::string code(Trim(part));
+      std::string code = Upper(Trim(part));
       if (code.empty()) continue;
-      for (char& ch : code)
-        if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 32);
       if (!reg.HasCodePrefix(code)) {
-        std::vector<std::string_view> codes;
-        for (const auto& r : reg.rules()) codes.push_back(r.code);
-        std::string hint = ClosestMatch(code, codes);
+        const std::string hint = reg.ClosestCode(code);
         return MakeError(file.empty() ? ErrorCode::kUsage : ErrorCode::kInput,
                          what + ": '" + EscapeControl(code) + "' is not a rule code or a prefix of one" +
                              (hint.empty() ? "" : "; did you mean " + hint + "?") +
@@ -703,12 +683,41 @@ void GuardBuiltSources(const std::vector<WalkItem>& items, std::vector<FileResul
   }
 }
 
+// The packages' folders: those holding an __init__.py (relative imports resolve against them).
+std::unordered_set<std::string> InitDirs(const std::vector<WalkItem>& items) {
+  std::unordered_set<std::string> dirs;
+  for (const auto& item : items)
+    if (item.rel.ends_with("/__init__.py")) dirs.insert(item.rel.substr(0, item.rel.size() - 12));
+  return dirs;
+}
+
+// A Python file the first pass read, read again and scanned with `opt` (its package and the
+// project's top-level names filled in) after the first pass learnt more; fn(src, sink, findings,
+// result) sees it. Nothing happens for a file that cannot be read again or is not UTF-8: the
+// return says whether it was read.
+bool ReadPython(const Context& ctx, const WalkItem& item, const std::unordered_set<std::string>& init_dirs,
+                PyScanOptions opt,
+                const std::function<void(std::string_view, FindingSink&, std::vector<Finding>&, PyScanResult&)>& fn) {
+  MappedFile mapped;
+  std::string skip;
+  auto text = Load(item, 0, mapped, skip);
+  if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) return false;
+  const std::string_view src = NormalizeLineEnds(*text);
+  std::vector<Finding> findings;
+  FindingSink sink(ctx.reg, item.rel, src, findings);
+  opt.package = PackageIn(item.rel, init_dirs);
+  opt.own_tops = ctx.own_tops;
+  PyScanResult py = ScanPython(src, sink, opt);
+  fn(src, sink, findings, py);
+  return true;
+}
+
 // Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
 // git submodules, local packages) through the project: files that import one, or a project symbol
 // that depends on one, are scanned again knowing it, which reports their imports and call sites
 // and the symbols of their own that now depend on CUDA. Rounds run until nothing new is found.
-void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
-                       std::vector<FileResult>& results, unsigned threads) {
+void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::vector<FileResult>& results,
+                       const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext cuda;
   std::set<std::string> modules;
   // A package that brings an extension (a local package in requirements, a submodule) is often
@@ -762,24 +771,12 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   for (std::size_t i = 0; i < items.size(); ++i)
     if (is_py(i)) add_symbols(i);
   if (cuda.modules.empty() && cuda.symbols.empty()) return;
-  // Reads the files `indices` on the pool and hands each text to fn (unreadable ones are left out).
-  auto for_each_text = [&](const std::vector<std::size_t>& indices, const auto& fn) {
-    ParallelFor(indices.size(), threads, [&](std::size_t k) {
-      const std::size_t i = indices[k];
-      MappedFile mapped;
-      std::string skip;
-      if (auto text = Load(items[i], 0, mapped, skip)) fn(i, *text);
-    });
-  };
   // Files that spell an op namespace of the project's op library call it without an import.
   std::vector<char> spells_ops(items.size(), 0);
   for (std::size_t i = 0; i < items.size(); ++i)
     for (const auto& ns : op_namespaces)
       spells_ops[i] |= std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(), ns) !=
                        results[i].op_namespaces.end();
-  std::unordered_set<std::string> init_dirs;
-  for (const auto& item : items)
-    if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
   // The absolute names each file imports (modules, and module.name for each imported name),
   // resolved once: the rounds below only look them up.
   std::vector<std::vector<std::pair<std::string, bool>>> imported(items.size());  // name, is module
@@ -819,23 +816,20 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       }
     }
     if (again.empty()) break;
-    for_each_text(again, [&](std::size_t i, std::string_view text) {
-      if (!IsAscii(text) && !IsValidUtf8(text)) return;
-      std::string_view src = NormalizeLineEnds(text);
-      std::vector<Finding> findings;
-      FindingSink sink(ctx.reg, items[i].rel, src, findings);
+    ParallelFor(again.size(), threads, [&](std::size_t k, unsigned) {
+      const std::size_t i = again[k];
       PyScanOptions opt;
       opt.setup_py = items[i].kind == FileKind::kSetupPy;
-      opt.package = PackageIn(items[i].rel, init_dirs);
-      opt.own_tops = ctx.own_tops;
       opt.cuda = &cuda;
-      auto py = ScanPython(src, sink, opt);
-      results[i].suppressions.clear();
-      sink.CheckSuppressions(results[i].suppressions);
-      UserTextRules(ctx.reg, src, items[i], findings);
-      results[i].findings = std::move(findings);
-      results[i].cuda_symbols = std::move(py.cuda_symbols);
-      results[i].scanned = true;
+      ReadPython(ctx, items[i], init_dirs, opt,
+                 [&](std::string_view src, FindingSink& sink, std::vector<Finding>& findings, PyScanResult& py) {
+                   results[i].suppressions.clear();
+                   sink.CheckSuppressions(results[i].suppressions);
+                   UserTextRules(ctx.reg, src, items[i], findings);
+                   results[i].findings = std::move(findings);
+                   results[i].cuda_symbols = std::move(py.cuda_symbols);
+                   results[i].scanned = true;
+                 });
     });
     bool grew = false;
     for (std::size_t i : again) grew |= add_symbols(i);
@@ -848,11 +842,10 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
 // entries the user named (an experiment, --entry): then each reachable module is read once more
 // for its calls.
 void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::vector<FileResult>& results,
-                 const std::unordered_set<std::string>& reachable, const std::vector<std::string>& entries,
-                 unsigned threads, PathTraits& traits) {
-  std::unordered_set<std::string> init_dirs;
-  for (const auto& item : items)
-    if (item.rel.ends_with("/__init__.py")) init_dirs.insert(item.rel.substr(0, item.rel.size() - 12));
+                 const std::unordered_set<std::string>& init_dirs, const std::unordered_set<std::string>& reachable,
+                 const std::vector<std::string>& entries, unsigned threads, PathTraits& traits) {
+  PyScanOptions collect;
+  collect.collect_calls = true;
   std::vector<std::size_t> files;  // Reachable Python files, in item order.
   for (std::size_t i = 0; i < items.size(); ++i)
     if (items[i].kind == FileKind::kPython && results[i].skip_reason.empty() && reachable.count(items[i].rel))
@@ -867,37 +860,27 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     bool dynamic = false;
   };
   std::vector<FileTraits> file_traits(files.size());
-  ParallelFor(files.size(), threads, [&](std::size_t k) {
+  ParallelFor(files.size(), threads, [&](std::size_t k, unsigned) {
     const std::size_t i = files[k];
-    MappedFile mapped;
-    std::string skip;
-    auto text = Load(items[i], 0, mapped, skip);
-    if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) return;
-    std::string_view src = NormalizeLineEnds(*text);
-    std::vector<Finding> discarded;
-    FindingSink sink(ctx.reg, items[i].rel, src, discarded);
-    PyScanOptions opt;
-    opt.package = PackageIn(items[i].rel, init_dirs);
-    opt.own_tops = ctx.own_tops;
-    opt.collect_calls = true;
-    auto py = ScanPython(src, sink, opt);
-    CallModule& m = modules[k];
-    m.names = ModuleNames(items[i].rel);
-    m.entry = std::find(entries.begin(), entries.end(), items[i].rel) != entries.end();
-    m.defs = std::move(py.defs);
-    m.refs = std::move(py.refs);
-    m.defaults = std::move(py.defaults);
-    m.attrs = std::move(py.attrs);
-    FileTraits& ft = file_traits[k];
-    for (const Finding& f : discarded)
-      if (f.guarded && (f.code == "DT101" || f.code == "DT102") && ft.cuda_choice == 0) ft.cuda_choice = f.line;
-    ft.mps = py.mentions_mps;
-    ft.framework = py.framework_device;
-    ft.model = py.model_line;
-    ft.model_api = std::move(py.model_api);
-    ft.backward = py.backward_line;
-    ft.dynamic = py.dynamic_import;
-    read[k] = 1;
+    const auto take = [&](std::string_view, FindingSink&, std::vector<Finding>& discarded, PyScanResult& py) {
+      CallModule& m = modules[k];
+      m.names = ModuleNames(items[i].rel);
+      m.entry = std::find(entries.begin(), entries.end(), items[i].rel) != entries.end();
+      m.defs = std::move(py.defs);
+      m.refs = std::move(py.refs);
+      m.defaults = std::move(py.defaults);
+      m.attrs = std::move(py.attrs);
+      FileTraits& ft = file_traits[k];
+      for (const Finding& f : discarded)
+        if (f.guarded && (f.code == "DT101" || f.code == "DT102") && ft.cuda_choice == 0) ft.cuda_choice = f.line;
+      ft.mps = py.mentions_mps;
+      ft.framework = py.framework_device;
+      ft.model = py.model_line;
+      ft.model_api = std::move(py.model_api);
+      ft.backward = py.backward_line;
+      ft.dynamic = py.dynamic_import;
+    };
+    read[k] = ReadPython(ctx, items[i], init_dirs, collect, take);
   });
   // A file that could not be read again hides its calls: then nothing is concluded.
   if (std::find(read.begin(), read.end(), 0) != read.end()) return;
@@ -923,22 +906,13 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     for (std::size_t i = 0; i < items.size() && !traits.model; ++i) {
       if (items[i].kind != FileKind::kPython || reachable.count(items[i].rel) || !results[i].skip_reason.empty())
         continue;  // Files the scan skipped (too large, unreadable) stay unread.
-      MappedFile mapped;
-      std::string skip;
-      auto text = Load(items[i], 0, mapped, skip);
-      if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) continue;
-      const std::string_view src = NormalizeLineEnds(*text);
-      std::vector<Finding> discarded;
-      FindingSink sink(ctx.reg, items[i].rel, src, discarded);
-      PyScanOptions opt;
-      opt.package = PackageIn(items[i].rel, init_dirs);
-      opt.own_tops = ctx.own_tops;
-      opt.collect_calls = true;
-      const auto py = ScanPython(src, sink, opt);
-      if (py.model_line) {
-        traits.model = PathPlace{items[i].rel, py.model_line};
-        traits.model_api = py.model_api;
-      }
+      ReadPython(ctx, items[i], init_dirs, collect,
+                 [&](std::string_view, FindingSink&, std::vector<Finding>&, PyScanResult& py) {
+                   if (py.model_line) {
+                     traits.model = PathPlace{items[i].rel, py.model_line};
+                     traits.model_api = py.model_api;
+                   }
+                 });
     }
   }
   const auto paths = CallPaths(modules);
@@ -970,6 +944,19 @@ double Readiness(const std::vector<Finding>& findings) {
   for (const auto& f : findings)
     if (f.severity <= Severity::kFixable) ++ok;
   return static_cast<double>(ok) / static_cast<double>(findings.size());
+}
+
+ScanOptions TreeSelection::Options() const {
+  ScanOptions opt;
+  for (const auto& p : paths) opt.paths.emplace_back(p);
+  if (opt.paths.empty()) opt.paths.emplace_back(".");
+  opt.entries = entries;
+  opt.exclude = exclude;
+  opt.ignore_codes = ignore;
+  opt.select_codes = select;
+  opt.honour_gitignore = !no_gitignore;
+  opt.read_pyproject = !no_config;
+  return opt;
 }
 
 Result<ScanReport> Scan(const ScanOptions& options) {
@@ -1035,35 +1022,27 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   std::unordered_set<std::string> own_tops = OwnTops(root);
   Context ctx{*reg, &own_tops, Prefilter(python_needles), python_main, Prefilter(CppNeedles(*reg)),
               options.max_file_size};
-  unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = DefaultThreads(options.threads);
   // The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files
   // to the scanning threads, so scanning starts with the first files found.
   fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   BatchQueue queue;
   std::vector<std::vector<Scanned>> done(threads);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&queue, &ctx, &out = done[t]] {
-      Batch batch;
-      while (queue.Pop(batch)) {
-        for (std::size_t k = 0; k < batch.items.size(); ++k) {
-          out.push_back(Scanned{batch.first + k, std::move(batch.items[k]), FileResult{}});
-          ScanOne(ctx, out.back().item, out.back().result);
-        }
-      }
-    });
-  }
   std::size_t walked = 0;
   {
-    // Joins the pool however the walk ends.
-    struct Join {
-      BatchQueue& q;
-      std::vector<std::thread>& pool;
-      ~Join() {
-        q.Close();
-        for (auto& t : pool) t.join();
-      }
-    } join{queue, pool};
+    // Closing the queue ends the scanning threads however the walk ends.
+    ScopedThreads pool(
+        threads,
+        [&](unsigned t) {
+          Batch batch;
+          while (queue.Pop(batch)) {
+            for (std::size_t k = 0; k < batch.items.size(); ++k) {
+              done[t].push_back(Scanned{batch.first + k, std::move(batch.items[k]), FileResult{}});
+              ScanOne(ctx, done[t].back().item, done[t].back().result);
+            }
+          }
+        },
+        [&] { queue.Close(); });
     Batch batch;
     auto on_item = [&](WalkItem&& item) {
       batch.items.push_back(std::move(item));
@@ -1106,7 +1085,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     results.push_back(std::move(x.result));
   }
   scanned.clear();
-  FollowCudaModules(ctx, items, results, threads);
+  const std::unordered_set<std::string> init_dirs = InitDirs(items);
+  FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
 
   // Reachability over the project's own modules.
@@ -1163,7 +1143,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   report.entries = entries;
   if (!guessed_entries && !entries.empty()) {
     report.path.emplace();
-    FollowCalls(ctx, items, results, reachable, entries, threads, *report.path);
+    FollowCalls(ctx, items, results, init_dirs, reachable, entries, threads, *report.path);
   }
   // Several entries (a folder, a test suite): which of them reach each module, so that a member
   // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.

@@ -77,6 +77,15 @@ struct ScanOptions {
   std::optional<std::filesystem::path> data_dir;  // Defaults to dt::DataDir()/scan.
 };
 
+// What a command line that scans a tree (scan, fix) selects, as given: paths (none: "."),
+// entries, excludes, rule codes, and whether .gitignore and [tool.dualtrack] count.
+struct TreeSelection {
+  std::vector<std::string> paths, entries, exclude, ignore, select;
+  bool no_gitignore = false;
+  bool no_config = false;
+  ScanOptions Options() const;
+};
+
 // What the named entries' path says about the Mac's share of the work (only when calls were
 // followed, ScanReport::path): where the project picks CUDA behind a check (so something else runs
 // elsewhere), whether MPS is ever named or a framework places the model, the first convolution or

@@ -13,7 +13,6 @@ namespace dt::scan {
 namespace {
 
 char Fold(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-char Upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c; }
 bool Alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool Digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -44,8 +43,7 @@ std::string_view CodeAt(std::string_view s, std::size_t p) {
 }
 
 void AddCode(std::string_view code, Suppression& out) {
-  std::string c;
-  for (char ch : code) c.push_back(Upper(ch));
+  std::string c = Upper(code);
   if (std::find(out.codes.begin(), out.codes.end(), c) == out.codes.end())
     out.codes.push_back(std::move(c));
 }

@@ -217,13 +217,6 @@ class Walker {
   std::set<std::pair<std::uint64_t, std::uint64_t>> active_;
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  return out;
-}
-
 // YAML that configures tools around the code (CI, linters, docs, packaging recipes), not a run:
 // its `gpus:` or `image:` describe build machines, not what the experiment needs.
 bool IsToolingYaml(std::string_view rel, std::string_view lower_base) {

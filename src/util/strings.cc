@@ -27,6 +27,20 @@ std::size_t EditDistance(std::string_view a, std::string_view b) {
   return d[a.size() * w + b.size()];
 }
 
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+  return out;
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - ('a' - 'A'));
+  return out;
+}
+
 std::string ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates) {
   std::string best;
   std::size_t best_distance = SIZE_MAX;

@@ -15,6 +15,9 @@ std::size_t EditDistance(std::string_view a, std::string_view b);
 std::string ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates);
 
 std::string_view Trim(std::string_view s);
+// ASCII case mapping (file names, rule codes, keywords): other bytes, UTF-8 included, stay as they are.
+std::string Lower(std::string_view s);
+std::string Upper(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char sep);
 bool StartsWith(std::string_view s, std::string_view prefix);
 bool EndsWith(std::string_view s, std::string_view suffix);

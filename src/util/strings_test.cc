@@ -60,5 +60,12 @@ TEST(StringsTest, GlobMatch) {
   EXPECT_FALSE(GlobMatch("a*b*c*d*e*f*g", std::string(5000, 'a')));  // No exponential blow-up.
 }
 
+TEST(StringsTest, AsciiCaseMappingLeavesOtherBytes) {
+  EXPECT_EQ(Lower("DT101 Ab-Z"), "dt101 ab-z");
+  EXPECT_EQ(Upper("dt1xx, dt2"), "DT1XX, DT2");
+  EXPECT_EQ(Upper("\xc3\xa9t\xc3\xa9"), "\xc3\xa9T\xc3\xa9");  // UTF-8 "été": only the ASCII t.
+  EXPECT_EQ(Lower(""), "");
+}
+
 }  // namespace
 }  // namespace dt

@@ -29,12 +29,6 @@ bool IsFile(const fs::path& p) {
 
 std::string Stem(const std::string& rel) { return fs::path(rel).stem().string(); }
 
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // "pkg.mod:main" -> pkg/mod.py, pkg/mod/__init__.py or src/pkg/mod.py, whichever exists.
 void AddModuleScript(const fs::path& project, std::string target, std::vector<std::string>& out) {
   target = std::string(Trim(target.substr(0, target.find(':'))));

@@ -7,15 +7,11 @@
 #include <filesystem>
 #include <set>
 
+#include "util/strings.h"
+
 namespace dt::verdict {
 
 namespace {
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string Where(const Location& l) {
   if (l.file.empty()) return {};

@@ -1,0 +1,37 @@
+// The one way dualtrack runs work on several threads: a fan-out over indexes (ParallelFor) and
+// threads that live for a scope (ScopedThreads: joined however the scope ends). Hand-written
+// because the work is small and std::thread is all it needs (no pool library on both Debian and
+// Homebrew fits: TBB is heavy, BS::thread_pool is not packaged everywhere).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace dt {
+
+// Threads to use when the user gave none (0): one per core.
+unsigned DefaultThreads(unsigned requested = 0);
+
+// Runs fn(i, worker) for every i in [0, n) on at most `threads` threads, the calling thread being
+// worker 0. Each worker takes the next index, so a slow item holds up no one; `worker` (below
+// `threads`) lets fn keep per-thread state such as a buffer.
+void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::size_t i, unsigned worker)>& fn);
+
+// Threads running fn(t), t in [0, count), for the life of the object. Before joining, `stop` is
+// called once (close a queue, set a flag), so a scope that ends early never leaves a thread behind.
+class ScopedThreads {
+ public:
+  ScopedThreads(unsigned count, const std::function<void(unsigned)>& fn, std::function<void()> stop = {});
+  ~ScopedThreads();
+  ScopedThreads(const ScopedThreads&) = delete;
+  ScopedThreads& operator=(const ScopedThreads&) = delete;
+  void Join();  // Calls `stop` and waits for every thread; later calls do nothing.
+
+ private:
+  std::vector<std::thread> threads_;
+  std::function<void()> stop_;
+};
+
+}  // namespace dt

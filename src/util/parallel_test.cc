@@ -1,0 +1,78 @@
+#include "util/parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <vector>
+
+namespace dt {
+namespace {
+
+TEST(ParallelForTest, EveryIndexOnceOnAtMostTheThreadsAsked) {
+  std::vector<std::atomic<int>> seen(1000);
+  std::mutex mu;
+  std::set<unsigned> workers;
+  ParallelFor(seen.size(), 3, [&](std::size_t i, unsigned worker) {
+    seen[i]++;
+    std::lock_guard<std::mutex> lock(mu);
+    workers.insert(worker);
+  });
+  for (const auto& s : seen) EXPECT_EQ(s.load(), 1);
+  ASSERT_FALSE(workers.empty());
+  EXPECT_LT(*workers.rbegin(), 3u);
+}
+
+TEST(ParallelForTest, NoItemsAndMoreThreadsThanItems) {
+  int calls = 0;
+  ParallelFor(0, 4, [&](std::size_t, unsigned) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  std::set<unsigned> workers;
+  std::mutex mu;
+  ParallelFor(2, 16, [&](std::size_t, unsigned worker) {
+    std::lock_guard<std::mutex> lock(mu);
+    workers.insert(worker);
+  });
+  EXPECT_LT(*workers.rbegin(), 2u);  // Two items need two workers at most.
+  EXPECT_EQ(DefaultThreads(5), 5u);
+  EXPECT_GE(DefaultThreads(), 1u);
+}
+
+TEST(ScopedThreadsTest, StopsThenJoinsWhenTheScopeEnds) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> finished{0};
+  std::atomic<int> stops{0};
+  const auto start = std::chrono::steady_clock::now();
+  {
+    ScopedThreads threads(
+        2,
+        [&](unsigned) {
+          // Waits for `stop` (bounded, so a broken stop fails the test instead of hanging it).
+          while (!stop && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+          }
+          if (stop) finished++;
+        },
+        [&] {
+          stops++;
+          stop = true;
+        });
+    EXPECT_EQ(finished.load(), 0);
+  }
+  EXPECT_EQ(finished.load(), 2);
+  EXPECT_EQ(stops.load(), 1);
+}
+
+TEST(ScopedThreadsTest, JoinTwiceStopsOnce) {
+  int stops = 0;
+  std::atomic<int> runs{0};
+  ScopedThreads threads(3, [&](unsigned) { runs++; }, [&] { ++stops; });
+  threads.Join();
+  threads.Join();
+  EXPECT_EQ(runs.load(), 3);
+  EXPECT_EQ(stops, 1);
+}
+
+}  // namespace
+}  // namespace dt
