@@ -323,18 +323,23 @@ def _make_recorder(session: Session):
     on_mps_check = _messages.mps_has_kernel
     getframe = sys._getframe
 
-    def _note_tensors(values, dts, dev):
+    def _note_tensors(values, dts, dev, ndims=None):
         """Adds the dtypes of the tensors among `values` (and in lists or tuples among them) to
-        dts; returns `dev`, or the device of the first tensor when `dev` is None."""
+        dts, and their dimension counts to `ndims` when given (MPS takes at most 16); returns
+        `dev`, or the device of the first tensor when `dev` is None."""
         for a in values:
             if isinstance(a, Tensor):
                 dts.append(a.dtype)
+                if ndims is not None:
+                    ndims.append(a.dim())
                 if dev is None:
                     dev = a.device.type
             elif isinstance(a, (list, tuple)):
                 for b in a:
                     if isinstance(b, Tensor):
                         dts.append(b.dtype)
+                        if ndims is not None:
+                            ndims.append(b.dim())
                         if dev is None:
                             dev = b.device.type
         return dev
@@ -347,14 +352,14 @@ def _make_recorder(session: Session):
                 kwargs = {}
             if session.paused:
                 return func(*args, **kwargs)
-            dts = []
-            dev = _note_tensors(args, dts, None)
-            dev = _note_tensors(kwargs.values(), dts, dev)
+            dts, ndims = [], []
+            dev = _note_tensors(args, dts, None, ndims)
+            dev = _note_tensors(kwargs.values(), dts, dev, ndims)
             try:
                 out = func(*args, **kwargs)
             except Exception as e:
                 try:
-                    _record_failure(func, dev, dts, kwargs, e)
+                    _record_failure(func, dev, dts, kwargs, e, ndims)
                 except Exception as inner:  # noqa: BLE001 - the user's own error must surface
                     session.note_error(f"operator table: {type(inner).__name__}: {inner}")
                 raise
@@ -369,6 +374,8 @@ def _make_recorder(session: Session):
                     if dev == "mps" and not on_mps_check(row["name"]):
                         row["status"] = "fallback"
                 row["count"] += 1
+                if ndims and max(ndims) > row["max_ndim"]:
+                    row["max_ndim"] = max(ndims)
             except Exception as e:  # noqa: BLE001
                 session.note_error(f"operator table: {type(e).__name__}: {e}")
             return out
@@ -379,7 +386,7 @@ def _make_recorder(session: Session):
         dtypes = sorted({str(d).replace("torch.", "") for d in dts})
         loc = _where.frame_location(frame)
         row = {"op": schema.name, "overload": func._overloadname, "device": dev, "dtypes": dtypes,
-               "count": 0, "location": loc, "status": "ok", "error": None, "name": name}
+               "count": 0, "max_ndim": 0, "location": loc, "status": "ok", "error": None, "name": name}
         if any(_messages.is_float64(d) for d in dtypes):
             session.float64.append({"op": schema.name, "overload": func._overloadname,
                                     "device": dev, "dtypes": dtypes,
@@ -387,13 +394,14 @@ def _make_recorder(session: Session):
                                     "line": loc["line"] if loc else None})
         return row
 
-    def _record_failure(func, dev, dts, kwargs, exc):
+    def _record_failure(func, dev, dts, kwargs, exc, ndims):
         key = (func, dev, frozenset(dts), "failed")
         row = ops.get(key)
         if row is None:
             row = _new_row(func, dev, dts, getframe(2))
             ops[key] = row
         row["count"] += 1
+        row["max_ndim"] = max([row["max_ndim"], *ndims])
         text = str(exc)
         row["status"] = "failed"
         named = _messages.parse_not_implemented_error(text)

@@ -174,5 +174,28 @@ TEST(ScanCppWrapperTest, CudaSourceFileAndOpLibrary) {
   EXPECT_EQ(lib_sink.cuda_modules()[0].line, 1);
 }
 
+TEST(ScanCppTest, KernelsApisAndIncludesButNotCommentsOrStrings) {
+  std::string src =
+      "#include <cuda_runtime.h>\n"
+      "#include <thrust/sort.h>\n"
+      "// cudaMalloc in a comment\n"
+      "/* __global__ */ const char* s = \"cudaFree\";\n"
+      "__global__ void k() {}\n"
+      "void f() { cudaMalloc(&p, 4); k<<<1, 1>>>(); }\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "k.cu", src, out);
+  ScanCpp(src, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT304@1", "DT308@2", "DT303@5", "DT304@6", "DT303@6"}));
+}
+
+TEST(ScanCMakeTest, CudaLanguageAndArchitectures) {
+  std::string src = "# enable_language(CUDA) in a comment\nproject(x LANGUAGES CXX CUDA)\n"
+                    "find_package(CUDAToolkit REQUIRED)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES 80)\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "CMakeLists.txt", src, out);
+  ScanCMake(src, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT306@2", "DT306@3", "DT302@4"}));
+}
+
 }  // namespace
 }  // namespace dt::scan

@@ -621,7 +621,7 @@ bool IsCudaImage(std::string_view image) {
           image.find("cuda") != std::string_view::npos);
 }
 
-void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool docker) {
+void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink) {
   std::string line = BlankQuoted(raw);
   auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
   for (std::string_view tool : {"nvidia-smi", "nvcc", "nsys", "ncu", "nvprof", "cuda-gdb"}) {
@@ -699,7 +699,6 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink, bool do
     std::size_t p = line.find("torch");
     sink.Add("DT401", n, col(p == std::string::npos ? 0 : p), "a CUDA wheel of torch", false);
   }
-  (void)docker;
 }
 
 }  // namespace
@@ -708,7 +707,7 @@ void ScanShell(std::string_view text, FindingSink& sink) {
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
     if (t.empty() || t[0] == '#') return;
-    ShellLine(raw, n, sink, false);
+    ShellLine(raw, n, sink);
   });
 }
 
@@ -727,7 +726,7 @@ void ScanDockerfile(std::string_view text, FindingSink& sink) {
       if (IsCudaImage(image)) sink.Add("DT404", n, Col(raw, image), image, false);
       return;
     }
-    ShellLine(raw, n, sink, true);
+    ShellLine(raw, n, sink);
   });
 }
 
@@ -924,7 +923,7 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
       sink.Add("DT406", n, col(y.content.substr(p)), "CUDA_VISIBLE_DEVICES", false);
     if (key == "command" || key == "entrypoint" || key == "environment" || key == "args") {
       // What the container runs: the same checks as a shell line.
-      ShellLine(raw, n, sink, false);
+      ShellLine(raw, n, sink);
       std::string_view body = y.item ? y.content : v;
       if (std::size_t p = BitsandbytesFlagAt(body); p != std::string_view::npos)
         sink.Add("DT221", n, col(body.substr(p)), ArgToken(body, p), false);
@@ -1160,6 +1159,23 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
     }
     sink.Add("DT321", m.line, m.col, path + " (" + why + ")", false);
     for (const auto& nm : names) sink.DeclareCudaModule(nm, m.line, "git submodule " + path);
+  }
+}
+
+void UserTextRules(const Registry& reg, std::string_view text, const std::string& rel,
+                   std::vector<Finding>& out, std::optional<std::int64_t> cell) {
+  if (reg.user_rules().empty()) return;
+  FindingSink sink(reg, rel, text, out, cell);
+  for (const auto& u : reg.user_rules()) {
+    if (u.text.empty()) continue;
+    if (!u.files.empty() && !GlobMatch(u.files, rel)) continue;
+    ForEachLine(text, [&](std::uint32_t n, std::string_view line) {
+      std::string_view t = Trim(line);
+      if (StartsWith(t, "#") || StartsWith(t, "//")) return;
+      auto p = line.find(u.text);
+      if (p != std::string_view::npos)
+        sink.Add(u.rule.code, n, static_cast<std::uint32_t>(p + 1), u.text, false);
+    });
   }
 }
 

@@ -63,6 +63,12 @@ void ForEachLine(std::string_view text, Fn&& fn) {
   }
 }
 
+// The project's own text rules ([tool.dualtrack] rules with `text`): a finding on each line that
+// holds the text and is not a comment, in files matching the rule's `files` glob. Notebooks pass
+// each code cell with its number.
+void UserTextRules(const Registry& reg, std::string_view text, const std::string& rel,
+                   std::vector<Finding>& out, std::optional<std::int64_t> cell = std::nullopt);
+
 // Position of `word` in `s` with no identifier-ish character ([A-Za-z0-9_-]) on either side.
 std::size_t FindWord(std::string_view s, std::string_view word, std::size_t from = 0);
 

@@ -305,5 +305,36 @@ TEST_F(ScanEnvTreeTest, LocalPackagesWithCudaSources) {
             (Strings{"DT322@1", "DT322@2"}));
 }
 
+TEST(ScanEnvTest, Requirements) {
+  std::string src = "# flash-attn in a comment\n--index-url https://download.pytorch.org/whl/cu118\n"
+                    "torch==2.1.0+cu118\nnvidia-cublas-cu12\nxformers>=0.0.23 ; sys_platform == 'linux'\nnumpy\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "requirements.txt", src, out);
+  ScanRequirements(src, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT401@2", "DT401@3", "DT402@4", "DT403@5"}));
+}
+
+TEST(ScanEnvTest, ShellIgnoresQuotedProse) {
+  std::string src = "echo \"install nvcc first\"\nnvidia-smi -L\n# nvcc in a comment\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "run.sh", src, out);
+  ScanShell(src, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT405@2"}));
+}
+
+TEST(ScanEnvTest, CondaAndDocker) {
+  std::string env = "channels:\n  - conda-forge\n  - nvidia\ndependencies:\n  - numpy\n  - cudatoolkit=11.8\n"
+                    "  - pip:\n    - bitsandbytes==0.43\n";
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "environment.yml", env, out);
+  ScanCondaEnv(env, sink);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT408@3", "DT402@6", "DT403@8"}));
+  std::string docker = "# FROM nvidia/cuda:12.1\nFROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:24.01-py3\nRUN nvidia-smi\n";
+  std::vector<Finding> out2;
+  FindingSink sink2(Reg(), "Dockerfile", docker, out2);
+  ScanDockerfile(docker, sink2);
+  EXPECT_EQ(Codes(out2), (std::vector<std::string>{"DT404@2", "DT405@3"}));
+}
+
 }  // namespace
 }  // namespace dt::scan

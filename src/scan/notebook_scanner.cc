@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scan/env_scanners.h"
+
 namespace dt::scan {
 
 std::string BlankMagics(std::string source) {
@@ -49,6 +51,7 @@ Status ScanNotebook(std::string_view text, const Registry& reg, const std::strin
     source = BlankMagics(std::move(source));
     FindingSink sink(reg, rel, source, out, index);
     (void)ScanPython(source, sink, false);
+    UserTextRules(reg, source, rel, out, index);
   }
   return OkStatus();
 }

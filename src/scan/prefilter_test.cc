@@ -135,5 +135,14 @@ TEST(ScanPrefilterTest, FoldingOnlyLetters) {
   EXPECT_FALSE(f.MatchesScalar(pad + "sm\x7f" + pad));
 }
 
+TEST(ScanPrefilterTest, CaseInsensitiveMultiNeedle) {
+  Prefilter p({"cuda", "nccl", "__global__"});
+  EXPECT_TRUE(p.Matches("import torch; torch.CUDA"));
+  EXPECT_TRUE(p.Matches("xx__global__"));
+  EXPECT_FALSE(p.Matches("import numpy as np\nnp.zeros(3)\n"));
+  EXPECT_FALSE(p.Matches("cud"));
+  EXPECT_TRUE(p.Matches("NCcl"));
+}
+
 }  // namespace
 }  // namespace dt::scan

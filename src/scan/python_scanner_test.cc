@@ -5,9 +5,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "scan/cpp_scanner.h"
-#include "scan/env_scanners.h"
-#include "scan/prefilter.h"
 #include "scan/registry.h"
 #include "scan/test_registry.h"
 
@@ -177,88 +174,6 @@ TEST(ScanPythonTest, CatchAllForUnknownTorchCudaApi) {
 TEST(ScanPythonTest, InlineSuppression) {
   auto fs = Py("x = y.cuda()  # dualtrack: ignore[DT101]\nz = w.cuda()  # dualtrack: ignore[DT2]\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT101@2"}));
-}
-
-TEST(ScanCppTest, KernelsApisAndIncludesButNotCommentsOrStrings) {
-  std::string src =
-      "#include <cuda_runtime.h>\n"
-      "#include <thrust/sort.h>\n"
-      "// cudaMalloc in a comment\n"
-      "/* __global__ */ const char* s = \"cudaFree\";\n"
-      "__global__ void k() {}\n"
-      "void f() { cudaMalloc(&p, 4); k<<<1, 1>>>(); }\n";
-  std::vector<Finding> out;
-  FindingSink sink(Reg(), "k.cu", src, out);
-  ScanCpp(src, sink);
-  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT304@1", "DT308@2", "DT303@5", "DT304@6", "DT303@6"}));
-}
-
-TEST(ScanEnvTest, Requirements) {
-  std::string src = "# flash-attn in a comment\n--index-url https://download.pytorch.org/whl/cu118\n"
-                    "torch==2.1.0+cu118\nnvidia-cublas-cu12\nxformers>=0.0.23 ; sys_platform == 'linux'\nnumpy\n";
-  std::vector<Finding> out;
-  FindingSink sink(Reg(), "requirements.txt", src, out);
-  ScanRequirements(src, sink);
-  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT401@2", "DT401@3", "DT402@4", "DT403@5"}));
-}
-
-TEST(ScanEnvTest, ShellIgnoresQuotedProse) {
-  std::string src = "echo \"install nvcc first\"\nnvidia-smi -L\n# nvcc in a comment\n";
-  std::vector<Finding> out;
-  FindingSink sink(Reg(), "run.sh", src, out);
-  ScanShell(src, sink);
-  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT405@2"}));
-}
-
-TEST(ScanPrefilterTest, CaseInsensitiveMultiNeedle) {
-  Prefilter p({"cuda", "nccl", "__global__"});
-  EXPECT_TRUE(p.Matches("import torch; torch.CUDA"));
-  EXPECT_TRUE(p.Matches("xx__global__"));
-  EXPECT_FALSE(p.Matches("import numpy as np\nnp.zeros(3)\n"));
-  EXPECT_FALSE(p.Matches("cud"));
-  EXPECT_TRUE(p.Matches("NCcl"));
-}
-
-TEST(ScanRegistryTest, LibrariesAndPackages) {
-  EXPECT_NE(Reg().LibraryForModule("flash_attn.flash_attn_interface"), nullptr);
-  EXPECT_NE(Reg().LibraryForModule("numba.cuda"), nullptr);
-  EXPECT_EQ(Reg().LibraryForModule("numba"), nullptr);
-  EXPECT_NE(Reg().LibraryForPackage("CuPy_CUDA12x"), nullptr);
-  EXPECT_NE(Reg().LibraryForPackage("flash_attn"), nullptr);
-  EXPECT_EQ(Reg().LibraryForPackage("numpy"), nullptr);
-  for (const auto& r : Reg().rules()) {
-    EXPECT_EQ(r.code.size(), 5u);
-    EXPECT_FALSE(r.explanation.empty()) << r.code;
-  }
-}
-
-}  // namespace
-}  // namespace dt::scan
-
-namespace dt::scan {
-namespace {
-
-TEST(ScanCMakeTest, CudaLanguageAndArchitectures) {
-  std::string src = "# enable_language(CUDA) in a comment\nproject(x LANGUAGES CXX CUDA)\n"
-                    "find_package(CUDAToolkit REQUIRED)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES 80)\n";
-  std::vector<Finding> out;
-  FindingSink sink(Reg(), "CMakeLists.txt", src, out);
-  ScanCMake(src, sink);
-  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT306@2", "DT306@3", "DT302@4"}));
-}
-
-TEST(ScanEnvTest, CondaAndDocker) {
-  std::string env = "channels:\n  - conda-forge\n  - nvidia\ndependencies:\n  - numpy\n  - cudatoolkit=11.8\n"
-                    "  - pip:\n    - bitsandbytes==0.43\n";
-  std::vector<Finding> out;
-  FindingSink sink(Reg(), "environment.yml", env, out);
-  ScanCondaEnv(env, sink);
-  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT408@3", "DT402@6", "DT403@8"}));
-  std::string docker = "# FROM nvidia/cuda:12.1\nFROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:24.01-py3\nRUN nvidia-smi\n";
-  std::vector<Finding> out2;
-  FindingSink sink2(Reg(), "Dockerfile", docker, out2);
-  ScanDockerfile(docker, sink2);
-  EXPECT_EQ(Codes(out2), (std::vector<std::string>{"DT404@2", "DT405@3"}));
 }
 
 }  // namespace

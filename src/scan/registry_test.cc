@@ -12,6 +12,7 @@
 
 #include "scan/python_scanner.h"
 #include "scan/scan.h"
+#include "scan/test_registry.h"
 
 namespace dt::scan {
 namespace {
@@ -160,6 +161,19 @@ TEST(RegistryTriggers, DerivedFromTheData) {
   EXPECT_TRUE(has("xformers"));                           // A library module.
   EXPECT_FALSE(has("device"));                            // Not torch.cuda.device's last name.
   EXPECT_FALSE(has("cudnn"));                             // Covered by "cud".
+}
+
+TEST(ScanRegistryTest, LibrariesAndPackages) {
+  EXPECT_NE(testing::Reg().LibraryForModule("flash_attn.flash_attn_interface"), nullptr);
+  EXPECT_NE(testing::Reg().LibraryForModule("numba.cuda"), nullptr);
+  EXPECT_EQ(testing::Reg().LibraryForModule("numba"), nullptr);
+  EXPECT_NE(testing::Reg().LibraryForPackage("CuPy_CUDA12x"), nullptr);
+  EXPECT_NE(testing::Reg().LibraryForPackage("flash_attn"), nullptr);
+  EXPECT_EQ(testing::Reg().LibraryForPackage("numpy"), nullptr);
+  for (const auto& r : testing::Reg().rules()) {
+    EXPECT_EQ(r.code.size(), 5u);
+    EXPECT_FALSE(r.explanation.empty()) << r.code;
+  }
 }
 
 }  // namespace

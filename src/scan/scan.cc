@@ -177,23 +177,6 @@ void RecordOpNamespaces(const Prefilter& op_refs, std::string_view text, std::ve
   });
 }
 
-void UserTextRules(const Registry& reg, std::string_view text, const WalkItem& item,
-                   std::vector<Finding>& out) {
-  if (reg.user_rules().empty()) return;
-  FindingSink sink(reg, item.rel, text, out);
-  for (const auto& u : reg.user_rules()) {
-    if (u.text.empty()) continue;
-    if (!u.files.empty() && !GlobMatch(u.files, item.rel)) continue;
-    ForEachLine(text, [&](std::uint32_t n, std::string_view line) {
-      std::string_view t = Trim(line);
-      if (StartsWith(t, "#") || StartsWith(t, "//")) return;
-      auto p = line.find(u.text);
-      if (p != std::string_view::npos)
-        sink.Add(u.rule.code, n, static_cast<std::uint32_t>(p + 1), u.text, false);
-    });
-  }
-}
-
 // memmem is vectorised in the C library; string_view::find stops at every first byte.
 std::size_t Find(std::string_view text, std::string_view needle, std::size_t from = 0) {
   if (from >= text.size()) return std::string_view::npos;
@@ -541,7 +524,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   }
   r.cuda_modules = std::move(sink.cuda_modules());
   sink.CheckSuppressions(r.suppressions);
-  UserTextRules(ctx.reg, text, item, r.findings);
+  UserTextRules(ctx.reg, text, item.rel, r.findings);
 }
 
 // Walked files waiting for a scanning thread; `first` is the walk's count before them.
@@ -825,7 +808,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::ve
                  [&](std::string_view src, FindingSink& sink, std::vector<Finding>& findings, PyScanResult& py) {
                    results[i].suppressions.clear();
                    sink.CheckSuppressions(results[i].suppressions);
-                   UserTextRules(ctx.reg, src, items[i], findings);
+                   UserTextRules(ctx.reg, src, items[i].rel, findings);
                    results[i].findings = std::move(findings);
                    results[i].cuda_symbols = std::move(py.cuda_symbols);
                    results[i].scanned = true;

@@ -1,5 +1,5 @@
-// The one error model of the project: library code returns Result<T>; only main prints errors and
-// turns them into exit codes. Exceptions from third-party libraries are caught at the call site and
+// The one error model of the project: library code returns Result<T>; the command table
+// (app/cli.cc, PrintError) prints errors and turns them into exit codes. Exceptions from third-party libraries are caught at the call site and
 // converted, so none crosses a layer.
 #pragma once
 

@@ -548,3 +548,23 @@ def test_timeout_stops_the_script(tmp_path, dualtrack):
     assert p.returncode == 1, p.stderr
     m = manifest(out)
     assert m["status"] == "killed" and m["outcome"] == "timed-out" and m["timeout_s"] == 2
+
+
+def test_the_operator_table_records_the_most_dimensions_an_input_had(tmp_path, dualtrack):
+    # MPS takes tensors of at most 16 dimensions: the tracer records each operator's largest input,
+    # and coverage turns a 17-dimensional one into the error MPS would raise.
+    script = tmp_path / "ndim.py"
+    script.write_text("import torch\n"
+                      "x = torch.ones([1] * 17)\n"
+                      "y = (x * 2).sum()\n"
+                      "z = torch.ones(2, 3).relu()\n")
+    out = tmp_path / "b"
+    p = dualtrack("run", "--track", "cpu", "--no-env", "-o", out, "--", PY, script)
+    assert p.returncode == 0, p.stderr
+    rows = {r["op"]: r for r in ops(out)}
+    assert rows["aten::mul"]["max_ndim"] == 17
+    assert rows["aten::relu"]["max_ndim"] == 2
+    j = json.loads(dualtrack("coverage", out, "--torch", "2.13", "--format", "json").stdout)
+    mul = [o for o in j["ops"] if o["op"] == "aten::mul"]
+    assert mul and "dimensions <= 16, but got 17" in json.dumps(mul)
+    assert not any("dimensions" in json.dumps(o) for o in j["ops"] if o["op"] == "aten::relu")

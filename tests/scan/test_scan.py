@@ -315,6 +315,21 @@ def test_entry_found_when_a_user_rule_starts_like_main(dualtrack, tmp_path):
     assert got == {("helper.py", "DT103", True), ("other.py", "DT902", False)}
 
 
+def test_user_text_rules_reach_notebook_cells(dualtrack, tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.dualtrack]\nrules = "r.toml"\n')
+    write(tmp_path / "r.toml", '[[rule]]\ncode = "DT903"\nclass = "device"\nseverity = "fixable"\n'
+                               'title = "Lab launcher"\nmessage = "{name}"\ntext = "lab_gpu_launch"\n')
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["lab_gpu_launch in prose\n"]},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": ["import os\n", "# lab_gpu_launch in a comment\n", "lab_gpu_launch(4)\n"]}]
+    write(tmp_path / "nb.ipynb", json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                              "nbformat_minor": 5}))
+    write(tmp_path / "m.py", "lab_gpu_launch(2)\n")
+    doc = scan_json(dualtrack, tmp_path)
+    got = sorted((f["file"], f.get("cell"), f["line"], f["code"]) for f in doc["findings"])
+    assert got == [("m.py", None, 1, "DT903"), ("nb.ipynb", 2, 3, "DT903")]
+
+
 def test_user_rules(dualtrack, tmp_path):
     write(tmp_path / "pyproject.toml", '[tool.dualtrack]\nrules = "cuda-rules.toml"\n')
     write(tmp_path / "cuda-rules.toml", '''
