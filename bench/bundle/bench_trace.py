@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Overhead of dualtrack's tracer: one CPU training step traced against untraced, in one process.
 
-Workloads: a ResNet-18 (written here; torchvision is not needed) at batch 8 on 224x224 images, and a
-small transformer block. Traced and untraced steps alternate (ABAB...) so that machine noise hits both;
-the medians are compared. The traced step is a steady-state step (after the capture window), the same
-state a long run spends its time in; the first, capturing step is reported on its own.
+Workloads: a ResNet-18 (written here; torchvision is not needed) at batch 8 on 224x224 images,
+and a small transformer block. Traced and untraced steps alternate (ABAB...) so that machine noise
+hits both; the medians are compared. The traced step is a steady-state step (after the capture
+window), the same state a long run spends its time in; the first, capturing step is reported on
+its own.
 
     python3 bench/bundle/bench_trace.py [--reps 7] [--batch 8] [--image 224] [--threads N]
 Bar (issue 5): traced / untraced <= 1.5 for the CNN step at batch 8.
@@ -36,8 +37,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.down = None
         if stride != 1 or cin != cout:
-            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
-                                      nn.BatchNorm2d(cout))
+            self.down = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x):
         out = F.relu(self.bn1(self.conv1(x)))
@@ -48,8 +50,12 @@ class BasicBlock(nn.Module):
 class ResNet18(nn.Module):
     def __init__(self, num_classes=1000):
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
-                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3, bias=False),
+            nn.BatchNorm2d(64),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(3, 2, 1),
+        )
         layers = []
         cin = 64
         for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
@@ -86,6 +92,7 @@ def make_step(model, x, y):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+
     return step
 
 
@@ -109,8 +116,10 @@ def measure(name, step, reps, out_dir):
         uninstall()
     p, t = statistics.median(plain), statistics.median(traced)
     rows = len(session.ops)
-    print(f"{name:34s} untraced {p * 1e3:8.1f} ms  traced {t * 1e3:8.1f} ms  "
-          f"ratio {t / p:5.3f}  capturing step {first * 1e3:8.1f} ms  ({rows} op rows)")
+    print(
+        f"{name:34s} untraced {p * 1e3:8.1f} ms  traced {t * 1e3:8.1f} ms  "
+        f"ratio {t / p:5.3f}  capturing step {first * 1e3:8.1f} ms  ({rows} op rows)"
+    )
     return t / p
 
 
@@ -129,16 +138,23 @@ def main():
         cnn = ResNet18()
         x = torch.randn(args.batch, 3, args.image, args.image)
         y = torch.randint(0, 1000, (args.batch,))
-        r_cnn = measure(f"ResNet-18 step, batch {args.batch}, {args.image}px", make_step(cnn, x, y),
-                        args.reps, tmp)
+        r_cnn = measure(
+            f"ResNet-18 step, batch {args.batch}, {args.image}px",
+            make_step(cnn, x, y),
+            args.reps,
+            tmp,
+        )
         block = nn.Sequential(TransformerBlock(), nn.Linear(256, 1000))
         xt = torch.randn(args.batch, 128, 256)
         yt = torch.randint(0, 1000, (args.batch, 128))
-        r_tf = measure(f"transformer block, batch {args.batch}x128", make_step(block, xt, yt),
-                       args.reps, tmp)
+        r_tf = measure(
+            f"transformer block, batch {args.batch}x128", make_step(block, xt, yt), args.reps, tmp
+        )
     ok = r_cnn <= 1.5
-    print(f"bar traced/untraced <= 1.5 for the CNN step: {'PASS' if ok else 'FAIL'} "
-          f"({r_cnn:.3f}); transformer {r_tf:.3f}")
+    print(
+        f"bar traced/untraced <= 1.5 for the CNN step: {'PASS' if ok else 'FAIL'} "
+        f"({r_cnn:.3f}); transformer {r_tf:.3f}"
+    )
     return 0 if ok else 1
 
 

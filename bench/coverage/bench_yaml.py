@@ -34,8 +34,11 @@ def main() -> int:
     dt_times, py_times = [], []
     for _ in range(args.runs):  # Interleaved so that noise on the shared machine hits both.
         t0 = time.perf_counter()
-        subprocess.run([args.bin, "coverage", "--yaml", str(path), "--op", "relu"],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [args.bin, "coverage", "--yaml", str(path), "--op", "relu"],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         dt_times.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         with path.open() as f:
@@ -44,12 +47,18 @@ def main() -> int:
 
     dt_ms, py_ms = statistics.median(dt_times) * 1e3, statistics.median(py_times) * 1e3
     print(f"file: {path} ({n_lines} lines)")
-    print(f"dualtrack coverage --yaml (process, parse + classify): median {dt_ms:.1f} ms "
-          f"(min {min(dt_times) * 1e3:.1f}, max {max(dt_times) * 1e3:.1f}) over {args.runs} runs")
-    print(f"PyYAML CSafeLoader (in-process load only):             median {py_ms:.1f} ms "
-          f"(min {min(py_times) * 1e3:.1f}, max {max(py_times) * 1e3:.1f})")
-    print(f"ratio: dualtrack is {py_ms / dt_ms:.1f}x faster; bar <= 50 ms: "
-          f"{'PASS' if dt_ms <= 50 else 'FAIL'}")
+    print(
+        f"dualtrack coverage --yaml (process, parse + classify): median {dt_ms:.1f} ms "
+        f"(min {min(dt_times) * 1e3:.1f}, max {max(dt_times) * 1e3:.1f}) over {args.runs} runs"
+    )
+    print(
+        f"PyYAML CSafeLoader (in-process load only):             median {py_ms:.1f} ms "
+        f"(min {min(py_times) * 1e3:.1f}, max {max(py_times) * 1e3:.1f})"
+    )
+    print(
+        f"ratio: dualtrack is {py_ms / dt_ms:.1f}x faster; bar <= 50 ms: "
+        f"{'PASS' if dt_ms <= 50 else 'FAIL'}"
+    )
     return 0 if dt_ms <= 50 else 1
 
 

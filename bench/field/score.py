@@ -60,9 +60,9 @@ def load_json(path, what):
         with open(path, encoding="utf-8") as f:
             return json.load(f)
     except OSError as e:
-        raise BadInput(f"{path}: cannot read {what}: {e.strerror}")
+        raise BadInput(f"{path}: cannot read {what}: {e.strerror}") from None
     except json.JSONDecodeError as e:
-        raise BadInput(f"{path}:{e.lineno}: invalid JSON in {what}: {e.msg}")
+        raise BadInput(f"{path}:{e.lineno}: invalid JSON in {what}: {e.msg}") from None
 
 
 def load_labels(path):
@@ -106,8 +106,10 @@ def load_adjudications(path):
     if not isinstance(d, list):
         raise BadInput(f"{path}: adjudications must be a JSON list")
     for i, a in enumerate(d):
-        if not isinstance(a, dict) or not isinstance(a.get("file"), str) or not isinstance(
-            a.get("line"), int
+        if (
+            not isinstance(a, dict)
+            or not isinstance(a.get("file"), str)
+            or not isinstance(a.get("line"), int)
         ):
             raise BadInput(f"{path}: [{i}] needs 'file' and integer 'line'")
         if a.get("judgement") not in JUDGEMENTS:
@@ -175,9 +177,21 @@ def audit_verdict(binary, path, entry, with_format, timeout):
     if with_format:
         # audit also writes its report files: into a scratch folder, never the caller's tree.
         with tempfile.TemporaryDirectory() as tmp:
-            rc, out, err = run([binary, "audit", os.path.abspath(path), "--entry", entry,
-                                "--format", "json", "-o", os.path.join(tmp, "report.html")],
-                               timeout, cwd=tmp)
+            rc, out, err = run(
+                [
+                    binary,
+                    "audit",
+                    os.path.abspath(path),
+                    "--entry",
+                    entry,
+                    "--format",
+                    "json",
+                    "-o",
+                    os.path.join(tmp, "report.html"),
+                ],
+                timeout,
+                cwd=tmp,
+            )
         if rc is None:
             return None, err
         try:
@@ -222,8 +236,13 @@ def statement_end(root, rel, line):
             with open(path, "rb") as fh:
                 start = None
                 for tok in tokenize.tokenize(fh.readline):
-                    if tok.type in (tokenize.ENCODING, tokenize.NL, tokenize.COMMENT,
-                                    tokenize.INDENT, tokenize.DEDENT):
+                    if tok.type in (
+                        tokenize.ENCODING,
+                        tokenize.NL,
+                        tokenize.COMMENT,
+                        tokenize.INDENT,
+                        tokenize.DEDENT,
+                    ):
                         continue
                     if start is None:
                         start = tok.start[0]
@@ -291,7 +310,9 @@ def score_repo(name, labels, findings, adjudications, sample_n, seed):
     sample = rng.sample(scoped, min(sample_n, len(scoped)))
     sample.sort(key=lambda f: (f["file"], f["line"], f["code"]))
     adj = {(norm_path(a["file"]), a["line"], a.get("code", "")): a for a in adjudications}
-    adj_any_code = {(norm_path(a["file"]), a["line"]): a for a in adjudications if not a.get("code")}
+    adj_any_code = {
+        (norm_path(a["file"]), a["line"]): a for a in adjudications if not a.get("code")
+    }
     tp, fp, tp_adjudicated, to_adjudicate, fp_adjudicated = 0, 0, 0, [], []
     for f in sample:
         if any(label_matches(label, f) for label in lab):
@@ -390,15 +411,24 @@ def print_details(rows, out):
             for m in r["misses"]:
                 print(f"    {m['file']}:{m['line']}: [{m['class']}] {m['what']}", file=out)
         if r["to_adjudicate"]:
-            print(f"  sampled findings to adjudicate, counted as FP ({len(r['to_adjudicate'])}):", file=out)
+            print(
+                f"  sampled findings to adjudicate, counted as FP ({len(r['to_adjudicate'])}):",
+                file=out,
+            )
             for f in r["to_adjudicate"]:
                 print(f"    {f['file']}:{f['line']}: {f['code']} {f['message']}", file=out)
         if r["adjudicated_fp"]:
-            print(f"  adjudicated false positives in the sample ({len(r['adjudicated_fp'])}):", file=out)
+            print(
+                f"  adjudicated false positives in the sample ({len(r['adjudicated_fp'])}):",
+                file=out,
+            )
             for f in r["adjudicated_fp"]:
                 print(f"    {f['file']}:{f['line']}: {f['code']} ({f['why']})", file=out)
         if r["disagreements"]:
-            print(f"  guard/class disagreements on matched labels ({len(r['disagreements'])}):", file=out)
+            print(
+                f"  guard/class disagreements on matched labels ({len(r['disagreements'])}):",
+                file=out,
+            )
             for d in r["disagreements"]:
                 print(
                     f"    {d['file']}:{d['line']}: {d['on']} label={d['label']} tool={d['tool']} "
@@ -408,7 +438,10 @@ def print_details(rows, out):
         for e in r["verdicts"]:
             mark = "ok" if e["agree"] else "DIFFERS"
             tool = e["tool"] if e["tool"] else f"n/a ({e['why']})"
-            print(f"  verdict {e['name']} ({e['entry']}): label={e['label']} tool={tool} {mark}", file=out)
+            print(
+                f"  verdict {e['name']} ({e['entry']}): label={e['label']} tool={tool} {mark}",
+                file=out,
+            )
 
 
 def totals_of(rows):
@@ -509,7 +542,9 @@ def main(argv=None):
             if args.no_audit:
                 tool, why = None, "audit skipped"
             else:
-                tool, why = audit_verdict(args.dualtrack, path, e["entry"], with_format, args.timeout)
+                tool, why = audit_verdict(
+                    args.dualtrack, path, e["entry"], with_format, args.timeout
+                )
             verdicts.append(
                 {
                     "name": e.get("name", e["entry"]),
@@ -534,7 +569,9 @@ def main(argv=None):
         "dualtrack": os.path.abspath(args.dualtrack),
         "sample": args.sample,
         "seed": args.seed,
-        "audit": "skipped" if args.no_audit else ("--format json" if with_format else "-o report.json"),
+        "audit": "skipped"
+        if args.no_audit
+        else ("--format json" if with_format else "-o report.json"),
         "repositories": rows,
         "totals": totals,
     }

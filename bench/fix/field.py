@@ -8,7 +8,8 @@ errors introduced), the files changed that held no unguarded finding (changes ou
 and whether a second fix prints a diff (idempotence). The checkouts are not modified: each is
 copied first (without .git).
 
-    python3 bench/fix/field.py --repos /work/field-repos --dualtrack build/dualtrack [--unsafe-fixes]
+    python3 bench/fix/field.py --repos /work/field-repos --dualtrack build/dualtrack \
+        [--unsafe-fixes]
 
 With --unsafe-fixes the fix also applies the unsafe fixes, and the share counts the findings of
 every rule that has a fix (the `replace` findings of DT201, DT202 and DT206 too).
@@ -24,8 +25,12 @@ import tempfile
 
 
 def scan(binary, root):
-    out = subprocess.run([binary, "scan", root, "--format", "json", "--fail-on", "never"],
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [binary, "scan", root, "--format", "json", "--fail-on", "never"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if out.returncode != 0:
         raise SystemExit(f"scan of {root} failed: {out.stderr}")
     return json.loads(out.stdout)["findings"]
@@ -35,9 +40,13 @@ UNSAFE_REPLACE = ("DT201", "DT202", "DT206")  # `replace` findings with an (unsa
 
 
 def open_fixable(findings, unsafe=False):
-    return [f for f in findings if not f["guarded"]
-            and (f["severity"] == "fixable" or (unsafe and f["code"] in UNSAFE_REPLACE))
-            and f["file"].endswith((".py", ".ipynb"))]
+    return [
+        f
+        for f in findings
+        if not f["guarded"]
+        and (f["severity"] == "fixable" or (unsafe and f["code"] in UNSAFE_REPLACE))
+        and f["file"].endswith((".py", ".ipynb"))
+    ]
 
 
 def compiles(path):
@@ -46,9 +55,14 @@ def compiles(path):
             source = fh.read()
         if path.endswith(".ipynb"):
             cells = json.loads(source)["cells"]
-            source = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                               for c in cells if c.get("cell_type") == "code")
-            source = "\n".join("" if l.lstrip().startswith(("%", "!")) else l for l in source.split("\n"))
+            source = "\n".join(
+                "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                for c in cells
+                if c.get("cell_type") == "code"
+            )
+            source = "\n".join(
+                "" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n")
+            )
         compile(source, path, "exec")
         return True
     except Exception:
@@ -87,29 +101,63 @@ def main():
             before_findings = scan(binary, root)
             with_findings = {f["file"] for f in before_findings if not f["guarded"]}
             before = files(root)
-            fix = subprocess.run([binary, "fix", root, "--apply", *unsafe], capture_output=True, text=True, timeout=600)
+            fix = subprocess.run(
+                [binary, "fix", root, "--apply", *unsafe],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             after = files(root)
             changed = sorted(f for f in after if after[f] != before.get(f))
-            broken = [f for f in changed if f.endswith((".py", ".ipynb"))
-                      and compiles_bytes(before[f], f) and not compiles(os.path.join(root, f))]
+            broken = [
+                f
+                for f in changed
+                if f.endswith((".py", ".ipynb"))
+                and compiles_bytes(before[f], f)
+                and not compiles(os.path.join(root, f))
+            ]
             outside = [f for f in changed if f not in with_findings]
-            again = subprocess.run([binary, "fix", root, *unsafe], capture_output=True, text=True, timeout=600)
+            again = subprocess.run(
+                [binary, "fix", root, *unsafe], capture_output=True, text=True, timeout=600
+            )
             b = len(open_fixable(before_findings, bool(unsafe)))
             a = len(open_fixable(scan(binary, root), bool(unsafe)))
-            rows.append(dict(repo=name, fixable_before=b, fixable_after=a, files_changed=len(changed),
-                             syntax_errors=broken, outside=outside, fix_exit=fix.returncode,
-                             idempotent=again.stdout == "", summary=fix.stderr.strip().splitlines()[-1:]))
+            rows.append(
+                dict(
+                    repo=name,
+                    fixable_before=b,
+                    fixable_after=a,
+                    files_changed=len(changed),
+                    syntax_errors=broken,
+                    outside=outside,
+                    fix_exit=fix.returncode,
+                    idempotent=again.stdout == "",
+                    summary=fix.stderr.strip().splitlines()[-1:],
+                )
+            )
     total_b = sum(r["fixable_before"] for r in rows)
     total_a = sum(r["fixable_after"] for r in rows)
-    print(f"{'repository':28} {'fixable':>8} {'left':>5} {'fixed%':>7} {'files':>6} {'syntax':>6} "
-          f"{'outside':>7} {'again':>6}")
+    print(
+        f"{'repository':28} {'fixable':>8} {'left':>5} {'fixed%':>7} {'files':>6} {'syntax':>6} "
+        f"{'outside':>7} {'again':>6}"
+    )
     for r in rows:
-        share = 100.0 * (r["fixable_before"] - r["fixable_after"]) / r["fixable_before"] if r["fixable_before"] else 100.0
-        print(f"{r['repo']:28} {r['fixable_before']:8} {r['fixable_after']:5} {share:7.1f} {r['files_changed']:6} "
-              f"{len(r['syntax_errors']):6} {len(r['outside']):7} {'same' if r['idempotent'] else 'DIFF':>6}")
+        share = (
+            100.0 * (r["fixable_before"] - r["fixable_after"]) / r["fixable_before"]
+            if r["fixable_before"]
+            else 100.0
+        )
+        print(
+            f"{r['repo']:28} {r['fixable_before']:8} {r['fixable_after']:5} {share:7.1f} "
+            f"{r['files_changed']:6} {len(r['syntax_errors']):6} {len(r['outside']):7} "
+            f"{'same' if r['idempotent'] else 'DIFF':>6}"
+        )
     share = 100.0 * (total_b - total_a) / total_b if total_b else 100.0
-    print(f"{'TOTAL':28} {total_b:8} {total_a:5} {share:7.1f} {sum(r['files_changed'] for r in rows):6} "
-          f"{sum(len(r['syntax_errors']) for r in rows):6} {sum(len(r['outside']) for r in rows):7}")
+    print(
+        f"{'TOTAL':28} {total_b:8} {total_a:5} {share:7.1f} "
+        f"{sum(r['files_changed'] for r in rows):6} "
+        f"{sum(len(r['syntax_errors']) for r in rows):6} {sum(len(r['outside']) for r in rows):7}"
+    )
     for r in rows:
         for f in r["syntax_errors"]:
             print(f"  syntax error introduced: {r['repo']}/{f}")
@@ -117,7 +165,11 @@ def main():
             print(f"  changed without a finding: {r['repo']}/{f}")
         if not r["idempotent"]:
             print(f"  second fix changes {r['repo']} again")
-    return 0 if all(not r["syntax_errors"] and not r["outside"] and r["idempotent"] for r in rows) else 1
+    return (
+        0
+        if all(not r["syntax_errors"] and not r["outside"] and r["idempotent"] for r in rows)
+        else 1
+    )
 
 
 def compiles_bytes(data, name):

@@ -19,8 +19,11 @@ def _executable() -> "str | None":
 def main() -> int:
     exe = _executable()
     if exe is None:
-        print("python -m dualtrack: the dualtrack executable is not installed beside this Python "
-              "or on PATH (pip install dualtrack, or scripts/setup.sh in a checkout)", file=sys.stderr)
+        print(
+            "python -m dualtrack: the dualtrack executable is not installed beside this Python "
+            "or on PATH (pip install dualtrack, or scripts/setup.sh in a checkout)",
+            file=sys.stderr,
+        )
         return 2
     if os.name == "posix":
         os.execv(exe, [exe, *sys.argv[1:]])  # Signals and the exit code go straight to the caller.

@@ -7,37 +7,47 @@ dispatcher; these parsers attribute the messages that do appear to an operator.
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 # "The operator 'aten::sgn.out' is not currently supported on the MPS backend and will fall back to
 # run on the CPU. This may have performance implications."
 _FALLBACK_WARNING = re.compile(
     r"The operator '(?P<op>[^']+)' is not currently supported on the MPS backend "
-    r"and will fall back to run on the CPU")
+    r"and will fall back to run on the CPU"
+)
 
 # "The operator 'aten::multi_margin_loss' is not currently implemented for the MPS device. If you
 # want this op to be considered for addition please comment on ..."
 _NOT_IMPLEMENTED = re.compile(
-    r"The operator '(?P<op>[^']+)' is not currently implemented for the MPS device")
+    r"The operator '(?P<op>[^']+)' is not currently implemented for the MPS device"
+)
 
 # Ops that MPSFallback.mm routes to the CPU explicitly although they have an "MPS" registration.
-ALWAYS_CPU_ON_MPS = frozenset({
-    "aten::embedding_renorm_", "aten::linalg_svd", "aten::linalg_svd.U", "aten::col2im",
-    "aten::upsample_nearest3d.vec",
-})
+ALWAYS_CPU_ON_MPS = frozenset(
+    {
+        "aten::embedding_renorm_",
+        "aten::linalg_svd",
+        "aten::linalg_svd.U",
+        "aten::col2im",
+        "aten::upsample_nearest3d.vec",
+    }
+)
 
 # Dispatch keys whose kernels serve MPS tensors without a fallback.
-_MPS_SERVING_KEYS = ("MPS", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional",
-                     "CompositeImplicitAutograd")
+_MPS_SERVING_KEYS = (
+    "MPS",
+    "CompositeExplicitAutograd",
+    "CompositeExplicitAutogradNonFunctional",
+    "CompositeImplicitAutograd",
+)
 
 
-def parse_fallback_warning(text: str) -> Optional[str]:
+def parse_fallback_warning(text: str) -> str | None:
     """The operator named by PyTorch's MPS CPU-fallback warning, or None for any other text."""
     m = _FALLBACK_WARNING.search(text)
     return m.group("op") if m else None
 
 
-def parse_not_implemented_error(text: str) -> Optional[str]:
+def parse_not_implemented_error(text: str) -> str | None:
     """The operator named by PyTorch's "not currently implemented for the MPS device" error."""
     m = _NOT_IMPLEMENTED.search(text)
     return m.group("op") if m else None
@@ -54,6 +64,7 @@ def mps_has_kernel(full_name: str, has_kernel=None) -> bool:
         return False
     if has_kernel is None:
         import torch
+
         has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     for key in _MPS_SERVING_KEYS:
         try:
@@ -67,5 +78,11 @@ def mps_has_kernel(full_name: str, has_kernel=None) -> bool:
 def is_float64(dtype) -> bool:
     """True for the dtypes MPS cannot hold: float64 and complex128."""
     name = str(dtype)
-    return name in ("torch.float64", "torch.double", "torch.complex128", "torch.cdouble",
-                    "float64", "complex128")
+    return name in (
+        "torch.float64",
+        "torch.double",
+        "torch.complex128",
+        "torch.cdouble",
+        "float64",
+        "complex128",
+    )

@@ -1,7 +1,7 @@
 """--redirect-cuda: runs an unmodified CUDA script on another device and records every redirect.
 
-`torch.device("cuda")` objects are left as they are, so the script takes the same branches it takes on
-the cluster; they are redirected where they are used (`.to()`, `.cuda()`, factories' `device=`,
+`torch.device("cuda")` objects are left as they are, so the script takes the same branches it takes
+on the cluster; they are redirected where they are used (`.to()`, `.cuda()`, factories' `device=`,
 `Module.to()`), and `torch.cuda.*` queries made from user code answer as if one GPU were present.
 Calls made from inside torch itself still see the real answers, so PyTorch never tries real CUDA.
 """
@@ -85,8 +85,13 @@ class Redirector:
                 return torch.mps.current_allocated_memory()
             return 0
 
-        props = types.SimpleNamespace(name=f"dualtrack redirect to {target}", major=0, minor=0,
-                                      total_memory=0, multi_processor_count=0)
+        props = types.SimpleNamespace(
+            name=f"dualtrack redirect to {target}",
+            major=0,
+            minor=0,
+            total_memory=0,
+            multi_processor_count=0,
+        )
         fakes = {
             "is_available": lambda: True,
             "device_count": lambda: 1,

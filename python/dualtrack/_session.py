@@ -1,7 +1,7 @@
 """The tracing session of one `dualtrack run`: operator table, automatic captures, bundle files.
 
-Activated by the bootstrap sitecustomize when $DUALTRACK_RUN holds the run's options (JSON written by
-the C++ side). Everything here is written into the bundle directory the C++ side created.
+Activated by the bootstrap sitecustomize when $DUALTRACK_RUN holds the run's options (JSON written
+by the C++ side). Everything here is written into the bundle directory the C++ side created.
 """
 
 from __future__ import annotations
@@ -105,8 +105,16 @@ class Session:
 
     def metric(self, name, value, step=None) -> None:
         try:
-            self.metrics.write(json.dumps({"step": self.step if step is None else step, "name": name,
-                                           "value": _json_number(value)}) + "\n")
+            self.metrics.write(
+                json.dumps(
+                    {
+                        "step": self.step if step is None else step,
+                        "name": name,
+                        "value": _json_number(value),
+                    }
+                )
+                + "\n"
+            )
             self.metrics.flush()
         except (OSError, ValueError) as e:  # a full disk or a closed file: evidence incomplete
             self.note_error(f"metrics.jsonl: {e}")
@@ -127,8 +135,10 @@ class Session:
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             self.metric(name, float(value), at)
         else:
-            raise TypeError(f"dualtrack.capture({name!r}): expected a tensor or a number, "
-                            f"got {type(value).__name__}")
+            raise TypeError(
+                f"dualtrack.capture({name!r}): expected a tensor or a number, "
+                f"got {type(value).__name__}"
+            )
 
     def _store_tree(self, prefix, value) -> None:
         torch = self.torch
@@ -228,8 +238,14 @@ class Session:
         key = (what, loc["file"] if loc else None, loc["line"] if loc else None)
         row = self.redirects.get(key)
         if row is None:
-            row = {"what": what, "to": target, "file": key[1], "line": key[2],
-                   "function": loc["function"] if loc else None, "count": 0}
+            row = {
+                "what": what,
+                "to": target,
+                "file": key[1],
+                "line": key[2],
+                "function": loc["function"] if loc else None,
+                "count": 0,
+            }
             self.redirects[key] = row
         row["count"] += 1
 
@@ -252,16 +268,24 @@ class Session:
     def _flush(self, final: bool) -> None:
         rows = []
         for row in self.ops.values():
-            if row["status"] == "ok" and row["name"] in self.fallback_names \
-                    and row["device"] == "mps":
+            if (
+                row["status"] == "ok"
+                and row["name"] in self.fallback_names
+                and row["device"] == "mps"
+            ):
                 row["status"] = "fallback"
             rows.append({k: v for k, v in row.items() if k != "name"})
-        _write_text(os.path.join(self.dir, "ops.jsonl"),
-                    "".join(json.dumps(r) + "\n" for r in rows))
+        _write_text(
+            os.path.join(self.dir, "ops.jsonl"), "".join(json.dumps(r) + "\n" for r in rows)
+        )
         if self.tensors and len(self.tensors) != self.tensors_written:
             from . import _safetensors
-            _safetensors.save(self.tensors, os.path.join(self.dir, "tensors.safetensors"),
-                              {"format": "pt", "producer": "dualtrack"})
+
+            _safetensors.save(
+                self.tensors,
+                os.path.join(self.dir, "tensors.safetensors"),
+                {"format": "pt", "producer": "dualtrack"},
+            )
             self.tensors_written = len(self.tensors)
         self._write_info(final)
         self.metrics.flush()
@@ -282,8 +306,9 @@ class Session:
             "fallback_warnings": sorted(self.fallback_names),
             "seed": self.cfg.get("seed"),
             "deterministic": bool(self.cfg.get("deterministic")),
-            "mps_available": bool(getattr(torch.backends, "mps", None)
-                                  and torch.backends.mps.is_available()),
+            "mps_available": bool(
+                getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()
+            ),
             "exception": self.exception,
             "tracer_errors": self.tracer_errors,
         }
@@ -345,7 +370,8 @@ def _make_recorder(session: Session):
         return dev
 
     class Recorder(TorchDispatchMode):
-        """One row per (operator overload, device, dtypes); the stack is walked on a row's first call."""
+        """One row per (operator overload, device, dtypes); the stack is walked on a row's first
+        call."""
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if kwargs is None:
@@ -385,13 +411,29 @@ def _make_recorder(session: Session):
         name = _messages.operator_name(schema.name, schema.overload_name)
         dtypes = sorted({str(d).replace("torch.", "") for d in dts})
         loc = _where.frame_location(frame)
-        row = {"op": schema.name, "overload": func._overloadname, "device": dev, "dtypes": dtypes,
-               "count": 0, "max_ndim": 0, "location": loc, "status": "ok", "error": None, "name": name}
+        row = {
+            "op": schema.name,
+            "overload": func._overloadname,
+            "device": dev,
+            "dtypes": dtypes,
+            "count": 0,
+            "max_ndim": 0,
+            "location": loc,
+            "status": "ok",
+            "error": None,
+            "name": name,
+        }
         if any(_messages.is_float64(d) for d in dtypes):
-            session.float64.append({"op": schema.name, "overload": func._overloadname,
-                                    "device": dev, "dtypes": dtypes,
-                                    "file": loc["file"] if loc else None,
-                                    "line": loc["line"] if loc else None})
+            session.float64.append(
+                {
+                    "op": schema.name,
+                    "overload": func._overloadname,
+                    "device": dev,
+                    "dtypes": dtypes,
+                    "file": loc["file"] if loc else None,
+                    "line": loc["line"] if loc else None,
+                }
+            )
         return row
 
     def _record_failure(func, dev, dts, kwargs, exc, ndims):
@@ -445,8 +487,10 @@ def _install_exception_hook(session: Session) -> None:
                 "step": session.step,
                 "traceback": traceback.format_exception(etype, value, tb)[-12:],
             }
-            _write_text(os.path.join(session.dir, "exception.json"),
-                        json.dumps(session.exception, indent=1) + "\n")
+            _write_text(
+                os.path.join(session.dir, "exception.json"),
+                json.dumps(session.exception, indent=1) + "\n",
+            )
         except Exception:  # the user's traceback must still print
             pass
         orig(etype, value, tb)
@@ -460,10 +504,12 @@ def _seed(seed: int) -> None:
     random.seed(seed)
     try:
         import numpy
+
         numpy.random.seed(seed)
     except ImportError:
         pass
     import torch
+
     torch.manual_seed(seed)
 
 
@@ -476,11 +522,16 @@ def install_tracer(session: Session):
 
     handles = [module_mod.register_module_forward_pre_hook(session.on_forward_pre)]
     try:
-        handles.append(module_mod.register_module_forward_hook(session.on_forward, always_call=True))
+        handles.append(
+            module_mod.register_module_forward_hook(session.on_forward, always_call=True)
+        )
     except TypeError:  # PyTorch < 2.1 has no always_call
         handles.append(module_mod.register_module_forward_hook(session.on_forward))
-    handles.append(optim_mod.register_optimizer_step_post_hook(
-        lambda opt, args, kwargs: session.after_optimizer_step(opt)))
+    handles.append(
+        optim_mod.register_optimizer_step_post_hook(
+            lambda opt, args, kwargs: session.after_optimizer_step(opt)
+        )
+    )
 
     orig_backward = torch.autograd.backward
 
@@ -520,6 +571,7 @@ def activate(cfg: dict) -> Session:
         torch.backends.cudnn.benchmark = False
     if cfg.get("redirect_cuda"):
         from ._redirect import Redirector
+
         Redirector(cfg["redirect_cuda"], session.record_redirect).install()
 
     install_tracer(session)
@@ -538,7 +590,8 @@ def activate(cfg: dict) -> Session:
 
 
 def activate_from_environment() -> None:
-    """Called by the bootstrap sitecustomize; a broken setup is reported, never fatal to the script."""
+    """Called by the bootstrap sitecustomize; a broken setup is reported, never fatal to the
+    script."""
     raw = os.environ.get("DUALTRACK_RUN")
     if not raw:
         return
@@ -551,8 +604,11 @@ def activate_from_environment() -> None:
     # wrapper), not the processes it starts (spawned DataLoader workers, subprocesses), which would
     # otherwise write the same bundle. The claim is an exclusively created file.
     try:
-        fd = os.open(os.path.join(cfg.get("bundle", "."), "tracer.pid"),
-                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(
+            os.path.join(cfg.get("bundle", "."), "tracer.pid"),
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+            0o644,
+        )
     except FileExistsError:
         return
     except OSError as e:
@@ -565,8 +621,16 @@ def activate_from_environment() -> None:
     except Exception as e:
         path = os.path.join(cfg.get("bundle", "."), "tracer.json")
         try:
-            _write_text(path, json.dumps({"schema": "dualtrack.tracer/1", "final": True,
-                                          "tracer_errors": [f"activation failed: {e!r}"]}))
+            _write_text(
+                path,
+                json.dumps(
+                    {
+                        "schema": "dualtrack.tracer/1",
+                        "final": True,
+                        "tracer_errors": [f"activation failed: {e!r}"],
+                    }
+                ),
+            )
         except OSError:
             pass
         print(f"dualtrack: tracer not active: {e!r}", file=sys.stderr)

@@ -1,5 +1,5 @@
-"""Finds the user-code location of a call: the innermost stack frame outside torch, dualtrack and the
-Python standard library."""
+"""Finds the user-code location of a call: the innermost stack frame outside torch, dualtrack and
+the Python standard library."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ def _prefixes():
     skip = [_HERE]
     try:
         import torch
+
         skip.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     except Exception:  # torch missing: nothing of it to skip
         pass
@@ -62,8 +63,11 @@ def frame_location(frame):
     while frame is not None:
         code = frame.f_code
         if not is_internal(code.co_filename):
-            return {"file": relative(code.co_filename), "line": frame.f_lineno,
-                    "function": code.co_name}
+            return {
+                "file": relative(code.co_filename),
+                "line": frame.f_lineno,
+                "function": code.co_name,
+            }
         frame = frame.f_back
     return None
 
@@ -78,7 +82,10 @@ def traceback_location(tb):
     while tb is not None:
         code = tb.tb_frame.f_code
         if not is_internal(code.co_filename):
-            best = {"file": relative(code.co_filename), "line": tb.tb_lineno,
-                    "function": code.co_name}
+            best = {
+                "file": relative(code.co_filename),
+                "line": tb.tb_lineno,
+                "function": code.co_name,
+            }
         tb = tb.tb_next
     return best

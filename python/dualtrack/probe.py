@@ -1,4 +1,5 @@
-"""Asks the installed torch's dispatcher where every aten operator runs on MPS (`dualtrack coverage --probe`).
+"""Asks the installed torch's dispatcher where every aten operator runs on MPS (`dualtrack coverage
+--probe`).
 
 Run on a Mac as `python -m dualtrack.probe`; prints a one-release capability table in the format of
 data/coverage/ops.tsv. Linux builds of torch carry no MPS kernels, so the probe refuses to run there
@@ -10,19 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 HEADER = (
     "# dualtrack coverage table 1: one line per operator overload, one class letter per release\n"
-    "# N MPS kernel, E CompositeExplicitAutograd kernel, C CompositeImplicitAutograd (decomposes),\n"
-    "# F no MPS kernel (cpu-fallback), A always on the CPU (MPSFallback.mm), - not in that release\n"
+    # The table's header, as generated (its lines are the file's format, longer than the code's).
+    "# N MPS kernel, E CompositeExplicitAutograd kernel, C CompositeImplicitAutograd (decomposes),\n"  # noqa: E501
+    "# F no MPS kernel (cpu-fallback), A always on the CPU (MPSFallback.mm), - not in that release\n"  # noqa: E501
 )
 
 EXPLICIT_KEYS = ("CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
 
 
-def classify(qualname: str, has_kernel: Callable[[str, str], bool],
-             dump_table: Callable[[str], str] | None, always_cpu: set[str]) -> str:
+def classify(
+    qualname: str,
+    has_kernel: Callable[[str, str], bool],
+    dump_table: Callable[[str], str] | None,
+    always_cpu: set[str],
+) -> str:
     """The class letter of one overload ("aten::add.Tensor") from the dispatcher's answers."""
     short = qualname.split("::", 1)[1]
     if has_kernel(qualname, "MPS"):
@@ -30,11 +36,12 @@ def classify(qualname: str, has_kernel: Callable[[str, str], bool],
         # When the dump can be had it is the measurement; the shipped list is only a stand-in.
         if dump_table is not None:
             try:
-                mps_lines = [l for l in dump_table(qualname).splitlines() if l.startswith("MPS:")]
+                table = dump_table(qualname).splitlines()
+                mps_lines = [line for line in table if line.startswith("MPS:")]
             except RuntimeError:
                 mps_lines = None
             if mps_lines is not None:
-                return "A" if any("MPSFallback" in l for l in mps_lines) else "N"
+                return "A" if any("MPSFallback" in line for line in mps_lines) else "N"
         return "A" if short in always_cpu else "N"
     if any(has_kernel(qualname, k) for k in EXPLICIT_KEYS):
         return "E"
@@ -49,7 +56,7 @@ def build_table(names: Iterable[str], version: str, has_kernel, dump_table, alwa
         if not qualname.startswith("aten::"):
             continue
         try:
-            rows[qualname[len("aten::"):]] = classify(qualname, has_kernel, dump_table, always_cpu)
+            rows[qualname[len("aten::") :]] = classify(qualname, has_kernel, dump_table, always_cpu)
         except RuntimeError:
             continue  # A TorchScript-only schema the dispatcher does not know.
     lines = [HEADER, f"op\t{version}\n"]
@@ -68,8 +75,12 @@ def aten_overloads(torch) -> list[str]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dualtrack.probe", description=__doc__.splitlines()[0])
-    ap.add_argument("--sources", help="data/coverage/sources.json (the always-CPU list, as a cross-check)")
+    ap = argparse.ArgumentParser(
+        prog="python -m dualtrack.probe", description=__doc__.splitlines()[0]
+    )
+    ap.add_argument(
+        "--sources", help="data/coverage/sources.json (the always-CPU list, as a cross-check)"
+    )
     ap.add_argument("--allow-no-mps", action="store_true", help="probe a torch built without MPS")
     args = ap.parse_args(argv)
     try:
@@ -78,9 +89,11 @@ def main(argv=None) -> int:
         print(f"dualtrack.probe: cannot import torch in {sys.executable}: {e}", file=sys.stderr)
         return 2
     if not torch.backends.mps.is_built() and not args.allow_no_mps:
-        print(f"dualtrack.probe: torch {torch.__version__} in {sys.executable} is built without MPS "
-              "(Linux and Windows builds carry no MPS kernels): run the probe on a Mac",
-              file=sys.stderr)
+        print(
+            f"dualtrack.probe: torch {torch.__version__} in {sys.executable} is built without MPS "
+            "(Linux and Windows builds carry no MPS kernels): run the probe on a Mac",
+            file=sys.stderr,
+        )
         return 2
     always_cpu: set[str] = set()
     if args.sources:
@@ -90,7 +103,9 @@ def main(argv=None) -> int:
     version = torch.__version__.split("+", 1)[0]
     has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     dump_table = getattr(torch._C, "_dispatch_dump_table", None)
-    sys.stdout.write(build_table(aten_overloads(torch), version, has_kernel, dump_table, always_cpu))
+    sys.stdout.write(
+        build_table(aten_overloads(torch), version, has_kernel, dump_table, always_cpu)
+    )
     return 0
 
 

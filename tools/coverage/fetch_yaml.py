@@ -40,9 +40,22 @@ def fetch(spec: str, out: Path) -> dict:
     if dest.exists() and meta_path.exists():
         return json.loads(meta_path.read_text())
     with tempfile.TemporaryDirectory(prefix="dt-wheel-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", f"torch=={version}",
-               "--platform", "macosx_11_0_arm64", "--only-binary=:all:", "--no-deps",
-               "--python-version", "3.11", "-d", tmp, "-q"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"torch=={version}",
+            "--platform",
+            "macosx_11_0_arm64",
+            "--only-binary=:all:",
+            "--no-deps",
+            "--python-version",
+            "3.11",
+            "-d",
+            tmp,
+            "-q",
+        ]
         if local_wheel:
             wheels = [Path(local_wheel)]  # Read in place: never copied, never deleted.
         else:
@@ -51,8 +64,12 @@ def fetch(spec: str, out: Path) -> dict:
         if len(wheels) != 1:
             raise SystemExit(f"{version}: expected one wheel, found {wheels}")
         wheel = wheels[0]
-        meta = {"torch": version, "wheel": wheel.name, "wheel_sha256": sha256(wheel),
-                "yaml_path": YAML_IN_WHEEL}
+        meta = {
+            "torch": version,
+            "wheel": wheel.name,
+            "wheel_sha256": sha256(wheel),
+            "yaml_path": YAML_IN_WHEEL,
+        }
         dest.parent.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as z, z.open(YAML_IN_WHEEL) as src, dest.open("wb") as dst:
             shutil.copyfileobj(src, dst)

@@ -26,8 +26,9 @@ import fetch_yaml  # noqa: E402
 
 HEADER = (
     "# dualtrack coverage table 1: one line per operator overload, one class letter per release\n"
-    "# N MPS kernel, E CompositeExplicitAutograd kernel, C CompositeImplicitAutograd (decomposes),\n"
-    "# F no MPS kernel (cpu-fallback), A always on the CPU (MPSFallback.mm), - not in that release\n"
+    # The table's header, as generated (its lines are the file's format, longer than the code's).
+    "# N MPS kernel, E CompositeExplicitAutograd kernel, C CompositeImplicitAutograd (decomposes),\n"  # noqa: E501
+    "# F no MPS kernel (cpu-fallback), A always on the CPU (MPSFallback.mm), - not in that release\n"  # noqa: E501
 )
 
 
@@ -67,18 +68,32 @@ def main() -> int:
             spec = f"{v}={local[v]}" if v in local else v
             meta = fetch_yaml.fetch(spec, args.cache)
             out = Path(tmp) / f"{v}.tsv"
-            subprocess.run([args.dualtrack, "coverage", "--yaml", str(args.cache / v / "native_functions.yaml"),
-                            "--torch", v, "--write-table", str(out)], check=True,
-                           env={"DUALTRACK_DATA_DIR": str(args.data.parent), "PATH": "/usr/bin:/bin"})
+            subprocess.run(
+                [
+                    args.dualtrack,
+                    "coverage",
+                    "--yaml",
+                    str(args.cache / v / "native_functions.yaml"),
+                    "--torch",
+                    v,
+                    "--write-table",
+                    str(out),
+                ],
+                check=True,
+                env={"DUALTRACK_DATA_DIR": str(args.data.parent), "PATH": "/usr/bin:/bin"},
+            )
             _, rows = read_table(out)
             for op, letter in rows.items():
                 merged.setdefault(op, {})[v] = letter
             rel = sources["releases"][v]
             provenance[v] = {
-                "wheel": meta["wheel"], "wheel_sha256": meta["wheel_sha256"],
-                "yaml": meta["yaml_path"], "yaml_sha256": meta["yaml_sha256"],
+                "wheel": meta["wheel"],
+                "wheel_sha256": meta["wheel_sha256"],
+                "yaml": meta["yaml_path"],
+                "yaml_sha256": meta["yaml_sha256"],
                 "always_cpu_source": sources["revisions"][rel["always_cpu"]]["source"],
-                "always_cpu_exact": rel.get("exact", False), "note": rel.get("note", ""),
+                "always_cpu_exact": rel.get("exact", False),
+                "note": rel.get("note", ""),
                 "overloads": len(rows),
             }
             print(f"{v}: {len(rows)} overloads", flush=True)
@@ -86,8 +101,10 @@ def main() -> int:
     for op in sorted(merged):
         lines.append(op + "\t" + "".join(merged[op].get(v, "-") for v in releases) + "\n")
     (args.data / "ops.tsv").write_text("".join(lines))
-    (args.data / "versions.json").write_text(json.dumps(
-        {"schema": "dualtrack.coverage-versions/1", "releases": provenance}, indent=1) + "\n")
+    (args.data / "versions.json").write_text(
+        json.dumps({"schema": "dualtrack.coverage-versions/1", "releases": provenance}, indent=1)
+        + "\n"
+    )
     print(f"wrote {args.data / 'ops.tsv'}: {len(merged)} overloads x {len(releases)} releases")
     return 0
 

@@ -1,7 +1,8 @@
 """Imported by Python at start-up when `dualtrack run` puts this folder on PYTHONPATH.
 
-Activates the tracer for the run described by $DUALTRACK_RUN, then imports the sitecustomize this one
-shadows (a distribution's or a virtualenv's), so the user's environment behaves as without dualtrack.
+Activates the tracer for the run described by $DUALTRACK_RUN, then imports the sitecustomize this
+one shadows (a distribution's or a virtualenv's), so the user's environment behaves as without
+dualtrack.
 """
 
 import importlib
