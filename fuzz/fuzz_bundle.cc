@@ -24,15 +24,18 @@ const fs::path& Scratch() {
     std::string tmpl = (fs::temp_directory_path() / "dualtrack-fuzz-bundle-XXXXXX").string();
     if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
     static std::string keep = tmpl;
-    std::atexit([] { std::error_code ec; fs::remove_all(keep, ec); });
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(keep, ec);
+    });
     return fs::path(tmpl);
   }();
   return dir;
 }
 
 void Write(const fs::path& p, const std::uint8_t* data, std::size_t size) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                             static_cast<std::streamsize>(size));
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
 }
 
 }  // namespace
@@ -47,10 +50,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t* body = data + 1;
   const std::size_t n = size - 1;
   switch (data[0] % 4) {
-    case 0: Write(dir / "manifest.json", body, n); break;
-    case 1: Write(dir / "ops.jsonl", body, n); break;
-    case 2: Write(dir / "metrics.jsonl", body, n); break;
-    default: Write(dir / "tensors.safetensors", body, n); break;
+    case 0:
+      Write(dir / "manifest.json", body, n);
+      break;
+    case 1:
+      Write(dir / "ops.jsonl", body, n);
+      break;
+    case 2:
+      Write(dir / "metrics.jsonl", body, n);
+      break;
+    default:
+      Write(dir / "tensors.safetensors", body, n);
+      break;
   }
   if (data[0] % 4 != 0) {
     std::ofstream(dir / "manifest.json") << kManifest;

@@ -18,12 +18,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<Finding> findings;
   FindingSink sink(fuzz::Reg(), kNames[which], text, findings);
   switch (which) {
-    case 0: ScanRequirements(text, sink); break;
-    case 1: ScanCondaEnv(text, sink); break;
-    case 2: ScanPyproject(text, sink); break;
-    case 3: ScanSetupCfg(text, sink); break;
-    case 4: ScanDockerfile(text, sink); break;
-    default: ScanShell(text, sink); break;
+    case 0:
+      ScanRequirements(text, sink);
+      break;
+    case 1:
+      ScanCondaEnv(text, sink);
+      break;
+    case 2:
+      ScanPyproject(text, sink);
+      break;
+    case 3:
+      ScanSetupCfg(text, sink);
+      break;
+    case 4:
+      ScanDockerfile(text, sink);
+      break;
+    default:
+      ScanShell(text, sink);
+      break;
   }
   return 0;
 }

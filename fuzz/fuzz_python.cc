@@ -1,4 +1,5 @@
-// libFuzzer target: the Python tokenizer, then the Python scanner (imports, aliases, guards, rules).
+// libFuzzer target: the Python tokenizer, then the Python scanner (imports, aliases, guards,
+// rules).
 #include <vector>
 
 #include "fuzz_scan_common.h"

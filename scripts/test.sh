@@ -10,6 +10,9 @@ jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 echo "== setup and build (warnings are errors)"
 scripts/setup.sh
 
+echo "== formatters and linters"
+scripts/lint.sh
+
 echo "== pip wheel . (self-contained: executable and Python package; no compiler needed to install)"
 rm -rf build/wheel build/pip-venv
 "$PYTHON" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps -w build/wheel/raw .

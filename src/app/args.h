@@ -10,8 +10,9 @@
 
 namespace dt {
 
-// Parses `args` into `app` (built as `CLI::App app{description, "dualtrack NAME"}`). Returns nullopt when the command should go on, or the result to return
-// at once: --help printed (kOk), or a usage error naming the bad option.
+// Parses `args` into `app` (built as `CLI::App app{description, "dualtrack NAME"}`). Returns
+// nullopt when the command should go on, or the result to return at once: --help printed (kOk), or
+// a usage error naming the bad option.
 std::optional<Result<ExitCode>> ParseArgs(CLI::App& app, const std::vector<std::string>& args,
                                           Io& io);
 

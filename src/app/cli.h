@@ -13,9 +13,9 @@ namespace dt {
 
 // Exit codes scripts can rely on.
 enum class ExitCode : int {
-  kOk = 0,        // Done; nothing at or above the threshold.
-  kFindings = 1,  // Findings, differences or a failed check at or above the user's threshold.
-  kError = 2,     // Usage or input error.
+  kOk = 0,             // Done; nothing at or above the threshold.
+  kFindings = 1,       // Findings, differences or a failed check at or above the user's threshold.
+  kError = 2,          // Usage or input error.
   kInterrupted = 130,  // Stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
 };
 

@@ -28,7 +28,8 @@ Result<std::filesystem::path> Locate(const char* env_var, const std::filesystem:
 }  // namespace
 
 Result<std::filesystem::path> DataDir() {
-  return Locate("DUALTRACK_DATA_DIR", "share/dualtrack", DUALTRACK_SOURCE_DATA_DIR, "data directory");
+  return Locate("DUALTRACK_DATA_DIR", "share/dualtrack", DUALTRACK_SOURCE_DATA_DIR,
+                "data directory");
 }
 
 Result<std::filesystem::path> PythonPackageParent() {

@@ -35,8 +35,8 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   app.add_option("-o,--output", out, "Bundle directory (default: runs/<track>)");
   app.add_option("--steps", o.steps, "Optimizer steps whose tensors are captured (default: 1)")
       ->check(CLI::NonNegativeNumber);
-  auto* seed_opt = app.add_option("--seed", seed,
-                                  "Seed Python, NumPy and torch before the script (0 to 4294967295)");
+  auto* seed_opt = app.add_option(
+      "--seed", seed, "Seed Python, NumPy and torch before the script (0 to 4294967295)");
   app.add_flag("--deterministic", o.deterministic, "torch.use_deterministic_algorithms(True)");
   app.add_option("--redirect-cuda", redirect,
                  "Run an unmodified CUDA script on this device (cpu or mps), recording every "

@@ -24,8 +24,9 @@ Result<nlohmann::json> DataSliceRecord(const RunOptions& options,
     auto b = env::LoadBaseline(*options.baseline);
     if (!b.ok()) return b.take_error();
     if (b->data_digest.empty()) {
-      return MakeError(ErrorCode::kInput, "the baseline records no data-slice digest (freeze it "
-                                          "with --data)",
+      return MakeError(ErrorCode::kInput,
+                       "the baseline records no data-slice digest (freeze it "
+                       "with --data)",
                        options.baseline->string());
     }
     if (data.is_object() && data["digest"] != b->data_digest) {

@@ -121,10 +121,9 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
   // (a CUDA-built extension without libcudart): that is evidence about CUDA, kept as a failure.
   const bool import_error = type == "ImportError" || StartsWith(last, "ImportError");
   const std::string text = Lower(message + "\n" + last);
-  const bool about_cuda = text.find("cuda") != std::string::npos ||
-                          text.find("libcu") != std::string::npos ||
-                          text.find("nvidia") != std::string::npos ||
-                          text.find("nccl") != std::string::npos;
+  const bool about_cuda =
+      text.find("cuda") != std::string::npos || text.find("libcu") != std::string::npos ||
+      text.find("nvidia") != std::string::npos || text.find("nccl") != std::string::npos;
   if (import_error && !about_cuda) {
     out.outcome = "could-not-start";
     out.reason = "a Python package failed to import (" +

@@ -194,7 +194,7 @@ class SignalForwarding {
  public:
   explicit SignalForwarding(int write_fd) {
     g_signal_pipe_write = write_fd;
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = OnSignal;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, &old_int_);
@@ -211,9 +211,9 @@ class SignalForwarding {
   SignalForwarding& operator=(const SignalForwarding&) = delete;
 
  private:
-  struct sigaction old_int_{};
-  struct sigaction old_term_{};
-  struct sigaction old_hup_{};
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
 };
 
 // --timeout: SIGTERM to the child when the time is up (the tracer flushes on SystemExit), SIGKILL
@@ -366,8 +366,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
   }
   if (!std::filesystem::is_directory(dir, ec)) {
-    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory",
-                     dir.string());
+    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory", dir.string());
   }
   // Held until the run ends: a second run into the same folder fails instead of mixing two
   // bundles. Taken before the emptiness check, so two runs racing for a new folder cannot both

@@ -108,8 +108,10 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   double atol = -1, rtol = -1;
   int bench_rounds = 0;
   std::size_t summary = 0;
-  app.add_option("A", o.a, "Track under test: bundle directory, tensor file or checkpoint folder")->required();
-  app.add_option("B", o.b, "Reference: bundle directory, tensor file or checkpoint folder")->required();
+  app.add_option("A", o.a, "Track under test: bundle directory, tensor file or checkpoint folder")
+      ->required();
+  app.add_option("B", o.b, "Reference: bundle directory, tensor file or checkpoint folder")
+      ->required();
   app.add_option("--format", format, "Output: text (table, worst first), json, markdown")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
   app.add_option("-o,--output", output, "Write the report to this file (atomically)");
@@ -170,12 +172,14 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   std::string text;
   if (format == "json") {
     // Tensor names come from the files (npz member names are any bytes): never a dump exception.
-    text = CompareReportToJson(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-           "\n";
+    text =
+        CompareReportToJson(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+        "\n";
   } else if (format == "markdown") {
     text = EscapeControl(CompareReportToMarkdown(*report));
   } else {
-    text = EscapeControl(CompareReportToText(*report, summary));  // Names may hold terminal escapes.
+    text =
+        EscapeControl(CompareReportToText(*report, summary));  // Names may hold terminal escapes.
   }
   if (!output.empty()) {
     OutputGuard guard;

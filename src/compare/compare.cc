@@ -462,17 +462,18 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
                        {"b", st.b ? JsonNumberOrToken(*st.b) : json(nullptr)},
                        {"diff", st.diff ? JsonNumberOrToken(*st.diff) : json(nullptr)}});
     }
-    metrics.push_back({{"name", m.name},
-                       {"steps", steps},
-                       {"status", m.status},
-                       {"atol", m.atol},
-                       {"rtol", m.rtol},
-                       {"max_abs_diff", JsonNum(m.max_abs_diff)},
-                       {"final_a", m.final_a ? JsonNumberOrToken(*m.final_a) : json(nullptr)},
-                       {"final_b", m.final_b ? JsonNumberOrToken(*m.final_b) : json(nullptr)},
-                       {"final_diff", m.final_diff ? JsonNumberOrToken(*m.final_diff) : json(nullptr)},
-                       {"non_finite_a", m.non_finite_a},
-                       {"non_finite_b", m.non_finite_b}});
+    metrics.push_back(
+        {{"name", m.name},
+         {"steps", steps},
+         {"status", m.status},
+         {"atol", m.atol},
+         {"rtol", m.rtol},
+         {"max_abs_diff", JsonNum(m.max_abs_diff)},
+         {"final_a", m.final_a ? JsonNumberOrToken(*m.final_a) : json(nullptr)},
+         {"final_b", m.final_b ? JsonNumberOrToken(*m.final_b) : json(nullptr)},
+         {"final_diff", m.final_diff ? JsonNumberOrToken(*m.final_diff) : json(nullptr)},
+         {"non_finite_a", m.non_finite_a},
+         {"non_finite_b", m.non_finite_b}});
   }
   j["metrics"] = std::move(metrics);
   j["verdict"] = r.verdict;
@@ -527,12 +528,13 @@ const std::vector<std::string> kHeader = {"status",  "tensor",   "dtype",     "s
                                           "cosine",  "max_ulp",  "need_atol", "atol/rtol"};
 
 std::string MetricLine(const MetricComparison& m) {
-  std::string line = fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
-                                 m.status == "pass"   ? "ok"
-                                 : m.status == "fail" ? "FAIL"
-                                                      : m.status,
-                                 m.name, m.steps.size(), Num(m.max_abs_diff),
-                                 m.final_a ? Num(*m.final_a) : "-", m.final_b ? Num(*m.final_b) : "-");
+  std::string line =
+      fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
+                  m.status == "pass"   ? "ok"
+                  : m.status == "fail" ? "FAIL"
+                                       : m.status,
+                  m.name, m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
+                  m.final_b ? Num(*m.final_b) : "-");
   if (m.non_finite_a + m.non_finite_b > 0) {
     line += fmt::format(" (non-finite: {} step(s) in A, {} in B)", m.non_finite_a, m.non_finite_b);
   }
@@ -550,7 +552,8 @@ std::string CompareReportToText(const CompareReport& r, std::size_t summary) {
   if (summary > 0 && rows.size() > summary) {
     std::map<std::string, std::size_t> by_status;
     for (const Row& row : rows) ++by_status[row.cells[0]];
-    for (const auto& [status, n] : by_status) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", status, n);
+    for (const auto& [status, n] : by_status)
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", status, n);
     left_out = rows.size() - summary;
     rows.resize(summary);
   }
@@ -564,7 +567,8 @@ std::string CompareReportToText(const CompareReport& r, std::size_t summary) {
   os << "compare " << r.a << " (A) against " << r.b << " (B, reference); rule " << RuleName(r.rule)
      << ", check " << CheckName(r.check) << "\n\n";
   if (!counts.empty())
-    os << rows.size() + left_out << " tensors: " << counts << "; the " << rows.size() << " worst:\n";
+    os << rows.size() + left_out << " tensors: " << counts << "; the " << rows.size()
+       << " worst:\n";
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (std::size_t i = 0; i < cells.size(); ++i) {

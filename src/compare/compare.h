@@ -77,7 +77,7 @@ struct CompareReport {
   std::string verdict;  // pass|fail
   int n_pass = 0, n_fail = 0, n_missing_a = 0, n_missing_b = 0;
   int metrics_fail = 0;
-  std::string summary;  // The one-line verdict.
+  std::string summary;                   // The one-line verdict.
   std::vector<std::string> input_files;  // Every file read, which -o must never replace.
 };
 

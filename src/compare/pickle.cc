@@ -680,7 +680,8 @@ Status ReadTorchZip(const unsigned char* data, std::size_t size, const std::stri
                        "tensor '" + t.name + "' is a view of " + std::to_string(info.numel) +
                            " elements over a storage of " + std::to_string(elems) +
                            " (an expanded tensor, stride 0); dualtrack compares views larger than "
-                           "their storage only up to " + std::to_string(kMaxViewElements) +
+                           "their storage only up to " +
+                           std::to_string(kMaxViewElements) +
                            " elements: save tensor.contiguous() or the unexpanded tensor",
                        file);
     }

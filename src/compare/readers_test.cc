@@ -323,12 +323,14 @@ namespace {
 TEST(CompareZipCrcTest, LargeStoredMembersAreCheckedOnThreadsAndACorruptByteIsFound) {
   // Past the 64 MiB threshold, so the CRC is computed in parts and combined.
   std::vector<unsigned char> payload((std::size_t{65} << 20) + 12345);
-  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
+  for (std::size_t i = 0; i < payload.size(); ++i)
+    payload[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
   ZipEntry e;
   e.name = "big";
   e.size = e.compressed_size = payload.size();
   e.data = payload.data();
-  e.crc32 = static_cast<std::uint32_t>(crc32(0L, payload.data(), static_cast<uInt>(payload.size())));
+  e.crc32 =
+      static_cast<std::uint32_t>(crc32(0L, payload.data(), static_cast<uInt>(payload.size())));
   EXPECT_TRUE(VerifyZipCrcs({e}, "f").ok());
   payload[payload.size() / 3] ^= 1;
   auto s = VerifyZipCrcs({e}, "f");
@@ -337,7 +339,8 @@ TEST(CompareZipCrcTest, LargeStoredMembersAreCheckedOnThreadsAndACorruptByteIsFo
 }
 
 TEST(CompareZipCrcTest, DeflatedMembersAreInflatedOnceAndChecked) {
-  std::string npy = Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", Floats({1.5f, -2.f}));
+  std::string npy =
+      Npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", Floats({1.5f, -2.f}));
   std::string zip = Zip({{"a.npy", npy, true}});
   std::vector<TensorInfo> out;
   EXPECT_TRUE(ReadNpz(U(zip), zip.size(), "f", out).ok());

@@ -66,7 +66,8 @@ Status ReadSafetensors(const unsigned char* data, std::size_t size, const std::s
     info.name = std::string(prefix) + name;
     info.dtype = *dtype;
     for (const auto& d : js) {
-      if (!d.is_number_unsigned()) return Bad(file, "tensor '" + name + "': shape entry is not a non-negative integer");
+      if (!d.is_number_unsigned())
+        return Bad(file, "tensor '" + name + "': shape entry is not a non-negative integer");
       info.shape.push_back(d.get<std::uint64_t>());
     }
     auto numel = ShapeProduct(info.shape, file, "safetensors: tensor '" + name + "'");

@@ -74,10 +74,11 @@ Status ReadByExtension(const MappedFile& f, const std::string& path, std::string
     kind = "pt";
     s = ReadTorchZip(f.data(), f.size(), path, out);
   } else {
-    return MakeError(ErrorCode::kInput,
-                     "unknown tensor file type (expected a bundle directory, a folder of checkpoint "
-                     "shards, .safetensors, .npy, .npz, .pt or .pth)",
-                     path);
+    return MakeError(
+        ErrorCode::kInput,
+        "unknown tensor file type (expected a bundle directory, a folder of checkpoint "
+        "shards, .safetensors, .npy, .npz, .pt or .pth)",
+        path);
   }
   if (!s) {
     // A header read as zeros because the file shrank under the map is "changed", not "corrupt".
@@ -112,11 +113,13 @@ Result<bool> ReadShards(const fs::path& dir, TensorFile& tf) {
     nlohmann::json doc = nlohmann::json::parse((*m)->view(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object() || !doc.contains("weight_map") ||
         !doc["weight_map"].is_object())
-      return MakeError(ErrorCode::kInput, "not a checkpoint index: expected JSON with a \"weight_map\" object",
+      return MakeError(ErrorCode::kInput,
+                       "not a checkpoint index: expected JSON with a \"weight_map\" object",
                        index.string());
     for (const auto& [tensor, shard] : doc["weight_map"].items()) {
       if (!shard.is_string())
-        return MakeError(ErrorCode::kInput, "weight_map[\"" + EscapeControl(tensor) + "\"] is not a file name",
+        return MakeError(ErrorCode::kInput,
+                         "weight_map[\"" + EscapeControl(tensor) + "\"] is not a file name",
                          index.string());
       const std::string file = shard.get<std::string>();
       const fs::path rel = fs::path(file).lexically_normal();
@@ -137,7 +140,8 @@ Result<bool> ReadShards(const fs::path& dir, TensorFile& tf) {
       std::error_code ec2;
       std::string name = it->path().filename().string();
       if (!it->is_regular_file(ec2) || !IsShardName(name) || name[0] == '.') continue;
-      if (EndsWith(name, ".safetensors")) safetensors.push_back(name);
+      if (EndsWith(name, ".safetensors"))
+        safetensors.push_back(name);
       else if (!StartsWith(name, "training_args") && !StartsWith(name, "optimizer") &&
                !StartsWith(name, "scheduler") && !StartsWith(name, "rng_state") &&
                !StartsWith(name, "scaler"))
@@ -163,7 +167,8 @@ Result<bool> ReadShards(const fs::path& dir, TensorFile& tf) {
     for (auto& t : part) {
       if (!index.empty()) {
         auto w = weight_map.find(t.name);
-        if (w == weight_map.end() || w->second != shard) continue;  // Not this shard's, by the index.
+        if (w == weight_map.end() || w->second != shard)
+          continue;  // Not this shard's, by the index.
       }
       auto [it, fresh] = seen.emplace(t.name, shard);
       if (!fresh)

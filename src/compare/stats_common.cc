@@ -180,7 +180,8 @@ Status ForEachRange(std::uint64_t n, int ranges,
   auto bound = [&](std::uint64_t t) { return std::min(n, blocks * t / r * kBlock); };
   if (r == 1) return fn(0, 0, n);
   std::vector<Status> status(r, OkStatus());
-  ParallelFor(r, static_cast<unsigned>(r), [&](std::size_t t, unsigned) { status[t] = fn(t, bound(t), bound(t + 1)); });
+  ParallelFor(r, static_cast<unsigned>(r),
+              [&](std::size_t t, unsigned) { status[t] = fn(t, bound(t), bound(t + 1)); });
   for (auto& s : status) {
     if (!s) return s.take_error();
   }

@@ -188,7 +188,8 @@ Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io
   auto report = Predict(options);
   if (!report) return report.take_error();
   if (format == "json") {
-    io.out << CoverageReportToJson(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    io.out << CoverageReportToJson(*report).dump(2, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace)
            << "\n";
   } else {
     io.out << EscapeControl(CoverageReportToText(*report, format == "markdown"));

@@ -67,7 +67,8 @@ std::optional<std::uint64_t> ParseMemory(std::string_view s) {
   s = Trim(s);
   std::uint64_t scale = std::uint64_t{1} << 20;  // nvidia-smi reports MiB.
   for (auto [suffix, mult] : {std::pair<std::string_view, std::uint64_t>{"MiB", 1ull << 20},
-                              {"GiB", 1ull << 30}, {"KiB", 1ull << 10}}) {
+                              {"GiB", 1ull << 30},
+                              {"KiB", 1ull << 10}}) {
     if (EndsWith(s, suffix)) {
       s = Trim(s.substr(0, s.size() - suffix.size()));
       scale = mult;
@@ -82,7 +83,7 @@ void ProbeLinuxHost(CommandRunner& runner, HostFiles& files, HostInfo& host) {
   if (auto text = files.Read("/etc/os-release")) {
     auto kv = KeyValues(*text, '=');
     host.os_version = kv.count("PRETTY_NAME") ? kv["PRETTY_NAME"]
-                                             : std::string(Trim(kv["NAME"] + " " + kv["VERSION"]));
+                                              : std::string(Trim(kv["NAME"] + " " + kv["VERSION"]));
   }
   if (auto text = files.Read("/proc/cpuinfo")) {
     int processors = 0;
@@ -119,7 +120,8 @@ void ProbeMacHost(CommandRunner& runner, HostInfo& host) {
     host.os_version = kv["ProductVersion"];
     if (!kv["BuildVersion"].empty()) host.os_version += " (" + kv["BuildVersion"] + ")";
   }
-  if (auto out = Output(runner, {"sysctl", "-n", "machdep.cpu.brand_string"})) host.cpu = FirstLine(*out);
+  if (auto out = Output(runner, {"sysctl", "-n", "machdep.cpu.brand_string"}))
+    host.cpu = FirstLine(*out);
   if (auto out = Output(runner, {"sysctl", "-n", "hw.ncpu"})) {
     host.cores = static_cast<int>(ParseU64(FirstLine(*out)).value_or(0));
   }
@@ -157,7 +159,8 @@ void ProbeNvidia(CommandRunner& runner, HostFiles& files, EnvReport& report) {
   if (!r.ok() || !r->Succeeded()) {
     std::string why = r.ok() ? FirstLine(r->out.empty() ? r->err : r->out) : r.error().message;
     if (r.ok() && r->timed_out) why = "timed out";
-    report.cuda.nvidia_smi_error = why.empty() ? "exit status " + std::to_string(r->exit_code) : why;
+    report.cuda.nvidia_smi_error =
+        why.empty() ? "exit status " + std::to_string(r->exit_code) : why;
     return;
   }
   for (auto line : Split(r->out, '\n')) {
@@ -169,7 +172,8 @@ void ProbeNvidia(CommandRunner& runner, HostFiles& files, EnvReport& report) {
     gpu.name = std::string(Trim(cols[0]));
     gpu.driver = std::string(Trim(cols[1]));
     gpu.memory_bytes = ParseMemory(cols[2]);
-    if (cols.size() >= 4 && Trim(cols[3]) != "[N/A]") gpu.compute_capability = std::string(Trim(cols[3]));
+    if (cols.size() >= 4 && Trim(cols[3]) != "[N/A]")
+      gpu.compute_capability = std::string(Trim(cols[3]));
     if (!report.cuda.driver_version) report.cuda.driver_version = gpu.driver;
     report.gpus.push_back(std::move(gpu));
   }
@@ -183,11 +187,12 @@ std::string MetalName(std::string_view v) {
 }
 
 void ProbeAppleGpus(CommandRunner& runner, EnvReport& report) {
-  auto out = Output(runner, {"system_profiler", "SPDisplaysDataType", "-json"},
-                    std::chrono::seconds(30));
+  auto out =
+      Output(runner, {"system_profiler", "SPDisplaysDataType", "-json"}, std::chrono::seconds(30));
   if (!out) return;
   json j = json::parse(*out, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("SPDisplaysDataType") || !j["SPDisplaysDataType"].is_array()) return;
+  if (!j.is_object() || !j.contains("SPDisplaysDataType") || !j["SPDisplaysDataType"].is_array())
+    return;
   for (const auto& item : j["SPDisplaysDataType"]) {
     if (!item.is_object()) continue;
     auto str = [&](const char* key) -> std::optional<std::string> {
@@ -208,8 +213,10 @@ void ProbeAppleGpus(CommandRunner& runner, EnvReport& report) {
     if (auto cores = str("sppci_cores")) {
       if (auto n = ParseU64(*cores)) gpu.cores = static_cast<int>(*n);
     }
-    if (auto metal = str("spdisplays_mtlgpufamilysupport")) gpu.metal = MetalName(*metal);
-    else if (auto metal2 = str("spdisplays_metal")) gpu.metal = MetalName(*metal2);
+    if (auto metal = str("spdisplays_mtlgpufamilysupport"))
+      gpu.metal = MetalName(*metal);
+    else if (auto metal2 = str("spdisplays_metal"))
+      gpu.metal = MetalName(*metal2);
     if (auto vram = str("spdisplays_vram")) {
       // "8 GB"; Apple GPUs share unified memory and report none.
       auto parts = Split(*vram, ' ');
@@ -243,7 +250,8 @@ void ProbeCuda(CommandRunner& runner, HostFiles& files, EnvReport& report) {
     std::filesystem::path bin = std::filesystem::path(*cuda.nvcc_path).parent_path();
     dirs.push_back((bin.parent_path() / "include").string());
   }
-  for (const char* d : {"/usr/local/cuda/include", "/usr/include", "/usr/include/x86_64-linux-gnu"}) {
+  for (const char* d :
+       {"/usr/local/cuda/include", "/usr/include", "/usr/include/x86_64-linux-gnu"}) {
     dirs.emplace_back(d);
   }
   static const std::regex kMajor(R"(#define\s+CUDNN_MAJOR\s+([0-9]+))");
@@ -303,7 +311,8 @@ void ProbePython(CommandRunner& runner, const EnvOptions& options, EnvReport& re
       py.version = s("version");
       py.platform = s("platform");
       py.arch = s("arch");
-      if (j.contains("translated") && j["translated"].is_boolean()) py.translated = j["translated"].get<bool>();
+      if (j.contains("translated") && j["translated"].is_boolean())
+        py.translated = j["translated"].get<bool>();
     } else if (kind == "torch") {
       saw_torch = true;
       auto& t = report.torch;
@@ -318,7 +327,8 @@ void ProbePython(CommandRunner& runner, const EnvOptions& options, EnvReport& re
           if (d.is_string()) t.cuda_devices.push_back(d.get<std::string>());
         }
       }
-      t.mps_built = j.contains("mps_built") && j["mps_built"].is_boolean() && j["mps_built"].get<bool>();
+      t.mps_built =
+          j.contains("mps_built") && j["mps_built"].is_boolean() && j["mps_built"].get<bool>();
       t.mps_available = j.contains("mps_available") && j["mps_available"].is_boolean() &&
                         j["mps_available"].get<bool>();
       t.error = s("error");
@@ -377,12 +387,15 @@ void Conclude(EnvReport& r) {
   // GPUs and the CUDA toolchain.
   if (nvidia) {
     add("nvidia-gpu", "info",
-        fmt::format("NVIDIA GPU found: {} (driver {}{}{})", nvidia->name, nvidia->driver.value_or("?"),
-                    nvidia->memory_bytes ? ", " + HumanBytes(*nvidia->memory_bytes) : "",
-                    nvidia->compute_capability ? ", compute capability " + *nvidia->compute_capability : ""));
+        fmt::format(
+            "NVIDIA GPU found: {} (driver {}{}{})", nvidia->name, nvidia->driver.value_or("?"),
+            nvidia->memory_bytes ? ", " + HumanBytes(*nvidia->memory_bytes) : "",
+            nvidia->compute_capability ? ", compute capability " + *nvidia->compute_capability
+                                       : ""));
     if (!r.cuda.nvcc_path) {
       add("gpu-without-nvcc", "info",
-          "There is an NVIDIA GPU but no nvcc on PATH: prebuilt CUDA wheels run, but CUDA extensions "
+          "There is an NVIDIA GPU but no nvcc on PATH: prebuilt CUDA wheels run, but CUDA "
+          "extensions "
           "cannot be compiled here");
     }
   } else if (r.cuda.nvcc_path) {
@@ -390,27 +403,31 @@ void Conclude(EnvReport& r) {
                           ? " (nvidia-smi fails: \"" + *r.cuda.nvidia_smi_error + "\")"
                           : (r.cuda.nvidia_smi_path ? "" : " (no nvidia-smi on PATH)");
     add("nvcc-without-gpu", "warning",
-        fmt::format("nvcc {} is installed ({}) but there is no NVIDIA GPU and driver{}: CUDA programs "
-                    "cannot run here; nvcc only compiles and proves nothing about the GPU",
-                    r.cuda.nvcc_version.value_or("(unknown version)"), *r.cuda.nvcc_path, why));
+        fmt::format(
+            "nvcc {} is installed ({}) but there is no NVIDIA GPU and driver{}: CUDA programs "
+            "cannot run here; nvcc only compiles and proves nothing about the GPU",
+            r.cuda.nvcc_version.value_or("(unknown version)"), *r.cuda.nvcc_path, why));
   } else if (r.cuda.nvidia_smi_error) {
     add("nvidia-driver-missing", "warning",
-        fmt::format("nvidia-smi is installed but fails (\"{}\"): the NVIDIA driver is not loaded, so "
-                    "no CUDA device is usable",
-                    *r.cuda.nvidia_smi_error));
+        fmt::format(
+            "nvidia-smi is installed but fails (\"{}\"): the NVIDIA driver is not loaded, so "
+            "no CUDA device is usable",
+            *r.cuda.nvidia_smi_error));
   }
   if (r.cuda.nvcc_version && t.cuda_version &&
       r.cuda.nvcc_version->substr(0, r.cuda.nvcc_version->find('.')) !=
           t.cuda_version->substr(0, t.cuda_version->find('.'))) {
     add("nvcc-torch-cuda-mismatch", "warning",
-        fmt::format("nvcc {} and the CUDA {} torch was built with differ in major version: CUDA extensions "
-                    "compiled here will not load into this torch",
-                    *r.cuda.nvcc_version, *t.cuda_version));
+        fmt::format(
+            "nvcc {} and the CUDA {} torch was built with differ in major version: CUDA extensions "
+            "compiled here will not load into this torch",
+            *r.cuda.nvcc_version, *t.cuda_version));
   }
   if (!nvidia && !apple) {
     add("no-gpu", "info",
-        fmt::format("No NVIDIA or Apple GPU found on this {} {} host: only the CPU track can run here",
-                    r.host.os, r.host.arch));
+        fmt::format(
+            "No NVIDIA or Apple GPU found on this {} {} host: only the CPU track can run here",
+            r.host.os, r.host.arch));
   }
 
   // The host and the Python's architecture (the Rosetta trap).
@@ -418,7 +435,8 @@ void Conclude(EnvReport& r) {
     auto [major, minor] = MacVersion(r.host.os_version);
     if (major > 0 && (major < 12 || (major == 12 && minor < 3))) {
       add("macos-too-old", "blocker",
-          fmt::format("macOS {} is older than 12.3: MPS needs macOS 12.3 or later", r.host.os_version));
+          fmt::format("macOS {} is older than 12.3: MPS needs macOS 12.3 or later",
+                      r.host.os_version));
     }
     if (r.host.apple_silicon == false) {
       add("intel-mac", "warning",
@@ -427,15 +445,18 @@ void Conclude(EnvReport& r) {
     }
     if (r.host.rosetta == true) {
       add("rosetta-process", "warning",
-          "dualtrack itself runs under Rosetta (sysctl.proc_translated = 1): install the arm64 build");
+          "dualtrack itself runs under Rosetta (sysctl.proc_translated = 1): install the arm64 "
+          "build");
     }
     bool x86_python = r.python.arch && *r.python.arch == "x86_64";
-    if (r.python.found && (r.python.translated == true || (r.host.apple_silicon == true && x86_python))) {
+    if (r.python.found &&
+        (r.python.translated == true || (r.host.apple_silicon == true && x86_python))) {
       add("rosetta-python", "blocker",
-          fmt::format("x86-64 Python under Rosetta ({}: platform.machine() = {}{}) on an arm64 Mac: MPS "
-                      "unavailable; use an arm64 Python",
-                      r.python.path.value_or("?"), r.python.arch.value_or("?"),
-                      r.python.translated == true ? ", sysctl.proc_translated = 1" : ""));
+          fmt::format(
+              "x86-64 Python under Rosetta ({}: platform.machine() = {}{}) on an arm64 Mac: MPS "
+              "unavailable; use an arm64 Python",
+              r.python.path.value_or("?"), r.python.arch.value_or("?"),
+              r.python.translated == true ? ", sysctl.proc_translated = 1" : ""));
     }
   }
 
@@ -458,28 +479,33 @@ void Conclude(EnvReport& r) {
       std::string devices;
       for (const auto& d : t.cuda_devices) devices += (devices.empty() ? "" : ", ") + d;
       add("torch-cuda-available", "info",
-          fmt::format("CUDA is available to torch {} (built with CUDA {}, cuDNN {}): {} device(s): {}", tv,
-                      t.cuda_version.value_or("?"), t.cudnn_version.value_or("none"),
-                      t.cuda_devices.size(), devices));
+          fmt::format(
+              "CUDA is available to torch {} (built with CUDA {}, cuDNN {}): {} device(s): {}", tv,
+              t.cuda_version.value_or("?"), t.cudnn_version.value_or("none"), t.cuda_devices.size(),
+              devices));
     } else if (nvidia && !t.cuda_version) {
       add("torch-cpu-build", "blocker",
-          fmt::format("torch {} is a CPU-only build (torch.version.cuda is None): it cannot use the {}", tv,
-                      nvidia->name));
+          fmt::format(
+              "torch {} is a CPU-only build (torch.version.cuda is None): it cannot use the {}", tv,
+              nvidia->name));
     } else if (nvidia) {
       add("torch-cuda-unavailable", "blocker",
-          fmt::format("torch {} was built with CUDA {} but torch.cuda.is_available() is False: check that "
-                      "driver {} supports CUDA {}",
-                      tv, *t.cuda_version, nvidia->driver.value_or("?"), *t.cuda_version));
+          fmt::format(
+              "torch {} was built with CUDA {} but torch.cuda.is_available() is False: check that "
+              "driver {} supports CUDA {}",
+              tv, *t.cuda_version, nvidia->driver.value_or("?"), *t.cuda_version));
     } else if (t.cuda_version) {
       add("torch-cuda-no-gpu", "info",
-          fmt::format("torch {} was built with CUDA {} but there is no NVIDIA GPU: it runs on the CPU here",
-                      tv, *t.cuda_version));
+          fmt::format(
+              "torch {} was built with CUDA {} but there is no NVIDIA GPU: it runs on the CPU here",
+              tv, *t.cuda_version));
     }
 
     if (t.mps_available) {
-      std::string gpu = apple ? fmt::format(" ({}{})", apple->name,
-                                            apple->cores ? fmt::format(", {} GPU cores", *apple->cores) : "")
-                              : "";
+      std::string gpu =
+          apple ? fmt::format(" ({}{})", apple->name,
+                              apple->cores ? fmt::format(", {} GPU cores", *apple->cores) : "")
+                : "";
       add("mps-available", "info",
           fmt::format("MPS is built and available: torch {} can use the Apple GPU{}", tv, gpu));
     } else if (t.mps_built) {
@@ -487,7 +513,8 @@ void Conclude(EnvReport& r) {
       auto [major, minor] = MacVersion(r.host.os_version);
       if (!mac) {
         why = "this host is not a Mac";
-      } else if (r.python.translated == true || r.python.arch == std::optional<std::string>("x86_64")) {
+      } else if (r.python.translated == true ||
+                 r.python.arch == std::optional<std::string>("x86_64")) {
         why = "the Python runs as x86-64 under Rosetta";
       } else if (major > 0 && (major < 12 || (major == 12 && minor < 3))) {
         why = "macOS " + r.host.os_version + " is older than 12.3";
@@ -500,21 +527,24 @@ void Conclude(EnvReport& r) {
           fmt::format("MPS is built but not available: {}", why));
     } else if (mac) {
       add("mps-not-built", "blocker",
-          fmt::format("torch {} was built without MPS (torch.backends.mps.is_built() is False): install the "
+          fmt::format("torch {} was built without MPS (torch.backends.mps.is_built() is False): "
+                      "install the "
                       "macOS arm64 wheel of torch",
                       tv));
     } else {
       add("mps-not-built", "info",
-          fmt::format("MPS is not built into torch {} and this host is not a Mac: the Apple track needs a "
-                      "Mac with Apple Silicon; here MPS coverage can only be predicted",
-                      tv));
+          fmt::format(
+              "MPS is not built into torch {} and this host is not a Mac: the Apple track needs a "
+              "Mac with Apple Silicon; here MPS coverage can only be predicted",
+              tv));
     }
   }
 
   auto fallback = r.mps_env.find("PYTORCH_ENABLE_MPS_FALLBACK");
   if (fallback != r.mps_env.end() && fallback->second && *fallback->second == "1") {
     add("cpu-fallback", "warning",
-        "CPU fallback is enabled (PYTORCH_ENABLE_MPS_FALLBACK=1): operators without an MPS kernel may "
+        "CPU fallback is enabled (PYTORCH_ENABLE_MPS_FALLBACK=1): operators without an MPS kernel "
+        "may "
         "silently run on the CPU; unset it to see which ones fail");
   } else if (mac && t.mps_available) {
     add("cpu-fallback-off", "info",
@@ -585,35 +615,58 @@ Result<EnvReport> DiagnoseSystem(const EnvOptions& options) {
 nlohmann::json EnvReportToJson(const EnvReport& r) {
   json gpus = json::array();
   for (const auto& g : r.gpus) {
-    gpus.push_back({{"vendor", g.vendor}, {"name", g.name}, {"driver", Opt(g.driver)},
-                    {"memory_bytes", Opt(g.memory_bytes)}, {"compute_capability", Opt(g.compute_capability)},
-                    {"cores", Opt(g.cores)}, {"metal", Opt(g.metal)}});
+    gpus.push_back({{"vendor", g.vendor},
+                    {"name", g.name},
+                    {"driver", Opt(g.driver)},
+                    {"memory_bytes", Opt(g.memory_bytes)},
+                    {"compute_capability", Opt(g.compute_capability)},
+                    {"cores", Opt(g.cores)},
+                    {"metal", Opt(g.metal)}});
   }
   json mps_env = json::object();
   for (const auto& [k, v] : r.mps_env) mps_env[k] = Opt(v);
   json conclusions = json::array();
-  for (const auto& c : r.conclusions) conclusions.push_back({{"id", c.id}, {"level", c.level}, {"text", c.text}});
+  for (const auto& c : r.conclusions)
+    conclusions.push_back({{"id", c.id}, {"level", c.level}, {"text", c.text}});
   return {
       {"schema", "dualtrack.env/1"},
       {"host",
-       {{"os", r.host.os}, {"os_version", r.host.os_version}, {"kernel", r.host.kernel}, {"arch", r.host.arch},
-        {"cpu", r.host.cpu}, {"cores", r.host.cores}, {"memory_bytes", r.host.memory_bytes},
-        {"rosetta", Opt(r.host.rosetta)}, {"apple_silicon", Opt(r.host.apple_silicon)}}},
+       {{"os", r.host.os},
+        {"os_version", r.host.os_version},
+        {"kernel", r.host.kernel},
+        {"arch", r.host.arch},
+        {"cpu", r.host.cpu},
+        {"cores", r.host.cores},
+        {"memory_bytes", r.host.memory_bytes},
+        {"rosetta", Opt(r.host.rosetta)},
+        {"apple_silicon", Opt(r.host.apple_silicon)}}},
       {"gpus", gpus},
       {"cuda",
-       {{"nvcc_path", Opt(r.cuda.nvcc_path)}, {"nvcc_version", Opt(r.cuda.nvcc_version)},
-        {"cuda_home", Opt(r.cuda.cuda_home)}, {"cudnn_version", Opt(r.cuda.cudnn_version)},
-        {"nvidia_smi_path", Opt(r.cuda.nvidia_smi_path)}, {"nvidia_smi_error", Opt(r.cuda.nvidia_smi_error)},
+       {{"nvcc_path", Opt(r.cuda.nvcc_path)},
+        {"nvcc_version", Opt(r.cuda.nvcc_version)},
+        {"cuda_home", Opt(r.cuda.cuda_home)},
+        {"cudnn_version", Opt(r.cuda.cudnn_version)},
+        {"nvidia_smi_path", Opt(r.cuda.nvidia_smi_path)},
+        {"nvidia_smi_error", Opt(r.cuda.nvidia_smi_error)},
         {"driver_version", Opt(r.cuda.driver_version)}}},
       {"python",
-       {{"found", r.python.found}, {"requested", r.python.requested}, {"path", Opt(r.python.path)},
-        {"version", Opt(r.python.version)}, {"platform", Opt(r.python.platform)}, {"arch", Opt(r.python.arch)},
-        {"translated", Opt(r.python.translated)}, {"error", Opt(r.python.error)}}},
+       {{"found", r.python.found},
+        {"requested", r.python.requested},
+        {"path", Opt(r.python.path)},
+        {"version", Opt(r.python.version)},
+        {"platform", Opt(r.python.platform)},
+        {"arch", Opt(r.python.arch)},
+        {"translated", Opt(r.python.translated)},
+        {"error", Opt(r.python.error)}}},
       {"torch",
-       {{"installed", r.torch.installed}, {"version", Opt(r.torch.version)},
-        {"cuda_version", Opt(r.torch.cuda_version)}, {"cudnn_version", Opt(r.torch.cudnn_version)},
-        {"cuda_available", r.torch.cuda_available}, {"cuda_devices", r.torch.cuda_devices},
-        {"mps_built", r.torch.mps_built}, {"mps_available", r.torch.mps_available},
+       {{"installed", r.torch.installed},
+        {"version", Opt(r.torch.version)},
+        {"cuda_version", Opt(r.torch.cuda_version)},
+        {"cudnn_version", Opt(r.torch.cudnn_version)},
+        {"cuda_available", r.torch.cuda_available},
+        {"cuda_devices", r.torch.cuda_devices},
+        {"mps_built", r.torch.mps_built},
+        {"mps_available", r.torch.mps_available},
         {"error", Opt(r.torch.error)}}},
       {"mps_env", mps_env},
       {"conclusions", conclusions},
@@ -678,7 +731,8 @@ Result<EnvReport> EnvReportFromJson(const nlohmann::json& j) {
   r.torch.error = GetOpt<std::string>(t, "error");
   if (j.contains("mps_env") && j["mps_env"].is_object()) {
     for (const auto& [k, v] : j["mps_env"].items()) {
-      r.mps_env[k] = v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+      r.mps_env[k] =
+          v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
     }
   }
   if (j.contains("conclusions") && j["conclusions"].is_array()) {
@@ -692,13 +746,17 @@ Result<EnvReport> EnvReportFromJson(const nlohmann::json& j) {
 
 std::string FormatEnvText(const EnvReport& r) {
   std::ostringstream out;
-  auto section = [&](const std::string& title, const std::vector<std::pair<std::string, std::string>>& rows) {
+  auto section = [&](const std::string& title,
+                     const std::vector<std::pair<std::string, std::string>>& rows) {
     out << title << "\n";
     std::size_t width = 0;
     for (const auto& row : rows) width = std::max(width, row.first.size());
-    for (const auto& [k, v] : rows) out << "  " << k << std::string(width - k.size() + 2, ' ') << v << "\n";
+    for (const auto& [k, v] : rows)
+      out << "  " << k << std::string(width - k.size() + 2, ' ') << v << "\n";
   };
-  auto orv = [](const std::optional<std::string>& v, const char* none) { return v ? *v : std::string(none); };
+  auto orv = [](const std::optional<std::string>& v, const char* none) {
+    return v ? *v : std::string(none);
+  };
   auto yes = [](bool b) { return std::string(b ? "yes" : "no"); };
 
   std::vector<std::pair<std::string, std::string>> host = {
@@ -727,14 +785,16 @@ std::string FormatEnvText(const EnvReport& r) {
   section("GPUs", gpus);
 
   section("CUDA toolchain",
-          {{"nvcc", r.cuda.nvcc_path ? *r.cuda.nvcc_path + " (" + orv(r.cuda.nvcc_version, "unknown version") + ")"
+          {{"nvcc", r.cuda.nvcc_path ? *r.cuda.nvcc_path + " (" +
+                                           orv(r.cuda.nvcc_version, "unknown version") + ")"
                                      : "not found"},
            {"CUDA_HOME", orv(r.cuda.cuda_home, "not set")},
            {"cuDNN", orv(r.cuda.cudnn_version, "not found")},
-           {"nvidia-smi", r.cuda.nvidia_smi_path
-                              ? *r.cuda.nvidia_smi_path +
-                                    (r.cuda.nvidia_smi_error ? " (fails: " + *r.cuda.nvidia_smi_error + ")" : "")
-                              : "not found"},
+           {"nvidia-smi",
+            r.cuda.nvidia_smi_path
+                ? *r.cuda.nvidia_smi_path +
+                      (r.cuda.nvidia_smi_error ? " (fails: " + *r.cuda.nvidia_smi_error + ")" : "")
+                : "not found"},
            {"Driver", orv(r.cuda.driver_version, "none")}});
 
   std::vector<std::pair<std::string, std::string>> py = {{"Requested", r.python.requested},
@@ -758,12 +818,13 @@ std::string FormatEnvText(const EnvReport& r) {
     } else {
       std::string devices;
       for (const auto& d : r.torch.cuda_devices) devices += (devices.empty() ? "" : ", ") + d;
-      t = {{"Version", orv(r.torch.version, "?")},
-           {"Built with CUDA", orv(r.torch.cuda_version, "no (CPU or MPS build)")},
-           {"cuDNN", orv(r.torch.cudnn_version, "none")},
-           {"CUDA available", yes(r.torch.cuda_available) + (devices.empty() ? "" : ": " + devices)},
-           {"MPS built", yes(r.torch.mps_built)},
-           {"MPS available", yes(r.torch.mps_available)}};
+      t = {
+          {"Version", orv(r.torch.version, "?")},
+          {"Built with CUDA", orv(r.torch.cuda_version, "no (CPU or MPS build)")},
+          {"cuDNN", orv(r.torch.cudnn_version, "none")},
+          {"CUDA available", yes(r.torch.cuda_available) + (devices.empty() ? "" : ": " + devices)},
+          {"MPS built", yes(r.torch.mps_built)},
+          {"MPS available", yes(r.torch.mps_available)}};
     }
     section("torch", t);
   }

@@ -5,11 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "env/host.h"
 #include "util/result.h"
@@ -21,12 +20,12 @@ struct HostInfo {
   std::string os;          // "Linux" or "macOS" (else uname -s).
   std::string os_version;  // PRETTY_NAME of os-release, or "14.4.1 (23E224)".
   std::string kernel;
-  std::string arch;        // uname -m: x86_64, arm64, aarch64.
+  std::string arch;  // uname -m: x86_64, arm64, aarch64.
   std::string cpu;
   int cores = 0;
   std::uint64_t memory_bytes = 0;
-  std::optional<bool> rosetta;       // macOS only: this process runs translated.
-  std::optional<bool> apple_silicon; // macOS only: hw.optional.arm64.
+  std::optional<bool> rosetta;        // macOS only: this process runs translated.
+  std::optional<bool> apple_silicon;  // macOS only: hw.optional.arm64.
 };
 
 struct GpuInfo {
@@ -84,7 +83,8 @@ struct EnvReport {
   CudaToolchain cuda;
   PythonInfo python;
   TorchInfo torch;
-  std::map<std::string, std::optional<std::string>> mps_env;  // PYTORCH_ENABLE_MPS_FALLBACK, PYTORCH_MPS_*.
+  std::map<std::string, std::optional<std::string>>
+      mps_env;  // PYTORCH_ENABLE_MPS_FALLBACK, PYTORCH_MPS_*.
   std::vector<Conclusion> conclusions;
 };
 

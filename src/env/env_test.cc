@@ -27,7 +27,9 @@ const Conclusion* Find(const EnvReport& r, const std::string& id) {
   return it == r.conclusions.end() ? nullptr : &*it;
 }
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 TEST(EnvDiagnoseTest, AppleSiliconMacWithMpsAndCpuFallback) {
   EnvReport r = Replay("macos-m2-arm64");
@@ -112,10 +114,11 @@ TEST(EnvDiagnoseTest, NvidiaHostWithDriverAndCudaTorch) {
 TEST(EnvDiagnoseTest, CpuOnlyTorchOnAGpuHostIsABlocker) {
   auto host = LoadReplayHost(HostsDir() / "linux-nvidia-a100");
   ASSERT_TRUE(host.ok());
-  (*host)->AddCommand(
-      "/opt/conda/envs/train/bin/python3 -c*",
-      "{\"kind\": \"python\", \"path\": \"/usr/bin/python3\", \"version\": \"3.10.12\", \"arch\": \"x86_64\"}\n"
-      "{\"kind\": \"torch\", \"installed\": true, \"version\": \"2.4.0+cpu\", \"cuda_version\": null}\n");
+  (*host)->AddCommand("/opt/conda/envs/train/bin/python3 -c*",
+                      "{\"kind\": \"python\", \"path\": \"/usr/bin/python3\", \"version\": "
+                      "\"3.10.12\", \"arch\": \"x86_64\"}\n"
+                      "{\"kind\": \"torch\", \"installed\": true, \"version\": \"2.4.0+cpu\", "
+                      "\"cuda_version\": null}\n");
   auto r = Diagnose(**host, **host, {});
   ASSERT_TRUE(r.ok());
   const Conclusion* c = Find(*r, "torch-cpu-build");
@@ -176,7 +179,8 @@ TEST(EnvDiagnoseTest, OldMacosAndGarbledOutputsDoNotCrash) {
   ReplayHost host;
   host.AddCommand("uname -s -r -m", "Darwin 20.6.0 x86_64\n");
   host.AddCommand("sw_vers", "ProductName: macOS\nProductVersion: 11.7.10\n");
-  host.AddCommand("system_profiler SPDisplaysDataType -json", "{\"SPDisplaysDataType\": [1, {\"_name\": 3}]");
+  host.AddCommand("system_profiler SPDisplaysDataType -json",
+                  "{\"SPDisplaysDataType\": [1, {\"_name\": 3}]");
   host.AddCommand("sysctl -n hw.memsize", "lots\n");
   host.AddProgram("python3", "/usr/bin/python3");
   host.AddCommand("/usr/bin/python3 -c*", "not json\n{\"kind\": \"python\", \"version\": 3}\n");

@@ -76,7 +76,8 @@ CodeState ProbeGit(CommandRunner& runner, const fs::path& project) {
 
 constexpr const char* kImportlibList =
     "import importlib.metadata as m, json\n"
-    "print(json.dumps([{'name': d.metadata['Name'], 'version': d.version} for d in m.distributions()]))\n";
+    "print(json.dumps([{'name': d.metadata['Name'], 'version': d.version} for d in "
+    "m.distributions()]))\n";
 
 void ProbePackages(CommandRunner& runner, const EnvReport& env, Baseline& b) {
   b.packages_source = "none";
@@ -87,17 +88,19 @@ void ProbePackages(CommandRunner& runner, const EnvReport& env, Baseline& b) {
     if (!j.is_array()) return false;
     for (const auto& p : j) {
       if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
-      b.packages.push_back({p["name"].get<std::string>(),
-                            p.contains("version") && p["version"].is_string() ? p["version"].get<std::string>() : ""});
+      b.packages.push_back(
+          {p["name"].get<std::string>(), p.contains("version") && p["version"].is_string()
+                                             ? p["version"].get<std::string>()
+                                             : ""});
     }
-    std::sort(b.packages.begin(), b.packages.end(), [](const Package& x, const Package& y) {
-      return x.name < y.name;
-    });
+    std::sort(b.packages.begin(), b.packages.end(),
+              [](const Package& x, const Package& y) { return x.name < y.name; });
     b.packages_source = source;
     return true;
   };
-  if (auto out = Output(runner, {py, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"},
-                        std::chrono::seconds(120))) {
+  if (auto out =
+          Output(runner, {py, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"},
+                 std::chrono::seconds(120))) {
     if (parse(*out, "pip")) return;
   }
   if (auto out = Output(runner, {py, "-c", kImportlibList}, std::chrono::seconds(60))) {
@@ -107,12 +110,13 @@ void ProbePackages(CommandRunner& runner, const EnvReport& env, Baseline& b) {
 
 bool IsLockFile(const std::string& name) {
   return (StartsWith(name, "requirements") && EndsWith(name, ".txt")) || name == "poetry.lock" ||
-         name == "uv.lock" || name == "Pipfile.lock" || name == "environment.yml" || name == "environment.yaml" ||
-         name == "conda-lock.yml" || name == "pyproject.toml" || name == "Dockerfile" ||
-         StartsWith(name, "Dockerfile.") || EndsWith(name, ".dockerfile");
+         name == "uv.lock" || name == "Pipfile.lock" || name == "environment.yml" ||
+         name == "environment.yaml" || name == "conda-lock.yml" || name == "pyproject.toml" ||
+         name == "Dockerfile" || StartsWith(name, "Dockerfile.") || EndsWith(name, ".dockerfile");
 }
 
-// Lock and environment files of the project, four levels deep, outside hidden and virtualenv folders.
+// Lock and environment files of the project, four levels deep, outside hidden and virtualenv
+// folders.
 Status FindLockFiles(const fs::path& project, Baseline& b) {
   std::error_code ec;
   fs::recursive_directory_iterator it(project, fs::directory_options::skip_permission_denied, ec);
@@ -122,15 +126,17 @@ Status FindLockFiles(const fs::path& project, Baseline& b) {
     std::string name = it->path().filename().string();
     std::error_code e2;
     if (it->is_directory(e2)) {
-      if (it.depth() >= 3 || StartsWith(name, ".") || name == "node_modules" || name == "__pycache__" ||
-          name == "site-packages" || fs::exists(it->path() / "pyvenv.cfg", e2)) {
+      if (it.depth() >= 3 || StartsWith(name, ".") || name == "node_modules" ||
+          name == "__pycache__" || name == "site-packages" ||
+          fs::exists(it->path() / "pyvenv.cfg", e2)) {
         it.disable_recursion_pending();
       }
       continue;
     }
     if (!IsLockFile(name) || !it->is_regular_file(e2)) continue;
     auto digest = Sha256File(it->path());
-    if (!digest.ok()) continue;  // A lock file we cannot read is not the user's input; leave it out.
+    if (!digest.ok())
+      continue;  // A lock file we cannot read is not the user's input; leave it out.
     std::string rel = it->path().lexically_relative(project).generic_string();
     b.lock_files.push_back({rel, *digest, "", 0});
     if (StartsWith(name, "Dockerfile") || EndsWith(name, ".dockerfile")) {
@@ -161,7 +167,8 @@ json Opt(const std::optional<T>& v) {
 }
 
 std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
+                                                                : std::string();
 }
 
 std::optional<std::string> OptStr(const json& j, const char* key) {
@@ -200,11 +207,12 @@ Status ProbeHost(CommandRunner& runner, HostFiles& files, const FreezeOptions& o
   ProbePackages(runner, b.env, b);
   auto conda_prefix = files.GetEnv("CONDA_PREFIX");
   if (conda_prefix) {
-    b.conda = std::map<std::string, std::string>{{"prefix", *conda_prefix},
-                                                 {"name", files.GetEnv("CONDA_DEFAULT_ENV").value_or("")}};
+    b.conda = std::map<std::string, std::string>{
+        {"prefix", *conda_prefix}, {"name", files.GetEnv("CONDA_DEFAULT_ENV").value_or("")}};
   }
   if (auto s = FindLockFiles(project, b); !s.ok()) return s.take_error();
-  b.in_container = files.Read("/.dockerenv").has_value() || files.Read("/run/.containerenv").has_value();
+  b.in_container =
+      files.Read("/.dockerenv").has_value() || files.Read("/run/.containerenv").has_value();
   for (const char* cc : {"cc", "c++"}) {
     auto out = Output(runner, {cc, "--version"});
     b.compilers[cc] = out ? std::optional<std::string>(FirstLine(*out)) : std::nullopt;
@@ -224,7 +232,8 @@ Result<Baseline> Freeze(CommandRunner& runner, HostFiles& files, const FreezeOpt
   std::error_code ec;
   fs::path project = fs::absolute(options.project, ec).lexically_normal();
   if (ec || !fs::is_directory(project, ec)) {
-    return MakeError(ErrorCode::kInput, "project directory does not exist", options.project.string());
+    return MakeError(ErrorCode::kInput, "project directory does not exist",
+                     options.project.string());
   }
   if (project.has_filename() == false && project.has_parent_path()) project = project.parent_path();
   b.project = project.string();
@@ -273,12 +282,14 @@ json BaselineToJson(const Baseline& b) {
   json compilers = json::object();
   for (const auto& [k, v] : b.compilers) compilers[k] = Opt(v);
   json data_files = json::array();
-  for (const auto& f : b.data) data_files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
+  for (const auto& f : b.data)
+    data_files.push_back({{"path", f.path}, {"size", f.size}, {"sha256", f.sha256}});
   json skipped = json::array();
   for (const auto& s : b.data_skipped) skipped.push_back({{"path", s.path}, {"reason", s.reason}});
   json pre = json::array();
   for (const auto& p : b.preprocess) {
-    pre.push_back({{"path", p.path}, {"size", p.size}, {"sha256", p.sha256}, {"git_blob", p.git_blob}});
+    pre.push_back(
+        {{"path", p.path}, {"size", p.size}, {"sha256", p.sha256}, {"git_blob", p.git_blob}});
   }
   json conda = nullptr;
   if (b.conda) conda = *b.conda;
@@ -288,8 +299,11 @@ json BaselineToJson(const Baseline& b) {
       {"data_only", b.data_only},
       {"project", b.project},
       {"code",
-       {{"git", b.code.git}, {"commit", Opt(b.code.commit)}, {"branch", Opt(b.code.branch)},
-        {"dirty", b.code.dirty}, {"remotes", remotes}}},
+       {{"git", b.code.git},
+        {"commit", Opt(b.code.commit)},
+        {"branch", Opt(b.code.branch)},
+        {"dirty", b.code.dirty},
+        {"remotes", remotes}}},
       {"env", EnvReportToJson(b.env)},
       {"packages_source", b.packages_source},
       {"packages", packages},
@@ -298,7 +312,11 @@ json BaselineToJson(const Baseline& b) {
       {"container", {{"detected", b.in_container}, {"dockerfile_images", b.container_images}}},
       {"compilers", compilers},
       {"env_vars", b.env_vars},
-      {"data", {{"roots", b.data_roots}, {"files", data_files}, {"skipped", skipped}, {"digest", b.data_digest}}},
+      {"data",
+       {{"roots", b.data_roots},
+        {"files", data_files},
+        {"skipped", skipped},
+        {"digest", b.data_digest}}},
       {"preprocess", pre},
       {"seeds", b.seeds},
   };
@@ -322,7 +340,8 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
       b.code.git = c.value("git", false);
       b.code.commit = OptStr(c, "commit");
       b.code.branch = OptStr(c, "branch");
-      if (c.contains("dirty") && c["dirty"].is_array()) b.code.dirty = c["dirty"].get<std::vector<std::string>>();
+      if (c.contains("dirty") && c["dirty"].is_array())
+        b.code.dirty = c["dirty"].get<std::vector<std::string>>();
       if (c.contains("remotes") && c["remotes"].is_object()) {
         b.code.remotes = c["remotes"].get<std::map<std::string, std::string>>();
       }
@@ -339,7 +358,8 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
       b.conda = j["conda"].get<std::map<std::string, std::string>>();
     }
     if (j.contains("lock_files") && j["lock_files"].is_array()) {
-      for (const auto& l : j["lock_files"]) b.lock_files.push_back({Str(l, "path"), Str(l, "sha256"), "", 0});
+      for (const auto& l : j["lock_files"])
+        b.lock_files.push_back({Str(l, "path"), Str(l, "sha256"), "", 0});
     }
     if (j.contains("container") && j["container"].is_object()) {
       const auto& c = j["container"];
@@ -349,7 +369,8 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
       }
     }
     if (j.contains("compilers") && j["compilers"].is_object()) {
-      for (const auto& [k, v] : j["compilers"].items()) b.compilers[k] = OptStr(j["compilers"], k.c_str());
+      for (const auto& [k, v] : j["compilers"].items())
+        b.compilers[k] = OptStr(j["compilers"], k.c_str());
     }
     if (j.contains("env_vars") && j["env_vars"].is_object()) {
       b.env_vars = j["env_vars"].get<std::map<std::string, std::string>>();
@@ -357,13 +378,16 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
     if (!j.contains("data") || !j["data"].is_object()) return bad("\"data\" is missing");
     const auto& d = j["data"];
     if (!d.contains("files") || !d["files"].is_array()) return bad("\"data.files\" is missing");
-    if (d.contains("roots") && d["roots"].is_array()) b.data_roots = d["roots"].get<std::vector<std::string>>();
+    if (d.contains("roots") && d["roots"].is_array())
+      b.data_roots = d["roots"].get<std::vector<std::string>>();
     for (const auto& f : d["files"]) {
       if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
           !f["size"].is_number_unsigned() || !f.contains("sha256") || !f["sha256"].is_string()) {
         return bad("an entry of \"data.files\" lacks a path, size or sha256");
       }
-      b.data.push_back({f["path"].get<std::string>(), {}, f["size"].get<std::uint64_t>(),
+      b.data.push_back({f["path"].get<std::string>(),
+                        {},
+                        f["size"].get<std::uint64_t>(),
                         f["sha256"].get<std::string>()});
     }
     b.data_digest = Str(d, "digest");
@@ -373,7 +397,8 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
                                 p.is_object() ? p.value("size", std::uint64_t{0}) : 0});
       }
     }
-    if (j.contains("seeds") && j["seeds"].is_array()) b.seeds = j["seeds"].get<std::vector<std::int64_t>>();
+    if (j.contains("seeds") && j["seeds"].is_array())
+      b.seeds = j["seeds"].get<std::vector<std::int64_t>>();
   } catch (const json::exception& e) {
     return bad(e.what());
   }
@@ -387,13 +412,15 @@ Result<Baseline> LoadBaseline(const fs::path& path) {
   try {
     j = json::parse(*text);
   } catch (const json::parse_error& e) {
-    return MakeError(ErrorCode::kInput, std::string("corrupt baseline JSON: ") + e.what(), path.string());
+    return MakeError(ErrorCode::kInput, std::string("corrupt baseline JSON: ") + e.what(),
+                     path.string());
   }
   return BaselineFromJson(j, path.string());
 }
 
 bool BaselineDiff::Empty() const {
-  return !DataDiffers() && preprocess.empty() && code.empty() && packages.empty() && environment.empty();
+  return !DataDiffers() && preprocess.empty() && code.empty() && packages.empty() &&
+         environment.empty();
 }
 
 BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
@@ -404,13 +431,16 @@ BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
   for (const auto& f : b.data) after[f.path] = &f;
   for (const auto& [p, f] : before) {
     auto it = after.find(p);
-    if (it == after.end()) d.data_missing.push_back(p);
-    else if (it->second->size != f->size || it->second->sha256 != f->sha256) d.data_changed.push_back(p);
+    if (it == after.end())
+      d.data_missing.push_back(p);
+    else if (it->second->size != f->size || it->second->sha256 != f->sha256)
+      d.data_changed.push_back(p);
   }
   for (const auto& [p, f] : after) {
     if (!before.count(p)) d.data_added.push_back(p);
   }
-  auto diff = [](std::vector<Difference>& out, const std::string& what, const std::string& x, const std::string& y) {
+  auto diff = [](std::vector<Difference>& out, const std::string& what, const std::string& x,
+                 const std::string& y) {
     if (x != y) out.push_back({what, x.empty() ? "(none)" : x, y.empty() ? "(none)" : y});
   };
   auto o = [](const std::optional<std::string>& v) { return v.value_or(""); };
@@ -418,7 +448,8 @@ BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
   for (const auto& p : a.preprocess) pa[p.path] = p.sha256;
   for (const auto& p : b.preprocess) pb[p.path] = p.sha256;
   for (const auto& [p, h] : pa) diff(d.preprocess, p, h, pb.count(p) ? pb[p] : "");
-  for (const auto& [p, h] : pb) if (!pa.count(p)) diff(d.preprocess, p, "", h);
+  for (const auto& [p, h] : pb)
+    if (!pa.count(p)) diff(d.preprocess, p, "", h);
 
   if (data_only) return d;
   diff(d.code, "commit", o(a.code.commit), o(b.code.commit));
@@ -434,7 +465,8 @@ BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
   for (const auto& p : a.packages) ka[p.name] = p.version;
   for (const auto& p : b.packages) kb[p.name] = p.version;
   for (const auto& [n, v] : ka) diff(d.packages, n, v, kb.count(n) ? kb[n] : "");
-  for (const auto& [n, v] : kb) if (!ka.count(n)) diff(d.packages, n, "", v);
+  for (const auto& [n, v] : kb)
+    if (!ka.count(n)) diff(d.packages, n, "", v);
 
   auto& e = d.environment;
   diff(e, "driver", o(a.env.cuda.driver_version), o(b.env.cuda.driver_version));
@@ -444,7 +476,8 @@ BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
     return join(names);
   };
   diff(e, "GPUs", gpus(a.env), gpus(b.env));
-  diff(e, "OS", a.env.host.os + " " + a.env.host.os_version, b.env.host.os + " " + b.env.host.os_version);
+  diff(e, "OS", a.env.host.os + " " + a.env.host.os_version,
+       b.env.host.os + " " + b.env.host.os_version);
   diff(e, "architecture", a.env.host.arch, b.env.host.arch);
   diff(e, "Python", o(a.env.python.version), o(b.env.python.version));
   diff(e, "torch", o(a.env.torch.version), o(b.env.torch.version));
@@ -458,9 +491,12 @@ BaselineDiff CompareBaselines(const Baseline& a, const Baseline& b) {
   for (const auto& l : a.lock_files) la[l.path] = l.sha256;
   for (const auto& l : b.lock_files) lb[l.path] = l.sha256;
   for (const auto& [p, h] : la) diff(e, "lock file " + p, h, lb.count(p) ? lb[p] : "");
-  for (const auto& [p, h] : lb) if (!la.count(p)) diff(e, "lock file " + p, "", h);
-  for (const auto& [k, v] : a.env_vars) diff(e, "$" + k, v, b.env_vars.count(k) ? b.env_vars.at(k) : "");
-  for (const auto& [k, v] : b.env_vars) if (!a.env_vars.count(k)) diff(e, "$" + k, "", v);
+  for (const auto& [p, h] : lb)
+    if (!la.count(p)) diff(e, "lock file " + p, "", h);
+  for (const auto& [k, v] : a.env_vars)
+    diff(e, "$" + k, v, b.env_vars.count(k) ? b.env_vars.at(k) : "");
+  for (const auto& [k, v] : b.env_vars)
+    if (!a.env_vars.count(k)) diff(e, "$" + k, "", v);
   return d;
 }
 
@@ -484,7 +520,8 @@ std::string FormatDiffText(const BaselineDiff& d) {
     std::size_t width = 0;
     for (const auto& x : v) width = std::max(width, x.what.size());
     for (const auto& x : v) {
-      out << "  " << x.what << std::string(width - x.what.size() + 2, ' ') << x.before << " -> " << x.after << "\n";
+      out << "  " << x.what << std::string(width - x.what.size() + 2, ' ') << x.before << " -> "
+          << x.after << "\n";
     }
   };
   block("Preprocessing scripts differ", d.preprocess);
@@ -497,16 +534,18 @@ std::string FormatDiffText(const BaselineDiff& d) {
 json DiffToJson(const BaselineDiff& d) {
   auto list = [](const std::vector<Difference>& v) {
     json a = json::array();
-    for (const auto& x : v) a.push_back({{"what", x.what}, {"before", x.before}, {"after", x.after}});
+    for (const auto& x : v)
+      a.push_back({{"what", x.what}, {"before", x.before}, {"after", x.after}});
     return a;
   };
-  return {{"schema", "dualtrack.baseline-check/1"},
-          {"data_differs", d.DataDiffers()},
-          {"data", {{"changed", d.data_changed}, {"added", d.data_added}, {"missing", d.data_missing}}},
-          {"preprocess", list(d.preprocess)},
-          {"code", list(d.code)},
-          {"packages", list(d.packages)},
-          {"environment", list(d.environment)}};
+  return {
+      {"schema", "dualtrack.baseline-check/1"},
+      {"data_differs", d.DataDiffers()},
+      {"data", {{"changed", d.data_changed}, {"added", d.data_added}, {"missing", d.data_missing}}},
+      {"preprocess", list(d.preprocess)},
+      {"code", list(d.code)},
+      {"packages", list(d.packages)},
+      {"environment", list(d.environment)}};
 }
 
 }  // namespace dt::env

@@ -5,11 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "env/env.h"
 #include "env/hash.h"
@@ -21,7 +20,7 @@ struct CodeState {
   bool git = false;  // The project is inside a git work tree.
   std::optional<std::string> commit;
   std::optional<std::string> branch;
-  std::vector<std::string> dirty;             // Paths git reports as modified or untracked.
+  std::vector<std::string> dirty;              // Paths git reports as modified or untracked.
   std::map<std::string, std::string> remotes;  // name -> URL, credentials stripped.
 };
 
@@ -39,8 +38,8 @@ struct HashedPath {
 
 struct Baseline {
   bool data_only = false;  // Made with --data-only: code, env and packages were not measured.
-  std::string created;  // UTC, ISO 8601.
-  std::string project;  // Absolute path of the project when frozen.
+  std::string created;     // UTC, ISO 8601.
+  std::string project;     // Absolute path of the project when frozen.
   CodeState code;
   EnvReport env;
   std::string packages_source;  // "pip", "importlib.metadata" or "none".
@@ -50,8 +49,8 @@ struct Baseline {
   bool in_container = false;
   std::vector<std::string> container_images;  // FROM lines of the project's Dockerfiles.
   std::map<std::string, std::optional<std::string>> compilers;  // cc, c++, nvcc.
-  std::map<std::string, std::string> env_vars;                // Allow-listed only.
-  std::vector<std::string> data_roots;                        // As given to --data.
+  std::map<std::string, std::string> env_vars;                  // Allow-listed only.
+  std::vector<std::string> data_roots;                          // As given to --data.
   std::vector<DataFile> data;
   std::vector<SkippedPath> data_skipped;
   std::string data_digest;
@@ -66,7 +65,8 @@ struct FreezeOptions {
   std::vector<std::string> preprocess;
   std::vector<std::int64_t> seeds;
   HashOptions hash;
-  bool data_only = false;  // Skip the host, git and package probes (a data slice record in seconds).
+  bool data_only =
+      false;  // Skip the host, git and package probes (a data slice record in seconds).
 };
 
 // Measures everything. Errors (exit 2) only for the user's inputs: a data path or preprocessing
@@ -91,8 +91,11 @@ struct BaselineDiff {
   std::vector<Difference> preprocess;
   std::vector<Difference> code;
   std::vector<Difference> packages;
-  std::vector<Difference> environment;  // Python, torch, driver, GPUs, compilers, env vars, lock files.
-  bool DataDiffers() const { return !data_changed.empty() || !data_added.empty() || !data_missing.empty(); }
+  std::vector<Difference>
+      environment;  // Python, torch, driver, GPUs, compilers, env vars, lock files.
+  bool DataDiffers() const {
+    return !data_changed.empty() || !data_added.empty() || !data_missing.empty();
+  }
   bool Empty() const;
 };
 
@@ -103,7 +106,8 @@ nlohmann::json DiffToJson(const BaselineDiff& diff);
 // "https://user:token@host/x" -> "https://host/x"; scp-like "git@host:x" is kept (no secret).
 std::string StripCredentials(const std::string& url);
 
-// Whether an environment variable may be recorded (CUDA_*, PYTORCH_*, NCCL_*, OMP_*, MKL_*, CUBLAS_*).
+// Whether an environment variable may be recorded (CUDA_*, PYTORCH_*, NCCL_*, OMP_*, MKL_*,
+// CUBLAS_*).
 bool IsAllowListedEnvVar(const std::string& name);
 
 }  // namespace dt::env

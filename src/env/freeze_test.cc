@@ -12,7 +12,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(EnvFreezeTest, CredentialsAreStrippedFromRemotes) {
-  EXPECT_EQ(StripCredentials("https://alice:ghp_secret@github.com/org/repo.git"), "https://github.com/org/repo.git");
+  EXPECT_EQ(StripCredentials("https://alice:ghp_secret@github.com/org/repo.git"),
+            "https://github.com/org/repo.git");
   EXPECT_EQ(StripCredentials("https://token@gitlab.com/x"), "https://gitlab.com/x");
   EXPECT_EQ(StripCredentials("https://github.com/org/repo.git"), "https://github.com/org/repo.git");
   EXPECT_EQ(StripCredentials("git@github.com:org/repo.git"), "git@github.com:org/repo.git");
@@ -32,21 +33,24 @@ TEST(EnvFreezeTest, OnlyAllowListedVariables) {
 class EnvFreezeProjectTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dt_env_freeze_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("dt_env_freeze_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "data");
     std::ofstream(dir_ / "data/a.bin") << "aaaa";
     std::ofstream(dir_ / "data/b.bin") << "bbbb";
     std::ofstream(dir_ / "prep.py") << "print('prep')\n";
     std::ofstream(dir_ / "requirements-dev.txt") << "pytest\n";
-    std::ofstream(dir_ / "Dockerfile") << "# base\nFROM --platform=linux/amd64 nvidia/cuda:12.1.1-runtime-ubuntu22.04 AS base\n";
+    std::ofstream(dir_ / "Dockerfile")
+        << "# base\nFROM --platform=linux/amd64 nvidia/cuda:12.1.1-runtime-ubuntu22.04 AS base\n";
     fs::create_directories(dir_ / ".venv");
     std::ofstream(dir_ / ".venv/requirements.txt") << "hidden\n";
     const std::string d = dir_.string();
     host_.AddCommand("uname -s -r -m", "Linux 6.1.0 x86_64\n");
     host_.AddCommand("git -C " + d + " rev-parse --is-inside-work-tree", "true\n");
-    host_.AddCommand("git -C " + d + " rev-parse HEAD", "0123456789abcdef0123456789abcdef01234567\n");
+    host_.AddCommand("git -C " + d + " rev-parse HEAD",
+                     "0123456789abcdef0123456789abcdef01234567\n");
     host_.AddCommand("git -C " + d + " rev-parse --abbrev-ref HEAD", "main\n");
     host_.AddCommand("git -C " + d + " status --porcelain=v1 -z",
                      std::string(" M train.py\0R  new.py\0old.py\0?? notes.txt\0", 42));
@@ -54,11 +58,13 @@ class EnvFreezeProjectTest : public ::testing::Test {
                      "origin\thttps://bob:ghp_abc123@github.com/lab/proj.git (fetch)\n"
                      "origin\thttps://bob:ghp_abc123@github.com/lab/proj.git (push)\n");
     host_.AddProgram("python3", "/usr/bin/python3");
-    host_.AddCommand("/usr/bin/python3 -c*",
-                     "{\"kind\": \"python\", \"path\": \"/usr/bin/python3\", \"version\": \"3.11.7\"}\n"
-                     "{\"kind\": \"torch\", \"installed\": true, \"version\": \"2.13.0+cpu\"}\n");
+    host_.AddCommand(
+        "/usr/bin/python3 -c*",
+        "{\"kind\": \"python\", \"path\": \"/usr/bin/python3\", \"version\": \"3.11.7\"}\n"
+        "{\"kind\": \"torch\", \"installed\": true, \"version\": \"2.13.0+cpu\"}\n");
     host_.AddCommand("/usr/bin/python3 -m pip list --format=json --disable-pip-version-check",
-                     "[{\"name\": \"torch\", \"version\": \"2.13.0\"}, {\"name\": \"numpy\", \"version\": \"2.1.0\"}]");
+                     "[{\"name\": \"torch\", \"version\": \"2.13.0\"}, {\"name\": \"numpy\", "
+                     "\"version\": \"2.1.0\"}]");
     host_.AddCommand("cc --version", "cc (Debian 12.2.0-14) 12.2.0\nCopyright\n");
     host_.SetEnv("CUDA_VISIBLE_DEVICES", "0");
     host_.SetEnv("HF_TOKEN", "hf_secret");
@@ -95,7 +101,8 @@ TEST_F(EnvFreezeProjectTest, RecordsCodeEnvironmentDataAndNoSecrets) {
   std::vector<std::string> locks;
   for (const auto& l : b->lock_files) locks.push_back(l.path);
   EXPECT_EQ(locks, (std::vector<std::string>{"Dockerfile", "requirements-dev.txt"}));
-  EXPECT_EQ(b->container_images, (std::vector<std::string>{"nvidia/cuda:12.1.1-runtime-ubuntu22.04"}));
+  EXPECT_EQ(b->container_images,
+            (std::vector<std::string>{"nvidia/cuda:12.1.1-runtime-ubuntu22.04"}));
   EXPECT_EQ(b->compilers.at("cc"), std::optional<std::string>("cc (Debian 12.2.0-14) 12.2.0"));
   EXPECT_FALSE(b->compilers.at("c++"));
   EXPECT_EQ(b->env_vars, (std::map<std::string, std::string>{{"CUDA_VISIBLE_DEVICES", "0"}}));
@@ -122,9 +129,11 @@ TEST_F(EnvFreezeProjectTest, CheckReportsExactlyTheChangedAddedAndMissingFiles) 
   std::ofstream(dir_ / "data/a.bin") << "AAAA";
   fs::remove(dir_ / "data/b.bin");
   std::ofstream(dir_ / "data/c.bin") << "c";
-  host_.AddCommand("git -C " + dir_.string() + " rev-parse HEAD", "fedcba9876543210fedcba9876543210fedcba98\n");
+  host_.AddCommand("git -C " + dir_.string() + " rev-parse HEAD",
+                   "fedcba9876543210fedcba9876543210fedcba98\n");
   host_.AddCommand("/usr/bin/python3 -m pip list --format=json --disable-pip-version-check",
-                   "[{\"name\": \"torch\", \"version\": \"2.14.0\"}, {\"name\": \"numpy\", \"version\": \"2.1.0\"}]");
+                   "[{\"name\": \"torch\", \"version\": \"2.14.0\"}, {\"name\": \"numpy\", "
+                   "\"version\": \"2.1.0\"}]");
   auto now = Freeze(host_, host_, Options());
   ASSERT_TRUE(now.ok());
   BaselineDiff d = CompareBaselines(*before, *now);
@@ -171,7 +180,8 @@ TEST(EnvBaselineJsonTest, MalformedBaselinesAreClearErrors) {
   bad_file["seeds"] = json::array({"zero"});
   EXPECT_FALSE(BaselineFromJson(bad_file, "b.json").ok());
 
-  fs::path p = fs::temp_directory_path() / ("dt_env_truncated_" + std::to_string(::getpid()) + ".json");
+  fs::path p =
+      fs::temp_directory_path() / ("dt_env_truncated_" + std::to_string(::getpid()) + ".json");
   ASSERT_TRUE(WriteFileAtomic(p, "{\"schema\": \"dualtrack.baseline/1\", \"data\": {").ok());
   auto truncated = LoadBaseline(p);
   ASSERT_FALSE(truncated.ok());

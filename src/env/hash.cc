@@ -48,8 +48,8 @@ constexpr std::uint64_t kMapThreshold = std::uint64_t{1} << 20;
 constexpr std::size_t kMapChunk = std::size_t{4} << 20;
 
 // Feeds a mapped file to the digests in chunks, dropping each hashed chunk from this process.
-void DigestMapped(const unsigned char* data, std::uint64_t size, EVP_MD_CTX* sha256, EVP_MD_CTX* sha1,
-                  const std::function<void(std::uint64_t)>& on_bytes,
+void DigestMapped(const unsigned char* data, std::uint64_t size, EVP_MD_CTX* sha256,
+                  EVP_MD_CTX* sha1, const std::function<void(std::uint64_t)>& on_bytes,
                   const std::function<void()>& after_first_block) {
   for (std::uint64_t off = 0; off < size; off += kMapChunk) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kMapChunk, size - off));
@@ -68,9 +68,10 @@ struct StreamResult {
   std::string sha1_blob;
 };
 
-// Streams a file through SHA-256 (and optionally git's blob SHA-1), checking that it did not change.
-Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>& buffer, bool git_blob,
-                                const std::function<void(std::uint64_t)>& on_bytes,
+// Streams a file through SHA-256 (and optionally git's blob SHA-1), checking that it did not
+// change.
+Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>& buffer,
+                                bool git_blob, const std::function<void(std::uint64_t)>& on_bytes,
                                 const std::function<void(const fs::path&)>& after_first_block) {
   // Never blocks on a FIFO or device swapped in after the listing: that is an error naming it.
   struct stat before {};
@@ -104,7 +105,8 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
     if (map->stat().st_ino != before.st_ino || map->stat().st_dev != before.st_dev ||
         map->size() != size) {
       return MakeError(ErrorCode::kInput,
-                       "the file changed while it was hashed (replaced): freeze a slice that nothing is writing to",
+                       "the file changed while it was hashed (replaced): freeze a slice that "
+                       "nothing is writing to",
                        path.string());
     }
     ::madvise(const_cast<unsigned char*>(map->data()), size, MADV_SEQUENTIAL);
@@ -112,9 +114,10 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
     if (after_first_block) hook = [&] { after_first_block(path); };
     DigestMapped(map->data(), size, sha256.get(), sha1.get(), on_bytes, hook);
     if (map->Truncated()) {
-      return MakeError(ErrorCode::kInput,
-                       "the file was truncated while it was hashed: freeze a slice that nothing is writing to",
-                       path.string());
+      return MakeError(
+          ErrorCode::kInput,
+          "the file was truncated while it was hashed: freeze a slice that nothing is writing to",
+          path.string());
     }
     total = size;
     first = false;
@@ -137,13 +140,18 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
   struct stat after {};
   if (::fstat(fd.get(), &after) != 0) return IoErr(path, "cannot stat", errno);
   struct stat now {};
-  bool replaced = ::stat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino || now.st_dev != before.st_dev;
-  if (replaced || after.st_size != before.st_size || ModificationTimeNs(after) != ModificationTimeNs(before) ||
+  bool replaced =
+      ::stat(path.c_str(), &now) != 0 || now.st_ino != before.st_ino || now.st_dev != before.st_dev;
+  if (replaced || after.st_size != before.st_size ||
+      ModificationTimeNs(after) != ModificationTimeNs(before) ||
       total != static_cast<std::uint64_t>(before.st_size)) {
     return MakeError(ErrorCode::kInput,
-                     "the file changed while it was hashed (size " + std::to_string(before.st_size) + " -> " +
+                     "the file changed while it was hashed (size " +
+                         std::to_string(before.st_size) + " -> " +
                          std::to_string(replaced ? now.st_size : after.st_size) +
-                         (replaced ? ", replaced" : ModificationTimeNs(after) != ModificationTimeNs(before) ? ", modified" : "") +
+                         (replaced                                                  ? ", replaced"
+                          : ModificationTimeNs(after) != ModificationTimeNs(before) ? ", modified"
+                                                                                    : "") +
                          "): freeze a slice that nothing is writing to",
                      path.string());
   }
@@ -172,7 +180,8 @@ std::string DisplayPath(const fs::path& p, const fs::path& base) {
 
 }  // namespace
 
-Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots, const fs::path& base) {
+Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots,
+                                        const fs::path& base) {
   CollectedFiles out;
   std::set<std::string> seen;
   auto add_file = [&](const fs::path& p, std::uint64_t size) {
@@ -184,12 +193,14 @@ Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots, c
     std::error_code ec;
     auto lst = fs::symlink_status(p, ec);
     if (ec || lst.type() == fs::file_type::not_found) {
-      return MakeError(ErrorCode::kInput, named ? "data path does not exist" : "cannot stat: " + ec.message(),
+      return MakeError(ErrorCode::kInput,
+                       named ? "data path does not exist" : "cannot stat: " + ec.message(),
                        p.string());
     }
     auto st = fs::status(p, ec);
     if (lst.type() == fs::file_type::symlink && (ec || st.type() == fs::file_type::not_found)) {
-      return MakeError(ErrorCode::kInput, "dangling symbolic link (its target does not exist)", p.string());
+      return MakeError(ErrorCode::kInput, "dangling symbolic link (its target does not exist)",
+                       p.string());
     }
     if (ec) return MakeError(ErrorCode::kInput, "cannot stat: " + ec.message(), p.string());
     if (st.type() == fs::file_type::regular) {
@@ -210,7 +221,8 @@ Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots, c
     std::error_code ec;
     if (!fs::is_directory(p, ec)) continue;
     fs::recursive_directory_iterator it(p, fs::directory_options::none, ec);
-    if (ec) return MakeError(ErrorCode::kInput, "cannot list directory: " + ec.message(), p.string());
+    if (ec)
+      return MakeError(ErrorCode::kInput, "cannot list directory: " + ec.message(), p.string());
     for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
       if (ec) break;
       const fs::path& entry = it->path();
@@ -218,9 +230,11 @@ Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots, c
       if (it->is_directory(e2) && !it->is_symlink(e2)) continue;
       if (auto s = visit(entry, false); !s.ok()) return s.take_error();
     }
-    if (ec) return MakeError(ErrorCode::kInput, "cannot list directory: " + ec.message(), p.string());
+    if (ec)
+      return MakeError(ErrorCode::kInput, "cannot list directory: " + ec.message(), p.string());
   }
-  std::sort(out.files.begin(), out.files.end(), [](const DataFile& a, const DataFile& b) { return a.path < b.path; });
+  std::sort(out.files.begin(), out.files.end(),
+            [](const DataFile& a, const DataFile& b) { return a.path < b.path; });
   return out;
 }
 
@@ -229,7 +243,8 @@ Status HashDataFiles(std::vector<DataFile>& files, const HashOptions& options) {
   // Largest first, so one big file does not start last and leave the other cores idle.
   std::vector<std::size_t> order(files.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return files[a].size > files[b].size; });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return files[a].size > files[b].size; });
   std::uint64_t total = 0;
   for (const auto& f : files) total += f.size;
 
@@ -267,9 +282,10 @@ Status HashDataFiles(std::vector<DataFile>& files, const HashOptions& options) {
     std::vector<unsigned char>& buffer = buffers[worker];
     if (buffer.empty()) buffer.resize(options.buffer_bytes);
     const std::size_t i = order[k];
-    auto r = StreamFile(files[i].source, buffer, false,
-                        [&](std::uint64_t n) { done.fetch_add(n, std::memory_order_relaxed); },
-                        options.after_first_block);
+    auto r = StreamFile(
+        files[i].source, buffer, false,
+        [&](std::uint64_t n) { done.fetch_add(n, std::memory_order_relaxed); },
+        options.after_first_block);
     if (!r.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       if (i < first_error_index) {
@@ -315,9 +331,11 @@ std::string Sha256Hex(std::string_view data) {
 std::string DataDigest(const std::vector<DataFile>& files) {
   std::vector<const DataFile*> sorted;
   for (const auto& f : files) sorted.push_back(&f);
-  std::sort(sorted.begin(), sorted.end(), [](const DataFile* a, const DataFile* b) { return a->path < b->path; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const DataFile* a, const DataFile* b) { return a->path < b->path; });
   std::string lines;
-  for (const auto* f : sorted) lines += f->path + "\t" + std::to_string(f->size) + "\t" + f->sha256 + "\n";
+  for (const auto* f : sorted)
+    lines += f->path + "\t" + std::to_string(f->size) + "\t" + f->sha256 + "\n";
   return Sha256Hex(lines);
 }
 

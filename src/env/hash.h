@@ -17,7 +17,7 @@ struct DataFile {
   std::string path;              // As recorded: relative to the project when inside it.
   std::filesystem::path source;  // Where it is read from.
   std::uint64_t size = 0;
-  std::string sha256;            // Lower-case hex; empty until hashed.
+  std::string sha256;  // Lower-case hex; empty until hashed.
 };
 
 struct SkippedPath {
@@ -37,7 +37,7 @@ Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots,
                                         const std::filesystem::path& base);
 
 struct HashOptions {
-  unsigned threads = 0;                  // 0: one per core.
+  unsigned threads = 0;                   // 0: one per core.
   std::size_t buffer_bytes = 256u << 10;  // Stays in L2 between read() and the hash.
   // Called from a helper thread about five times a second with bytes hashed and bytes in all.
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;

@@ -16,8 +16,9 @@ namespace fs = std::filesystem;
 class EnvHashTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("dt_env_hash_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("dt_env_hash_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -59,15 +60,18 @@ TEST_F(EnvHashTest, CollectsAndHashesATreeOnSeveralThreads) {
   ASSERT_TRUE(c.ok()) << c.error().ToString();
   std::vector<std::string> names;
   for (const auto& f : c->files) names.push_back(f.path);
-  EXPECT_EQ(names, (std::vector<std::string>{"data/big.bin", "data/link.txt", "data/sub/a.txt", "data/sub/empty",
-                                             "other.txt"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"data/big.bin", "data/link.txt", "data/sub/a.txt",
+                                             "data/sub/empty", "other.txt"}));
   ASSERT_EQ(c->skipped.size(), 1u);
   EXPECT_EQ(c->skipped[0].path, "data/loop");
   HashOptions opts;
   opts.threads = 3;
   opts.buffer_bytes = 64 * 1024;
   std::uint64_t last_done = 0, last_total = 0;
-  opts.progress = [&](std::uint64_t done, std::uint64_t total) { last_done = done; last_total = total; };
+  opts.progress = [&](std::uint64_t done, std::uint64_t total) {
+    last_done = done;
+    last_total = total;
+  };
   ASSERT_TRUE(HashDataFiles(c->files, opts).ok());
   EXPECT_EQ(c->files[0].sha256, Sha256Hex(big));
   EXPECT_EQ(c->files[0].size, big.size());
@@ -118,9 +122,7 @@ TEST_F(EnvHashTest, AFileChangedWhileHashedIsDetected) {
   ASSERT_TRUE(c.ok());
   HashOptions opts;
   opts.buffer_bytes = 4096;
-  opts.after_first_block = [](const fs::path& p) {
-    std::ofstream(p, std::ios::app) << "appended";
-  };
+  opts.after_first_block = [](const fs::path& p) { std::ofstream(p, std::ios::app) << "appended"; };
   auto s = HashDataFiles(c->files, opts);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("changed while it was hashed"), std::string::npos);
@@ -135,7 +137,8 @@ TEST_F(EnvHashTest, AFileTruncatedWhileMappedIsAnErrorNotACrash) {
   opts.after_first_block = [](const fs::path& p) { fs::resize_file(p, 0); };
   auto s = HashDataFiles(c->files, opts);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("truncated while it was hashed"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("truncated while it was hashed"), std::string::npos)
+      << s.error().message;
   // The next file hashes normally: the handler was disarmed.
   Write("d/big", std::string(3u << 20, 'y'));
   auto again = CollectDataFiles({"d"}, dir_);

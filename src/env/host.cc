@@ -1,7 +1,6 @@
 #include "env/host.h"
 
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
@@ -57,8 +56,8 @@ Result<ProcessResult> ReplayHost::Run(const std::vector<std::string>& argv,
       return result;
     }
   }
-  return MakeError(ErrorCode::kIo, "'" + (argv.empty() ? std::string() : argv[0]) +
-                                       "' not found on PATH");
+  return MakeError(ErrorCode::kIo,
+                   "'" + (argv.empty() ? std::string() : argv[0]) + "' not found on PATH");
 }
 
 std::optional<std::filesystem::path> ReplayHost::Which(const std::string& name) {
@@ -95,7 +94,8 @@ Result<std::unique_ptr<ReplayHost>> LoadReplayHost(const std::filesystem::path& 
   auto host = std::make_unique<ReplayHost>();
   auto bad = [&](const std::string& what) { return MakeError(ErrorCode::kInput, what, manifest); };
   // Inline text, or the contents of a file named relative to the fixture.
-  auto contents = [&](const json& item, const char* inline_key, const char* file_key) -> Result<std::string> {
+  auto contents = [&](const json& item, const char* inline_key,
+                      const char* file_key) -> Result<std::string> {
     if (item.contains(file_key)) {
       auto r = ReadFile(dir / item[file_key].get<std::string>(), 16u << 20);
       if (!r.ok()) return r.take_error();

@@ -21,7 +21,8 @@ class HostFiles {
   // The contents of a small system file, or nullopt when it does not exist or cannot be read.
   virtual std::optional<std::string> Read(const std::string& path) = 0;
   virtual std::optional<std::string> GetEnv(const std::string& name) = 0;
-  // Every environment variable; callers filter through an allow-list (the environment holds secrets).
+  // Every environment variable; callers filter through an allow-list (the environment holds
+  // secrets).
   virtual std::map<std::string, std::string> Environment() = 0;
 };
 
@@ -38,10 +39,16 @@ class SystemHostFiles : public HostFiles {
 // script is long). An unknown command behaves like a program that is not installed.
 class ReplayHost : public CommandRunner, public HostFiles {
  public:
-  void AddCommand(const std::string& key, ProcessResult result) { commands_[key] = std::move(result); }
+  void AddCommand(const std::string& key, ProcessResult result) {
+    commands_[key] = std::move(result);
+  }
   void AddCommand(const std::string& key, std::string out, int exit_code = 0, std::string err = {});
-  void AddProgram(const std::string& name, std::filesystem::path path) { programs_[name] = std::move(path); }
-  void AddFile(const std::string& path, std::string contents) { files_[path] = std::move(contents); }
+  void AddProgram(const std::string& name, std::filesystem::path path) {
+    programs_[name] = std::move(path);
+  }
+  void AddFile(const std::string& path, std::string contents) {
+    files_[path] = std::move(contents);
+  }
   void SetEnv(const std::string& name, std::string value) { env_[name] = std::move(value); }
 
   Result<ProcessResult> Run(const std::vector<std::string>& argv,

@@ -1,4 +1,5 @@
-// `dualtrack fix`: the scan's fixable findings, rewritten (fixer.cc) and shown as a diff or written.
+// `dualtrack fix`: the scan's fixable findings, rewritten (fixer.cc) and shown as a diff or
+// written.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -40,7 +41,8 @@ bool MatchesScan(std::string_view text, const std::vector<scan::Finding>& findin
     if (f.line < 1 || static_cast<std::size_t>(f.line) > lines.size()) return false;
     if (f.snippet.empty()) continue;
     std::string_view line = Trim(lines[static_cast<std::size_t>(f.line - 1)]);
-    if (!line.starts_with(std::string_view(f.snippet).substr(0, std::min<std::size_t>(f.snippet.size(), 40))))
+    if (!line.starts_with(
+            std::string_view(f.snippet).substr(0, std::min<std::size_t>(f.snippet.size(), 40))))
       return false;
   }
   return true;
@@ -54,11 +56,12 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   std::vector<std::string> own(args.begin(), dashes);
   std::vector<std::string> command;
   if (dashes != args.end()) command.assign(dashes + 1, args.end());
-  CLI::App app{"Rewrite CUDA-hardwired Python so that it picks CUDA, else MPS, else the CPU at run "
-               "time. Safe fixes keep the behaviour on a CUDA machine: every rewritten call is the "
-               "original one whenever CUDA is available. Edits are made on the scanner's tokens, so "
-               "comments, quoting and layout stay as written; a second fix changes nothing.",
-               "dualtrack fix"};
+  CLI::App app{
+      "Rewrite CUDA-hardwired Python so that it picks CUDA, else MPS, else the CPU at run "
+      "time. Safe fixes keep the behaviour on a CUDA machine: every rewritten call is the "
+      "original one whenever CUDA is available. Edits are made on the scanner's tokens, so "
+      "comments, quoting and layout stay as written; a second fix changes nothing.",
+      "dualtrack fix"};
   scan::TreeSelection tree;
   bool apply = false, diff = false, unsafe = false;
   bool show_left = false, verify = false;
@@ -66,8 +69,10 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   std::int64_t seed = 0;
   double timeout = 0;
   std::string verify_dir;
-  app.add_option("paths", tree.paths, "Files or folders to fix (default: .); the first sets the root");
-  app.add_flag("--diff", diff, "Print the changes as a unified diff and write nothing (the default)");
+  app.add_option("paths", tree.paths,
+                 "Files or folders to fix (default: .); the first sets the root");
+  app.add_flag("--diff", diff,
+               "Print the changes as a unified diff and write nothing (the default)");
   app.add_flag("--apply", apply,
                "Write the fixed files (atomically; a file that changed since it was read is left "
                "alone and named). With --verify, only when the rewrite is verified");
@@ -77,17 +82,21 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
                "float16)");
   app.add_option("--select", tree.select, "Fix only these rule codes or prefixes (DT101,DT2)");
   app.add_option("--ignore", tree.ignore, "Rule codes or prefixes to leave alone");
-  app.add_option("--entry", tree.entries, "Entry scripts, as for scan (findings off their path are fixed too)");
+  app.add_option("--entry", tree.entries,
+                 "Entry scripts, as for scan (findings off their path are fixed too)");
   app.add_option("--exclude", tree.exclude, "Glob of paths to leave out (relative to the root)");
   app.add_flag("--show-left", show_left, "List every finding left as it is, with the reason");
   app.add_flag("--verify", verify,
                "Prove the rewrite: run the command after -- in a copy of the original and of the "
                "fixed project on this CPU (same seed, CUDA redirected to the CPU) and compare the "
                "two bundles with no tolerance");
-  app.add_option("--steps", steps, "With --verify: optimizer steps whose tensors are compared (default 1)")
+  app.add_option("--steps", steps,
+                 "With --verify: optimizer steps whose tensors are compared (default 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "With --verify: the seed of both runs (default 0)")->check(CLI::NonNegativeNumber);
-  app.add_option("--timeout", timeout, "With --verify: stop each run after SEC seconds")->check(CLI::PositiveNumber);
+  app.add_option("--seed", seed, "With --verify: the seed of both runs (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeout", timeout, "With --verify: stop each run after SEC seconds")
+      ->check(CLI::PositiveNumber);
   app.add_option("--verify-dir", verify_dir,
                  "With --verify: keep the two copies and their bundles in this folder (default: a "
                  "temporary folder, removed)");
@@ -110,8 +119,9 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
       "file that could not be written.");
   if (auto early = ParseArgs(app, own, io)) return *early;
   if (verify && command.empty())
-    return MakeError(ErrorCode::kUsage, "--verify needs the command to run after --, e.g. "
-                                        "dualtrack fix --verify -- python train.py --steps 2");
+    return MakeError(ErrorCode::kUsage,
+                     "--verify needs the command to run after --, e.g. "
+                     "dualtrack fix --verify -- python train.py --steps 2");
   if (!verify && !command.empty())
     return MakeError(ErrorCode::kUsage, "a command after -- is only for --verify");
 
@@ -138,7 +148,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
     if (!text) return text.take_error();
     const bool notebook = file.ends_with(".ipynb");
     if (!notebook && !MatchesScan(*text, findings)) {
-      io.err << "dualtrack fix: " << EscapeControl(file) << ": changed while it was scanned; left alone\n";
+      io.err << "dualtrack fix: " << EscapeControl(file)
+             << ": changed while it was scanned; left alone\n";
       ++failed;
       continue;
     }
@@ -146,7 +157,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
     if (notebook) {
       auto nb = FixNotebook(*text, findings, fix_options);
       if (!nb) {
-        io.err << "dualtrack fix: " << EscapeControl(file) << ": " << EscapeControl(nb.error().message) << '\n';
+        io.err << "dualtrack fix: " << EscapeControl(file) << ": "
+               << EscapeControl(nb.error().message) << '\n';
         ++failed;
         continue;
       }
@@ -157,8 +169,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
     for (const auto& o : result.outcomes) {
       if (o.fixed) continue;
       ++left;
-      left_lines.push_back(file + (o.cell ? ":cell " + std::to_string(*o.cell) : std::string()) + ":" +
-                           std::to_string(o.line) + ": " + o.code + " " + o.note);
+      left_lines.push_back(file + (o.cell ? ":cell " + std::to_string(*o.cell) : std::string()) +
+                           ":" + std::to_string(o.line) + ": " + o.code + " " + o.note);
     }
     if (!result.changed()) continue;
     fixed += result.fixed();
@@ -169,7 +181,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   if (verify && !changes.empty()) {
     VerifyOptions v;
     std::error_code ec;
-    v.root = fs::is_directory(report->root, ec) ? fs::path(report->root) : fs::path(report->root).parent_path();
+    v.root = fs::is_directory(report->root, ec) ? fs::path(report->root)
+                                                : fs::path(report->root).parent_path();
     for (const auto& [file, c] : changes) v.fixed.emplace(file, c.after);
     v.command = command;
     v.steps = steps;
@@ -196,7 +209,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
     for (const auto& l : left_lines) io.err << EscapeControl(l) << '\n';
   const bool wrote = apply && (!verify || verified);
   io.err << "dualtrack fix: " << (wrote ? "fixed " : "would fix ") << fixed << " finding"
-         << (fixed == 1 ? "" : "s") << " in " << changes.size() << " file" << (changes.size() == 1 ? "" : "s");
+         << (fixed == 1 ? "" : "s") << " in " << changes.size() << " file"
+         << (changes.size() == 1 ? "" : "s");
   if (left > 0)
     io.err << "; " << left << " left as they are" << (show_left ? "" : " (--show-left lists them)");
   if (apply && verify && !verified && !changes.empty()) io.err << "; nothing written";

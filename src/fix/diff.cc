@@ -23,7 +23,8 @@ enum class Op { kKeep, kDelete, kInsert };
 // Myers' O((N+M)D) shortest edit script. Written here because a fix changes a few lines of a long
 // file (D is small), and no Debian/Homebrew diff library fits a C++ build this size; the edits
 // are a list of keep/delete/insert over the two line arrays.
-std::vector<Op> EditScript(const std::vector<std::string_view>& a, const std::vector<std::string_view>& b) {
+std::vector<Op> EditScript(const std::vector<std::string_view>& a,
+                           const std::vector<std::string_view>& b) {
   const int n = static_cast<int>(a.size());
   const int m = static_cast<int>(b.size());
   const int max = n + m;
@@ -36,7 +37,8 @@ std::vector<Op> EditScript(const std::vector<std::string_view>& a, const std::ve
     trace.emplace_back(v.begin() + (offset - d), v.begin() + (offset + d + 1));
     for (int k = -d; k <= d; k += 2) {
       int x;
-      if (k == -d || (k != d && v[static_cast<std::size_t>(offset + k - 1)] < v[static_cast<std::size_t>(offset + k + 1)]))
+      if (k == -d || (k != d && v[static_cast<std::size_t>(offset + k - 1)] <
+                                    v[static_cast<std::size_t>(offset + k + 1)]))
         x = v[static_cast<std::size_t>(offset + k + 1)];
       else
         x = v[static_cast<std::size_t>(offset + k - 1)] + 1;
@@ -88,7 +90,8 @@ void AppendLine(std::string& out, char mark, std::string_view line) {
 
 }  // namespace
 
-std::string UnifiedDiff(std::string_view before, std::string_view after, std::string_view name, int context) {
+std::string UnifiedDiff(std::string_view before, std::string_view after, std::string_view name,
+                        int context) {
   if (before == after) return {};
   const auto a = Lines(before);
   const auto b = Lines(after);
@@ -113,7 +116,8 @@ std::string UnifiedDiff(std::string_view before, std::string_view after, std::st
     }
     // A hunk: from `context` keeps before this change to `context` keeps after the last change
     // that lies within 2 * context keeps of the previous one.
-    std::size_t start = i >= static_cast<std::size_t>(context) ? i - static_cast<std::size_t>(context) : 0;
+    std::size_t start =
+        i >= static_cast<std::size_t>(context) ? i - static_cast<std::size_t>(context) : 0;
     while (start < i && ops[start] != Op::kKeep) ++start;
     std::size_t end = i;
     for (std::size_t j = i; j < count; ++j) {
@@ -131,13 +135,17 @@ std::string UnifiedDiff(std::string_view before, std::string_view after, std::st
     }
     const int a_start = pos[start].first + (a_len > 0 ? 1 : 0);
     const int b_start = pos[start].second + (b_len > 0 ? 1 : 0);
-    out += "@@ -" + std::to_string(a_start) + (a_len == 1 ? "" : "," + std::to_string(a_len)) + " +" +
-           std::to_string(b_start) + (b_len == 1 ? "" : "," + std::to_string(b_len)) + " @@\n";
+    out += "@@ -" + std::to_string(a_start) + (a_len == 1 ? "" : "," + std::to_string(a_len)) +
+           " +" + std::to_string(b_start) + (b_len == 1 ? "" : "," + std::to_string(b_len)) +
+           " @@\n";
     for (std::size_t j = start; j < stop; ++j) {
       const auto [ax, by] = pos[j];
-      if (ops[j] == Op::kKeep) AppendLine(out, ' ', a[static_cast<std::size_t>(ax)]);
-      else if (ops[j] == Op::kDelete) AppendLine(out, '-', a[static_cast<std::size_t>(ax)]);
-      else AppendLine(out, '+', b[static_cast<std::size_t>(by)]);
+      if (ops[j] == Op::kKeep)
+        AppendLine(out, ' ', a[static_cast<std::size_t>(ax)]);
+      else if (ops[j] == Op::kDelete)
+        AppendLine(out, '-', a[static_cast<std::size_t>(ax)]);
+      else
+        AppendLine(out, '+', b[static_cast<std::size_t>(by)]);
     }
     i = stop;
   }

@@ -1,9 +1,8 @@
 #include "fix/fixer.h"
 
 #include <algorithm>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "scan/notebook_scanner.h"
 #include "scan/python_lexer.h"
@@ -44,7 +43,8 @@ constexpr Helper kHelpers[] = {
      "    return \"cpu\"\n"},
     {"_dualtrack_cuda",
      "def _dualtrack_cuda(name, mps_name=None, default=None):\n"
-     "    # torch.cuda.<name> with CUDA, torch.mps.<mps_name> on a Mac, else a call returning default.\n"
+     "    # torch.cuda.<name> with CUDA, torch.mps.<mps_name> on a Mac, else a call returning "
+     "default.\n"
      "    if torch.cuda.is_available():\n"
      "        return getattr(torch.cuda, name)\n"
      "    if mps_name is not None and torch.backends.mps.is_available():\n"
@@ -55,7 +55,8 @@ constexpr Helper kHelpers[] = {
      "    return lambda *args, **kwargs: default\n"},
     {"_dualtrack_autocast",
      "def _dualtrack_autocast(*args, **kwargs):\n"
-     "    # torch.cuda.amp.autocast(...) on the device in use; off on the CPU, as it was without CUDA.\n"
+     "    # torch.cuda.amp.autocast(...) on the device in use; off on the CPU, as it was without "
+     "CUDA.\n"
      "    device = _dualtrack_device().split(\":\")[0]\n"
      "    kwargs.update(zip((\"enabled\", \"dtype\", \"cache_enabled\"), args))\n"
      "    if device == \"cpu\":\n"
@@ -63,27 +64,34 @@ constexpr Helper kHelpers[] = {
      "    return torch.autocast(device, **kwargs)\n"},
     {"_dualtrack_grad_scaler",
      "def _dualtrack_grad_scaler(*args, **kwargs):\n"
-     "    # torch.cuda.amp.GradScaler(...) on the device in use; off on the CPU, as it was without CUDA.\n"
+     "    # torch.cuda.amp.GradScaler(...) on the device in use; off on the CPU, as it was without "
+     "CUDA.\n"
      "    device = _dualtrack_device().split(\":\")[0]\n"
-     "    names = (\"init_scale\", \"growth_factor\", \"backoff_factor\", \"growth_interval\", \"enabled\")\n"
+     "    names = (\"init_scale\", \"growth_factor\", \"backoff_factor\", \"growth_interval\", "
+     "\"enabled\")\n"
      "    kwargs.update(zip(names, args))\n"
      "    if device == \"cpu\":\n"
      "        kwargs[\"enabled\"] = False\n"
      "    return torch.amp.GradScaler(device, **kwargs)\n"},
     {"_dualtrack_attention",
-     "def _dualtrack_attention(query, key, value, attn_bias=None, dropout_p=0.0, scale=None, causal=False):\n"
-     "    # xformers / flash-attn attention through scaled_dot_product_attention, which every device\n"
-     "    # has. Their tensors are [batch, seq, heads, dim] (or [batch, seq, dim]); SDPA's put heads first.\n"
+     "def _dualtrack_attention(query, key, value, attn_bias=None, dropout_p=0.0, scale=None, "
+     "causal=False):\n"
+     "    # xformers / flash-attn attention through scaled_dot_product_attention, which every "
+     "device\n"
+     "    # has. Their tensors are [batch, seq, heads, dim] (or [batch, seq, dim]); SDPA's put "
+     "heads first.\n"
      "    if type(attn_bias).__name__ == \"LowerTriangularMask\":\n"
      "        attn_bias, causal = None, True\n"
      "    elif attn_bias is not None and not isinstance(attn_bias, torch.Tensor):\n"
-     "        raise NotImplementedError(f\"attention bias {type(attn_bias).__name__}: no SDPA equivalent\")\n"
+     "        raise NotImplementedError(f\"attention bias {type(attn_bias).__name__}: no SDPA "
+     "equivalent\")\n"
      "    heads = query.dim() == 4\n"
      "    if heads:\n"
      "        query, key, value = (t.transpose(1, 2) for t in (query, key, value))\n"
      "    extra = {\"enable_gqa\": True} if heads and key.shape[1] != query.shape[1] else {}\n"
      "    out = torch.nn.functional.scaled_dot_product_attention(\n"
-     "        query, key, value, attn_mask=attn_bias, dropout_p=dropout_p, is_causal=causal, scale=scale, **extra)\n"
+     "        query, key, value, attn_mask=attn_bias, dropout_p=dropout_p, is_causal=causal, "
+     "scale=scale, **extra)\n"
      "    return out.transpose(1, 2) if heads else out\n"},
 };
 
@@ -125,9 +133,9 @@ const CudaCall* FindCudaCall(std::string_view name) {
 }
 
 // Codes whose findings the fixer rewrites; DT204 only with --unsafe-fixes.
-constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106", "DT107",
-                                         "DT108", "DT112", "DT113", "DT115", "DT205", "DT204", "DT201",
-                                         "DT202", "DT206"};
+constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106",
+                                         "DT107", "DT108", "DT112", "DT113", "DT115", "DT205",
+                                         "DT204", "DT201", "DT202", "DT206"};
 // Fixes that may change results: float64 -> float32, attention libraries -> SDPA, bitsandbytes
 // quantisation -> float16 weights.
 constexpr std::string_view kUnsafe[] = {"DT204", "DT201", "DT202", "DT206"};
@@ -143,12 +151,22 @@ struct AttentionApi {
 constexpr AttentionApi kAttentionApis[] = {
     {"memory_efficient_attention",
      {"attn_bias", "dropout_p", "scale"},
-     {{"query", "query"}, {"key", "key"}, {"value", "value"}, {"attn_bias", "attn_bias"}, {"p", "dropout_p"},
-      {"scale", "scale"}, {"", ""}}},
+     {{"query", "query"},
+      {"key", "key"},
+      {"value", "value"},
+      {"attn_bias", "attn_bias"},
+      {"p", "dropout_p"},
+      {"scale", "scale"},
+      {"", ""}}},
     {"flash_attn_func",
      {"dropout_p", "scale", "causal"},
-     {{"q", "query"}, {"k", "key"}, {"v", "value"}, {"dropout_p", "dropout_p"}, {"softmax_scale", "scale"},
-      {"causal", "causal"}, {"", ""}}},
+     {{"q", "query"},
+      {"k", "key"},
+      {"v", "value"},
+      {"dropout_p", "dropout_p"},
+      {"softmax_scale", "scale"},
+      {"causal", "causal"},
+      {"", ""}}},
 };
 
 const AttentionApi* FindAttention(std::string_view name) {
@@ -200,7 +218,9 @@ class Fixer {
   bool IsOp(std::size_t k, std::string_view op) const {
     return k < lex_.tokens.size() && lex_.tokens[k].kind() == TokKind::kOp && Text(k) == op;
   }
-  bool IsName(std::size_t k) const { return k < lex_.tokens.size() && lex_.tokens[k].kind() == TokKind::kName; }
+  bool IsName(std::size_t k) const {
+    return k < lex_.tokens.size() && lex_.tokens[k].kind() == TokKind::kName;
+  }
   bool IsString(std::size_t k) const {
     return k < lex_.tokens.size() && lex_.tokens[k].kind() == TokKind::kString;
   }
@@ -211,8 +231,10 @@ class Fixer {
 
   // The token that starts at the finding's line and column.
   std::size_t TokenAt(std::int64_t line, std::int64_t column) const {
-    if (line < 1 || static_cast<std::size_t>(line) > lex_.line_starts.size() || column < 1) return kNone;
-    const std::uint64_t offset = lex_.line_starts[static_cast<std::size_t>(line - 1)] + static_cast<std::uint64_t>(column - 1);
+    if (line < 1 || static_cast<std::size_t>(line) > lex_.line_starts.size() || column < 1)
+      return kNone;
+    const std::uint64_t offset = lex_.line_starts[static_cast<std::size_t>(line - 1)] +
+                                 static_cast<std::uint64_t>(column - 1);
     auto it = std::lower_bound(lex_.tokens.begin(), lex_.tokens.end(), offset,
                                [](const Token& t, std::uint64_t o) { return t.offset < o; });
     if (it == lex_.tokens.end() || it->offset != offset) return kNone;
@@ -222,8 +244,10 @@ class Fixer {
   std::size_t Matching(std::size_t open) const {
     int depth = 0;
     for (std::size_t k = open; k < lex_.tokens.size(); ++k) {
-      if (IsOpen(k)) ++depth;
-      else if (IsClose(k) && --depth == 0) return k;
+      if (IsOpen(k))
+        ++depth;
+      else if (IsClose(k) && --depth == 0)
+        return k;
     }
     return kNone;
   }
@@ -243,8 +267,10 @@ class Fixer {
     int depth = 0;
     std::size_t start = open + 1;
     for (std::size_t k = open + 1; k < close; ++k) {
-      if (IsOpen(k)) ++depth;
-      else if (IsClose(k)) --depth;
+      if (IsOpen(k))
+        ++depth;
+      else if (IsClose(k))
+        --depth;
       else if (depth == 0 && IsOp(k, ",")) {
         args.emplace_back(start, k);
         start = k + 1;
@@ -355,7 +381,8 @@ class Fixer {
   // after it `.to(NAME)` is the original `.cuda()` there, and the module keeps its own choice.
   void FindDeviceVariable() {
     for (const scan::LogicalLine& l : lex_.lines) {
-      if (l.indent != 0 || l.end < l.begin + 13 || !IsName(l.begin) || !IsOp(l.begin + 1, "=")) continue;
+      if (l.indent != 0 || l.end < l.begin + 13 || !IsName(l.begin) || !IsOp(l.begin + 1, "="))
+        continue;
       std::size_t t = l.begin + 2;
       std::size_t end = l.end;
       if (Text(t) == "torch" && IsOp(t + 1, ".") && Text(t + 2) == "device" && IsOp(t + 3, "(") &&
@@ -363,8 +390,8 @@ class Fixer {
         t += 4;
         --end;
       }
-      static constexpr std::string_view kShape[] = {"", "if", "torch", ".", "cuda", ".", "is_available",
-                                                    "(", ")", "else", ""};
+      static constexpr std::string_view kShape[] = {
+          "", "if", "torch", ".", "cuda", ".", "is_available", "(", ")", "else", ""};
       if (end - t != std::size(kShape) || !IsString(t) || scan::StringBody(Text(t)) != "cuda" ||
           !IsString(end - 1))
         continue;
@@ -385,8 +412,10 @@ class Fixer {
       std::size_t target_end = l.begin;  // Tokens before the first top-level `=` are targets.
       int depth = 0;
       for (std::size_t t = l.begin; t < l.end; ++t) {
-        if (IsOpen(t)) ++depth;
-        else if (IsClose(t)) --depth;
+        if (IsOpen(t))
+          ++depth;
+        else if (IsClose(t))
+          --depth;
         else if (depth == 0 && IsOp(t, "=")) {
           target_end = t;
           break;
@@ -394,9 +423,10 @@ class Fixer {
       }
       for (std::size_t t = l.begin; t < l.end; ++t) {
         if (t == def || !IsName(t) || Text(t) != name || (t > 0 && IsOp(t - 1, "."))) continue;
-        const bool target = t < target_end || head == "def" || head == "global" || head == "nonlocal" ||
-                            head == "import" || head == "from" || IsOp(t + 1, ":=") ||
-                            (t > 0 && (Text(t - 1) == "as" || Text(t - 1) == "for" || Text(t - 1) == "lambda"));
+        const bool target =
+            t < target_end || head == "def" || head == "global" || head == "nonlocal" ||
+            head == "import" || head == "from" || IsOp(t + 1, ":=") ||
+            (t > 0 && (Text(t - 1) == "as" || Text(t - 1) == "for" || Text(t - 1) == "lambda"));
         if (target) return true;
       }
     }
@@ -426,7 +456,8 @@ class Fixer {
     if (f.code == "DT206") return FixQuantised(k);
     if (f.code == "DT201") return FixAttentionImport(k);
     if (f.code == "DT202") return FixAttention(k);
-    if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "=")) return FixOnlyWithCuda(k);
+    if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "="))
+      return FixOnlyWithCuda(k);
     if (IsName(k)) return FixCudaApi(k);
     return "not a call this fix knows";
   }
@@ -434,7 +465,8 @@ class Fixer {
   // The scan reports one finding per rule and statement: `a.cuda(), b.cuda()` is one DT101. The
   // fix of the reported construct also fixes its like in the same statement, unless a conditional
   // expression there may put one of them behind a check.
-  std::string WithSiblings(std::size_t k, std::string_view code, std::string (Fixer::*fix)(std::size_t)) {
+  std::string WithSiblings(std::size_t k, std::string_view code,
+                           std::string (Fixer::*fix)(std::size_t)) {
     std::string note = (this->*fix)(k);
     auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
                              [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
@@ -453,7 +485,8 @@ class Fixer {
     if (code == "DT102") return IsString(t) && scan::StringBody(Text(t)).starts_with("cuda");
     if (code == "DT204")
       return (method && Text(t) == "double" && IsOp(t + 2, ")")) ||
-             ((Text(t) == "float64" || Text(t) == "double") && t >= 2 && IsOp(t - 1, ".") && Text(t - 2) == "torch");
+             ((Text(t) == "float64" || Text(t) == "double") && t >= 2 && IsOp(t - 1, ".") &&
+              Text(t - 2) == "torch");
     return false;
   }
 
@@ -468,14 +501,16 @@ class Fixer {
     std::size_t index_arg = kNone;
     for (std::size_t a = 0; a < args.size(); ++a) {
       const bool keyword = IsKeywordArg(args[a]);
-      if (!keyword && a > 0) return ".cuda(i, non_blocking) with positional arguments: left for review";
+      if (!keyword && a > 0)
+        return ".cuda(i, non_blocking) with positional arguments: left for review";
       if (!keyword || Text(args[a].first) == "device") index_arg = a;
     }
     if (index_arg == kNone) {
       const std::string device = DeviceAt(Begin(k));
       std::string text = "to(" + device;
       if (!args.empty()) text += ", ";
-      return Add(Begin(k), End(k + 1), text) ? "x.cuda() -> x.to(" + device + ")" : "overlaps another fix";
+      return Add(Begin(k), End(k + 1), text) ? "x.cuda() -> x.to(" + device + ")"
+                                             : "overlaps another fix";
     }
     needed_.insert("_dualtrack_device");
     const auto [first, last] = args[index_arg];
@@ -488,12 +523,14 @@ class Fixer {
 
   // "cuda" / "cuda:N" where a device is chosen -> _dualtrack_device() / _dualtrack_device(N).
   std::string FixDeviceString(std::size_t k) {
-    if (!IsString(k) || scan::IsFString(Text(k)) || scan::IsBytes(Text(k))) return "not a plain string";
+    if (!IsString(k) || scan::IsFString(Text(k)) || scan::IsBytes(Text(k)))
+      return "not a plain string";
     const std::string_view body = scan::StringBody(Text(k));
     std::string index;
     if (body.starts_with("cuda:")) {
       index = std::string(body.substr(5));
-      if (index.empty() || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      if (index.empty() ||
+          !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
         return "not a device string";
     } else if (body != "cuda") {
       return "not a device string";
@@ -501,7 +538,8 @@ class Fixer {
     const std::size_t prev = k - 1;
     const std::size_t next = k + 1;
     auto is_compare = [&](std::size_t t) {
-      return IsOp(t, "==") || IsOp(t, "!=") || Text(t) == "in" || Text(t) == "is" || Text(t) == "not";
+      return IsOp(t, "==") || IsOp(t, "!=") || Text(t) == "in" || Text(t) == "is" ||
+             Text(t) == "not";
     };
     if (k == 0 || is_compare(prev) || (next < lex_.tokens.size() && is_compare(next)))
       return "a comparison: a check, not a choice";
@@ -515,9 +553,11 @@ class Fixer {
                              IsOp(next, "]") || IsOp(next, "}") || IsOp(next, ";") ||
                              lex_.Line(lex_.tokens[next]) != lex_.Line(lex_.tokens[k]);
     if (!value_before || !value_after) return "the string is part of a larger expression";
-    const std::string device = index.empty() ? DeviceAt(Begin(k)) : "_dualtrack_device(" + index + ")";
+    const std::string device =
+        index.empty() ? DeviceAt(Begin(k)) : "_dualtrack_device(" + index + ")";
     if (!index.empty()) needed_.insert("_dualtrack_device");
-    return Add(Begin(k), End(k), device) ? "\"" + std::string(body) + "\" -> " + device : "overlaps another fix";
+    return Add(Begin(k), End(k), device) ? "\"" + std::string(body) + "\" -> " + device
+                                         : "overlaps another fix";
   }
 
   // torch.device("cuda", i) / torch.device("cuda", index=i) -> torch.device(_dualtrack_device(i)).
@@ -542,7 +582,8 @@ class Fixer {
     const char quote = Text(k).back();
     std::string gloo = std::string(1, quote) + "gloo" + std::string(1, quote);
     needed_.insert("torch");
-    return Add(Begin(k), End(k), "(" + std::string(Text(k)) + " if torch.cuda.is_available() else " + gloo + ")")
+    return Add(Begin(k), End(k),
+               "(" + std::string(Text(k)) + " if torch.cuda.is_available() else " + gloo + ")")
                ? "\"nccl\" -> nccl with CUDA, else gloo"
                : "overlaps another fix";
   }
@@ -553,7 +594,8 @@ class Fixer {
                              [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
     if (line == lex_.lines.end()) return "no statement at the finding";
     for (std::size_t c = line->begin; c + 2 < line->end; ++c) {
-      if (Text(c) != "choices" || !IsOp(c + 1, "=") || !(IsOp(c + 2, "[") || IsOp(c + 2, "(") || IsOp(c + 2, "{")))
+      if (Text(c) != "choices" || !IsOp(c + 1, "=") ||
+          !(IsOp(c + 2, "[") || IsOp(c + 2, "(") || IsOp(c + 2, "{")))
         continue;
       const std::size_t close = Matching(c + 2);
       if (close == kNone) return "unbalanced brackets";
@@ -606,7 +648,8 @@ class Fixer {
       if (!in_cuda && e - b > 1) return "not a torch.cuda call";
       text = "_dualtrack_cuda(\"" + std::string(c->name) + "\"";
       if (!c->mps.empty()) text += ", \"" + std::string(c->mps) + "\"";
-      if (!c->fallback.empty()) text += std::string(c->mps.empty() ? ", None" : "") + ", " + std::string(c->fallback);
+      if (!c->fallback.empty())
+        text += std::string(c->mps.empty() ? ", None" : "") + ", " + std::string(c->fallback);
       text += ")";
       needed_.insert("_dualtrack_cuda");
     } else {
@@ -623,12 +666,13 @@ class Fixer {
                              [&](const scan::LogicalLine& l) { return l.begin == k; });
     if (line == lex_.lines.end()) return "not a statement of its own";
     const auto [b, e] = ChainAround(k);
-    if (b != k || !IsOp(e, "=") || e + 1 >= line->end) return "not a setting (an assignment to the flag)";
+    if (b != k || !IsOp(e, "=") || e + 1 >= line->end)
+      return "not a setting (an assignment to the flag)";
     if (lex_.Line(lex_.tokens[line->begin]) != lex_.Line(lex_.tokens[line->end - 1]))
       return "a setting over several lines: left for review";
     needed_.insert("torch");
     return Add(Begin(k), Begin(k), "if torch.cuda.is_available(): ") ? "set only with CUDA"
-                                                                    : "overlaps another fix";
+                                                                     : "overlaps another fix";
   }
 
   // An integer device index: x.to(args.gpu) -> x.to(_dualtrack_device(args.gpu)), and the values
@@ -653,15 +697,20 @@ class Fixer {
       std::size_t colon = kNone;
       int depth = 0;
       for (std::size_t t = entry.first; t < entry.second && colon == kNone; ++t) {
-        if (IsOpen(t)) ++depth;
-        else if (IsClose(t)) --depth;
-        else if (depth == 0 && IsOp(t, ":")) colon = t;
+        if (IsOpen(t))
+          ++depth;
+        else if (IsClose(t))
+          --depth;
+        else if (depth == 0 && IsOp(t, ":"))
+          colon = t;
       }
-      if (colon == kNone || colon + 1 >= entry.second) return "a device_map that is not key: value pairs";
+      if (colon == kNone || colon + 1 >= entry.second)
+        return "a device_map that is not key: value pairs";
       if (colon + 2 == entry.second && IsString(colon + 1)) continue;  // "auto", "cpu", "disk".
       wrapped += WrapInDevice({colon + 1, entry.second}) ? 1 : 0;
     }
-    return wrapped > 0 ? "device_map values -> _dualtrack_device(i)" : "no device index in the device_map";
+    return wrapped > 0 ? "device_map values -> _dualtrack_device(i)"
+                       : "no device index in the device_map";
   }
 
   bool WrapInDevice(std::pair<std::size_t, std::size_t> range) {
@@ -673,7 +722,8 @@ class Fixer {
   // A plain string literal -> `value`, in the same quotes.
   std::string ReplaceString(std::size_t k, std::string_view value) {
     const std::string_view text = Text(k);
-    if (scan::IsFString(text) || scan::IsBytes(text) || text.size() < 2 || text.front() != text.back())
+    if (scan::IsFString(text) || scan::IsBytes(text) || text.size() < 2 ||
+        text.front() != text.back())
       return "not a plain string";
     const std::string quote(1, text.back());
     return Add(Begin(k), End(k), quote + std::string(value) + quote)
@@ -686,7 +736,9 @@ class Fixer {
   // optim="paged_adamw_8bit" and the like -> "adamw_torch".
   std::string FixQuantised(std::size_t k) {
     const std::string_view name = Text(k);
-    if (IsString(k)) return ReplaceString(k, scan::StringBody(name).starts_with("rmsprop") ? "rmsprop" : "adamw_torch");
+    if (IsString(k))
+      return ReplaceString(
+          k, scan::StringBody(name).starts_with("rmsprop") ? "rmsprop" : "adamw_torch");
     if (!IsName(k) || !IsOp(k + 1, "=")) return "not a keyword argument this fix knows";
     if (name == "optim" && IsString(k + 2)) return ReplaceString(k + 2, "adamw_torch");
     if ((name != "load_in_8bit" && name != "load_in_4bit") || Text(k + 2) != "True")
@@ -695,8 +747,10 @@ class Fixer {
     int depth = 0;
     while (open > 0 && !(depth == 0 && IsOp(open - 1, "("))) {
       --open;
-      if (IsClose(open)) ++depth;
-      else if (IsOpen(open)) --depth;
+      if (IsClose(open))
+        ++depth;
+      else if (IsOpen(open))
+        --depth;
     }
     if (open >= 2 && Text(open - 2) == "BitsAndBytesConfig")
       return "inside BitsAndBytesConfig: drop the quantization_config by hand";
@@ -706,10 +760,12 @@ class Fixer {
         for (const auto& a : Args(open - 1, close)) {
           if (IsKeywordArg(a) && Text(a.first) == "quantization_config")
             return "the call also passes a quantization_config: left for review";
-          has_dtype |= IsKeywordArg(a) && (Text(a.first) == "torch_dtype" || Text(a.first) == "dtype");
+          has_dtype |=
+              IsKeywordArg(a) && (Text(a.first) == "torch_dtype" || Text(a.first) == "dtype");
         }
     if (has_dtype)
-      return Add(Begin(k + 2), End(k + 2), "False") ? std::string(name) + "=False" : "overlaps another fix";
+      return Add(Begin(k + 2), End(k + 2), "False") ? std::string(name) + "=False"
+                                                    : "overlaps another fix";
     needed_.insert("torch");
     return Add(Begin(k), End(k + 2), "torch_dtype=torch.float16")
                ? std::string(name) + "=True -> torch_dtype=torch.float16"
@@ -721,10 +777,12 @@ class Fixer {
   // "flash_attention_2" and use_flash_attention_2=True -> attn_implementation="sdpa".
   std::string FixAttention(std::size_t k) {
     if (IsString(k)) return ReplaceString(k, "sdpa");
-    if (Text(k) == "attn_implementation" && IsOp(k + 1, "=") && IsString(k + 2)) return ReplaceString(k + 2, "sdpa");
+    if (Text(k) == "attn_implementation" && IsOp(k + 1, "=") && IsString(k + 2))
+      return ReplaceString(k + 2, "sdpa");
     if (Text(k) == "use_flash_attention_2" && IsOp(k + 1, "=") && Text(k + 2) == "True")
-      return Add(Begin(k), End(k + 2), "attn_implementation=\"sdpa\"") ? "-> attn_implementation=\"sdpa\""
-                                                                       : "overlaps another fix";
+      return Add(Begin(k), End(k + 2), "attn_implementation=\"sdpa\"")
+                 ? "-> attn_implementation=\"sdpa\""
+                 : "overlaps another fix";
     std::vector<Edit> edits;
     std::string note = AttentionEdits(k, edits);
     if (!note.empty()) return note;
@@ -732,7 +790,8 @@ class Fixer {
     for (Edit& e : edits)
       if (!Add(e.begin, e.end, std::move(e.text))) return "overlaps another fix";
     needed_.insert(unbind ? "torch" : "_dualtrack_attention");
-    return unbind ? "unbind -> torch.unbind" : "attention -> _dualtrack_attention (scaled_dot_product_attention)";
+    return unbind ? "unbind -> torch.unbind"
+                  : "attention -> _dualtrack_attention (scaled_dot_product_attention)";
   }
 
   // The edits that turn the attention call whose chain starts at k into _dualtrack_attention;
@@ -752,10 +811,12 @@ class Fixer {
     edits.push_back(Edit{Begin(b), End(e - 1), "_dualtrack_attention"});
     for (std::size_t a = 0; a < args.size(); ++a) {
       if (IsKeywordArg(args[a])) {
-        const auto* kw = std::find_if(std::begin(api->keywords), std::end(api->keywords),
-                                      [&](const auto& p) { return !p.first.empty() && p.first == Text(args[a].first); });
+        const auto* kw = std::find_if(
+            std::begin(api->keywords), std::end(api->keywords),
+            [&](const auto& p) { return !p.first.empty() && p.first == Text(args[a].first); });
         if (kw == std::end(api->keywords))
-          return "argument " + std::string(Text(args[a].first)) + "= has no SDPA equivalent: left for review";
+          return "argument " + std::string(Text(args[a].first)) +
+                 "= has no SDPA equivalent: left for review";
         if (kw->first != kw->second)
           edits.push_back(Edit{Begin(args[a].first), End(args[a].first), std::string(kw->second)});
       } else if (IsOp(args[a].first, "*") || IsOp(args[a].first, "**")) {
@@ -763,7 +824,8 @@ class Fixer {
       } else if (a >= 6) {
         return "more positional arguments than SDPA takes: left for review";
       } else if (a >= 3 && api->positional[a - 3] != kAttentionApis[0].positional[a - 3]) {
-        edits.push_back(Edit{Begin(args[a].first), Begin(args[a].first), std::string(api->positional[a - 3]) + "="});
+        edits.push_back(Edit{Begin(args[a].first), Begin(args[a].first),
+                             std::string(api->positional[a - 3]) + "="});
       }
     }
     if (args.size() < 3) return "fewer than query, key and value: left for review";
@@ -779,9 +841,8 @@ class Fixer {
     const std::size_t first = line->begin;
     const std::string_view head = Text(first);
     if (head != "import" && head != "from") return "not an import statement";
-    if (!IsName(first + 1) ||
-        std::find(std::begin(kAttentionModules), std::end(kAttentionModules), Text(first + 1)) ==
-            std::end(kAttentionModules))
+    if (!IsName(first + 1) || std::find(std::begin(kAttentionModules), std::end(kAttentionModules),
+                                        Text(first + 1)) == std::end(kAttentionModules))
       return "no automatic fix for DT201 on this library (see `dualtrack rule DT201`)";
     if (lex_.Line(lex_.tokens[first]) != lex_.Line(lex_.tokens[line->end - 1]) ||
         LineEndAfter(End(line->end - 1)) != LineEndAfter(Begin(first)) ||
@@ -812,7 +873,8 @@ class Fixer {
         continue;
       std::vector<Edit> unused;
       if (!AttentionEdits(u, unused).empty())
-        return "the module uses " + std::string(Text(u)) + " for more than attention calls: left for review";
+        return "the module uses " + std::string(Text(u)) +
+               " for more than attention calls: left for review";
     }
     const std::uint32_t at = static_cast<std::uint32_t>(src_.rfind('\n', Begin(first)) + 1);
     const std::string indent(src_.substr(at, Begin(first) - at));
@@ -821,12 +883,14 @@ class Fixer {
     std::string text = "try:\n" + indent + "    ";
     // The keyword itself is replaced, not a point before it: the `except` of an import wrapped on
     // the line above is inserted at that point.
-    if (!Add(Begin(first), End(first), text + std::string(head), false)) return "overlaps another fix";
+    if (!Add(Begin(first), End(first), text + std::string(head), false))
+      return "overlaps another fix";
     const std::uint32_t end = LineEndAfter(Begin(first));
     const bool newline = end > 0 && src_[end - 1] == '\n';
     (void)Add(end, end,
-              std::string(newline ? "" : "\n") + indent + "except ImportError:  # attention runs through SDPA\n" +
-                  indent + "    " + names + "None\n",
+              std::string(newline ? "" : "\n") + indent +
+                  "except ImportError:  # attention runs through SDPA\n" + indent + "    " + names +
+                  "None\n",
               false);
     return "import inside try/except ImportError";
   }
@@ -838,8 +902,9 @@ class Fixer {
     const auto [b, e] = ChainAround(k);
     const std::string_view last = Text(e - 1);
     if ((last == "float64" || last == "double") && e - b == 3 && Text(b) == "torch")
-      return Add(Begin(e - 1), End(e - 1), "float32") ? "torch." + std::string(last) + " -> torch.float32"
-                                                      : "overlaps another fix";
+      return Add(Begin(e - 1), End(e - 1), "float32")
+                 ? "torch." + std::string(last) + " -> torch.float32"
+                 : "overlaps another fix";
     return "not torch.float64 or .double()";
   }
 
@@ -857,10 +922,12 @@ class Fixer {
 bool FileFix::changed() const { return fixed() > 0; }
 
 std::size_t FileFix::fixed() const {
-  return static_cast<std::size_t>(std::count_if(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.fixed; }));
+  return static_cast<std::size_t>(
+      std::count_if(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.fixed; }));
 }
 
-Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view before, std::string_view after) {
+Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view before,
+                        std::string_view after) {
   auto now = ReadFile(path);
   if (!now) return now.error();
   if (*now != before)
@@ -876,7 +943,8 @@ bool IsUnsafeFix(std::string_view code) {
   return std::find(std::begin(kUnsafe), std::end(kUnsafe), code) != std::end(kUnsafe);
 }
 
-FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& findings, const FixOptions& options) {
+FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& findings,
+                  const FixOptions& options) {
   return Fixer(source, source, options).Run(findings);
 }
 
@@ -916,8 +984,10 @@ Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Findi
     // What this cell defines and imports serves the cells after it.
     const std::string& now = cell_fix.text;
     for (const Helper& h : kHelpers)
-      if (now.find("def " + std::string(h.name) + "(") != std::string::npos) opt.defined.emplace_back(h.name);
-    opt.torch_imported |= now.find("import torch\n") != std::string::npos || now.ends_with("import torch");
+      if (now.find("def " + std::string(h.name) + "(") != std::string::npos)
+        opt.defined.emplace_back(h.name);
+    opt.torch_imported |=
+        now.find("import torch\n") != std::string::npos || now.ends_with("import torch");
     if (now == source) continue;
     changed = true;
     if (it->is_string()) {

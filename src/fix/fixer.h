@@ -54,7 +54,8 @@ Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Findi
 
 // Writes `after` over `path` (atomically) only if the file still holds `before`: a file changed
 // since it was read is an error naming it, and is left as it is.
-Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view before, std::string_view after);
+Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view before,
+                        std::string_view after);
 
 // Whether `code` has a fix, and whether it is unsafe.
 bool HasFix(std::string_view code);

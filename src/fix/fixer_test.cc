@@ -8,11 +8,11 @@
 #include "fix/diff.h"
 #include "fix/verify.h"
 #include "scan/notebook_scanner.h"
-#include "util/fs.h"
-#include "util/scoped_dir.h"
 #include "scan/python_scanner.h"
 #include "scan/sink.h"
 #include "scan/test_registry.h"
+#include "util/fs.h"
+#include "util/scoped_dir.h"
 
 namespace dt::fix {
 namespace {
@@ -34,7 +34,9 @@ FileFix FixOf(const std::string& src, bool unsafe = false) {
 
 std::string Fixed(const std::string& src, bool unsafe = false) { return FixOf(src, unsafe).text; }
 
-bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 std::size_t Count(const std::string& text, const std::string& part) {
   std::size_t n = 0;
@@ -62,7 +64,8 @@ TEST(FixTest, DotCudaKeepsCommentsKeywordsAndIndexes) {
   EXPECT_TRUE(Has(fix.text, "y = torch.ones(2).to(_dualtrack_device(), non_blocking=True)\n"));
   // A device index: the same CUDA device with CUDA (cuda:1), the Mac's GPU or the CPU without.
   EXPECT_TRUE(Has(fix.text, "z = torch.ones(2).to(_dualtrack_device(1))\n"));
-  EXPECT_TRUE(Has(fix.text, "w = model.to(device=_dualtrack_device(args.gpu), non_blocking=True)\n"));
+  EXPECT_TRUE(
+      Has(fix.text, "w = model.to(device=_dualtrack_device(args.gpu), non_blocking=True)\n"));
   // .to(i, True) would read True as a dtype: left.
   EXPECT_TRUE(Has(fix.text, "v = torch.ones(2).cuda(0, True)\n"));
   EXPECT_EQ(Count(fix.text, "def _dualtrack_device("), 1u);
@@ -85,8 +88,9 @@ TEST(FixTest, EveryLikeConstructOfTheReportedStatement) {
       "points, label, target = points.float().cuda(), label.long().cuda(), target.long().cuda()\n"
       "y = a.cuda() if torch.cuda.is_available() else a.cuda()\n";
   const std::string out = Fixed(src);
-  EXPECT_TRUE(Has(out, "points, label, target = points.float().to(_dualtrack_device()), "
-                       "label.long().to(_dualtrack_device()), target.long().to(_dualtrack_device())\n"));
+  EXPECT_TRUE(Has(out,
+                  "points, label, target = points.float().to(_dualtrack_device()), "
+                  "label.long().to(_dualtrack_device()), target.long().to(_dualtrack_device())\n"));
   ExpectIdempotent(src);
 }
 
@@ -122,13 +126,17 @@ TEST(FixTest, TheModulesOwnDeviceVariableIsReused) {
       "def step(model, batch):\n"
       "    return model(batch.cuda()), torch.ones(1, device=\"cuda\")\n";
   const std::string out = Fixed(src);
-  EXPECT_TRUE(Has(out, "x = torch.zeros(2).to(_dualtrack_device())  # before the choice: the helper\n")) << out;
+  EXPECT_TRUE(
+      Has(out, "x = torch.zeros(2).to(_dualtrack_device())  # before the choice: the helper\n"))
+      << out;
   EXPECT_TRUE(Has(out, "    return model(batch.to(DEVICE)), torch.ones(1, device=DEVICE)\n"));
   ExpectIdempotent(src);
   // Bound again elsewhere (a parameter here): not the module's one choice any more.
   const std::string shadowed = src + "\n\ndef other(DEVICE):\n    return DEVICE\n";
   const std::string out2 = Fixed(shadowed);
-  EXPECT_TRUE(Has(out2, "    return model(batch.to(_dualtrack_device())), torch.ones(1, device=_dualtrack_device())\n"))
+  EXPECT_TRUE(Has(out2,
+                  "    return model(batch.to(_dualtrack_device())), torch.ones(1, "
+                  "device=_dualtrack_device())\n"))
       << out2;
 }
 
@@ -145,7 +153,8 @@ TEST(FixTest, DeviceIndexesBecomeTheSameCudaDevice) {
   const FileFix fix = FixOf(src);
   EXPECT_TRUE(Has(fix.text, "d = torch.device(_dualtrack_device(args.local_rank))\n")) << fix.text;
   EXPECT_TRUE(Has(fix.text, "e = torch.device(_dualtrack_device(1))\n"));
-  EXPECT_TRUE(Has(fix.text, "x = torch.zeros(2).to(_dualtrack_device(args.gpu), non_blocking=True)\n"));
+  EXPECT_TRUE(
+      Has(fix.text, "x = torch.zeros(2).to(_dualtrack_device(args.gpu), non_blocking=True)\n"));
   EXPECT_TRUE(Has(fix.text, "device_map={\"\": _dualtrack_device(local_rank)})\n"));
   // DDP's device_ids must be None off CUDA, not a device: left, and said why.
   EXPECT_TRUE(Has(fix.text, "device_ids=[args.gpu])\n"));
@@ -169,13 +178,18 @@ TEST(FixTest, AttentionLibrariesBecomeSdpaOnlyWhenUnsafe) {
       "    return a + b\n";
   EXPECT_EQ(Fixed(src), src);  // Results may change: only with --unsafe-fixes.
   const std::string out = Fixed(src, /*unsafe=*/true);
-  EXPECT_TRUE(Has(out, "try:\n    import xformers.ops as xops\nexcept ImportError:  # attention runs through SDPA\n"
-                       "    xops = None\n")) << out;
-  EXPECT_TRUE(Has(out, "try:\n    from flash_attn import flash_attn_func  # fast\nexcept ImportError:"));
+  EXPECT_TRUE(Has(
+      out,
+      "try:\n    import xformers.ops as xops\nexcept ImportError:  # attention runs through SDPA\n"
+      "    xops = None\n"))
+      << out;
+  EXPECT_TRUE(
+      Has(out, "try:\n    from flash_attn import flash_attn_func  # fast\nexcept ImportError:"));
   EXPECT_TRUE(Has(out, "    flash_attn_func = None\n"));
   EXPECT_TRUE(Has(out, "    q, k, v = torch.unbind(qkv, 2)\n"));
   EXPECT_TRUE(Has(out, "    a = _dualtrack_attention(q, k, v, attn_bias=bias, dropout_p=0.1)\n"));
-  EXPECT_TRUE(Has(out, "    b = _dualtrack_attention(q, k, v, dropout_p=0.0, scale=None, causal=True)\n"));
+  EXPECT_TRUE(
+      Has(out, "    b = _dualtrack_attention(q, k, v, dropout_p=0.0, scale=None, causal=True)\n"));
   EXPECT_EQ(Count(out, "def _dualtrack_attention("), 1u);
   // The helper comes after the imports, not between them.
   EXPECT_LT(out.find("    flash_attn_func = None\n"), out.find("def _dualtrack_attention("));
@@ -191,7 +205,8 @@ TEST(FixTest, AnAttentionLibraryUsedForMoreThanAttentionKeepsItsImport) {
       "out = xops.memory_efficient_attention(q, k, v, window_size=(1, 1))\n";
   const FileFix fix = FixOf(src, true);
   EXPECT_TRUE(Has(fix.text, "\nimport xformers.ops as xops\n"));  // Not wrapped.
-  EXPECT_TRUE(Has(fix.text, "memory_efficient_attention(q, k, v, window_size=(1, 1))"));  // No equivalent.
+  EXPECT_TRUE(
+      Has(fix.text, "memory_efficient_attention(q, k, v, window_size=(1, 1))"));  // No equivalent.
   for (const auto& o : fix.outcomes) EXPECT_FALSE(o.fixed) << o.code << " " << o.note;
 }
 
@@ -201,19 +216,24 @@ TEST(FixTest, BitsandbytesThroughHuggingFaceBecomesFloat16) {
       "from transformers import AutoModelForCausalLM, TrainingArguments\n"
       "\n"
       "a = AutoModelForCausalLM.from_pretrained(\"m\", load_in_8bit=True, device_map=\"auto\")\n"
-      "b = AutoModelForCausalLM.from_pretrained(\"m\", load_in_4bit=True, torch_dtype=torch.bfloat16)\n"
+      "b = AutoModelForCausalLM.from_pretrained(\"m\", load_in_4bit=True, "
+      "torch_dtype=torch.bfloat16)\n"
       "t = TrainingArguments(output_dir=\"o\", optim='paged_adamw_32bit')\n"
       "c = AutoModelForCausalLM.from_pretrained(\"m\", attn_implementation=\"flash_attention_2\")\n"
       "d = AutoModelForCausalLM.from_pretrained(\n"
       "    \"m\", load_in_4bit=True, quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n";
   EXPECT_EQ(Fixed(src), src);
   const std::string out = Fixed(src, true);
-  EXPECT_TRUE(Has(out, "a = AutoModelForCausalLM.from_pretrained(\"m\", torch_dtype=torch.float16, device_map=\"auto\")\n"));
+  EXPECT_TRUE(Has(out,
+                  "a = AutoModelForCausalLM.from_pretrained(\"m\", torch_dtype=torch.float16, "
+                  "device_map=\"auto\")\n"));
   EXPECT_TRUE(Has(out, "(\"m\", load_in_4bit=False, torch_dtype=torch.bfloat16)\n"));
   EXPECT_TRUE(Has(out, "optim='adamw_torch')\n"));
   EXPECT_TRUE(Has(out, "attn_implementation=\"sdpa\")\n"));
   // The quantisation config decides: left whole, for a person to drop.
-  EXPECT_TRUE(Has(out, "    \"m\", load_in_4bit=True, quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n"));
+  EXPECT_TRUE(Has(out,
+                  "    \"m\", load_in_4bit=True, "
+                  "quantization_config=BitsAndBytesConfig(load_in_4bit=True))\n"));
   ExpectIdempotent(src, true);
 }
 
@@ -301,7 +321,9 @@ TEST(FixTest, BackendSettingsOnlyWithCuda) {
       "if torch.backends.cudnn.deterministic:\n"
       "    pass\n";
   const std::string out = Fixed(src);
-  EXPECT_TRUE(Has(out, "\nif torch.cuda.is_available(): torch.backends.cudnn.benchmark = True  # faster convolutions\n"));
+  EXPECT_TRUE(Has(out,
+                  "\nif torch.cuda.is_available(): torch.backends.cudnn.benchmark = True  # faster "
+                  "convolutions\n"));
   EXPECT_TRUE(Has(out, "\nif torch.backends.cudnn.deterministic:\n"));  // A read stays a read.
   ExpectIdempotent(src);
 }
@@ -322,7 +344,8 @@ TEST(FixTest, Float64OnlyWithUnsafeFixes) {
   const std::string out = Fixed(src, /*unsafe=*/true);
   EXPECT_TRUE(Has(out, "x = torch.zeros(2, dtype=torch.float32)\n"));
   EXPECT_TRUE(Has(out, "y = x.float()\n"));
-  EXPECT_TRUE(Has(out, "a, b = x.float(), torch.ones(1, dtype=torch.float32)\n"));  // One finding, both.
+  EXPECT_TRUE(
+      Has(out, "a, b = x.float(), torch.ones(1, dtype=torch.float32)\n"));  // One finding, both.
   EXPECT_TRUE(Has(out, "c = x.mean().float()\n"));
   ExpectIdempotent(src, true);
 }
@@ -355,11 +378,13 @@ TEST(FixTest, AFileWithoutImportsOrFinalNewline) {
 TEST(FixTest, NotebooksCellByCellWithTheirMagicsAndLayout) {
   const std::string nb =
       "{\n \"cells\": [\n"
-      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": [\"import torch\\n\"]},\n"
+      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": [\"import "
+      "torch\\n\"]},\n"
       "  {\"cell_type\": \"markdown\", \"metadata\": {}, \"source\": \"x.cuda()\"},\n"
       "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": "
       "[\"%time y = x.cuda()\\n\", \"z = x.cuda()\"]},\n"
-      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": \"w = x.cuda()\"}\n"
+      "  {\"cell_type\": \"code\", \"metadata\": {}, \"outputs\": [], \"source\": \"w = "
+      "x.cuda()\"}\n"
       " ],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n";
   std::vector<scan::Finding> findings;
   ASSERT_TRUE(scan::ScanNotebook(nb, Reg(), "n.ipynb", findings).ok());
@@ -370,11 +395,12 @@ TEST(FixTest, NotebooksCellByCellWithTheirMagicsAndLayout) {
   const std::string& out = fixed->text;
   EXPECT_TRUE(Has(out, "\"%time y = x.cuda()\\n\"")) << out;  // Magics stay as written.
   EXPECT_TRUE(Has(out, "\"z = x.to(_dualtrack_device())\"")) << out;
-  EXPECT_TRUE(Has(out, "\"source\": \"w = x.to(_dualtrack_device())\"")) << out;  // A string stays one.
+  EXPECT_TRUE(Has(out, "\"source\": \"w = x.to(_dualtrack_device())\""))
+      << out;                                           // A string stays one.
   EXPECT_EQ(Count(out, "def _dualtrack_device("), 1u);  // In the first cell that needs it.
   EXPECT_FALSE(Has(out, "import torch\\nimport torch"));
   EXPECT_TRUE(Has(out, "\"source\": \"x.cuda()\""));  // Markdown is prose.
-  EXPECT_EQ(out.substr(0, 12), "{\n \"cells\": ");  // Indentation and key order kept.
+  EXPECT_EQ(out.substr(0, 12), "{\n \"cells\": ");    // Indentation and key order kept.
   std::vector<scan::Finding> again;
   ASSERT_TRUE(scan::ScanNotebook(out, Reg(), "n.ipynb", again).ok());
   EXPECT_EQ(FixNotebook(out, again, FixOptions{})->text, out);

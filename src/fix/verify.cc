@@ -42,8 +42,8 @@ Status Mirror(const fs::path& src, const fs::path& dest, const std::string& rel,
   return OkStatus();
 }
 
-Result<bundle::RunOutcome> RunIn(const fs::path& dir, const fs::path& bundle, const VerifyOptions& o,
-                                 Io& io) {
+Result<bundle::RunOutcome> RunIn(const fs::path& dir, const fs::path& bundle,
+                                 const VerifyOptions& o, Io& io) {
   CurrentDirectory here(dir);
   if (!here.ok()) return MakeError(ErrorCode::kIo, "cannot enter the copy", dir.string());
   bundle::RunOptions run;
@@ -62,7 +62,8 @@ Result<bundle::RunOutcome> RunIn(const fs::path& dir, const fs::path& bundle, co
 
 }  // namespace
 
-Status MirrorProject(const fs::path& root, const fs::path& dest, const std::map<std::string, std::string>& fixed) {
+Status MirrorProject(const fs::path& root, const fs::path& dest,
+                     const std::map<std::string, std::string>& fixed) {
   return Mirror(fs::absolute(root), dest, "", fixed);
 }
 
@@ -106,12 +107,15 @@ Result<VerifyResult> Verify(const VerifyOptions& o, Io& io) {
   r.verified = rep.verdict == "pass" && rep.n_pass > 0;
   const std::string counts = std::to_string(rep.n_pass) + " tensor" + (rep.n_pass == 1 ? "" : "s") +
                              " and " + std::to_string(rep.metrics.size()) + " metric" +
-                             (rep.metrics.size() == 1 ? "" : "s") + ", seed " + std::to_string(o.seed) +
-                             ", " + std::to_string(o.steps) + " step" + (o.steps == 1 ? "" : "s");
+                             (rep.metrics.size() == 1 ? "" : "s") + ", seed " +
+                             std::to_string(o.seed) + ", " + std::to_string(o.steps) + " step" +
+                             (o.steps == 1 ? "" : "s");
   if (r.verified)
-    r.summary = "verified: the fixed project is bitwise equal to the original on the CPU (" + counts + ")";
+    r.summary =
+        "verified: the fixed project is bitwise equal to the original on the CPU (" + counts + ")";
   else if (rep.n_pass == 0 && rep.n_fail == 0)
-    r.summary = "not verified: the runs captured no tensors to compare (does the command train a step?)";
+    r.summary =
+        "not verified: the runs captured no tensors to compare (does the command train a step?)";
   else
     r.summary = "not verified: " + rep.summary;
   return r;

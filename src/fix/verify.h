@@ -17,9 +17,9 @@
 namespace dt::fix {
 
 struct VerifyOptions {
-  std::filesystem::path root;                 // The project folder.
-  std::map<std::string, std::string> fixed;   // Relative path -> fixed text.
-  std::vector<std::string> command;           // Run in each copy, e.g. {"python", "train.py"}.
+  std::filesystem::path root;                // The project folder.
+  std::map<std::string, std::string> fixed;  // Relative path -> fixed text.
+  std::vector<std::string> command;          // Run in each copy, e.g. {"python", "train.py"}.
   int steps = 1;
   std::int64_t seed = 0;
   std::optional<double> timeout_s;

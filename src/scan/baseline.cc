@@ -1,9 +1,8 @@
 #include "scan/baseline.h"
 
 #include <map>
-#include <tuple>
-
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "util/fs.h"
 #include "util/strings.h"
@@ -49,8 +48,9 @@ std::string BaselineText(const ScanReport& report) {
     findings.push_back({{"code", code}, {"file", file}, {"source", source}, {"count", n}});
   }
   nlohmann::json doc = {{"schema", kSchema},
-                        {"about", "Findings accepted when this file was written; `dualtrack scan "
-                                  "--baseline` reports only the others."},
+                        {"about",
+                         "Findings accepted when this file was written; `dualtrack scan "
+                         "--baseline` reports only the others."},
                         {"findings", std::move(findings)}};
   return doc.dump(2) + "\n";
 }
@@ -64,8 +64,9 @@ Result<std::size_t> ApplyBaseline(ScanReport& report, const std::filesystem::pat
   nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return bad("not valid JSON");
   if (doc.is_object() && doc.contains("schema") && doc["schema"] == "dualtrack.baseline/1")
-    return bad("this is a `dualtrack freeze` baseline (the CUDA environment), not the findings "
-               "a scan accepted (write those with `dualtrack scan --write-baseline FILE`)");
+    return bad(
+        "this is a `dualtrack freeze` baseline (the CUDA environment), not the findings "
+        "a scan accepted (write those with `dualtrack scan --write-baseline FILE`)");
   if (!doc.is_object() || !doc.contains("schema") || doc["schema"] != kSchema)
     return bad(std::string("\"schema\" must be \"") + std::string(kSchema) + "\"");
   if (!doc.contains("findings") || !doc["findings"].is_array()) return bad("no \"findings\" array");
@@ -82,8 +83,9 @@ Result<std::size_t> ApplyBaseline(ScanReport& report, const std::filesystem::pat
     const std::string* source = str("source");
     if (code == nullptr || file == nullptr || source == nullptr || !e.contains("count") ||
         !e["count"].is_number_integer() || e["count"].get<std::int64_t>() < 1)
-      return bad("entry " + std::to_string(index) +
-                 " needs \"code\", \"file\", \"source\" (strings) and \"count\" (a positive integer)");
+      return bad(
+          "entry " + std::to_string(index) +
+          " needs \"code\", \"file\", \"source\" (strings) and \"count\" (a positive integer)");
     left[{*code, *file, *source}] += e["count"].get<std::int64_t>();
   }
   std::size_t removed = 0;

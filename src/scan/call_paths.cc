@@ -25,7 +25,8 @@ bool MayMean(const CallModule& m, std::string_view prefix) {
   for (const std::string& n : m.names) {
     if (n == prefix) return true;
     if (n.size() > prefix.size() && n.starts_with(prefix) && n[prefix.size()] == '.') return true;
-    if (prefix.size() > n.size() && prefix.ends_with(n) && prefix[prefix.size() - n.size() - 1] == '.')
+    if (prefix.size() > n.size() && prefix.ends_with(n) &&
+        prefix[prefix.size() - n.size() - 1] == '.')
       return true;
   }
   return false;
@@ -63,7 +64,8 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
   for (std::size_t m = 0; m < modules.size(); ++m) {
     for (const PyRef& r : modules[m].refs) {
       int from = kRoot;
-      if (r.in_main && !modules[m].entry) from = kDead;
+      if (r.in_main && !modules[m].entry)
+        from = kDead;
       else if (!r.in_def.empty()) {
         auto it = local[m].find(r.in_def);
         if (it != local[m].end()) from = it->second;
@@ -77,12 +79,14 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
         continue;
       }
       const auto dot = r.target.rfind('.');
-      const std::string_view name =
-          r.text || dot == std::string::npos ? std::string_view(r.target) : std::string_view(r.target).substr(dot + 1);
+      const std::string_view name = r.text || dot == std::string::npos
+                                        ? std::string_view(r.target)
+                                        : std::string_view(r.target).substr(dot + 1);
       auto it = by_name.find(name);
       if (it == by_name.end()) continue;
       for (int id : it->second) {
-        if (r.text) add(id);
+        if (r.text)
+          add(id);
         else if (dot != std::string::npos &&
                  MayMean(modules[defs[static_cast<std::size_t>(id)].first],
                          std::string_view(r.target).substr(0, dot)))
@@ -137,8 +141,8 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
     for (const Edge& e : edges) {
       const std::size_t to = static_cast<std::size_t>(e.to);
       if (!guarded[to] || e.guarded) continue;
-      if (e.from != kRoot && (!reached[static_cast<std::size_t>(e.from)] ||
-                              guarded[static_cast<std::size_t>(e.from)]))
+      if (e.from != kRoot &&
+          (!reached[static_cast<std::size_t>(e.from)] || guarded[static_cast<std::size_t>(e.from)]))
         continue;
       guarded[to] = 0;
       changed = true;
@@ -171,9 +175,10 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
             auto it = local[c].find(r.in_def);
             if (it != local[c].end() && !reached[static_cast<std::size_t>(it->second)]) continue;
           }
-          const bool passes = r.call && !r.text && !r.spread &&
-                              (std::find(r.keywords.begin(), r.keywords.end(), d.param) != r.keywords.end() ||
-                               (d.index >= 0 && r.positional > d.index));
+          const bool passes =
+              r.call && !r.text && !r.spread &&
+              (std::find(r.keywords.begin(), r.keywords.end(), d.param) != r.keywords.end() ||
+               (d.index >= 0 && r.positional > d.index));
           if (!passes) {
             all = false;
             break;

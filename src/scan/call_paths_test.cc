@@ -69,7 +69,7 @@ TEST(CallPathsTest, ImportsResolveThroughPackagesAndLongerRoots) {
   CallModule other = Module({"other"});
   other.defs = {Def("f")};
   CallModule train = Module({"train"}, true);
-  train.refs = {Ref("pkg.sub.f"),            // Re-exported by pkg/sub/__init__.py.
+  train.refs = {Ref("pkg.sub.f"),                // Re-exported by pkg/sub/__init__.py.
                 Ref("vendored.pkg.sub.mod.g")};  // The same module under a longer root.
   const auto paths = CallPaths({mod, other, train});
   EXPECT_TRUE(paths.defs[0][0].reached);
@@ -111,12 +111,13 @@ TEST(CallPathsTest, AMethodIsGuardedOnlyWhenNoCallCanHideFromItsClass) {
   PyTopDef forward = Def("Block.forward");
   forward.method = true;
   blocks.defs = {Def("bias"), nested, forward};
-  blocks.refs = {Own("bias", "Block.forward_nested"), Own("Block.forward_nested", "Block.forward", true)};
+  blocks.refs = {Own("bias", "Block.forward_nested"),
+                 Own("Block.forward_nested", "Block.forward", true)};
   auto paths = CallPaths({blocks, Module({"hub"}, true)});
   EXPECT_TRUE(paths.defs[0][1].reached && paths.defs[0][1].guarded);
-  EXPECT_TRUE(paths.defs[0][0].guarded);        // Through the guarded method.
-  EXPECT_FALSE(paths.defs[0][2].guarded);       // forward: called by torch, from anywhere.
-  blocks.attrs = {"forward_nested"};            // block.forward_nested(x) somewhere.
+  EXPECT_TRUE(paths.defs[0][0].guarded);   // Through the guarded method.
+  EXPECT_FALSE(paths.defs[0][2].guarded);  // forward: called by torch, from anywhere.
+  blocks.attrs = {"forward_nested"};       // block.forward_nested(x) somewhere.
   paths = CallPaths({blocks, Module({"hub"}, true)});
   EXPECT_TRUE(paths.defs[0][1].reached);
   EXPECT_FALSE(paths.defs[0][1].guarded);

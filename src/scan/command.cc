@@ -29,7 +29,8 @@ Result<std::uint64_t> ParseSize(const std::string& s) {
   char* end = nullptr;
   unsigned long long v = std::strtoull(num.c_str(), &end, 10);
   if (num.empty() || end == nullptr || *end != '\0')
-    return MakeError(ErrorCode::kUsage, "--max-file-size: expected a size such as 16M, got '" + s + "'");
+    return MakeError(ErrorCode::kUsage,
+                     "--max-file-size: expected a size such as 16M, got '" + s + "'");
   return static_cast<std::uint64_t>(v) * mult;
 }
 
@@ -42,17 +43,19 @@ Result<Registry> LoadRegistry() {
 }  // namespace
 
 Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"Inventory of a project's CUDA dependencies: device calls, CUDA-only libraries and "
-               "operators, CUDA extensions and builds, environment pins and binaries. Python is "
-               "lexed (comments, docstrings and prose never count), guards and reachability from "
-               "the entry scripts are reported.",
-               "dualtrack scan"};
+  CLI::App app{
+      "Inventory of a project's CUDA dependencies: device calls, CUDA-only libraries and "
+      "operators, CUDA extensions and builds, environment pins and binaries. Python is "
+      "lexed (comments, docstrings and prose never count), guards and reachability from "
+      "the entry scripts are reported.",
+      "dualtrack scan"};
   TreeSelection tree;
   std::string format = "text", output, fail_on = "fixable", color = "auto", max_size = "16M";
   std::string baseline, write_baseline;
   bool statistics = false;
   unsigned threads = 0;
-  app.add_option("paths", tree.paths, "Files or folders to scan (default: .); the first sets the root");
+  app.add_option("paths", tree.paths,
+                 "Files or folders to scan (default: .); the first sets the root");
   app.add_option("--format,-f", format,
                  "text, json, sarif, markdown, github (workflow annotations) or junit (XML for "
                  "test-report viewers)")
@@ -63,12 +66,14 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
                  "suite) (default: [tool.dualtrack] entry and [project.scripts]; else scripts "
                  "with if __name__ == \"__main__\")");
   app.add_option("--exclude", tree.exclude, "Glob of paths to leave out (relative to the root)");
-  app.add_option("--ignore", tree.ignore,
-                 "Rule codes or prefixes to drop, repeated or comma-separated (DT106,DT4); added to "
-                 "[tool.dualtrack] ignore");
-  app.add_option("--select", tree.select,
-                 "Report only these rule codes or prefixes, repeated or comma-separated (DT2,DT305); "
-                 "replaces [tool.dualtrack] select");
+  app.add_option(
+      "--ignore", tree.ignore,
+      "Rule codes or prefixes to drop, repeated or comma-separated (DT106,DT4); added to "
+      "[tool.dualtrack] ignore");
+  app.add_option(
+      "--select", tree.select,
+      "Report only these rule codes or prefixes, repeated or comma-separated (DT2,DT305); "
+      "replaces [tool.dualtrack] select");
   app.add_option("--baseline", baseline,
                  "Leave out the findings recorded in this file by --write-baseline: report and "
                  "fail only on new ones");
@@ -113,7 +118,8 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   if (io.err_is_tty) io.err << "\x1b[2K" << std::flush;
   if (!report) return report.take_error();
   if (!write_baseline.empty()) {
-    if (auto st = WriteFileAtomic(write_baseline, BaselineText(*report)); !st) return st.take_error();
+    if (auto st = WriteFileAtomic(write_baseline, BaselineText(*report)); !st)
+      return st.take_error();
     io.err << "dualtrack: recorded " << report->findings.size() << " finding"
            << (report->findings.size() == 1 ? "" : "s") << " in " << write_baseline
            << "; scan with --baseline " << write_baseline << " to report only new ones\n";
@@ -148,9 +154,8 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
       const char* v = std::getenv(name);
       return v != nullptr && *v != '\0';
     };
-    bool use_color = color == "always" ||
-                     (color == "auto" && output.empty() && !set("NO_COLOR") &&
-                      (io.out_is_tty || set("FORCE_COLOR")));
+    bool use_color = color == "always" || (color == "auto" && output.empty() && !set("NO_COLOR") &&
+                                           (io.out_is_tty || set("FORCE_COLOR")));
     text = FormatText(*report, use_color, statistics);
   }
   if (output.empty()) {
@@ -175,8 +180,9 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
   app.add_option("--markdown", markdown_dir,
                  "With --all: write one page per rule and README.md into this folder");
   app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  app.footer("Examples:\n  dualtrack rule DT201\n  dualtrack rule --list\n"
-             "  dualtrack rule --all --markdown docs/rules   # regenerate the rule pages");
+  app.footer(
+      "Examples:\n  dualtrack rule DT201\n  dualtrack rule --list\n"
+      "  dualtrack rule --all --markdown docs/rules   # regenerate the rule pages");
   if (auto early = ParseArgs(app, args, io)) return *early;
   auto reg = LoadRegistry();
   if (!reg) return reg.take_error();
@@ -199,17 +205,24 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
     return ExitCode::kOk;
   }
   auto to_json = [](const Rule& r) {
-    return nlohmann::json{{"code", r.code}, {"class", r.cls},
-                          {"severity", SeverityName(r.severity)}, {"title", r.title},
-                          {"message", r.message}, {"replacement", r.replacement},
+    return nlohmann::json{{"code", r.code},
+                          {"class", r.cls},
+                          {"severity", SeverityName(r.severity)},
+                          {"title", r.title},
+                          {"message", r.message},
+                          {"replacement", r.replacement},
                           {"explanation", r.explanation}};
   };
   if (list || all) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : reg->rules()) {
-      if (format == "json") arr.push_back(to_json(r));
-      else if (all) io.out << RuleText(r, *reg) << "\n";
-      else io.out << r.code << "  " << r.cls << "  " << SeverityName(r.severity) << "  " << r.title << "\n";
+      if (format == "json")
+        arr.push_back(to_json(r));
+      else if (all)
+        io.out << RuleText(r, *reg) << "\n";
+      else
+        io.out << r.code << "  " << r.cls << "  " << SeverityName(r.severity) << "  " << r.title
+               << "\n";
     }
     if (format == "json") io.out << arr.dump(2) << "\n";
     return ExitCode::kOk;
@@ -224,8 +237,10 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
                                             (hint.empty() ? "" : "; did you mean " + hint + "?") +
                                             " (dualtrack rule --list shows them all)");
   }
-  if (format == "json") io.out << to_json(*r).dump(2) << "\n";
-  else io.out << RuleText(*r, *reg);
+  if (format == "json")
+    io.out << to_json(*r).dump(2) << "\n";
+  else
+    io.out << RuleText(*r, *reg);
   return ExitCode::kOk;
 }
 

@@ -13,9 +13,7 @@ namespace dt::scan {
 
 namespace {
 
-inline bool IdStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+inline bool IdStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 inline bool IdChar(char c) { return IdStart(c) || (c >= '0' && c <= '9'); }
 
 // CUDA API families: the identifier starts with one of these and continues with an upper-case
@@ -23,8 +21,9 @@ inline bool IdChar(char c) { return IdStart(c) || (c >= '0' && c <= '9'); }
 // (`cuda_enabled`, `nccl_rank`) are the project's own.
 bool IsCudaApi(std::string_view id) {
   static constexpr std::string_view kPrefixes[] = {
-      "cuda", "cublas", "cudnn", "nccl", "cufft", "curand", "cusparse", "cusolver", "nvrtc",
-      "cutensor", "nvtx", "cuMem", "cuCtx", "cuLaunch", "cuModule", "cuStream", "cuDevice"};
+      "cuda",     "cublas",   "cudnn",    "nccl",     "cufft",   "curand",
+      "cusparse", "cusolver", "nvrtc",    "cutensor", "nvtx",    "cuMem",
+      "cuCtx",    "cuLaunch", "cuModule", "cuStream", "cuDevice"};
   for (std::string_view p : kPrefixes) {
     if (id.size() > p.size() && StartsWith(id, p)) {
       char c = id[p.size()];
@@ -89,9 +88,9 @@ bool Near(std::string_view l, std::string_view a, std::string_view b, std::size_
 bool MentionsDevice(std::string_view args) {
   std::string l = Lower(args);
   if (l.find("cpu") != std::string::npos) {
-    for (std::string_view neg : {"not supported", "not implemented", "unsupported", "unimplemented",
-                                 "not available", "no cpu", "not support", "n't support",
-                                 "only", "not yet"})
+    for (std::string_view neg :
+         {"not supported", "not implemented", "unsupported", "unimplemented", "not available",
+          "no cpu", "not support", "n't support", "only", "not yet"})
       if (l.find(neg) != std::string::npos) return true;
   }
   for (std::string_view dev : {"cuda", "gpu"}) {
@@ -127,8 +126,8 @@ bool IsCudaTest(std::string_view cond) {
 struct Rejection {
   std::uint32_t line = 0, col = 0;
   std::string what;
-  bool fail = false;       // Fails outright (AT_ERROR, TORCH_CHECK(false, ...)).
-  bool counts = false;     // A fail that is known to be the non-CUDA path.
+  bool fail = false;    // Fails outright (AT_ERROR, TORCH_CHECK(false, ...)).
+  bool counts = false;  // A fail that is known to be the non-CUDA path.
   bool in_cuda_branch = false;
 };
 
@@ -184,10 +183,28 @@ struct Block {
 // Op namespaces PyTorch defines itself (its own sources and codegen templates register them):
 // never a project's extension, even in a tree that vendors PyTorch's sources.
 bool IsTorchNamespace(std::string_view ns) {
-  for (std::string_view t : {"aten", "prim", "prims", "cuda", "quantized", "_quantized", "sparse",
-                             "_caffe2", "inductor", "c10d", "_c10d_functional", "profiler",
-                             "mkldnn", "onednn", "fbgemm", "higher_order", "_dtensor",
-                             "debugprims", "rngprims", "quantized_decomposed", "xnnpack", "mkl"})
+  for (std::string_view t : {"aten",
+                             "prim",
+                             "prims",
+                             "cuda",
+                             "quantized",
+                             "_quantized",
+                             "sparse",
+                             "_caffe2",
+                             "inductor",
+                             "c10d",
+                             "_c10d_functional",
+                             "profiler",
+                             "mkldnn",
+                             "onednn",
+                             "fbgemm",
+                             "higher_order",
+                             "_dtensor",
+                             "debugprims",
+                             "rngprims",
+                             "quantized_decomposed",
+                             "xnnpack",
+                             "mkl"})
     if (ns == t) return true;
   return false;
 }
@@ -350,8 +367,10 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
       next_kind = BlockKind::kOther;
       saw_paren = false;
       // `if (x.is_cuda()) return f_cuda(x);` ends a CUDA branch without braces.
-      if (next_cuda_branch && i >= check_args_end) expect_cpu_stmt = true;
-      else if (prev_id != "else") expect_cpu_stmt = false;
+      if (next_cuda_branch && i >= check_args_end)
+        expect_cpu_stmt = true;
+      else if (prev_id != "else")
+        expect_cpu_stmt = false;
       next_cuda_branch = false;
       prev_id = {};
       ++i;
@@ -392,13 +411,13 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         if (id == "if" && prev_id == "else") expect_cpu_stmt = false;
         prev_id = id;
         continue;
-      } else if (in_function() && call && (IsFailMacro(id) || IsCheckMacro(id) ||
-                                           is_cuda_check_macro(id))) {
+      } else if (in_function() && call &&
+                 (IsFailMacro(id) || IsCheckMacro(id) || is_cuda_check_macro(id))) {
         std::string_view args = ParenArgs(s, after);
         std::size_t comma = args.find(',');
         std::string_view first = Trim(args.substr(0, comma));
-        std::string_view message = comma == std::string_view::npos ? std::string_view{}
-                                                                   : args.substr(comma + 1);
+        std::string_view message =
+            comma == std::string_view::npos ? std::string_view{} : args.substr(comma + 1);
         Rejection r{line, col(b), std::string(id), false, false, in_cuda_branch()};
         if (IsFailMacro(id) || first == "false" || first == "0") {
           // A failure is the non-CUDA path when its message says so, or when it is what runs
@@ -409,7 +428,8 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         } else if (is_cuda_check_macro(id) ||
                    ((first.find("is_cuda") != std::string_view::npos ||
                      first.find("kCUDA") != std::string_view::npos) &&
-                    first.find("||") == std::string_view::npos)) {  // `is_cuda() || is_cpu()` accepts more
+                    first.find("||") ==
+                        std::string_view::npos)) {  // `is_cuda() || is_cpu()` accepts more
           rejections.push_back(std::move(r));
         }
         // The check's own is_cuda() is the rejection, not a separate finding; the rest of its
@@ -420,7 +440,8 @@ void ScanCpp(std::string_view s, FindingSink& sink) {
         continue;
       } else if (id == "throw" && in_function()) {
         std::size_t e = s.find(';', i);
-        std::string_view stmt = s.substr(i, std::min<std::size_t>(e == std::string_view::npos ? n - i : e - i, 1024));
+        std::string_view stmt =
+            s.substr(i, std::min<std::size_t>(e == std::string_view::npos ? n - i : e - i, 1024));
         if (MentionsDevice(stmt) || expect_cpu_stmt)
           rejections.push_back(Rejection{line, col(b), "throw", true, true, in_cuda_branch()});
       } else if (id == "__global__" || id == "__device__" || id == "__shared__" ||
@@ -484,7 +505,8 @@ void ScanCMake(std::string_view text, FindingSink& sink) {
       sink.Add("DT306", n, col(p), "cuda_add_*()", false);
     } else if ((p = line.find("CUDA::")) != std::string::npos) {
       sink.Add("DT306", n, col(p), "a CUDA:: target", false);
-    } else if ((p = upper.find("PROJECT")) != std::string::npos && FindWord(line, "CUDA") != std::string::npos &&
+    } else if ((p = upper.find("PROJECT")) != std::string::npos &&
+               FindWord(line, "CUDA") != std::string::npos &&
                upper.find("LANGUAGES", p) != std::string::npos) {
       sink.Add("DT306", n, col(p), "project(... LANGUAGES CUDA)", false);
     }

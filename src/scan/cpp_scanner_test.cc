@@ -20,8 +20,9 @@ std::vector<Finding> Cpp(const std::string& src) {
 }
 
 TEST(ScanCppLinesTest, RawStringsKeepLineNumbers) {
-  auto fs = Cpp("void usage() {\n  std::cerr << R\"xx(\nUsage: \"quoted\" )\" \n  prog a b\n)xx\";\n}\n"
-                "void run() { cudaDeviceSynchronize(); }\n");
+  auto fs =
+      Cpp("void usage() {\n  std::cerr << R\"xx(\nUsage: \"quoted\" )\" \n  prog a b\n)xx\";\n}\n"
+          "void run() { cudaDeviceSynchronize(); }\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT304@7"}));
   EXPECT_EQ(fs[0].snippet, "void run() { cudaDeviceSynchronize(); }");
   // No delimiter, a prefix, and CUDA names inside the raw string that must not count.
@@ -57,97 +58,103 @@ TEST(ScanCppLinesTest, MalformedInputDoesNotCrash) {
 
 // fps.cpp of a JIT extension: the CUDA branch, then a failure for everything else.
 TEST(ScanCppWrapperTest, FailureAfterCudaBranchHasNoCpuPath) {
-  auto fs = Cpp(
-      "#include <torch/extension.h>\n"
-      "at::Tensor fps(at::Tensor points, int64_t n) {\n"
-      "  if (points.is_cuda()) {\n"
-      "    return fps_cuda(points, n);\n"
-      "  }\n"
-      "  AT_ASSERT(false, \"CPU not supported\");\n"
-      "  return at::Tensor();\n"
-      "}\n");
+  auto fs =
+      Cpp("#include <torch/extension.h>\n"
+          "at::Tensor fps(at::Tensor points, int64_t n) {\n"
+          "  if (points.is_cuda()) {\n"
+          "    return fps_cuda(points, n);\n"
+          "  }\n"
+          "  AT_ASSERT(false, \"CPU not supported\");\n"
+          "  return at::Tensor();\n"
+          "}\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@6"}));
   EXPECT_EQ(fs[0].cls, "extension");
   EXPECT_EQ(fs[0].severity, Severity::kBlocker);
   // The same in an else branch, with AT_ERROR and a message that says nothing of devices.
-  fs = Cpp(
-      "namespace ops {\n"
-      "at::Tensor ball_query(at::Tensor xyz, float r) {\n"
-      "  if (xyz.device().is_cuda())\n"
-      "  {\n"
-      "    return ball_query_gpu(xyz, r);\n"
-      "  } else {\n"
-      "    AT_ERROR(\"unsupported\");\n"
-      "  }\n"
-      "}\n"
-      "}  // namespace ops\n");
+  fs =
+      Cpp("namespace ops {\n"
+          "at::Tensor ball_query(at::Tensor xyz, float r) {\n"
+          "  if (xyz.device().is_cuda())\n"
+          "  {\n"
+          "    return ball_query_gpu(xyz, r);\n"
+          "  } else {\n"
+          "    AT_ERROR(\"unsupported\");\n"
+          "  }\n"
+          "}\n"
+          "}  // namespace ops\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@7"}));
   // Without braces, and a failure whose message says nothing of devices.
-  fs = Cpp("at::Tensor f(at::Tensor x) {\n  if (x.is_cuda()) return f_cuda(x);\n"
-           "  TORCH_CHECK(false, \"unsupported\");\n}\n");
+  fs =
+      Cpp("at::Tensor f(at::Tensor x) {\n  if (x.is_cuda()) return f_cuda(x);\n"
+          "  TORCH_CHECK(false, \"unsupported\");\n}\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@3"}));
   // A failure whose message names the CPU, with no branch at all.
-  fs = Cpp("struct Op {\n  static at::Tensor run(at::Tensor x) {\n"
-           "    TORCH_CHECK(false, \"not implemented on CPU\");\n  }\n};\n");
+  fs =
+      Cpp("struct Op {\n  static at::Tensor run(at::Tensor x) {\n"
+          "    TORCH_CHECK(false, \"not implemented on CPU\");\n  }\n};\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@3"}));
 }
 
 // Errors of the CUDA path itself name CUDA without rejecting other devices.
 TEST(ScanCppWrapperTest, CudaErrorsAreNotRejections) {
-  auto fs = Cpp(
-      "void a() { TORCH_CHECK(false, \"CUDA driver error: \", err); }\n"
-      "void b() { TORCH_CHECK(false, \"kernel_cuda handles only int64 and float\"); }\n"
-      "void c() { AT_ERROR(\"Cannot convert ScalarType to cudaDataType\"); }\n"
-      "void d() { TORCH_CHECK(false, \"Cannot map SparseCsr(CPU|CUDA) to a layout\"); }\n"
-      "void e() { throw std::runtime_error(\"CPU runtime error\"); }\n"
-      "void f() { AT_ERROR(\"fps is only implemented for CUDA tensors\"); }\n"
-      "void g() { throw std::invalid_argument(\"No CPU implementation of knn\"); }\n"
-      "void h() { TORCH_CHECK(false, \"input must be a CUDA tensor\"); }\n");
+  auto fs =
+      Cpp("void a() { TORCH_CHECK(false, \"CUDA driver error: \", err); }\n"
+          "void b() { TORCH_CHECK(false, \"kernel_cuda handles only int64 and float\"); }\n"
+          "void c() { AT_ERROR(\"Cannot convert ScalarType to cudaDataType\"); }\n"
+          "void d() { TORCH_CHECK(false, \"Cannot map SparseCsr(CPU|CUDA) to a layout\"); }\n"
+          "void e() { throw std::runtime_error(\"CPU runtime error\"); }\n"
+          "void f() { AT_ERROR(\"fps is only implemented for CUDA tensors\"); }\n"
+          "void g() { throw std::invalid_argument(\"No CPU implementation of knn\"); }\n"
+          "void h() { TORCH_CHECK(false, \"input must be a CUDA tensor\"); }\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@6", "DT320@7", "DT320@8"}));
 }
 
 TEST(ScanCppWrapperTest, CudaChecksWithoutAnotherBranch) {
-  auto fs = Cpp(
-      "#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x \" must be CUDA\")\n"
-      "#define CHECK_INPUT(x) \\\n  CHECK_CUDA(x);      \\\n  CHECK_CONTIGUOUS(x)\n"
-      "at::Tensor fwd(at::Tensor x) {\n"
-      "  CHECK_INPUT(x);\n"
-      "  CHECK_INPUT(x);\n"
-      "  return fwd_cuda(x);\n"
-      "}\n"
-      "at::Tensor bwd(at::Tensor g) {\n"
-      "  TORCH_CHECK(g.device().type() == at::kCUDA, \"g must be on the GPU\");\n"
-      "  return bwd_cuda(g);\n"
-      "}\n");
+  auto fs =
+      Cpp("#define CHECK_CUDA(x) TORCH_CHECK(x.is_cuda(), #x \" must be CUDA\")\n"
+          "#define CHECK_INPUT(x) \\\n  CHECK_CUDA(x);      \\\n  CHECK_CONTIGUOUS(x)\n"
+          "at::Tensor fwd(at::Tensor x) {\n"
+          "  CHECK_INPUT(x);\n"
+          "  CHECK_INPUT(x);\n"
+          "  return fwd_cuda(x);\n"
+          "}\n"
+          "at::Tensor bwd(at::Tensor g) {\n"
+          "  TORCH_CHECK(g.device().type() == at::kCUDA, \"g must be on the GPU\");\n"
+          "  return bwd_cuda(g);\n"
+          "}\n");
   // The macro's own definition keeps DT307; each rejecting check is reported (each names an input).
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT307@1", "DT320@6", "DT320@7", "DT320@11"}));
 }
 
 TEST(ScanCppLinesTest, CudaCallsInConditionsCount) {
-  auto fs = Cpp("void f() {\n  if (cudaMalloc(&p, n) != cudaSuccess) return;\n"
-                "  for (int i = 0; i < cudaDeviceCount(); ++i) {}\n  if (x.is_cuda()) g(x);\n}\n");
+  auto fs =
+      Cpp("void f() {\n  if (cudaMalloc(&p, n) != cudaSuccess) return;\n"
+          "  for (int i = 0; i < cudaDeviceCount(); ++i) {}\n  if (x.is_cuda()) g(x);\n}\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT304@2", "DT304@3"}));
 }
 
 TEST(ScanCppWrapperTest, DeviceBranchWithCpuImplementationIsNotARejection) {
-  auto fs = Cpp(
-      "at::Tensor fwd(at::Tensor x) {\n"
-      "  if (x.is_cuda()) {\n"
-      "    CHECK_CUDA(x);\n"
-      "    return fwd_cuda(x);\n"
-      "  } else {\n"
-      "    return fwd_cpu(x);\n"
-      "  }\n"
-      "}\n"
-      "at::Tensor g(at::Tensor x) {\n"
-      "  TORCH_CHECK(x.dim() == 2, \"x must be 2-D\");\n"
-      "  switch (x.scalar_type()) { default: AT_ERROR(\"unsupported dtype\"); }\n"
-      "  if (x.is_cpu()) return g_cpu(x);\n"
-      "  CHECK_CUDA(x);\n"
-      "  return g_cuda(x);\n"
-      "}\n");
-  EXPECT_EQ(Codes(fs), (std::vector<std::string>{}));  // The CUDA implementation in a .cu file checks its inputs; the wrapper decides, not it.
-  std::string cu = "void launch(at::Tensor x) {\n  CHECK_CUDA(x);\n  k<<<1, 1>>>(x.data_ptr<float>());\n}\n";
+  auto fs =
+      Cpp("at::Tensor fwd(at::Tensor x) {\n"
+          "  if (x.is_cuda()) {\n"
+          "    CHECK_CUDA(x);\n"
+          "    return fwd_cuda(x);\n"
+          "  } else {\n"
+          "    return fwd_cpu(x);\n"
+          "  }\n"
+          "}\n"
+          "at::Tensor g(at::Tensor x) {\n"
+          "  TORCH_CHECK(x.dim() == 2, \"x must be 2-D\");\n"
+          "  switch (x.scalar_type()) { default: AT_ERROR(\"unsupported dtype\"); }\n"
+          "  if (x.is_cpu()) return g_cpu(x);\n"
+          "  CHECK_CUDA(x);\n"
+          "  return g_cuda(x);\n"
+          "}\n");
+  EXPECT_EQ(Codes(fs),
+            (std::vector<std::string>{}));  // The CUDA implementation in a .cu file checks its
+                                            // inputs; the wrapper decides, not it.
+  std::string cu =
+      "void launch(at::Tensor x) {\n  CHECK_CUDA(x);\n  k<<<1, 1>>>(x.data_ptr<float>());\n}\n";
   std::vector<Finding> out;
   FindingSink sink(Reg(), "ops/k.cu", cu, out);
   ScanCpp(cu, sink);
@@ -156,7 +163,8 @@ TEST(ScanCppWrapperTest, DeviceBranchWithCpuImplementationIsNotARejection) {
 
 TEST(ScanCppWrapperTest, CudaSourceFileAndOpLibrary) {
   // A .cu host wrapper that names no CUDA API is still nvcc-only source: one finding, line 1.
-  std::string cu = "#include \"knn.h\"\n\nat::Tensor dist(const at::Tensor& p) { return knn(p); }\n";
+  std::string cu =
+      "#include \"knn.h\"\n\nat::Tensor dist(const at::Tensor& p) { return knn(p); }\n";
   std::vector<Finding> out;
   FindingSink sink(Reg(), "simple_knn/spatial.cu", cu, out);
   ScanCpp(cu, sink);
@@ -185,12 +193,15 @@ TEST(ScanCppTest, KernelsApisAndIncludesButNotCommentsOrStrings) {
   std::vector<Finding> out;
   FindingSink sink(Reg(), "k.cu", src, out);
   ScanCpp(src, sink);
-  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT304@1", "DT308@2", "DT303@5", "DT304@6", "DT303@6"}));
+  EXPECT_EQ(Codes(out),
+            (std::vector<std::string>{"DT304@1", "DT308@2", "DT303@5", "DT304@6", "DT303@6"}));
 }
 
 TEST(ScanCMakeTest, CudaLanguageAndArchitectures) {
-  std::string src = "# enable_language(CUDA) in a comment\nproject(x LANGUAGES CXX CUDA)\n"
-                    "find_package(CUDAToolkit REQUIRED)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES 80)\n";
+  std::string src =
+      "# enable_language(CUDA) in a comment\nproject(x LANGUAGES CXX CUDA)\n"
+      "find_package(CUDAToolkit REQUIRED)\nset_target_properties(k PROPERTIES CUDA_ARCHITECTURES "
+      "80)\n";
   std::vector<Finding> out;
   FindingSink sink(Reg(), "CMakeLists.txt", src, out);
   ScanCMake(src, sink);

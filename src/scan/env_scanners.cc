@@ -36,7 +36,8 @@ bool HasCudaLocalVersion(std::string_view s) {
 bool IsCudaIndexUrl(std::string_view s) {
   std::size_t scheme = s.find("://");
   if (scheme == std::string_view::npos) return false;
-  for (std::size_t p = s.find("/cu", scheme); p != std::string_view::npos; p = s.find("/cu", p + 1)) {
+  for (std::size_t p = s.find("/cu", scheme); p != std::string_view::npos;
+       p = s.find("/cu", p + 1)) {
     std::size_t e = p + 3;
     while (e < s.size() && s[e] >= '0' && s[e] <= '9') ++e;
     if (e - (p + 3) >= 2 && e - (p + 3) <= 3 &&
@@ -84,7 +85,8 @@ FolderEvidence InspectFolder(const std::string& root, std::string_view rel_dir) 
   ev.empty = true;
   // Bounded: a vendored tree can be large, and the first CUDA source settles it.
   std::size_t seen = 0;
-  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec),
+       end;
        !ec && it != end && seen < 5000; it.increment(ec), ++seen) {
     std::string name = it->path().filename().string();
     if (!name.empty() && name[0] == '.') {
@@ -101,8 +103,10 @@ FolderEvidence InspectFolder(const std::string& root, std::string_view rel_dir) 
           text->find("cuda_sources") != std::string::npos)
         ev.cuda_extension = true;
       // The names the package installs: setup(name="x") and Extension(name="x._C").
-      for (std::size_t q = text->find("name"); q != std::string::npos; q = text->find("name", q + 4)) {
-        if (q > 0 && (std::isalnum(static_cast<unsigned char>((*text)[q - 1])) || (*text)[q - 1] == '_'))
+      for (std::size_t q = text->find("name"); q != std::string::npos;
+           q = text->find("name", q + 4)) {
+        if (q > 0 &&
+            (std::isalnum(static_cast<unsigned char>((*text)[q - 1])) || (*text)[q - 1] == '_'))
           continue;
         std::size_t k = q + 4;
         while (k < text->size() && (*text)[k] == ' ') ++k;
@@ -149,10 +153,12 @@ bool MarkerExcludesMac(std::string_view spec) {
   if (semi == std::string_view::npos) return false;
   std::string m;
   for (char c : spec.substr(semi + 1))
-    if (c != ' ' && c != '\t' && c != '"' && c != '\'') m.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  for (std::string_view k : {"sys_platform==linux", "platform_system==linux", "sys_platform!=darwin",
-                             "platform_system!=darwin", "platform_machine==x86_64",
-                             "platform_machine==amd64", "sys_platform==win32"})
+    if (c != ' ' && c != '\t' && c != '"' && c != '\'')
+      m.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  for (std::string_view k :
+       {"sys_platform==linux", "platform_system==linux", "sys_platform!=darwin",
+        "platform_system!=darwin", "platform_machine==x86_64", "platform_machine==amd64",
+        "sys_platform==win32"})
     if (m.find(k) != std::string::npos) return true;
   return false;
 }
@@ -256,7 +262,8 @@ bool CheckLocalPackage(std::string_view spec, FindingSink& sink, std::uint32_t l
   std::string root = sink.Root();
   if (root.empty()) return true;
   // pip resolves the path from where it runs: the file's folder or the root.
-  std::string rel = (fs::path(DirOf(sink.rel())) / std::string(path)).lexically_normal().generic_string();
+  std::string rel =
+      (fs::path(DirOf(sink.rel())) / std::string(path)).lexically_normal().generic_string();
   std::string from_root = fs::path(std::string(path)).lexically_normal().generic_string();
   for (std::string* r : {&rel, &from_root})
     while (!r->empty() && r->back() == '/') r->pop_back();
@@ -271,8 +278,8 @@ bool CheckLocalPackage(std::string_view spec, FindingSink& sink, std::uint32_t l
     // out cannot be, and in research code it is nearly always a CUDA extension.
     bool unseen_submodule = submodule && (!ev.exists || ev.empty);
     if (!(ev.cuda_sources || ev.cuda_extension || unseen_submodule)) return true;
-    std::string why = ev.cuda_extension ? "its setup.py builds a CUDAExtension"
-                      : ev.cuda_sources ? "it has .cu sources"
+    std::string why = ev.cuda_extension        ? "its setup.py builds a CUDAExtension"
+                      : ev.cuda_sources        ? "it has .cu sources"
                       : ev.empty || !ev.exists ? "a git submodule, empty in this checkout"
                                                : "a git submodule";
     sink.Add("DT322", line, column, std::string(path) + " (" + why + ")", false);
@@ -317,7 +324,8 @@ void ScanCondaEnv(std::string_view text, FindingSink& sink) {
     if (t[0] != '-') return;
     std::string_view item = Trim(t.substr(1));
     if (item.empty() || item.back() == ':') return;  // "- pip:" opens the pip list.
-    if (item.size() >= 2 && (item[0] == '"' || item[0] == '\'')) item = item.substr(1, item.size() - 2);
+    if (item.size() >= 2 && (item[0] == '"' || item[0] == '\''))
+      item = item.substr(1, item.size() - 2);
     std::uint32_t col = Col(raw, item);
     if (section == "channels") {
       if (item == "nvidia" || item == "pytorch" || StartsWith(item, "rapidsai"))
@@ -344,10 +352,10 @@ namespace {
 // Keys whose strings are requirements or indexes, in any table: PEP 621 / 518 / 735, Poetry,
 // PDM, uv, pixi, setuptools' own spellings.
 bool IsDependencyKey(std::string_view key) {
-  for (std::string_view k : {"dependencies", "requires", "install_requires", "install-requires",
-                             "setup_requires", "setup-requires", "build-requires", "dev-dependencies",
-                             "optional-dependencies", "extras_require", "constraint-dependencies",
-                             "override-dependencies"})
+  for (std::string_view k :
+       {"dependencies", "requires", "install_requires", "install-requires", "setup_requires",
+        "setup-requires", "build-requires", "dev-dependencies", "optional-dependencies",
+        "extras_require", "constraint-dependencies", "override-dependencies"})
     if (key == k) return true;
   return false;
 }
@@ -379,10 +387,14 @@ int BracketDelta(std::string_view line) {
       if (c == q) q = 0;
       continue;
     }
-    if (c == '"' || c == '\'') q = c;
-    else if (c == '#') break;
-    else if (c == '[') ++d;
-    else if (c == ']') --d;
+    if (c == '"' || c == '\'')
+      q = c;
+    else if (c == '#')
+      break;
+    else if (c == '[')
+      ++d;
+    else if (c == ']')
+      --d;
   }
   return d;
 }
@@ -391,8 +403,8 @@ int BracketDelta(std::string_view line) {
 
 void ScanPyproject(std::string_view text, FindingSink& sink) {
   std::string table;
-  std::string key;   // The key whose (possibly multi-line) array is open.
-  int depth = 0;     // Bracket depth of that array.
+  std::string key;  // The key whose (possibly multi-line) array is open.
+  int depth = 0;    // Bracket depth of that array.
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view line = Trim(raw);
     if (line.empty() || line[0] == '#') return;
@@ -433,7 +445,8 @@ void ScanPyproject(std::string_view text, FindingSink& sink) {
       if (IsCudaIndexUrl(str)) {
         sink.Add("DT401", n, Col(raw, str), str, false);
       } else if (deps) {
-        if (!CheckLocalPackage(str, sink, n, Col(raw, str))) CheckRequirement(str, sink, n, Col(raw, str));
+        if (!CheckLocalPackage(str, sink, n, Col(raw, str)))
+          CheckRequirement(str, sink, n, Col(raw, str));
       } else if (StartsWith(table, "[tool.")) {
         // Build settings (scikit-build cmake args, cibuildwheel environments) that select
         // CUDA architectures.
@@ -441,7 +454,8 @@ void ScanPyproject(std::string_view text, FindingSink& sink) {
           // A setting starts with it ("-DCMAKE_CUDA_ARCHITECTURES=80", "TORCH_CUDA_ARCH_LIST=8.0
           // ..."); prose mentions it after other words.
           std::size_t at = str.find(arch);
-          if (at != std::string_view::npos && str.substr(0, at).find(' ') == std::string_view::npos) {
+          if (at != std::string_view::npos &&
+              str.substr(0, at).find(' ') == std::string_view::npos) {
             sink.Add("DT302", n, Col(raw, str.substr(at)), arch, false);
             break;
           }
@@ -540,8 +554,8 @@ std::size_t BitsandbytesFlagAt(std::string_view s) {
     std::size_t eq = a.find('=');
     std::string_view opt = a.substr(0, eq);
     std::string value = Lower(eq != std::string_view::npos ? a.substr(eq + 1)
-                              : k + 1 < args.size() ? args[k + 1].second
-                                                    : std::string_view{});
+                              : k + 1 < args.size()        ? args[k + 1].second
+                                                           : std::string_view{});
     if (IsBitsandbytesFlag(opt)) {
       if (value == "false" || value == "0" || value == "no") continue;
       return args[k].first;
@@ -557,7 +571,8 @@ std::size_t BitsandbytesFlagAt(std::string_view s) {
 // `--accelerator gpu`; npos when it does not.
 std::size_t CudaDeviceFlagAt(std::string_view s) {
   for (std::string_view opt : {"--device", "--accelerator"}) {
-    for (std::size_t p = FindWord(s, opt); p != std::string_view::npos; p = FindWord(s, opt, p + 1)) {
+    for (std::size_t p = FindWord(s, opt); p != std::string_view::npos;
+         p = FindWord(s, opt, p + 1)) {
       std::size_t v = p + opt.size();
       if (v < s.size() && s[v] == '=') ++v;
       while (v < s.size() && (s[v] == ' ' || s[v] == '\t')) ++v;
@@ -596,7 +611,8 @@ std::string BlankQuoted(std::string_view line) {
         ++i;
         continue;
       }
-      if (c == '\'' || c == '"') q = c;
+      if (c == '\'' || c == '"')
+        q = c;
       else if (c == '#' && (i == 0 || out[i - 1] == ' ' || out[i - 1] == '\t')) {
         out.resize(i);
         break;
@@ -679,14 +695,16 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink) {
           // `-e pointops`: a folder even without a slash.
           editable = false;
           std::string path(tok);
-          if (path[0] != '.' && path[0] != '/' && path.find(':') == std::string::npos) path = "./" + path;
+          if (path[0] != '.' && path[0] != '/' && path.find(':') == std::string::npos)
+            path = "./" + path;
           CheckLocalPackage(path, sink, n, col(p));
         } else if (tok[0] == '-') {
           editable = tok == "-e" || tok == "--editable";
           // Options whose value is the next word; -e's value is the folder itself.
-          for (std::string_view o : {"-r", "-c", "-f", "-i", "-t", "--index-url", "--extra-index-url",
-                                     "--find-links", "--requirement", "--constraint", "--target",
-                                     "--prefix", "--root", "--config-settings", "-C"})
+          for (std::string_view o :
+               {"-r", "-c", "-f", "-i", "-t", "--index-url", "--extra-index-url", "--find-links",
+                "--requirement", "--constraint", "--target", "--prefix", "--root",
+                "--config-settings", "-C"})
             skip_next = skip_next || tok == o;
         } else {
           CheckLocalPackage(tok, sink, n, col(p));
@@ -735,11 +753,11 @@ namespace {
 // One line of a YAML document, read without a YAML library: block structure is all these
 // scanners need, and a line-based reading cannot fail on a malformed document.
 struct YamlLine {
-  std::size_t indent = 0;   // Of the key, or of the item's content for "- x".
-  bool item = false;        // A block sequence entry "- ...".
-  std::string_view key;     // Empty when the line is not "key: value".
-  std::string_view value;   // Unquoted when the whole value was quoted; empty for "key:".
-  std::string_view content; // The line without indentation, "- " and comment.
+  std::size_t indent = 0;    // Of the key, or of the item's content for "- x".
+  bool item = false;         // A block sequence entry "- ...".
+  std::string_view key;      // Empty when the line is not "key: value".
+  std::string_view value;    // Unquoted when the whole value was quoted; empty for "key:".
+  std::string_view content;  // The line without indentation, "- " and comment.
 };
 
 std::string_view Unquote(std::string_view v) {
@@ -815,7 +833,8 @@ bool SelectsGpus(std::string_view key, std::string_view v) {
   }
   // "0,1" / "0," strings of indices.
   return v.find(',') != std::string_view::npos &&
-         std::all_of(v.begin(), v.end(), [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == ' '; }) &&
+         std::all_of(v.begin(), v.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == ' '; }) &&
          v.find_first_of("0123456789") != std::string_view::npos;
 }
 
@@ -880,9 +899,10 @@ std::string KeyLibrary(std::string_view key, const std::vector<std::string>& wor
 
 bool IsProseKey(std::string_view key) {
   std::string l = Lower(key);
-  for (std::string_view k : {"description", "desc", "help", "doc", "docs", "comment", "comments",
-                             "note", "notes", "summary", "title", "message", "text", "prompt",
-                             "caption", "author", "authors", "url", "homepage", "citation"})
+  for (std::string_view k :
+       {"description", "desc",   "help",    "doc",   "docs",     "comment", "comments",
+        "note",        "notes",  "summary", "title", "message",  "text",    "prompt",
+        "caption",     "author", "authors", "url",   "homepage", "citation"})
     if (l == k) return true;
   return false;
 }
@@ -910,7 +930,8 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
       sink.Add("DT420", n, col(y.content), "gpus: " + std::string(v), false);
     } else if (key == "capabilities") {
       auto items = FlowItems(v);
-      bool gpu = items ? std::find(items->begin(), items->end(), "gpu") != items->end() : v == "gpu";
+      bool gpu =
+          items ? std::find(items->begin(), items->end(), "gpu") != items->end() : v == "gpu";
       if (gpu) sink.Add("DT420", n, col(y.content), "capabilities: [gpu]", false);
     } else if (key == "nvidia.com/gpu" && !v.empty() && v != "0") {
       sink.Add("DT420", n, col(y.content), "nvidia.com/gpu", false);
@@ -938,7 +959,7 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
 void ScanConfigYaml(std::string_view text, FindingSink& sink) {
   const std::vector<std::string> words = LibraryWords(sink.registry());
   std::size_t block_indent = std::string_view::npos;  // Inside a "|" / ">" block scalar (prose).
-  std::string list_key;  // "gpus:" whose block sequence follows.
+  std::string list_key;                               // "gpus:" whose block sequence follows.
   std::uint32_t list_line = 0, list_col = 0;
   std::size_t list_indent = 0;
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
@@ -953,7 +974,8 @@ void ScanConfigYaml(std::string_view text, FindingSink& sink) {
     if (!list_key.empty()) {
       if (y.item && y.indent >= list_indent) {
         if (IsInteger(y.value, false)) {  // An index: GPU 0 is a GPU in a list.
-          sink.Add("DT120", list_line, list_col, list_key + ": [" + std::string(y.value) + "]", false);
+          sink.Add("DT120", list_line, list_col, list_key + ": [" + std::string(y.value) + "]",
+                   false);
           list_key.clear();
         }
         return;
@@ -1047,7 +1069,8 @@ std::vector<std::string> FindImporters(const std::string& root,
   auto word_end = [](const std::string& t, std::size_t e) {
     return e >= t.size() || !(std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_');
   };
-  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
+       end;
        open > 0 && !ec && it != end && seen < 20000; it.increment(ec), ++seen) {
     std::string name = it->path().filename().string();
     std::string rel = it->path().lexically_relative(root).generic_string();
@@ -1128,7 +1151,8 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
       if (std::find(names.begin(), names.end(), nm) == names.end()) names.push_back(nm);
     names_of.push_back(names);
     bool unseen = !evs.back().exists || evs.back().empty;
-    unseen_names.push_back(unseen && !root.empty() && !m.path.empty() ? names : std::vector<std::string>{});
+    unseen_names.push_back(unseen && !root.empty() && !m.path.empty() ? names
+                                                                      : std::vector<std::string>{});
   }
   // Nothing to judge an empty submodule by but whether the project imports it: an evaluation
   // harness or a dataset tool that nothing imports is not a dependency of the model.
@@ -1148,8 +1172,9 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
     } else if (!ev.exists || ev.empty) {
       const std::string& importer = importers[k];
       if (importer.empty()) continue;
-      why = "its folder is empty in this checkout (clone with --recursive to scan it); imported by " +
-            importer;
+      why =
+          "its folder is empty in this checkout (clone with --recursive to scan it); imported by " +
+          importer;
     } else if (ev.cuda_extension) {
       why = "its setup.py builds a CUDAExtension";
     } else if (ev.cuda_sources) {

@@ -32,9 +32,9 @@ void ScanGitmodules(std::string_view text, FindingSink& sink);
 // What a folder of the checkout holds, for submodules and local packages.
 struct FolderEvidence {
   bool exists = false;
-  bool empty = false;           // No file (hidden ones aside): a submodule not checked out.
-  bool cuda_sources = false;    // .cu / .cuh files.
-  bool cuda_extension = false;  // Its setup.py names CUDAExtension.
+  bool empty = false;              // No file (hidden ones aside): a submodule not checked out.
+  bool cuda_sources = false;       // .cu / .cuh files.
+  bool cuda_extension = false;     // Its setup.py names CUDAExtension.
   std::vector<std::string> names;  // name= strings of its setup.py (package and extensions).
 };
 // Looks at <root>/<rel_dir> with std::filesystem; nothing when root is empty or it is missing.

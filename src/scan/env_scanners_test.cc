@@ -18,7 +18,8 @@ using Strings = std::vector<std::string>;
 
 template <class Fn>
 std::vector<Finding> ScanText(Fn scan, const std::string& rel, const std::string& src,
-                         const std::string& abs = "", std::vector<CudaModule>* modules = nullptr) {
+                              const std::string& abs = "",
+                              std::vector<CudaModule>* modules = nullptr) {
   std::vector<Finding> out;
   FindingSink sink(Reg(), rel, src, out);
   if (!abs.empty()) sink.set_path(abs);
@@ -30,24 +31,29 @@ std::vector<Finding> ScanText(Fn scan, const std::string& rel, const std::string
 TEST(ScanEnvFilesTest, CrOnlyLineEndsInEveryLineScanner) {
   EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements.txt", "numpy\rflash-attn\r\rcupy\r")),
             (Strings{"DT403@2", "DT403@4"}));
-  EXPECT_EQ(Codes(ScanText(ScanShell, "run.sh", "echo hi\r\nnvidia-smi\r\n")), (Strings{"DT405@2"}));
+  EXPECT_EQ(Codes(ScanText(ScanShell, "run.sh", "echo hi\r\nnvidia-smi\r\n")),
+            (Strings{"DT405@2"}));
   EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile", "FROM python:3.10\rRUN nvcc -V\r")),
             (Strings{"DT405@2"}));
 }
 
 TEST(ScanEnvFilesTest, CudaWheelIndexesAnywhere) {
   // A non-NVIDIA base image does not make a CUDA wheel portable.
-  EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile",
-                      "FROM python:3.10-slim\n"
-                      "RUN pip install --pre torch --index-url https://download.example/whl/nightly/cu118\n"
-                      "RUN pip install torch --extra-index-url=https://download.pytorch.org/whl/cu121\n"
-                      "RUN pip install torch==1.12.1+cu113 -f https://download.pytorch.org/whl/torch_stable.html\n"
-                      "RUN pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
-                      "RUN cp /usr/cu118/a /b\n")),
-            (Strings{"DT401@2", "DT401@3", "DT401@4"}));
-  EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements.txt",
-                      "--extra-index-url https://mirror.example.org/pytorch/whl/cu124/\ntorch\n")),
-            (Strings{"DT401@1"}));
+  EXPECT_EQ(
+      Codes(ScanText(
+          ScanDockerfile, "Dockerfile",
+          "FROM python:3.10-slim\n"
+          "RUN pip install --pre torch --index-url https://download.example/whl/nightly/cu118\n"
+          "RUN pip install torch --extra-index-url=https://download.pytorch.org/whl/cu121\n"
+          "RUN pip install torch==1.12.1+cu113 -f "
+          "https://download.pytorch.org/whl/torch_stable.html\n"
+          "RUN pip install torch --index-url https://download.pytorch.org/whl/cpu\n"
+          "RUN cp /usr/cu118/a /b\n")),
+      (Strings{"DT401@2", "DT401@3", "DT401@4"}));
+  EXPECT_EQ(
+      Codes(ScanText(ScanRequirements, "requirements.txt",
+                     "--extra-index-url https://mirror.example.org/pytorch/whl/cu124/\ntorch\n")),
+      (Strings{"DT401@1"}));
 }
 
 TEST(ScanEnvFilesTest, ComposeReservesGpusAndRuns8Bit) {
@@ -110,8 +116,8 @@ TEST(ScanEnvFilesTest, CommandLinesSelectCudaDevices) {
 
 TEST(ScanEnvFilesTest, ShellScriptsRunThe8BitPath) {
   EXPECT_EQ(Codes(ScanText(ScanShell, "finetune.sh",
-                      "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
-                      "echo \"use --load-in-8bit for less memory\"\n")),
+                           "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
+                           "echo \"use --load-in-8bit for less memory\"\n")),
             (Strings{"DT221@3"}));
 }
 
@@ -127,51 +133,55 @@ TEST(ScanEnvFilesTest, YamlConfigSelectsCudaOnlyPaths) {
   EXPECT_EQ(Codes(fs), (Strings{"DT220@5"}));
   EXPECT_EQ(fs[0].cls, "library");
   EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "config/config.yaml",
-                      "defaults:\n  - task: cls\ngpus:\n  - 0\nepochs: 200\n")),
+                           "defaults:\n  - task: cls\ngpus:\n  - 0\nepochs: 200\n")),
             (Strings{"DT120@3"}));
   std::string other =
       "trainer:\n"
-      "  gpus: 1\n"                         // 2
-      "  accelerator: gpu\n"                // 3
-      "  precision: 16\n"                   // 4: mixed precision is not a finding
-      "  amp: true\n"                       // 5
-      "  use_fp16: true\n"                  // 6
+      "  gpus: 1\n"           // 2
+      "  accelerator: gpu\n"  // 3
+      "  precision: 16\n"     // 4: mixed precision is not a finding
+      "  amp: true\n"         // 5
+      "  use_fp16: true\n"    // 6
       "optimizer:\n"
       "  _target_: apex.optimizers.FusedAdam\n"  // 8
       "model:\n"
-      "  use_flash_attn: True\n"            // 10
-      "  use_xformers: false\n"             // 11
-      "  device: cuda:0\n"                  // 12
+      "  use_flash_attn: True\n"  // 10
+      "  use_xformers: false\n"   // 11
+      "  device: cuda:0\n"        // 12
       "dist:\n"
-      "  backend: nccl\n"                   // 14
+      "  backend: nccl\n"                                           // 14
       "description: Trains on CUDA with xformers and flash_attn\n"  // 15: prose
       "notes: |\n"
-      "  gpus: [0, 1]\n"                    // 17: inside a block scalar
-      "# gpus: [0]\n"                       // 18: comment
-      "eval_gpus: [0]\n"                    // 19: not a device key we know
+      "  gpus: [0, 1]\n"  // 17: inside a block scalar
+      "# gpus: [0]\n"     // 18: comment
+      "eval_gpus: [0]\n"  // 19: not a device key we know
       "cpu_gpus: 0\n"
       "gpus_alt:\n"
-      "gpu_ids: -1\n"                       // 22: the CPU
+      "gpu_ids: -1\n"  // 22: the CPU
       "other_gpus: []\n"
       "cuda_note: see the README for cuda setup\n"  // 24
-      "list: [xformers, sdpa]\n";           // 25
-  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "configs/train.yaml", other)),
-            (Strings{"DT120@2", "DT120@3", "DT220@8", "DT220@10", "DT120@12", "DT205@14",
-                     "DT220@25"}));
-  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "k8s/values.yaml",
-                          "resources:\n  limits:\n    nvidia.com/gpu: 1\nenv:\n  CUDA_VISIBLE_DEVICES: 0\n"
-                          "num_gpus: 8\nn_gpu: 0\nngpu: auto\n")),
+      "list: [xformers, sdpa]\n";                   // 25
+  EXPECT_EQ(
+      Codes(ScanText(ScanConfigYaml, "configs/train.yaml", other)),
+      (Strings{"DT120@2", "DT120@3", "DT220@8", "DT220@10", "DT120@12", "DT205@14", "DT220@25"}));
+  EXPECT_EQ(Codes(ScanText(
+                ScanConfigYaml, "k8s/values.yaml",
+                "resources:\n  limits:\n    nvidia.com/gpu: 1\nenv:\n  CUDA_VISIBLE_DEVICES: 0\n"
+                "num_gpus: 8\nn_gpu: 0\nngpu: auto\n")),
             (Strings{"DT420@3", "DT406@5", "DT120@6"}));
-  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "c.yaml", "gpus: 0\ngpus: []\ngpus: null\naccelerator: mps\n"
-                                                "device: cpu\nattn: vanilla\n")),
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "c.yaml",
+                           "gpus: 0\ngpus: []\ngpus: null\naccelerator: mps\n"
+                           "device: cpu\nattn: vanilla\n")),
             Strings{});
 }
 
 TEST(ScanEnvFilesTest, MalformedYamlDoesNotCrash) {
   for (const std::string& s :
-       {std::string("key: [unclosed\n  - : :\n- - -\n:\n'': ''\ngpus: [\ngpus: ]\ngpus: 99999999999999999999\n"),
-        std::string("\t\t- gpus:\n\x01\xff: \xfe\n"), std::string(1 << 20, 'x') + ":\n", std::string("gpus:"),
-        std::string("gpus:\n  -"), std::string("a: |"), std::string(100000, '-'),
+       {std::string("key: [unclosed\n  - : :\n- - -\n:\n'': ''\ngpus: [\ngpus: ]\ngpus: "
+                    "99999999999999999999\n"),
+        std::string("\t\t- gpus:\n\x01\xff: \xfe\n"), std::string(1 << 20, 'x') + ":\n",
+        std::string("gpus:"), std::string("gpus:\n  -"), std::string("a: |"),
+        std::string(100000, '-'),
         std::string("-e \nfile:\nfile://\n./\n-\n\"\n'\n[\n]\n= \nFROM\nFROM --platform\nRUN \\\n"),
         std::string("\r\r\r\n\n\r"), std::string(200000, '\r')}) {
     ScanText(ScanConfigYaml, "c.yaml", s);
@@ -194,20 +204,20 @@ TEST(ScanEnvFilesTest, ProjectMetadataIsProse) {
       "keywords = [\"cuda\", \"pytorch\", \"flash-attn\"]\n"
       "description = \"Fast CUDA kernels, ported to triton\"\n"
       "classifiers = [\n  \"Environment :: GPU :: NVIDIA CUDA\",\n  \"cuda\",\n]\n"
-      "dependencies = [\n  \"torch\",\n  \"xformers>=0.0.20\",\n]\n"   // 11
+      "dependencies = [\n  \"torch\",\n  \"xformers>=0.0.20\",\n]\n"  // 11
       "[project.optional-dependencies]\n"
-      "cuda = [\"flash-attn\"]\n"                                     // 14
+      "cuda = [\"flash-attn\"]\n"  // 14
       "[project.urls]\n"
       "cuda = \"https://example.org/cuda\"\n"
       "[build-system]\n"
-      "requires = [\"setuptools\", \"nvidia-cuda-runtime-cu12\"]\n"   // 18
+      "requires = [\"setuptools\", \"nvidia-cuda-runtime-cu12\"]\n"  // 18
       "[[tool.uv.index]]\n"
-      "url = \"https://download.pytorch.org/whl/cu121\"\n"           // 20
+      "url = \"https://download.pytorch.org/whl/cu121\"\n"  // 20
       "[tool.scikit-build]\n"
-      "cmake.args = [\"-DCMAKE_CUDA_ARCHITECTURES=80\"]\n"             // 22
+      "cmake.args = [\"-DCMAKE_CUDA_ARCHITECTURES=80\"]\n"  // 22
       "[tool.other]\n"
-      "doc = \"explains TORCH_CUDA_ARCH_LIST\"\n"                   // 24: prose
-      "env = \"TORCH_CUDA_ARCH_LIST='8.0 9.0' MAX_JOBS=4\"\n";         // 25
+      "doc = \"explains TORCH_CUDA_ARCH_LIST\"\n"               // 24: prose
+      "env = \"TORCH_CUDA_ARCH_LIST='8.0 9.0' MAX_JOBS=4\"\n";  // 25
   EXPECT_EQ(Codes(ScanText(ScanPyproject, "pyproject.toml", toml)),
             (Strings{"DT403@11", "DT403@14", "DT402@18", "DT401@20", "DT302@22", "DT302@25"}));
   std::string cfg =
@@ -218,9 +228,9 @@ TEST(ScanEnvFilesTest, ProjectMetadataIsProse) {
       "[options]\n"
       "install_requires =\n"
       "    torch\n"
-      "    bitsandbytes>=0.41\n"    // 8
+      "    bitsandbytes>=0.41\n"  // 8
       "[options.extras_require]\n"
-      "fast = flash-attn\n";       // 10
+      "fast = flash-attn\n";  // 10
   EXPECT_EQ(Codes(ScanText(ScanSetupCfg, "setup.cfg", cfg)), (Strings{"DT403@8", "DT403@10"}));
 }
 
@@ -263,15 +273,17 @@ TEST_F(ScanEnvTreeTest, SubmodulesAreExtensions) {
   EXPECT_EQ(fs[0].cls, "extension");
   EXPECT_NE(fs[0].message.find("submodules/diff-raster"), std::string::npos);
   EXPECT_NE(fs[0].message.find("empty"), std::string::npos);
-  EXPECT_NE(fs[0].message.find("imported by render.py (as diff_raster)"), std::string::npos) << fs[0].message;
+  EXPECT_NE(fs[0].message.find("imported by render.py (as diff_raster)"), std::string::npos)
+      << fs[0].message;
   EXPECT_NE(fs[1].message.find("CUDAExtension"), std::string::npos);
   Strings names;
   for (const auto& m : mods) names.push_back(m.module + "@" + std::to_string(m.line));
   EXPECT_EQ(names, (Strings{"diff_raster@1", "fast_knn@4", "fast_knn_pkg@4", "fast_knn._C@4"}));
 
   // environment.yml pip entries that build those submodules.
-  std::string env = "dependencies:\n  - pip:\n    - submodules/diff-raster\n    - ./third_party/fast-knn\n"
-                    "    - docs/theme\n    - ./missing\n    - requests\n";
+  std::string env =
+      "dependencies:\n  - pip:\n    - submodules/diff-raster\n    - ./third_party/fast-knn\n"
+      "    - docs/theme\n    - ./missing\n    - requests\n";
   EXPECT_EQ(Codes(ScanText(ScanCondaEnv, "environment.yml", env, Abs("environment.yml"))),
             (Strings{"DT322@3", "DT322@4"}));
 }
@@ -292,22 +304,26 @@ TEST_F(ScanEnvTreeTest, LocalPackagesWithCudaSources) {
   EXPECT_TRUE(InspectFolder(dir_.string(), "pointops").cuda_sources);
   // pip in a Dockerfile or a script: the folder is relative to the build context.
   EXPECT_EQ(Codes(ScanText(ScanDockerfile, "Dockerfile",
-                           "FROM python:3.10\nRUN pip install -r requirements.txt ./pointops && pip install -e tools/plain\n"
+                           "FROM python:3.10\nRUN pip install -r requirements.txt ./pointops && "
+                           "pip install -e tools/plain\n"
                            "RUN pip install --no-build-isolation -e pointops; echo done\n",
                            Abs("Dockerfile"))),
             (Strings{"DT322@2", "DT322@3"}));
   // Relative to the requirements file's own folder, an editable install, and file: URLs.
   std::string nested = "-e ../pointops\nfile:../pointops\n";
-  EXPECT_EQ(Codes(ScanText(ScanRequirements, "requirements-dev.txt", "-e pointops\n-e git+https://x/y.git#egg=z\n",
-                           Abs("requirements-dev.txt"))),
-            (Strings{"DT322@1"}));
-  EXPECT_EQ(Codes(ScanText(ScanRequirements, "env/requirements.txt", nested, Abs("env/requirements.txt"))),
+  EXPECT_EQ(
+      Codes(ScanText(ScanRequirements, "requirements-dev.txt",
+                     "-e pointops\n-e git+https://x/y.git#egg=z\n", Abs("requirements-dev.txt"))),
+      (Strings{"DT322@1"}));
+  EXPECT_EQ(Codes(ScanText(ScanRequirements, "env/requirements.txt", nested,
+                           Abs("env/requirements.txt"))),
             (Strings{"DT322@1", "DT322@2"}));
 }
 
 TEST(ScanEnvTest, Requirements) {
-  std::string src = "# flash-attn in a comment\n--index-url https://download.pytorch.org/whl/cu118\n"
-                    "torch==2.1.0+cu118\nnvidia-cublas-cu12\nxformers>=0.0.23 ; sys_platform == 'linux'\nnumpy\n";
+  std::string src =
+      "# flash-attn in a comment\n--index-url https://download.pytorch.org/whl/cu118\n"
+      "torch==2.1.0+cu118\nnvidia-cublas-cu12\nxformers>=0.0.23 ; sys_platform == 'linux'\nnumpy\n";
   std::vector<Finding> out;
   FindingSink sink(Reg(), "requirements.txt", src, out);
   ScanRequirements(src, sink);
@@ -323,13 +339,16 @@ TEST(ScanEnvTest, ShellIgnoresQuotedProse) {
 }
 
 TEST(ScanEnvTest, CondaAndDocker) {
-  std::string env = "channels:\n  - conda-forge\n  - nvidia\ndependencies:\n  - numpy\n  - cudatoolkit=11.8\n"
-                    "  - pip:\n    - bitsandbytes==0.43\n";
+  std::string env =
+      "channels:\n  - conda-forge\n  - nvidia\ndependencies:\n  - numpy\n  - cudatoolkit=11.8\n"
+      "  - pip:\n    - bitsandbytes==0.43\n";
   std::vector<Finding> out;
   FindingSink sink(Reg(), "environment.yml", env, out);
   ScanCondaEnv(env, sink);
   EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT408@3", "DT402@6", "DT403@8"}));
-  std::string docker = "# FROM nvidia/cuda:12.1\nFROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:24.01-py3\nRUN nvidia-smi\n";
+  std::string docker =
+      "# FROM nvidia/cuda:12.1\nFROM --platform=linux/amd64 nvcr.io/nvidia/pytorch:24.01-py3\nRUN "
+      "nvidia-smi\n";
   std::vector<Finding> out2;
   FindingSink sink2(Reg(), "Dockerfile", docker, out2);
   ScanDockerfile(docker, sink2);

@@ -47,7 +47,8 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
     by_rel.emplace(rel, i);
     std::string_view key = rel.substr(0, rel.rfind('.'));
     constexpr std::string_view init = "/__init__";
-    if (key == "__init__") key = {};
+    if (key == "__init__")
+      key = {};
     else if (key.size() > init.size() && key.substr(key.size() - init.size()) == init)
       key.remove_suffix(init.size());
     index.emplace(key, i);
@@ -101,7 +102,8 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
         std::string target = Join(base, mod);
         bool found = !mod.empty() && try_path(target);
         // Parent packages run their __init__ first.
-        for (std::string_view p = DirOf(mod); found && !p.empty(); p = DirOf(p)) try_path(Join(base, p));
+        for (std::string_view p = DirOf(mod); found && !p.empty(); p = DirOf(p))
+          try_path(Join(base, p));
         if (target.empty() || dirs.count(std::string_view(target)))
           for (const auto& name : imp.names) found |= try_path(Join(target, name));
         if (found && imp.level == 0) break;

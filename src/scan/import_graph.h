@@ -20,8 +20,8 @@ struct PyModule {
 // src/, and relative imports against the package.
 // `behind_checks`, when given, receives the reachable modules that every path from the entries
 // reaches through a guarded import (PyImport::guarded): on these paths they run only with CUDA.
-std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& modules,
-                                                 const std::vector<std::string>& entries,
-                                                 std::unordered_set<std::string>* behind_checks = nullptr);
+std::unordered_set<std::string> ReachableModules(
+    const std::vector<PyModule>& modules, const std::vector<std::string>& entries,
+    std::unordered_set<std::string>* behind_checks = nullptr);
 
 }  // namespace dt::scan

@@ -60,10 +60,14 @@ std::string DisplayPrefix(const std::string& root) {
 
 std::string_view Color(Severity s) {
   switch (s) {
-    case Severity::kBlocker: return "\x1b[1;31m";
-    case Severity::kReplace: return "\x1b[31m";
-    case Severity::kFixable: return "\x1b[33m";
-    case Severity::kPortable: return "\x1b[32m";
+    case Severity::kBlocker:
+      return "\x1b[1;31m";
+    case Severity::kReplace:
+      return "\x1b[31m";
+    case Severity::kFixable:
+      return "\x1b[33m";
+    case Severity::kPortable:
+      return "\x1b[32m";
   }
   return "";
 }
@@ -112,9 +116,12 @@ json ReportJson(const ScanReport& report, bool with_findings) {
     }
     ++by_sev[std::string(SeverityName(f.severity))];
     ++by_class[f.cls];
-    if (!f.reachable) ++reach_unknown;
-    else if (*f.reachable) ++reach_yes;
-    else ++reach_no;
+    if (!f.reachable)
+      ++reach_unknown;
+    else if (*f.reachable)
+      ++reach_yes;
+    else
+      ++reach_no;
   }
   json skipped = json::array();
   for (const auto& s : report.skipped) skipped.push_back({{"file", s.file}, {"reason", s.reason}});
@@ -125,22 +132,23 @@ json ReportJson(const ScanReport& report, bool with_findings) {
                             {"code", s.code.empty() ? json(nullptr) : json(s.code)},
                             {"problem", s.problem}});
   json stats = Statistics(report);
-  json doc = {{"schema", "dualtrack.scan/1"},
-          {"root", report.root},
-          {"entries", report.entries},
-          {"findings", findings},
-          {"summary",
-           {{"files_scanned", report.files_scanned},
-            {"findings", report.findings.size()},
-            {"by_severity", by_sev},
-            {"by_class", by_class},
-            {"by_code", stats["by_code"]},
-            {"by_reachability",
-             {{"reachable", reach_yes}, {"unreachable", reach_no}, {"not_python", reach_unknown}}},
-            {"readiness", Readiness(report.findings)}}},
-          {"statistics", {{"by_file", stats["by_file"]}}},
-          {"skipped", skipped},
-          {"suppressions", suppressions}};
+  json doc = {
+      {"schema", "dualtrack.scan/1"},
+      {"root", report.root},
+      {"entries", report.entries},
+      {"findings", findings},
+      {"summary",
+       {{"files_scanned", report.files_scanned},
+        {"findings", report.findings.size()},
+        {"by_severity", by_sev},
+        {"by_class", by_class},
+        {"by_code", stats["by_code"]},
+        {"by_reachability",
+         {{"reachable", reach_yes}, {"unreachable", reach_no}, {"not_python", reach_unknown}}},
+        {"readiness", Readiness(report.findings)}}},
+      {"statistics", {{"by_file", stats["by_file"]}}},
+      {"skipped", skipped},
+      {"suppressions", suppressions}};
   if (!report.baseline.empty())
     doc["baseline"] = {{"file", report.baseline}, {"matched", report.baselined}};
   if (report.path) {
@@ -172,16 +180,32 @@ void AppendJsonString(std::string& out, std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\f': out += "\\f"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (c <= 0x1F) out += fmt::format("\\u{:04x}", c);
-        else out.push_back(ch);
+        if (c <= 0x1F)
+          out += fmt::format("\\u{:04x}", c);
+        else
+          out.push_back(ch);
     }
   }
   out.push_back('"');
@@ -294,11 +318,10 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   auto plural = [](std::size_t n, std::string_view word) {
     return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
   };
-  out += fmt::format("{}dualtrack scan{} {}: {} in {} ({} scanned, {} skipped)\n", bold, reset,
-                     report.root, plural(report.findings.size(), "finding"),
-                     plural(by_file.size(), "file"),
-                     plural(static_cast<std::size_t>(report.files_scanned), "file"),
-                     report.skipped.size());
+  out += fmt::format(
+      "{}dualtrack scan{} {}: {} in {} ({} scanned, {} skipped)\n", bold, reset, report.root,
+      plural(report.findings.size(), "finding"), plural(by_file.size(), "file"),
+      plural(static_cast<std::size_t>(report.files_scanned), "file"), report.skipped.size());
   if (!report.baseline.empty())
     out += fmt::format("  baseline {}: {} accepted finding{} not shown; the rest are new\n",
                        EscapeControl(report.baseline), report.baselined,
@@ -326,12 +349,17 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                      col_total[1], col_total[0], report.findings.size());
   int yes = 0, no = 0, unknown = 0;
   for (const auto& f : report.findings) {
-    if (!f.reachable) ++unknown;
-    else if (*f.reachable) ++yes;
-    else ++no;
+    if (!f.reachable)
+      ++unknown;
+    else if (*f.reachable)
+      ++yes;
+    else
+      ++no;
   }
-  out += fmt::format("  Python on the path from the entry scripts: {}, off the path: {}, "
-                     "not Python (build / environment / C++): {}\n", yes, no, unknown);
+  out += fmt::format(
+      "  Python on the path from the entry scripts: {}, off the path: {}, "
+      "not Python (build / environment / C++): {}\n",
+      yes, no, unknown);
   out += fmt::format("  readiness: {} of findings are portable or fixable\n",
                      Percent(Readiness(report.findings)));
   if (report.entries.empty()) {
@@ -371,8 +399,8 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
                          Percent(v["readiness"].get<double>()));
   } else {
     for (const auto& [file, list] : by_file) {
-      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(prefix + file), reset, list.size(),
-                         list.size() == 1 ? "" : "s");
+      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(prefix + file), reset,
+                         list.size(), list.size() == 1 ? "" : "s");
       // Groups of one code in one construct: members of the same kind (SameRun) no more than
       // kFoldGap lines apart, other findings in between allowed (a Triton kernel's tl.* calls
       // next to its float64 or its imports). A group shows where its first member is.
@@ -395,7 +423,8 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
       }
       for (const auto& g : groups) {
         const Finding& f = *list[g.front()];
-        std::string sev = fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
+        std::string sev =
+            fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
         if (g.size() > 1) {
           // One line for the group: the code, its count and where.
           std::vector<std::string> where;
@@ -406,13 +435,15 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
           std::string lines = fmt::format("{}", fmt::join(where, ", "));
           if (g.size() > where.size()) lines += ", …";
           // Led by the first location, so that the line stays clickable in a terminal or editor.
-          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f, prefix), f.code, sev, g.size(),
-                             lines, f.message, same_message ? "" : " (and similar)", Tags(f));
+          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f, prefix), f.code, sev,
+                             g.size(), lines, f.message, same_message ? "" : " (and similar)",
+                             Tags(f));
           if (!f.replacement.empty() && f.severity != Severity::kPortable)
             out += fmt::format("      -> {}\n", f.replacement);
           continue;
         }
-        out += fmt::format("  {}  {} {}  {}{}\n", Location(f, prefix), f.code, sev, f.message, Tags(f));
+        out += fmt::format("  {}  {} {}  {}{}\n", Location(f, prefix), f.code, sev, f.message,
+                           Tags(f));
         if (!f.snippet.empty())
           out += fmt::format("      {}{}{}\n", dim, EscapeControl(f.snippet), reset);
         if (!f.replacement.empty() && f.severity != Severity::kPortable)
@@ -424,8 +455,9 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   for (const auto& s : report.skipped)
     out += fmt::format("skipped {}: {}\n", EscapeControl(prefix + s.file), s.reason);
   for (const auto& s : report.suppressions)
-    out += fmt::format("warning: {}:{}: suppression {}: {}\n", EscapeControl(prefix + s.file), s.line,
-                       s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
+    out +=
+        fmt::format("warning: {}:{}: suppression {}: {}\n", EscapeControl(prefix + s.file), s.line,
+                    s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
   return out;
 }
 
@@ -436,52 +468,56 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
     if (rule_index.count(f.code)) continue;
     const Rule* r = reg.FindRule(f.code);
     rule_index[f.code] = static_cast<int>(rules.size());
-    json rule = {{"id", f.code},
-                 {"name", r ? r->title : f.code},
-                 {"shortDescription", {{"text", r ? r->title : f.code}}},
-                 {"fullDescription", {{"text", r ? r->explanation : ""}}},
-                 {"helpUri", "https://github.com/dualtrack/dualtrack/blob/main/docs/rules/" +
-                                 f.code + ".md"},
-                 {"properties", {{"class", f.cls}, {"severity", r ? SeverityName(r->severity) : ""}}}};
+    json rule = {
+        {"id", f.code},
+        {"name", r ? r->title : f.code},
+        {"shortDescription", {{"text", r ? r->title : f.code}}},
+        {"fullDescription", {{"text", r ? r->explanation : ""}}},
+        {"helpUri",
+         "https://github.com/dualtrack/dualtrack/blob/main/docs/rules/" + f.code + ".md"},
+        {"properties", {{"class", f.cls}, {"severity", r ? SeverityName(r->severity) : ""}}}};
     rules.push_back(std::move(rule));
   }
   json results = json::array();
   for (const auto& f : report.findings) {
-    std::string level = f.severity == Severity::kPortable ? "note"
+    std::string level = f.severity == Severity::kPortable  ? "note"
                         : f.severity == Severity::kFixable ? "warning"
-                                                             : "error";
+                                                           : "error";
     json region = {{"startLine", f.line}, {"startColumn", f.column}};
-    json res = {{"ruleId", f.code},
-                {"ruleIndex", rule_index[f.code]},
-                {"level", level},
-                {"message", {{"text", f.message + (f.replacement.empty() ? "" : ". Suggested: " + f.replacement)}}},
-                {"locations",
-                 json::array({{{"physicalLocation",
-                                {{"artifactLocation",
-                                  {{"uri", PercentEncodePath(f.file)}, {"uriBaseId", "SRCROOT"}}},
-                                 {"region", region}}}}})},
-                {"properties",
-                 {{"class", f.cls},
-                  {"severity", SeverityName(f.severity)},
-                  {"guarded", f.guarded},
-                  {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
-                  {"cell", f.cell ? json(*f.cell) : json(nullptr)}}}};
+    json res = {
+        {"ruleId", f.code},
+        {"ruleIndex", rule_index[f.code]},
+        {"level", level},
+        {"message",
+         {{"text", f.message + (f.replacement.empty() ? "" : ". Suggested: " + f.replacement)}}},
+        {"locations",
+         json::array({{{"physicalLocation",
+                        {{"artifactLocation",
+                          {{"uri", PercentEncodePath(f.file)}, {"uriBaseId", "SRCROOT"}}},
+                         {"region", region}}}}})},
+        {"properties",
+         {{"class", f.cls},
+          {"severity", SeverityName(f.severity)},
+          {"guarded", f.guarded},
+          {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
+          {"cell", f.cell ? json(*f.cell) : json(nullptr)}}}};
     results.push_back(std::move(res));
   }
   json sarif = {
       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
       {"version", "2.1.0"},
       {"runs",
-       json::array({{{"tool",
-                      {{"driver",
-                        {{"name", "dualtrack"},
-                         {"informationUri", "https://github.com/dualtrack/dualtrack"},
-                         {"rules", rules}}}}},
-                     // Columns are Unicode code points (the sink converts the scanners' bytes).
-                     {"columnKind", "unicodeCodePoints"},
-                     {"originalUriBaseIds",
-                      {{"SRCROOT", {{"uri", "file://" + PercentEncodePath(SrcRoot(report.root)) + "/"}}}}},
-                     {"results", results}}})}};
+       json::array(
+           {{{"tool",
+              {{"driver",
+                {{"name", "dualtrack"},
+                 {"informationUri", "https://github.com/dualtrack/dualtrack"},
+                 {"rules", rules}}}}},
+             // Columns are Unicode code points (the sink converts the scanners' bytes).
+             {"columnKind", "unicodeCodePoints"},
+             {"originalUriBaseIds",
+              {{"SRCROOT", {{"uri", "file://" + PercentEncodePath(SrcRoot(report.root)) + "/"}}}}},
+             {"results", results}}})}};
   return sarif.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
@@ -491,8 +527,9 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
                      report.findings.size(), report.files_scanned,
                      Percent(Readiness(report.findings)));
   if (!report.baseline.empty())
-    out += fmt::format("Baseline `{}`: {} accepted finding{} not shown; the findings below are new.\n\n",
-                       report.baseline, report.baselined, report.baselined == 1 ? "" : "s");
+    out += fmt::format(
+        "Baseline `{}`: {} accepted finding{} not shown; the findings below are new.\n\n",
+        report.baseline, report.baselined, report.baselined == 1 ? "" : "s");
   out += "| class | blocker | replace | fixable | portable |\n|---|---:|---:|---:|---:|\n";
   for (auto cls : kClasses) {
     std::array<int, 4> n{};
@@ -504,9 +541,12 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
   auto esc = [](std::string s) {
     std::string o;
     for (char ch : s) {
-      if (ch == '|') o += "\\|";
-      else if (ch == '`') o += "'";
-      else o.push_back(ch);
+      if (ch == '|')
+        o += "\\|";
+      else if (ch == '`')
+        o += "'";
+      else
+        o.push_back(ch);
     }
     return o;
   };
@@ -520,8 +560,9 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
     }
     return o;
   };
-  out += "\n| location | code | severity | message | guarded | reachable | replacement |\n"
-         "|---|---|---|---|---|---|---|\n";
+  out +=
+      "\n| location | code | severity | message | guarded | reachable | replacement |\n"
+      "|---|---|---|---|---|---|---|\n";
   std::set<std::string> codes;  // The rules that fired, for the line below.
   for (const auto& f : report.findings) {
     codes.insert(f.code);
@@ -532,12 +573,16 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
   // Links into this repository's docs/ would not resolve where the report is read (a job summary,
   // another project's wiki): the explanation is one command away, wherever dualtrack is installed.
   if (!codes.empty())
-    out += fmt::format("\nEach rule is explained by `dualtrack rule CODE` (why it matters, what to use "
-                       "instead): {}.\n", fmt::join([&] {
-                         std::vector<std::string> v;
-                         for (const auto& code : codes) v.push_back("`" + code + "`");
-                         return v;
-                       }(), ", "));
+    out += fmt::format(
+        "\nEach rule is explained by `dualtrack rule CODE` (why it matters, what to use "
+        "instead): {}.\n",
+        fmt::join(
+            [&] {
+              std::vector<std::string> v;
+              for (const auto& code : codes) v.push_back("`" + code + "`");
+              return v;
+            }(),
+            ", "));
   if (!report.skipped.empty()) {
     out += "\n## Skipped\n\n";
     for (const auto& s : report.skipped) out += fmt::format("- `{}`: {}\n", esc(s.file), s.reason);
@@ -563,40 +608,49 @@ std::string FormatGithub(const ScanReport& report) {
   auto esc = [](const std::string& s) {
     std::string o;
     for (char ch : s) {
-      if (ch == '%') o += "%25";
-      else if (ch == '\r') o += "%0D";
-      else if (ch == '\n') o += "%0A";
-      else if (ch == ',') o += "%2C";
-      else if (ch == ':') o += "%3A";
-      else o.push_back(ch);
+      if (ch == '%')
+        o += "%25";
+      else if (ch == '\r')
+        o += "%0D";
+      else if (ch == '\n')
+        o += "%0A";
+      else if (ch == ',')
+        o += "%2C";
+      else if (ch == ':')
+        o += "%3A";
+      else
+        o.push_back(ch);
     }
     return o;
   };
   auto msg_esc = [](const std::string& s) {
     std::string o;
     for (char ch : s) {
-      if (ch == '%') o += "%25";
-      else if (ch == '\r') o += "%0D";
-      else if (ch == '\n') o += "%0A";
-      else o.push_back(ch);
+      if (ch == '%')
+        o += "%25";
+      else if (ch == '\r')
+        o += "%0D";
+      else if (ch == '\n')
+        o += "%0A";
+      else
+        o.push_back(ch);
     }
     return o;
   };
   std::string prefix = report.root == "." ? "" : report.root + "/";
   for (const auto& f : report.findings) {
-    std::string level = f.severity == Severity::kPortable ? "notice"
+    std::string level = f.severity == Severity::kPortable  ? "notice"
                         : f.severity == Severity::kFixable ? "warning"
-                                                             : "error";
+                                                           : "error";
     out += fmt::format("::{} file={},line={},col={},title={}::{}{}\n", level, esc(prefix + f.file),
                        f.line, f.column, esc(f.code + " " + std::string(SeverityName(f.severity))),
                        msg_esc(f.message),
                        f.replacement.empty() ? "" : msg_esc(". Suggested: " + f.replacement));
   }
   for (const auto& s : report.suppressions)
-    out += fmt::format("::warning file={},line={},title=dualtrack suppression::{}\n",
-                       esc(prefix + s.file), s.line,
-                       msg_esc((s.code.empty() ? std::string("dualtrack: ignore") : s.code) + ": " +
-                               s.problem));
+    out += fmt::format(
+        "::warning file={},line={},title=dualtrack suppression::{}\n", esc(prefix + s.file), s.line,
+        msg_esc((s.code.empty() ? std::string("dualtrack: ignore") : s.code) + ": " + s.problem));
   return out;
 }
 
@@ -608,20 +662,28 @@ std::string XmlEscape(std::string_view s) {
   std::string in(s);
   if (!IsValidUtf8(in)) {
     std::string fixed;
-    for (unsigned char c : in) fixed += c < 0x80 ? std::string(1, static_cast<char>(c)) : "\xEF\xBF\xBD";
+    for (unsigned char c : in)
+      fixed += c < 0x80 ? std::string(1, static_cast<char>(c)) : "\xEF\xBF\xBD";
     in = std::move(fixed);
   }
   std::string out;
   out.reserve(in.size());
   for (char ch : in) {
     auto c = static_cast<unsigned char>(ch);
-    if (ch == '&') out += "&amp;";
-    else if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '"') out += "&quot;";
-    else if (ch == '\'') out += "&apos;";
-    else if (c < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') out += "\xEF\xBF\xBD";
-    else out.push_back(ch);
+    if (ch == '&')
+      out += "&amp;";
+    else if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else if (ch == '"')
+      out += "&quot;";
+    else if (ch == '\'')
+      out += "&apos;";
+    else if (c < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
+      out += "\xEF\xBF\xBD";
+    else
+      out.push_back(ch);
   }
   return out;
 }
@@ -635,21 +697,26 @@ std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_o
   const std::size_t tests = std::max<std::size_t>(1, report.findings.size());
   std::string suite = XmlEscape("dualtrack scan " + report.root);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites name=\"dualtrack scan\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n",
-                     tests, failures);
-  out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
-                     suite, tests, failures);
+  out += fmt::format(
+      "<testsuites name=\"dualtrack scan\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n", tests,
+      failures);
+  out += fmt::format(
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n", suite,
+      tests, failures);
   if (report.findings.empty())
-    out += fmt::format("    <testcase classname=\"dualtrack\" name=\"{}: no CUDA dependency found\"/>\n", suite);
+    out += fmt::format(
+        "    <testcase classname=\"dualtrack\" name=\"{}: no CUDA dependency found\"/>\n", suite);
   for (const auto& f : report.findings) {
     const std::string file = XmlEscape(prefix + f.file);
-    out += fmt::format("    <testcase classname=\"{}\" name=\"{} {}\" file=\"{}\" line=\"{}\">\n", file,
-                       XmlEscape(f.code), XmlEscape(Location(f, prefix)), file, f.line);
+    out += fmt::format("    <testcase classname=\"{}\" name=\"{} {}\" file=\"{}\" line=\"{}\">\n",
+                       file, XmlEscape(f.code), XmlEscape(Location(f, prefix)), file, f.line);
     std::string body = f.snippet;
-    if (!f.replacement.empty()) body += (body.empty() ? "" : "\n") + std::string("Suggested: ") + f.replacement;
+    if (!f.replacement.empty())
+      body += (body.empty() ? "" : "\n") + std::string("Suggested: ") + f.replacement;
     if (fail_on && f.severity >= *fail_on) {
-      out += fmt::format("      <failure type=\"{} {}\" message=\"{}\">{}</failure>\n", XmlEscape(f.code),
-                         SeverityName(f.severity), XmlEscape(f.message), XmlEscape(body));
+      out += fmt::format("      <failure type=\"{} {}\" message=\"{}\">{}</failure>\n",
+                         XmlEscape(f.code), SeverityName(f.severity), XmlEscape(f.message),
+                         XmlEscape(body));
     } else {
       out += fmt::format("      <system-out>{} ({}): {}</system-out>\n", XmlEscape(f.message),
                          SeverityName(f.severity), XmlEscape(body));
@@ -661,8 +728,9 @@ std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_o
 }
 
 std::string RuleText(const Rule& r, const Registry& reg) {
-  std::string out = fmt::format("{}: {}\n  class: {}\n  severity: {} (guarded uses: portable)\n\n{}\n",
-                                r.code, r.title, r.cls, SeverityName(r.severity), r.explanation);
+  std::string out =
+      fmt::format("{}: {}\n  class: {}\n  severity: {} (guarded uses: portable)\n\n{}\n", r.code,
+                  r.title, r.cls, SeverityName(r.severity), r.explanation);
   if (r.mps_only) out += "\nFails only on MPS: the Mac runs it as written on its CPU.\n";
   if (!r.replacement.empty()) out += fmt::format("\nSuggested replacement: {}\n", r.replacement);
   if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
@@ -675,40 +743,51 @@ std::string RuleText(const Rule& r, const Registry& reg) {
 
 std::string RuleMarkdown(const Rule& r, const Registry& reg) {
   std::string out = fmt::format("# {}: {}\n\n", r.code, r.title);
-  out += "<!-- Generated by `dualtrack rule --all --markdown docs/rules` from data/scan/; do not edit. -->\n\n";
+  out +=
+      "<!-- Generated by `dualtrack rule --all --markdown docs/rules` from data/scan/; do not "
+      "edit. -->\n\n";
   out += fmt::format("- Class: `{}`\n- Severity: `{}` (`portable` when the use is guarded)\n\n",
                      r.cls, SeverityName(r.severity));
   out += r.explanation + "\n";
   if (r.mps_only) {
-    out += "\nFails only on MPS: the Mac runs the construct as written on its CPU, so it does not "
-           "stand in the way of a predicted `mac-ready`; the report lists it as an edit for MPS.\n";
+    out +=
+        "\nFails only on MPS: the Mac runs the construct as written on its CPU, so it does not "
+        "stand in the way of a predicted `mac-ready`; the report lists it as an edit for MPS.\n";
   }
-  if (!r.replacement.empty()) out += fmt::format("\n**Suggested replacement:** {}\n", r.replacement);
+  if (!r.replacement.empty())
+    out += fmt::format("\n**Suggested replacement:** {}\n", r.replacement);
   if (!r.fix.empty()) {
-    out += r.fix == "safe"
-               ? "\n## Automatic fix (safe)\n\n`dualtrack fix` rewrites it; on a CUDA machine the "
-                 "rewritten code does what the original did (`fix --verify` proves it on the CPU).\n"
-               : "\n## Automatic fix (unsafe)\n\n`dualtrack fix --unsafe-fixes` rewrites it; results "
-                 "may change, so check them (`fix --verify` shows whether they do).\n";
-    out += fmt::format("\nBefore:\n\n```python\n{}```\n\nAfter (the changed line):\n\n```python\n{}\n```\n",
-                       r.fix_before, r.fix_after);
+    out +=
+        r.fix == "safe"
+            ? "\n## Automatic fix (safe)\n\n`dualtrack fix` rewrites it; on a CUDA machine the "
+              "rewritten code does what the original did (`fix --verify` proves it on the CPU).\n"
+            : "\n## Automatic fix (unsafe)\n\n`dualtrack fix --unsafe-fixes` rewrites it; results "
+              "may change, so check them (`fix --verify` shows whether they do).\n";
+    out += fmt::format(
+        "\nBefore:\n\n```python\n{}```\n\nAfter (the changed line):\n\n```python\n{}\n```\n",
+        r.fix_before, r.fix_after);
   }
   if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
-    out += "\n## Known CUDA-only libraries\n\n| library | modules | packages | alternative |\n|---|---|---|---|\n";
+    out +=
+        "\n## Known CUDA-only libraries\n\n| library | modules | packages | alternative "
+        "|\n|---|---|---|---|\n";
     for (const auto& lib : reg.libraries())
       out += fmt::format("| {} | {} | {} | {} |\n", lib.name, fmt::join(lib.modules, ", "),
                          fmt::join(lib.packages, ", "), lib.alternative);
   }
-  out += fmt::format("\nSuppress one line with `# dualtrack: ignore[{}]`, or every occurrence with "
-                     "`ignore = [\"{}\"]` under `[tool.dualtrack]` in pyproject.toml.\n",
-                     r.code, r.code);
+  out += fmt::format(
+      "\nSuppress one line with `# dualtrack: ignore[{}]`, or every occurrence with "
+      "`ignore = [\"{}\"]` under `[tool.dualtrack]` in pyproject.toml.\n",
+      r.code, r.code);
   return out;
 }
 
 std::string RuleIndexMarkdown(const Registry& reg) {
   std::string out =
-      "# Scan rules\n\nOne page per rule code, generated from the rule registry (data/scan/rules.json)\n"
-      "by `dualtrack rule --all --markdown docs/rules`; tests/scan checks that it is up to date.\n\n"
+      "# Scan rules\n\nOne page per rule code, generated from the rule registry "
+      "(data/scan/rules.json)\n"
+      "by `dualtrack rule --all --markdown docs/rules`; tests/scan checks that it is up to "
+      "date.\n\n"
       "| code | class | severity | title | fix |\n|---|---|---|---|---|\n";
   for (const auto& r : reg.rules())
     out += fmt::format("| [{}]({}.md) | {} | {} | {} | {} |\n", r.code, r.code, r.cls,

@@ -1,10 +1,9 @@
 // The output formats of `dualtrack scan` and `dualtrack rule`.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "scan/registry.h"
 #include "scan/scan.h"

@@ -66,32 +66,42 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   report.findings.push_back(Make("k.py", 90, "DT202", "uses tl.store from a CUDA-only library"));
   report.findings.push_back(Make("a.py", 3, "DT202", "uses x"));
   report.findings.push_back(Make("a.py", 4, "DT202", "uses y"));
-  std::sort(report.findings.begin(), report.findings.end(),
-            [](const Finding& a, const Finding& b) { return std::tie(a.file, a.line) < std::tie(b.file, b.line); });
+  std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.file, a.line) < std::tie(b.file, b.line);
+  });
   report.suppressions = {{"k.py", 2, "DT999", "unknown code"}, {"k.py", 5, "", "unused"}};
   std::string text = FormatText(report, false, false);
   EXPECT_LT(text.find("Summary"), text.find("proj/k.py (8 findings)")) << text;
   EXPECT_LT(text.find("proj/a.py (2 findings)"), text.find("proj/k.py (8 findings)")) << text;
-  EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  proj/k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from a CUDA-only library"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  proj/k.py:10:1  DT202 replace ×5 at 10, 14, 18, 22, 26: uses tl.load from "
+                      "a CUDA-only library"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("snippet 14"), std::string::npos) << text;  // Folded.
   EXPECT_NE(text.find("snippet 30"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 12"), std::string::npos) << text;
   EXPECT_NE(text.find("snippet 90"), std::string::npos) << text;
-  EXPECT_LT(text.find("×5 at"), text.find("snippet 12")) << text;  // The group stands where it starts.
-  EXPECT_NE(text.find("  proj/k.py:30:1  DT201 replace  imports triton"), std::string::npos) << text;
+  EXPECT_LT(text.find("×5 at"), text.find("snippet 12"))
+      << text;  // The group stands where it starts.
+  EXPECT_NE(text.find("  proj/k.py:30:1  DT201 replace  imports triton"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("snippet 3"), std::string::npos) << text;  // Two of a kind stay unfolded.
   EXPECT_NE(text.find("warning: proj/k.py:2: suppression DT999: unknown code"), std::string::npos);
-  EXPECT_NE(text.find("warning: proj/k.py:5: suppression dualtrack: ignore: unused"), std::string::npos);
+  EXPECT_NE(text.find("warning: proj/k.py:5: suppression dualtrack: ignore: unused"),
+            std::string::npos);
   std::string stats = FormatText(report, false, true);
   EXPECT_EQ(stats.find("k.py (8 findings)"), std::string::npos) << stats;
   EXPECT_NE(stats.find("       8  DT202  library     replace 8\n"), std::string::npos) << stats;
   EXPECT_NE(stats.find("per file"), std::string::npos);
-  EXPECT_NE(FormatMarkdown(report, false).find("- `k.py:2`: DT999 (unknown code)"), std::string::npos);
-  EXPECT_NE(FormatGithub(report).find("::warning file=proj/k.py,line=5,title=dualtrack suppression::"
-                                      "dualtrack: ignore: unused"),
-            std::string::npos) << FormatGithub(report);
+  EXPECT_NE(FormatMarkdown(report, false).find("- `k.py:2`: DT999 (unknown code)"),
+            std::string::npos);
+  EXPECT_NE(
+      FormatGithub(report).find("::warning file=proj/k.py,line=5,title=dualtrack suppression::"
+                                "dualtrack: ignore: unused"),
+      std::string::npos)
+      << FormatGithub(report);
   auto doc = ScanReportToJson(report);
   EXPECT_EQ(doc["findings"].size(), 10u);
   EXPECT_EQ(doc["suppressions"][1]["code"], nullptr);
@@ -106,7 +116,8 @@ TEST(ScanOutputTest, MarkdownEscapesProseAndNamesRules) {
   report.files_scanned = 1;
   report.findings.push_back(Make("k.cu", 3, "DT303", "defines __global__ kernels: a*b [x] <y>"));
   std::string md = FormatMarkdown(report, false);
-  EXPECT_NE(md.find("defines \\_\\_global\\_\\_ kernels: a\\*b \\[x\\] \\<y\\>"), std::string::npos) << md;
+  EXPECT_NE(md.find("defines \\_\\_global\\_\\_ kernels: a\\*b \\[x\\] \\<y\\>"), std::string::npos)
+      << md;
   EXPECT_EQ(md.find("docs/rules/"), std::string::npos) << md;
   EXPECT_NE(md.find("`dualtrack rule CODE`"), std::string::npos) << md;
   EXPECT_NE(md.find("`DT303`"), std::string::npos) << md;

@@ -45,7 +45,8 @@ bool HaveVectorUnit() {
 __attribute__((target("ssse3"))) inline __m128i Classify(const unsigned char* at, __m128i lo,
                                                          __m128i hi) {
   const __m128i nibble = _mm_set1_epi8(0x0f);
-  __m128i v = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)), _mm_set1_epi8(0x20));
+  __m128i v =
+      _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at)), _mm_set1_epi8(0x20));
   __m128i l = _mm_shuffle_epi8(lo, _mm_and_si128(v, nibble));
   __m128i h = _mm_shuffle_epi8(hi, _mm_and_si128(_mm_srli_epi16(v, 4), nibble));
   return _mm_and_si128(l, h);
@@ -70,8 +71,10 @@ __attribute__((target("avx2"))) std::size_t Kernel32(const Prefilter::Tables& t,
   const __m256i zero = _mm256_setzero_si256();
   __m256i lo[Prefilter::kFingerprint], hi[Prefilter::kFingerprint];
   for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
-    lo[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.lo[k].data())));
-    hi[k] = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(t.hi[k].data())));
+    lo[k] = _mm256_broadcastsi128_si256(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(t.lo[k].data())));
+    hi[k] = _mm256_broadcastsi128_si256(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(t.hi[k].data())));
   }
   for (; i + 32 + kLookahead <= n && count + 32 <= kCandidates; i += 32) {
     const unsigned char* at = p + i;
@@ -79,7 +82,8 @@ __attribute__((target("avx2"))) std::size_t Kernel32(const Prefilter::Tables& t,
         _mm256_and_si256(Classify32(at, lo[0], hi[0]), Classify32(at + 1, lo[1], hi[1])),
         _mm256_and_si256(Classify32(at + 2, lo[2], hi[2]), Classify32(at + 3, lo[3], hi[3])));
     auto mask = ~static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
-    if (mask == 0) [[likely]] continue;
+    if (mask == 0) [[likely]]
+      continue;
     alignas(32) std::uint8_t lanes[32];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), m);
     while (mask != 0) {
@@ -94,9 +98,9 @@ __attribute__((target("avx2"))) std::size_t Kernel32(const Prefilter::Tables& t,
 // Scans positions [i, ...) 16 at a time while the block fits in `n` and the candidate buffer has
 // room for another block; returns the first position not scanned.
 __attribute__((target("ssse3"))) std::size_t Kernel16(const Prefilter::Tables& t,
-                                                    const unsigned char* p, std::size_t n,
-                                                    std::size_t i, Candidate* out,
-                                                    std::size_t& count) {
+                                                      const unsigned char* p, std::size_t n,
+                                                      std::size_t i, Candidate* out,
+                                                      std::size_t& count) {
   const __m128i zero = _mm_setzero_si128();
   __m128i lo[Prefilter::kFingerprint], hi[Prefilter::kFingerprint];
   for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
@@ -109,7 +113,8 @@ __attribute__((target("ssse3"))) std::size_t Kernel16(const Prefilter::Tables& t
         _mm_and_si128(Classify(at, lo[0], hi[0]), Classify(at + 1, lo[1], hi[1])),
         _mm_and_si128(Classify(at + 2, lo[2], hi[2]), Classify(at + 3, lo[3], hi[3])));
     auto mask = static_cast<unsigned>(~_mm_movemask_epi8(_mm_cmpeq_epi8(m, zero))) & 0xffffu;
-    if (mask == 0) [[likely]] continue;
+    if (mask == 0) [[likely]]
+      continue;
     alignas(16) std::uint8_t lanes[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(lanes), m);
     while (mask != 0) {
@@ -121,8 +126,8 @@ __attribute__((target("ssse3"))) std::size_t Kernel16(const Prefilter::Tables& t
   return i;
 }
 
-std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n,
-                   std::size_t i, Candidate* out, std::size_t& count) {
+std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n, std::size_t i,
+                   Candidate* out, std::size_t& count) {
   static const bool avx2 = __builtin_cpu_supports("avx2");
   if (avx2) i = Kernel32(t, p, n, i, out, count);
   return Kernel16(t, p, n, i, out, count);  // The last 16-byte block, or all without AVX2.
@@ -130,8 +135,8 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
 #elif DT_PREFILTER_NEON
 bool HaveVectorUnit() { return true; }
 
-std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n,
-                   std::size_t i, Candidate* out, std::size_t& count) {
+std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n, std::size_t i,
+                   Candidate* out, std::size_t& count) {
   const uint8x16_t fold = vdupq_n_u8(0x20);
   const uint8x16_t nibble = vdupq_n_u8(0x0f);
   uint8x16_t lo[Prefilter::kFingerprint], hi[Prefilter::kFingerprint];
@@ -147,7 +152,8 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
     const unsigned char* at = p + i;
     uint8x16_t m = vandq_u8(vandq_u8(classify(at, 0), classify(at + 1, 1)),
                             vandq_u8(classify(at + 2, 2), classify(at + 3, 3)));
-    if (vmaxvq_u8(m) == 0) [[likely]] continue;
+    if (vmaxvq_u8(m) == 0) [[likely]]
+      continue;
     std::uint8_t lanes[16];
     vst1q_u8(lanes, m);
     for (unsigned j = 0; j < 16; ++j)
@@ -190,7 +196,11 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
   double sum = 0;
   for (unsigned c = 0; c < 256; ++c) {
     unsigned f = c | 0x20u;
-    double w = (f >= 'a' && f <= 'z') ? 3 : f == ' ' ? 12 : f == '*' ? 2 : (f >= 0x20 && f < 0x80) ? 1 : 0.05;
+    double w = (f >= 'a' && f <= 'z')    ? 3
+               : f == ' '                ? 12
+               : f == '*'                ? 2
+               : (f >= 0x20 && f < 0x80) ? 1
+                                         : 0.05;
     weight[c] = w;  // '*' stands for '\n' too ('\n' | 0x20).
     sum += w;
   }
@@ -201,7 +211,8 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
       double w = 0;
       for (unsigned lo = m.lo[k]; lo != 0; lo &= lo - 1)
         for (unsigned hi = m.hi[k]; hi != 0; hi &= hi - 1)
-          w += weight[static_cast<unsigned>(__builtin_ctz(hi)) << 4 | static_cast<unsigned>(__builtin_ctz(lo))];
+          w += weight[static_cast<unsigned>(__builtin_ctz(hi)) << 4 |
+                      static_cast<unsigned>(__builtin_ctz(lo))];
       share *= w;
     }
     return share;
@@ -225,16 +236,20 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
   // "selective_scan_cuda" admits "self". Each 4-byte window of these common words (with the
   // bytes around them) that a bucket admits costs as if it were 1 position in 100.
   static constexpr std::string_view kCommon[] = {
-      " self.", "(self, ", "(self)", "return ", "import ", "from ", " None", " True", " False",
-      "def ", "class ", " for ", " if ", " else", " elif ", " not ", " and ", " in ", " is ",
-      "torch.", "tensor", " int ", "const ", "std::", "void ", "template", "typename", "include",
-      "static ", "struct ", "size", "type", "name", "data", "value", "args", "kwargs", "shape",
-      "dtype", "device", "list", "dict", "print", "raise ", "assert ", "lambda ", "with ",
-      "yield ", "except ", "Optional", "Tensor", "numpy", " np.", "isinstance", "len(", "range(",
-      "append", "format", "string", "index", "input", "output", "result", "module", "config",
-      "_t ", "auto ", "unsigned ", "int64", "float", "double", "bool ", "char ", "#define ",
-      "return;", "nullptr", "this->", "inline ", "namespace", "__init__", "super(", "other",
-      "__name__", "   ", "\n    ", ", ", "()", "):", "= ", " == ", "\"\"\"", "# ", "// ", "/* "};
+      " self.",   "(self, ",   "(self)",   "return ",  "import ",    "from ",    " None",
+      " True",    " False",    "def ",     "class ",   " for ",      " if ",     " else",
+      " elif ",   " not ",     " and ",    " in ",     " is ",       "torch.",   "tensor",
+      " int ",    "const ",    "std::",    "void ",    "template",   "typename", "include",
+      "static ",  "struct ",   "size",     "type",     "name",       "data",     "value",
+      "args",     "kwargs",    "shape",    "dtype",    "device",     "list",     "dict",
+      "print",    "raise ",    "assert ",  "lambda ",  "with ",      "yield ",   "except ",
+      "Optional", "Tensor",    "numpy",    " np.",     "isinstance", "len(",     "range(",
+      "append",   "format",    "string",   "index",    "input",      "output",   "result",
+      "module",   "config",    "_t ",      "auto ",    "unsigned ",  "int64",    "float",
+      "double",   "bool ",     "char ",    "#define ", "return;",    "nullptr",  "this->",
+      "inline ",  "namespace", "__init__", "super(",   "other",      "__name__", "   ",
+      "\n    ",   ", ",        "()",       "):",       "= ",         " == ",     "\"\"\"",
+      "# ",       "// ",       "/* "};
   auto admits_window = [](const Masks& m, std::string_view w) {
     for (std::size_t k = 0; k < kFingerprint; ++k) {
       auto c = static_cast<unsigned char>(w[k] | 0x20);
@@ -298,14 +313,17 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     for (std::size_t k = 0; k < kFingerprint; ++k) {
       for (unsigned x = 0; x < 16; ++x) {
-        if (masks[b].lo[k] >> x & 1u) tables_.lo[k][x] = static_cast<std::uint8_t>(tables_.lo[k][x] | 1u << b);
-        if (masks[b].hi[k] >> x & 1u) tables_.hi[k][x] = static_cast<std::uint8_t>(tables_.hi[k][x] | 1u << b);
+        if (masks[b].lo[k] >> x & 1u)
+          tables_.lo[k][x] = static_cast<std::uint8_t>(tables_.lo[k][x] | 1u << b);
+        if (masks[b].hi[k] >> x & 1u)
+          tables_.hi[k][x] = static_cast<std::uint8_t>(tables_.hi[k][x] | 1u << b);
       }
     }
   }
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    std::stable_sort(buckets_[b].begin(), buckets_[b].end(),
-                     [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
+    std::stable_sort(
+        buckets_[b].begin(), buckets_[b].end(),
+        [](const std::string& x, const std::string& y) { return x.size() < y.size(); });
     for (const auto& n : buckets_[b]) {
       unsigned char prefix[4] = {}, mask[4] = {};
       for (std::size_t k = 0; k < 4 && k < n.size(); ++k) {
@@ -372,7 +390,8 @@ void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
   const auto& t = tables_.byte;
   for (; i < n; ++i) {
     unsigned bits = t[0][p[i] | 0x20u];
-    if (bits == 0) [[likely]] continue;
+    if (bits == 0) [[likely]]
+      continue;
     for (std::size_t k = 1; k < kFingerprint && i + k < n; ++k) bits &= t[k][p[i + k] | 0x20u];
     if (bits == 0) continue;
     if (std::size_t end = Verify(p, n, i, bits); end != 0 && on(i, end)) return;

@@ -41,7 +41,8 @@ class Prefilter {
   std::vector<Match> FindAll(std::string_view text) const;
 
   // Calls on(start, end) for each match as FindAll reports them, until it returns true.
-  void ForEachMatch(std::string_view text, const std::function<bool(std::size_t, std::size_t)>& on) const;
+  void ForEachMatch(std::string_view text,
+                    const std::function<bool(std::size_t, std::size_t)>& on) const;
 
   // The same searches without vector instructions: the reference the vector path is tested
   // against, and the path taken where no vector unit is available.

@@ -21,8 +21,8 @@ bool NaiveMatches(const std::vector<std::string>& needles, std::string text) {
 }
 
 // Every start position with the end of the shortest needle there, by brute force.
-std::vector<std::pair<std::size_t, std::size_t>> NaiveFindAll(const std::vector<std::string>& needles,
-                                                              std::string text) {
+std::vector<std::pair<std::size_t, std::size_t>> NaiveFindAll(
+    const std::vector<std::string>& needles, std::string text) {
   text = Lower(text);
   std::vector<std::pair<std::size_t, std::size_t>> out;
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -85,14 +85,17 @@ TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomText) {
 // ('@' and '`', '_' and DEL, '[' and '{'): a plain search decides.
 TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomBytes) {
   std::mt19937 rng(11);
-  const std::vector<std::string> needles = {"@x", "`Y", "a_", "_\x7f", "[{", "Zz9", "\xff\xfe",
-                                            "cuda", "<<<", "..."};
+  const std::vector<std::string> needles = {"@x",  "`Y",       "a_",   "_\x7f", "[{",
+                                            "Zz9", "\xff\xfe", "cuda", "<<<",   "..."};
   Prefilter f(needles);
   for (int round = 0; round < 3000; ++round) {
     std::string text(rng() % 120, ' ');
     for (char& c : text) {
       // Mostly bytes near the needles' own, so that matches happen.
-      static const std::string near = "@x`Yya_\x7f" "[{Zz9\xff\xfe" "cudaCUDA<.";
+      static const std::string near =
+          "@x`Yya_\x7f"
+          "[{Zz9\xff\xfe"
+          "cudaCUDA<.";
       c = rng() % 4 == 0 ? static_cast<char>(rng() % 256) : near[rng() % near.size()];
     }
     auto all = NaiveFindAll(needles, text);

@@ -25,7 +25,16 @@ constexpr ClassTable kClass;
 
 // What a byte starts, for the lexer's dispatch.
 enum : std::uint8_t {
-  kOperator, kIdent, kPrefixable, kDigit, kQuote, kBlankRun, kNewline, kHash, kBackslash, kDot,
+  kOperator,
+  kIdent,
+  kPrefixable,
+  kDigit,
+  kQuote,
+  kBlankRun,
+  kNewline,
+  kHash,
+  kBackslash,
+  kDot,
 };
 struct DispatchTable {
   std::uint8_t t[256] = {};
@@ -35,13 +44,20 @@ struct DispatchTable {
       int l = c | 0x20;
       if (kClass.t[c] & kIdentStart)
         k = (l == 'r' || l == 'b' || l == 'u' || l == 'f' || l == 't') ? kPrefixable : kIdent;
-      else if (c >= '0' && c <= '9') k = kDigit;
-      else if (c == '"' || c == '\'') k = kQuote;
-      else if (c == '\n') k = kNewline;
-      else if (kClass.t[c] & kBlank) k = kBlankRun;
-      else if (c == '#') k = kHash;
-      else if (c == '\\') k = kBackslash;
-      else if (c == '.') k = kDot;
+      else if (c >= '0' && c <= '9')
+        k = kDigit;
+      else if (c == '"' || c == '\'')
+        k = kQuote;
+      else if (c == '\n')
+        k = kNewline;
+      else if (kClass.t[c] & kBlank)
+        k = kBlankRun;
+      else if (c == '#')
+        k = kHash;
+      else if (c == '\\')
+        k = kBackslash;
+      else if (c == '.')
+        k = kDot;
       t[c] = k;
     }
   }
@@ -132,7 +148,7 @@ class Lexer {
             if (i_ < s_.size() && s_[i_] == '\n') NewLine();
             continue;
           }
-          break;  // A stray backslash is an operator.
+          break;           // A stray backslash is an operator.
         case kPrefixable:  // A letter that may start a string prefix (r, b, u, f, t).
           if (std::size_t pre = StringPrefixLen(s_, i_); pre != std::string_view::npos) {
             String(pre);
@@ -177,9 +193,12 @@ class Lexer {
         --depth_;
       }
       ++i_;
-      if (i_ < s_.size() && s_[i_] == '=' && std::strchr("=!<>+-*/%&|^:", c) != nullptr) ++i_;
-      else if (c == '-' && i_ < s_.size() && s_[i_] == '>') ++i_;
-      else if ((c == '*' || c == '/' || c == '<' || c == '>') && i_ < s_.size() && s_[i_] == c) ++i_;
+      if (i_ < s_.size() && s_[i_] == '=' && std::strchr("=!<>+-*/%&|^:", c) != nullptr)
+        ++i_;
+      else if (c == '-' && i_ < s_.size() && s_[i_] == '>')
+        ++i_;
+      else if ((c == '*' || c == '/' || c == '<' || c == '>') && i_ < s_.size() && s_[i_] == c)
+        ++i_;
       Push(TokKind::kOp, start);
     }
     EndLogical(indent);
@@ -221,7 +240,8 @@ class Lexer {
     auto& toks = out_.tokens;
     if (kind == TokKind::kNumber) {
       // `n, n, n, ...` inside brackets: past kNumberRun numbers, each new one joins the last.
-      bool follows = depth_ > 0 && toks.size() >= 2 + logical_begin_ && out_.Text(toks.back()) == "," &&
+      bool follows = depth_ > 0 && toks.size() >= 2 + logical_begin_ &&
+                     out_.Text(toks.back()) == "," &&
                      toks[toks.size() - 2].kind() == TokKind::kNumber;
       number_run_ = follows ? number_run_ + 1 : 1;
       if (number_run_ > kNumberRun) {
@@ -244,8 +264,8 @@ class Lexer {
   bool HasHeaderColon() const {
     if (out_.tokens.size() <= logical_begin_) return false;
     std::string_view first = out_.Text(out_.tokens[logical_begin_]);
-    static constexpr std::string_view kCompound[] = {"if", "elif", "else", "for", "while", "with",
-                                                     "def", "class", "try", "except", "finally"};
+    static constexpr std::string_view kCompound[] = {
+        "if", "elif", "else", "for", "while", "with", "def", "class", "try", "except", "finally"};
     bool compound = false;
     for (auto k : kCompound) compound |= first == k;
     if (!compound) return false;
@@ -254,9 +274,12 @@ class Lexer {
       const Token& t = out_.tokens[k];
       if (t.kind() != TokKind::kOp) continue;
       std::string_view x = out_.Text(t);
-      if (x == "(" || x == "[" || x == "{") ++depth;
-      else if (x == ")" || x == "]" || x == "}") --depth;
-      else if (depth == 0 && x == ":") return true;
+      if (x == "(" || x == "[" || x == "{")
+        ++depth;
+      else if (x == ")" || x == "]" || x == "}")
+        --depth;
+      else if (depth == 0 && x == ":")
+        return true;
     }
     return false;
   }
@@ -350,7 +373,8 @@ class Lexer {
         }
       } else if (c == '\'' || c == '"') {
         std::size_t pre = 0;
-        while (pre < 2 && i_ >= pre + 1 && IsIdentChar(static_cast<unsigned char>(s_[i_ - pre - 1])))
+        while (pre < 2 && i_ >= pre + 1 &&
+               IsIdentChar(static_cast<unsigned char>(s_[i_ - pre - 1])))
           ++pre;
         bool nested_f = false;
         for (std::size_t k = 1; k <= pre; ++k) nested_f |= (s_[i_ - k] | 0x20) == 'f';

@@ -15,7 +15,8 @@ std::vector<std::string> Texts(const Lexed& lx) {
 
 TEST(ScanLexerTest, CommentsAndStringsAreSingleTokens) {
   auto lx = LexPython("x = 'a # not a comment'  # torch.cuda\ny = b\"cuda\"\n");
-  EXPECT_EQ(Texts(lx), (std::vector<std::string>{"x", "=", "'a # not a comment'", "y", "=", "b\"cuda\""}));
+  EXPECT_EQ(Texts(lx),
+            (std::vector<std::string>{"x", "=", "'a # not a comment'", "y", "=", "b\"cuda\""}));
   ASSERT_EQ(lx.lines.size(), 2u);
   EXPECT_EQ(lx.Line(lx.tokens[3]), 2u);
   EXPECT_TRUE(IsBytes(lx.Text(lx.tokens[5])));
@@ -67,13 +68,23 @@ TEST(ScanLexerTest, KindsComeBackFromTheBytes) {
   auto lx = LexPython("x_1 = .5 + 0x1f; s = rb'a' f\"b\" ... \xc3\xa9t\u00e9 _p\ny = f\"open");
   std::vector<std::pair<std::string, TokKind>> got;
   for (const auto& t : lx.tokens) got.emplace_back(std::string(lx.Text(t)), t.kind());
-  std::vector<std::pair<std::string, TokKind>> want = {
-      {"x_1", TokKind::kName},    {"=", TokKind::kOp},          {".5", TokKind::kNumber},
-      {"+", TokKind::kOp},        {"0x1f", TokKind::kNumber},   {"s", TokKind::kName},
-      {"=", TokKind::kOp},        {"rb'a'", TokKind::kString},  {"f\"b\"", TokKind::kString},
-      {".", TokKind::kOp},        {".", TokKind::kOp},          {".", TokKind::kOp},
-      {"\xc3\xa9t\u00e9", TokKind::kName}, {"_p", TokKind::kName}, {"y", TokKind::kName},
-      {"=", TokKind::kOp},        {"f\"open", TokKind::kString}};
+  std::vector<std::pair<std::string, TokKind>> want = {{"x_1", TokKind::kName},
+                                                       {"=", TokKind::kOp},
+                                                       {".5", TokKind::kNumber},
+                                                       {"+", TokKind::kOp},
+                                                       {"0x1f", TokKind::kNumber},
+                                                       {"s", TokKind::kName},
+                                                       {"=", TokKind::kOp},
+                                                       {"rb'a'", TokKind::kString},
+                                                       {"f\"b\"", TokKind::kString},
+                                                       {".", TokKind::kOp},
+                                                       {".", TokKind::kOp},
+                                                       {".", TokKind::kOp},
+                                                       {"\xc3\xa9t\u00e9", TokKind::kName},
+                                                       {"_p", TokKind::kName},
+                                                       {"y", TokKind::kName},
+                                                       {"=", TokKind::kOp},
+                                                       {"f\"open", TokKind::kString}};
   EXPECT_EQ(got, want);
   // Columns of tokens after a multi-line string count from their own line.
   auto ml = LexPython("a = '''x\n  y''' ; b\n");

@@ -70,7 +70,8 @@ class NameSet {
  private:
   static unsigned Slot(std::string_view n) {
     return static_cast<unsigned>(n.size() * 31 + static_cast<unsigned char>(n.front()) * 7 +
-                                 static_cast<unsigned char>(n.back())) & 255;
+                                 static_cast<unsigned char>(n.back())) &
+           255;
   }
   std::uint64_t bits_[4] = {0, 0, 0, 0};
   std::unordered_set<std::string_view> set_;
@@ -264,7 +265,8 @@ class PythonScanner {
     return required_import_ && !guarded ? "DT210" : "DT201";
   }
 
-  // The import target a name resolves to in scope `s`, or null (unbound or shadowed by a parameter).
+  // The import target a name resolves to in scope `s`, or null (unbound or shadowed by a
+  // parameter).
   const std::string* Lookup(std::string_view name, int s) const {
     for (; s >= 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
       const Scope& sc = scopes_[static_cast<std::size_t>(s)];
@@ -365,8 +367,8 @@ class PythonScanner {
             fallback_names_.insert(lex_.Text(T(bl.begin)));
           if (First(bl) == "from" || First(bl) == "import")
             for (auto t = bl.begin; t < bl.end; ++t)
-              if (IsName(T(t)) && t > bl.begin && (IsOp(T(t - 1), ",") || Is(T(t - 1), "import") ||
-                                                   Is(T(t - 1), "as")))
+              if (IsName(T(t)) && t > bl.begin &&
+                  (IsOp(T(t - 1), ",") || Is(T(t - 1), "import") || Is(T(t - 1), "as")))
                 fallback_names_.insert(lex_.Text(T(t)));
         }
         bool catches = bare;
@@ -376,8 +378,10 @@ class PythonScanner {
             catches = true;
         // `except ImportError: raise AssertionError("xFormers is required")` catches the failure
         // only to say the library is required: the import is not optional.
-        if (catches && handler.only_raises) required = true;
-        else optional |= catches;
+        if (catches && handler.only_raises)
+          required = true;
+        else
+          optional |= catches;
         fallback |= catches && !handler.ends_in_raise && !handler.only_reports;
         while (k + 1 < lines.size() && lines[k + 1].indent > indent) ++k;
       }
@@ -499,7 +503,10 @@ class PythonScanner {
           k += 2;
         }
         Bind(scope, local, target, optional, mod);
-        if (k < l.end && IsOp(T(k), ",")) ++k; else break;
+        if (k < l.end && IsOp(T(k), ","))
+          ++k;
+        else
+          break;
       }
     } else if (f == "from") {
       std::size_t k = l.begin + 1;
@@ -535,7 +542,8 @@ class PythonScanner {
             const std::string& module) {
     scopes_[static_cast<std::size_t>(scope)].alias[local] = target;
     if (optional) optional_names_.insert(local);
-    if (IsExtensionModule(target)) scopes_[static_cast<std::size_t>(scope)].local_names.insert(local);
+    if (IsExtensionModule(target))
+      scopes_[static_cast<std::size_t>(scope)].local_names.insert(local);
     if (optional || IsExtensionModule(module) || IsExtensionModule(target) ||
         LibraryOf(target) != nullptr || Contains(target, "cud") || Contains(target, "CUD") ||
         reg_.MatchApi(target) != nullptr || IsCudaSymbol(target) ||
@@ -592,14 +600,17 @@ class PythonScanner {
     // One search of the whole source up front (triggers_) instead of one per statement; tokens
     // are views into the source, so their offsets index it.
     auto s = static_cast<std::size_t>(lex_.Text(T(b)).data() - source_.data());
-    auto f = static_cast<std::size_t>(lex_.Text(T(e - 1)).data() + lex_.Text(T(e - 1)).size() - source_.data());
-    auto it = std::lower_bound(triggers_.begin(), triggers_.end(), s,
-                               [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
+    auto f = static_cast<std::size_t>(lex_.Text(T(e - 1)).data() + lex_.Text(T(e - 1)).size() -
+                                      source_.data());
+    auto it =
+        std::lower_bound(triggers_.begin(), triggers_.end(), s,
+                         [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
     for (; it != triggers_.end() && it->start < f; ++it)
       if (it->end <= f) return true;
     for (std::size_t k = b; k < e; ++k)
-      if (IsName(T(k)) && (hot_names_.count(lex_.Text(T(k))) || handle_names_.count(lex_.Text(T(k))) ||
-                           (track_refs_ && top_filter_.count(lex_.Text(T(k))))))
+      if (IsName(T(k)) &&
+          (hot_names_.count(lex_.Text(T(k))) || handle_names_.count(lex_.Text(T(k))) ||
+           (track_refs_ && top_filter_.count(lex_.Text(T(k))))))
         return true;
     return false;
   }
@@ -627,8 +638,10 @@ class PythonScanner {
     int depth = 0;
     std::size_t start = b;
     for (std::size_t k = b; k < e; ++k) {
-      if (IsOpen(T(k))) ++depth;
-      else if (IsClose(T(k))) --depth;
+      if (IsOpen(T(k)))
+        ++depth;
+      else if (IsClose(T(k)))
+        --depth;
       else if (depth == 0 && IsName(T(k)) && lex_.Text(T(k)) == word) {
         parts.emplace_back(start, k);
         start = k + 1;
@@ -646,8 +659,10 @@ class PythonScanner {
     bool has_or = false, has_and = false;
     int depth = 0;  // Counted as SplitTop counts it.
     for (std::size_t k = b; k < e; ++k) {
-      if (IsOpen(T(k))) ++depth;
-      else if (IsClose(T(k))) --depth;
+      if (IsOpen(T(k)))
+        ++depth;
+      else if (IsClose(T(k)))
+        --depth;
       else if (depth == 0 && IsName(T(k))) {
         has_or |= lex_.Text(T(k)) == "or";
         has_and |= lex_.Text(T(k)) == "and";
@@ -655,8 +670,8 @@ class PythonScanner {
     }
     if (has_or) {
       auto ors = SplitTop(b, e, "or");
-      // `not cuda or not flash` holds wherever CUDA is absent: what runs when it fails (an else, the
-      // code after an early return) runs only with CUDA. `cuda or x` says nothing on its own.
+      // `not cuda or not flash` holds wherever CUDA is absent: what runs when it fails (an else,
+      // the code after an early return) runs only with CUDA. `cuda or x` says nothing on its own.
       bool any_no = false, all_cuda = true;
       for (auto [x, y] : ors) {
         Truth t = Cond(x, y, scope);
@@ -709,9 +724,9 @@ class PythonScanner {
     return false;
   }
 
-  // The launcher's variables this file compares with -1 (`RANK != -1`, `local_rank not in [-1, 0]`):
-  // here -1 is the single process, so 0 is a launched worker.
-  // Read on the first `== 0` test of such a variable: most files have none.
+  // The launcher's variables this file compares with -1 (`RANK != -1`, `local_rank not in [-1,
+  // 0]`): here -1 is the single process, so 0 is a launched worker. Read on the first `== 0` test
+  // of such a variable: most files have none.
   const std::unordered_set<std::string>& MinusOneRanks() const {
     if (minus_one_read_) return minus_one_ranks_;
     minus_one_read_ = true;
@@ -726,7 +741,8 @@ class PythonScanner {
         const bool compared = IsOp(T(v), "==") || IsOp(T(v), "!=");
         if (Is(T(v), "not") && v + 1 < l.end) ++v;
         if ((compared && IsOp(T(v + 1), "-") && v + 2 < l.end && lex_.Text(T(v + 2)) == "1") ||
-            (Is(T(v), "in") && v + 1 < l.end && IsOpen(T(v + 1)) && ListHoldsMinusOne(v + 1, l.end)))
+            (Is(T(v), "in") && v + 1 < l.end && IsOpen(T(v + 1)) &&
+             ListHoldsMinusOne(v + 1, l.end)))
           minus_one_ranks_.insert(lower);
       }
     }
@@ -734,15 +750,17 @@ class PythonScanner {
   }
 
   // One comparison or test.
-  // Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are short.
+  // Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are
+  // short.
   Truth Atom(std::size_t b, std::size_t e, int scope) const {
     bool negated = false;  // `!= "cuda"`, `is None`, `not in`.
-    int numeric = 0;       // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
+    int numeric = 0;  // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
     bool eq_zero = false;  // `== 0`.
     for (std::size_t k = b; k < e; ++k) {
       const Token& t = T(k);
-      if (t.kind() == TokKind::kOp && (lex_.Text(t) == "==" || lex_.Text(t) == "!=" || lex_.Text(t) == "<" ||
-                                     lex_.Text(t) == "<=" || lex_.Text(t) == ">" || lex_.Text(t) == ">=")) {
+      if (t.kind() == TokKind::kOp &&
+          (lex_.Text(t) == "==" || lex_.Text(t) == "!=" || lex_.Text(t) == "<" ||
+           lex_.Text(t) == "<=" || lex_.Text(t) == ">" || lex_.Text(t) == ">=")) {
         std::size_t v = k + 1;
         if (v < e && IsOp(T(v), "-")) ++v;
         if (v < e && T(v).kind() == TokKind::kNumber) {
@@ -770,18 +788,21 @@ class PythonScanner {
         std::string_view body = StringBody(lex_.Text(t));
         if ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) found = Truth::kCuda;
         // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
-        else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) found = Truth::kCuda;
+        else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body)))
+          found = Truth::kCuda;
         // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a CUDA build switch.
-        else if (IsCudaEnvName(body)) found = Truth::kCuda;
+        else if (IsCudaEnvName(body))
+          found = Truth::kCuda;
         continue;
       }
       if (!IsName(t)) continue;
       bool after_dot = k > b && IsOp(T(k - 1), ".");
       std::string lower = Lower(lex_.Text(t));
       if (after_dot) {
-        if (lex_.Text(t) == "is_cuda" || guard_attrs_.count(lex_.Text(t))) found = Truth::kCuda;
-        else if (FlagWord(lower, found)) {}
-        else if (reg_.IsLaunchGuardName(lower)) {
+        if (lex_.Text(t) == "is_cuda" || guard_attrs_.count(lex_.Text(t)))
+          found = Truth::kCuda;
+        else if (FlagWord(lower, found)) {
+        } else if (reg_.IsLaunchGuardName(lower)) {
           found = Truth::kCuda;
           launch = lower;
         }
@@ -893,8 +914,10 @@ class PythonScanner {
         int d = 0;
         while (b > l.begin) {
           const Token& p = T(b - 1);
-          if (IsClose(p)) ++d;
-          else if (IsOpen(p) && d-- == 0) break;
+          if (IsClose(p))
+            ++d;
+          else if (IsOpen(p) && d-- == 0)
+            break;
           else if (d == 0 && (IsOp(p, ",") || IsOp(p, "=") || Is(p, "return") || Is(p, "lambda") ||
                               IsOp(p, ":")))
             break;
@@ -923,9 +946,12 @@ class PythonScanner {
     int depth = 0;
     for (std::size_t k = l.begin; k < l.end; ++k) {
       if (T(k).kind() != TokKind::kOp) continue;
-      if (IsOpen(T(k))) ++depth;
-      else if (IsClose(T(k))) --depth;
-      else if (depth == 0 && lex_.Text(T(k)) == ":") return k;
+      if (IsOpen(T(k)))
+        ++depth;
+      else if (IsClose(T(k)))
+        --depth;
+      else if (depth == 0 && lex_.Text(T(k)) == ":")
+        return k;
     }
     return l.end;
   }
@@ -959,8 +985,10 @@ class PythonScanner {
     if (!Maybe(eq + 1, l.end) || Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
     const Token& target = T(eq - 1);
     if (!IsName(target)) return;
-    if (eq - 1 == l.begin) guard_names_.insert(lex_.Text(target));
-    else if (eq - 1 > l.begin && IsOp(T(eq - 2), ".")) guard_attrs_.insert(lex_.Text(target));
+    if (eq - 1 == l.begin)
+      guard_names_.insert(lex_.Text(target));
+    else if (eq - 1 > l.begin && IsOp(T(eq - 2), "."))
+      guard_attrs_.insert(lex_.Text(target));
     hot_names_.insert(lex_.Text(target));
   }
 
@@ -1013,8 +1041,10 @@ class PythonScanner {
         last_if[l.indent] = t;
         if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
           // `if not torch.cuda.is_available(): return` guards the rest of its block.
-          if (stack.size() > 1) stack.back().guarded = true;
-          else module_level_guard = true;
+          if (stack.size() > 1)
+            stack.back().guarded = true;
+          else
+            module_level_guard = true;
         }
       } else if (f == "else") {
         if (last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
@@ -1074,8 +1104,8 @@ class PythonScanner {
   void ExtensionUse(const Token& at, const std::string& dotted, bool guarded, int scope) {
     const bool cpu = IsCpuBuilt(dotted);
     sink_.Add("DT305", lex_.Line(at), lex_.Column(at),
-              cpu ? dotted + " (built for the CPU only where CUDA is missing)" : dotted, guarded, {},
-              cpu);
+              cpu ? dotted + " (built for the CPU only where CUDA is missing)" : dotted, guarded,
+              {}, cpu);
     if (!cpu) NoteCudaAt(scope, guarded, true);
   }
 
@@ -1097,7 +1127,10 @@ class PythonScanner {
         ModuleFinding(mod, T(k), scope, guarded);
         k = e;
         if (k + 1 < l.end && Is(T(k), "as")) k += 2;
-        if (k < l.end && IsOp(T(k), ",")) ++k; else break;
+        if (k < l.end && IsOp(T(k), ","))
+          ++k;
+        else
+          break;
       }
       return;
     }
@@ -1128,7 +1161,8 @@ class PythonScanner {
         continue;
       } else if (IsCudaSymbol(full)) {
         const char* code = SymbolCode(full, ext);
-        if (!SiblingSymbol(full)) sink_.Add(code, lex_.Line(T(k)), lex_.Column(T(k)), full, guarded);
+        if (!SiblingSymbol(full))
+          sink_.Add(code, lex_.Line(T(k)), lex_.Column(T(k)), full, guarded);
       } else {
         continue;
       }
@@ -1157,8 +1191,8 @@ class PythonScanner {
     if (IsExtensionModule(mod)) {
       ExtensionUse(at, mod, guarded, scope);
     } else if (const Library* lib = LibraryOf(mod)) {
-      sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at), lib->name + " (" + mod.substr(0, mod.find('.')) + ")",
-                guarded, lib->alternative);
+      sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at),
+                lib->name + " (" + mod.substr(0, mod.find('.')) + ")", guarded, lib->alternative);
     } else if (StartsWith(mod, "torch.cuda")) {
       ApiFinding(mod, at, guarded, scope);
     } else if (const PythonApi* api = reg_.MatchApi(mod); api != nullptr && api->user) {
@@ -1188,7 +1222,8 @@ class PythonScanner {
     int depth = 0;
     for (std::size_t j = k; j > b; --j) {
       const Token& t = T(j - 1);
-      if (IsClose(t)) ++depth;
+      if (IsClose(t))
+        ++depth;
       else if (IsOpen(t)) {
         if (depth == 0) return j - 1;
         --depth;
@@ -1202,8 +1237,8 @@ class PythonScanner {
   bool IsProse(std::size_t k, const LogicalLine& l) const {
     if (k > l.begin + 1 && IsOp(T(k - 1), "=") && IsName(T(k - 2))) {
       std::string kw = Lower(lex_.Text(T(k - 2)));
-      if (kw == "help" || kw == "description" || kw == "epilog" || kw == "msg" ||
-          kw == "message" || kw == "usage" || kw == "doc" || kw == "title" || kw == "desc")
+      if (kw == "help" || kw == "description" || kw == "epilog" || kw == "msg" || kw == "message" ||
+          kw == "usage" || kw == "doc" || kw == "title" || kw == "desc")
         return true;
     }
     std::size_t open = EnclosingOpen(k, l.begin);
@@ -1213,9 +1248,11 @@ class PythonScanner {
     const Token& callee = T(open - 1);
     if (!IsName(callee)) return false;
     std::string c = Lower(lex_.Text(callee));
-    static const char* kProse[] = {"print", "warn", "warning", "info", "debug", "error",
-                                   "exception", "critical", "log", "fatal", "write", "echo",
-                                   "secho", "format", "add_argument_group", "assertionerror"};
+    static const char* kProse[] = {
+        "print",         "warn",      "warning",  "info",   "debug",
+        "error",         "exception", "critical", "log",    "fatal",
+        "write",         "echo",      "secho",    "format", "add_argument_group",
+        "assertionerror"};
     for (const char* p : kProse)
       if (c == p) return true;
     return EndsWith(c, "error") || EndsWith(c, "exception") || EndsWith(c, "warning");
@@ -1280,7 +1317,8 @@ class PythonScanner {
           (IsOp(T(k - 1), "(") || IsOp(T(k - 1), ",")) && Head(l) != "def" && Head(l) != "class") {
         KeywordFinding(k, l, scope, guarded);
       }
-      if (lex_.Text(t) == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") && IsOp(T(k + 2), "{")) {
+      if (lex_.Text(t) == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") &&
+          IsOp(T(k + 2), "{")) {
         DeviceMap(k, l, guarded);
       }
       if ((lex_.Text(t) == "device_ids" || lex_.Text(t) == "output_device") && k + 2 < l.end &&
@@ -1289,10 +1327,12 @@ class PythonScanner {
         std::size_t v = k + 2;
         bool list = IsOp(T(v), "[");
         if (list) ++v;
-        IntegerDevice(v, l, guarded, std::string(lex_.Text(t)) + (list ? "=[" : "="), list ? "]" : "");
+        IntegerDevice(v, l, guarded, std::string(lex_.Text(t)) + (list ? "=[" : "="),
+                      list ? "]" : "");
       }
       if (kernel_names_.count(lex_.Text(t)) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
-        sink_.Add("DT207", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)) + "[grid](...)", guarded);
+        sink_.Add("DT207", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)) + "[grid](...)",
+                  guarded);
         NoteCudaAt(scope, guarded, false);
         launched = true;
         continue;
@@ -1313,12 +1353,14 @@ class PythonScanner {
       if (top_names_.count(lex_.Text(t)) && !Lookup(lex_.Text(t), scope)) {
         // A reference to one of this module's own definitions: the dependency graph, no finding.
         int from = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
-        std::string_view from_name = from >= 0 ? scopes_[static_cast<std::size_t>(from)].name
-                                               : std::string_view();
+        std::string_view from_name =
+            from >= 0 ? scopes_[static_cast<std::size_t>(from)].name : std::string_view();
         if (from_name != lex_.Text(t)) ref_guards_[lex_.Text(t)] |= guarded ? 1 : 2;
         if (!guarded) {
-          if (from_name.empty()) module_refs_[li].push_back(lex_.Text(t));
-          else if (from_name != lex_.Text(t)) local_refs_[from_name].insert(lex_.Text(t));
+          if (from_name.empty())
+            module_refs_[li].push_back(lex_.Text(t));
+          else if (from_name != lex_.Text(t))
+            local_refs_[from_name].insert(lex_.Text(t));
         }
         continue;
       }
@@ -1391,7 +1433,8 @@ class PythonScanner {
       if (const Library* lib = LibraryOf(resolved)) {
         if (launched || (kernel_lib_ == lib && (InLaunch(li) || launch_scopes_.count(scope))))
           continue;
-        sink_.Add("DT202", lex_.Line(t), lex_.Column(t), resolved, use_guard, lib->AlternativeFor(resolved));
+        sink_.Add("DT202", lex_.Line(t), lex_.Column(t), resolved, use_guard,
+                  lib->AlternativeFor(resolved));
         k = ce - 1;
       }
     }
@@ -1406,7 +1449,8 @@ class PythonScanner {
       if (eq == l.begin + 1 && eq < l.end && IsName(T(l.begin))) {
         std::string_view target = lex_.Text(T(l.begin));
         bool constructed = false;
-        if (tainted && eq + 1 < l.end && IsName(T(eq + 1)) && IsHandle(lex_.Text(T(eq + 1)), scope)) {
+        if (tainted && eq + 1 < l.end && IsName(T(eq + 1)) &&
+            IsHandle(lex_.Text(T(eq + 1)), scope)) {
           std::string dotted;
           std::size_t ce = Dotted(eq + 1, l.end, dotted);
           std::string_view last = lex_.Text(T(ce - 1));
@@ -1469,12 +1513,12 @@ class PythonScanner {
     if (!name.empty()) {
       auto ev = extension_vars_.find(lex_.Text(T(k)));
       bool cpu_build = ev != extension_vars_.end() && ev->second.cpp;
-      sink_.DeclareCudaModule(name, lex_.Line(T(k)), std::string(lex_.Text(T(k))) + "() in " + sink_.rel(),
-                              cpu_build);
+      sink_.DeclareCudaModule(name, lex_.Line(T(k)),
+                              std::string(lex_.Text(T(k))) + "() in " + sink_.rel(), cpu_build);
     }
     if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
-    sink_.Add("DT301", lex_.Line(T(k)), lex_.Column(T(k)), resolved.substr(resolved.rfind('.') + 1) + "()",
-              guarded);
+    sink_.Add("DT301", lex_.Line(T(k)), lex_.Column(T(k)),
+              resolved.substr(resolved.rfind('.') + 1) + "()", guarded);
     // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
     if (l.end - l.begin > 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
       std::string_view target = lex_.Text(T(l.begin));
@@ -1530,9 +1574,11 @@ class PythonScanner {
       for (std::size_t a = 0; a < sub.tokens.size(); ++a) {
         if (sub.Text(sub.tokens[a]) != "if") continue;
         cond_at = a;
-        for (std::size_t c = a + 1; c < sub.tokens.size() && sub.Text(sub.tokens[c]) != "else"; ++c) {
+        for (std::size_t c = a + 1; c < sub.tokens.size() && sub.Text(sub.tokens[c]) != "else";
+             ++c) {
           if (sub.Text(sub.tokens[c]) == "not") break;
-          if (sub.tokens[c].kind() != TokKind::kName || sub.Text(sub.tokens[c - 1]) == ".") continue;
+          if (sub.tokens[c].kind() != TokKind::kName || sub.Text(sub.tokens[c - 1]) == ".")
+            continue;
           std::string resolved;
           SubChain(sub, c, scope, resolved);
           const PythonApi* api = reg_.MatchApi(resolved);
@@ -1567,16 +1613,16 @@ class PythonScanner {
     std::size_t close = Matching(open, l.end);
     if (close + 1 < l.end) {
       const Token& n = T(close + 1);
-      if (n.kind() == TokKind::kOp && (lex_.Text(n) == "==" || lex_.Text(n) == "!=" || lex_.Text(n) == ">" ||
-                                     lex_.Text(n) == ">=" || lex_.Text(n) == "<" || lex_.Text(n) == "<="))
+      if (n.kind() == TokKind::kOp &&
+          (lex_.Text(n) == "==" || lex_.Text(n) == "!=" || lex_.Text(n) == ">" ||
+           lex_.Text(n) == ">=" || lex_.Text(n) == "<" || lex_.Text(n) == "<="))
         return false;
     }
-    if (k > l.begin && (Is(T(k - 1), "not") || Is(T(k - 1), "if") || Is(T(k - 1), "and") ||
-                        Is(T(k - 1), "or")))
+    if (k > l.begin &&
+        (Is(T(k - 1), "not") || Is(T(k - 1), "if") || Is(T(k - 1), "and") || Is(T(k - 1), "or")))
       return false;
     std::string_view head = Head(l);
-    if ((head == "if" || head == "elif" || head == "while" || head == "assert") &&
-        k < FindColon(l))
+    if ((head == "if" || head == "elif" || head == "while" || head == "assert") && k < FindColon(l))
       return false;
     return true;
   }
@@ -1607,7 +1653,8 @@ class PythonScanner {
                 std::string(what) + std::string(lex_.Text(T(b))) + std::string(close), guarded);
       return;
     }
-    // NAME(.NAME)* only, ending in an index-like name; or a getter of one (`comm.get_local_rank()`).
+    // NAME(.NAME)* only, ending in an index-like name; or a getter of one
+    // (`comm.get_local_rank()`).
     std::size_t name_end = e;
     if (e >= b + 3 && IsOp(T(e - 1), ")") && IsOp(T(e - 2), "(")) name_end = e - 2;
     for (std::size_t k = b; k < name_end; ++k)
@@ -1618,14 +1665,15 @@ class PythonScanner {
       if (!StartsWith(last, "get_")) return;
       last = last.substr(4);
     }
-    static const char* kIndexNames[] = {"gpu", "gpu_id", "gpu_idx", "gpu_index", "local_rank",
-                                        "device_id", "gpu_rank", "cuda_device", "device_index"};
+    static const char* kIndexNames[] = {"gpu",       "gpu_id",      "gpu_idx",
+                                        "gpu_index", "local_rank",  "device_id",
+                                        "gpu_rank",  "cuda_device", "device_index"};
     for (const char* n : kIndexNames)
       if (last == n) {
         std::string idx;
         for (std::size_t k = b; k < e; ++k) idx.append(lex_.Text(T(k)));
-        sink_.Add("DT113", lex_.Line(T(b)), lex_.Column(T(b)), std::string(what) + idx + std::string(close),
-                  guarded);
+        sink_.Add("DT113", lex_.Line(T(b)), lex_.Column(T(b)),
+                  std::string(what) + idx + std::string(close), guarded);
         return;
       }
   }
@@ -1642,9 +1690,10 @@ class PythonScanner {
       }
       std::string lower = Lower(lex_.Text(t));
       if ((t.kind() == TokKind::kName && (lower == "local_rank" || lower == "int" ||
-                                        Contains(lower, "gpu") || lower == "rank")) ||
+                                          Contains(lower, "gpu") || lower == "rank")) ||
           (t.kind() == TokKind::kString && Lower(StringBody(lex_.Text(t))) == "local_rank") ||
-          (t.kind() == TokKind::kNumber && IsDigits(lex_.Text(t)) && j > open + 1 && IsOp(T(j - 1), ":"))) {
+          (t.kind() == TokKind::kNumber && IsDigits(lex_.Text(t)) && j > open + 1 &&
+           IsOp(T(j - 1), ":"))) {
         sink_.Add("DT113", lex_.Line(T(k)), lex_.Column(T(k)), "device_map", guarded);
         return;
       }
@@ -1656,7 +1705,8 @@ class PythonScanner {
     const auto* rules = reg_.KeywordRules(lex_.Text(T(k)));
     if (rules == nullptr || k + 2 >= l.end) return;
     const Token& v = T(k + 2);
-    std::string value = v.kind() == TokKind::kString ? std::string(StringBody(lex_.Text(v))) : std::string(lex_.Text(v));
+    std::string value = v.kind() == TokKind::kString ? std::string(StringBody(lex_.Text(v)))
+                                                     : std::string(lex_.Text(v));
     bool single = k + 3 >= l.end || IsOp(T(k + 3), ",") || IsClose(T(k + 3));
     std::string callee;
     bool callee_done = false;
@@ -1685,12 +1735,13 @@ class PythonScanner {
     if (head != "def" || k < l.begin + 2 || !IsOp(T(k - 1), "=") || !IsName(T(k - 2))) return false;
     std::string_view param = lex_.Text(T(k - 2));
     std::string lower = Lower(param);
-    if (Contains(lower, "device") || lower == "dev" || Contains(lower, "map_location")) return false;
+    if (Contains(lower, "device") || lower == "dev" || Contains(lower, "map_location"))
+      return false;
     for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
       const auto& body = lex_.lines[j];
       for (std::size_t t = body.begin; t + 2 < body.end; ++t)
-        if (IsName(T(t)) && lex_.Text(T(t)) == param && (IsOp(T(t + 1), "==") || IsOp(T(t + 1), "!=")) &&
-            IsCudaDeviceString(T(t + 2)))
+        if (IsName(T(t)) && lex_.Text(T(t)) == param &&
+            (IsOp(T(t + 1), "==") || IsOp(T(t + 1), "!=")) && IsCudaDeviceString(T(t + 2)))
           return true;
     }
     return false;
@@ -1719,7 +1770,8 @@ class PythonScanner {
     has_mps = false;
     std::size_t close = Matching(open, l.end);
     for (std::size_t j = open + 1; j < close; ++j)
-      if (T(j).kind() == TokKind::kString && StartsWith(StringBody(lex_.Text(T(j))), "mps")) has_mps = true;
+      if (T(j).kind() == TokKind::kString && StartsWith(StringBody(lex_.Text(T(j))), "mps"))
+        has_mps = true;
     return true;
   }
 
@@ -1759,14 +1811,15 @@ class PythonScanner {
     }
     // A command line the script launches: f"CUDA_VISIBLE_DEVICES={gpu} python train.py ...".
     if (body.find("CUDA_VISIBLE_DEVICES=") != std::string_view::npos && !IsProse(k, l)) {
-      sink_.Add("DT406", lex_.Line(t), lex_.Column(t), "CUDA_VISIBLE_DEVICES in a command", guarded);
+      sink_.Add("DT406", lex_.Line(t), lex_.Column(t), "CUDA_VISIBLE_DEVICES in a command",
+                guarded);
       return;
     }
     if (body.size() > 200) return;
     // IsProse walks back to the enclosing call: only for the strings that would be a finding, so
     // a line holding a table of thousands of strings stays linear.
-    for (std::string_view key : {"TORCH_CUDA_ARCH_LIST", "-gencode", "arch=compute_", "arch=sm_",
-                                 "CUDA_ARCHITECTURES"}) {
+    for (std::string_view key :
+         {"TORCH_CUDA_ARCH_LIST", "-gencode", "arch=compute_", "arch=sm_", "CUDA_ARCHITECTURES"}) {
       if (body.find(key) != std::string_view::npos) {
         if (!IsProse(k, l)) sink_.Add("DT302", lex_.Line(t), lex_.Column(t), key, guarded);
         return;
@@ -1778,7 +1831,8 @@ class PythonScanner {
       sink_.Add("DT302", lex_.Line(t), lex_.Column(t), "nvcc flags", guarded);
       return;
     }
-    // A program the code runs: os.path.join(CUDA_HOME, "bin", "nvcc"), [cuda_dir + "/bin/nvcc", "-V"].
+    // A program the code runs: os.path.join(CUDA_HOME, "bin", "nvcc"), [cuda_dir + "/bin/nvcc",
+    // "-V"].
     if (std::string_view tool = NvidiaTool(body); !tool.empty() && !IsProse(k, l)) {
       // shutil.which("nvidia-smi") looks for the tool: a test, not a run.
       const std::string callee = Callee(EnclosingOpen(k, l.begin), l.begin, scope);
@@ -1792,7 +1846,8 @@ class PythonScanner {
       return;
     }
     if (const PythonKeyword* r = reg_.StringRule(body); r != nullptr && !IsProse(k, l)) {
-      sink_.Add(r->code, lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded, r->replacement);
+      sink_.Add(r->code, lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded,
+                r->replacement);
       return;
     }
     if (opt_.setup_py && !body.empty() && InLiteralContainer(k, l)) {
@@ -1806,11 +1861,10 @@ class PythonScanner {
 
   // The NVIDIA tool a string names, alone or as the last part of a path; empty when none.
   static std::string_view NvidiaTool(std::string_view body) {
-    std::string_view base = body.substr(body.find_last_of('/') == std::string_view::npos
-                                            ? 0
-                                            : body.find_last_of('/') + 1);
-    for (std::string_view tool : {"nvcc", "nvidia-smi", "cuobjdump", "nvprof", "nsys", "ncu",
-                                  "cuda-gdb", "nvdisasm"})
+    std::string_view base = body.substr(
+        body.find_last_of('/') == std::string_view::npos ? 0 : body.find_last_of('/') + 1);
+    for (std::string_view tool :
+         {"nvcc", "nvidia-smi", "cuobjdump", "nvprof", "nsys", "ncu", "cuda-gdb", "nvdisasm"})
       if (base == tool) return tool;
     return {};
   }
@@ -1820,10 +1874,11 @@ class PythonScanner {
   // "triton" could be anything else (a backend option, a find_spec() test).
   bool IsDistributionName(std::string_view body) const {
     std::size_t e = 0;
-    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) || body[e] == '-' ||
-                               body[e] == '_' || body[e] == '.'))
+    while (e < body.size() && (std::isalnum(static_cast<unsigned char>(body[e])) ||
+                               body[e] == '-' || body[e] == '_' || body[e] == '.'))
       ++e;
-    if (e == 0 || e > 60 || (e < body.size() && std::string_view("=<>!~").find(body[e]) == std::string_view::npos))
+    if (e == 0 || e > 60 ||
+        (e < body.size() && std::string_view("=<>!~").find(body[e]) == std::string_view::npos))
       return false;
     std::string name(body.substr(0, e));
     if (name.find('-') == std::string::npos) return false;
@@ -1875,9 +1930,8 @@ class PythonScanner {
           body = lines[j + 1].begin;
           body_end = lines[j + 1].end;
         }
-        bool fallback = Is(T(body), "return") ||
-                        (IsName(T(body)) && lex_.Text(T(body)) == var && body + 1 < body_end &&
-                         IsOp(T(body + 1), "="));
+        bool fallback = Is(T(body), "return") || (IsName(T(body)) && lex_.Text(T(body)) == var &&
+                                                  body + 1 < body_end && IsOp(T(body + 1), "="));
         if (fallback) {
           sink_.GuardLines(lex_.Line(T(l.begin)), lex_.Line(T(l.end - 1)));
           break;
@@ -1886,9 +1940,10 @@ class PythonScanner {
     }
   }
 
-  // A private module-level function or class (`_FusedGELUFunction`) that this file only uses under a
-  // CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest of
-  // the project. Public names may be called unguarded from other modules, so they stay as they are.
+  // A private module-level function or class (`_FusedGELUFunction`) that this file only uses under
+  // a CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest
+  // of the project. Public names may be called unguarded from other modules, so they stay as they
+  // are.
   void GuardPrivateDefinitions() {
     if (!track_refs_) return;  // Without it, lines that name the definition were not all read.
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
@@ -1942,7 +1997,8 @@ class PythonScanner {
     std::unordered_set<std::size_t> importing;
     for (const PyImport& imp : result_.imports) {
       const int top = TopOf(imp.line_index);
-      if (top >= 0 && !line_guarded_[imp.line_index]) importing.insert(static_cast<std::size_t>(top));
+      if (top >= 0 && !line_guarded_[imp.line_index])
+        importing.insert(static_cast<std::size_t>(top));
     }
     std::unordered_map<std::string_view, std::size_t> defs;
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
@@ -2022,9 +2078,11 @@ class PythonScanner {
     std::set<std::string_view> attrs;
     for (const PyImport& imp : result_.imports) {
       const std::string_view top = std::string_view(imp.module).substr(0, imp.module.find('.'));
-      result_.framework_device |= top == "accelerate" || top == "lightning" || top == "pytorch_lightning";
+      result_.framework_device |=
+          top == "accelerate" || top == "lightning" || top == "pytorch_lightning";
       if (top == "transformers")
-        for (const std::string& n : imp.names) result_.framework_device |= n.find("Trainer") != std::string::npos;
+        for (const std::string& n : imp.names)
+          result_.framework_device |= n.find("Trainer") != std::string::npos;
     }
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
       const Scope& sc = scopes_[s];
@@ -2045,7 +2103,8 @@ class PythonScanner {
       const int scope = ScopeOf(li);
       const int top = TopOf(li);
       PyRef where;
-      where.guarded = line_guarded_[li] || (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)));
+      where.guarded =
+          line_guarded_[li] || (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)));
       where.in_main = in_main;
       const std::unordered_set<std::string_view>* methods = nullptr;  // Of the class holding li.
       if (top >= 0) {
@@ -2060,7 +2119,8 @@ class PythonScanner {
       }
       // The name a def/class line defines is no mention; its defaults and bases are.
       const std::size_t defined = (head == "def" || head == "class" || Head(l) == "def")
-                                      ? l.begin + (head == "async" ? 2 : 1) : l.end;
+                                      ? l.begin + (head == "async" ? 2 : 1)
+                                      : l.end;
       for (auto k = l.begin; k < l.end; ++k) {
         const Token& t = T(k);
         if (t.kind() == TokKind::kString) {
@@ -2085,10 +2145,12 @@ class PythonScanner {
             continue;
           }
           PyRef r = where;
-          r.target = std::string(scopes_[static_cast<std::size_t>(top)].name) + "." + std::string(lex_.Text(t));
+          r.target = std::string(scopes_[static_cast<std::size_t>(top)].name) + "." +
+                     std::string(lex_.Text(t));
           r.own = true;
           ReadCall(k + 1, l.end, r);
-          if (r.in_def != r.target) result_.refs.push_back(std::move(r));  // Recursion says nothing.
+          if (r.in_def != r.target)
+            result_.refs.push_back(std::move(r));  // Recursion says nothing.
           continue;
         }
         const std::string_view name = lex_.Text(t);
@@ -2145,13 +2207,19 @@ class PythonScanner {
       const Token& t = T(k);
       if (depth == 0 && fresh) {
         fresh = false;
-        if (IsOp(t, "*") || IsOp(t, "**")) r.spread = true;
-        else if (IsName(t) && k + 1 < close && IsOp(T(k + 1), "=")) r.keywords.emplace_back(lex_.Text(t));
-        else ++r.positional;
+        if (IsOp(t, "*") || IsOp(t, "**"))
+          r.spread = true;
+        else if (IsName(t) && k + 1 < close && IsOp(T(k + 1), "="))
+          r.keywords.emplace_back(lex_.Text(t));
+        else
+          ++r.positional;
       }
-      if (IsOpen(t)) ++depth;
-      else if (IsClose(t)) --depth;
-      else if (depth == 0 && IsOp(t, ",")) fresh = true;
+      if (IsOpen(t))
+        ++depth;
+      else if (IsClose(t))
+        --depth;
+      else if (depth == 0 && IsOp(t, ","))
+        fresh = true;
     }
   }
 
@@ -2170,16 +2238,20 @@ class PythonScanner {
       const Token& t = T(k);
       if (depth == 0 && fresh) {
         fresh = false;
-        if (IsOp(t, "*") || IsOp(t, "**")) keyword_only = true;
+        if (IsOp(t, "*") || IsOp(t, "**"))
+          keyword_only = true;
         else if (IsName(t)) {
           const std::string_view param = lex_.Text(t);
           std::size_t v = k + 1;
           if (v < close && IsOp(T(v), ":")) {  // Past the annotation, to its default.
             int d = 0;
             for (++v; v < close; ++v) {
-              if (IsOpen(T(v))) ++d;
-              else if (IsClose(T(v))) --d;
-              else if (d == 0 && (IsOp(T(v), "=") || IsOp(T(v), ","))) break;
+              if (IsOpen(T(v)))
+                ++d;
+              else if (IsClose(T(v)))
+                --d;
+              else if (d == 0 && (IsOp(T(v), "=") || IsOp(T(v), ",")))
+                break;
             }
           }
           if (v + 1 < close && IsOp(T(v), "=") && IsCudaDeviceString(T(v + 1)))
@@ -2188,9 +2260,12 @@ class PythonScanner {
           ++index;
         }
       }
-      if (IsOpen(t)) ++depth;
-      else if (IsClose(t)) --depth;
-      else if (depth == 0 && IsOp(t, ",")) fresh = true;
+      if (IsOpen(t))
+        ++depth;
+      else if (IsClose(t))
+        --depth;
+      else if (depth == 0 && IsOp(t, ","))
+        fresh = true;
     }
   }
 
@@ -2200,7 +2275,8 @@ class PythonScanner {
     for (int s = ScopeOf(li); s > 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
       const Scope& sc = scopes_[static_cast<std::size_t>(s)];
       if (sc.parent == top)
-        return sc.is_def ? std::string(scopes_[static_cast<std::size_t>(top)].name) + "." + std::string(sc.name)
+        return sc.is_def ? std::string(scopes_[static_cast<std::size_t>(top)].name) + "." +
+                               std::string(sc.name)
                          : std::string();
     }
     return {};
@@ -2211,8 +2287,9 @@ class PythonScanner {
   static bool IsHeavyLayer(std::string_view api) {
     if (!StartsWith(api, "torch.nn.")) return false;
     const std::string_view rest = api.substr(9);
-    return StartsWith(rest, "Conv") || StartsWith(rest, "functional.conv") || rest == "MultiheadAttention" ||
-           StartsWith(rest, "Transformer") || rest == "functional.scaled_dot_product_attention";
+    return StartsWith(rest, "Conv") || StartsWith(rest, "functional.conv") ||
+           rest == "MultiheadAttention" || StartsWith(rest, "Transformer") ||
+           rest == "functional.scaled_dot_product_attention";
   }
 
   // `if __name__ == "__main__":`.
@@ -2230,7 +2307,8 @@ class PythonScanner {
     for (std::string_view w : {"regist", "hook", "command", "route", "fixture", "callback",
                                "handler", "entrypoint", "custom_op"})
       if (lower.find(w) != std::string_view::npos) return true;
-    return lower == "main" || lower == "task" || lower == "impl";  // hydra.main, app.task, library.impl
+    return lower == "main" || lower == "task" ||
+           lower == "impl";  // hydra.main, app.task, library.impl
   }
 
   // A parameter of an enclosing function hides a module-level name of the same spelling.
@@ -2245,7 +2323,8 @@ class PythonScanner {
   bool IsOwnTarget(std::string_view target) const {
     if (opt_.own_tops == nullptr) return true;
     const std::string top(target.substr(0, target.find('.')));
-    return opt_.own_tops->count(top) > 0 || (!opt_.package.empty() && StartsWith(target, opt_.package));
+    return opt_.own_tops->count(top) > 0 ||
+           (!opt_.package.empty() && StartsWith(target, opt_.package));
   }
 
   // `getattr(module, "build_model")`, a config's `"models.yolo.Model"`: an identifier-like string
@@ -2310,7 +2389,7 @@ class PythonScanner {
   std::vector<Scope> scopes_;
   // Keys are views into the source, which outlives the scanner.
   std::unordered_map<std::string_view, int> top_names_;  // Module-level def/class names.
-  NameSet top_filter_;  // The same names, for Maybe().
+  NameSet top_filter_;                                   // The same names, for Maybe().
   std::unordered_set<std::string_view> optional_names_;
   std::unordered_set<std::string_view> fallback_names_;  // Rebound in an ImportError handler.
   std::unordered_set<std::string_view> guard_names_;
@@ -2322,8 +2401,9 @@ class PythonScanner {
   const Library* kernel_lib_ = nullptr;
   NameSet handle_names_;
   std::unordered_set<std::string_view> globals_;  // Names of `global` statements.
-  // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines that
-  // name its own module-level definitions are analysed too, to follow the dependency inside it.
+  // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines
+  // that name its own module-level definitions are analysed too, to follow the dependency inside
+  // it.
   bool track_refs_ = false;  // Every name bound to an extension value.
   // Module-level names that reach CUDA-only code: true for a compiled extension, false for kernels.
   std::unordered_map<std::string_view, bool> cuda_tops_;

@@ -15,21 +15,21 @@ namespace dt::scan {
 
 // An import statement, kept for the project's import graph.
 struct PyImport {
-  std::string module;               // Dotted, without the leading dots of a relative import.
-  int level = 0;                    // Number of leading dots.
-  std::vector<std::string> names;   // from-import names (they may be submodules).
+  std::string module;              // Dotted, without the leading dots of a relative import.
+  int level = 0;                   // Number of leading dots.
+  std::vector<std::string> names;  // from-import names (they may be submodules).
   // The import runs only behind a CUDA check (`if x.is_cuda:`, an ImportError fallback, or inside
   // a function this file calls only behind one): a module reached only through such imports is
   // guarded on that path. Files read for their imports alone leave it false.
   bool guarded = false;
-  std::size_t line_index = 0;      // Logical line, while the file is scanned.
+  std::size_t line_index = 0;  // Logical line, while the file is scanned.
 };
 
 // What the rest of the project says about CUDA-only code when a file is scanned: Scan() fills it
-// from the modules other files declare (FindingSink::DeclareCudaModule) and from the symbols earlier
-// rounds found to depend on them.
+// from the modules other files declare (FindingSink::DeclareCudaModule) and from the symbols
+// earlier rounds found to depend on them.
 struct CudaContext {
-  std::vector<std::string> modules;          // Modules that exist only where a CUDA build ran.
+  std::vector<std::string> modules;  // Modules that exist only where a CUDA build ran.
   // Those of `modules` that also have a CPU build (CppExtension without CUDA, an op library of
   // .cpp sources): their uses are reported, but do not make the code around them CUDA-only.
   std::vector<std::string> cpu_built;
@@ -43,11 +43,11 @@ struct CudaContext {
 };
 
 struct PyScanOptions {
-  bool setup_py = false;     // Also checks requirement strings and extension declarations.
+  bool setup_py = false;  // Also checks requirement strings and extension declarations.
   // Also lists the file's module-level functions and every mention of a function name that may be
   // one of the project's (PyScanResult::defs / refs), for the call paths of CallPaths().
   bool collect_calls = false;
-  std::string package;       // Dotted package of the file, for relative imports ("pkg.sub").
+  std::string package;  // Dotted package of the file, for relative imports ("pkg.sub").
   // Top-level names of the project's own packages and modules: never a third-party library, even
   // when the knowledge base lists a library of the same name.
   const std::unordered_set<std::string>* own_tops = nullptr;
@@ -76,9 +76,10 @@ struct PyRef {
   bool own = false;
   bool text = false;
   bool guarded = false;  // The line runs only behind a CUDA or launch-mode check.
-  std::string in_def;    // The module-level function holding it; empty at module level or in a class.
+  std::string in_def;  // The module-level function holding it; empty at module level or in a class.
   bool in_class = false;
-  bool in_main = false;  // Under `if __name__ == "__main__":`: runs only when the file is the script.
+  bool in_main =
+      false;  // Under `if __name__ == "__main__":`: runs only when the file is the script.
   // When the mention is called: what the call passes.
   bool call = false;
   int positional = 0;
@@ -91,7 +92,7 @@ struct PyRef {
 struct PyDefault {
   std::string owner;  // The module-level function, or the module-level class of an __init__.
   std::string param;
-  int index = 0;      // Among the positional parameters callers fill (after self); -1 keyword-only.
+  int index = 0;  // Among the positional parameters callers fill (after self); -1 keyword-only.
   std::uint32_t line = 0;  // Physical line of the default.
 };
 
@@ -104,8 +105,8 @@ struct PyScanResult {
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).
   std::vector<std::pair<std::string, bool>> extension_sources;
-  std::vector<PyTopDef> defs;  // collect_calls only.
-  std::vector<PyRef> refs;     // collect_calls only.
+  std::vector<PyTopDef> defs;       // collect_calls only.
+  std::vector<PyRef> refs;          // collect_calls only.
   std::vector<PyDefault> defaults;  // collect_calls only.
   // Attribute names used other than `self.m` / `cls.m` of the class's own method (collect_calls,
   // sorted, unique): a method so named may be called from here.

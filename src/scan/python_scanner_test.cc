@@ -21,19 +21,20 @@ std::vector<Finding> Py(const std::string& src) {
   return out;
 }
 
-
 TEST(ScanPythonTest, ResolvesAliases) {
-  auto fs = Py("import torch.cuda as tc\nfrom torch import cuda\ntc.synchronize()\ncuda.empty_cache()\n");
+  auto fs =
+      Py("import torch.cuda as tc\nfrom torch import cuda\ntc.synchronize()\ncuda.empty_cache()\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT103@3", "DT115@4"}));
 }
 
 TEST(ScanPythonTest, OptionalImportIsGuarded) {
   // The import cannot fail; a use is guarded only where the code checks that it loaded.
-  auto fs = Py("try:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    apex = None\n"
-               "    HAS_APEX = False\n"
-               "opt = apex.optimizers.FusedAdam(p)\n"
-               "if apex is not None:\n    opt = apex.optimizers.FusedLAMB(p)\n"
-               "if HAS_APEX:\n    opt = apex.optimizers.FusedSGD(p)\n");
+  auto fs =
+      Py("try:\n    import apex\n    HAS_APEX = True\nexcept ImportError:\n    apex = None\n"
+         "    HAS_APEX = False\n"
+         "opt = apex.optimizers.FusedAdam(p)\n"
+         "if apex is not None:\n    opt = apex.optimizers.FusedLAMB(p)\n"
+         "if HAS_APEX:\n    opt = apex.optimizers.FusedSGD(p)\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT201@2", "DT202@7", "DT202@9", "DT202@11"}));
   EXPECT_TRUE(fs[0].guarded);
   EXPECT_EQ(fs[0].severity, Severity::kPortable);
@@ -43,11 +44,12 @@ TEST(ScanPythonTest, OptionalImportIsGuarded) {
 }
 
 TEST(ScanPythonTest, PrivateDefinitionUsedOnlyUnderACheckIsGuarded) {
-  auto fs = Py("try:\n    import fused_cuda\nexcept ImportError:\n    fused_cuda = None\n"
-               "class _Fn:\n    def forward(x):\n        return fused_cuda.forward(x)\n"
-               "def Public(x):\n    return fused_cuda.forward(x)\n"
-               "def op(x):\n    if fused_cuda is not None and x.is_cuda:\n        return _Fn.forward(x)\n"
-               "    return x\n");
+  auto fs =
+      Py("try:\n    import fused_cuda\nexcept ImportError:\n    fused_cuda = None\n"
+         "class _Fn:\n    def forward(x):\n        return fused_cuda.forward(x)\n"
+         "def Public(x):\n    return fused_cuda.forward(x)\n"
+         "def op(x):\n    if fused_cuda is not None and x.is_cuda:\n        return _Fn.forward(x)\n"
+         "    return x\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT305@2", "DT305@7", "DT305@9"}));
   EXPECT_TRUE(fs[1].guarded);   // Only reached through the checked call.
   EXPECT_FALSE(fs[2].guarded);  // Public: other modules may call it unchecked.
@@ -56,11 +58,12 @@ TEST(ScanPythonTest, PrivateDefinitionUsedOnlyUnderACheckIsGuarded) {
 TEST(ScanPythonTest, FunctionCalledOnlyUnderACheckIsGuarded) {
   // `dtw()` calls the public `dtw_cuda()` only under `if x.is_cuda:` with a fallback; `raw()` is
   // called once without a check, so its line stays unguarded; `never()` is not called here.
-  auto fs = Py("import torch\n"
-               "def dtw_cuda(x):\n    torch.cuda.synchronize()\n    return x\n"
-               "def raw(x):\n    torch.cuda.synchronize()\n"
-               "def never(x):\n    torch.cuda.synchronize()\n"
-               "def dtw(x):\n    if x.is_cuda:\n        return dtw_cuda(x)\n    raw(x)\n    return x\n");
+  auto fs =
+      Py("import torch\n"
+         "def dtw_cuda(x):\n    torch.cuda.synchronize()\n    return x\n"
+         "def raw(x):\n    torch.cuda.synchronize()\n"
+         "def never(x):\n    torch.cuda.synchronize()\n"
+         "def dtw(x):\n    if x.is_cuda:\n        return dtw_cuda(x)\n    raw(x)\n    return x\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT103@3", "DT103@6", "DT103@8"}));
   EXPECT_TRUE(fs[0].guarded);
   EXPECT_EQ(fs[0].severity, Severity::kPortable);
@@ -69,9 +72,10 @@ TEST(ScanPythonTest, FunctionCalledOnlyUnderACheckIsGuarded) {
 }
 
 TEST(ScanPythonTest, ImportWhoseHandlerOnlyRaisesIsRequired) {
-  auto fs = Py("try:\n    from xformers.ops import fmha\nexcept ImportError:\n"
-               "    raise AssertionError('xFormers is required')\n"
-               "try:\n    import apex\nexcept ImportError:\n    apex = None\n");
+  auto fs =
+      Py("try:\n    from xformers.ops import fmha\nexcept ImportError:\n"
+         "    raise AssertionError('xFormers is required')\n"
+         "try:\n    import apex\nexcept ImportError:\n    apex = None\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT210@2", "DT201@6"}));
   EXPECT_EQ(fs[0].severity, Severity::kBlocker);
   EXPECT_FALSE(fs[0].guarded);
@@ -81,10 +85,11 @@ TEST(ScanPythonTest, ImportWhoseHandlerOnlyRaisesIsRequired) {
 TEST(ScanPythonTest, TryBodyIsAGuardOnlyWhenTheHandlerOffersAnotherPath) {
   // A handler that only reports (metrics lost) or re-raises after a dump leaves the body's work
   // undone on a Mac; one that substitutes something is a fallback.
-  auto fs = Py("import torch\n"
-               "try:\n    x = x.cuda()\nexcept Exception:\n    print('Unable to compute metrics')\n"
-               "try:\n    y = y.cuda()\nexcept Exception as e:\n    torch.save(y, 'dump')\n    raise e\n"
-               "try:\n    z = z.cuda()\nexcept Exception:\n    z = z.cpu()\n");
+  auto fs =
+      Py("import torch\n"
+         "try:\n    x = x.cuda()\nexcept Exception:\n    print('Unable to compute metrics')\n"
+         "try:\n    y = y.cuda()\nexcept Exception as e:\n    torch.save(y, 'dump')\n    raise e\n"
+         "try:\n    z = z.cuda()\nexcept Exception:\n    z = z.cpu()\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT101@3", "DT101@7", "DT101@12"}));
   EXPECT_FALSE(fs[0].guarded);
   EXPECT_FALSE(fs[1].guarded);
@@ -95,21 +100,22 @@ TEST(ScanPythonTest, GuardForms) {
   // Early return on `not cuda or not flag`; CUDA autocast enabled (no device argument); the
   // ROCm/CUDA build of torch; a rank that only a launched worker has; a CUDA build switch; the
   // value before a check's `if` inside an f-string.
-  auto fs = Py("import os, torch\n"
-               "def f(flash):\n"
-               "    if not torch.cuda.is_available() or not flash:\n        return\n"
-               "    p = torch.cuda.get_device_properties(0)\n"                             // 5
-               "if torch.is_autocast_enabled():\n    d = torch.get_autocast_gpu_dtype()\n"  // 7
-               "if torch.is_autocast_enabled('cpu'):\n    d = torch.get_autocast_gpu_dtype()\n"
-               "if torch.version.hip:\n    p = torch.cuda.get_device_properties(0)\n"  // 11
-               "if local_rank not in [-1, 0]:\n    torch.cuda.synchronize()\n"        // 13
-               "if local_rank in [-1, 0]:\n    torch.cuda.synchronize()\n"            // 15
-               "if os.getenv('FORCE_CUDA', '0') == '1':\n    torch.cuda.synchronize()\n"
-               "m = f'{torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0:.3g}G'\n"
-               "n = f'{torch.cuda.memory_reserved() / 1e9:.3g}G'\n");
-  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT104@5", "DT105@7", "DT105@9", "DT104@11",
-                                                 "DT103@13", "DT103@15", "DT103@17", "DT115@18",
-                                                 "DT115@19"}));
+  auto fs =
+      Py("import os, torch\n"
+         "def f(flash):\n"
+         "    if not torch.cuda.is_available() or not flash:\n        return\n"
+         "    p = torch.cuda.get_device_properties(0)\n"                              // 5
+         "if torch.is_autocast_enabled():\n    d = torch.get_autocast_gpu_dtype()\n"  // 7
+         "if torch.is_autocast_enabled('cpu'):\n    d = torch.get_autocast_gpu_dtype()\n"
+         "if torch.version.hip:\n    p = torch.cuda.get_device_properties(0)\n"  // 11
+         "if local_rank not in [-1, 0]:\n    torch.cuda.synchronize()\n"         // 13
+         "if local_rank in [-1, 0]:\n    torch.cuda.synchronize()\n"             // 15
+         "if os.getenv('FORCE_CUDA', '0') == '1':\n    torch.cuda.synchronize()\n"
+         "m = f'{torch.cuda.memory_reserved() / 1e9 if torch.cuda.is_available() else 0:.3g}G'\n"
+         "n = f'{torch.cuda.memory_reserved() / 1e9:.3g}G'\n");
+  ASSERT_EQ(Codes(fs),
+            (std::vector<std::string>{"DT104@5", "DT105@7", "DT105@9", "DT104@11", "DT103@13",
+                                      "DT103@15", "DT103@17", "DT115@18", "DT115@19"}));
   std::vector<bool> guarded;
   for (const auto& f : fs) guarded.push_back(f.guarded);
   EXPECT_EQ(guarded, (std::vector<bool>{true, true, false, true, true, false, true, true, false}));
@@ -117,38 +123,41 @@ TEST(ScanPythonTest, GuardForms) {
 
 TEST(ScanPythonTest, ComparedValuesAndDeviceIndexesByKey) {
   // A value compared is a test, not a use; DDP's device_ids set by key or through a getter.
-  auto fs = Py("import torch\nimport torch.distributed as dist\n"
-               "if dist.get_backend() == dist.Backend.NCCL:\n    pass\n"
-               "if x.dtype != torch.float64:\n    pass\n"
-               "kwargs['device_ids'] = [comm.get_local_rank()]\n"
-               "m = DDP(model, device_ids=[comm.get_local_rank()])\n"
-               "n = DDP(model, device_ids=[comm.get_rank_name()])\n");
+  auto fs =
+      Py("import torch\nimport torch.distributed as dist\n"
+         "if dist.get_backend() == dist.Backend.NCCL:\n    pass\n"
+         "if x.dtype != torch.float64:\n    pass\n"
+         "kwargs['device_ids'] = [comm.get_local_rank()]\n"
+         "m = DDP(model, device_ids=[comm.get_local_rank()])\n"
+         "n = DDP(model, device_ids=[comm.get_rank_name()])\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@7", "DT113@8"}));
 }
 
 TEST(ScanPythonTest, CudaDefaultWithALaterFallbackIsGuarded) {
   // stable-baselines' get_device: "cuda" by default, the CPU when CUDA turns out to be missing.
   // The comparison against torch.device("cuda").type is a test, not a placement.
-  auto fs = Py("import torch as th\n"
-               "def get_device(device='auto'):\n"
-               "    if device == 'auto':\n        device = 'cuda'\n"
-               "    device = th.device(device)\n"
-               "    if device.type == th.device('cuda').type and not th.cuda.is_available():\n"
-               "        return th.device('cpu')\n"
-               "    return device\n"
-               "def pick():\n    device = 'cuda'\n    print(th.cuda.is_available())\n    return device\n");
+  auto fs = Py(
+      "import torch as th\n"
+      "def get_device(device='auto'):\n"
+      "    if device == 'auto':\n        device = 'cuda'\n"
+      "    device = th.device(device)\n"
+      "    if device.type == th.device('cuda').type and not th.cuda.is_available():\n"
+      "        return th.device('cpu')\n"
+      "    return device\n"
+      "def pick():\n    device = 'cuda'\n    print(th.cuda.is_available())\n    return device\n");
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT102@4", "DT102@10"}));
   EXPECT_TRUE(fs[0].guarded);
   EXPECT_FALSE(fs[1].guarded);  // A check with no fallback guards nothing.
 }
 
 TEST(ScanPythonTest, GuardFunctionAndVariable) {
-  auto fs = Py("import torch\n"
-               "def has_gpu():\n    return torch.cuda.is_available()\n"
-               "if has_gpu():\n    torch.cuda.synchronize()\n"
-               "ok = x.is_cuda\n"
-               "if ok:\n    torch.cuda.empty_cache()\n"
-               "torch.cuda.reset_peak_memory_stats()\n");
+  auto fs =
+      Py("import torch\n"
+         "def has_gpu():\n    return torch.cuda.is_available()\n"
+         "if has_gpu():\n    torch.cuda.synchronize()\n"
+         "ok = x.is_cuda\n"
+         "if ok:\n    torch.cuda.empty_cache()\n"
+         "torch.cuda.reset_peak_memory_stats()\n");
   // `x.is_cuda` is a guard, not a finding (DT109 is retired).
   ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT103@5", "DT115@8", "DT107@9"}));
   EXPECT_TRUE(fs[0].guarded);
@@ -157,10 +166,11 @@ TEST(ScanPythonTest, GuardFunctionAndVariable) {
 }
 
 TEST(ScanPythonTest, NothingInDocstringsCommentsOrProse) {
-  auto fs = Py("\"\"\"Runs on cuda: x.cuda(), torch.cuda.synchronize().\"\"\"\n"
-               "# model.cuda()\n"
-               "log.info('see docs on cuda setup and nccl')\n"
-               "help_text = 'use --device cuda'\n");
+  auto fs =
+      Py("\"\"\"Runs on cuda: x.cuda(), torch.cuda.synchronize().\"\"\"\n"
+         "# model.cuda()\n"
+         "log.info('see docs on cuda setup and nccl')\n"
+         "help_text = 'use --device cuda'\n");
   EXPECT_TRUE(fs.empty()) << Codes(fs).size();
 }
 
@@ -172,7 +182,8 @@ TEST(ScanPythonTest, CatchAllForUnknownTorchCudaApi) {
 }
 
 TEST(ScanPythonTest, InlineSuppression) {
-  auto fs = Py("x = y.cuda()  # dualtrack: ignore[DT101]\nz = w.cuda()  # dualtrack: ignore[DT2]\n");
+  auto fs =
+      Py("x = y.cuda()  # dualtrack: ignore[DT101]\nz = w.cuda()  # dualtrack: ignore[DT2]\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT101@2"}));
 }
 

@@ -1,10 +1,10 @@
 #include "scan/registry.h"
 
-#include <algorithm>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "util/fs.h"
 #include "util/strings.h"
@@ -58,8 +58,11 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
   r.explanation = Str(j, "explanation");
   auto sev = ParseSeverity(Str(j, "severity"));
   if (r.code.empty() || !sev) {
-    return MakeError(ErrorCode::kInput, "rule needs a code and a severity (portable, fixable, "
-                                        "replace, blocker): " + j.dump(), file);
+    return MakeError(ErrorCode::kInput,
+                     "rule needs a code and a severity (portable, fixable, "
+                     "replace, blocker): " +
+                         j.dump(),
+                     file);
   }
   if (r.cls != "device" && r.cls != "library" && r.cls != "extension" && r.cls != "environment") {
     return MakeError(ErrorCode::kInput,
@@ -75,7 +78,8 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
     r.fix_before = Str(*fix, "before");
     r.fix_after = Str(*fix, "after");
     if (r.fix != "safe" && r.fix != "unsafe")
-      return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix.safety must be safe or unsafe", file);
+      return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix.safety must be safe or unsafe",
+                       file);
   }
   if (r.message.empty()) r.message = r.title.empty() ? r.code : r.title;
   return r;
@@ -177,16 +181,19 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
   for (std::string_view code : DetectorCodes()) {
     if (!reg.FindRule(code))
       return MakeError(ErrorCode::kInput,
-                       "rule " + std::string(code) + " is emitted by a detector but missing from "
-                       "the rules", rules_file.string());
+                       "rule " + std::string(code) +
+                           " is emitted by a detector but missing from "
+                           "the rules",
+                       rules_file.string());
     referenced.insert(std::string(code));
   }
   for (const auto& r : reg.rules_) {
     bool retired = reg.retired_.count(r.code) > 0;
     if (!retired && !referenced.count(r.code))
       return MakeError(ErrorCode::kInput,
-                       "rule " + r.code + " is emitted by no detector and named by no data entry "
-                       "(mark it \"retired\": true if it is kept only for old suppressions)",
+                       "rule " + r.code +
+                           " is emitted by no detector and named by no data entry "
+                           "(mark it \"retired\": true if it is kept only for old suppressions)",
                        rules_file.string());
   }
   auto libs_file = dir / "libraries.json";
@@ -218,9 +225,9 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
 void Registry::BuildTriggers() {
   // The hand-written detectors' own words: CUDA spellings, float64, NCCL, architecture flags,
   // GPU-index and device-map arguments.
-  std::set<std::string> words = {"cud", "nccl", "float64", "double", "gencode", "arch=compute_",
-                                 "arch=sm_", "gpu", "device_map", "device_ids", "output_device",
-                                 "cpp_extension"};
+  std::set<std::string> words = {"cud",        "nccl",          "float64",       "double",
+                                 "gencode",    "arch=compute_", "arch=sm_",      "gpu",
+                                 "device_map", "device_ids",    "output_device", "cpp_extension"};
   auto add = [&](std::string_view w) {
     if (w.size() >= 3) words.emplace(w);
   };
@@ -395,10 +402,14 @@ std::vector<std::string> Registry::ModuleNeedles() const {
 
 std::string_view SeverityName(Severity s) {
   switch (s) {
-    case Severity::kPortable: return "portable";
-    case Severity::kFixable: return "fixable";
-    case Severity::kReplace: return "replace";
-    case Severity::kBlocker: return "blocker";
+    case Severity::kPortable:
+      return "portable";
+    case Severity::kFixable:
+      return "fixable";
+    case Severity::kReplace:
+      return "replace";
+    case Severity::kBlocker:
+      return "blocker";
   }
   return "fixable";
 }

@@ -1,5 +1,5 @@
-// The rule registry and the knowledge base of CUDA-only libraries, both read from data/scan/ so that
-// a new rule or library needs no C++ change.
+// The rule registry and the knowledge base of CUDA-only libraries, both read from data/scan/ so
+// that a new rule or library needs no C++ change.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,8 @@
 
 #include "scan/prefilter.h"
 #include "scan/scan.h"
-#include "util/strings.h"
 #include "util/result.h"
+#include "util/strings.h"
 
 namespace dt::scan {
 
@@ -46,13 +46,13 @@ struct PythonApi {
   bool user = false;        // From a user rule file: reported at its imports too.
 };
 
-// A keyword argument that reaches CUDA-only code without naming it: `load_in_8bit=True` (bitsandbytes
-// through transformers), `optim="paged_adamw_32bit"`, `TrainingArguments(fp16=True)` (CUDA AMP),
-// Lightning's `Trainer(gpus=...)`.
+// A keyword argument that reaches CUDA-only code without naming it: `load_in_8bit=True`
+// (bitsandbytes through transformers), `optim="paged_adamw_32bit"`, `TrainingArguments(fp16=True)`
+// (CUDA AMP), Lightning's `Trainer(gpus=...)`.
 struct PythonKeyword {
-  std::string keyword;      // The argument name.
-  std::string value;        // Glob on the literal value (True, a string's body, a number); empty: any.
-  std::string call;         // Glob on the resolved callee ("transformers.*TrainingArguments"); empty: any.
+  std::string keyword;  // The argument name.
+  std::string value;    // Glob on the literal value (True, a string's body, a number); empty: any.
+  std::string call;  // Glob on the resolved callee ("transformers.*TrainingArguments"); empty: any.
   std::string code;
   std::string replacement;  // Overrides the rule's when set.
 };

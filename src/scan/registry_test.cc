@@ -5,10 +5,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "scan/python_scanner.h"
 #include "scan/scan.h"
@@ -39,8 +38,8 @@ class RegistryCopy : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("dt-registry-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("dt-registry-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     fs::copy_file(DataDir() / "rules.json", dir_ / "rules.json");
@@ -92,8 +91,11 @@ TEST_F(RegistryCopy, DetectorCodeMissingFromTheDataFailsTheLoad) {
 }
 
 TEST_F(RegistryCopy, RuleThatNothingEmitsFailsTheLoad) {
-  rules_["rules"].push_back({{"code", "DT199"}, {"class", "device"}, {"severity", "fixable"},
-                             {"title", "Nothing finds this"}, {"explanation", "x"}});
+  rules_["rules"].push_back({{"code", "DT199"},
+                             {"class", "device"},
+                             {"severity", "fixable"},
+                             {"title", "Nothing finds this"},
+                             {"explanation", "x"}});
   Save();
   auto reg = Registry::Load(dir_);
   ASSERT_FALSE(reg.ok());
@@ -105,8 +107,11 @@ TEST_F(RegistryCopy, RuleThatNothingEmitsFailsTheLoad) {
 }
 
 TEST_F(RegistryCopy, RuleNamedOnlyByDataLoads) {
-  rules_["rules"].push_back({{"code", "DT199"}, {"class", "library"}, {"severity", "replace"},
-                             {"title", "Fancy op"}, {"explanation", "x"}});
+  rules_["rules"].push_back({{"code", "DT199"},
+                             {"class", "library"},
+                             {"severity", "replace"},
+                             {"title", "Fancy op"},
+                             {"explanation", "x"}});
   rules_["python_apis"].push_back({{"name", "torch.special.zeta_fancy"}, {"code", "DT199"}});
   Save();
   EXPECT_TRUE(Registry::Load(dir_).ok());
@@ -143,8 +148,9 @@ TEST_F(RegistryCopy, KeywordAddedToTheDataAloneIsFound) {
   rules_["python_keywords"].push_back(
       {{"keyword", "use_fancy_kernels"}, {"value", "True"}, {"code", "DT206"}});
   Save();
-  auto found = ScanText("m.py", "import model\nm = model.build(use_fancy_kernels=True)\n"
-                                "n = model.build(use_fancy_kernels=False)\n");
+  auto found = ScanText("m.py",
+                        "import model\nm = model.build(use_fancy_kernels=True)\n"
+                        "n = model.build(use_fancy_kernels=False)\n");
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].code, "DT206");
   EXPECT_EQ(found[0].line, 2);
@@ -155,12 +161,12 @@ TEST(RegistryTriggers, DerivedFromTheData) {
   ASSERT_TRUE(reg.ok());
   const auto& t = reg->PythonTriggers();
   auto has = [&](std::string_view w) { return std::find(t.begin(), t.end(), w) != t.end(); };
-  EXPECT_TRUE(has("cud"));                                // Every torch.cuda API.
-  EXPECT_TRUE(has("BitsAndBytesConfig"));                 // An API of another package.
-  EXPECT_TRUE(has("load_in_8bit"));                       // A keyword rule.
-  EXPECT_TRUE(has("xformers"));                           // A library module.
-  EXPECT_FALSE(has("device"));                            // Not torch.cuda.device's last name.
-  EXPECT_FALSE(has("cudnn"));                             // Covered by "cud".
+  EXPECT_TRUE(has("cud"));                 // Every torch.cuda API.
+  EXPECT_TRUE(has("BitsAndBytesConfig"));  // An API of another package.
+  EXPECT_TRUE(has("load_in_8bit"));        // A keyword rule.
+  EXPECT_TRUE(has("xformers"));            // A library module.
+  EXPECT_FALSE(has("device"));             // Not torch.cuda.device's last name.
+  EXPECT_FALSE(has("cudnn"));              // Covered by "cud".
 }
 
 TEST(ScanRegistryTest, LibrariesAndPackages) {

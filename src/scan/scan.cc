@@ -2,27 +2,26 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
-#include <atomic>
 #include <condition_variable>
-#include <deque>
-#include <iterator>
-#include <mutex>
-#include <utility>
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <toml++/toml.h>
+#include <utility>
 
 #include "app/paths.h"
 #include "scan/call_paths.h"
@@ -95,10 +94,14 @@ Result<Config> ReadConfig(const fs::path& root) {
                              " (keys: entry, exclude, experiments, ignore, rules, run, select)",
                          file.string(), key.source().begin.line, key.source().begin.column);
       }
-      if (k == "exclude") cfg.exclude = TomlStrings(&node);
-      else if (k == "ignore") cfg.ignore = TomlStrings(&node);
-      else if (k == "select") cfg.select = TomlStrings(&node);
-      else if (k == "entry") cfg.entry = TomlStrings(&node);
+      if (k == "exclude")
+        cfg.exclude = TomlStrings(&node);
+      else if (k == "ignore")
+        cfg.ignore = TomlStrings(&node);
+      else if (k == "select")
+        cfg.select = TomlStrings(&node);
+      else if (k == "entry")
+        cfg.entry = TomlStrings(&node);
       else if (k == "rules") {
         auto v = TomlStrings(&node);
         if (v.size() != 1)
@@ -126,13 +129,13 @@ Result<Config> ReadConfig(const fs::path& root) {
 std::vector<std::string> PythonNeedles(const Registry& reg) { return reg.PythonTriggers(); }
 
 std::vector<std::string> CppNeedles(const Registry& reg) {
-  std::vector<std::string> n = {"cuda", "cublas", "cudnn", "nccl", "cufft", "curand", "cusparse",
-                                "cusolver", "nvrtc", "cutensor", "nvtx", "__global__",
-                                "__device__", "__shared__", "__constant__", "<<<", "thrust/",
-                                "cub/", "cutlass/", "cute/", "cumem", "cuctx", "culaunch",
-                                "cumodule", "custream", "cudevice",
-                                "check_input",  // A wrapper whose CUDA check is in a header.
-                                "TORCH_LIBRARY"};  // An op library Python reaches as torch.ops.
+  std::vector<std::string> n = {
+      "cuda",         "cublas",   "cudnn",    "nccl",     "cufft",      "curand",     "cusparse",
+      "cusolver",     "nvrtc",    "cutensor", "nvtx",     "__global__", "__device__", "__shared__",
+      "__constant__", "<<<",      "thrust/",  "cub/",     "cutlass/",   "cute/",      "cumem",
+      "cuctx",        "culaunch", "cumodule", "custream", "cudevice",
+      "check_input",     // A wrapper whose CUDA check is in a header.
+      "TORCH_LIBRARY"};  // An op library Python reaches as torch.ops.
   for (const auto& u : reg.user_rules())
     if (!u.text.empty()) n.push_back(u.text);
   return n;
@@ -145,7 +148,7 @@ struct FileResult {
   // Its module-level names that reach CUDA-only code (true: a compiled extension, false: kernels).
   std::vector<std::pair<std::string, bool>> cuda_symbols;
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
-  FileKind kind = FileKind::kPython;      // The item's kind as scanned (setup.py may be a module).
+  FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
   // The op namespaces it spells (`torch.ops.ns`): callers of an op library need no import.
   std::vector<std::string> op_namespaces;
@@ -166,11 +169,13 @@ struct Context {
 
 // The namespaces of `torch.ops.<ns>` in a Python file, recorded while its text is in memory:
 // knowing them later (when the project turns out to register an op library) costs no second read.
-void RecordOpNamespaces(const Prefilter& op_refs, std::string_view text, std::vector<std::string>& out) {
+void RecordOpNamespaces(const Prefilter& op_refs, std::string_view text,
+                        std::vector<std::string>& out) {
   op_refs.ForEachMatch(text, [&](std::size_t start, std::size_t end) {
     if (text.compare(start, end - start, "torch.ops.") != 0) return false;
     std::size_t e = end;
-    while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+    while (e < text.size() && (std::isalnum(static_cast<unsigned char>(text[e])) || text[e] == '_'))
+      ++e;
     std::string ns(text.substr(start, e - start));
     if (e > end && std::find(out.begin(), out.end(), ns) == out.end()) out.push_back(std::move(ns));
     return false;
@@ -249,12 +254,13 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
       p = take_line(at);  // Always moves past the match.
     }
   }
-  for (std::size_t p = may_have_main ? Find(text, "__name__") : std::string_view::npos; p != std::string_view::npos;
-       p = Find(text, "__name__", p + 1)) {
+  for (std::size_t p = may_have_main ? Find(text, "__name__") : std::string_view::npos;
+       p != std::string_view::npos; p = Find(text, "__name__", p + 1)) {
     std::size_t b = text.rfind('\n', p);
     b = b == std::string_view::npos ? 0 : b + 1;
     std::size_t e = text.find('\n', p);
-    std::string_view line = Trim(text.substr(b, (e == std::string_view::npos ? text.size() : e) - b));
+    std::string_view line =
+        Trim(text.substr(b, (e == std::string_view::npos ? text.size() : e) - b));
     if (StartsWith(line, "if __name__") && line.find("__main__") != std::string_view::npos) {
       picked.append(line);
       picked.append(" pass\n");
@@ -386,8 +392,10 @@ std::string PackageIn(std::string_view rel, const std::unordered_set<std::string
 // folder, src/ and sys.path insertions make suffixes common in research code).
 std::vector<std::string> ModuleNames(std::string_view rel) {
   std::string m(rel);
-  if (EndsWith(m, "/__init__.py")) m.resize(m.size() - 12);
-  else if (EndsWith(m, ".py")) m.resize(m.size() - 3);
+  if (EndsWith(m, "/__init__.py"))
+    m.resize(m.size() - 12);
+  else if (EndsWith(m, ".py"))
+    m.resize(m.size() - 3);
   for (char& c : m)
     if (c == '/') c = '.';
   std::vector<std::string> out;
@@ -438,10 +446,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   // Only a build script that calls setuptools' (or distutils') setup() is one; a module that
   // happens to be called setup.py (pkg/setup.py with helpers) is code like any other.
   if (r.kind == FileKind::kSetupPy &&
-      (!Contains(text, "setup(") || (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
+      (!Contains(text, "setup(") ||
+       (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
     r.kind = FileKind::kPython;
   if ((r.kind == FileKind::kPython || r.kind == FileKind::kNotebook ||
-       r.kind == FileKind::kSetupPy) && text.size() > kMaxLexBytes) {
+       r.kind == FileKind::kSetupPy) &&
+      text.size() > kMaxLexBytes) {
     r.scanned = false;
     r.skip_reason = "too large for the Python lexer (over 1 GiB)";
     return;
@@ -510,17 +520,39 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
         r.skip_reason = st.error().message;
       }
       return;
-    case FileKind::kCpp: ScanCpp(text, sink); break;
-    case FileKind::kCMake: ScanCMake(text, sink); break;
-    case FileKind::kRequirements: ScanRequirements(text, sink); break;
-    case FileKind::kConda: ScanCondaEnv(text, sink); break;
-    case FileKind::kPyproject: ScanPyproject(text, sink); break;
-    case FileKind::kSetupCfg: ScanSetupCfg(text, sink); break;
-    case FileKind::kDocker: ScanDockerfile(text, sink); break;
-    case FileKind::kShell: ScanShell(text, sink); break;
-    case FileKind::kCompose: ScanCompose(text, sink); break;
-    case FileKind::kConfigYaml: ScanConfigYaml(text, sink); break;
-    case FileKind::kGitmodules: ScanGitmodules(text, sink); break;
+    case FileKind::kCpp:
+      ScanCpp(text, sink);
+      break;
+    case FileKind::kCMake:
+      ScanCMake(text, sink);
+      break;
+    case FileKind::kRequirements:
+      ScanRequirements(text, sink);
+      break;
+    case FileKind::kConda:
+      ScanCondaEnv(text, sink);
+      break;
+    case FileKind::kPyproject:
+      ScanPyproject(text, sink);
+      break;
+    case FileKind::kSetupCfg:
+      ScanSetupCfg(text, sink);
+      break;
+    case FileKind::kDocker:
+      ScanDockerfile(text, sink);
+      break;
+    case FileKind::kShell:
+      ScanShell(text, sink);
+      break;
+    case FileKind::kCompose:
+      ScanCompose(text, sink);
+      break;
+    case FileKind::kConfigYaml:
+      ScanConfigYaml(text, sink);
+      break;
+    case FileKind::kGitmodules:
+      ScanGitmodules(text, sink);
+      break;
   }
   r.cuda_modules = std::move(sink.cuda_modules());
   sink.CheckSuppressions(r.suppressions);
@@ -581,8 +613,9 @@ std::string Rel(const fs::path& p) {
 // Rule codes and prefixes as the user lists them: repeated, comma-separated or both, any case.
 // An item that is the prefix of no rule code is an error (`--ignore DT1,DT4` used to be read as
 // one code that matched nothing, and dropped nothing without a word).
-Result<std::vector<std::string>> RuleCodes(const std::vector<std::string>& items, const Registry& reg,
-                                           const std::string& what, const std::string& file) {
+Result<std::vector<std::string>> RuleCodes(const std::vector<std::string>& items,
+                                           const Registry& reg, const std::string& what,
+                                           const std::string& file) {
   std::vector<std::string> out;
   for (const auto& item : items) {
     for (std::string_view part : Split(item, ',')) {
@@ -591,7 +624,8 @@ Result<std::vector<std::string>> RuleCodes(const std::vector<std::string>& items
       if (!reg.HasCodePrefix(code)) {
         const std::string hint = reg.ClosestCode(code);
         return MakeError(file.empty() ? ErrorCode::kUsage : ErrorCode::kInput,
-                         what + ": '" + EscapeControl(code) + "' is not a rule code or a prefix of one" +
+                         what + ": '" + EscapeControl(code) +
+                             "' is not a rule code or a prefix of one" +
                              (hint.empty() ? "" : "; did you mean " + hint + "?") +
                              " (dualtrack rule --list shows them)",
                          file);
@@ -678,9 +712,10 @@ std::unordered_set<std::string> InitDirs(const std::vector<WalkItem>& items) {
 // project's top-level names filled in) after the first pass learnt more; fn(src, sink, findings,
 // result) sees it. Nothing happens for a file that cannot be read again or is not UTF-8: the
 // return says whether it was read.
-bool ReadPython(const Context& ctx, const WalkItem& item, const std::unordered_set<std::string>& init_dirs,
-                PyScanOptions opt,
-                const std::function<void(std::string_view, FindingSink&, std::vector<Finding>&, PyScanResult&)>& fn) {
+bool ReadPython(const Context& ctx, const WalkItem& item,
+                const std::unordered_set<std::string>& init_dirs, PyScanOptions opt,
+                const std::function<void(std::string_view, FindingSink&, std::vector<Finding>&,
+                                         PyScanResult&)>& fn) {
   MappedFile mapped;
   std::string skip;
   auto text = Load(item, 0, mapped, skip);
@@ -699,7 +734,8 @@ bool ReadPython(const Context& ctx, const WalkItem& item, const std::unordered_s
 // git submodules, local packages) through the project: files that import one, or a project symbol
 // that depends on one, are scanned again knowing it, which reports their imports and call sites
 // and the symbols of their own that now depend on CUDA. Rounds run until nothing new is found.
-void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::vector<FileResult>& results,
+void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
+                       std::vector<FileResult>& results,
                        const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext cuda;
   std::set<std::string> modules;
@@ -715,8 +751,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::ve
     python_dirs.insert(rel.substr(0, rel.size() - 3));  // "pkg/mod" for pkg/mod.py.
   }
   bool has_cu = false;  // An op library (TORCH_LIBRARY) counts when the project compiles CUDA.
-  for (const auto& item : items)
-    has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");
+  for (const auto& item : items) has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");
   std::vector<std::string> op_namespaces;
   std::set<std::string> cpu_built;
   for (const auto& r : results)
@@ -758,8 +793,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::ve
   std::vector<char> spells_ops(items.size(), 0);
   for (std::size_t i = 0; i < items.size(); ++i)
     for (const auto& ns : op_namespaces)
-      spells_ops[i] |= std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(), ns) !=
-                       results[i].op_namespaces.end();
+      spells_ops[i] |= std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(),
+                                 ns) != results[i].op_namespaces.end();
   // The absolute names each file imports (modules, and module.name for each imported name),
   // resolved once: the rounds below only look them up.
   std::vector<std::vector<std::pair<std::string, bool>>> imported(items.size());  // name, is module
@@ -785,7 +820,9 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::ve
   auto touches = [&](std::size_t i) {
     std::size_t n = 0;
     for (const auto& [name, is_module] : imported[i])
-      if (cuda.IsModule(name) || (is_module ? symbol_modules.count(name) : cuda.symbols.count(name)) > 0) ++n;
+      if (cuda.IsModule(name) ||
+          (is_module ? symbol_modules.count(name) : cuda.symbols.count(name)) > 0)
+        ++n;
     return n + static_cast<std::size_t>(spells_ops[i]);
   };
   for (int round = 0; round < 16; ++round) {
@@ -805,7 +842,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::ve
       opt.setup_py = items[i].kind == FileKind::kSetupPy;
       opt.cuda = &cuda;
       ReadPython(ctx, items[i], init_dirs, opt,
-                 [&](std::string_view src, FindingSink& sink, std::vector<Finding>& findings, PyScanResult& py) {
+                 [&](std::string_view src, FindingSink& sink, std::vector<Finding>& findings,
+                     PyScanResult& py) {
                    results[i].suppressions.clear();
                    sink.CheckSuppressions(results[i].suppressions);
                    UserTextRules(ctx.reg, src, items[i].rel, findings);
@@ -824,14 +862,16 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items, std::ve
 // (reachable false); those called only behind a CUDA or launch-mode check are guarded. Only for
 // entries the user named (an experiment, --entry): then each reachable module is read once more
 // for its calls.
-void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::vector<FileResult>& results,
-                 const std::unordered_set<std::string>& init_dirs, const std::unordered_set<std::string>& reachable,
+void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items,
+                 std::vector<FileResult>& results, const std::unordered_set<std::string>& init_dirs,
+                 const std::unordered_set<std::string>& reachable,
                  const std::vector<std::string>& entries, unsigned threads, PathTraits& traits) {
   PyScanOptions collect;
   collect.collect_calls = true;
   std::vector<std::size_t> files;  // Reachable Python files, in item order.
   for (std::size_t i = 0; i < items.size(); ++i)
-    if (items[i].kind == FileKind::kPython && results[i].skip_reason.empty() && reachable.count(items[i].rel))
+    if (items[i].kind == FileKind::kPython && results[i].skip_reason.empty() &&
+        reachable.count(items[i].rel))
       files.push_back(i);
   std::vector<CallModule> modules(files.size());
   std::vector<char> read(files.size(), 0);
@@ -845,7 +885,8 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
   std::vector<FileTraits> file_traits(files.size());
   ParallelFor(files.size(), threads, [&](std::size_t k, unsigned) {
     const std::size_t i = files[k];
-    const auto take = [&](std::string_view, FindingSink&, std::vector<Finding>& discarded, PyScanResult& py) {
+    const auto take = [&](std::string_view, FindingSink&, std::vector<Finding>& discarded,
+                          PyScanResult& py) {
       CallModule& m = modules[k];
       m.names = ModuleNames(items[i].rel);
       m.entry = std::find(entries.begin(), entries.end(), items[i].rel) != entries.end();
@@ -855,7 +896,8 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
       m.attrs = std::move(py.attrs);
       FileTraits& ft = file_traits[k];
       for (const Finding& f : discarded)
-        if (f.guarded && (f.code == "DT101" || f.code == "DT102") && ft.cuda_choice == 0) ft.cuda_choice = f.line;
+        if (f.guarded && (f.code == "DT101" || f.code == "DT102") && ft.cuda_choice == 0)
+          ft.cuda_choice = f.line;
       ft.mps = py.mentions_mps;
       ft.framework = py.framework_device;
       ft.model = py.model_line;
@@ -879,15 +921,19 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items, std::ve
     traits.framework_device |= ft.framework;
     if (!modules[k].entry || traits.training) continue;
     const std::string base = rel.substr(rel.rfind('/') + 1);
-    if (ft.backward) traits.training = PathPlace{rel, ft.backward};
-    else if (base.find("train") != std::string::npos) traits.training = PathPlace{rel, 0};
+    if (ft.backward)
+      traits.training = PathPlace{rel, ft.backward};
+    else if (base.find("train") != std::string::npos)
+      traits.training = PathPlace{rel, 0};
   }
   // A model module imported by a name chosen at run time (`importlib.import_module(args.model)`)
   // is one of the project's: with none on the path, the project's first layer stands for it.
-  const bool dynamic = std::any_of(file_traits.begin(), file_traits.end(), [](const FileTraits& t) { return t.dynamic; });
+  const bool dynamic = std::any_of(file_traits.begin(), file_traits.end(),
+                                   [](const FileTraits& t) { return t.dynamic; });
   if (dynamic && !traits.model) {
     for (std::size_t i = 0; i < items.size() && !traits.model; ++i) {
-      if (items[i].kind != FileKind::kPython || reachable.count(items[i].rel) || !results[i].skip_reason.empty())
+      if (items[i].kind != FileKind::kPython || reachable.count(items[i].rel) ||
+          !results[i].skip_reason.empty())
         continue;  // Files the scan skipped (too large, unreadable) stay unread.
       ReadPython(ctx, items[i], init_dirs, collect,
                  [&](std::string_view, FindingSink&, std::vector<Finding>&, PyScanResult& py) {
@@ -965,7 +1011,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   if (root.empty()) root = ".";
   ScanReport report;
   report.root = Rel(root.lexically_normal());
-  if (report.root.empty() || report.root == "/" ) report.root = root.generic_string();
+  if (report.root.empty() || report.root == "/") report.root = root.generic_string();
   while (report.root.size() > 1 && report.root.back() == '/') report.root.pop_back();
 
   Config cfg;
@@ -1003,7 +1049,11 @@ Result<ScanReport> Scan(const ScanOptions& options) {
                                   [](const std::string& n) { return StartsWith(n, "__"); });
   if (python_main) python_needles.push_back("__main__");
   std::unordered_set<std::string> own_tops = OwnTops(root);
-  Context ctx{*reg, &own_tops, Prefilter(python_needles), python_main, Prefilter(CppNeedles(*reg)),
+  Context ctx{*reg,
+              &own_tops,
+              Prefilter(python_needles),
+              python_main,
+              Prefilter(CppNeedles(*reg)),
               options.max_file_size};
   unsigned threads = DefaultThreads(options.threads);
   // The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files
@@ -1063,8 +1113,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   for (auto& x : scanned) {
     if (!items.empty() && items.back().rel == x.item.rel) continue;
     items.push_back(std::move(x.item));
-    if (x.result.scanned || !x.result.skip_reason.empty())
-      items.back().kind = x.result.kind;
+    if (x.result.scanned || !x.result.skip_reason.empty()) items.back().kind = x.result.kind;
     results.push_back(std::move(x.result));
   }
   scanned.clear();
@@ -1093,18 +1142,21 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   bool guessed_entries = false;  // Every script with a __main__ block: no path is known.
   for (const auto& e : declared) {
     fs::path ep(e);
-    std::string rel = Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
+    std::string rel =
+        Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
     while (!rel.empty() && rel.back() == '/') rel.pop_back();
     if (!is_python_file(rel)) {
       // A folder (a test suite, a scripts/ directory): every Python file under it is an entry.
       std::size_t before = entries.size();
       const std::string prefix = rel == "." || rel.empty() ? "" : rel + "/";
       for (const auto& item : items)
-        if (item.kind == FileKind::kPython && item.rel.starts_with(prefix)) entries.push_back(item.rel);
+        if (item.kind == FileKind::kPython && item.rel.starts_with(prefix))
+          entries.push_back(item.rel);
       if (entries.size() == before)
-        return MakeError(ErrorCode::kInput,
-                         "entry script not found among the scanned Python files (nor a folder that holds some)",
-                         e);
+        return MakeError(
+            ErrorCode::kInput,
+            "entry script not found among the scanned Python files (nor a folder that holds some)",
+            e);
       continue;
     }
     entries.push_back(rel);
@@ -1191,7 +1243,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   if (report.files_scanned == 0) {
     return MakeError(ErrorCode::kInput,
                      "nothing was scanned: no Python, notebook, C/C++/CUDA, build or environment "
-                     "file found" + std::string(report.skipped.empty() ? "" : " (some were skipped)"),
+                     "file found" +
+                         std::string(report.skipped.empty() ? "" : " (some were skipped)"),
                      options.paths.front().string());
   }
   return report;

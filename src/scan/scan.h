@@ -5,11 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/result.h"
 
@@ -23,15 +22,15 @@ std::string_view SeverityName(Severity s);
 std::optional<Severity> ParseSeverity(std::string_view name);
 
 struct Finding {
-  std::string code;      // "DT101".
-  std::string cls;       // device | library | extension | environment.
+  std::string code;  // "DT101".
+  std::string cls;   // device | library | extension | environment.
   Severity severity = Severity::kFixable;
-  std::string file;      // Relative to the scanned root, '/'-separated.
-  std::int64_t line = 0;    // 1-based; within the cell for notebooks.
-  std::int64_t column = 0;  // 1-based, in bytes.
+  std::string file;                  // Relative to the scanned root, '/'-separated.
+  std::int64_t line = 0;             // 1-based; within the cell for notebooks.
+  std::int64_t column = 0;           // 1-based, in bytes.
   std::optional<std::int64_t> cell;  // 1-based code-cell index of a notebook.
   std::string message;
-  std::string snippet;   // The trimmed source line.
+  std::string snippet;  // The trimmed source line.
   bool guarded = false;
   bool mps_only = false;  // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
@@ -42,10 +41,10 @@ struct Finding {
 
 // A Python module that only exists where a CUDA extension was built, as one file declares it.
 struct CudaModule {
-  std::string module;    // Dotted import name: "pointops._ext", "fps_cuda", "diff_raster".
-  std::string file;      // Where it is declared, relative to the root.
+  std::string module;  // Dotted import name: "pointops._ext", "fps_cuda", "diff_raster".
+  std::string file;    // Where it is declared, relative to the root.
   std::int64_t line = 0;
-  std::string evidence;  // "CUDAExtension in setup.py", "git submodule", ...
+  std::string evidence;    // "CUDAExtension in setup.py", "git submodule", ...
   bool cpu_build = false;  // The module is also built without CUDA (see CudaContext::cpu_built).
 };
 
@@ -71,9 +70,9 @@ struct ScanOptions {
   std::vector<std::string> select_codes;     // Codes or prefixes to keep (none: every code).
   // Both lists also take comma-separated items ("DT1,DT4"); an item that names no rule is an error.
   bool honour_gitignore = true;
-  bool read_pyproject = true;                // [tool.dualtrack] of <root>/pyproject.toml.
+  bool read_pyproject = true;  // [tool.dualtrack] of <root>/pyproject.toml.
   std::uint64_t max_file_size = std::uint64_t{16} << 20;
-  unsigned threads = 0;                      // 0: hardware concurrency.
+  unsigned threads = 0;                           // 0: hardware concurrency.
   std::optional<std::filesystem::path> data_dir;  // Defaults to dt::DataDir()/scan.
 };
 
@@ -105,7 +104,7 @@ struct PathTraits {
 };
 
 struct ScanReport {
-  std::string root;  // As the user gave it (relative stays relative).
+  std::string root;               // As the user gave it (relative stays relative).
   std::vector<Finding> findings;  // Sorted by file, cell, line, column, code.
   std::vector<Skipped> skipped;
   std::vector<SuppressionProblem> suppressions;  // Sorted by file, line.

@@ -69,8 +69,8 @@ std::optional<Suppression> ParseSuppression(std::string_view text) {
       break;
     }
     std::size_t close = text.find(']', q);
-    std::string_view list = text.substr(q + 1, close == std::string_view::npos ? std::string_view::npos
-                                                                                : close - q - 1);
+    std::string_view list = text.substr(
+        q + 1, close == std::string_view::npos ? std::string_view::npos : close - q - 1);
     bool any = false;
     for (auto item : Split(list, ',')) {
       item = Trim(item);
@@ -127,8 +127,10 @@ std::string_view FindingSink::Line(std::uint32_t line) {
     } else {
       // "\r\n", "\n" and a lone "\r" each end a line, as ForEachLine counts them.
       for (std::size_t i = 0; i < src_.size(); ++i) {
-        if (src_[i] == '\r' && i + 1 < src_.size() && src_[i + 1] == '\n') ++i;
-        else if (src_[i] != '\r' && src_[i] != '\n') continue;
+        if (src_[i] == '\r' && i + 1 < src_.size() && src_[i + 1] == '\n')
+          ++i;
+        else if (src_[i] != '\r' && src_[i] != '\n')
+          continue;
         line_starts_.push_back(static_cast<std::uint32_t>(i + 1));
       }
     }
@@ -236,8 +238,10 @@ void FindingSink::CheckSuppressions(std::vector<SuppressionProblem>& out) {
     }
     for (std::size_t i = 0; i < sup->codes.size(); ++i) {
       const std::string& code = sup->codes[i];
-      if (!reg_.HasCodePrefix(code)) problem(code, "unknown code");
-      else if (!used(i)) problem(code, "unused");
+      if (!reg_.HasCodePrefix(code))
+        problem(code, "unknown code");
+      else if (!used(i))
+        problem(code, "unused");
     }
   }
   std::sort(out.begin(), out.end(), [](const SuppressionProblem& a, const SuppressionProblem& b) {

@@ -27,12 +27,14 @@ class FindingSink {
   void Add(std::string_view code, std::uint32_t line, std::uint32_t column, std::string_view name,
            bool guarded, std::string_view replacement = {}, bool mps_only = false);
 
-  // Declares that Python module `module` (dotted import name) only exists where a CUDA extension was
-  // built: a CUDAExtension / load() name, a git submodule or a local package that builds one. Scan()
-  // joins these across files and reports the imports and call sites of such modules on the path.
+  // Declares that Python module `module` (dotted import name) only exists where a CUDA extension
+  // was built: a CUDAExtension / load() name, a git submodule or a local package that builds one.
+  // Scan() joins these across files and reports the imports and call sites of such modules on the
+  // path.
   void DeclareCudaModule(std::string module, std::uint32_t line, std::string evidence,
                          bool cpu_build = false) {
-    cuda_modules_.push_back(CudaModule{std::move(module), rel_, line, std::move(evidence), cpu_build});
+    cuda_modules_.push_back(
+        CudaModule{std::move(module), rel_, line, std::move(evidence), cpu_build});
   }
   std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
 

@@ -14,12 +14,13 @@ using testing::Codes;
 using testing::Reg;
 
 TEST(ScanSuppressionTest, FormsPeopleWrite) {
-  for (const char* line : {"x.cuda()  # dualtrack: ignore[DT101]", "x.cuda()  # dualtrack: ignore",
-                           "x.cuda()  # noqa  dualtrack: ignore[DT101]",
-                           "x.cuda()  # dualtrack:ignore[DT101]", "x.cuda()  # dualtrack: ignore[dt101]",
-                           "x.cuda()  # noqa: DT101", "x.cuda()  # noqa:E501,DT101",
-                           "x.cuda()  # NOQA: e501, dt1", "x.cuda();  // Dualtrack: Ignore [ DT101 ]",
-                           "x.cuda(); /* dualtrack: ignore[DT102, DT101] */"}) {
+  for (const char* line :
+       {"x.cuda()  # dualtrack: ignore[DT101]", "x.cuda()  # dualtrack: ignore",
+        "x.cuda()  # noqa  dualtrack: ignore[DT101]", "x.cuda()  # dualtrack:ignore[DT101]",
+        "x.cuda()  # dualtrack: ignore[dt101]", "x.cuda()  # noqa: DT101",
+        "x.cuda()  # noqa:E501,DT101", "x.cuda()  # NOQA: e501, dt1",
+        "x.cuda();  // Dualtrack: Ignore [ DT101 ]",
+        "x.cuda(); /* dualtrack: ignore[DT102, DT101] */"}) {
     EXPECT_TRUE(IsSuppressed(line, "DT101")) << line;
   }
   for (const char* line : {"x.cuda()  # noqa", "x.cuda()  # noqa: E501", "x.cuda()  # dualtrack",
@@ -47,13 +48,15 @@ TEST(ScanSuppressionTest, UnknownAndUnusedAreReported) {
   sink.CheckSuppressions(problems);
   EXPECT_TRUE(out.empty()) << Codes(out).size();
   std::vector<std::string> got;
-  for (const auto& p : problems) got.push_back(std::to_string(p.line) + ":" + p.code + ":" + p.problem);
+  for (const auto& p : problems)
+    got.push_back(std::to_string(p.line) + ":" + p.code + ":" + p.problem);
   EXPECT_EQ(got, (std::vector<std::string>{"3:DT403:unused", "4:DT999:unknown code", "5::unused"}));
 }
 
 TEST(ScanSuppressionTest, MalformedMarkers) {
-  for (const char* line : {"# dualtrack: ignore[", "# dualtrack: ignore[,,]", "# noqa:", "# noqa: ,",
-                           "# dualtrack:", "dualtrack", "# noqa: DT", "# dualtrack: ignore[DT101"}) {
+  for (const char* line :
+       {"# dualtrack: ignore[", "# dualtrack: ignore[,,]", "# noqa:", "# noqa: ,",
+        "# dualtrack:", "dualtrack", "# noqa: DT", "# dualtrack: ignore[DT101"}) {
     (void)ParseSuppression(line);
   }
   EXPECT_TRUE(IsSuppressed("# dualtrack: ignore[DT101", "DT101"));
@@ -74,7 +77,8 @@ TEST(ScanSinkTest, LinesEndAtCrCrlfAndLf) {
   EXPECT_EQ(sink.Line(5), "");
   std::vector<std::pair<std::uint32_t, std::string>> lines;
   ForEachLine(src, [&](std::uint32_t n, std::string_view l) { lines.emplace_back(n, l); });
-  EXPECT_EQ(lines, (std::vector<std::pair<std::uint32_t, std::string>>{{1, "a"}, {2, "b"}, {3, "c"}, {4, "d"}}));
+  EXPECT_EQ(lines, (std::vector<std::pair<std::uint32_t, std::string>>{
+                       {1, "a"}, {2, "b"}, {3, "c"}, {4, "d"}}));
 }
 
 TEST(ScanSinkTest, RootFromAbsoluteAndRelativePath) {

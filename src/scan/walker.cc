@@ -119,7 +119,8 @@ class Walker {
 
  private:
   void Dir(const std::string& abs, const std::string& rel, const struct stat& st) {
-    auto id = std::make_pair(static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino));
+    auto id = std::make_pair(static_cast<std::uint64_t>(st.st_dev),
+                             static_cast<std::uint64_t>(st.st_ino));
     if (!active_.insert(id).second) {
       skipped_.push_back({rel, "symlink loop"});
       return;
@@ -132,7 +133,8 @@ class Walker {
     }
     DIR* d = ::opendir(abs.c_str());
     if (d == nullptr) {
-      skipped_.push_back({rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
+      skipped_.push_back(
+          {rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
     } else {
       // Name, d_type; sorted as the paths below them sort ("a.py" < "a/x.py", as '.' < '/'), so
       // the files come out in the order of their relative paths.
@@ -144,8 +146,9 @@ class Walker {
       }
       ::closedir(d);
       auto key = [](const std::pair<std::string, unsigned char>& e, std::size_t i) {
-        return i < e.first.size() ? static_cast<unsigned char>(e.first[i])
-                                  : i == e.first.size() && e.second == DT_DIR ? '/' : 0;
+        return i < e.first.size()                          ? static_cast<unsigned char>(e.first[i])
+               : i == e.first.size() && e.second == DT_DIR ? '/'
+                                                           : 0;
       };
       std::sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
         for (std::size_t i = 0;; ++i) {
@@ -180,15 +183,19 @@ class Walker {
         struct stat cst = lst;
         bool link = S_ISLNK(lst.st_mode);
         if (link && ::stat(child_abs.c_str(), &cst) != 0) {
-          if (errno == ELOOP) skipped_.push_back({child_rel, "symlink loop"});
-          else if (ClassifyFile(child_rel)) skipped_.push_back({child_rel, "broken symlink"});
+          if (errno == ELOOP)
+            skipped_.push_back({child_rel, "symlink loop"});
+          else if (ClassifyFile(child_rel))
+            skipped_.push_back({child_rel, "broken symlink"});
           continue;
         }
         bool is_dir = S_ISDIR(cst.st_mode);
         if (Excluded(opt_.exclude, child_rel)) continue;
         if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir)) continue;
-        if (is_dir) Dir(child_abs, child_rel, cst);
-        else File(child_abs, child_rel, cst);
+        if (is_dir)
+          Dir(child_abs, child_rel, cst);
+        else
+          File(child_abs, child_rel, cst);
       }
     }
     rules_.resize(rules_before);
@@ -220,19 +227,37 @@ class Walker {
 // YAML that configures tools around the code (CI, linters, docs, packaging recipes), not a run:
 // its `gpus:` or `image:` describe build machines, not what the experiment needs.
 bool IsToolingYaml(std::string_view rel, std::string_view lower_base) {
-  if (!lower_base.empty() && lower_base[0] == '.') return true;  // .pre-commit-config.yaml, .travis.yml
-  for (std::string_view dir : {".github/", ".gitlab/", ".circleci/", ".azure-pipelines/",
-                               ".buildkite/", ".devcontainer/", ".ci/", "conda-recipe/",
-                               "conda.recipe/", "recipe/", ".readthedocs/", "docs/", "doc/"}) {
+  if (!lower_base.empty() && lower_base[0] == '.')
+    return true;  // .pre-commit-config.yaml, .travis.yml
+  for (std::string_view dir :
+       {".github/", ".gitlab/", ".circleci/", ".azure-pipelines/", ".buildkite/", ".devcontainer/",
+        ".ci/", "conda-recipe/", "conda.recipe/", "recipe/", ".readthedocs/", "docs/", "doc/"}) {
     if (StartsWith(rel, dir) || rel.find("/" + std::string(dir)) != std::string_view::npos)
       return true;
   }
-  for (std::string_view name :
-       {"mkdocs.yml", "mkdocs.yaml", "codecov.yml", "codecov.yaml", "azure-pipelines.yml",
-        "azure-pipelines.yaml", "bitbucket-pipelines.yml", "appveyor.yml", "action.yml",
-        "action.yaml", "meta.yaml", "meta.yml", "_config.yml", "readthedocs.yml",
-        "readthedocs.yaml", "dependabot.yml", "citation.yml", "mkdocs-material.yml",
-        "pubspec.yaml", "pnpm-lock.yaml", "pnpm-workspace.yaml", "jitpack.yml", "netlify.yml"}) {
+  for (std::string_view name : {"mkdocs.yml",
+                                "mkdocs.yaml",
+                                "codecov.yml",
+                                "codecov.yaml",
+                                "azure-pipelines.yml",
+                                "azure-pipelines.yaml",
+                                "bitbucket-pipelines.yml",
+                                "appveyor.yml",
+                                "action.yml",
+                                "action.yaml",
+                                "meta.yaml",
+                                "meta.yml",
+                                "_config.yml",
+                                "readthedocs.yml",
+                                "readthedocs.yaml",
+                                "dependabot.yml",
+                                "citation.yml",
+                                "mkdocs-material.yml",
+                                "pubspec.yaml",
+                                "pnpm-lock.yaml",
+                                "pnpm-workspace.yaml",
+                                "jitpack.yml",
+                                "netlify.yml"}) {
     if (lower_base == name) return true;
   }
   return false;
@@ -244,22 +269,26 @@ std::optional<FileKind> ClassifyFile(std::string_view rel) {
   std::string_view base = Basename(rel);
   std::string lower = Lower(base);
   std::string_view ext;
-  if (auto dot = lower.rfind('.'); dot != std::string::npos) ext = std::string_view(lower).substr(dot);
+  if (auto dot = lower.rfind('.'); dot != std::string::npos)
+    ext = std::string_view(lower).substr(dot);
   if (lower == "setup.py") return FileKind::kSetupPy;
   if (ext == ".py" || ext == ".pyi") return FileKind::kPython;
   if (ext == ".ipynb") return FileKind::kNotebook;
-  if (ext == ".c" || ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".h" || ext == ".hh" ||
-      ext == ".hpp" || ext == ".hxx" || ext == ".cu" || ext == ".cuh" || ext == ".inl")
+  if (ext == ".c" || ext == ".cc" || ext == ".cpp" || ext == ".cxx" || ext == ".h" ||
+      ext == ".hh" || ext == ".hpp" || ext == ".hxx" || ext == ".cu" || ext == ".cuh" ||
+      ext == ".inl")
     return FileKind::kCpp;
   if (lower == "cmakelists.txt" || ext == ".cmake") return FileKind::kCMake;
   if (lower == "pyproject.toml") return FileKind::kPyproject;
   if (lower == "setup.cfg") return FileKind::kSetupCfg;
   if ((StartsWith(lower, "requirements") || StartsWith(lower, "constraints") ||
-       EndsWith(lower, "requirements.txt")) && (ext == ".txt" || ext == ".in"))
+       EndsWith(lower, "requirements.txt")) &&
+      (ext == ".txt" || ext == ".in"))
     return FileKind::kRequirements;
   if (rel.find("requirements/") != std::string_view::npos && ext == ".txt")
     return FileKind::kRequirements;
-  if ((StartsWith(lower, "environment") || StartsWith(lower, "conda") || StartsWith(lower, "env")) &&
+  if ((StartsWith(lower, "environment") || StartsWith(lower, "conda") ||
+       StartsWith(lower, "env")) &&
       (ext == ".yml" || ext == ".yaml"))
     return FileKind::kConda;
   if (lower == "dockerfile" || StartsWith(lower, "dockerfile.") || ext == ".dockerfile" ||

@@ -13,8 +13,17 @@
 namespace dt::scan {
 
 enum class FileKind : std::uint8_t {
-  kPython, kSetupPy, kNotebook, kCpp, kCMake, kRequirements, kConda, kPyproject, kSetupCfg,
-  kDocker, kShell,
+  kPython,
+  kSetupPy,
+  kNotebook,
+  kCpp,
+  kCMake,
+  kRequirements,
+  kConda,
+  kPyproject,
+  kSetupCfg,
+  kDocker,
+  kShell,
   kCompose,     // docker-compose.yml, compose.yaml.
   kConfigYaml,  // Any other YAML that configures a run (not CI, lint or docs configuration).
   kGitmodules,  // .gitmodules.

@@ -29,7 +29,8 @@ class ScanWalkerTest : public ::testing::Test {
   std::vector<std::string> WalkOrder() {
     std::vector<std::string> out;
     std::vector<Skipped> skipped;
-    Walk(dir_, "", WalkOptions{}, [&](WalkItem&& item) { out.push_back(item.rel); }, skipped);
+    Walk(
+        dir_, "", WalkOptions{}, [&](WalkItem&& item) { out.push_back(item.rel); }, skipped);
     return out;
   }
   fs::path dir_;
@@ -55,9 +56,9 @@ TEST(ScanWalkerKindsTest, YamlAndGitmodulesKinds) {
   EXPECT_EQ(ClassifyFile("configs/model.yaml"), FileKind::kConfigYaml);
   EXPECT_EQ(ClassifyFile("environment.yml"), FileKind::kConda);
   EXPECT_EQ(ClassifyFile(".gitmodules"), FileKind::kGitmodules);
-  for (const char* tooling : {".github/workflows/ci.yml", ".pre-commit-config.yaml", "mkdocs.yml",
-                              ".gitlab-ci.yml", "conda-recipe/meta.yaml", "sub/.github/x.yaml",
-                              "docs/conf.yaml", "codecov.yml"})
+  for (const char* tooling :
+       {".github/workflows/ci.yml", ".pre-commit-config.yaml", "mkdocs.yml", ".gitlab-ci.yml",
+        "conda-recipe/meta.yaml", "sub/.github/x.yaml", "docs/conf.yaml", "codecov.yml"})
     EXPECT_FALSE(ClassifyFile(tooling).has_value()) << tooling;
 }
 

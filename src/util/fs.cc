@@ -51,10 +51,10 @@ std::string FileTypeName(mode_t mode) {
 namespace {
 
 Error IoError(const std::filesystem::path& path, const std::string& what, int err) {
-  ErrorCode code = (err == ENOENT || err == ENOTDIR || err == EISDIR || err == ELOOP ||
-                    err == ENAMETOOLONG)
-                       ? ErrorCode::kInput
-                       : ErrorCode::kIo;
+  ErrorCode code =
+      (err == ENOENT || err == ENOTDIR || err == EISDIR || err == ELOOP || err == ENAMETOOLONG)
+          ? ErrorCode::kInput
+          : ErrorCode::kIo;
   return MakeError(code, what + ": " + ErrnoMessage(err), path.string());
 }
 
@@ -206,7 +206,8 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
     return IoError(p, what, err);
   };
   if (replacing) {
-    if (::fchmod(fd.get(), old.st_mode & 07777) != 0) return fail(tmp, "cannot set the mode", errno);
+    if (::fchmod(fd.get(), old.st_mode & 07777) != 0)
+      return fail(tmp, "cannot set the mode", errno);
     [[maybe_unused]] int ignored = ::fchown(fd.get(), old.st_uid, old.st_gid);  // Best effort.
   }
   const char* p = contents.data();
@@ -352,7 +353,8 @@ Result<MappedFile> MappedFile::Open(const std::filesystem::path& path) {
     got += static_cast<std::size_t>(n);
   }
   if (got != m.size_) {
-    return MakeError(ErrorCode::kInput, "the file changed while it was read (it shrank)", path.string());
+    return MakeError(ErrorCode::kInput, "the file changed while it was read (it shrank)",
+                     path.string());
   }
   m.data_ = m.copy_.get();
   return m;

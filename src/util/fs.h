@@ -1,4 +1,5 @@
-// File helpers: bounded reads, atomic writes and read-only memory maps. POSIX only (Linux and macOS).
+// File helpers: bounded reads, atomic writes and read-only memory maps. POSIX only (Linux and
+// macOS).
 #pragma once
 
 #include <sys/stat.h>
@@ -107,7 +108,7 @@ class MappedFile {
   std::string path_;
   UniqueFd fd_;
   struct stat stat_ {};
-  int slot_ = -1;                     // Index in the SIGBUS guard's table; -1 when not mapped.
+  int slot_ = -1;                          // Index in the SIGBUS guard's table; -1 when not mapped.
   std::unique_ptr<unsigned char[]> copy_;  // When the guard's table is full: the file read instead.
 };
 

@@ -86,7 +86,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path HostileDir(const char* name) {
-  fs::path d = fs::temp_directory_path() / ("dualtrack_fs_hostile_" + std::to_string(::getpid()) + "_" + name);
+  fs::path d = fs::temp_directory_path() /
+               ("dualtrack_fs_hostile_" + std::to_string(::getpid()) + "_" + name);
   fs::create_directories(d);
   return d;
 }
@@ -162,7 +163,8 @@ TEST(FsHostileTest, OutputsRefuseLinksSpecialFilesAndInputsAndKeepTheMode) {
 
   ::chmod(target.c_str(), 0600);
   ASSERT_TRUE(WriteFileAtomic(target, "replaced").ok());
-  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(*ReadFile(target), "replaced");
   fs::remove_all(d);
 }

@@ -6,7 +6,8 @@
 namespace dt {
 
 std::string QuoteNonFiniteTokens(std::string_view text) {
-  if (text.find("NaN") == std::string_view::npos && text.find("Infinity") == std::string_view::npos) {
+  if (text.find("NaN") == std::string_view::npos &&
+      text.find("Infinity") == std::string_view::npos) {
     return std::string(text);
   }
   std::string out;

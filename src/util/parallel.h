@@ -17,13 +17,15 @@ unsigned DefaultThreads(unsigned requested = 0);
 // Runs fn(i, worker) for every i in [0, n) on at most `threads` threads, the calling thread being
 // worker 0. Each worker takes the next index, so a slow item holds up no one; `worker` (below
 // `threads`) lets fn keep per-thread state such as a buffer.
-void ParallelFor(std::size_t n, unsigned threads, const std::function<void(std::size_t i, unsigned worker)>& fn);
+void ParallelFor(std::size_t n, unsigned threads,
+                 const std::function<void(std::size_t i, unsigned worker)>& fn);
 
 // Threads running fn(t), t in [0, count), for the life of the object. Before joining, `stop` is
 // called once (close a queue, set a flag), so a scope that ends early never leaves a thread behind.
 class ScopedThreads {
  public:
-  ScopedThreads(unsigned count, const std::function<void(unsigned)>& fn, std::function<void()> stop = {});
+  ScopedThreads(unsigned count, const std::function<void(unsigned)>& fn,
+                std::function<void()> stop = {});
   ~ScopedThreads();
   ScopedThreads(const ScopedThreads&) = delete;
   ScopedThreads& operator=(const ScopedThreads&) = delete;

@@ -67,7 +67,8 @@ TEST(ScopedThreadsTest, StopsThenJoinsWhenTheScopeEnds) {
 TEST(ScopedThreadsTest, JoinTwiceStopsOnce) {
   int stops = 0;
   std::atomic<int> runs{0};
-  ScopedThreads threads(3, [&](unsigned) { runs++; }, [&] { ++stops; });
+  ScopedThreads threads(
+      3, [&](unsigned) { runs++; }, [&] { ++stops; });
   threads.Join();
   threads.Join();
   EXPECT_EQ(runs.load(), 3);

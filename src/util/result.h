@@ -1,6 +1,6 @@
 // The one error model of the project: library code returns Result<T>; the command table
-// (app/cli.cc, PrintError) prints errors and turns them into exit codes. Exceptions from third-party libraries are caught at the call site and
-// converted, so none crosses a layer.
+// (app/cli.cc, PrintError) prints errors and turns them into exit codes. Exceptions from
+// third-party libraries are caught at the call site and converted, so none crosses a layer.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +40,7 @@ inline Error MakeError(ErrorCode code, std::string message, std::string file = {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -67,12 +67,13 @@ inline Status OkStatus() { return Ok{}; }
 
 }  // namespace dt
 
-// Always-on invariant check: a failure is a bug, reported with its location, never silently ignored.
-#define DT_CHECK(cond)                                                                    \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "dualtrack: internal error: check failed at %s:%d: %s\n",     \
-                   __FILE__, __LINE__, #cond);                                            \
-      std::abort();                                                                       \
-    }                                                                                     \
+// Always-on invariant check: a failure is a bug, reported with its location, never silently
+// ignored.
+#define DT_CHECK(cond)                                                                         \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      std::fprintf(stderr, "dualtrack: internal error: check failed at %s:%d: %s\n", __FILE__, \
+                   __LINE__, #cond);                                                           \
+      std::abort();                                                                            \
+    }                                                                                          \
   } while (0)

@@ -1,5 +1,6 @@
 // Directories held for a scope: a temporary one removed with its contents, and a working directory
-// changed back. For the commands that run a user's script in a prepared folder (audit, fix --verify).
+// changed back. For the commands that run a user's script in a prepared folder (audit, fix
+// --verify).
 #pragma once
 
 #include <filesystem>

@@ -16,8 +16,8 @@ std::size_t EditDistance(std::string_view a, std::string_view b) {
   for (std::size_t i = 1; i <= a.size(); ++i) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      std::size_t v = std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1,
-                                d[(i - 1) * w + j - 1] + cost});
+      std::size_t v =
+          std::min({d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1, d[(i - 1) * w + j - 1] + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
         v = std::min(v, d[(i - 2) * w + j - 2] + 1);
       }
@@ -87,7 +87,8 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool IsValidUtf8(std::string_view s) {
@@ -212,8 +213,10 @@ std::string EscapeControl(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) hex_byte(out, c);
-      else out += static_cast<char>(c);
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+        hex_byte(out, c);
+      else
+        out += static_cast<char>(c);
       ++i;
       continue;
     }
@@ -353,7 +356,8 @@ int DoWild(const unsigned char* p, const unsigned char* text, const unsigned cha
               if (t_ch == p_ch) matched = 1;
               continue;
             }
-            std::string_view name(reinterpret_cast<const char*>(s), static_cast<std::size_t>(e - s - 1));
+            std::string_view name(reinterpret_cast<const char*>(s),
+                                  static_cast<std::size_t>(e - s - 1));
             if (name != "alnum" && name != "alpha" && name != "blank" && name != "cntrl" &&
                 name != "digit" && name != "graph" && name != "lower" && name != "print" &&
                 name != "punct" && name != "space" && name != "upper" && name != "xdigit") {

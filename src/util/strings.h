@@ -8,14 +8,16 @@
 
 namespace dt {
 
-// Edit distance counting an adjacent transposition as one edit; used for "did you mean" suggestions.
+// Edit distance counting an adjacent transposition as one edit; used for "did you mean"
+// suggestions.
 std::size_t EditDistance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` if it is close enough to be a plausible typo, else empty.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates);
 
 std::string_view Trim(std::string_view s);
-// ASCII case mapping (file names, rule codes, keywords): other bytes, UTF-8 included, stay as they are.
+// ASCII case mapping (file names, rule codes, keywords): other bytes, UTF-8 included, stay as they
+// are.
 std::string Lower(std::string_view s);
 std::string Upper(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char sep);

@@ -42,11 +42,11 @@ TEST(StringsTest, Utf8ValidationAfterAsciiRunsOfEveryLength) {
 
 TEST(StringsTest, Utf8Validation) {
   EXPECT_TRUE(IsValidUtf8("plain ascii"));
-  EXPECT_TRUE(IsValidUtf8("\xe4\xbd\xa0\xe5\xa5\xbd"));   // 你好
-  EXPECT_FALSE(IsValidUtf8("\xff\xfe"));                  // Not UTF-8 at all.
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));                  // Overlong '/'.
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));              // Surrogate.
-  EXPECT_FALSE(IsValidUtf8("\xe4\xbd"));                  // Truncated sequence.
+  EXPECT_TRUE(IsValidUtf8("\xe4\xbd\xa0\xe5\xa5\xbd"));  // 你好
+  EXPECT_FALSE(IsValidUtf8("\xff\xfe"));                 // Not UTF-8 at all.
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));                 // Overlong '/'.
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));             // Surrogate.
+  EXPECT_FALSE(IsValidUtf8("\xe4\xbd"));                 // Truncated sequence.
 }
 
 TEST(StringsTest, GlobMatch) {

@@ -133,7 +133,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
         --open_count;
       } else if (sinks[i]->size() < options.max_output_bytes) {
         sinks[i]->append(buf, std::min<std::size_t>(static_cast<std::size_t>(got),
-                                                     options.max_output_bytes - sinks[i]->size()));
+                                                    options.max_output_bytes - sinks[i]->size()));
       }
     }
   }

@@ -1,4 +1,5 @@
-// Running external programs with captured output and a timeout (posix_spawn + poll: Linux and macOS).
+// Running external programs with captured output and a timeout (posix_spawn + poll: Linux and
+// macOS).
 #pragma once
 
 #include <chrono>
@@ -14,10 +15,11 @@ namespace dt {
 
 struct ProcessOptions {
   std::chrono::milliseconds timeout{30000};
-  std::filesystem::path cwd;                                   // Empty: inherit.
-  std::vector<std::pair<std::string, std::string>> set_env;   // Added to / replacing the environment.
+  std::filesystem::path cwd;  // Empty: inherit.
+  std::vector<std::pair<std::string, std::string>>
+      set_env;  // Added to / replacing the environment.
   std::vector<std::string> unset_env;
-  std::size_t max_output_bytes = 16u << 20;                   // Per stream; the rest is dropped.
+  std::size_t max_output_bytes = 16u << 20;  // Per stream; the rest is dropped.
 };
 
 struct ProcessResult {

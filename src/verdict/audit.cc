@@ -287,8 +287,9 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
       ev.missing["run"] = config_problem;
       ev.missing["coverage"] = "no traced run to predict from";
     } else if (!exp.run) {
-      ev.missing["run"] = "no run declared for this experiment ([[tool.dualtrack.experiments]] "
-                          "run in pyproject.toml, or --run)";
+      ev.missing["run"] =
+          "no run declared for this experiment ([[tool.dualtrack.experiments]] "
+          "run in pyproject.toml, or --run)";
       ev.missing["coverage"] = "no traced run to predict from";
     } else {
       // One bundle folder per experiment, named safely whatever the experiment is called.

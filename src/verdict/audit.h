@@ -17,16 +17,16 @@ namespace dt::verdict {
 
 struct AuditOptions {
   std::filesystem::path project;
-  std::vector<std::string> entries;    // --entry FILE (repeatable): one experiment each.
-  std::string torch;                   // --torch X, for the coverage prediction.
-  std::optional<std::string> run;      // --run "train.py --device cpu --steps 2"
+  std::vector<std::string> entries;  // --entry FILE (repeatable): one experiment each.
+  std::string torch;                 // --torch X, for the coverage prediction.
+  std::optional<std::string> run;    // --run "train.py --device cpu --steps 2"
   std::string python = "python3";
   bool remote_data_confirmed = false;
-  std::vector<std::string> ignore;     // Codes or prefixes the scan drops.
-  std::vector<std::string> exclude;    // Globs the scan leaves out.
-  std::vector<std::string> select;     // Codes or prefixes the verdict keeps (all when empty).
-  std::optional<double> timeout_s;     // --timeout for each run.
-  std::filesystem::path keep_run;      // --keep-run DIR: the run bundles are kept there.
+  std::vector<std::string> ignore;   // Codes or prefixes the scan drops.
+  std::vector<std::string> exclude;  // Globs the scan leaves out.
+  std::vector<std::string> select;   // Codes or prefixes the verdict keeps (all when empty).
+  std::optional<double> timeout_s;   // --timeout for each run.
+  std::filesystem::path keep_run;    // --keep-run DIR: the run bundles are kept there.
 };
 
 struct ExperimentVerdict {

@@ -5,10 +5,9 @@
 #include <sstream>
 #include <system_error>
 
-#include "app/version.h"
-
 #include "app/args.h"
 #include "app/commands.h"
+#include "app/version.h"
 #include "util/fs.h"
 #include "util/strings.h"
 #include "verdict/audit.h"
@@ -27,9 +26,8 @@ Result<std::string> FormatFor(const std::string& output, const std::string& form
   if (EndsWith(output, ".html") || EndsWith(output, ".htm")) return std::string("html");
   if (EndsWith(output, ".md") || EndsWith(output, ".markdown")) return std::string("md");
   if (EndsWith(output, ".json")) return std::string("json");
-  return MakeError(ErrorCode::kUsage,
-                   "cannot tell the format from '" + output +
-                       "': name it .html, .md or .json, or pass --format");
+  return MakeError(ErrorCode::kUsage, "cannot tell the format from '" + output +
+                                          "': name it .html, .md or .json, or pass --format");
 }
 
 std::string Render(const Report& report, const std::string& format) {
@@ -139,11 +137,12 @@ nlohmann::json AuditJson(const AuditResult& result) {
 }  // namespace
 
 Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"Join the evidence of the other stages (scan, env, baseline, run bundles, coverage, "
-               "compare) into the verdict (mac-ready, dev-only or cuda-only), the checklist of the "
-               "method, the dual-track plan and the next steps. Every piece is optional; what is "
-               "not given is reported as missing, never guessed.",
-               "dualtrack report"};
+  CLI::App app{
+      "Join the evidence of the other stages (scan, env, baseline, run bundles, coverage, "
+      "compare) into the verdict (mac-ready, dev-only or cuda-only), the checklist of the "
+      "method, the dual-track plan and the next steps. Every piece is optional; what is "
+      "not given is reported as missing, never guessed.",
+      "dualtrack report"};
   std::string scan, env, baseline, coverage, output, format, fail_on = "never";
   std::vector<std::string> tracks, compares;
   bool remote = false;
@@ -156,8 +155,9 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
   app.add_flag("--remote-data-confirmed", remote,
                "State that the data handling of the remote machine was checked (shown as your "
                "statement)");
-  app.add_option("-o,--output", output, "report.html, report.md or report.json (default: "
-                                        "Markdown on stdout)");
+  app.add_option("-o,--output", output,
+                 "report.html, report.md or report.json (default: "
+                 "Markdown on stdout)");
   app.add_option("--format", format, "html, md or json (default: from the -o extension)")
       ->check(CLI::IsMember({"html", "md", "markdown", "json"}));
   app.add_option("--fail-on", fail_on, "exit 1 when the verdict is this or worse")
@@ -189,9 +189,9 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
   for (const std::string& spec : tracks) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return MakeError(ErrorCode::kUsage,
-                       "--track takes NAME=BUNDLE_DIR (e.g. --track mps=runs/mps), got '" + spec +
-                           "'");
+      return MakeError(
+          ErrorCode::kUsage,
+          "--track takes NAME=BUNDLE_DIR (e.g. --track mps=runs/mps), got '" + spec + "'");
     }
     const std::string name = spec.substr(0, eq);
     for (const Track& t : ev.tracks) {
@@ -231,7 +231,8 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
   for (const std::string& c : compares) guard.inputs.emplace_back(c);
   for (const std::string& t : tracks) {
     const std::filesystem::path dir = t.substr(t.find('=') + 1);
-    for (const char* name : {"manifest.json", "ops.jsonl", "metrics.jsonl", "tensors.safetensors"}) {
+    for (const char* name :
+         {"manifest.json", "ops.jsonl", "metrics.jsonl", "tensors.safetensors"}) {
       guard.inputs.push_back(dir / name);
     }
   }
@@ -241,12 +242,13 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
 }
 
 Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{"The one-step main job, per designated experiment: scan the project (reachability "
-               "from the experiment's entry), diagnose this host, run the experiment's minimal "
-               "task on the CPU under the operator tracer (CUDA calls redirected to the CPU), "
-               "predict its MPS operator coverage, then decide and write the HTML, Markdown and "
-               "JSON reports. No GPU and no Mac needed; the verdict says its evidence level.",
-               "dualtrack audit"};
+  CLI::App app{
+      "The one-step main job, per designated experiment: scan the project (reachability "
+      "from the experiment's entry), diagnose this host, run the experiment's minimal "
+      "task on the CPU under the operator tracer (CUDA calls redirected to the CPU), "
+      "predict its MPS operator coverage, then decide and write the HTML, Markdown and "
+      "JSON reports. No GPU and no Mac needed; the verdict says its evidence level.",
+      "dualtrack audit"};
   AuditOptions opts;
   std::string project, output, run, fail_on = "never", format = "text", keep_run;
   std::vector<std::string> ignore, exclude, select;
@@ -331,9 +333,9 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
   }
   for (const RunProblem& p : result->run_problems) {
     if (p.outcome == "could-not-start") {
-      return MakeError(ErrorCode::kInput,
-                       fmt::format("the run of experiment {} could not start: {}", p.experiment,
-                                   p.reason));
+      return MakeError(
+          ErrorCode::kInput,
+          fmt::format("the run of experiment {} could not start: {}", p.experiment, p.reason));
     }
   }
   ExitCode code = ExitCode::kOk;

@@ -189,8 +189,7 @@ EnvEvidence ReadEnvObject(Reader& r, const json& doc, const std::string& source,
     e.gpus.push_back(std::move(g));
   }
   e.nvcc_version = r.Str(r.Obj(doc, "cuda", where), "nvcc_version", Reader::Join(where, "cuda"));
-  e.python_version =
-      r.Str(r.Obj(doc, "python", where), "version", Reader::Join(where, "python"));
+  e.python_version = r.Str(r.Obj(doc, "python", where), "version", Reader::Join(where, "python"));
   const std::string tw = Reader::Join(where, "torch");
   const json& torch = r.Obj(doc, "torch", where);
   e.torch_installed = r.OptBool(torch, "installed", tw);
@@ -506,8 +505,7 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
   }
   t.peak_rss_bytes = r.OptInt(doc, "peak_rss_bytes", "");
   t.peak_device_bytes = r.OptInt(doc, "peak_device_bytes", "");
-  t.mps_fallback =
-      r.OptStr(r.Obj(doc, "env_vars", ""), "PYTORCH_ENABLE_MPS_FALLBACK", "env_vars");
+  t.mps_fallback = r.OptStr(r.Obj(doc, "env_vars", ""), "PYTORCH_ENABLE_MPS_FALLBACK", "env_vars");
   const json& redirects = r.Arr(doc, "redirects", "");
   for (std::size_t i = 0; i < redirects.size(); ++i) {
     const std::string w = fmt::format("redirects[{}]", i);
@@ -524,8 +522,8 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     const std::string w = fmt::format("float64[{}]", i);
     t.float64.push_back({r.Str(f64[i], "file", w), r.Int(f64[i], "line", w)});
   }
-  if (const json* env = r.Field(doc, "env", ""); env != nullptr && env->is_object() &&
-                                                 !env->empty()) {
+  if (const json* env = r.Field(doc, "env", "");
+      env != nullptr && env->is_object() && !env->empty()) {
     t.env = ReadEnvObject(r, *env, source, "env");
   }
   if (!r.ok()) return r.TakeError();
@@ -580,15 +578,15 @@ std::string DeviceOf(const Track& t, std::string* note) {
   // No operator with a device: judge from the environment the run recorded.
   // Plain flags: GCC 12 warns (maybe-uninitialized) on comparisons of optional<bool> here.
   const bool mps_known = t.mps_available.has_value() || (t.env && t.env->mps_available);
-  const bool mps_yes = t.mps_available.has_value() ? *t.mps_available
-                                                   : (t.env && t.env->mps_available.value_or(false));
+  const bool mps_yes = t.mps_available.has_value()
+                           ? *t.mps_available
+                           : (t.env && t.env->mps_available.value_or(false));
   const bool cuda_no = t.env && t.env->cuda_available.has_value() && !*t.env->cuda_available;
   if (t.label == "mps" && !mps_yes) {
     if (note != nullptr) {
-      *note = mps_known
-                  ? "labelled 'mps', but MPS was not available on its host: it ran on the CPU"
-                  : "labelled 'mps', but nothing shows MPS was used (no traced operator, MPS "
-                    "availability not recorded)";
+      *note = mps_known ? "labelled 'mps', but MPS was not available on its host: it ran on the CPU"
+                        : "labelled 'mps', but nothing shows MPS was used (no traced operator, MPS "
+                          "availability not recorded)";
     }
     return mps_known ? "cpu" : "unknown";
   }

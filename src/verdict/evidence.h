@@ -6,11 +6,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "util/result.h"
 
@@ -42,7 +41,8 @@ struct Finding {
 struct ScanPath {
   std::optional<Location> cuda_choice;  // A CUDA placement behind a check.
   bool mentions_mps = false;
-  bool framework_device = false;  // accelerate, Lightning, the transformers Trainer place the model.
+  bool framework_device =
+      false;  // accelerate, Lightning, the transformers Trainer place the model.
   std::optional<Location> model;  // The first convolution or attention layer.
   std::string model_api;
   std::optional<Location> training;  // The entry's .backward( (line 0: a training script by name).
@@ -124,11 +124,11 @@ struct Metric {
 struct Track {
   std::string name;  // The user's NAME in --track NAME=BUNDLE.
   std::string dir;
-  std::string label;   // manifest "track": what the user called it (cpu, cuda, mps, ...).
+  std::string label;  // manifest "track": what the user called it (cpu, cuda, mps, ...).
   // The device it really ran on, from its traced operators and its environment, never from the
   // label: an `mps`-labelled run on a host without MPS ran on the CPU (DeviceOf()).
   std::string device;
-  std::string device_note;  // Why the device differs from the label, when it does.
+  std::string device_note;            // Why the device differs from the label, when it does.
   std::optional<bool> mps_available;  // The tracer's torch.backends.mps.is_available().
   // What the run is evidence of (bundle/outcome.cc): finished | failed | crashed |
   // could-not-start | interrupted | timed-out; empty for bundles written before it was recorded.
@@ -237,11 +237,11 @@ struct Evidence {
   std::vector<Comparison> comparisons;
   std::optional<CoverageEvidence> coverage;
   bool remote_data_confirmed = false;
-  std::string project;                      // The audited directory, when known.
-  std::string experiment;                   // The designated experiment judged (audit).
-  std::string entry;                        // Its entry script, relative to the project.
-  std::string mac_command;                  // How to run it on the Mac (python train.py --device mps).
-  std::vector<std::string> designated_run;  // The run arguments audit used (script and args).
+  std::string project;      // The audited directory, when known.
+  std::string experiment;   // The designated experiment judged (audit).
+  std::string entry;        // Its entry script, relative to the project.
+  std::string mac_command;  // How to run it on the Mac (python train.py --device mps).
+  std::vector<std::string> designated_run;     // The run arguments audit used (script and args).
   std::map<std::string, std::string> missing;  // piece -> why it is missing.
 };
 
@@ -252,7 +252,8 @@ Result<Baseline> ParseBaseline(const nlohmann::json& doc, const std::string& sou
 Result<CoverageEvidence> ParseCoverage(const nlohmann::json& doc, const std::string& source);
 Result<Comparison> ParseComparison(const nlohmann::json& doc, const std::string& source);
 
-// The same from JSON text, streamed: findings are converted as they are parsed, never held as a DOM.
+// The same from JSON text, streamed: findings are converted as they are parsed, never held as a
+// DOM.
 Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& source);
 
 // Decodes JSON text; a syntax error names `source` and the byte offset.

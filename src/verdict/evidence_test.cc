@@ -118,8 +118,9 @@ TEST(VerdictEvidenceTest, NullsAreUnknownNotErrors) {
 
 TEST(VerdictEvidenceTest, ReachedByIsACountOrAnError) {
   nlohmann::json doc = {{"schema", "dualtrack.scan/1"},
-                        {"findings", {{{"code", "DT207"}, {"line", 3}, {"reached_by", 2}},
-                                      {{"code", "DT207"}, {"line", 4}, {"reached_by", nullptr}}}}};
+                        {"findings",
+                         {{{"code", "DT207"}, {"line", 3}, {"reached_by", 2}},
+                          {{"code", "DT207"}, {"line", 4}, {"reached_by", nullptr}}}}};
   auto scan = ParseScanText(doc.dump(), "s.json");
   ASSERT_TRUE(scan.ok()) << scan.error().ToString();
   EXPECT_EQ(scan->findings.at(0).reached_by, std::optional<std::int64_t>(2));

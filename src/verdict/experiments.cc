@@ -1,12 +1,12 @@
 #include "verdict/experiments.h"
 
 #include <fmt/format.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <regex>
 #include <set>
 #include <system_error>
-#include <toml++/toml.h>
 
 #include "util/fs.h"
 #include "util/strings.h"
@@ -59,8 +59,8 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
     table = toml::parse_file(path.string());
   } catch (const toml::parse_error& e) {
     return MakeError(ErrorCode::kInput,
-                     std::string("not valid TOML: ") + std::string(e.description()),
-                     path.string(), e.source().begin.line, e.source().begin.column);
+                     std::string("not valid TOML: ") + std::string(e.description()), path.string(),
+                     e.source().begin.line, e.source().begin.column);
   }
   const auto tool = toml::node_view<const toml::node>(table)["tool"]["dualtrack"];
   if (auto run = tool["run"]; run) {

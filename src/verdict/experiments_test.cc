@@ -39,8 +39,8 @@ constexpr const char* kMain = "import torch\nif __name__ == '__main__':\n    pas
 TEST(VerdictExperimentsTest, SplitsCommandLines) {
   auto w = SplitCommandLine("train.py --device cpu  --name 'a b' \"c \\\"d\\\"\" e\\ f");
   ASSERT_TRUE(w.ok());
-  EXPECT_EQ(*w, (std::vector<std::string>{"train.py", "--device", "cpu", "--name", "a b",
-                                          "c \"d\"", "e f"}));
+  EXPECT_EQ(*w, (std::vector<std::string>{"train.py", "--device", "cpu", "--name", "a b", "c \"d\"",
+                                          "e f"}));
   EXPECT_FALSE(SplitCommandLine("train.py 'open").ok());
   EXPECT_TRUE(SplitCommandLine("   ")->empty());
 }
@@ -68,10 +68,12 @@ TEST(VerdictExperimentsTest, MalformedExperimentsAreInputErrors) {
   p.Write("pyproject.toml", "[tool.dualtrack\n");
   EXPECT_FALSE(ReadProjectConfig(p.dir()).ok());
   // A misspelt key is named, with the line, instead of being ignored.
-  p.Write("pyproject.toml", "[[tool.dualtrack.experiments]]\nentry = \"train.py\"\ndevcie = \"--device\"\n");
+  p.Write("pyproject.toml",
+          "[[tool.dualtrack.experiments]]\nentry = \"train.py\"\ndevcie = \"--device\"\n");
   auto typo = ReadProjectConfig(p.dir());
   ASSERT_FALSE(typo.ok());
-  EXPECT_NE(typo.error().ToString().find("#1 has no key 'devcie'"), std::string::npos) << typo.error().ToString();
+  EXPECT_NE(typo.error().ToString().find("#1 has no key 'devcie'"), std::string::npos)
+      << typo.error().ToString();
   EXPECT_NE(typo.error().ToString().find(":3:"), std::string::npos) << typo.error().ToString();
 }
 
@@ -81,8 +83,9 @@ TEST(VerdictExperimentsTest, TestFilesAreNeverEntries) {
   EXPECT_TRUE(IsTestFile("tests/helpers.py"));
   EXPECT_TRUE(IsTestFile("pkg/test/run.py"));
   EXPECT_TRUE(IsTestFile("conftest.py"));
-  EXPECT_TRUE(IsTestFile("check.py", "import unittest\nif __name__ == '__main__':\n"
-                                     "    unittest.main()\n"));
+  EXPECT_TRUE(IsTestFile("check.py",
+                         "import unittest\nif __name__ == '__main__':\n"
+                         "    unittest.main()\n"));
   EXPECT_FALSE(IsTestFile("train.py", kMain));
   EXPECT_FALSE(IsTestFile("contest.py"));
 }
@@ -93,16 +96,18 @@ TEST(VerdictExperimentsTest, PicksWhatAUserWouldRun) {
   p.Write("train_lora.py", kMain);
   p.Write("inference_demo.py", kMain);
   p.Write("generate.py", kMain);
-  p.Write("model.py", "import torch\n");                 // a module, not an entry
-  p.Write("trainer.py", "import torch\n");               // no __main__
-  p.Write("test_train.py", kMain);                       // a test
+  p.Write("model.py", "import torch\n");    // a module, not an entry
+  p.Write("trainer.py", "import torch\n");  // no __main__
+  p.Write("test_train.py", kMain);          // a test
   p.Write("eval_unit.py", "import unittest\nif __name__ == '__main__':\n    unittest.main()\n");
-  p.Write("tools/finetune.py", kMain);                   // named in the README
-  p.Write("tests/train_smoke.py", kMain);                // named in the README, but a test
-  p.Write("README.md", "Run:\n\n    python tools/finetune.py --lr 1e-4\n"
-                       "    torchrun --nproc_per_node 8 train.py\n"
-                       "    python -m pytest tests/train_smoke.py\n");
-  p.Write("pyproject.toml", "[project]\nname = \"x\"\n[project.scripts]\nx-serve = \"pkg.serve:main\"\n");
+  p.Write("tools/finetune.py", kMain);     // named in the README
+  p.Write("tests/train_smoke.py", kMain);  // named in the README, but a test
+  p.Write("README.md",
+          "Run:\n\n    python tools/finetune.py --lr 1e-4\n"
+          "    torchrun --nproc_per_node 8 train.py\n"
+          "    python -m pytest tests/train_smoke.py\n");
+  p.Write("pyproject.toml",
+          "[project]\nname = \"x\"\n[project.scripts]\nx-serve = \"pkg.serve:main\"\n");
   p.Write("pkg/serve.py", "def main():\n    pass\n");
   EXPECT_EQ(PickEntries(p.dir()),
             (std::vector<std::string>{"generate.py", "inference_demo.py", "pkg/serve.py",
@@ -134,8 +139,8 @@ TEST(VerdictExperimentsTest, RunGoesToTheExperimentItStarts) {
   EXPECT_FALSE(ResolveExperiments(p.dir(), cfg, {"missing.py"}, std::nullopt).ok());
 
   // Declared experiments come first; --run replaces the declared run of its experiment.
-  cfg.experiments.push_back({"fine-tuning", "train.py", "train.py --steps 1", "--device",
-                             "declared"});
+  cfg.experiments.push_back(
+      {"fine-tuning", "train.py", "train.py --steps 1", "--device", "declared"});
   exps = ResolveExperiments(p.dir(), cfg, {}, std::string("train.py --portable"));
   ASSERT_TRUE(exps.ok());
   ASSERT_EQ(exps->size(), 1u);
@@ -163,8 +168,7 @@ TEST(VerdictExperimentsTest, MacCommandNamesTheRealEntryOnMps) {
 }
 
 TEST(VerdictExperimentsTest, SelectAndIgnoreCodesSplitOnCommas) {
-  EXPECT_EQ(SplitCodes({"DT1, DT203", "DT4"}),
-            (std::vector<std::string>{"DT1", "DT203", "DT4"}));
+  EXPECT_EQ(SplitCodes({"DT1, DT203", "DT4"}), (std::vector<std::string>{"DT1", "DT203", "DT4"}));
   EXPECT_TRUE(Selected("DT101", {}));
   EXPECT_TRUE(Selected("DT101", {"DT1"}));
   EXPECT_FALSE(Selected("DT203", {"DT1", "DT4"}));

@@ -83,8 +83,7 @@ TEST(VerdictFieldTest, JitExtensionWithoutCpuPathIsCudaOnlyNamingTheOp) {
       {F("DT301", "extension", "blocker", "ops.py", 6, true, false, "_ext = load(...)"),
        F("DT304", "extension", "blocker", "fps.cpp", 9, std::nullopt),
        F("DT305", "extension", "blocker", "ops.py", 15, true, false,
-         "return _ext.furthest_point_sample(xyz, n)",
-         "rewrite furthest_point_sample in PyTorch"),
+         "return _ext.furthest_point_sample(xyz, n)", "rewrite furthest_point_sample in PyTorch"),
        F("DT305", "extension", "blocker", "model.py", 7, true, false,
          "idx = furthest_point_sample(x, 16)")},
       "train.py"));
@@ -119,30 +118,30 @@ TEST(VerdictFieldTest, CompiledExtensionPackageIsCudaOnly) {
 }
 
 TEST(VerdictFieldTest, SubmoduleExtensionIsCudaOnly) {
-  Report r = Decide(WithScan(
-      {F("DT306", "extension", "blocker", ".gitmodules", 1, std::nullopt),
-       F("DT306", "extension", "blocker", ".gitmodules", 4, std::nullopt),
-       F("DT402", "environment", "blocker", "environment.yml", 9, std::nullopt),
-       F("DT305", "extension", "blocker", "renderer.py", 2, true),
-       F("DT305", "extension", "blocker", "model.py", 2, true),
-       F("DT305", "extension", "blocker", "renderer.py", 7, true),
-       F("DT305", "extension", "blocker", "model.py", 6, true)},
-      "train.py"));
+  Report r =
+      Decide(WithScan({F("DT306", "extension", "blocker", ".gitmodules", 1, std::nullopt),
+                       F("DT306", "extension", "blocker", ".gitmodules", 4, std::nullopt),
+                       F("DT402", "environment", "blocker", "environment.yml", 9, std::nullopt),
+                       F("DT305", "extension", "blocker", "renderer.py", 2, true),
+                       F("DT305", "extension", "blocker", "model.py", 2, true),
+                       F("DT305", "extension", "blocker", "renderer.py", 7, true),
+                       F("DT305", "extension", "blocker", "model.py", 6, true)},
+                      "train.py"));
   EXPECT_EQ(r.verdict, "cuda-only");
 }
 
 TEST(VerdictFieldTest, TritonKernelOnTheOnlyPathIsCudaOnlyUnlessGuarded) {
-  Report r = Decide(WithScan(
-      {F("DT210", "library", "blocker", "model.py", 5, true, false, "@triton.jit"),
-       F("DT210", "library", "blocker", "model.py", 15, true, false, "_add_kernel[...]")},
-      "model.py"));
+  Report r = Decide(
+      WithScan({F("DT210", "library", "blocker", "model.py", 5, true, false, "@triton.jit"),
+                F("DT210", "library", "blocker", "model.py", 15, true, false, "_add_kernel[...]")},
+               "model.py"));
   EXPECT_EQ(r.verdict, "cuda-only");
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   // A non-Triton path exists: the same constructs guarded do not stop the Mac.
-  Report guarded = Decide(WithScan(
-      {F("DT210", "library", "blocker", "model.py", 5, true, true, "@triton.jit"),
-       F("DT210", "library", "blocker", "model.py", 15, true, true, "_add_kernel[...]")},
-      "model.py"));
+  Report guarded = Decide(
+      WithScan({F("DT210", "library", "blocker", "model.py", 5, true, true, "@triton.jit"),
+                F("DT210", "library", "blocker", "model.py", 15, true, true, "_add_kernel[...]")},
+               "model.py"));
   EXPECT_NE(guarded.verdict, "cuda-only");
   EXPECT_EQ(Stop(guarded, "blocker-on-path").state, RuleState::kClear);
 }
@@ -163,22 +162,21 @@ TEST(VerdictFieldTest, HfInt8Fp16IsDevOnly) {
 }
 
 TEST(VerdictFieldTest, QloraFourBitTrainingIsNotMacReady) {
-  Report r = Decide(WithScan(
-      {F("DT211", "library", "replace", "train.py", 6, true, false,
-         "BitsAndBytesConfig(load_in_4bit=True)"),
-       F("DT211", "library", "replace", "train.py", 8, true, false,
-         "prepare_model_for_kbit_training(model)"),
-       F("DT211", "library", "replace", "train.py", 9, true, false,
-         "optim=\"paged_adamw_32bit\"", "optim=\"adamw_torch\"")},
-      "train.py"));
+  Report r = Decide(WithScan({F("DT211", "library", "replace", "train.py", 6, true, false,
+                                "BitsAndBytesConfig(load_in_4bit=True)"),
+                              F("DT211", "library", "replace", "train.py", 8, true, false,
+                                "prepare_model_for_kbit_training(model)"),
+                              F("DT211", "library", "replace", "train.py", 9, true, false,
+                                "optim=\"paged_adamw_32bit\"", "optim=\"adamw_torch\"")},
+                             "train.py"));
   EXPECT_NE(r.verdict, "mac-ready");
 }
 
 TEST(VerdictFieldTest, GuardedJitExtensionDoesNotStop) {
-  Report r = Decide(WithScan(
-      {F("DT301", "extension", "blocker", "bias_act.py", 12, true, true, "load(...)"),
-       F("DT304", "extension", "blocker", "bias_act.cu", 1, std::nullopt)},
-      "gen.py"));
+  Report r = Decide(
+      WithScan({F("DT301", "extension", "blocker", "bias_act.py", 12, true, true, "load(...)"),
+                F("DT304", "extension", "blocker", "bias_act.cu", 1, std::nullopt)},
+               "gen.py"));
   EXPECT_EQ(Stop(r, "blocker-on-path").state, RuleState::kClear);
   EXPECT_NE(r.verdict, "cuda-only");
 }
@@ -220,10 +218,11 @@ TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {
   Evidence ev = WithScan({}, "train.py");
   Track t = CpuTrack({}, "could-not-start");
   t.status = "failed";
-  t.outcome_reason = "missing Python package einops_not_installed (install the project's "
-                     "requirements, or pass --python)";
-  t.exception = Track::Exception{"ModuleNotFoundError",
-                                 "No module named 'einops_not_installed'", {"train.py", 2}};
+  t.outcome_reason =
+      "missing Python package einops_not_installed (install the project's "
+      "requirements, or pass --python)";
+  t.exception = Track::Exception{
+      "ModuleNotFoundError", "No module named 'einops_not_installed'", {"train.py", 2}};
   ev.tracks.push_back(t);
   ev.designated_run = {"train.py"};
   Report r = Decide(std::move(ev));
@@ -276,13 +275,13 @@ TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
   // yacs: `_C.MODEL.DEVICE = "cuda"` is overridden by `--opts MODEL.DEVICE mps`; a device set on
   // an object in the code (`args.device`, `self.cfg.device`) is a placement that needs an edit.
   for (const char* snippet : {"_C.MODEL.DEVICE = \"cuda\"", "cfg.train.device = 'cuda'"}) {
-    Evidence ev = WithScan({F("DT102", "device", "fixable", "config/defaults.py", 32, true, false,
-                              snippet)},
-                           "demo.py");
+    Evidence ev =
+        WithScan({F("DT102", "device", "fixable", "config/defaults.py", 32, true, false, snippet)},
+                 "demo.py");
     EXPECT_EQ(Decide(ev).verdict, "mac-ready") << snippet;
   }
-  for (const char* snippet : {"args.device = \"cuda\"", "self.cfg.device = \"cuda\"",
-                              "_C.MODEL.DEVICE == \"cuda\""}) {
+  for (const char* snippet :
+       {"args.device = \"cuda\"", "self.cfg.device = \"cuda\"", "_C.MODEL.DEVICE == \"cuda\""}) {
     Evidence ev = WithScan({F("DT102", "device", "fixable", "train.py", 3, true, false, snippet)},
                            "train.py");
     EXPECT_EQ(Decide(ev).verdict, "dev-only") << snippet;
@@ -292,10 +291,10 @@ TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
 TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   Evidence ev = WithScan(
       {F("DT102", "device", "fixable", "train.py", 10, true, false,
-         "p.add_argument(\"--device\", default=\"cuda\")"),                   // a flag picks it
-       F("DT301", "extension", "blocker", "ext.py", 3, true, true),                // guarded
-       F("DT201", "library", "replace", "bench.py", 4, false),                     // unreachable
-       F("DT304", "extension", "blocker", "k.cu", 1, std::nullopt),                // not Python
+         "p.add_argument(\"--device\", default=\"cuda\")"),          // a flag picks it
+       F("DT301", "extension", "blocker", "ext.py", 3, true, true),  // guarded
+       F("DT201", "library", "replace", "bench.py", 4, false),       // unreachable
+       F("DT304", "extension", "blocker", "k.cu", 1, std::nullopt),  // not Python
        F("DT401", "environment", "replace", "requirements.txt", 2, std::nullopt)},  // a pin
       "train.py");
   ev.experiment = "training";

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <filesystem>
 #include <array>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -112,10 +112,14 @@ json EvidenceJson(const Evidence& ev, bool findings_inline) {
   out["env"] = ev.env ? EnvJson(*ev.env) : json(nullptr);
   if (ev.baseline) {
     const Baseline& b = *ev.baseline;
-    out["baseline"] = {{"source", b.source},          {"created", b.created},
-                       {"commit", b.commit},          {"dirty", b.dirty},
-                       {"data_digest", b.data_digest}, {"seeds", b.seeds},
-                       {"packages", b.packages},      {"data_files", b.data_files},
+    out["baseline"] = {{"source", b.source},
+                       {"created", b.created},
+                       {"commit", b.commit},
+                       {"dirty", b.dirty},
+                       {"data_digest", b.data_digest},
+                       {"seeds", b.seeds},
+                       {"packages", b.packages},
+                       {"data_files", b.data_files},
                        {"env", b.env ? EnvJson(*b.env) : json(nullptr)}};
   } else {
     out["baseline"] = nullptr;
@@ -288,7 +292,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> EnvRows(
   row("Python", [](const EnvEvidence& e) { return e.python_version; });
   row("torch", [](const EnvEvidence& e) {
     return e.torch_installed == std::optional<bool>(false) ? std::string("not installed")
-                                                            : e.torch_version;
+                                                           : e.torch_version;
   });
   row("CUDA available", [](const EnvEvidence& e) { return Bool(e.cuda_available); });
   row("MPS built", [](const EnvEvidence& e) { return Bool(e.mps_built); });
@@ -340,7 +344,8 @@ std::string HistogramSvg(const TensorComparison& t, const HistAxis& axis) {
     std::string label = fmt::format("1e{:g} to 1e{:g}: {}", t.hist_log10_edges[i],
                                     t.hist_log10_edges[i + 1], t.hist_counts[i]);
     svg += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"><title>{}</title></rect>",
+        "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+        "height=\"{:.1f}\"><title>{}</title></rect>",
         x0 + 0.5, height - h, std::max(0.5, x1 - x0 - 1.0), h, HtmlEscape(label));
   }
   if (t.atol && *t.atol > 0) {
@@ -351,7 +356,8 @@ std::string HistogramSvg(const TensorComparison& t, const HistAxis& axis) {
         xa, height, *t.atol);
   }
   svg += fmt::format(
-      "<text x=\"0\" y=\"{}\">1e{:g}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">1e{:g}</text>",
+      "<text x=\"0\" y=\"{}\">1e{:g}</text><text x=\"{}\" y=\"{}\" "
+      "text-anchor=\"end\">1e{:g}</text>",
       height + pad - 2, axis.lo, width, height + pad - 2, axis.hi);
   svg += "</svg>";
   return svg;
@@ -398,28 +404,33 @@ std::string CurveSvg(const MetricComparison& m, const std::string& a, const std:
     for (const auto* st : pts) {
       const auto& v = side == 0 ? st->a : st->b;
       if (v && std::isfinite(*v))
-        svg += fmt::format("<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\"><title>step {}: {:g}</title></circle>",
-                           cls, x(st->step), y(*v), st->step, *v);
+        svg += fmt::format(
+            "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2\"><title>step {}: "
+            "{:g}</title></circle>",
+            cls, x(st->step), y(*v), st->step, *v);
     }
   }
-  svg += fmt::format("<text x=\"2\" y=\"12\">{:.4g}</text><text x=\"2\" y=\"{}\">{:.4g}</text>", ymax,
-                     height - 2, ymin);
+  svg += fmt::format("<text x=\"2\" y=\"12\">{:.4g}</text><text x=\"2\" y=\"{}\">{:.4g}</text>",
+                     ymax, height - 2, ymin);
   // Per-step error, on its own scale.
   const double top = height + gap;
   for (const auto* st : pts) {
     if (!st->diff || !std::isfinite(*st->diff)) continue;
     const double h = std::max(1.0, dh * std::fabs(*st->diff) / dmax);
     svg += fmt::format(
-        "<rect class=\"err\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"4\" height=\"{:.1f}\"><title>step {}: "
+        "<rect class=\"err\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"4\" height=\"{:.1f}\"><title>step "
+        "{}: "
         "|a-b| {:g}</title></rect>",
         x(st->step) - 2, top + dh - h, h, st->step, std::fabs(*st->diff));
   }
   svg += fmt::format("<text x=\"2\" y=\"{:.0f}\">|a−b| ≤ {:.3g}</text>", top + 10, dmax);
-  svg += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">step {} … {}</text>", width - 4,
-                     top + dh + 12, s0, s1);
+  svg += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">step {} … {}</text>",
+                     width - 4, top + dh + 12, s0, s1);
   svg += "</svg>";
-  svg += fmt::format("<div class=\"legend\"><span class=\"a\">■</span> A {} &nbsp; <span class=\"b\">■</span> B {} (reference)</div>",
-                     HtmlEscape(a), HtmlEscape(b));
+  svg += fmt::format(
+      "<div class=\"legend\"><span class=\"a\">■</span> A {} &nbsp; <span class=\"b\">■</span> B "
+      "{} (reference)</div>",
+      HtmlEscape(a), HtmlEscape(b));
   return svg;
 }
 
@@ -568,21 +579,21 @@ json ReportJson(const Report& r, bool findings_inline) {
                            {"reason", e.reason},
                            {"report", e.report}});
   }
-  return {{"schema", "dualtrack.report/1"},
-          {"experiment", r.evidence.experiment.empty() ? json(nullptr)
-                                                       : json(r.evidence.experiment)},
-          {"experiments", experiments},
-          {"generator", std::string("dualtrack ") + kVersion},
-          {"verdict", r.verdict},
-          {"evidence_level", ToString(r.level)},
-          {"reasons", r.reasons},
-          {"validity",
-           {{"state", r.validity.state}, {"summary", r.validity.summary}, {"fields", fields}}},
-          {"stop_conditions", stops},
-          {"checklist", checklist},
-          {"plan", plan},
-          {"next_steps", next},
-          {"evidence", EvidenceJson(r.evidence, findings_inline)}};
+  return {
+      {"schema", "dualtrack.report/1"},
+      {"experiment", r.evidence.experiment.empty() ? json(nullptr) : json(r.evidence.experiment)},
+      {"experiments", experiments},
+      {"generator", std::string("dualtrack ") + kVersion},
+      {"verdict", r.verdict},
+      {"evidence_level", ToString(r.level)},
+      {"reasons", r.reasons},
+      {"validity",
+       {{"state", r.validity.state}, {"summary", r.validity.summary}, {"fields", fields}}},
+      {"stop_conditions", stops},
+      {"checklist", checklist},
+      {"plan", plan},
+      {"next_steps", next},
+      {"evidence", EvidenceJson(r.evidence, findings_inline)}};
 }
 
 }  // namespace
@@ -648,14 +659,15 @@ std::string RenderMarkdown(const Report& r) {
        << "| experiment | entry | verdict | evidence | why | report |\n|---|---|---|---|---|---|\n";
     for (const ExperimentRow& e : r.experiments) {
       os << "| " << Cell(e.name) << " | " << Cell(e.entry.empty() ? "(whole project)" : e.entry)
-         << " | **" << e.verdict << "** | " << ToString(e.level) << " | " << Cell(e.reason)
-         << " | " << Cell(e.report) << " |\n";
+         << " | **" << e.verdict << "** | " << ToString(e.level) << " | " << Cell(e.reason) << " | "
+         << Cell(e.report) << " |\n";
     }
     os << "\nThe report below is for the experiment **" << Cell(ev.experiment) << "**.\n\n";
   }
   os << "# dualtrack report: **" << r.verdict << "** (" << ToString(r.level) << " evidence)\n\n";
   if (r.validity.state == "differs") {
-    os << "> **Validity: " << Cell(r.validity.summary) << "** A `mac-ready` verdict is not possible.\n\n";
+    os << "> **Validity: " << Cell(r.validity.summary)
+       << "** A `mac-ready` verdict is not possible.\n\n";
   }
   os << "## Verdict\n\n";
   for (const std::string& reason : r.reasons) os << "- " << Cell(reason) << '\n';
@@ -681,19 +693,20 @@ std::string RenderMarkdown(const Report& r) {
   }
   os << "## Stop conditions\n\n| condition | state | level | summary |\n|---|---|---|---|\n";
   for (const RuleResult& s : r.stops) {
-    os << "| " << Cell(s.title) << " | " << ToString(s.state) << " | " << ToString(s.level)
-       << " | " << Cell(s.summary) << " |\n";
+    os << "| " << Cell(s.title) << " | " << ToString(s.state) << " | " << ToString(s.level) << " | "
+       << Cell(s.summary) << " |\n";
   }
   for (const RuleResult& s : r.stops) {
     if (s.evidence.empty() && s.notes.empty()) continue;
     os << "\n**" << s.id << "**\n\n";
     for (const EvidenceItem& e : s.evidence) {
-      os << "- " << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ") << Cell(e.text)
-         << '\n';
+      os << "- " << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ")
+         << Cell(e.text) << '\n';
     }
     for (const EvidenceItem& e : s.notes) {
       os << "- *(not stopping)* "
-         << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ") << Cell(e.text) << '\n';
+         << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ") << Cell(e.text)
+         << '\n';
     }
   }
   os << "\n## Dual-track plan\n\n| where | what | why |\n|---|---|---|\n";
@@ -709,8 +722,9 @@ std::string RenderMarkdown(const Report& r) {
   // The evidence, as in the HTML report.
   if (!ev.comparisons.empty()) os << "\n## Per-tensor comparison\n";
   for (const Comparison& c : ev.comparisons) {
-    os << "\n" << CodeCell(c.a) << " vs " << CodeCell(c.b) << ": **" << c.verdict << "** ("
-       << c.n_pass << " pass, " << c.n_fail << " fail)\n\n"
+    os << "\n"
+       << CodeCell(c.a) << " vs " << CodeCell(c.b) << ": **" << c.verdict << "** (" << c.n_pass
+       << " pass, " << c.n_fail << " fail)\n\n"
        << "| tensor | status | shape | max abs | mean abs | max rel | atol / rtol |\n"
           "|---|---|---|---|---|---|---|\n";
     for (const TensorComparison& t : c.tensors) {
@@ -729,8 +743,9 @@ std::string RenderMarkdown(const Report& r) {
     }
   }
   if (ev.coverage) {
-    os << "\n## Operator coverage on MPS\n\n" << Cell(ev.coverage->evidence) << " for torch "
-       << Cell(ev.coverage->torch) << "\n\n| operator | class | dtypes | issues | count | called at |\n"
+    os << "\n## Operator coverage on MPS\n\n"
+       << Cell(ev.coverage->evidence) << " for torch " << Cell(ev.coverage->torch)
+       << "\n\n| operator | class | dtypes | issues | count | called at |\n"
           "|---|---|---|---|---|---|\n";
     for (const CoverageOp& op : ev.coverage->ops) {
       os << "| " << CodeCell(op.op) << " | " << Cell(op.cls) << " | "
@@ -745,7 +760,8 @@ std::string RenderMarkdown(const Report& r) {
       std::size_t n = 0;
       for (const Finding& f : ev.scan->findings) n += f.cls == cls ? 1 : 0;
       if (n == 0) continue;
-      os << "\n### " << cls << " (" << n << ")\n\n| where | code | severity | finding | guarded | "
+      os << "\n### " << cls << " (" << n
+         << ")\n\n| where | code | severity | finding | guarded | "
             "reachable | replacement |\n|---|---|---|---|---|---|---|\n";
       for (const Finding& f : ev.scan->findings) {
         if (f.cls != cls) continue;
@@ -761,8 +777,8 @@ std::string RenderMarkdown(const Report& r) {
           "|---|---|---|---|---|---|\n";
     for (const Track& t : ev.tracks) {
       os << "| " << Cell(t.name) << " | " << Cell(t.device) << " | " << Cell(t.status) << " | "
-         << MedianStep(t) << " | " << Bytes(t.peak_rss_bytes) << " | "
-         << Bytes(t.peak_device_bytes) << " |\n";
+         << MedianStep(t) << " | " << Bytes(t.peak_rss_bytes) << " | " << Bytes(t.peak_device_bytes)
+         << " |\n";
     }
     os << "\nTimes are as measured on each track; they support no faster/slower claim beyond "
           "runs made under the same conditions.\n";
@@ -781,7 +797,8 @@ std::string RenderMarkdown(const Report& r) {
   }
   if (!ev.missing.empty()) {
     os << "\n## Missing evidence\n\n";
-    for (const auto& [what, why] : ev.missing) os << "- " << Cell(what) << ": " << Cell(why) << '\n';
+    for (const auto& [what, why] : ev.missing)
+      os << "- " << Cell(what) << ": " << Cell(why) << '\n';
   }
   os << "\n<sub>dualtrack " << kVersion << " · dualtrack.report/1</sub>\n";
   return os.str();
@@ -800,10 +817,14 @@ std::string CoverageChart(const std::vector<CoverageOp>& ops) {
   std::int64_t ok = 0, fallback = 0, failing = 0, unknown = 0;
   for (const CoverageOp& op : ops) {
     const std::string st = CoverageState(op);
-    if (st == "clear") ++ok;
-    else if (st == "unknown") ++unknown;
-    else if (op.cls == "cpu-fallback" || op.cls == "always-cpu") ++fallback;
-    else ++failing;
+    if (st == "clear")
+      ++ok;
+    else if (st == "unknown")
+      ++unknown;
+    else if (op.cls == "cpu-fallback" || op.cls == "always-cpu")
+      ++fallback;
+    else
+      ++failing;
   }
   const std::int64_t total = ok + fallback + failing + unknown;
   if (total == 0) return "";
@@ -811,14 +832,16 @@ std::string CoverageChart(const std::vector<CoverageOp>& ops) {
       "<svg class=\"ops\" viewBox=\"0 0 520 34\" width=\"520\" height=\"34\" role=\"img\" "
       "aria-label=\"traced operators: native, CPU fallback, failing, unknown\">";
   double x = 0;
-  for (const auto& [n, cls, label] : {std::tuple{ok, "clear", "native on MPS"},
-                                      std::tuple{fallback, "fallback", "CPU fallback"},
-                                      std::tuple{failing, "holds", "failing on MPS (dtype)"},
-                                      std::tuple{unknown, "unknown", "unknown"}}) {
+  for (const auto& [n, cls, label] :
+       {std::tuple{ok, "clear", "native on MPS"}, std::tuple{fallback, "fallback", "CPU fallback"},
+        std::tuple{failing, "holds", "failing on MPS (dtype)"},
+        std::tuple{unknown, "unknown", "unknown"}}) {
     if (n == 0) continue;
     const double w = 520.0 * double(n) / double(total);
-    svg += fmt::format("<rect class=\"{}\" x=\"{:.1f}\" y=\"0\" width=\"{:.1f}\" height=\"18\"><title>{}: {}</title></rect>",
-                       cls, x, w, label, n);
+    svg += fmt::format(
+        "<rect class=\"{}\" x=\"{:.1f}\" y=\"0\" width=\"{:.1f}\" height=\"18\"><title>{}: "
+        "{}</title></rect>",
+        cls, x, w, label, n);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"31\">{} {}</text>", x + 2, n, label);
     x += w;
   }
@@ -838,7 +861,8 @@ std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t
     if (ec || !fs::is_regular_file(p, ec)) continue;
     std::string url = "file://";
     for (unsigned char c : p.generic_string()) {
-      if (std::isalnum(c) || std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos)
+      if (std::isalnum(c) ||
+          std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos)
         url.push_back(static_cast<char>(c));
       else
         url += fmt::format("%{:02X}", c);
@@ -857,18 +881,25 @@ std::string RenderHtml(const Report& r) {
         "<title>dualtrack report: "
      << esc(r.verdict) << "</title><style>" << kCss << "</style></head><body>\n";
   os << "<h1>dualtrack report</h1><div class=\"muted\">"
-     << esc(!ev.project.empty() ? ev.project
-                                : (ev.scan ? ev.scan->root
-                                           : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
+     << esc(!ev.project.empty()
+                ? ev.project
+                : (ev.scan ? ev.scan->root : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
   // The sections, in page order: what to do first, the evidence below. The first and the last are
   // there only with experiments and with missing evidence.
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kSections = {{
-      {"experiments", "Experiments"}, {"next", "Next steps"}, {"plan", "Dual-track plan"},
-      {"checklist", "Checklist"}, {"validity", "Validity"}, {"stops", "Stop conditions"},
-      {"comparison", "Per-tensor comparison"}, {"coverage", "Operator coverage on MPS"},
-      {"findings", "Findings by class"}, {"tracks", "Tracks"}, {"environments", "Environments"},
-      {"missing", "Missing evidence"}}};
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kSections = {
+      {{"experiments", "Experiments"},
+       {"next", "Next steps"},
+       {"plan", "Dual-track plan"},
+       {"checklist", "Checklist"},
+       {"validity", "Validity"},
+       {"stops", "Stop conditions"},
+       {"comparison", "Per-tensor comparison"},
+       {"coverage", "Operator coverage on MPS"},
+       {"findings", "Findings by class"},
+       {"tracks", "Tracks"},
+       {"environments", "Environments"},
+       {"missing", "Missing evidence"}}};
   std::vector<std::pair<std::string_view, std::string_view>> toc;
   for (const auto& section : kSections)
     if ((section.first != "experiments" || !r.experiments.empty()) &&
@@ -876,7 +907,8 @@ std::string RenderHtml(const Report& r) {
       toc.push_back(section);
   os << "<nav class=\"toc\" aria-label=\"contents\"><strong>Contents</strong><ol>"
         "<li><a href=\"#verdict\">Verdict</a></li>";
-  for (const auto& [id, title] : toc) os << "<li><a href=\"#" << id << "\">" << title << "</a></li>";
+  for (const auto& [id, title] : toc)
+    os << "<li><a href=\"#" << id << "\">" << title << "</a></li>";
   os << "</ol></nav>\n";
   if (r.validity.state == "differs") {
     os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
@@ -918,8 +950,7 @@ std::string RenderHtml(const Report& r) {
        << "</h3><ul>";
     for (const PlanItem& p : r.plan) {
       if (p.where == where) {
-        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why)
-           << "</span></li>";
+        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why) << "</span></li>";
       }
     }
     os << "</ul></div>";
@@ -936,8 +967,8 @@ std::string RenderHtml(const Report& r) {
   os << "</table>\n";
 
   os << "<h2 class=\"part\">Evidence</h2>";
-  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << esc(r.validity.state)
-     << "\">" << esc(r.validity.state) << ": " << esc(r.validity.summary) << "</div>";
+  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << esc(r.validity.state) << "\">"
+     << esc(r.validity.state) << ": " << esc(r.validity.summary) << "</div>";
   if (!r.validity.fields.empty()) {
     os << "<table><tr><th>field</th><th>state</th>";
     for (const auto& [who, value] : r.validity.fields.front().values) {
@@ -978,9 +1009,9 @@ std::string RenderHtml(const Report& r) {
       constexpr std::size_t kInline = 6;
       std::size_t shown = 0;
       auto item = [&](const EvidenceItem& e, bool note) {
-        if (shown == kInline) os << "</ul><details><summary>"
-                                 << (s.evidence.size() + s.notes.size() - kInline)
-                                 << " more</summary><ul>";
+        if (shown == kInline)
+          os << "</ul><details><summary>" << (s.evidence.size() + s.notes.size() - kInline)
+             << " more</summary><ul>";
         ++shown;
         os << "<li" << (note ? " class=\"muted\"" : "") << "><code>" << esc(Where(e.location))
            << "</code> " << esc(e.text) << "</li>";
@@ -1000,14 +1031,16 @@ std::string RenderHtml(const Report& r) {
   }
   for (const Comparison& c : ev.comparisons) {
     const HistAxis axis = SharedAxis(c.tensors);
-    os << "<p><code>" << esc(c.a) << "</code> vs <code>" << esc(c.b) << "</code>: "
-       << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
+    os << "<p><code>" << esc(c.a) << "</code> vs <code>" << esc(c.b)
+       << "</code>: " << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
        << " fail). Error histograms share one axis (log10 |a−b|); the red line is each "
           "tensor's atol.</p>";
     const char* header =
-        "<div class=\"scroll\"><table><tr><th>tensor</th><th>status</th><th>shape</th><th>max |a−b|</th>"
+        "<div class=\"scroll\"><table><tr><th>tensor</th><th>status</th><th>shape</th><th>max "
+        "|a−b|</th>"
         "<th>mean |a−b|</th><th>max rel</th><th>atol / rtol</th><th>error histogram</th></tr>";
-    // Failing tensors come worst first: the first kWorst inline, the others folded with the passing.
+    // Failing tensors come worst first: the first kWorst inline, the others folded with the
+    // passing.
     constexpr std::size_t kWorst = 12;
     auto rows = [&](int part) {  // 0: the worst failing, 1: the other failing, 2: passing.
       std::size_t n = 0, failing = 0;
@@ -1049,8 +1082,11 @@ std::string RenderHtml(const Report& r) {
        << esc(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
        << "</p>";
   } else {
-    os << "<p>" << esc(ev.coverage->evidence) << " for torch " << esc(ev.coverage->torch)
-       << "</p>" << CoverageChart(ev.coverage->ops) << "<div class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</th>"
+    os << "<p>" << esc(ev.coverage->evidence) << " for torch " << esc(ev.coverage->torch) << "</p>"
+       << CoverageChart(ev.coverage->ops)
+       << "<div "
+          "class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</"
+          "th>"
           "<th>count</th><th>called at</th></tr>";
     for (const CoverageOp& op : ev.coverage->ops) {
       const std::string st = CoverageState(op);
@@ -1087,9 +1123,9 @@ std::string RenderHtml(const Report& r) {
             "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
             "<th>replacement</th></tr>";
       for (const Finding* f : fs) {
-        os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>"
-           << esc(f->code) << "</td><td class=\"sev-" << esc(f->severity) << "\">"
-           << esc(f->severity) << "</td><td>" << esc(f->message);
+        os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>" << esc(f->code)
+           << "</td><td class=\"sev-" << esc(f->severity) << "\">" << esc(f->severity)
+           << "</td><td>" << esc(f->message);
         if (!f->snippet.empty()) os << "<br><code>" << esc(f->snippet) << "</code>";
         os << "</td><td>" << Bool(f->guarded) << "</td><td>"
            << (f->reachable ? (*f->reachable ? "yes" : "no") : "n/a") << "</td><td>"

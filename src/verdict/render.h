@@ -2,10 +2,9 @@
 // Markdown (for a pull request or an issue) and one self-contained HTML page (for a supervisor).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "verdict/verdict.h"
 

@@ -156,9 +156,10 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
   } else {
     r.state = RuleState::kClear;
     r.summary = r.notes.empty() ? "The scan found no blocker."
-                                : fmt::format("No unguarded blocker on the reachable path ({} "
-                                              "blocker(s) guarded, unused or outside Python).",
-                                              r.notes.size());
+                                : fmt::format(
+                                      "No unguarded blocker on the reachable path ({} "
+                                      "blocker(s) guarded, unused or outside Python).",
+                                      r.notes.size());
   }
   return r;
 }
@@ -196,8 +197,8 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
              Lower(issue).find("float64") != std::string::npos ? "float64" : "dtype"});
       }
       if (op.cls == "unknown" && op.count > 0) {
-        r.notes.push_back({fmt::format("{}: MPS support unknown to the coverage table", op.op),
-                           op.location, ""});
+        r.notes.push_back(
+            {fmt::format("{}: MPS support unknown to the coverage table", op.op), op.location, ""});
       }
     }
     for (const Track& t : ev.tracks) {
@@ -223,9 +224,10 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
         break;
       }
     }
-    r.summary = fmt::format("{} operation(s) of the task cannot run on MPS, even with the CPU "
-                            "fallback: {}{}",
-                            r.evidence.size(), Where(r.evidence.front().location), root);
+    r.summary = fmt::format(
+        "{} operation(s) of the task cannot run on MPS, even with the CPU "
+        "fallback: {}{}",
+        r.evidence.size(), Where(r.evidence.front().location), root);
   } else {
     r.state = RuleState::kClear;
     r.summary = r.level == EvidenceLevel::kMeasured
@@ -268,10 +270,9 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
   }
   if (!r.evidence.empty()) {
     r.state = RuleState::kHolds;
-    r.summary = fmt::format("{} tensor(s) or metric(s) outside tolerance{}.", r.evidence.size(),
-                            fallbacks > 0 ? fmt::format(" with {} operator(s) on the CPU fallback",
-                                                        fallbacks)
-                                          : "");
+    r.summary = fmt::format(
+        "{} tensor(s) or metric(s) outside tolerance{}.", r.evidence.size(),
+        fallbacks > 0 ? fmt::format(" with {} operator(s) on the CPU fallback", fallbacks) : "");
   } else {
     r.state = RuleState::kClear;
     r.summary = "Every compared tensor and metric is within tolerance.";
@@ -337,8 +338,8 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
     } else if (finished != nullptr) {
       r.notes.push_back(FromFinding(
           f,
-          fmt::format("optional: track {} ran code in {} and finished without it: ",
-                      finished->name, f.file),
+          fmt::format("optional: track {} ran code in {} and finished without it: ", finished->name,
+                      f.file),
           "multi-gpu-optional"));
       r.level = EvidenceLevel::kMeasured;
     } else {
@@ -347,9 +348,10 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
   }
   if (!r.evidence.empty()) {
     r.state = RuleState::kHolds;
-    r.summary = fmt::format("Multi-GPU communication on the reachable path, not shown to be "
-                            "optional: {}",
-                            Where(r.evidence.front().location));
+    r.summary = fmt::format(
+        "Multi-GPU communication on the reachable path, not shown to be "
+        "optional: {}",
+        Where(r.evidence.front().location));
   } else {
     r.state = RuleState::kClear;
     r.summary = r.notes.empty() ? "No DDP, FSDP or NCCL use found."
@@ -390,12 +392,14 @@ Validity CheckValidity(const Evidence& ev) {
                                : (any_missing ? RuleState::kUnknown : RuleState::kClear);
     v.fields.push_back(std::move(f));
   };
-  add("git commit", [](const Track& t) { return t.git_commit.value_or(""); },
+  add(
+      "git commit", [](const Track& t) { return t.git_commit.value_or(""); },
       ev.baseline ? ev.baseline->commit : "");
-  add("data-slice digest", [](const Track& t) { return t.data_digest.value_or(""); },
+  add(
+      "data-slice digest", [](const Track& t) { return t.data_digest.value_or(""); },
       ev.baseline ? ev.baseline->data_digest : "");
-  add("seed",
-      [](const Track& t) { return t.seed ? std::to_string(*t.seed) : std::string(); },
+  add(
+      "seed", [](const Track& t) { return t.seed ? std::to_string(*t.seed) : std::string(); },
       ev.baseline && ev.baseline->seeds.size() == 1 ? std::to_string(ev.baseline->seeds[0]) : "");
   std::vector<std::string> differs, unknown;
   for (const ValidityField& f : v.fields) {

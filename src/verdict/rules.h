@@ -34,7 +34,8 @@ struct EvidenceItem {
   std::string fix;  // The change that would lift it, when known ("replace X by Y").
   // What the item is, for the code that groups them (never matched from the English text):
   // extension (a CUDA-only build or pin kept on the Linux GPU), guarded, unreachable,
-  // multi-gpu-optional, multi-gpu-edit, launcher, float64, failed-op, fallback, tolerance, exception; or empty.
+  // multi-gpu-optional, multi-gpu-edit, launcher, float64, failed-op, fallback, tolerance,
+  // exception; or empty.
   std::string kind;
 };
 
@@ -43,7 +44,7 @@ struct RuleResult {
   std::string title;  // The stop condition in the articles' words.
   RuleState state = RuleState::kUnknown;
   EvidenceLevel level = EvidenceLevel::kPredicted;
-  std::string summary;                // One sentence: why it holds, is clear or unknown.
+  std::string summary;                 // One sentence: why it holds, is clear or unknown.
   std::vector<EvidenceItem> evidence;  // What makes it hold.
   std::vector<EvidenceItem> notes;     // Considered and not stopping (guarded, optional, unused).
 };
@@ -72,8 +73,8 @@ std::vector<RuleResult> CheckStopConditions(const Evidence& ev);
 
 // Validity first: the tracks (and the baseline) must share git commit, data-slice digest and seed.
 struct ValidityField {
-  std::string field;  // git commit | data-slice digest | seed
-  RuleState state = RuleState::kUnknown;  // kHolds here means "differs".
+  std::string field;                                        // git commit | data-slice digest | seed
+  RuleState state = RuleState::kUnknown;                    // kHolds here means "differs".
   std::vector<std::pair<std::string, std::string>> values;  // (track or "baseline", value or "")
 };
 

@@ -1,7 +1,5 @@
 #include "verdict/verdict.h"
 
-#include "verdict/experiments.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+
+#include "verdict/experiments.h"
 
 namespace dt::verdict {
 
@@ -72,8 +72,8 @@ std::string Memory(const Track& t) {
   std::string out;
   if (t.peak_rss_bytes) out += "peak RSS " + HumanBytes(*t.peak_rss_bytes);
   if (t.peak_device_bytes) {
-    out += (out.empty() ? "" : ", ") + std::string("peak device ") +
-           HumanBytes(*t.peak_device_bytes);
+    out +=
+        (out.empty() ? "" : ", ") + std::string("peak device ") + HumanBytes(*t.peak_device_bytes);
   }
   return out.empty() ? "memory not recorded" : out;
 }
@@ -102,12 +102,11 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
         c.evidence = fmt::format("{} records no git commit", b.source);
       } else {
         c.status = "done";
-        c.evidence = fmt::format("{}: commit {}{}, {} package(s), {} data file(s){}", b.source,
-                                 b.commit.substr(0, 12), b.dirty.empty() ? "" : " (dirty)",
-                                 b.packages, b.data_files,
-                                 b.data_digest.empty() ? ", no data-slice digest"
-                                                       : ", data digest " +
-                                                             b.data_digest.substr(0, 12));
+        c.evidence = fmt::format(
+            "{}: commit {}{}, {} package(s), {} data file(s){}", b.source, b.commit.substr(0, 12),
+            b.dirty.empty() ? "" : " (dirty)", b.packages, b.data_files,
+            b.data_digest.empty() ? ", no data-slice digest"
+                                  : ", data digest " + b.data_digest.substr(0, 12));
       }
     } else {
       c.evidence = "no baseline given (run 'dualtrack freeze' on the CUDA machine)";
@@ -125,12 +124,13 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
         with_alt += f.replacement.empty() ? 0 : 1;
       }
       c.status = "done";
-      c.evidence = fmt::format("{} finding(s) in {} file(s) scanned; {} need a change, {} with a "
-                               "suggested alternative",
-                               ev.scan->findings.size(), ev.scan->files_scanned, needing, with_alt);
+      c.evidence = fmt::format(
+          "{} finding(s) in {} file(s) scanned; {} need a change, {} with a "
+          "suggested alternative",
+          ev.scan->findings.size(), ev.scan->files_scanned, needing, with_alt);
     } else {
-      c.evidence = ev.missing.count("scan") ? "scan missing: " + ev.missing.at("scan")
-                                             : "no scan given";
+      c.evidence =
+          ev.missing.count("scan") ? "scan missing: " + ev.missing.at("scan") : "no scan given";
     }
     items.push_back(std::move(c));
   }
@@ -143,15 +143,16 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
     if (mac != nullptr) {
       const bool ok = mac->mps_built.value_or(false) && mac->mps_available.value_or(false);
       c.status = ok ? "done" : "failed";
-      c.evidence = fmt::format("{} {} ({}), torch {}: mps_built={}, mps_available={}", mac->os,
-                               mac->os_version, mac->arch, mac->torch_version,
-                               mac->mps_built ? (*mac->mps_built ? "true" : "false") : "unknown",
-                               mac->mps_available ? (*mac->mps_available ? "true" : "false")
-                                                  : "unknown");
+      c.evidence =
+          fmt::format("{} {} ({}), torch {}: mps_built={}, mps_available={}", mac->os,
+                      mac->os_version, mac->arch, mac->torch_version,
+                      mac->mps_built ? (*mac->mps_built ? "true" : "false") : "unknown",
+                      mac->mps_available ? (*mac->mps_available ? "true" : "false") : "unknown");
     } else if (ev.env) {
-      c.evidence = fmt::format("this host is {} {}; no Mac environment recorded (run 'dualtrack "
-                               "env' on the Mac)",
-                               ev.env->os, ev.env->arch);
+      c.evidence = fmt::format(
+          "this host is {} {}; no Mac environment recorded (run 'dualtrack "
+          "env' on the Mac)",
+          ev.env->os, ev.env->arch);
     } else {
       c.evidence = "no environment recorded";
     }
@@ -163,8 +164,8 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
     if (mps != nullptr) {
       if (mps->Finished() && !mps->step_wall_s.empty()) {
         c.status = "done";
-        c.evidence = fmt::format("track {} (mps) finished {} step(s)", mps->name,
-                                 mps->step_wall_s.size());
+        c.evidence =
+            fmt::format("track {} (mps) finished {} step(s)", mps->name, mps->step_wall_s.size());
       } else if (mps->Finished()) {
         c.status = "failed";
         c.evidence = fmt::format("track {} (mps) exited without recording a step", mps->name);
@@ -176,10 +177,10 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
       c.evidence = "no MPS track";
       for (const Track& t : ev.tracks) {
         if (!t.IsCuda()) {
-          c.evidence += fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence{}", t.name,
-                                    t.device, t.Finished() ? "finished" : "did not finish",
-                                    t.step_wall_s.size(),
-                                    t.device_note.empty() ? "" : " (" + t.device_note + ")");
+          c.evidence +=
+              fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence{}", t.name, t.device,
+                          t.Finished() ? "finished" : "did not finish", t.step_wall_s.size(),
+                          t.device_note.empty() ? "" : " (" + t.device_note + ")");
         }
       }
     }
@@ -191,9 +192,10 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
     if (mps != nullptr) {
       if (!mps->has_ops) {
         c.status = "failed";
-        c.evidence = fmt::format("track {} has no operator trace (ops.jsonl): MPS and CPU-fallback "
-                                 "execution cannot be told apart",
-                                 mps->name);
+        c.evidence = fmt::format(
+            "track {} has no operator trace (ops.jsonl): MPS and CPU-fallback "
+            "execution cannot be told apart",
+            mps->name);
       } else {
         std::int64_t on_mps = 0, fallback = 0, failed = 0;
         std::vector<std::string> names;
@@ -208,11 +210,12 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
           }
         }
         c.status = "done";
-        c.evidence = fmt::format("{} operator(s) ran on MPS, {} fell back to the CPU{}{}; "
-                                 "PYTORCH_ENABLE_MPS_FALLBACK={}",
-                                 on_mps, fallback, names.empty() ? "" : " (",
-                                 names.empty() ? "" : fmt::format("{})", fmt::join(names, ", ")),
-                                 mps->mps_fallback.value_or("unset"));
+        c.evidence = fmt::format(
+            "{} operator(s) ran on MPS, {} fell back to the CPU{}{}; "
+            "PYTORCH_ENABLE_MPS_FALLBACK={}",
+            on_mps, fallback, names.empty() ? "" : " (",
+            names.empty() ? "" : fmt::format("{})", fmt::join(names, ", ")),
+            mps->mps_fallback.value_or("unset"));
         if (failed > 0) c.evidence += fmt::format(", {} failed", failed);
       }
     } else if (ev.coverage) {
@@ -220,8 +223,8 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
       for (const CoverageOp& op : ev.coverage->ops) {
         fb += (op.cls == "cpu-fallback" || op.cls == "always-cpu") ? 1 : 0;
       }
-      c.evidence = fmt::format("no MPS track; predicted: {} operator(s) would fall back to the CPU",
-                               fb);
+      c.evidence =
+          fmt::format("no MPS track; predicted: {} operator(s) would fall back to the CPU", fb);
     } else {
       c.evidence = "no MPS track and no coverage prediction";
     }
@@ -278,8 +281,9 @@ std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleR
       c.user_statement = true;
       c.evidence = "stated by the user (--remote-data-confirmed); dualtrack did not verify it";
     } else {
-      c.evidence = "no statement (pass --remote-data-confirmed once the remote machine's data "
-                   "handling is checked)";
+      c.evidence =
+          "no statement (pass --remote-data-confirmed once the remote machine's data "
+          "handling is checked)";
     }
     items.push_back(std::move(c));
   }
@@ -354,10 +358,9 @@ class StepBuilder {
       std::vector<std::string> where;
       for (const Location& l : s.also) {
         where.push_back(l.file == s.location.file && l.line > 0 ? std::to_string(l.line)
-                                                                 : Where(l));
+                                                                : Where(l));
       }
-      s.action += fmt::format(" (also {}: {})",
-                              s.also.size() == 1 ? "this line" : "these lines",
+      s.action += fmt::format(" (also {}: {})", s.also.size() == 1 ? "this line" : "these lines",
                               fmt::join(where, ", "));
     }
     std::stable_sort(steps_.begin(), steps_.end(),
@@ -365,11 +368,13 @@ class StepBuilder {
     if (steps_.size() > kMaxNextSteps) {
       const std::size_t more = steps_.size() - kMaxNextSteps;
       steps_.resize(kMaxNextSteps);
-      steps_.push_back({0, "",
+      steps_.push_back({0,
+                        "",
                         fmt::format("{} more step(s) of the kinds above: see the findings and the "
                                     "operator coverage below",
                                     more),
-                        {}, {}});
+                        {},
+                        {}});
     }
     return std::move(steps_);
   }
@@ -384,7 +389,8 @@ class StepBuilder {
 // aten::multi_margin_loss.
 std::string BaseOp(std::string op) {
   constexpr std::string_view kBackward = "_backward";
-  if (op.size() > kBackward.size() && op.ends_with(kBackward)) op.resize(op.size() - kBackward.size());
+  if (op.size() > kBackward.size() && op.ends_with(kBackward))
+    op.resize(op.size() - kBackward.size());
   return op;
 }
 
@@ -404,8 +410,9 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
       // operators that then computed with them, so they open the file's group.
       for (const EvidenceItem& e : r.notes) {
         if (e.kind == "float64") {
-          b.Add(3, r.id, "Compute in float32 instead of float64" + at(e.location) +
-                             " (creates the float64 tensor)",
+          b.Add(3, r.id,
+                "Compute in float32 instead of float64" + at(e.location) +
+                    " (creates the float64 tensor)",
                 e.location, "f64:" + e.location.file);
         }
       }
@@ -418,8 +425,8 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
                           at(e.location)),
               e.location, "multi:" + e.location.file);
       } else if (r.id == "candidate-unfinished") {
-        b.Add(3, r.id, fmt::format("Fix the error that stopped the track{}: {}", at(e.location),
-                                   e.text),
+        b.Add(3, r.id,
+              fmt::format("Fix the error that stopped the track{}: {}", at(e.location), e.text),
               e.location);
       } else if (r.id == "outside-tolerance") {
         b.Add(3, r.id,
@@ -442,8 +449,7 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
       } else if (!e.fix.empty()) {
         b.Add(3, r.id, fmt::format("Replace by {}{}", e.fix, at(e.location)), e.location);
       } else {
-        b.Add(3, r.id, fmt::format("Remove or replace {}{}", e.text, at(e.location)),
-              e.location);
+        b.Add(3, r.id, fmt::format("Remove or replace {}{}", e.text, at(e.location)), e.location);
       }
     }
   }
@@ -467,9 +473,9 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
       if (op.cls != "cpu-fallback" && op.cls != "always-cpu") continue;
       if (op.native_since) {
         b.Add(2, "fallback-separated",
-              fmt::format("Upgrade torch to >= {} for a native MPS {}{}", *op.native_since, op.op,
-                          Where(op.location).empty() ? "" : " (called at " + Where(op.location) +
-                                                               ")"),
+              fmt::format(
+                  "Upgrade torch to >= {} for a native MPS {}{}", *op.native_since, op.op,
+                  Where(op.location).empty() ? "" : " (called at " + Where(op.location) + ")"),
               op.location, "up:" + BaseOp(op.op));
       } else {
         b.Add(2, "fallback-separated",
@@ -500,9 +506,10 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
               {f.file, f.line}, "dev:" + f.file);
       } else if (f.severity == "fixable" && f.mps_only) {
         // The same group as the traced run's float64 steps: one step per file either way.
-        b.Add(2, "cuda-parts-marked",
-              fmt::format("For MPS, compute in float32 instead of float64 at {}:{}", f.file, f.line),
-              {f.file, f.line}, "f64:" + f.file);
+        b.Add(
+            2, "cuda-parts-marked",
+            fmt::format("For MPS, compute in float32 instead of float64 at {}:{}", f.file, f.line),
+            {f.file, f.line}, "f64:" + f.file);
       }
     }
   }
@@ -590,9 +597,10 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
     if (IsExtensionNote(e)) ext.push_back(e);
   }
   if (!ext.empty()) {
-    plan.push_back({"linux-gpu", "Building and benchmarking the CUDA extensions and pins (" +
-                                     PlaceList(ext) + ")",
-                    "no MPS or Metal build of them exists in the project"});
+    plan.push_back(
+        {"linux-gpu",
+         "Building and benchmarking the CUDA extensions and pins (" + PlaceList(ext) + ")",
+         "no MPS or Metal build of them exists in the project"});
   }
   return plan;
 }
@@ -607,14 +615,17 @@ bool cand_is_mps(const Track* cand) { return cand != nullptr && cand->IsMps(); }
 // `--opts MODEL.DEVICE mps` override it, like an argparse default.
 bool IsConfigTreeDefault(std::string_view snippet) {
   std::size_t eq = snippet.find('=');
-  if (eq == std::string_view::npos || eq + 1 >= snippet.size() || snippet[eq + 1] == '=') return false;
+  if (eq == std::string_view::npos || eq + 1 >= snippet.size() || snippet[eq + 1] == '=')
+    return false;
   std::string_view target = snippet.substr(0, eq);
   while (!target.empty() && target.back() == ' ') target.remove_suffix(1);
   if (target.empty() || target.rfind("self.", 0) == 0) return false;
   int dots = 0;
   for (char c : target) {
-    if (c == '.') ++dots;
-    else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+    if (c == '.')
+      ++dots;
+    else if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
   }
   std::string_view value = snippet.substr(eq + 1);
   while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
@@ -646,7 +657,9 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
       if (f.severity == "portable" || f.mps_only) continue;
       if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
       EvidenceItem item{f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
-                        {f.file, f.line}, f.replacement, ""};
+                        {f.file, f.line},
+                        f.replacement,
+                        ""};
       if (f.severity == "replace" || f.severity == "blocker") {
         if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
         replace.push_back(std::move(item));
@@ -657,18 +670,21 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
       }
     }
     if (!replace.empty()) {
-      out.push_back(fmt::format("{} construct(s) on the path need a replacement before they can "
-                                "run on the Mac: {}",
-                                replace.size(), PlaceList(replace)));
+      out.push_back(
+          fmt::format("{} construct(s) on the path need a replacement before they can "
+                      "run on the Mac: {}",
+                      replace.size(), PlaceList(replace)));
     }
     if (!edit.empty()) {
-      out.push_back(fmt::format("{} CUDA-hardwired line(s) on the path need a mechanical edit before "
-                                "they run without CUDA: {}",
-                                edit.size(), PlaceList(edit)));
+      out.push_back(
+          fmt::format("{} CUDA-hardwired line(s) on the path need a mechanical edit before "
+                      "they run without CUDA: {}",
+                      edit.size(), PlaceList(edit)));
     }
   }
   if (ev.scan && ev.scan->path) {
-    if (std::string cpu_only = CpuOnlyTraining(*ev.scan->path); !cpu_only.empty()) out.push_back(cpu_only);
+    if (std::string cpu_only = CpuOnlyTraining(*ev.scan->path); !cpu_only.empty())
+      out.push_back(cpu_only);
   }
   if (ev.coverage) {
     std::vector<EvidenceItem> fb;
@@ -703,14 +719,16 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
 std::string CpuOnlyTraining(const ScanPath& p) {
   if (!p.cuda_choice || p.mentions_mps || p.framework_device || !p.model || !p.training) return {};
   const std::string training =
-      p.training->line > 0 ? fmt::format("{}:{} calls backward()", p.training->file, p.training->line)
-                           : p.training->file + " is a training script";
+      p.training->line > 0
+          ? fmt::format("{}:{} calls backward()", p.training->file, p.training->line)
+          : p.training->file + " is a training script";
   return fmt::format(
       "on a Mac it trains on the CPU only: the device choice ({}:{}) is CUDA or the CPU and MPS is "
       "named nowhere on the path, and {} for a model with {} ({}:{}), which wants an accelerator "
       "for formal runs. Development runs fit the Mac's CPU; an MPS branch in the device choice "
       "would let its GPU train it",
-      p.cuda_choice->file, p.cuda_choice->line, training, p.model_api, p.model->file, p.model->line);
+      p.cuda_choice->file, p.cuda_choice->line, training, p.model_api, p.model->file,
+      p.model->line);
 }
 
 // Unguarded constructs on the path that run on the CPU but fail on MPS (float64, an operator
@@ -725,9 +743,10 @@ std::string MpsOnlyEdits(const Evidence& ev) {
     items.push_back({f.code, {f.file, f.line}, f.replacement, ""});
   }
   if (items.empty()) return {};
-  return fmt::format("On MPS (not on the Mac's CPU), {} line(s) on the path need an edit first "
-                     "(float64 or an operator without an MPS kernel): {}",
-                     items.size(), PlaceList(items));
+  return fmt::format(
+      "On MPS (not on the Mac's CPU), {} line(s) on the path need an edit first "
+      "(float64 or an operator without an MPS kernel): {}",
+      items.size(), PlaceList(items));
 }
 
 std::string PredictedReadyReason(const Evidence& ev, const std::vector<RuleResult>& stops) {
@@ -746,7 +765,8 @@ std::string PredictedReadyReason(const Evidence& ev, const std::vector<RuleResul
   std::string path = ev.entry.empty() ? std::string("the project") : ev.entry + "'s path";
   std::string text = fmt::format(
       "Predicted mac-ready: no stop condition and nothing on {} without an MPS path ({} guarded, "
-      "{} unreachable, {} outside Python and {} portable or device-option finding(s) do not stand in "
+      "{} unreachable, {} outside Python and {} portable or device-option finding(s) do not stand "
+      "in "
       "the way)",
       path, guarded, unreachable, off_path, minor);
   if (ev.coverage) {
@@ -795,8 +815,8 @@ Report Decide(Evidence evidence) {
     rep.level = EvidenceLevel::kPredicted;
     for (const RuleResult* r : holding) {
       if (r->level == EvidenceLevel::kMeasured) rep.level = EvidenceLevel::kMeasured;
-      rep.reasons.push_back(fmt::format("Stop condition ({}, {}): {}", r->id, ToString(r->level),
-                                        r->summary));
+      rep.reasons.push_back(
+          fmt::format("Stop condition ({}, {}): {}", r->id, ToString(r->level), r->summary));
     }
   } else {
     const bool mps_finished = cand != nullptr && cand->IsMps() && cand->Finished();
@@ -818,14 +838,15 @@ Report Decide(Evidence evidence) {
       rep.verdict = "mac-ready";
       rep.level = EvidenceLevel::kPredicted;
       rep.reasons.push_back(PredictedReadyReason(ev, rep.stops));
-      rep.reasons.push_back("To be measured on a Mac before it is more than a prediction: the "
-                            "MPS run, and its comparison with the CUDA baseline (see the "
-                            "checklist).");
+      rep.reasons.push_back(
+          "To be measured on a Mac before it is more than a prediction: the "
+          "MPS run, and its comparison with the CUDA baseline (see the "
+          "checklist).");
     } else {
       rep.verdict = "dev-only";
       for (const std::string& o : obstacles) rep.reasons.push_back("Not mac-ready: " + o);
-      rep.level = (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured
-                                                      : EvidenceLevel::kPredicted;
+      rep.level =
+          (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured : EvidenceLevel::kPredicted;
       std::vector<std::string> unknown;
       for (const RuleResult& r : rep.stops) {
         if (r.state == RuleState::kUnknown) unknown.push_back(r.id);
@@ -837,8 +858,9 @@ Report Decide(Evidence evidence) {
                             "missing evidence ({}).",
                             unknown.size(), rep.stops.size(), fmt::join(unknown, ", ")));
       if (!mps_finished) {
-        rep.reasons.push_back("Not mac-ready: no finished MPS track, so the evidence for the Mac "
-                              "is predicted.");
+        rep.reasons.push_back(
+            "Not mac-ready: no finished MPS track, so the evidence for the Mac "
+            "is predicted.");
       }
       if (!compared) {
         rep.reasons.push_back("Not mac-ready: no comparison of the tracks within tolerance.");
@@ -861,13 +883,17 @@ Report Decide(Evidence evidence) {
     if (IsExtensionNote(e)) ext.push_back(e);
   }
   if (!ext.empty()) {
-    rep.reasons.push_back("Custom CUDA extension or CUDA-only build with no MPS build, kept on the "
-                          "Linux GPU: " + PlaceList(ext));
+    rep.reasons.push_back(
+        "Custom CUDA extension or CUDA-only build with no MPS build, kept on the "
+        "Linux GPU: " +
+        PlaceList(ext));
   }
   const RuleResult& multi = Rule(rep.stops, "multi-gpu");
   if (multi.state != RuleState::kHolds && !multi.notes.empty()) {
-    rep.reasons.push_back("Multi-GPU path (NCCL / DDP) not needed by the task, kept on the Linux "
-                          "GPU: " + PlaceList(multi.notes));
+    rep.reasons.push_back(
+        "Multi-GPU path (NCCL / DDP) not needed by the task, kept on the Linux "
+        "GPU: " +
+        PlaceList(multi.notes));
   }
   if (ev.coverage) {
     std::vector<EvidenceItem> fb;
@@ -886,8 +912,8 @@ Report Decide(Evidence evidence) {
     }
   }
   if (!ev.designated_run.empty()) {
-    rep.reasons.push_back(fmt::format("Judged for the designated run: {}",
-                                      fmt::join(ev.designated_run, " ")));
+    rep.reasons.push_back(
+        fmt::format("Judged for the designated run: {}", fmt::join(ev.designated_run, " ")));
   }
   rep.checklist = Checklist(ev, rep.stops);
   rep.plan = Plan(ev, rep.verdict, rep.stops);

@@ -39,12 +39,12 @@ inline constexpr std::size_t kMaxNextSteps = 20;
 struct ExperimentRow {
   std::string name;
   std::string entry;
-  std::string run;          // The run that was traced, empty when none.
-  std::string source;       // declared | --entry | [tool.dualtrack] entry | picked | --run
+  std::string run;     // The run that was traced, empty when none.
+  std::string source;  // declared | --entry | [tool.dualtrack] entry | picked | --run
   std::string verdict;
   EvidenceLevel level = EvidenceLevel::kPredicted;
-  std::string reason;       // The first reason.
-  std::string report;       // The file with its full report.
+  std::string reason;  // The first reason.
+  std::string report;  // The file with its full report.
 };
 
 struct Report {
@@ -56,7 +56,7 @@ struct Report {
   std::vector<ChecklistItem> checklist;
   std::vector<PlanItem> plan;
   std::vector<NextStep> next_steps;
-  Evidence evidence;  // What it was decided from; the renderers show it.
+  Evidence evidence;                       // What it was decided from; the renderers show it.
   std::vector<ExperimentRow> experiments;  // The project's table (audit); empty for `report`.
 };
 

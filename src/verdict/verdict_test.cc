@@ -164,7 +164,10 @@ Evidence OnPathScan(std::vector<Finding> findings) {
 
 TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
   // `backend="nccl"` the scan rates fixable: a single-process run needs gloo, not several GPUs.
-  Finding nccl{.code = "DT205", .cls = "library", .severity = "fixable", .line = 12,
+  Finding nccl{.code = "DT205",
+               .cls = "library",
+               .severity = "fixable",
+               .line = 12,
                .snippet = "dist.init_process_group(backend=\"nccl\")"};
   Report r = Decide(OnPathScan({nccl}));
   for (const RuleResult& rule : r.stops) {
@@ -182,8 +185,12 @@ TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
 TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   // float64 on the path runs on the Mac's CPU as written: predicted mac-ready, with the MPS edit
   // said beside it and given as a next step.
-  Finding f64{.code = "DT204", .cls = "library", .severity = "fixable", .line = 30,
-              .snippet = "x = x.double()", .mps_only = true};
+  Finding f64{.code = "DT204",
+              .cls = "library",
+              .severity = "fixable",
+              .line = 30,
+              .snippet = "x = x.double()",
+              .mps_only = true};
   Report r = Decide(OnPathScan({f64}));
   EXPECT_EQ(r.verdict, "mac-ready");
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
@@ -192,7 +199,10 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   for (const NextStep& s : r.next_steps) step |= s.action.find("float32") != std::string::npos;
   EXPECT_TRUE(step);
   // A hard-coded device on the same path still needs its edit first.
-  Finding cuda{.code = "DT101", .cls = "device", .severity = "fixable", .line = 31,
+  Finding cuda{.code = "DT101",
+               .cls = "device",
+               .severity = "fixable",
+               .line = 31,
                .snippet = "model.cuda()"};
   EXPECT_EQ(Decide(OnPathScan({f64, cuda})).verdict, "dev-only");
 }
@@ -200,8 +210,12 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
 TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
   // cleanrl ppo_atari: device = "cuda" if torch.cuda.is_available() else "cpu", a Nature CNN, and
   // loss.backward() in the script: it trains on a Mac, but on the CPU only.
-  Finding choice{.code = "DT102", .cls = "device", .severity = "portable", .line = 9,
-                 .snippet = "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")"};
+  Finding choice{
+      .code = "DT102",
+      .cls = "device",
+      .severity = "portable",
+      .line = 9,
+      .snippet = "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")"};
   Evidence ev = OnPathScan({choice});
   ev.scan->findings[0].guarded = true;
   ScanPath path;
@@ -212,7 +226,8 @@ TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
   ev.scan->path = path;
   Report r = Decide(ev);
   EXPECT_EQ(r.verdict, "dev-only");
-  EXPECT_TRUE(AnyReasonHas(r, "on a Mac it trains on the CPU only: the device choice (train.py:9)"));
+  EXPECT_TRUE(
+      AnyReasonHas(r, "on a Mac it trains on the CPU only: the device choice (train.py:9)"));
   EXPECT_TRUE(AnyReasonHas(r, "torch.nn.Conv2d (train.py:20)"));
   // Any of these lets it stay mac-ready: MPS named on the path, a framework that places the model,
   // a model of linear layers, an experiment that does not train, no CUDA choice at all.
@@ -228,10 +243,11 @@ TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
   EXPECT_EQ(with([](ScanPath& p) { p.cuda_choice.reset(); }), "mac-ready");
   // A training script by name (its backward() is in a library module).
   EXPECT_TRUE(AnyReasonHas(Decide([&] {
-    Evidence e = ev;
-    e.scan->path->training = Location{"scripts/image_train.py", 0};
-    return e;
-  }()), "scripts/image_train.py is a training script"));
+                             Evidence e = ev;
+                             e.scan->path->training = Location{"scripts/image_train.py", 0};
+                             return e;
+                           }()),
+                           "scripts/image_train.py is a training script"));
 }
 
 TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
@@ -248,8 +264,8 @@ TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
 // ---- Validity.
 
 TEST(VerdictValidityTest, SameCommitDigestAndSeedIsOk) {
-  Validity v = CheckValidity(Load({.baseline = "baseline.json",
-                                   .tracks = {{"cuda", "cuda"}, {"mps", "mps"}}}));
+  Validity v = CheckValidity(
+      Load({.baseline = "baseline.json", .tracks = {{"cuda", "cuda"}, {"mps", "mps"}}}));
   EXPECT_EQ(v.state, "ok") << v.summary;
 }
 
@@ -320,8 +336,8 @@ TEST(VerdictDecideTest, CudaOnlyMeasuredWhenCandidateFails) {
 }
 
 TEST(VerdictDecideTest, CudaOnlyMeasuredWhenOutsideTolerance) {
-  Report r = Decide(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps"}},
-                          .compares = {"compare_fail.json"}}));
+  Report r = Decide(
+      Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps"}}, .compares = {"compare_fail.json"}}));
   EXPECT_EQ(r.verdict, "cuda-only");
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   EXPECT_EQ(Item(r, "within-tolerance").status, "failed");
@@ -412,7 +428,8 @@ TEST(VerdictDecideTest, PlanPutsMultiGpuAndExtensionsOnLinux) {
 }
 
 TEST(VerdictDecideTest, NextStepsAreOrderedByEffect) {
-  Report r = Decide(Load({.scan = "scan_example.json", .coverage = "coverage_fallback.json",
+  Report r = Decide(Load({.scan = "scan_example.json",
+                          .coverage = "coverage_fallback.json",
                           .tracks = {{"cpu", "cpu"}}}));
   ASSERT_GE(r.next_steps.size(), 3u);
   for (std::size_t i = 1; i < r.next_steps.size(); ++i) {
