@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The tree's formatting and lint, as CI checks them: clang-format (the repository's .clang-format)
 # on the C++ sources, ruff (pyproject.toml's [tool.ruff]) on the Python package, benchmarks and
-# tools. `scripts/lint.sh --fix` rewrites instead of checking.
+# tools, and mypy ([tool.mypy]) on the package. `scripts/lint.sh --fix` rewrites instead of
+# checking (mypy only checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -32,3 +33,4 @@ else
   "$PYTHON" -m ruff format --check "${python[@]}"
   "$PYTHON" -m ruff check "${python[@]}"
 fi
+"$PYTHON" -m mypy

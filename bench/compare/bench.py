@@ -1,8 +1,8 @@
 """Benchmark of `dualtrack compare` (docs/benchmarks.md, section compare).
 
 Measured in the same run on the same files under /tmp:
-  ceiling   a plain multi-threaded read of the same bytes in the same binary
-            (compare --bench-rounds)
+  ceiling   a plain multi-threaded read of the same bytes in the same process
+            (build/dualtrack_compare_bench, bench/compare/compare_bench.cc)
   stats     every statistic of `dualtrack compare` (same binary, same threads)
   allclose  numpy.allclose on the same two arrays (memory-mapped .npy, like dualtrack)
   np-stats  a NumPy script computing the same statistics in float64 (chunked, 8 Mi elements)
@@ -62,7 +62,7 @@ def make_bf16(path_a, path_b, n):
 
 def dualtrack_bench(binary, a, b, rounds):
     out = subprocess.run(
-        [binary, "compare", a, b, "--threads", "2", "--bench-rounds", str(rounds)],
+        [binary, a, b, "--threads", "2", "--rounds", str(rounds)],
         check=True,
         capture_output=True,
         text=True,
@@ -164,7 +164,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--mib", type=int, default=512)
     args = ap.parse_args()
-    binary = str(Path(args.build).resolve() / "dualtrack")
+    binary = str(Path(args.build).resolve() / "dualtrack_compare_bench")
     TMP.mkdir(exist_ok=True)
     n = args.mib * (1 << 20) // 4
     big = (TMP / f"f32_{args.mib}_a.npy", TMP / f"f32_{args.mib}_b.npy")

@@ -59,7 +59,7 @@ class Session:
         self.redirects: dict = {}
         self.tensors: dict = {}
         self.steps: list = []
-        self.step_start = None
+        self.step_start: float | None = None
         self.root = None
         self.root_params = 0
         self.param_names: dict = {}
@@ -72,7 +72,7 @@ class Session:
         self.paused = False
         self.exception = None
         self.tracer_errors: list = []
-        self.peak_device = None
+        self.peak_device: int | None = None
         self.tensors_written = 0
         self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
 

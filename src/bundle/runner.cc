@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <system_error>
 
@@ -216,6 +217,32 @@ class SignalForwarding {
   struct sigaction old_hup_ {};
 };
 
+// After the child: SIGINT, SIGTERM and SIGHUP wait until the bundle is finalised (restored on
+// scope exit), as they did while they were forwarded.
+class SignalsHeld {
+ public:
+  SignalsHeld() {
+    struct sigaction sa {};
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    ::sigaction(SIGHUP, &sa, &old_hup_);
+  }
+  ~SignalsHeld() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGHUP, &old_hup_, nullptr);
+  }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
+};
+
 // --timeout: SIGTERM to the child when the time is up (the tracer flushes on SystemExit), SIGKILL
 // five seconds later if it is still there.
 class TimeoutKiller {
@@ -299,106 +326,11 @@ Result<UniqueFd> LockBundleFolder(const std::filesystem::path& dir) {
   return fd;
 }
 
-}  // namespace
-
-std::string SignalName(int sig) {
-  switch (sig) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGILL:
-      return "SIGILL";
-    case SIGPIPE:
-      return "SIGPIPE";
-    case SIGQUIT:
-      return "SIGQUIT";
-    default:
-      return "signal " + std::to_string(sig);
-  }
-}
-
-Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
-  if (!ValidTrackName(options.track)) {
-    return MakeError(ErrorCode::kUsage,
-                     "--track must be a short name of letters, digits, '-', '_' or '.' (got '" +
-                         options.track + "')");
-  }
-  if (options.command.empty()) {
-    return MakeError(ErrorCode::kUsage, "no command to run: put it after '--'");
-  }
-  if (options.steps < 0) return MakeError(ErrorCode::kUsage, "--steps must be 0 or more");
-  if (options.redirect_cuda && *options.redirect_cuda != "cpu" && *options.redirect_cuda != "mps") {
-    return MakeError(ErrorCode::kUsage, "--redirect-cuda must be 'cpu' or 'mps'");
-  }
-  auto program = FindInPath(options.command[0]);
-  if (!program) {
-    return MakeError(ErrorCode::kUsage, "program not found: " + options.command[0]);
-  }
-  auto pkg_parent = PythonPackageParent();
-  if (!pkg_parent) return pkg_parent.take_error();
-  const auto bootstrap = *pkg_parent / "dualtrack" / "_bootstrap";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(bootstrap / "sitecustomize.py", ec)) {
-    return MakeError(ErrorCode::kInternal, "dualtrack's Python bootstrap is missing",
-                     (bootstrap / "sitecustomize.py").string());
-  }
-
-  // The output directory: created, or reused only when empty or with --force. Normalised first,
-  // so `newdir/..` is the folder it names (the current one), not a new folder plus its parent.
-  const std::filesystem::path dir =
-      std::filesystem::absolute(options.out_dir, ec).lexically_normal();
-  if (ec) return MakeError(ErrorCode::kIo, ec.message(), options.out_dir.string());
-  if (!std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
-  }
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory", dir.string());
-  }
-  // Held until the run ends: a second run into the same folder fails instead of mixing two
-  // bundles. Taken before the emptiness check, so two runs racing for a new folder cannot both
-  // find it empty and take turns.
-  auto lock = LockBundleFolder(dir);
-  if (!lock) return lock.take_error();
-  if (!std::filesystem::is_empty(dir, ec)) {
-    if (!options.force) {
-      return MakeError(ErrorCode::kUsage,
-                       "output directory is not empty; pass --force to replace the bundle in it",
-                       dir.string());
-    }
-    for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
-    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-      // Leftover temporaries of an interrupted atomic write of a bundle file.
-      const std::string name = e.path().filename().string();
-      for (const char* f : kBundleFiles) {
-        if (StartsWith(name, std::string(f) + ".tmp") ||
-            StartsWith(name, "." + std::string(f) + ".tmp")) {
-          std::filesystem::remove(e.path(), ec);
-        }
-      }
-    }
-  }
-
-  const std::filesystem::path cwd = std::filesystem::current_path(ec);
-  const std::filesystem::path root = ProjectRoot(options.command, cwd);
-  json git = GitFacts(root);
-  auto data_slice = DataSliceRecord(options, cwd);
-  if (!data_slice.ok()) return data_slice.take_error();
-
-  json manifest = {
+// The manifest as the run starts: what was asked, where, on which commit and data; the outcome
+// fields null until the run ends ("status": "incomplete" if it never does).
+json InitialManifest(const RunOptions& options, const std::filesystem::path& cwd,
+                     const std::filesystem::path& root, const json& git, const json& data_slice) {
+  return {
       {"schema", kManifestSchema},
       {"dualtrack_version", kVersion},
       {"track", options.track},
@@ -407,8 +339,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
       {"root", root.string()},
       {"git_commit", git["commit"]},
       {"git_dirty", git["dirty"]},
-      {"data", *data_slice},
-      {"data_digest", data_slice->is_object() ? (*data_slice)["digest"] : json(nullptr)},
+      {"data", data_slice},
+      {"data_digest", data_slice.is_object() ? data_slice["digest"] : json(nullptr)},
       {"env", nullptr},
       {"seed", options.seed ? json(*options.seed) : json(nullptr)},
       {"deterministic", options.deterministic},
@@ -431,16 +363,57 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
       {"dualtrack_pid", static_cast<std::int64_t>(::getpid())},
       {"child_pid", nullptr},
   };
-  if (auto st = WriteManifest(dir, manifest); !st) return st.take_error();
+}
 
-  // The child's environment: the bootstrap sitecustomize and the package first on PYTHONPATH, and
-  // the run's options for the tracer.
-  json run_cfg = {{"bundle", dir.string()},
-                  {"steps", options.steps},
-                  {"seed", manifest["seed"]},
-                  {"deterministic", options.deterministic},
-                  {"redirect_cuda", manifest["redirect_cuda"]},
-                  {"root", root.string()}};
+// The options a run cannot start without, checked before anything is written.
+Status CheckRunOptions(const RunOptions& options) {
+  if (!ValidTrackName(options.track)) {
+    return MakeError(ErrorCode::kUsage,
+                     "--track must be a short name of letters, digits, '-', '_' or '.' (got '" +
+                         options.track + "')");
+  }
+  if (options.command.empty()) {
+    return MakeError(ErrorCode::kUsage, "no command to run: put it after '--'");
+  }
+  if (options.steps < 0) return MakeError(ErrorCode::kUsage, "--steps must be 0 or more");
+  if (options.redirect_cuda && *options.redirect_cuda != "cpu" && *options.redirect_cuda != "mps") {
+    return MakeError(ErrorCode::kUsage, "--redirect-cuda must be 'cpu' or 'mps'");
+  }
+  return OkStatus();
+}
+
+// A bundle folder that is not empty is reused only with --force: the bundle's files and the
+// temporaries of an interrupted atomic write go, anything else of the user's stays.
+Status ClearBundleDir(const std::filesystem::path& dir, bool force) {
+  std::error_code ec;
+  if (!std::filesystem::is_empty(dir, ec)) {
+    if (!force) {
+      return MakeError(ErrorCode::kUsage,
+                       "output directory is not empty; pass --force to replace the bundle in it",
+                       dir.string());
+    }
+    for (const char* f : kBundleFiles) std::filesystem::remove(dir / f, ec);
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      // Leftover temporaries of an interrupted atomic write of a bundle file.
+      const std::string name = e.path().filename().string();
+      for (const char* f : kBundleFiles) {
+        if (StartsWith(name, std::string(f) + ".tmp") ||
+            StartsWith(name, "." + std::string(f) + ".tmp")) {
+          std::filesystem::remove(e.path(), ec);
+        }
+      }
+    }
+  }
+
+  return OkStatus();
+}
+
+// The child's environment: ours, with the bootstrap sitecustomize and the package first on
+// PYTHONPATH and the run's options (`run_cfg`) for the tracer; "KEY=value" strings.
+std::vector<std::string> ChildEnvironment(const RunOptions& options,
+                                          const std::filesystem::path& bootstrap,
+                                          const std::filesystem::path& pkg_parent,
+                                          const json& run_cfg) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -449,7 +422,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
       env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
     }
   }
-  std::string pythonpath = bootstrap.string() + ":" + pkg_parent->string();
+  std::string pythonpath = bootstrap.string() + ":" + pkg_parent.string();
   if (auto it = env.find("PYTHONPATH"); it != env.end() && !it->second.empty()) {
     pythonpath += ":" + it->second;
   }
@@ -461,8 +434,24 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   }
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  return env_strings;
+}
+
+// A finished child: how it ended, whether the timeout stopped it, and the wall time.
+struct Spawned {
+  ChildResult child;
+  bool timed_out = false;
+  double wall_s = 0;
+};
+
+// Starts the command in its own process group with `env_strings`, tees its stdout and stderr to
+// the bundle's logs and (unless quiet) to io, forwards SIGINT / SIGTERM (the third one kills),
+// stops it at the timeout, and waits for it. `started(pid)` runs once the child exists.
+Result<Spawned> SpawnAndTee(const std::filesystem::path& program, const RunOptions& options,
+                            std::vector<std::string> env_strings, const std::filesystem::path& dir,
+                            Io& io, const std::function<void(pid_t)>& started) {
   std::vector<char*> c_env;
-  for (auto& s : env_strings) c_env.push_back(s.data());
+  for (auto& e : env_strings) c_env.push_back(e.data());
   c_env.push_back(nullptr);
   std::vector<std::string> argv = options.command;
   std::vector<char*> c_argv;
@@ -510,7 +499,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   SignalForwarding forwarding(sig_pipe[1]);
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program->c_str(), &actions, &attr, c_argv.data(), c_env.data());
+  int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, c_argv.data(), c_env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   out_w.Close();
@@ -519,10 +508,10 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     return MakeError(ErrorCode::kExternal,
                      "cannot start " + options.command[0] + ": " + ErrnoMessage(rc));
   }
-  manifest["child_pid"] = static_cast<std::int64_t>(pid);
-  (void)WriteManifest(dir, manifest);
+  started(pid);
 
-  ChildResult child;
+  Spawned out;
+  ChildResult& child = out.child;
   bool exited = false;
   std::chrono::steady_clock::time_point exited_at;
   int signals_seen = 0;
@@ -576,41 +565,52 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     while (::wait4(pid, &child.wait_status, 0, &child.usage) < 0 && errno == EINTR) {
     }
   }
-  const double wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.timed_out = timeout.fired();
+  return out;
+}
 
+// How the run ended, from the child's wait status, the timeout and a forwarded signal.
+RunOutcome OutcomeOf(const Spawned& sp, const std::filesystem::path& dir) {
   RunOutcome outcome;
   outcome.dir = dir;
-  outcome.wall_s = wall_s;
+  outcome.wall_s = sp.wall_s;
 #if defined(__APPLE__)
-  outcome.peak_rss_bytes = static_cast<std::int64_t>(child.usage.ru_maxrss);  // Bytes on macOS.
+  outcome.peak_rss_bytes = static_cast<std::int64_t>(sp.child.usage.ru_maxrss);  // Bytes on macOS.
 #else
   outcome.peak_rss_bytes =
-      static_cast<std::int64_t>(child.usage.ru_maxrss) * 1024;  // KiB on Linux.
+      static_cast<std::int64_t>(sp.child.usage.ru_maxrss) * 1024;  // KiB on Linux.
 #endif
-  if (WIFSIGNALED(child.wait_status)) {
-    outcome.signal = WTERMSIG(child.wait_status);
+  if (WIFSIGNALED(sp.child.wait_status)) {
+    outcome.signal = WTERMSIG(sp.child.wait_status);
     outcome.status = "killed";
   } else {
-    outcome.exit_code = WEXITSTATUS(child.wait_status);
-    if (timeout.fired()) {
+    outcome.exit_code = WEXITSTATUS(sp.child.wait_status);
+    if (sp.timed_out) {
       outcome.signal = SIGTERM;
       outcome.status = "killed";
-    } else if (child.forwarded_signal != 0) {
-      outcome.signal = child.forwarded_signal;
+    } else if (sp.child.forwarded_signal != 0) {
+      outcome.signal = sp.child.forwarded_signal;
       outcome.status = "killed";
     } else {
       outcome.status = outcome.exit_code == 0 ? "ok" : "failed";
     }
   }
 
+  return outcome;
+}
+
+// Merges what the tracer wrote (tracer.json, exception.json) into the manifest; returns the
+// problems found on the way, and the exception record in `exception`.
+std::vector<std::string> MergeTracer(const std::filesystem::path& dir, const RunOutcome& outcome,
+                                     json& manifest, json& exception) {
   // Merge what the tracer wrote.
   std::vector<std::string> problems;
   std::string problem;
   json tracer = ReadSideFile(dir / "tracer.json", &problem);
   if (!problem.empty()) problems.push_back(problem);
   problem.clear();
-  json exception = ReadSideFile(dir / "exception.json", &problem);
+  exception = ReadSideFile(dir / "exception.json", &problem);
   if (!problem.empty()) problems.push_back(problem);
   if (tracer.is_object()) {
     for (const char* key : {"steps", "redirects", "float64"}) {
@@ -640,16 +640,113 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                              {"file", nullptr},
                              {"line", nullptr}};
   }
-  RecordOutcome(dir, child.forwarded_signal, timeout.fired(), manifest, exception, outcome);
+  return problems;
+}
+
+}  // namespace
+
+std::string SignalName(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGILL:
+      return "SIGILL";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "signal " + std::to_string(sig);
+  }
+}
+
+Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
+  if (auto st = CheckRunOptions(options); !st) return st.take_error();
+  auto program = FindInPath(options.command[0]);
+  if (!program) {
+    return MakeError(ErrorCode::kUsage, "program not found: " + options.command[0]);
+  }
+  auto pkg_parent = PythonPackageParent();
+  if (!pkg_parent) return pkg_parent.take_error();
+  const auto bootstrap = *pkg_parent / "dualtrack" / "_bootstrap";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(bootstrap / "sitecustomize.py", ec)) {
+    return MakeError(ErrorCode::kInternal, "dualtrack's Python bootstrap is missing",
+                     (bootstrap / "sitecustomize.py").string());
+  }
+
+  // The output directory: created, or reused only when empty or with --force. Normalised first,
+  // so `newdir/..` is the folder it names (the current one), not a new folder plus its parent.
+  const std::filesystem::path dir =
+      std::filesystem::absolute(options.out_dir, ec).lexically_normal();
+  if (ec) return MakeError(ErrorCode::kIo, ec.message(), options.out_dir.string());
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory", dir.string());
+  }
+  // Held until the run ends: a second run into the same folder fails instead of mixing two
+  // bundles. Taken before the emptiness check, so two runs racing for a new folder cannot both
+  // find it empty and take turns.
+  auto lock = LockBundleFolder(dir);
+  if (!lock) return lock.take_error();
+  if (auto st = ClearBundleDir(dir, options.force); !st) return st.take_error();
+
+  const std::filesystem::path cwd = std::filesystem::current_path(ec);
+  const std::filesystem::path root = ProjectRoot(options.command, cwd);
+  json git = GitFacts(root);
+  auto data_slice = DataSliceRecord(options, cwd);
+  if (!data_slice.ok()) return data_slice.take_error();
+
+  json manifest = InitialManifest(options, cwd, root, git, *data_slice);
+  if (auto st = WriteManifest(dir, manifest); !st) return st.take_error();
+
+  // The child's environment: the bootstrap sitecustomize and the package first on PYTHONPATH, and
+  // the run's options for the tracer.
+  json run_cfg = {{"bundle", dir.string()},
+                  {"steps", options.steps},
+                  {"seed", manifest["seed"]},
+                  {"deterministic", options.deterministic},
+                  {"redirect_cuda", manifest["redirect_cuda"]},
+                  {"root", root.string()}};
+  std::vector<std::string> env_strings = ChildEnvironment(options, bootstrap, *pkg_parent, run_cfg);
+  auto spawned = SpawnAndTee(*program, options, std::move(env_strings), dir, io, [&](pid_t pid) {
+    manifest["child_pid"] = static_cast<std::int64_t>(pid);
+    (void)WriteManifest(dir, manifest);
+  });
+  if (!spawned) return spawned.take_error();
+  SignalsHeld held;
+  const Spawned& sp = *spawned;
+  RunOutcome outcome = OutcomeOf(sp, dir);
+
+  json exception;
+  std::vector<std::string> problems = MergeTracer(dir, outcome, manifest, exception);
+  RecordOutcome(dir, sp.child.forwarded_signal, sp.timed_out, manifest, exception, outcome);
   CheckDeviceLabel(options.track, manifest, io);
   if (options.collect_env) manifest["env"] = CollectEnv();
   manifest["ended"] = IsoNow();
   manifest["status"] = outcome.status;
-  manifest["exit_code"] = outcome.signal != 0 && WIFSIGNALED(child.wait_status)
+  manifest["exit_code"] = outcome.signal != 0 && WIFSIGNALED(sp.child.wait_status)
                               ? json(nullptr)
                               : json(outcome.exit_code);
   manifest["signal"] = outcome.signal != 0 ? json(SignalName(outcome.signal)) : json(nullptr);
-  manifest["wall_s"] = wall_s;
+  manifest["wall_s"] = sp.wall_s;
   manifest["peak_rss_bytes"] = outcome.peak_rss_bytes;
   manifest["problems"] = problems;
   json files = json::object();

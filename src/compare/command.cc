@@ -1,97 +1,14 @@
 // `dualtrack compare A B`: options, output format and exit code around Compare().
-#include <sys/resource.h>
-
-#include <atomic>
-#include <chrono>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "app/args.h"
 #include "app/commands.h"
 #include "compare/compare.h"
 #include "util/fs.h"
-#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace dt::compare {
-
-namespace {
-
-// Times the statistics against a plain read of the same bytes (the bandwidth ceiling), for
-// bench/compare/; each round opens the inputs afresh so both pay the same page-mapping costs.
-// Anonymous (heap and stack) resident memory in bytes, or -1 where /proc is not available: file
-// pages of the memory maps are left out, since they are the page cache, not our heap.
-std::int64_t RssAnon() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("RssAnon:", 0) == 0) return std::stoll(line.substr(8)) * 1024;
-  }
-  return -1;
-}
-
-// CPU seconds (user + system) this process has used, all threads together.
-double CpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
-Result<ExitCode> RunBench(const CompareOptions& o, int rounds, Io& io) {
-  using Clock = std::chrono::steady_clock;
-  std::atomic<bool> done{false};
-  std::atomic<std::int64_t> peak{RssAnon()};
-  ScopedThreads sampler(
-      1,
-      [&](unsigned) {
-        while (!done) {
-          std::int64_t v = RssAnon();
-          if (v > peak) peak = v;
-          std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
-      },
-      [&] { done = true; });
-  nlohmann::json out = nlohmann::json::array();
-  for (int round = 0; round < rounds; ++round) {
-    nlohmann::json row;
-    {
-      auto fa = OpenTensorFile(o.a);
-      if (!fa) return fa.take_error();
-      auto fb = OpenTensorFile(o.b);
-      if (!fb) return fb.take_error();
-      std::uint64_t bytes = 0, sum = 0;
-      double c0 = CpuSeconds();
-      auto t0 = Clock::now();
-      for (const TensorInfo& ta : fa->tensors) {
-        for (const TensorInfo& tb : fb->tensors) {
-          bool pair = ta.name == tb.name || (fa->tensors.size() == 1 && fb->tensors.size() == 1);
-          if (!pair || ta.storage.is_deflated() || tb.storage.is_deflated()) continue;
-          sum += ReadCeiling(ta, tb, o.threads);
-          bytes += StorageBytes(ta) + StorageBytes(tb);
-        }
-      }
-      row["ceiling_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
-      row["ceiling_cpu_s"] = CpuSeconds() - c0;
-      row["bytes"] = bytes;
-      row["checksum"] = sum;
-    }
-    double c0 = CpuSeconds();
-    auto t0 = Clock::now();
-    auto report = Compare(o);
-    if (!report) return report.take_error();
-    row["stats_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
-    row["stats_cpu_s"] = CpuSeconds() - c0;
-    row["verdict"] = report->verdict;
-    row["peak_rss_anon_bytes"] = peak.load();
-    out.push_back(row);
-  }
-  io.out << out.dump() << '\n';
-  return ExitCode::kOk;
-}
-
-}  // namespace
 
 Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io) {
   CLI::App app{
@@ -106,7 +23,6 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   std::string format = "text", rule = "allclose", check = "elementwise", output;
   std::vector<std::string> maps;
   double atol = -1, rtol = -1;
-  int bench_rounds = 0;
   std::size_t summary = 0;
   app.add_option("A", o.a, "Track under test: bundle directory, tensor file or checkpoint folder")
       ->required();
@@ -141,7 +57,6 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   app.add_option("--summary", summary,
                  "Text: with more than N tensors (a whole checkpoint), counts by status and the N "
                  "worst rows only");
-  app.add_option("--bench-rounds", bench_rounds, "")->group("");  // bench/compare/ only.
   app.footer(
       "Examples:\n"
       "  dualtrack compare runs/mps runs/cuda\n"
@@ -161,7 +76,6 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
     }
     o.map.emplace_back(m.substr(0, eq), m.substr(eq + 1));
   }
-  if (bench_rounds > 0) return RunBench(o, bench_rounds, io);
   // Special files, links and the inputs themselves are refused before the work, and again (with
   // every file read) at the write.
   if (!output.empty()) {

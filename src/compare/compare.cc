@@ -67,10 +67,16 @@ bool Passes(const TensorStats& s, const TensorComparison& t) {
   }
 }
 
-int StatusRank(const std::string& s) {
-  if (s == "fail" || s == "shape_mismatch" || s == "dtype_mismatch") return 0;
-  if (s == "pass") return 1;
-  return 2;
+int StatusRank(Outcome s) {
+  if (s == Outcome::kPass) return 1;
+  return IsMissing(s) ? 2 : 0;
+}
+
+// The status column of the text table: ok / FAIL stand out; the rest as named.
+std::string StatusCell(Outcome s) {
+  if (s == Outcome::kPass) return "ok";
+  if (s == Outcome::kFail) return "FAIL";
+  return std::string(OutcomeName(s));
 }
 
 std::string Num(double v) {
@@ -136,8 +142,11 @@ void CompareMetrics(const TensorFile& fa, const TensorFile& fb, double atol, dou
       m.final_b = last.b;
       m.final_diff = last.diff;
     }
-    m.status = !any_a ? "missing_a" : !any_b ? "missing_b" : fail ? "fail" : "pass";
-    if (m.status == "fail") ++r.metrics_fail;
+    m.status = !any_a   ? Outcome::kMissingA
+               : !any_b ? Outcome::kMissingB
+               : fail   ? Outcome::kFail
+                        : Outcome::kPass;
+    if (m.status == Outcome::kFail) ++r.metrics_fail;
     r.metrics.push_back(std::move(m));
   }
 }
@@ -149,6 +158,124 @@ std::optional<DType> UlpDType(DType a, DType b) {
   if (!IsFloat(a) || !IsFloat(b) || DTypeBits(a) <= 8 || DTypeBits(b) <= 8) return std::nullopt;
   return MantissaBits(a) <= MantissaBits(b) ? a : b;
 }
+
+namespace {
+
+// One pair of tensors of the same name: its tolerances (the dtypes' defaults, the file's, the
+// command line's, a matching override), then shape and dtype checks, then the statistics.
+Result<TensorComparison> ComparePair(const TensorInfo& ta, const TensorInfo& tb, TensorComparison c,
+                                     const CompareOptions& o, const ToleranceFile& tf,
+                                     const TensorFile& fa, const TensorFile& fb,
+                                     const std::string& file_a, const std::string& file_b) {
+  const std::string& name = c.name;
+  auto [ra, aa] = DefaultTolerance(ta.dtype);
+  auto [rb, ab] = DefaultTolerance(tb.dtype);
+  c.rtol = o.rtol ? *o.rtol : tf.rtol ? *tf.rtol : std::max(ra, rb);
+  c.atol = o.atol ? *o.atol : tf.atol ? *tf.atol : std::max(aa, ab);
+  for (const ToleranceOverride& ov : tf.overrides) {
+    if (!GlobMatch(ov.glob, name) && !GlobMatch(ov.glob, ta.name)) continue;
+    if (ov.atol) c.atol = *ov.atol;
+    if (ov.rtol) c.rtol = *ov.rtol;
+    if (ov.rule) c.rule = *ov.rule;
+    if (ov.check) c.check = *ov.check;
+  }
+  if (ta.shape != tb.shape) {
+    c.status = Outcome::kShapeMismatch;
+    c.severity = INFINITY;
+    return c;
+  }
+  if (IsComplex(ta.dtype) != IsComplex(tb.dtype)) {
+    c.status = Outcome::kDtypeMismatch;
+    c.note = fmt::format("a {} tensor cannot be compared with a real {} one",
+                         IsComplex(ta.dtype) ? DTypeName(ta.dtype) : DTypeName(tb.dtype),
+                         IsComplex(ta.dtype) ? DTypeName(tb.dtype) : DTypeName(ta.dtype));
+    c.severity = INFINITY;
+    return c;
+  }
+  if (o.strict_dtype && ta.dtype != tb.dtype) {
+    c.status = Outcome::kDtypeMismatch;
+    c.severity = INFINITY;
+    return c;
+  }
+  StatsConfig cfg;
+  cfg.atol = c.atol;
+  cfg.rtol = c.rtol;
+  cfg.rule = c.rule;
+  cfg.equal_nan = o.equal_nan;
+  cfg.inf_equal = o.inf_equal;
+  cfg.percentiles = c.check == Check::kMedian || c.check == Check::kP99;
+  cfg.threads = o.threads;
+  cfg.ulp_dtype = UlpDType(ta.dtype, tb.dtype);
+  auto stats = ComputeStats(ta, tb, cfg, file_a, file_b);
+  if (!stats) {
+    // A deflated member read as zeros because its file shrank is "changed", not "corrupt".
+    for (const TensorFile* f : {&fa, &fb}) {
+      for (const auto& m : f->maps) {
+        if (auto st = m->CheckUnchanged(); !st) return st.take_error();
+      }
+    }
+    return stats.take_error();
+  }
+  c.status = Passes(*stats, c) ? Outcome::kPass : Outcome::kFail;
+  c.severity =
+      stats->frac_outside * 1e6 + (c.atol > 0 ? stats->min_passing_atol / c.atol : stats->max_abs);
+  if (std::isnan(c.severity)) c.severity = INFINITY;
+  c.stats = std::move(*stats);
+  return c;
+}
+
+// Failures first, then passes, then tensors on one side only; within each, the worst first.
+void SortWorstFirst(std::vector<TensorComparison>& tensors) {
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const TensorComparison& x, const TensorComparison& y) {
+                     int rx = StatusRank(x.status), ry = StatusRank(y.status);
+                     if (rx != ry) return rx < ry;
+                     if (x.severity != y.severity) return x.severity > y.severity;
+                     // Tensors inside tolerance with no excess tie above; the larger relative,
+                     // then absolute error is still the one to look at first.
+                     if (!x.stats || !y.stats) return false;
+                     if (x.stats->max_rel != y.stats->max_rel) {
+                       return x.stats->max_rel > y.stats->max_rel;
+                     }
+                     return x.stats->max_abs > y.stats->max_abs;
+                   });
+}
+
+// The one-line summary: PASS or FAIL, how many tensors passed, the worst one, what is missing.
+std::string Summary(const CompareReport& r, int compared, int metrics_compared, bool nothing) {
+  std::string s = r.verdict == "pass" ? "PASS: " : "FAIL: ";
+  if (nothing) {
+    if (r.tensors.empty()) {
+      s += "nothing to compare: neither side holds a tensor or a metric";
+    } else {
+      s += fmt::format(
+          "no tensor name in common ({} only in A, {} only in B; --map OLD=NEW pairs renamed "
+          "keys)",
+          r.n_missing_b, r.n_missing_a);
+    }
+  } else {
+    s += fmt::format("{} of {} tensors within tolerance", r.n_pass, compared);
+    if (r.n_fail > 0) {
+      const TensorComparison& w = r.tensors.front();
+      s += fmt::format("; worst {} ({})", w.name, OutcomeName(w.status));
+      if (w.stats) {
+        s += fmt::format(", max |a-b| {} at {}, {} outside", Num(w.stats->max_abs),
+                         ShapeStr(w.stats->max_abs_index), w.stats->n_outside);
+      }
+    }
+  }
+  if (r.n_missing_a + r.n_missing_b > 0) {
+    s += fmt::format("; {} only in A, {} only in B", r.n_missing_b, r.n_missing_a);
+  }
+  if (!r.metrics.empty()) {
+    int metrics_pass = 0;
+    for (const auto& m : r.metrics) metrics_pass += m.status == Outcome::kPass;
+    s += fmt::format("; metrics: {} of {} series within tolerance", metrics_pass, metrics_compared);
+  }
+  return s;
+}
+
+}  // namespace
 
 Result<CompareReport> Compare(const CompareOptions& o) {
   ToleranceFile tf;
@@ -197,7 +324,7 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     c.check = o.check;
     auto it = b_by_name.find(name);
     if (it == b_by_name.end()) {
-      c.status = "missing_b";
+      c.status = Outcome::kMissingB;
       r.tensors.push_back(std::move(c));
       continue;
     }
@@ -205,69 +332,15 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     const TensorInfo& tb = *it->second;
     c.dtype_b = tb.dtype;
     c.shape_b = tb.shape;
-    auto [ra, aa] = DefaultTolerance(ta.dtype);
-    auto [rb, ab] = DefaultTolerance(tb.dtype);
-    c.rtol = o.rtol ? *o.rtol : tf.rtol ? *tf.rtol : std::max(ra, rb);
-    c.atol = o.atol ? *o.atol : tf.atol ? *tf.atol : std::max(aa, ab);
-    for (const ToleranceOverride& ov : tf.overrides) {
-      if (!GlobMatch(ov.glob, name) && !GlobMatch(ov.glob, ta.name)) continue;
-      if (ov.atol) c.atol = *ov.atol;
-      if (ov.rtol) c.rtol = *ov.rtol;
-      if (ov.rule) c.rule = *ov.rule;
-      if (ov.check) c.check = *ov.check;
-    }
-    if (ta.shape != tb.shape) {
-      c.status = "shape_mismatch";
-      c.severity = INFINITY;
-      r.tensors.push_back(std::move(c));
-      continue;
-    }
-    if (IsComplex(ta.dtype) != IsComplex(tb.dtype)) {
-      c.status = "dtype_mismatch";
-      c.note = fmt::format("a {} tensor cannot be compared with a real {} one",
-                           IsComplex(ta.dtype) ? DTypeName(ta.dtype) : DTypeName(tb.dtype),
-                           IsComplex(ta.dtype) ? DTypeName(tb.dtype) : DTypeName(ta.dtype));
-      c.severity = INFINITY;
-      r.tensors.push_back(std::move(c));
-      continue;
-    }
-    if (o.strict_dtype && ta.dtype != tb.dtype) {
-      c.status = "dtype_mismatch";
-      c.severity = INFINITY;
-      r.tensors.push_back(std::move(c));
-      continue;
-    }
-    StatsConfig cfg;
-    cfg.atol = c.atol;
-    cfg.rtol = c.rtol;
-    cfg.rule = c.rule;
-    cfg.equal_nan = o.equal_nan;
-    cfg.inf_equal = o.inf_equal;
-    cfg.percentiles = c.check == Check::kMedian || c.check == Check::kP99;
-    cfg.threads = o.threads;
-    cfg.ulp_dtype = UlpDType(ta.dtype, tb.dtype);
-    auto stats = ComputeStats(ta, tb, cfg, file_a, file_b);
-    if (!stats) {
-      // A deflated member read as zeros because its file shrank is "changed", not "corrupt".
-      for (const TensorFile* f : {&*fa, &*fb}) {
-        for (const auto& m : f->maps) {
-          if (auto st = m->CheckUnchanged(); !st) return st.take_error();
-        }
-      }
-      return stats.take_error();
-    }
-    c.status = Passes(*stats, c) ? "pass" : "fail";
-    c.severity = stats->frac_outside * 1e6 +
-                 (c.atol > 0 ? stats->min_passing_atol / c.atol : stats->max_abs);
-    if (std::isnan(c.severity)) c.severity = INFINITY;
-    c.stats = std::move(*stats);
-    r.tensors.push_back(std::move(c));
+    auto compared_pair = ComparePair(ta, tb, std::move(c), o, tf, *fa, *fb, file_a, file_b);
+    if (!compared_pair) return compared_pair.take_error();
+    r.tensors.push_back(std::move(*compared_pair));
   }
   for (const TensorInfo& tb : fb->tensors) {
     if (matched_b.count(tb.name) || !Selected(o, tb.name, tb.name)) continue;
     TensorComparison c;
     c.name = tb.name;
-    c.status = "missing_a";
+    c.status = Outcome::kMissingA;
     c.dtype_b = tb.dtype;
     c.shape_b = tb.shape;
     r.tensors.push_back(std::move(c));
@@ -288,26 +361,14 @@ Result<CompareReport> Compare(const CompareOptions& o) {
                                  fmt::join(o.only, ", "), fa->tensors.size(), fb->tensors.size(),
                                  fmt::join(some, ", ")));
   }
-  std::stable_sort(r.tensors.begin(), r.tensors.end(),
-                   [](const TensorComparison& x, const TensorComparison& y) {
-                     int rx = StatusRank(x.status), ry = StatusRank(y.status);
-                     if (rx != ry) return rx < ry;
-                     if (x.severity != y.severity) return x.severity > y.severity;
-                     // Tensors inside tolerance with no excess tie above; the larger relative,
-                     // then absolute error is still the one to look at first.
-                     if (!x.stats || !y.stats) return false;
-                     if (x.stats->max_rel != y.stats->max_rel) {
-                       return x.stats->max_rel > y.stats->max_rel;
-                     }
-                     return x.stats->max_abs > y.stats->max_abs;
-                   });
+  SortWorstFirst(r.tensors);
   int compared = 0;
   for (const TensorComparison& c : r.tensors) {
-    if (c.status == "pass")
+    if (c.status == Outcome::kPass)
       ++r.n_pass, ++compared;
-    else if (c.status == "missing_a")
+    else if (c.status == Outcome::kMissingA)
       ++r.n_missing_a;
-    else if (c.status == "missing_b")
+    else if (c.status == Outcome::kMissingB)
       ++r.n_missing_b;
     else
       ++r.n_fail, ++compared;
@@ -318,40 +379,11 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     CompareMetrics(*fa, *fb, matol, mrtol, r);
   }
   int metrics_compared = 0;
-  for (const auto& m : r.metrics) metrics_compared += m.status == "pass" || m.status == "fail";
+  for (const auto& m : r.metrics) metrics_compared += !IsMissing(m.status);
   bool nothing = compared == 0 && metrics_compared == 0;
   r.verdict = (r.n_fail > 0 || r.metrics_fail > 0 || nothing) ? "fail" : "pass";
 
-  std::string s = r.verdict == "pass" ? "PASS: " : "FAIL: ";
-  if (nothing) {
-    if (r.tensors.empty()) {
-      s += "nothing to compare: neither side holds a tensor or a metric";
-    } else {
-      s += fmt::format(
-          "no tensor name in common ({} only in A, {} only in B; --map OLD=NEW pairs renamed "
-          "keys)",
-          r.n_missing_b, r.n_missing_a);
-    }
-  } else {
-    s += fmt::format("{} of {} tensors within tolerance", r.n_pass, compared);
-    if (r.n_fail > 0) {
-      const TensorComparison& w = r.tensors.front();
-      s += fmt::format("; worst {} ({})", w.name, w.status);
-      if (w.stats) {
-        s += fmt::format(", max |a-b| {} at {}, {} outside", Num(w.stats->max_abs),
-                         ShapeStr(w.stats->max_abs_index), w.stats->n_outside);
-      }
-    }
-  }
-  if (r.n_missing_a + r.n_missing_b > 0) {
-    s += fmt::format("; {} only in A, {} only in B", r.n_missing_b, r.n_missing_a);
-  }
-  if (!r.metrics.empty()) {
-    int metrics_pass = 0;
-    for (const auto& m : r.metrics) metrics_pass += m.status == "pass";
-    s += fmt::format("; metrics: {} of {} series within tolerance", metrics_pass, metrics_compared);
-  }
-  r.summary = s;
+  r.summary = Summary(r, compared, metrics_compared, nothing);
   // A file truncated or rewritten while compared was read partly as zeros (util's SIGBUS guard):
   // the statistics are void.
   for (const TensorFile* f : {&*fa, &*fb}) {
@@ -381,13 +413,13 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
     json t;
     t["name"] = c.name;
     t["name_a"] = c.name_a.empty() ? json(nullptr) : json(c.name_a);
-    t["status"] = c.status;
+    t["status"] = OutcomeName(c.status);
     t["dtype_a"] = c.dtype_a ? json(DTypeName(*c.dtype_a)) : json(nullptr);
     t["dtype_b"] = c.dtype_b ? json(DTypeName(*c.dtype_b)) : json(nullptr);
-    t["shape"] = c.status == "missing_a" ? c.shape_b : c.shape_a;
-    if (c.status == "shape_mismatch") t["shape_b"] = c.shape_b;
+    t["shape"] = c.status == Outcome::kMissingA ? c.shape_b : c.shape_a;
+    if (c.status == Outcome::kShapeMismatch) t["shape_b"] = c.shape_b;
     if (!c.note.empty()) t["note"] = c.note;
-    if (c.status == "missing_a" || c.status == "missing_b") {
+    if (IsMissing(c.status)) {
       tensors.push_back(std::move(t));
       continue;
     }
@@ -465,7 +497,7 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
     metrics.push_back(
         {{"name", m.name},
          {"steps", steps},
-         {"status", m.status},
+         {"status", OutcomeName(m.status)},
          {"atol", m.atol},
          {"rtol", m.rtol},
          {"max_abs_diff", JsonNum(m.max_abs_diff)},
@@ -498,13 +530,10 @@ std::vector<Row> TableRows(const CompareReport& r) {
     if (c.dtype_b && (!c.dtype_a || *c.dtype_a != *c.dtype_b)) {
       dtype += "/" + std::string(DTypeName(*c.dtype_b));
     }
-    std::string shape = ShapeStr(c.status == "missing_a" ? c.shape_b : c.shape_a);
-    if (c.status == "shape_mismatch") shape += " vs " + ShapeStr(c.shape_b);
+    std::string shape = ShapeStr(c.status == Outcome::kMissingA ? c.shape_b : c.shape_a);
+    if (c.status == Outcome::kShapeMismatch) shape += " vs " + ShapeStr(c.shape_b);
     Row row;
-    row.cells = {c.status == "pass"   ? "ok"
-                 : c.status == "fail" ? "FAIL"
-                                      : c.status,
-                 c.name, dtype, shape};
+    row.cells = {StatusCell(c.status), c.name, dtype, shape};
     if (c.stats) {
       const TensorStats& s = *c.stats;
       row.cells.push_back(Num(s.max_abs));
@@ -529,11 +558,8 @@ const std::vector<std::string> kHeader = {"status",  "tensor",   "dtype",     "s
 
 std::string MetricLine(const MetricComparison& m) {
   std::string line =
-      fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}",
-                  m.status == "pass"   ? "ok"
-                  : m.status == "fail" ? "FAIL"
-                                       : m.status,
-                  m.name, m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
+      fmt::format("{} {}: {} steps, max |a-b| {}, final a={} b={}", StatusCell(m.status), m.name,
+                  m.steps.size(), Num(m.max_abs_diff), m.final_a ? Num(*m.final_a) : "-",
                   m.final_b ? Num(*m.final_b) : "-");
   if (m.non_finite_a + m.non_finite_b > 0) {
     line += fmt::format(" (non-finite: {} step(s) in A, {} in B)", m.non_finite_a, m.non_finite_b);

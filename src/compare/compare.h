@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,10 +38,15 @@ struct CompareOptions {
   int threads = 2;
 };
 
+// What became of one tensor or metric pair; OutcomeName is its one spelling (JSON, text).
+enum class Outcome { kPass, kFail, kMissingA, kMissingB, kShapeMismatch, kDtypeMismatch };
+std::string_view OutcomeName(Outcome o);
+inline bool IsMissing(Outcome o) { return o == Outcome::kMissingA || o == Outcome::kMissingB; }
+
 struct TensorComparison {
   std::string name;    // The name in B (after --map).
   std::string name_a;  // The name in A.
-  std::string status;  // pass|fail|missing_a|missing_b|shape_mismatch|dtype_mismatch
+  Outcome status = Outcome::kFail;
   std::optional<DType> dtype_a, dtype_b;
   std::vector<std::uint64_t> shape_a, shape_b;
   double atol = 0, rtol = 0;
@@ -60,7 +66,7 @@ struct MetricStep {
 struct MetricComparison {
   std::string name;
   std::vector<MetricStep> steps;
-  std::string status;  // pass|fail|missing_a|missing_b
+  Outcome status = Outcome::kFail;  // pass, fail or missing on one side.
   double atol = 0, rtol = 0;
   double max_abs_diff = 0;
   std::optional<double> final_a, final_b, final_diff;

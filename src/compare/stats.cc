@@ -11,7 +11,6 @@
 
 #include "compare/stats_common.h"
 #include "compare/zip.h"
-#include "util/parallel.h"
 
 // The finite-pair kernel is written to auto-vectorise: GCC may reassociate its float sums there
 // (every input is finite, sums are per 2048-element block), and on x86-64 Linux it is also built
@@ -1267,43 +1266,6 @@ Result<TensorStats> ComputeStats(const TensorInfo& a, const TensorInfo& b, const
         s.a = {acc.min_a, acc.max_a, acc.mean_a, std::sqrt(acc.m2a / n)};
         s.b = {acc.min_b, acc.max_b, acc.mean_b, std::sqrt(acc.m2b / n)};
       });
-}
-
-std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads) {
-  const std::uint64_t na = StorageBytes(a), nb = StorageBytes(b);
-  std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads), 0);
-  auto work = [&](int t) {
-    std::uint64_t s = 0;
-    for (const auto& [p, len] : {std::pair{a.storage.data, na}, std::pair{b.storage.data, nb}}) {
-      std::uint64_t words = len / 8;
-      std::uint64_t lo =
-          words * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
-      std::uint64_t hi =
-          words * static_cast<std::uint64_t>(t + 1) / static_cast<std::uint64_t>(threads);
-      std::uint64_t x0 = 0, x1 = 0, x2 = 0, x3 = 0;
-      std::uint64_t i = lo;
-      for (; i + 4 <= hi; i += 4) {
-        std::uint64_t w[4];
-        std::memcpy(w, p + i * 8, 32);
-        x0 += w[0];
-        x1 += w[1];
-        x2 += w[2];
-        x3 += w[3];
-      }
-      for (; i < hi; ++i) {
-        std::uint64_t w;
-        std::memcpy(&w, p + i * 8, 8);
-        x0 += w;
-      }
-      s += x0 + x1 + x2 + x3;
-    }
-    sums[static_cast<std::size_t>(t)] = s;
-  };
-  ParallelFor(static_cast<std::size_t>(threads), static_cast<unsigned>(threads),
-              [&](std::size_t t, unsigned) { work(static_cast<int>(t)); });
-  std::uint64_t total = 0;
-  for (auto v : sums) total += v;
-  return total;
 }
 
 }  // namespace dt::compare

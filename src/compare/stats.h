@@ -79,8 +79,4 @@ Result<TensorStats> ComputeComplexStats(const TensorInfo& a, const TensorInfo& b
                                         const StatsConfig& cfg, const std::string& file_a,
                                         const std::string& file_b);
 
-// A plain multi-threaded read of both tensors' bytes, nothing computed: the bandwidth ceiling the
-// benchmark measures the statistics against. Returns a checksum so the reads are not elided.
-std::uint64_t ReadCeiling(const TensorInfo& a, const TensorInfo& b, int threads);
-
 }  // namespace dt::compare

@@ -37,6 +37,24 @@ std::pair<double, double> DefaultTolerance(DType t) {
   }
 }
 
+std::string_view OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kMissingA:
+      return "missing_a";
+    case Outcome::kMissingB:
+      return "missing_b";
+    case Outcome::kShapeMismatch:
+      return "shape_mismatch";
+    case Outcome::kDtypeMismatch:
+      return "dtype_mismatch";
+  }
+  return "fail";
+}
+
 std::string_view RuleName(Rule r) { return r == Rule::kEither ? "either" : "allclose"; }
 
 std::string_view CheckName(Check c) {

@@ -24,22 +24,12 @@ Result<ExitCode> RunEnvCommand(const std::vector<std::string>& args, Io& io) {
   app.add_option("--python", options.python,
                  "Python interpreter to probe (default: python3 on PATH)");
   app.add_option("--format", format, "Output format")->check(CLI::IsMember({"text", "json"}));
-  std::string replay;
-  // Hidden: replays a recorded host (tests/env/hosts/*) instead of asking this one.
-  app.add_option("--replay", replay, "Replay a recorded host directory")->group("");
   app.footer(
       "Examples:\n"
       "  dualtrack env\n"
       "  dualtrack env --python .venv/bin/python --format json > env.json");
   if (auto early = ParseArgs(app, args, io)) return *early;
-  Result<EnvReport> report = MakeError(ErrorCode::kInternal, "not diagnosed");
-  if (replay.empty()) {
-    report = DiagnoseSystem(options);
-  } else {
-    auto host = LoadReplayHost(replay);
-    if (!host.ok()) return host.take_error();
-    report = Diagnose(**host, **host, options);
-  }
+  Result<EnvReport> report = DiagnoseSystem(options);
   if (!report.ok()) return report.take_error();
   if (format == "json") {
     io.out << EnvReportToJson(*report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)

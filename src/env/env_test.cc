@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "env/replay_host.h"
+
 namespace dt::env {
 namespace {
 
@@ -29,6 +31,13 @@ const Conclusion* Find(const EnvReport& r, const std::string& id) {
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+TEST(EnvDiagnoseTest, RosettaPythonOnAMacInWords) {
+  const std::string text = FormatEnvText(Replay("macos-rosetta-python"));
+  EXPECT_TRUE(Has(text, "  apple  Apple M2 Pro (19 cores, Metal 3)\n")) << text;
+  EXPECT_TRUE(Has(text, "x86-64 Python under Rosetta")) << text;
+  EXPECT_TRUE(Has(text, "MPS unavailable; use an arm64 Python")) << text;
 }
 
 TEST(EnvDiagnoseTest, AppleSiliconMacWithMpsAndCpuFallback) {

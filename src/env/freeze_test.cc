@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "env/replay_host.h"
 #include "util/fs.h"
 
 namespace dt::env {

@@ -605,7 +605,8 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
 
 std::string FormatGithub(const ScanReport& report) {
   std::string out;
-  auto esc = [](const std::string& s) {
+  // Workflow-command escaping: a message escapes % CR LF; a property value also , and :.
+  auto escape = [](const std::string& s, bool property) {
     std::string o;
     for (char ch : s) {
       if (ch == '%')
@@ -614,29 +615,17 @@ std::string FormatGithub(const ScanReport& report) {
         o += "%0D";
       else if (ch == '\n')
         o += "%0A";
-      else if (ch == ',')
+      else if (property && ch == ',')
         o += "%2C";
-      else if (ch == ':')
+      else if (property && ch == ':')
         o += "%3A";
       else
         o.push_back(ch);
     }
     return o;
   };
-  auto msg_esc = [](const std::string& s) {
-    std::string o;
-    for (char ch : s) {
-      if (ch == '%')
-        o += "%25";
-      else if (ch == '\r')
-        o += "%0D";
-      else if (ch == '\n')
-        o += "%0A";
-      else
-        o.push_back(ch);
-    }
-    return o;
-  };
+  auto esc = [&](const std::string& s) { return escape(s, true); };
+  auto msg_esc = [&](const std::string& s) { return escape(s, false); };
   std::string prefix = report.root == "." ? "" : report.root + "/";
   for (const auto& f : report.findings) {
     std::string level = f.severity == Severity::kPortable  ? "notice"

@@ -988,13 +988,12 @@ ScanOptions TreeSelection::Options() const {
   return opt;
 }
 
-Result<ScanReport> Scan(const ScanOptions& options) {
-  if (options.paths.empty()) return MakeError(ErrorCode::kUsage, "no path to scan");
-  std::error_code ec;
-  for (const auto& p : options.paths) {
-    if (!fs::exists(fs::symlink_status(p, ec)))
-      return MakeError(ErrorCode::kInput, "no such file or directory", p.string());
-  }
+namespace {
+
+// The registry of `data_dir`, with the project's own rules ([tool.dualtrack] rules) added. A
+// scanned repository is untrusted: its rules file must lie inside it (links resolved), so a
+// pyproject.toml cannot make dualtrack read any file of the host.
+Result<Registry> LoadRegistry(const ScanOptions& options, const fs::path& root, const Config& cfg) {
   fs::path data_dir;
   if (options.data_dir) {
     data_dir = *options.data_dir;
@@ -1004,61 +1003,33 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     data_dir = *d / "scan";
   }
   auto reg = Registry::Load(data_dir);
-  if (!reg) return reg.take_error();
-
-  const fs::path& first = options.paths.front();
-  fs::path root = fs::is_directory(first, ec) ? first : first.parent_path();
-  if (root.empty()) root = ".";
-  ScanReport report;
-  report.root = Rel(root.lexically_normal());
-  if (report.root.empty() || report.root == "/") report.root = root.generic_string();
-  while (report.root.size() > 1 && report.root.back() == '/') report.root.pop_back();
-
-  Config cfg;
-  if (options.read_pyproject) {
-    auto c = ReadConfig(root);
-    if (!c) return c.take_error();
-    cfg = std::move(*c);
+  if (!reg || cfg.rules.empty()) return reg;
+  fs::path rules = fs::path(cfg.rules).is_absolute() ? fs::path(cfg.rules) : root / cfg.rules;
+  std::error_code ec;
+  const fs::path real_root = fs::weakly_canonical(fs::absolute(root, ec), ec);
+  const fs::path real_rules = fs::weakly_canonical(fs::absolute(rules, ec), ec);
+  const fs::path rel = real_rules.lexically_relative(real_root);
+  if (ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
+    return MakeError(ErrorCode::kInput,
+                     "[tool.dualtrack] rules must name a file inside the project (got '" +
+                         EscapeControl(cfg.rules) + "')",
+                     (root / "pyproject.toml").string());
   }
-  if (!cfg.rules.empty()) {
-    fs::path rules = fs::path(cfg.rules).is_absolute() ? fs::path(cfg.rules) : root / cfg.rules;
-    // A scanned repository is untrusted: its rules file must lie inside it (links resolved), so
-    // a pyproject.toml cannot make dualtrack read any file of the host.
-    std::error_code ec;
-    const fs::path real_root = fs::weakly_canonical(fs::absolute(root, ec), ec);
-    const fs::path real_rules = fs::weakly_canonical(fs::absolute(rules, ec), ec);
-    const fs::path rel = real_rules.lexically_relative(real_root);
-    if (ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
-      return MakeError(ErrorCode::kInput,
-                       "[tool.dualtrack] rules must name a file inside the project (got '" +
-                           EscapeControl(cfg.rules) + "')",
-                       (root / "pyproject.toml").string());
-    }
-    if (auto st = reg->AddUserRules(rules); !st) return st.take_error();
-  }
+  if (auto st = reg->AddUserRules(rules); !st) return st.take_error();
+  return reg;
+}
 
-  WalkOptions wopt;
-  wopt.exclude = cfg.exclude;
-  wopt.exclude.insert(wopt.exclude.end(), options.exclude.begin(), options.exclude.end());
-  wopt.honour_gitignore = options.honour_gitignore;
-  wopt.max_file_size = options.max_file_size;
-  // "__main__" joins the Python trigger words unless a trigger word could start where it does
-  // (only the shortest needle at a position is reported).
-  std::vector<std::string> python_needles = PythonNeedles(*reg);
-  bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
-                                  [](const std::string& n) { return StartsWith(n, "__"); });
-  if (python_main) python_needles.push_back("__main__");
-  std::unordered_set<std::string> own_tops = OwnTops(root);
-  Context ctx{*reg,
-              &own_tops,
-              Prefilter(python_needles),
-              python_main,
-              Prefilter(CppNeedles(*reg)),
-              options.max_file_size};
-  unsigned threads = DefaultThreads(options.threads);
-  // The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files
-  // to the scanning threads, so scanning starts with the first files found.
-  fs::path abs_root = fs::absolute(root, ec).lexically_normal();
+// The files of the walk with what the first pass found in each, in path order, each file once.
+struct Walked {
+  std::vector<WalkItem> items;
+  std::vector<FileResult> results;
+};
+
+// The walk (serial, bound by directory syscalls) runs on this thread and hands batches of files to
+// the scanning threads, so scanning starts with the first files found.
+Walked WalkAndScan(const Context& ctx, const ScanOptions& options, const WalkOptions& wopt,
+                   const fs::path& abs_root, unsigned threads, std::vector<Skipped>& skipped) {
+  std::error_code ec;
   BatchQueue queue;
   std::vector<std::vector<Scanned>> done(threads);
   std::size_t walked = 0;
@@ -1091,7 +1062,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       while (rel_s.size() > 1 && rel_s.back() == '/') rel_s.pop_back();  // "notebooks/" as given.
       if (rel_s == ".") rel_s.clear();
       if (rel.empty() || StartsWith(rel_s, "..")) rel_s = p.generic_string();
-      Walk(p, rel_s, wopt, on_item, report.skipped);
+      Walk(p, rel_s, wopt, on_item, skipped);
     }
     walked += batch.items.size();
     if (!batch.items.empty()) queue.Push(std::move(batch));
@@ -1106,40 +1077,38 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   auto by_rel = [](const Scanned& a, const Scanned& b) { return a.item.rel < b.item.rel; };
   if (!std::is_sorted(scanned.begin(), scanned.end(), by_rel))
     std::stable_sort(scanned.begin(), scanned.end(), by_rel);
-  std::vector<WalkItem> items;
-  std::vector<FileResult> results;
-  items.reserve(scanned.size());
-  results.reserve(scanned.size());
+  Walked out;
+  out.items.reserve(scanned.size());
+  out.results.reserve(scanned.size());
   for (auto& x : scanned) {
-    if (!items.empty() && items.back().rel == x.item.rel) continue;
-    items.push_back(std::move(x.item));
-    if (x.result.scanned || !x.result.skip_reason.empty()) items.back().kind = x.result.kind;
-    results.push_back(std::move(x.result));
+    if (!out.items.empty() && out.items.back().rel == x.item.rel) continue;
+    out.items.push_back(std::move(x.item));
+    if (x.result.scanned || !x.result.skip_reason.empty()) out.items.back().kind = x.result.kind;
+    out.results.push_back(std::move(x.result));
   }
-  scanned.clear();
-  const std::unordered_set<std::string> init_dirs = InitDirs(items);
-  FollowCudaModules(ctx, items, results, init_dirs, threads);
-  GuardBuiltSources(items, results);
+  return out;
+}
 
-  // Reachability over the project's own modules.
-  std::vector<PyModule> modules;
-  std::vector<std::size_t> module_item;  // modules[k] is items[module_item[k]].
-  std::vector<std::string> mains;
+// The entry scripts: --entry (or [tool.dualtrack] entry), a folder meaning every Python file
+// under it; else [project.scripts]; else every script with a `__main__` block (`guessed`: then no
+// path is known).
+struct Entries {
+  std::vector<std::string> files;
+  bool guessed = false;
+};
+
+Result<Entries> ChooseEntries(const ScanOptions& options, const Config& cfg,
+                              const std::vector<WalkItem>& items,
+                              const std::vector<std::string>& mains, const fs::path& abs_root) {
   auto is_python_file = [&](const std::string& rel) {  // items are sorted by rel.
     auto it = std::lower_bound(items.begin(), items.end(), rel,
                                [](const WalkItem& a, const std::string& r) { return a.rel < r; });
     return it != items.end() && it->rel == rel &&
            (it->kind == FileKind::kPython || it->kind == FileKind::kSetupPy);
   };
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
-    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports)});
-    module_item.push_back(i);
-    if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
-  }
-  std::vector<std::string> entries;
-  std::vector<std::string> declared = options.entries.empty() ? cfg.entry : options.entries;
-  bool guessed_entries = false;  // Every script with a __main__ block: no path is known.
+  Entries out;
+  std::vector<std::string>& entries = out.files;
+  const std::vector<std::string>& declared = options.entries.empty() ? cfg.entry : options.entries;
   for (const auto& e : declared) {
     fs::path ep(e);
     std::string rel =
@@ -1168,41 +1137,56 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     }
     if (entries.empty()) {
       entries = mains;
-      guessed_entries = true;
+      out.guessed = true;
     }
   }
   std::sort(entries.begin(), entries.end());
   entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-  std::unordered_set<std::string> behind_checks;
-  auto reachable = ReachableModules(modules, entries, &behind_checks);
-  report.entries = entries;
-  if (!guessed_entries && !entries.empty()) {
-    report.path.emplace();
-    FollowCalls(ctx, items, results, init_dirs, reachable, entries, threads, *report.path);
-  }
-  // Several entries (a folder, a test suite): which of them reach each module, so that a member
-  // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
-  std::unordered_map<std::string, std::int64_t> reached_by;
-  if (entries.size() > 1 && entries.size() <= 256) {
-    for (const auto& entry : entries) {
-      std::unordered_set<std::string> behind;  // Reached only behind a check: not needed there.
-      for (const auto& rel : ReachableModules(modules, {entry}, &behind))
-        if (!behind.count(rel)) ++reached_by[rel];
-    }
-  }
+  return out;
+}
 
-  const std::string config_file = (root / "pyproject.toml").string();
-  auto cfg_ignore = RuleCodes(cfg.ignore, *reg, "[tool.dualtrack] ignore", config_file);
+// Which codes the report keeps: [tool.dualtrack] ignore plus --ignore; --select replaces the
+// configured selection, as --entry replaces the configured entries. Empty `select`: every code.
+struct CodeFilter {
+  std::vector<std::string> ignore, select;
+  bool Keeps(std::string_view code) const {
+    for (const auto& c : ignore)
+      if (StartsWith(code, c)) return false;
+    if (select.empty()) return true;
+    return std::any_of(select.begin(), select.end(),
+                       [&](const std::string& c) { return StartsWith(code, c); });
+  }
+};
+
+Result<CodeFilter> MakeCodeFilter(const ScanOptions& options, const Config& cfg,
+                                  const Registry& reg, const std::string& config_file) {
+  auto cfg_ignore = RuleCodes(cfg.ignore, reg, "[tool.dualtrack] ignore", config_file);
   if (!cfg_ignore) return cfg_ignore.take_error();
-  auto cli_ignore = RuleCodes(options.ignore_codes, *reg, "--ignore", "");
+  auto cli_ignore = RuleCodes(options.ignore_codes, reg, "--ignore", "");
   if (!cli_ignore) return cli_ignore.take_error();
-  std::vector<std::string> ignore = std::move(*cfg_ignore);
-  ignore.insert(ignore.end(), cli_ignore->begin(), cli_ignore->end());
-  // --select replaces the configured selection, as --entry replaces the configured entries.
+  CodeFilter out;
+  out.ignore = std::move(*cfg_ignore);
+  out.ignore.insert(out.ignore.end(), cli_ignore->begin(), cli_ignore->end());
   auto select = options.select_codes.empty()
-                    ? RuleCodes(cfg.select, *reg, "[tool.dualtrack] select", config_file)
-                    : RuleCodes(options.select_codes, *reg, "--select", "");
+                    ? RuleCodes(cfg.select, reg, "[tool.dualtrack] select", config_file)
+                    : RuleCodes(options.select_codes, reg, "--select", "");
   if (!select) return select.take_error();
+  out.select = std::move(*select);
+  return out;
+}
+
+// Where the import graph puts each file: reachable from the entries, reached only behind a CUDA
+// check, and (several entries) by how many of them.
+struct Reach {
+  std::unordered_set<std::string> reachable, behind_checks;
+  std::unordered_map<std::string, std::int64_t> reached_by;
+};
+
+// The report's findings, skips, suppressions and counts from the files' results, each finding
+// placed on the path (reachable, reached_by, guarded when reached only behind a check).
+void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
+             const CodeFilter& filter, const std::vector<std::string>& entries, const Reach& reach,
+             ScanReport& report) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& r = results[i];
     if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
@@ -1211,21 +1195,17 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     bool is_py = items[i].kind == FileKind::kPython;  // setup.py is build code, not runtime.
     bool is_nb = items[i].kind == FileKind::kNotebook;
     for (auto& f : r.findings) {
-      bool drop = false;
-      for (const auto& code : ignore) drop |= StartsWith(f.code, code);
-      bool selected = select->empty();
-      for (const auto& code : *select) selected |= StartsWith(f.code, code);
-      if (drop || !selected) continue;
+      if (!filter.Keeps(f.code)) continue;
       if (is_py && !entries.empty()) {
         // FollowCalls may have found the function holding it never called.
-        f.reachable = reachable.count(items[i].rel) > 0 && f.reachable.value_or(true);
-        if (!reached_by.empty()) {
-          auto it = reached_by.find(items[i].rel);
-          f.reached_by = it == reached_by.end() ? 0 : it->second;
+        f.reachable = reach.reachable.count(items[i].rel) > 0 && f.reachable.value_or(true);
+        if (!reach.reached_by.empty()) {
+          auto it = reach.reached_by.find(items[i].rel);
+          f.reached_by = it == reach.reached_by.end() ? 0 : it->second;
         }
         // Reached only through imports behind a CUDA check (`if x.is_cuda: from .triton_ops
         // import ...`): on these entries' paths the module runs only with CUDA.
-        if (*f.reachable && !f.guarded && behind_checks.count(items[i].rel) > 0) {
+        if (*f.reachable && !f.guarded && reach.behind_checks.count(items[i].rel) > 0) {
           f.guarded = true;
           f.severity = Severity::kPortable;
         }
@@ -1240,6 +1220,89 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   });
   std::sort(report.skipped.begin(), report.skipped.end(),
             [](const Skipped& a, const Skipped& b) { return a.file < b.file; });
+}
+
+}  // namespace
+
+Result<ScanReport> Scan(const ScanOptions& options) {
+  if (options.paths.empty()) return MakeError(ErrorCode::kUsage, "no path to scan");
+  std::error_code ec;
+  for (const auto& p : options.paths) {
+    if (!fs::exists(fs::symlink_status(p, ec)))
+      return MakeError(ErrorCode::kInput, "no such file or directory", p.string());
+  }
+  const fs::path& first = options.paths.front();
+  fs::path root = fs::is_directory(first, ec) ? first : first.parent_path();
+  if (root.empty()) root = ".";
+  ScanReport report;
+  report.root = Rel(root.lexically_normal());
+  if (report.root.empty() || report.root == "/") report.root = root.generic_string();
+  while (report.root.size() > 1 && report.root.back() == '/') report.root.pop_back();
+  Config cfg;
+  if (options.read_pyproject) {
+    auto c = ReadConfig(root);
+    if (!c) return c.take_error();
+    cfg = std::move(*c);
+  }
+  auto reg = LoadRegistry(options, root, cfg);
+  if (!reg) return reg.take_error();
+  const std::string config_file = (root / "pyproject.toml").string();
+  auto filter = MakeCodeFilter(options, cfg, *reg, config_file);
+  if (!filter) return filter.take_error();
+
+  WalkOptions wopt;
+  wopt.exclude = cfg.exclude;
+  wopt.exclude.insert(wopt.exclude.end(), options.exclude.begin(), options.exclude.end());
+  wopt.honour_gitignore = options.honour_gitignore;
+  wopt.max_file_size = options.max_file_size;
+  // "__main__" joins the Python trigger words unless a trigger word could start where it does
+  // (only the shortest needle at a position is reported).
+  std::vector<std::string> python_needles = PythonNeedles(*reg);
+  bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
+                                  [](const std::string& n) { return StartsWith(n, "__"); });
+  if (python_main) python_needles.push_back("__main__");
+  std::unordered_set<std::string> own_tops = OwnTops(root);
+  Context ctx{*reg,
+              &own_tops,
+              Prefilter(python_needles),
+              python_main,
+              Prefilter(CppNeedles(*reg)),
+              options.max_file_size};
+  const unsigned threads = DefaultThreads(options.threads);
+  const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
+  auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
+  const std::unordered_set<std::string> init_dirs = InitDirs(items);
+  FollowCudaModules(ctx, items, results, init_dirs, threads);
+  GuardBuiltSources(items, results);
+
+  // Reachability over the project's own modules.
+  std::vector<PyModule> modules;
+  std::vector<std::string> mains;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
+    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports)});
+    if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
+  }
+  auto entries = ChooseEntries(options, cfg, items, mains, abs_root);
+  if (!entries) return entries.take_error();
+  Reach reach;
+  reach.reachable = ReachableModules(modules, entries->files, &reach.behind_checks);
+  report.entries = entries->files;
+  if (!entries->guessed && !entries->files.empty()) {
+    report.path.emplace();
+    FollowCalls(ctx, items, results, init_dirs, reach.reachable, entries->files, threads,
+                *report.path);
+  }
+  // Several entries (a folder, a test suite): which of them reach each module, so that a member
+  // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
+  if (entries->files.size() > 1 && entries->files.size() <= 256) {
+    for (const auto& entry : entries->files) {
+      std::unordered_set<std::string> behind;  // Reached only behind a check: not needed there.
+      for (const auto& rel : ReachableModules(modules, {entry}, &behind))
+        if (!behind.count(rel)) ++reach.reached_by[rel];
+    }
+  }
+  Collect(items, results, *filter, entries->files, reach, report);
   if (report.files_scanned == 0) {
     return MakeError(ErrorCode::kInput,
                      "nothing was scanned: no Python, notebook, C/C++/CUDA, build or environment "

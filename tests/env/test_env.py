@@ -12,7 +12,6 @@ import pytest
 
 from conftest import REPO_ROOT
 
-HOSTS = REPO_ROOT / "tests" / "env" / "hosts"
 
 
 def conclusion(report, cid):
@@ -90,14 +89,6 @@ def test_env_without_python_or_torch_is_not_fatal(dualtrack, tmp_path):
     assert report["torch"]["installed"] is True
     assert "signal 6" in report["torch"]["error"]
     assert conclusion(report, "torch-broken") is not None
-
-
-def test_replayed_mac_text(dualtrack):
-    r = dualtrack("env", "--replay", HOSTS / "macos-rosetta-python")
-    assert r.returncode == 0, r.stderr
-    assert "  apple  Apple M2 Pro (19 cores, Metal 3)\n" in r.stdout
-    assert "x86-64 Python under Rosetta" in r.stdout
-    assert "MPS unavailable; use an arm64 Python" in r.stdout
 
 
 def test_env_bad_options(dualtrack):
