@@ -190,26 +190,25 @@ struct ChildResult {
   int forwarded_signal = 0;
 };
 
-// Restores the previous handlers of SIGINT and SIGTERM on scope exit.
-class SignalForwarding {
+// `handler` for SIGINT, SIGTERM and SIGHUP for the life of the object; the previous handlers come
+// back on scope exit.
+class SignalHandlers {
  public:
-  explicit SignalForwarding(int write_fd) {
-    g_signal_pipe_write = write_fd;
+  explicit SignalHandlers(void (*handler)(int)) {
     struct sigaction sa {};
-    sa.sa_handler = OnSignal;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
     ::sigaction(SIGHUP, &sa, &old_hup_);
   }
-  ~SignalForwarding() {
+  ~SignalHandlers() {
     ::sigaction(SIGINT, &old_int_, nullptr);
     ::sigaction(SIGTERM, &old_term_, nullptr);
     ::sigaction(SIGHUP, &old_hup_, nullptr);
-    g_signal_pipe_write = -1;
   }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
+  SignalHandlers(const SignalHandlers&) = delete;
+  SignalHandlers& operator=(const SignalHandlers&) = delete;
 
  private:
   struct sigaction old_int_ {};
@@ -217,30 +216,16 @@ class SignalForwarding {
   struct sigaction old_hup_ {};
 };
 
-// After the child: SIGINT, SIGTERM and SIGHUP wait until the bundle is finalised (restored on
-// scope exit), as they did while they were forwarded.
-class SignalsHeld {
+// While the child runs: the signals go down the pipe, for the loop to forward them.
+class SignalForwarding {
  public:
-  SignalsHeld() {
-    struct sigaction sa {};
-    sa.sa_handler = SIG_IGN;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-    ::sigaction(SIGHUP, &sa, &old_hup_);
-  }
-  ~SignalsHeld() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-    ::sigaction(SIGHUP, &old_hup_, nullptr);
-  }
-  SignalsHeld(const SignalsHeld&) = delete;
-  SignalsHeld& operator=(const SignalsHeld&) = delete;
+  explicit SignalForwarding(int write_fd) : handlers_((g_signal_pipe_write = write_fd, OnSignal)) {}
+  ~SignalForwarding() { g_signal_pipe_write = -1; }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
 
  private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-  struct sigaction old_hup_ {};
+  SignalHandlers handlers_;
 };
 
 // --timeout: SIGTERM to the child when the time is up (the tracer flushes on SystemExit), SIGKILL
@@ -731,7 +716,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
     (void)WriteManifest(dir, manifest);
   });
   if (!spawned) return spawned.take_error();
-  SignalsHeld held;
+  // After the child the signals wait until the bundle is finalised, as they did while forwarded.
+  SignalHandlers held(SIG_IGN);
   const Spawned& sp = *spawned;
   RunOutcome outcome = OutcomeOf(sp, dir);
 
