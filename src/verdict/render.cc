@@ -872,16 +872,18 @@ std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t
   return label;
 }
 
-std::string RenderHtml(const Report& r) {
+namespace {
+
+// The page head, the contents, a validity warning and the verdict banner.
+void HtmlTop(std::ostringstream& os, const Report& r) {
   const Evidence& ev = r.evidence;
-  std::ostringstream os;
-  auto esc = [](std::string_view s) { return HtmlEscape(s); };
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         "<title>dualtrack report: "
-     << esc(r.verdict) << "</title><style>" << kCss << "</style></head><body>\n";
+     << HtmlEscape(r.verdict) << "</title><style>" << kCss << "</style></head><body>\n";
   os << "<h1>dualtrack report</h1><div class=\"muted\">"
-     << esc(!ev.project.empty()
+     << HtmlEscape(
+            !ev.project.empty()
                 ? ev.project
                 : (ev.scan ? ev.scan->root : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
      << "</div>\n";
@@ -912,32 +914,36 @@ std::string RenderHtml(const Report& r) {
   os << "</ol></nav>\n";
   if (r.validity.state == "differs") {
     os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
-       << esc(r.validity.summary)
+       << HtmlEscape(r.validity.summary)
        << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
   }
-  os << "<section class=\"banner " << esc(r.verdict) << "\" id=\"verdict\"><span class=\"v\">"
-     << esc(r.verdict) << "</span><span class=\"lvl\">evidence: " << ToString(r.level)
-     << "</span><ul>";
-  for (const std::string& reason : r.reasons) os << "<li>" << esc(reason) << "</li>";
+  os << "<section class=\"banner " << HtmlEscape(r.verdict)
+     << "\" id=\"verdict\"><span class=\"v\">" << HtmlEscape(r.verdict)
+     << "</span><span class=\"lvl\">evidence: " << ToString(r.level) << "</span><ul>";
+  for (const std::string& reason : r.reasons) os << "<li>" << HtmlEscape(reason) << "</li>";
   os << "</ul></section>\n";
+}
 
+// What to do: the experiments, the next steps, the dual-track plan and the checklist.
+void HtmlActions(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   if (!r.experiments.empty()) {
     os << "<h2 id=\"experiments\">Experiments</h2><table><tr><th>experiment</th><th>entry</th>"
           "<th>verdict</th><th>evidence</th><th>why</th><th>report</th></tr>";
     for (const ExperimentRow& e : r.experiments) {
-      os << "<tr><td>" << esc(e.name) << "</td><td>"
-         << esc(e.entry.empty() ? "(whole project)" : e.entry) << "</td><td><strong>"
-         << esc(e.verdict) << "</strong></td><td>" << ToString(e.level) << "</td><td>"
-         << esc(e.reason) << "</td><td><a href=\"" << esc(e.report) << "\">" << esc(e.report)
-         << "</a></td></tr>";
+      os << "<tr><td>" << HtmlEscape(e.name) << "</td><td>"
+         << HtmlEscape(e.entry.empty() ? "(whole project)" : e.entry) << "</td><td><strong>"
+         << HtmlEscape(e.verdict) << "</strong></td><td>" << ToString(e.level) << "</td><td>"
+         << HtmlEscape(e.reason) << "</td><td><a href=\"" << HtmlEscape(e.report) << "\">"
+         << HtmlEscape(e.report) << "</a></td></tr>";
     }
-    os << "</table><p>The report below is for the experiment <strong>" << esc(ev.experiment)
+    os << "</table><p>The report below is for the experiment <strong>" << HtmlEscape(ev.experiment)
        << "</strong>.</p>\n";
   }
   os << "<h2 id=\"next\">Next steps, by effect</h2><ol>";
   for (const NextStep& n : r.next_steps) {
-    os << "<li>" << esc(n.action);
-    if (!n.lifts.empty()) os << " <span class=\"muted\">(" << esc(n.lifts) << ")</span>";
+    os << "<li>" << HtmlEscape(n.action);
+    if (!n.lifts.empty()) os << " <span class=\"muted\">(" << HtmlEscape(n.lifts) << ")</span>";
     os << "</li>";
   }
   os << "</ol>";
@@ -950,7 +956,8 @@ std::string RenderHtml(const Report& r) {
        << "</h3><ul>";
     for (const PlanItem& p : r.plan) {
       if (p.where == where) {
-        os << "<li>" << esc(p.what) << " <span class=\"muted\">— " << esc(p.why) << "</span></li>";
+        os << "<li>" << HtmlEscape(p.what) << " <span class=\"muted\">— " << HtmlEscape(p.why)
+           << "</span></li>";
       }
     }
     os << "</ul></div>";
@@ -960,19 +967,22 @@ std::string RenderHtml(const Report& r) {
   os << "<h2 id=\"checklist\">Checklist</h2><table><tr><th>item</th><th>status</th>"
         "<th>evidence</th></tr>";
   for (const ChecklistItem& c : r.checklist) {
-    os << "<tr><td>" << esc(c.title) << "</td><td>" << StatusSpan(c.status) << "</td><td"
-       << (c.user_statement ? " class=\"user\"" : "") << ">" << esc(c.evidence)
+    os << "<tr><td>" << HtmlEscape(c.title) << "</td><td>" << StatusSpan(c.status) << "</td><td"
+       << (c.user_statement ? " class=\"user\"" : "") << ">" << HtmlEscape(c.evidence)
        << (c.user_statement ? " (user statement)" : "") << "</td></tr>";
   }
   os << "</table>\n";
+}
 
+// The evidence begins: validity (commit, data, seed per track) and the stop conditions.
+void HtmlValidityAndStops(std::ostringstream& os, const Report& r) {
   os << "<h2 class=\"part\">Evidence</h2>";
-  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << esc(r.validity.state) << "\">"
-     << esc(r.validity.state) << ": " << esc(r.validity.summary) << "</div>";
+  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << HtmlEscape(r.validity.state)
+     << "\">" << HtmlEscape(r.validity.state) << ": " << HtmlEscape(r.validity.summary) << "</div>";
   if (!r.validity.fields.empty()) {
     os << "<table><tr><th>field</th><th>state</th>";
     for (const auto& [who, value] : r.validity.fields.front().values) {
-      os << "<th>" << esc(who) << "</th>";
+      os << "<th>" << HtmlEscape(who) << "</th>";
     }
     os << "</tr>";
     for (const ValidityField& f : r.validity.fields) {
@@ -982,15 +992,15 @@ std::string RenderHtml(const Report& r) {
       const char* label = f.state == RuleState::kHolds
                               ? "differs"
                               : (f.state == RuleState::kClear ? "same" : "unknown");
-      os << "<tr><td>" << esc(f.field) << "</td><td><span class=\"st " << st << "\">" << label
-         << "</span></td>";
+      os << "<tr><td>" << HtmlEscape(f.field) << "</td><td><span class=\"st " << st << "\">"
+         << label << "</span></td>";
       for (const auto& [who, value] : f.values) {
         // Hashes are shortened on the page; the full value stays in the tooltip and the JSON.
         if (value.empty()) {
           os << "<td><code>missing</code></td>";
         } else {
-          os << "<td><code title=\"" << esc(value) << "\">"
-             << esc(value.size() > 16 ? value.substr(0, 12) + "…" : value) << "</code></td>";
+          os << "<td><code title=\"" << HtmlEscape(value) << "\">"
+             << HtmlEscape(value.size() > 16 ? value.substr(0, 12) + "…" : value) << "</code></td>";
         }
       }
       os << "</tr>";
@@ -1002,8 +1012,8 @@ std::string RenderHtml(const Report& r) {
   os << "<h2 id=\"stops\">Stop conditions</h2><table><tr><th>condition</th><th>state</th>"
         "<th>level</th><th>evidence</th></tr>";
   for (const RuleResult& s : r.stops) {
-    os << "<tr><td>" << esc(s.title) << "</td><td>" << StatusSpan(ToString(s.state)) << "</td><td>"
-       << ToString(s.level) << "</td><td>" << esc(s.summary);
+    os << "<tr><td>" << HtmlEscape(s.title) << "</td><td>" << StatusSpan(ToString(s.state))
+       << "</td><td>" << ToString(s.level) << "</td><td>" << HtmlEscape(s.summary);
     if (!s.evidence.empty() || !s.notes.empty()) {
       // The first few inline; the rest folded (report.json lists them all).
       constexpr std::size_t kInline = 6;
@@ -1013,8 +1023,8 @@ std::string RenderHtml(const Report& r) {
           os << "</ul><details><summary>" << (s.evidence.size() + s.notes.size() - kInline)
              << " more</summary><ul>";
         ++shown;
-        os << "<li" << (note ? " class=\"muted\"" : "") << "><code>" << esc(Where(e.location))
-           << "</code> " << esc(e.text) << "</li>";
+        os << "<li" << (note ? " class=\"muted\"" : "") << "><code>"
+           << HtmlEscape(Where(e.location)) << "</code> " << HtmlEscape(e.text) << "</li>";
       };
       os << "<ul>";
       for (const EvidenceItem& e : s.evidence) item(e, false);
@@ -1024,14 +1034,19 @@ std::string RenderHtml(const Report& r) {
     os << "</td></tr>";
   }
   os << "</table>\n";
+}
 
+// Per-tensor comparisons, failing tensors first, with shared-axis error histograms and metric
+// curves.
+void HtmlComparisons(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   os << "<h2 id=\"comparison\">Per-tensor comparison</h2>";
   if (ev.comparisons.empty()) {
     os << "<p class=\"muted\">missing: no comparison of two tracks</p>";
   }
   for (const Comparison& c : ev.comparisons) {
     const HistAxis axis = SharedAxis(c.tensors);
-    os << "<p><code>" << esc(c.a) << "</code> vs <code>" << esc(c.b)
+    os << "<p><code>" << HtmlEscape(c.a) << "</code> vs <code>" << HtmlEscape(c.b)
        << "</code>: " << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
        << " fail). Error histograms share one axis (log10 |a−b|); the red line is each "
           "tensor's atol.</p>";
@@ -1052,7 +1067,7 @@ std::string RenderHtml(const Report& r) {
         ++n;
         std::string shape;
         for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
-        t_os << "<tr><td><code>" << esc(t.name) << "</code></td><td>" << StatusSpan(t.status)
+        t_os << "<tr><td><code>" << HtmlEscape(t.name) << "</code></td><td>" << StatusSpan(t.status)
              << "</td><td>" << shape << "</td><td>" << Num(t.max_abs) << "</td><td>"
              << Num(t.mean_abs) << "</td><td>" << Num(t.max_rel) << "</td><td>" << Num(t.atol)
              << " / " << Num(t.rtol) << "</td><td>" << HistogramSvg(t, axis) << "</td></tr>";
@@ -1070,32 +1085,37 @@ std::string RenderHtml(const Report& r) {
       os << "<details" << (n_bad == 0 ? " open" : "") << "><summary>" << n_ok
          << " tensor(s) within tolerance</summary>" << header << ok << "</table></div></details>";
     for (const MetricComparison& m : c.metrics) {
-      os << "<h3 class=\"metric\">" << esc(m.name) << " " << StatusSpan(m.status) << "</h3>"
+      os << "<h3 class=\"metric\">" << HtmlEscape(m.name) << " " << StatusSpan(m.status) << "</h3>"
          << CurveSvg(m, c.a, c.b);
     }
   }
   os << '\n';
+}
 
+// Operator coverage on MPS and the scan findings by class.
+void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   os << "<h2 id=\"coverage\">Operator coverage on MPS</h2>";
   if (!ev.coverage) {
     os << "<p class=\"muted\">missing: "
-       << esc(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
+       << HtmlEscape(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
        << "</p>";
   } else {
-    os << "<p>" << esc(ev.coverage->evidence) << " for torch " << esc(ev.coverage->torch) << "</p>"
-       << CoverageChart(ev.coverage->ops)
+    os << "<p>" << HtmlEscape(ev.coverage->evidence) << " for torch "
+       << HtmlEscape(ev.coverage->torch) << "</p>" << CoverageChart(ev.coverage->ops)
        << "<div "
           "class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</"
           "th>"
           "<th>count</th><th>called at</th></tr>";
     for (const CoverageOp& op : ev.coverage->ops) {
       const std::string st = CoverageState(op);
-      os << "<tr><td><code>" << esc(op.op) << "</code></td><td><span class=\"st " << st << "\">"
-         << esc(op.cls) << "</span></td><td>" << esc(fmt::format("{}", fmt::join(op.dtypes, ", ")))
-         << "</td><td>" << esc(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
+      os << "<tr><td><code>" << HtmlEscape(op.op) << "</code></td><td><span class=\"st " << st
+         << "\">" << HtmlEscape(op.cls) << "</span></td><td>"
+         << HtmlEscape(fmt::format("{}", fmt::join(op.dtypes, ", "))) << "</td><td>"
+         << HtmlEscape(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
          << op.count << "</td><td>"
          << (!op.location.file.empty() ? SourceLink(ev, op.location.file, op.location.line)
-                                       : "<code>" + esc(Where(op.location)) + "</code>")
+                                       : "<code>" + HtmlEscape(Where(op.location)) + "</code>")
          << "</td></tr>";
     }
     os << "</table></div>";
@@ -1105,7 +1125,7 @@ std::string RenderHtml(const Report& r) {
   os << "<h2 id=\"findings\">Findings by class</h2>";
   if (!ev.scan) {
     os << "<p class=\"muted\">missing: "
-       << esc(ev.missing.count("scan") ? ev.missing.at("scan") : "no scan given") << "</p>";
+       << HtmlEscape(ev.missing.count("scan") ? ev.missing.at("scan") : "no scan given") << "</p>";
   } else if (ev.scan->findings.empty()) {
     os << "<p>The scan found no CUDA dependency.</p>";
   } else {
@@ -1123,29 +1143,33 @@ std::string RenderHtml(const Report& r) {
             "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
             "<th>replacement</th></tr>";
       for (const Finding* f : fs) {
-        os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>" << esc(f->code)
-           << "</td><td class=\"sev-" << esc(f->severity) << "\">" << esc(f->severity)
-           << "</td><td>" << esc(f->message);
-        if (!f->snippet.empty()) os << "<br><code>" << esc(f->snippet) << "</code>";
+        os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>" << HtmlEscape(f->code)
+           << "</td><td class=\"sev-" << HtmlEscape(f->severity) << "\">" << HtmlEscape(f->severity)
+           << "</td><td>" << HtmlEscape(f->message);
+        if (!f->snippet.empty()) os << "<br><code>" << HtmlEscape(f->snippet) << "</code>";
         os << "</td><td>" << Bool(f->guarded) << "</td><td>"
            << (f->reachable ? (*f->reachable ? "yes" : "no") : "n/a") << "</td><td>"
-           << esc(f->replacement) << "</td></tr>";
+           << HtmlEscape(f->replacement) << "</td></tr>";
       }
       os << "</table></div></details>";
     }
   }
   os << '\n';
+}
 
+// The tracks side by side, the environments side by side, and what evidence is missing.
+void HtmlTracksAndEnvironments(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   os << "<h2 id=\"tracks\">Tracks</h2>";
   if (ev.tracks.empty()) {
     os << "<p class=\"muted\">missing: no track bundles</p>";
   } else {
     os << "<table><tr><th></th>";
-    for (const Track& t : ev.tracks) os << "<th>" << esc(t.name) << "</th>";
+    for (const Track& t : ev.tracks) os << "<th>" << HtmlEscape(t.name) << "</th>";
     os << "</tr>";
     auto row = [&](const char* name, auto get) {
       os << "<tr><th>" << name << "</th>";
-      for (const Track& t : ev.tracks) os << "<td>" << esc(get(t)) << "</td>";
+      for (const Track& t : ev.tracks) os << "<td>" << HtmlEscape(get(t)) << "</td>";
       os << "</tr>";
     };
     row("device", [](const Track& t) { return t.device; });
@@ -1177,14 +1201,15 @@ std::string RenderHtml(const Report& r) {
   const std::vector<EnvColumn> cols = EnvColumns(ev);
   if (cols.empty()) {
     os << "<p class=\"muted\">missing: "
-       << esc(ev.missing.count("env") ? ev.missing.at("env") : "no environment recorded") << "</p>";
+       << HtmlEscape(ev.missing.count("env") ? ev.missing.at("env") : "no environment recorded")
+       << "</p>";
   } else {
     os << "<table><tr><th></th>";
-    for (const EnvColumn& c : cols) os << "<th>" << esc(c.label) << "</th>";
+    for (const EnvColumn& c : cols) os << "<th>" << HtmlEscape(c.label) << "</th>";
     os << "</tr>";
     for (const auto& [name, values] : EnvRows(cols)) {
-      os << "<tr><th>" << esc(name) << "</th>";
-      for (const std::string& v : values) os << "<td>" << esc(v) << "</td>";
+      os << "<tr><th>" << HtmlEscape(name) << "</th>";
+      for (const std::string& v : values) os << "<td>" << HtmlEscape(v) << "</td>";
       os << "</tr>";
     }
     os << "</table>";
@@ -1192,10 +1217,22 @@ std::string RenderHtml(const Report& r) {
   if (!ev.missing.empty()) {
     os << "<h2 id=\"missing\">Missing evidence</h2><ul>";
     for (const auto& [what, why] : ev.missing) {
-      os << "<li><strong>" << esc(what) << "</strong>: " << esc(why) << "</li>";
+      os << "<li><strong>" << HtmlEscape(what) << "</strong>: " << HtmlEscape(why) << "</li>";
     }
     os << "</ul>";
   }
+}
+
+}  // namespace
+
+std::string RenderHtml(const Report& r) {
+  std::ostringstream os;
+  HtmlTop(os, r);
+  HtmlActions(os, r);
+  HtmlValidityAndStops(os, r);
+  HtmlComparisons(os, r);
+  HtmlCoverageAndFindings(os, r);
+  HtmlTracksAndEnvironments(os, r);
   os << "\n<footer>dualtrack " << kVersion
      << " · schema dualtrack.report/1 · predicted = from scan and coverage tables; measured = "
         "from runs of the tracks</footer>\n</body></html>\n";
