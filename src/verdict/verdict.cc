@@ -88,206 +88,226 @@ std::vector<const EnvEvidence*> AllEnvs(const Evidence& ev) {
   return envs;
 }
 
+namespace {
+
+// A CUDA baseline (freeze) with its commit, packages and data digest.
+ChecklistItem BaselineItem(const Evidence& ev) {
+  ChecklistItem c{"baseline", "CUDA baseline saved", "missing", "", false};
+  if (ev.baseline) {
+    const Baseline& b = *ev.baseline;
+    if (b.commit.empty()) {
+      c.status = "failed";
+      c.evidence = fmt::format("{} records no git commit", b.source);
+    } else {
+      c.status = "done";
+      c.evidence = fmt::format(
+          "{}: commit {}{}, {} package(s), {} data file(s){}", b.source, b.commit.substr(0, 12),
+          b.dirty.empty() ? "" : " (dirty)", b.packages, b.data_files,
+          b.data_digest.empty() ? ", no data-slice digest"
+                                : ", data digest " + b.data_digest.substr(0, 12));
+    }
+  } else {
+    c.evidence = "no baseline given (run 'dualtrack freeze' on the CUDA machine)";
+  }
+  return c;
+}
+
+// The scan: how many findings need a change, how many have an alternative.
+ChecklistItem CudaPartsItem(const Evidence& ev) {
+  ChecklistItem c{"cuda-parts-marked", "CUDA-only parts marked, with alternatives", "missing", "",
+                  false};
+  if (ev.scan) {
+    std::size_t needing = 0, with_alt = 0;
+    for (const Finding& f : ev.scan->findings) {
+      if (f.severity == "portable") continue;
+      ++needing;
+      with_alt += f.replacement.empty() ? 0 : 1;
+    }
+    c.status = "done";
+    c.evidence = fmt::format(
+        "{} finding(s) in {} file(s) scanned; {} need a change, {} with a "
+        "suggested alternative",
+        ev.scan->findings.size(), ev.scan->files_scanned, needing, with_alt);
+  } else {
+    c.evidence =
+        ev.missing.count("scan") ? "scan missing: " + ev.missing.at("scan") : "no scan given";
+  }
+  return c;
+}
+
+// A Mac environment with MPS built and available.
+ChecklistItem MpsAvailableItem(const Evidence& ev) {
+  ChecklistItem c{"mps-available", "MPS built and available", "missing", "", false};
+  const EnvEvidence* mac = nullptr;
+  for (const EnvEvidence* e : AllEnvs(ev)) {
+    if (e->IsMac()) mac = e;
+  }
+  if (mac != nullptr) {
+    const bool ok = mac->mps_built.value_or(false) && mac->mps_available.value_or(false);
+    c.status = ok ? "done" : "failed";
+    c.evidence = fmt::format(
+        "{} {} ({}), torch {}: mps_built={}, mps_available={}", mac->os, mac->os_version, mac->arch,
+        mac->torch_version, mac->mps_built ? (*mac->mps_built ? "true" : "false") : "unknown",
+        mac->mps_available ? (*mac->mps_available ? "true" : "false") : "unknown");
+  } else if (ev.env) {
+    c.evidence = fmt::format(
+        "this host is {} {}; no Mac environment recorded (run 'dualtrack "
+        "env' on the Mac)",
+        ev.env->os, ev.env->arch);
+  } else {
+    c.evidence = "no environment recorded";
+  }
+  return c;
+}
+
+// An MPS track that finished a training step on real input.
+ChecklistItem RealInputStepItem(const Evidence& ev, const std::vector<RuleResult>& stops,
+                                const Track* mps) {
+  ChecklistItem c{"real-input-step", "Forward, backward and update ran on real input (MPS)",
+                  "missing", "", false};
+  if (mps != nullptr) {
+    if (mps->Finished() && !mps->step_wall_s.empty()) {
+      c.status = "done";
+      c.evidence =
+          fmt::format("track {} (mps) finished {} step(s)", mps->name, mps->step_wall_s.size());
+    } else if (mps->Finished()) {
+      c.status = "failed";
+      c.evidence = fmt::format("track {} (mps) exited without recording a step", mps->name);
+    } else {
+      c.status = "failed";
+      c.evidence = Rule(stops, "candidate-unfinished").summary;
+    }
+  } else {
+    c.evidence = "no MPS track";
+    for (const Track& t : ev.tracks) {
+      if (!t.IsCuda()) {
+        c.evidence +=
+            fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence{}", t.name, t.device,
+                        t.Finished() ? "finished" : "did not finish", t.step_wall_s.size(),
+                        t.device_note.empty() ? "" : " (" + t.device_note + ")");
+      }
+    }
+  }
+  return c;
+}
+
+// The MPS track's operator trace separates MPS from CPU-fallback execution.
+ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
+  ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution", "missing", "",
+                  false};
+  if (mps != nullptr) {
+    if (!mps->has_ops) {
+      c.status = "failed";
+      c.evidence = fmt::format(
+          "track {} has no operator trace (ops.jsonl): MPS and CPU-fallback "
+          "execution cannot be told apart",
+          mps->name);
+    } else {
+      std::int64_t on_mps = 0, fallback = 0, failed = 0;
+      std::vector<std::string> names;
+      for (const OpRow& op : mps->ops) {
+        if (op.status == "fallback") {
+          ++fallback;
+          if (names.size() < 5) names.push_back(op.op);
+        } else if (op.status == "failed") {
+          ++failed;
+        } else {
+          ++on_mps;
+        }
+      }
+      c.status = "done";
+      c.evidence = fmt::format(
+          "{} operator(s) ran on MPS, {} fell back to the CPU{}{}; "
+          "PYTORCH_ENABLE_MPS_FALLBACK={}",
+          on_mps, fallback, names.empty() ? "" : " (",
+          names.empty() ? "" : fmt::format("{})", fmt::join(names, ", ")),
+          mps->mps_fallback.value_or("unset"));
+      if (failed > 0) c.evidence += fmt::format(", {} failed", failed);
+    }
+  } else if (ev.coverage) {
+    std::int64_t fb = 0;
+    for (const CoverageOp& op : ev.coverage->ops) {
+      fb += (op.cls == "cpu-fallback" || op.cls == "always-cpu") ? 1 : 0;
+    }
+    c.evidence =
+        fmt::format("no MPS track; predicted: {} operator(s) would fall back to the CPU", fb);
+  } else {
+    c.evidence = "no MPS track and no coverage prediction";
+  }
+  return c;
+}
+
+// The comparison of the tracks: outputs and gradients within tolerance.
+ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& stops) {
+  ChecklistItem c{"within-tolerance", "Outputs and gradients within tolerance", "missing", "",
+                  false};
+  const RuleResult& tol = Rule(stops, "outside-tolerance");
+  if (!ev.comparisons.empty()) {
+    std::int64_t tensors = 0, grads = 0, outputs = 0;
+    for (const Comparison& cmp : ev.comparisons) {
+      for (const TensorComparison& t : cmp.tensors) {
+        ++tensors;
+        grads += t.name.rfind("grad/", 0) == 0 ? 1 : 0;
+        outputs += (t.name.rfind("output/", 0) == 0 || t.name.rfind("loss/", 0) == 0) ? 1 : 0;
+      }
+    }
+    c.status = tol.state == RuleState::kHolds ? "failed" : "done";
+    c.evidence = fmt::format("{} ({} tensor(s): {} output/loss, {} gradient)", tol.summary, tensors,
+                             outputs, grads);
+    if (c.status == "done" && (grads == 0 || outputs == 0)) {
+      c.evidence += "; note: outputs and gradients were not both compared";
+    }
+  } else {
+    c.evidence = "no comparison given (run 'dualtrack compare' on the two bundles)";
+  }
+  return c;
+}
+
+// Step times of at least two tracks, side by side.
+ChecklistItem WorkloadTimedItem(const Evidence& ev) {
+  ChecklistItem c{"workload-timed", "Target workload timed on both tracks", "missing", "", false};
+  std::vector<std::string> timed;
+  for (const Track& t : ev.tracks) {
+    if (!t.step_wall_s.empty()) {
+      timed.push_back(fmt::format("{} ({}): {}, {}", t.name, t.device, StepTime(t), Memory(t)));
+    }
+  }
+  if (timed.size() >= 2) {
+    c.status = "done";
+    c.evidence =
+        fmt::format("{} (side by side; no speed claim beyond these runs)", fmt::join(timed, "; "));
+  } else if (timed.size() == 1) {
+    c.evidence = "only one track timed: " + timed.front();
+  } else {
+    c.evidence = "no track with step times";
+  }
+  return c;
+}
+
+// The user's statement that the remote machine's data handling was checked.
+ChecklistItem RemoteDataItem(const Evidence& ev) {
+  ChecklistItem c{"remote-data", "Data handling on a remote machine checked", "missing", "", false};
+  if (ev.remote_data_confirmed) {
+    c.status = "done";
+    c.user_statement = true;
+    c.evidence = "stated by the user (--remote-data-confirmed); dualtrack did not verify it";
+  } else {
+    c.evidence =
+        "no statement (pass --remote-data-confirmed once the remote machine's data "
+        "handling is checked)";
+  }
+  return c;
+}
+
+}  // namespace
+
 std::vector<ChecklistItem> Checklist(const Evidence& ev, const std::vector<RuleResult>& stops) {
-  std::vector<ChecklistItem> items;
   const Track* cand = CandidateTrack(ev);
   const Track* mps = (cand != nullptr && cand->IsMps()) ? cand : nullptr;
-
-  {
-    ChecklistItem c{"baseline", "CUDA baseline saved", "missing", "", false};
-    if (ev.baseline) {
-      const Baseline& b = *ev.baseline;
-      if (b.commit.empty()) {
-        c.status = "failed";
-        c.evidence = fmt::format("{} records no git commit", b.source);
-      } else {
-        c.status = "done";
-        c.evidence = fmt::format(
-            "{}: commit {}{}, {} package(s), {} data file(s){}", b.source, b.commit.substr(0, 12),
-            b.dirty.empty() ? "" : " (dirty)", b.packages, b.data_files,
-            b.data_digest.empty() ? ", no data-slice digest"
-                                  : ", data digest " + b.data_digest.substr(0, 12));
-      }
-    } else {
-      c.evidence = "no baseline given (run 'dualtrack freeze' on the CUDA machine)";
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"cuda-parts-marked", "CUDA-only parts marked, with alternatives", "missing", "",
-                    false};
-    if (ev.scan) {
-      std::size_t needing = 0, with_alt = 0;
-      for (const Finding& f : ev.scan->findings) {
-        if (f.severity == "portable") continue;
-        ++needing;
-        with_alt += f.replacement.empty() ? 0 : 1;
-      }
-      c.status = "done";
-      c.evidence = fmt::format(
-          "{} finding(s) in {} file(s) scanned; {} need a change, {} with a "
-          "suggested alternative",
-          ev.scan->findings.size(), ev.scan->files_scanned, needing, with_alt);
-    } else {
-      c.evidence =
-          ev.missing.count("scan") ? "scan missing: " + ev.missing.at("scan") : "no scan given";
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"mps-available", "MPS built and available", "missing", "", false};
-    const EnvEvidence* mac = nullptr;
-    for (const EnvEvidence* e : AllEnvs(ev)) {
-      if (e->IsMac()) mac = e;
-    }
-    if (mac != nullptr) {
-      const bool ok = mac->mps_built.value_or(false) && mac->mps_available.value_or(false);
-      c.status = ok ? "done" : "failed";
-      c.evidence =
-          fmt::format("{} {} ({}), torch {}: mps_built={}, mps_available={}", mac->os,
-                      mac->os_version, mac->arch, mac->torch_version,
-                      mac->mps_built ? (*mac->mps_built ? "true" : "false") : "unknown",
-                      mac->mps_available ? (*mac->mps_available ? "true" : "false") : "unknown");
-    } else if (ev.env) {
-      c.evidence = fmt::format(
-          "this host is {} {}; no Mac environment recorded (run 'dualtrack "
-          "env' on the Mac)",
-          ev.env->os, ev.env->arch);
-    } else {
-      c.evidence = "no environment recorded";
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"real-input-step", "Forward, backward and update ran on real input (MPS)",
-                    "missing", "", false};
-    if (mps != nullptr) {
-      if (mps->Finished() && !mps->step_wall_s.empty()) {
-        c.status = "done";
-        c.evidence =
-            fmt::format("track {} (mps) finished {} step(s)", mps->name, mps->step_wall_s.size());
-      } else if (mps->Finished()) {
-        c.status = "failed";
-        c.evidence = fmt::format("track {} (mps) exited without recording a step", mps->name);
-      } else {
-        c.status = "failed";
-        c.evidence = Rule(stops, "candidate-unfinished").summary;
-      }
-    } else {
-      c.evidence = "no MPS track";
-      for (const Track& t : ev.tracks) {
-        if (!t.IsCuda()) {
-          c.evidence +=
-              fmt::format("; track {} ({}) {} {} step(s) — not MPS evidence{}", t.name, t.device,
-                          t.Finished() ? "finished" : "did not finish", t.step_wall_s.size(),
-                          t.device_note.empty() ? "" : " (" + t.device_note + ")");
-        }
-      }
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution", "missing",
-                    "", false};
-    if (mps != nullptr) {
-      if (!mps->has_ops) {
-        c.status = "failed";
-        c.evidence = fmt::format(
-            "track {} has no operator trace (ops.jsonl): MPS and CPU-fallback "
-            "execution cannot be told apart",
-            mps->name);
-      } else {
-        std::int64_t on_mps = 0, fallback = 0, failed = 0;
-        std::vector<std::string> names;
-        for (const OpRow& op : mps->ops) {
-          if (op.status == "fallback") {
-            ++fallback;
-            if (names.size() < 5) names.push_back(op.op);
-          } else if (op.status == "failed") {
-            ++failed;
-          } else {
-            ++on_mps;
-          }
-        }
-        c.status = "done";
-        c.evidence = fmt::format(
-            "{} operator(s) ran on MPS, {} fell back to the CPU{}{}; "
-            "PYTORCH_ENABLE_MPS_FALLBACK={}",
-            on_mps, fallback, names.empty() ? "" : " (",
-            names.empty() ? "" : fmt::format("{})", fmt::join(names, ", ")),
-            mps->mps_fallback.value_or("unset"));
-        if (failed > 0) c.evidence += fmt::format(", {} failed", failed);
-      }
-    } else if (ev.coverage) {
-      std::int64_t fb = 0;
-      for (const CoverageOp& op : ev.coverage->ops) {
-        fb += (op.cls == "cpu-fallback" || op.cls == "always-cpu") ? 1 : 0;
-      }
-      c.evidence =
-          fmt::format("no MPS track; predicted: {} operator(s) would fall back to the CPU", fb);
-    } else {
-      c.evidence = "no MPS track and no coverage prediction";
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"within-tolerance", "Outputs and gradients within tolerance", "missing", "",
-                    false};
-    const RuleResult& tol = Rule(stops, "outside-tolerance");
-    if (!ev.comparisons.empty()) {
-      std::int64_t tensors = 0, grads = 0, outputs = 0;
-      for (const Comparison& cmp : ev.comparisons) {
-        for (const TensorComparison& t : cmp.tensors) {
-          ++tensors;
-          grads += t.name.rfind("grad/", 0) == 0 ? 1 : 0;
-          outputs += (t.name.rfind("output/", 0) == 0 || t.name.rfind("loss/", 0) == 0) ? 1 : 0;
-        }
-      }
-      c.status = tol.state == RuleState::kHolds ? "failed" : "done";
-      c.evidence = fmt::format("{} ({} tensor(s): {} output/loss, {} gradient)", tol.summary,
-                               tensors, outputs, grads);
-      if (c.status == "done" && (grads == 0 || outputs == 0)) {
-        c.evidence += "; note: outputs and gradients were not both compared";
-      }
-    } else {
-      c.evidence = "no comparison given (run 'dualtrack compare' on the two bundles)";
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"workload-timed", "Target workload timed on both tracks", "missing", "", false};
-    std::vector<std::string> timed;
-    for (const Track& t : ev.tracks) {
-      if (!t.step_wall_s.empty()) {
-        timed.push_back(fmt::format("{} ({}): {}, {}", t.name, t.device, StepTime(t), Memory(t)));
-      }
-    }
-    if (timed.size() >= 2) {
-      c.status = "done";
-      c.evidence = fmt::format("{} (side by side; no speed claim beyond these runs)",
-                               fmt::join(timed, "; "));
-    } else if (timed.size() == 1) {
-      c.evidence = "only one track timed: " + timed.front();
-    } else {
-      c.evidence = "no track with step times";
-    }
-    items.push_back(std::move(c));
-  }
-  {
-    ChecklistItem c{"remote-data", "Data handling on a remote machine checked", "missing", "",
-                    false};
-    if (ev.remote_data_confirmed) {
-      c.status = "done";
-      c.user_statement = true;
-      c.evidence = "stated by the user (--remote-data-confirmed); dualtrack did not verify it";
-    } else {
-      c.evidence =
-          "no statement (pass --remote-data-confirmed once the remote machine's data "
-          "handling is checked)";
-    }
-    items.push_back(std::move(c));
-  }
-  return items;
+  return {BaselineItem(ev),      CudaPartsItem(ev),
+          MpsAvailableItem(ev),  RealInputStepItem(ev, stops, mps),
+          FallbackItem(ev, mps), ToleranceItem(ev, stops),
+          WorkloadTimedItem(ev), RemoteDataItem(ev)};
 }
 
 // The experiment's real command on the Mac (python train.py --device mps); what audit knew of it,
