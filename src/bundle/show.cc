@@ -109,9 +109,11 @@ json ShowJson(const Bundle& b, std::size_t top_ops) {
   return j;
 }
 
-std::string ShowText(const Bundle& b, std::size_t top_ops) {
+namespace {
+
+// The run: status and outcome, track, command, commit, times and memory, settings, steps.
+void ShowRun(std::ostringstream& o, const Bundle& b) {
   const json& m = b.manifest;
-  std::ostringstream o;
   o << "bundle      " << b.dir.string() << "\n";
   o << "status      " << b.status;
   if (b.status == "failed") {
@@ -185,7 +187,12 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     }
     o << "\n";
   }
+}
 
+// The operator trace (the busiest rows first), CPU fallbacks, float64 and CUDA redirects.
+void ShowOps(std::ostringstream& o, const Bundle& b, std::size_t top_ops) {
+  const json& m = b.manifest;
+  char buf[64];
   std::int64_t calls = 0;
   std::size_t n_fallback = 0, n_failed = 0;
   for (const auto& r : b.ops) {
@@ -236,6 +243,12 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
         << Str(r, "count", "1") << "\n";
     }
   }
+}
+
+// The captured tensors (gradients and parameters per step), metrics and problems.
+void ShowCaptures(std::ostringstream& o, const Bundle& b) {
+  const json& m = b.manifest;
+  char buf[64];
   o << "tensors     " << b.tensors.size() << "\n";
   // Gradients and parameters are summarised per step; the rest is listed by name.
   std::map<std::string, std::pair<std::size_t, std::uint64_t>> groups;
@@ -280,6 +293,15 @@ std::string ShowText(const Bundle& b, std::size_t top_ops) {
     for (const auto& p : m["problems"])
       o << "  " << (p.is_string() ? p.get<std::string>() : p.dump()) << "\n";
   }
+}
+
+}  // namespace
+
+std::string ShowText(const Bundle& b, std::size_t top_ops) {
+  std::ostringstream o;
+  ShowRun(o, b);
+  ShowOps(o, b, top_ops);
+  ShowCaptures(o, b);
   return o.str();
 }
 
