@@ -370,30 +370,25 @@ std::string HumanBytes(std::uint64_t b) {
   return fmt::format("{} bytes", b);
 }
 
-void Conclude(EnvReport& r) {
-  auto add = [&](std::string id, std::string level, std::string text) {
-    r.conclusions.push_back({std::move(id), std::move(level), std::move(text)});
-  };
-  const bool mac = r.host.os == "macOS";
-  const GpuInfo* nvidia = nullptr;
-  const GpuInfo* apple = nullptr;
-  for (const auto& g : r.gpus) {
-    if (g.vendor == "nvidia" && !nvidia) nvidia = &g;
-    if (g.vendor == "apple" && !apple) apple = &g;
-  }
-  const auto& t = r.torch;
-  std::string tv = t.version.value_or("?");
+namespace {
 
-  // GPUs and the CUDA toolchain.
+void Add(EnvReport& r, std::string id, std::string level, std::string text) {
+  r.conclusions.push_back({std::move(id), std::move(level), std::move(text)});
+}
+
+// GPUs and the CUDA toolchain: a GPU without nvcc, nvcc without a GPU or driver, a driver that
+// fails, nvcc and torch built for different CUDA majors, no GPU at all.
+void ConcludeGpus(EnvReport& r, const GpuInfo* nvidia, const GpuInfo* apple) {
+  const auto& t = r.torch;
   if (nvidia) {
-    add("nvidia-gpu", "info",
+    Add(r, "nvidia-gpu", "info",
         fmt::format(
             "NVIDIA GPU found: {} (driver {}{}{})", nvidia->name, nvidia->driver.value_or("?"),
             nvidia->memory_bytes ? ", " + HumanBytes(*nvidia->memory_bytes) : "",
             nvidia->compute_capability ? ", compute capability " + *nvidia->compute_capability
                                        : ""));
     if (!r.cuda.nvcc_path) {
-      add("gpu-without-nvcc", "info",
+      Add(r, "gpu-without-nvcc", "info",
           "There is an NVIDIA GPU but no nvcc on PATH: prebuilt CUDA wheels run, but CUDA "
           "extensions "
           "cannot be compiled here");
@@ -402,13 +397,13 @@ void Conclude(EnvReport& r) {
     std::string why = r.cuda.nvidia_smi_error
                           ? " (nvidia-smi fails: \"" + *r.cuda.nvidia_smi_error + "\")"
                           : (r.cuda.nvidia_smi_path ? "" : " (no nvidia-smi on PATH)");
-    add("nvcc-without-gpu", "warning",
+    Add(r, "nvcc-without-gpu", "warning",
         fmt::format(
             "nvcc {} is installed ({}) but there is no NVIDIA GPU and driver{}: CUDA programs "
             "cannot run here; nvcc only compiles and proves nothing about the GPU",
             r.cuda.nvcc_version.value_or("(unknown version)"), *r.cuda.nvcc_path, why));
   } else if (r.cuda.nvidia_smi_error) {
-    add("nvidia-driver-missing", "warning",
+    Add(r, "nvidia-driver-missing", "warning",
         fmt::format(
             "nvidia-smi is installed but fails (\"{}\"): the NVIDIA driver is not loaded, so "
             "no CUDA device is usable",
@@ -417,140 +412,173 @@ void Conclude(EnvReport& r) {
   if (r.cuda.nvcc_version && t.cuda_version &&
       r.cuda.nvcc_version->substr(0, r.cuda.nvcc_version->find('.')) !=
           t.cuda_version->substr(0, t.cuda_version->find('.'))) {
-    add("nvcc-torch-cuda-mismatch", "warning",
+    Add(r, "nvcc-torch-cuda-mismatch", "warning",
         fmt::format(
             "nvcc {} and the CUDA {} torch was built with differ in major version: CUDA extensions "
             "compiled here will not load into this torch",
             *r.cuda.nvcc_version, *t.cuda_version));
   }
   if (!nvidia && !apple) {
-    add("no-gpu", "info",
+    Add(r, "no-gpu", "info",
         fmt::format(
             "No NVIDIA or Apple GPU found on this {} {} host: only the CPU track can run here",
             r.host.os, r.host.arch));
   }
+}
 
-  // The host and the Python's architecture (the Rosetta trap).
-  if (mac) {
+// A Mac: too old for MPS, an Intel CPU, dualtrack or the Python under Rosetta.
+void ConcludeMac(EnvReport& r) {
+  auto [major, minor] = MacVersion(r.host.os_version);
+  if (major > 0 && (major < 12 || (major == 12 && minor < 3))) {
+    Add(r, "macos-too-old", "blocker",
+        fmt::format("macOS {} is older than 12.3: MPS needs macOS 12.3 or later",
+                    r.host.os_version));
+  }
+  if (r.host.apple_silicon == false) {
+    Add(r, "intel-mac", "warning",
+        fmt::format("This Mac has an Intel CPU ({}): the Apple Silicon MPS track does not apply",
+                    r.host.cpu));
+  }
+  if (r.host.rosetta == true) {
+    Add(r, "rosetta-process", "warning",
+        "dualtrack itself runs under Rosetta (sysctl.proc_translated = 1): install the arm64 "
+        "build");
+  }
+  bool x86_python = r.python.arch && *r.python.arch == "x86_64";
+  if (r.python.found &&
+      (r.python.translated == true || (r.host.apple_silicon == true && x86_python))) {
+    Add(r, "rosetta-python", "blocker",
+        fmt::format(
+            "x86-64 Python under Rosetta ({}: platform.machine() = {}{}) on an arm64 Mac: MPS "
+            "unavailable; use an arm64 Python",
+            r.python.path.value_or("?"), r.python.arch.value_or("?"),
+            r.python.translated == true ? ", sysctl.proc_translated = 1" : ""));
+  }
+}
+
+// What torch makes of CUDA here.
+void ConcludeTorchCuda(EnvReport& r, const GpuInfo* nvidia) {
+  const auto& t = r.torch;
+  const std::string tv = t.version.value_or("?");
+  if (t.cuda_available) {
+    std::string devices;
+    for (const auto& d : t.cuda_devices) devices += (devices.empty() ? "" : ", ") + d;
+    Add(r, "torch-cuda-available", "info",
+        fmt::format(
+            "CUDA is available to torch {} (built with CUDA {}, cuDNN {}): {} device(s): {}", tv,
+            t.cuda_version.value_or("?"), t.cudnn_version.value_or("none"), t.cuda_devices.size(),
+            devices));
+  } else if (nvidia && !t.cuda_version) {
+    Add(r, "torch-cpu-build", "blocker",
+        fmt::format(
+            "torch {} is a CPU-only build (torch.version.cuda is None): it cannot use the {}", tv,
+            nvidia->name));
+  } else if (nvidia) {
+    Add(r, "torch-cuda-unavailable", "blocker",
+        fmt::format(
+            "torch {} was built with CUDA {} but torch.cuda.is_available() is False: check that "
+            "driver {} supports CUDA {}",
+            tv, *t.cuda_version, nvidia->driver.value_or("?"), *t.cuda_version));
+  } else if (t.cuda_version) {
+    Add(r, "torch-cuda-no-gpu", "info",
+        fmt::format(
+            "torch {} was built with CUDA {} but there is no NVIDIA GPU: it runs on the CPU here",
+            tv, *t.cuda_version));
+  }
+}
+
+// What torch makes of MPS here, and why not where it is built but unavailable.
+void ConcludeTorchMps(EnvReport& r, const GpuInfo* apple) {
+  const auto& t = r.torch;
+  const std::string tv = t.version.value_or("?");
+  const bool mac = r.host.os == "macOS";
+  if (t.mps_available) {
+    std::string gpu =
+        apple ? fmt::format(" ({}{})", apple->name,
+                            apple->cores ? fmt::format(", {} GPU cores", *apple->cores) : "")
+              : "";
+    Add(r, "mps-available", "info",
+        fmt::format("MPS is built and available: torch {} can use the Apple GPU{}", tv, gpu));
+  } else if (t.mps_built) {
+    std::string why;
     auto [major, minor] = MacVersion(r.host.os_version);
-    if (major > 0 && (major < 12 || (major == 12 && minor < 3))) {
-      add("macos-too-old", "blocker",
-          fmt::format("macOS {} is older than 12.3: MPS needs macOS 12.3 or later",
-                      r.host.os_version));
-    }
-    if (r.host.apple_silicon == false) {
-      add("intel-mac", "warning",
-          fmt::format("This Mac has an Intel CPU ({}): the Apple Silicon MPS track does not apply",
-                      r.host.cpu));
-    }
-    if (r.host.rosetta == true) {
-      add("rosetta-process", "warning",
-          "dualtrack itself runs under Rosetta (sysctl.proc_translated = 1): install the arm64 "
-          "build");
-    }
-    bool x86_python = r.python.arch && *r.python.arch == "x86_64";
-    if (r.python.found &&
-        (r.python.translated == true || (r.host.apple_silicon == true && x86_python))) {
-      add("rosetta-python", "blocker",
-          fmt::format(
-              "x86-64 Python under Rosetta ({}: platform.machine() = {}{}) on an arm64 Mac: MPS "
-              "unavailable; use an arm64 Python",
-              r.python.path.value_or("?"), r.python.arch.value_or("?"),
-              r.python.translated == true ? ", sysctl.proc_translated = 1" : ""));
-    }
-  }
-
-  // The chosen Python and torch.
-  if (!r.python.found) {
-    add("python-missing", "blocker",
-        fmt::format("The Python '{}' could not be probed: {}", r.python.requested,
-                    r.python.error.value_or("unknown error")));
-    return;
-  }
-  std::string pyname = fmt::format("{} (Python {})", r.python.path.value_or(r.python.requested),
-                                   r.python.version.value_or("?"));
-  if (!t.installed) {
-    add("torch-missing", "warning", fmt::format("torch is not installed for {}", pyname));
-  } else if (t.error) {
-    add("torch-broken", "blocker",
-        fmt::format("torch is installed for {} but fails to import: {}", pyname, *t.error));
-  } else {
-    if (t.cuda_available) {
-      std::string devices;
-      for (const auto& d : t.cuda_devices) devices += (devices.empty() ? "" : ", ") + d;
-      add("torch-cuda-available", "info",
-          fmt::format(
-              "CUDA is available to torch {} (built with CUDA {}, cuDNN {}): {} device(s): {}", tv,
-              t.cuda_version.value_or("?"), t.cudnn_version.value_or("none"), t.cuda_devices.size(),
-              devices));
-    } else if (nvidia && !t.cuda_version) {
-      add("torch-cpu-build", "blocker",
-          fmt::format(
-              "torch {} is a CPU-only build (torch.version.cuda is None): it cannot use the {}", tv,
-              nvidia->name));
-    } else if (nvidia) {
-      add("torch-cuda-unavailable", "blocker",
-          fmt::format(
-              "torch {} was built with CUDA {} but torch.cuda.is_available() is False: check that "
-              "driver {} supports CUDA {}",
-              tv, *t.cuda_version, nvidia->driver.value_or("?"), *t.cuda_version));
-    } else if (t.cuda_version) {
-      add("torch-cuda-no-gpu", "info",
-          fmt::format(
-              "torch {} was built with CUDA {} but there is no NVIDIA GPU: it runs on the CPU here",
-              tv, *t.cuda_version));
-    }
-
-    if (t.mps_available) {
-      std::string gpu =
-          apple ? fmt::format(" ({}{})", apple->name,
-                              apple->cores ? fmt::format(", {} GPU cores", *apple->cores) : "")
-                : "";
-      add("mps-available", "info",
-          fmt::format("MPS is built and available: torch {} can use the Apple GPU{}", tv, gpu));
-    } else if (t.mps_built) {
-      std::string why;
-      auto [major, minor] = MacVersion(r.host.os_version);
-      if (!mac) {
-        why = "this host is not a Mac";
-      } else if (r.python.translated == true ||
-                 r.python.arch == std::optional<std::string>("x86_64")) {
-        why = "the Python runs as x86-64 under Rosetta";
-      } else if (major > 0 && (major < 12 || (major == 12 && minor < 3))) {
-        why = "macOS " + r.host.os_version + " is older than 12.3";
-      } else if (!apple) {
-        why = "no Metal GPU was found";
-      } else {
-        why = "torch.backends.mps.is_available() returned False";
-      }
-      add("mps-built-not-available", mac ? "blocker" : "info",
-          fmt::format("MPS is built but not available: {}", why));
-    } else if (mac) {
-      add("mps-not-built", "blocker",
-          fmt::format("torch {} was built without MPS (torch.backends.mps.is_built() is False): "
-                      "install the "
-                      "macOS arm64 wheel of torch",
-                      tv));
+    if (!mac) {
+      why = "this host is not a Mac";
+    } else if (r.python.translated == true ||
+               r.python.arch == std::optional<std::string>("x86_64")) {
+      why = "the Python runs as x86-64 under Rosetta";
+    } else if (major > 0 && (major < 12 || (major == 12 && minor < 3))) {
+      why = "macOS " + r.host.os_version + " is older than 12.3";
+    } else if (!apple) {
+      why = "no Metal GPU was found";
     } else {
-      add("mps-not-built", "info",
-          fmt::format(
-              "MPS is not built into torch {} and this host is not a Mac: the Apple track needs a "
-              "Mac with Apple Silicon; here MPS coverage can only be predicted",
-              tv));
+      why = "torch.backends.mps.is_available() returned False";
     }
+    Add(r, "mps-built-not-available", mac ? "blocker" : "info",
+        fmt::format("MPS is built but not available: {}", why));
+  } else if (mac) {
+    Add(r, "mps-not-built", "blocker",
+        fmt::format("torch {} was built without MPS (torch.backends.mps.is_built() is False): "
+                    "install the "
+                    "macOS arm64 wheel of torch",
+                    tv));
+  } else {
+    Add(r, "mps-not-built", "info",
+        fmt::format(
+            "MPS is not built into torch {} and this host is not a Mac: the Apple track needs a "
+            "Mac with Apple Silicon; here MPS coverage can only be predicted",
+            tv));
   }
+}
 
+// PYTORCH_ENABLE_MPS_FALLBACK: set (operators may silently run on the CPU) or not.
+void ConcludeFallback(EnvReport& r) {
+  const auto& t = r.torch;
+  const bool mac = r.host.os == "macOS";
   auto fallback = r.mps_env.find("PYTORCH_ENABLE_MPS_FALLBACK");
   if (fallback != r.mps_env.end() && fallback->second && *fallback->second == "1") {
-    add("cpu-fallback", "warning",
+    Add(r, "cpu-fallback", "warning",
         "CPU fallback is enabled (PYTORCH_ENABLE_MPS_FALLBACK=1): operators without an MPS kernel "
         "may "
         "silently run on the CPU; unset it to see which ones fail");
   } else if (mac && t.mps_available) {
-    add("cpu-fallback-off", "info",
+    Add(r, "cpu-fallback-off", "info",
         "PYTORCH_ENABLE_MPS_FALLBACK is not set: an operator without an MPS kernel raises "
         "NotImplementedError instead of silently running on the CPU");
   }
+}
+
+}  // namespace
+
+void Conclude(EnvReport& r) {
+  const GpuInfo* nvidia = nullptr;
+  const GpuInfo* apple = nullptr;
+  for (const auto& g : r.gpus) {
+    if (g.vendor == "nvidia" && !nvidia) nvidia = &g;
+    if (g.vendor == "apple" && !apple) apple = &g;
+  }
+  ConcludeGpus(r, nvidia, apple);
+  if (r.host.os == "macOS") ConcludeMac(r);
+  // The chosen Python and torch.
+  if (!r.python.found) {
+    Add(r, "python-missing", "blocker",
+        fmt::format("The Python '{}' could not be probed: {}", r.python.requested,
+                    r.python.error.value_or("unknown error")));
+    return;
+  }
+  const auto& t = r.torch;
+  std::string pyname = fmt::format("{} (Python {})", r.python.path.value_or(r.python.requested),
+                                   r.python.version.value_or("?"));
+  if (!t.installed) {
+    Add(r, "torch-missing", "warning", fmt::format("torch is not installed for {}", pyname));
+  } else if (t.error) {
+    Add(r, "torch-broken", "blocker",
+        fmt::format("torch is installed for {} but fails to import: {}", pyname, *t.error));
+  } else {
+    ConcludeTorchCuda(r, nvidia);
+    ConcludeTorchMps(r, apple);
+  }
+  ConcludeFallback(r);
 }
 
 template <class T>
