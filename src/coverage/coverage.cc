@@ -47,30 +47,10 @@ std::string LocationText(const std::optional<CodeLocation>& l) {
   return s;
 }
 
-}  // namespace
-
-Result<CoverageReport> Predict(const CoverageOptions& options) {
-  std::filesystem::path data = options.data_dir;
-  if (data.empty()) {
-    auto d = DataDir();
-    if (!d) return d.take_error();
-    data = *d / "coverage";
-  }
-  Result<CapabilityTable> loaded =
-      options.table_override
-          ? Result<CapabilityTable>(*options.table_override)
-          : CapabilityTable::Load(options.table.empty() ? data / "ops.tsv" : options.table);
-  if (!loaded) return loaded.take_error();
-  const CapabilityTable* table = &*loaded;
-  auto rules = LoadRules(data / "rules.json");
-  if (!rules) return rules.take_error();
-
-  CoverageReport report;
-  report.known_versions = table->versions();
-  report.macos = options.macos;
-  std::string traced_torch;  // The torch that recorded the bundle, from its manifest.
-
-  // The bundle: a directory with ops.jsonl (and usually manifest.json) or an ops.jsonl itself.
+// The ops.jsonl of a bundle (a directory, whose manifest names the track and the torch that
+// traced it) or an ops.jsonl itself; fills report.bundle, track and evidence.
+Result<std::filesystem::path> LocateOps(const CoverageOptions& options, CoverageReport& report,
+                                        std::string& traced_torch) {
   std::error_code ec;
   std::filesystem::path ops_path = options.bundle;
   report.bundle = options.bundle.string();
@@ -104,25 +84,18 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
   } else if (!std::filesystem::exists(options.bundle, ec)) {
     return MakeError(ErrorCode::kInput, "no such bundle or ops.jsonl", options.bundle.string());
   }
-  // Predict for --torch, else for the release that recorded the trace (what the user would install
-  // on the Mac), else for the newest release in the tables.
-  std::size_t vi = table->versions().size() - 1;
-  if (!options.torch.empty()) {
-    auto found = table->FindVersion(options.torch);
-    if (!found) return found.take_error();
-    vi = *found;
-  } else if (!traced_torch.empty()) {
-    std::string release = traced_torch.substr(0, traced_torch.find_first_of("+a"));
-    if (auto found = table->FindVersion(release); found.ok()) vi = *found;
-  }
-  report.torch = table->versions()[vi];
-  if (report.track == "mps") report.evidence = "measured";
-  auto rows = bundle::ReadOpsJsonl(ops_path);
-  if (!rows) return rows.take_error();
+  return ops_path;
+}
 
-  // Rows of the same operator at the same place merge (their dtypes and counts add up).
-  std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, CoverageOp> merged;
-  for (bundle::OpRow& r : *rows) {
+using MergedOps =
+    std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, CoverageOp>;
+
+// Rows of the same operator at the same place merge (their dtypes and counts add up); dtype and
+// dimension issues and, for a measured (MPS) trace, the status seen are attached.
+MergedOps MergeRows(std::vector<bundle::OpRow>& rows, const Rules& rules,
+                    const CoverageOptions& options, const CoverageReport& report) {
+  MergedOps merged;
+  for (bundle::OpRow& r : rows) {
     // Profiler markers (record_function) are bookkeeping the tracer sees, not computation.
     if (StartsWith(r.op, "profiler::")) continue;
     auto key = std::make_tuple(r.op, r.overload, r.location ? r.location->file : "",
@@ -143,7 +116,7 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     if (!r.status.empty() && report.evidence == "measured" && r.status != "ok")
       o.measured_status = r.status;
     std::vector<std::string> issues =
-        DtypeIssues(*rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
+        DtypeIssues(rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
     for (std::string& s : issues) {
       if (std::find(o.dtype_issues.begin(), o.dtype_issues.end(), s) == o.dtype_issues.end()) {
         o.dtype_issues.push_back(std::move(s));
@@ -151,37 +124,28 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     }
   }
 
-  // What a release's MPS backend would run for the op (a backend variant maps to its MPS path).
-  auto resolve = [&](const CoverageOp& o, std::size_t v, std::string* mps_op, std::string* note) {
-    std::string key = TableKey(o.op, o.overload);
-    const VariantRule* rule = FindVariant(*rules, key);
-    if (rule) {
-      for (const std::string& target : rule->to) {
-        OpClass c = table->Get(target, v);
-        if (c != OpClass::kAbsent) {
-          if (mps_op) *mps_op = "aten::" + target;
-          if (note) *note = rule->why;
-          return c;
-        }
+  return merged;
+}
+
+// What a release's MPS backend would run for the op (a backend variant maps to its MPS path).
+OpClass Resolve(const CoverageOp& o, std::size_t v, const CapabilityTable& table,
+                const Rules& rules, std::string* mps_op, std::string* note) {
+  std::string key = TableKey(o.op, o.overload);
+  if (const VariantRule* rule = FindVariant(rules, key)) {
+    for (const std::string& target : rule->to) {
+      OpClass c = table.Get(target, v);
+      if (c != OpClass::kAbsent) {
+        if (mps_op) *mps_op = "aten::" + target;
+        if (note) *note = rule->why;
+        return c;
       }
     }
-    return table->Get(key, v);
-  };
-
-  std::vector<std::size_t> upgrade_candidates;
-  for (auto& [key, o] : merged) {
-    o.cls = resolve(o, vi, &o.mps_op, &o.mapping_note);
-    // native_since: the lowest release from which every later one runs the op on MPS.
-    std::optional<std::string> since;
-    for (std::size_t v = table->versions().size(); v-- > 0;) {
-      if (!RunsOnMps(resolve(o, v, nullptr, nullptr))) break;
-      since = table->versions()[v];
-    }
-    o.native_since = since;
-    if (o.measured_status == "fallback" && RunsOnMps(o.cls)) o.cls = OpClass::kCpuFallback;
-    if (o.measured_status == "failed") o.fails = true;
-    report.ops.push_back(o);
   }
+  return table.Get(key, v);
+}
+
+// The counts per class and of operators that fail.
+void Summarise(CoverageReport& report) {
   for (const CoverageOp& o : report.ops) {
     switch (o.cls) {
       case OpClass::kNative:
@@ -201,18 +165,19 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     }
     if (o.fails) ++report.summary.fail;
   }
-  std::stable_sort(report.ops.begin(), report.ops.end(),
-                   [](const CoverageOp& a, const CoverageOp& b) {
-                     if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
-                     if (a.count != b.count) return a.count > b.count;
-                     return a.op < b.op;
-                   });
+}
 
-  // The lowest newer release at which every traced operator known to the table runs on MPS; when
-  // none does, the lowest one with the fewest fallbacks (and how many remain).
+// The lowest newer release at which every traced operator known to the table runs on MPS; when
+// none does, the lowest one with the fewest fallbacks (and how many remain).
+void SuggestUpgrade(CoverageReport& report, const CapabilityTable& table, const Rules& rules,
+                    std::size_t vi) {
+  const CapabilityTable* tablep = &table;
+  auto resolve = [&](const CoverageOp& o, std::size_t v, std::string* mps_op, std::string* note) {
+    return Resolve(o, v, table, rules, mps_op, note);
+  };
   if (report.summary.fallback > 0) {
     int best = report.summary.fallback;
-    for (std::size_t v = vi + 1; v < table->versions().size(); ++v) {
+    for (std::size_t v = vi + 1; v < tablep->versions().size(); ++v) {
       int fallbacks = 0;
       for (const CoverageOp& o : report.ops) {
         OpClass c = resolve(o, v, nullptr, nullptr);
@@ -220,7 +185,7 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
       }
       if (fallbacks < best) {
         best = fallbacks;
-        report.upgrade_version = table->versions()[v];
+        report.upgrade_version = tablep->versions()[v];
         report.upgrade_removes = report.summary.fallback - fallbacks;
         report.upgrade_remaining = fallbacks;
         if (fallbacks == 0) break;
@@ -228,6 +193,78 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     }
     if (!report.upgrade_version) report.upgrade_remaining = report.summary.fallback;
   }
+}
+
+}  // namespace
+
+Result<CoverageReport> Predict(const CoverageOptions& options) {
+  std::filesystem::path data = options.data_dir;
+  if (data.empty()) {
+    auto d = DataDir();
+    if (!d) return d.take_error();
+    data = *d / "coverage";
+  }
+  Result<CapabilityTable> loaded =
+      options.table_override
+          ? Result<CapabilityTable>(*options.table_override)
+          : CapabilityTable::Load(options.table.empty() ? data / "ops.tsv" : options.table);
+  if (!loaded) return loaded.take_error();
+  const CapabilityTable* table = &*loaded;
+  auto rules = LoadRules(data / "rules.json");
+  if (!rules) return rules.take_error();
+
+  CoverageReport report;
+  report.known_versions = table->versions();
+  report.macos = options.macos;
+
+  std::string traced_torch;  // The torch that recorded the bundle, from its manifest.
+  auto located = LocateOps(options, report, traced_torch);
+  if (!located) return located.take_error();
+  const std::filesystem::path ops_path = *located;
+  // Predict for --torch, else for the release that recorded the trace (what the user would install
+  // on the Mac), else for the newest release in the tables.
+  std::size_t vi = table->versions().size() - 1;
+  if (!options.torch.empty()) {
+    auto found = table->FindVersion(options.torch);
+    if (!found) return found.take_error();
+    vi = *found;
+  } else if (!traced_torch.empty()) {
+    std::string release = traced_torch.substr(0, traced_torch.find_first_of("+a"));
+    if (auto found = table->FindVersion(release); found.ok()) vi = *found;
+  }
+  report.torch = table->versions()[vi];
+  if (report.track == "mps") report.evidence = "measured";
+  auto rows = bundle::ReadOpsJsonl(ops_path);
+  if (!rows) return rows.take_error();
+
+  MergedOps merged = MergeRows(*rows, *rules, options, report);
+
+  auto resolve = [&](const CoverageOp& o, std::size_t v, std::string* mps_op, std::string* note) {
+    return Resolve(o, v, *table, *rules, mps_op, note);
+  };
+
+  for (auto& [key, o] : merged) {
+    o.cls = resolve(o, vi, &o.mps_op, &o.mapping_note);
+    // native_since: the lowest release from which every later one runs the op on MPS.
+    std::optional<std::string> since;
+    for (std::size_t v = table->versions().size(); v-- > 0;) {
+      if (!RunsOnMps(resolve(o, v, nullptr, nullptr))) break;
+      since = table->versions()[v];
+    }
+    o.native_since = since;
+    if (o.measured_status == "fallback" && RunsOnMps(o.cls)) o.cls = OpClass::kCpuFallback;
+    if (o.measured_status == "failed") o.fails = true;
+    report.ops.push_back(o);
+  }
+  Summarise(report);
+  std::stable_sort(report.ops.begin(), report.ops.end(),
+                   [](const CoverageOp& a, const CoverageOp& b) {
+                     if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
+                     if (a.count != b.count) return a.count > b.count;
+                     return a.op < b.op;
+                   });
+
+  SuggestUpgrade(report, *table, *rules, vi);
   return report;
 }
 
