@@ -651,9 +651,11 @@ std::string RenderText(const Report& r) {
   return os.str();
 }
 
-std::string RenderMarkdown(const Report& r) {
+namespace {
+
+// The title (with the experiments' table), a validity warning, the verdict and the checklist.
+void MarkdownVerdict(std::ostringstream& os, const Report& r) {
   const Evidence& ev = r.evidence;
-  std::ostringstream os;
   if (!r.experiments.empty()) {
     os << "# dualtrack audit: " << ExperimentsTitle(r) << "\n\n"
        << "| experiment | entry | verdict | evidence | why | report |\n|---|---|---|---|---|---|\n";
@@ -676,6 +678,10 @@ std::string RenderMarkdown(const Report& r) {
     os << "| " << StatusMark(c.status) << " | " << Cell(c.title) << " | " << c.status << " | "
        << Cell(c.evidence) << (c.user_statement ? " *(user statement)*" : "") << " |\n";
   }
+}
+
+// Validity per field and the stop conditions with their evidence.
+void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
   os << "\n## Validity\n\n" << r.validity.state << ": " << Cell(r.validity.summary) << "\n\n";
   if (!r.validity.fields.empty()) {
     os << "| field | state | values |\n|---|---|---|\n";
@@ -709,6 +715,10 @@ std::string RenderMarkdown(const Report& r) {
          << '\n';
     }
   }
+}
+
+// The dual-track plan and the next steps.
+void MarkdownPlan(std::ostringstream& os, const Report& r) {
   os << "\n## Dual-track plan\n\n| where | what | why |\n|---|---|---|\n";
   for (const PlanItem& p : r.plan) {
     os << "| " << (p.where == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)") << " | " << Cell(p.what)
@@ -719,6 +729,11 @@ std::string RenderMarkdown(const Report& r) {
     os << i + 1 << ". " << Cell(r.next_steps[i].action) << '\n';
   }
   if (r.next_steps.empty()) os << "None.\n";
+}
+
+// The per-tensor comparisons and metric series.
+void MarkdownComparisons(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   // The evidence, as in the HTML report.
   if (!ev.comparisons.empty()) os << "\n## Per-tensor comparison\n";
   for (const Comparison& c : ev.comparisons) {
@@ -742,6 +757,11 @@ std::string RenderMarkdown(const Report& r) {
       os << '\n';
     }
   }
+}
+
+// Operator coverage on MPS and the scan findings.
+void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   if (ev.coverage) {
     os << "\n## Operator coverage on MPS\n\n"
        << Cell(ev.coverage->evidence) << " for torch " << Cell(ev.coverage->torch)
@@ -772,6 +792,11 @@ std::string RenderMarkdown(const Report& r) {
       }
     }
   }
+}
+
+// The tracks and environments side by side, and what evidence is missing.
+void MarkdownTracksAndEnvironments(std::ostringstream& os, const Report& r) {
+  const Evidence& ev = r.evidence;
   if (!ev.tracks.empty()) {
     os << "\n## Tracks\n\n| track | device | status | median step | peak RSS | peak device |\n"
           "|---|---|---|---|---|---|\n";
@@ -801,6 +826,18 @@ std::string RenderMarkdown(const Report& r) {
       os << "- " << Cell(what) << ": " << Cell(why) << '\n';
   }
   os << "\n<sub>dualtrack " << kVersion << " · dualtrack.report/1</sub>\n";
+}
+
+}  // namespace
+
+std::string RenderMarkdown(const Report& r) {
+  std::ostringstream os;
+  MarkdownVerdict(os, r);
+  MarkdownValidityAndStops(os, r);
+  MarkdownPlan(os, r);
+  MarkdownComparisons(os, r);
+  MarkdownCoverageAndFindings(os, r);
+  MarkdownTracksAndEnvironments(os, r);
   return os.str();
 }
 
