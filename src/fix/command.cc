@@ -50,6 +50,85 @@ bool MatchesScan(std::string_view text, const std::vector<scan::Finding>& findin
 
 }  // namespace
 
+namespace {
+
+struct Change {
+  fs::path path;
+  std::string before, after;
+};
+
+// What fixing the scan's unguarded Python and notebook findings would change: the new text of
+// each file, the counts, and why each finding left alone was left (a file that changed while it
+// was scanned is left alone and counted as failed).
+struct FixPlan {
+  std::map<std::string, Change> changes;
+  std::size_t fixed = 0, left = 0, failed = 0;
+  std::vector<std::string> left_lines;
+};
+
+Result<FixPlan> PlanFixes(const scan::ScanReport& report, const FixOptions& fix_options, Io& io) {
+  FixPlan plan;
+  // Python files and notebooks (whose findings carry their cell).
+  std::map<std::string, std::vector<scan::Finding>> by_file;
+  for (const auto& f : report.findings)
+    if ((f.cell ? f.file.ends_with(".ipynb") : f.file.ends_with(".py")) && !f.guarded)
+      by_file[f.file].push_back(f);
+  for (const auto& [file, findings] : by_file) {
+    const fs::path path = SourcePath(report.root, file);
+    auto text = ReadFile(path);
+    if (!text) return text.take_error();
+    const bool notebook = file.ends_with(".ipynb");
+    if (!notebook && !MatchesScan(*text, findings)) {
+      io.err << "dualtrack fix: " << EscapeControl(file)
+             << ": changed while it was scanned; left alone\n";
+      ++plan.failed;
+      continue;
+    }
+    FileFix result;
+    if (notebook) {
+      auto nb = FixNotebook(*text, findings, fix_options);
+      if (!nb) {
+        io.err << "dualtrack fix: " << EscapeControl(file) << ": "
+               << EscapeControl(nb.error().message) << '\n';
+        ++plan.failed;
+        continue;
+      }
+      result = std::move(*nb);
+    } else {
+      result = FixPython(*text, findings, fix_options);
+    }
+    for (const auto& o : result.outcomes) {
+      if (o.fixed) continue;
+      ++plan.left;
+      plan.left_lines.push_back(file +
+                                (o.cell ? ":cell " + std::to_string(*o.cell) : std::string()) +
+                                ":" + std::to_string(o.line) + ": " + o.code + " " + o.note);
+    }
+    if (!result.changed()) continue;
+    plan.fixed += result.fixed();
+    plan.changes.emplace(file, Change{path, std::move(*text), std::move(result.text)});
+  }
+  return plan;
+}
+
+// --verify: runs the command in a copy of the original and of the fixed project and compares
+// the bundles; true when they are equal.
+Result<bool> VerifyChanges(const scan::ScanReport& report,
+                           const std::map<std::string, Change>& changes, const VerifyOptions& base,
+                           Io& io) {
+  VerifyOptions v = base;
+  std::error_code ec;
+  v.root = fs::is_directory(report.root, ec) ? fs::path(report.root)
+                                             : fs::path(report.root).parent_path();
+  for (const auto& [file, c] : changes) v.fixed.emplace(file, c.after);
+  auto result = Verify(v, io);
+  if (!result) return result.take_error();
+  io.err << "dualtrack fix: " << EscapeControl(result->summary) << '\n';
+  return result->verified;
+}
+
+}  // namespace
+
 Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   // Everything after the first "--" is the command --verify runs, untouched by option parsing.
   auto dashes = std::find(args.begin(), args.end(), "--");
@@ -128,71 +207,26 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   auto report = scan::Scan(tree.Options());
   if (!report) return report.take_error();
 
-  // Python files and notebooks (whose findings carry their cell).
-  std::map<std::string, std::vector<scan::Finding>> by_file;
-  for (const auto& f : report->findings)
-    if ((f.cell ? f.file.ends_with(".ipynb") : f.file.ends_with(".py")) && !f.guarded)
-      by_file[f.file].push_back(f);
   FixOptions fix_options;
   fix_options.unsafe = unsafe;
-  std::size_t fixed = 0, left = 0, failed = 0;
-  std::vector<std::string> left_lines;
-  struct Change {
-    fs::path path;
-    std::string before, after;
-  };
-  std::map<std::string, Change> changes;
-  for (const auto& [file, findings] : by_file) {
-    const fs::path path = SourcePath(report->root, file);
-    auto text = ReadFile(path);
-    if (!text) return text.take_error();
-    const bool notebook = file.ends_with(".ipynb");
-    if (!notebook && !MatchesScan(*text, findings)) {
-      io.err << "dualtrack fix: " << EscapeControl(file)
-             << ": changed while it was scanned; left alone\n";
-      ++failed;
-      continue;
-    }
-    FileFix result;
-    if (notebook) {
-      auto nb = FixNotebook(*text, findings, fix_options);
-      if (!nb) {
-        io.err << "dualtrack fix: " << EscapeControl(file) << ": "
-               << EscapeControl(nb.error().message) << '\n';
-        ++failed;
-        continue;
-      }
-      result = std::move(*nb);
-    } else {
-      result = FixPython(*text, findings, fix_options);
-    }
-    for (const auto& o : result.outcomes) {
-      if (o.fixed) continue;
-      ++left;
-      left_lines.push_back(file + (o.cell ? ":cell " + std::to_string(*o.cell) : std::string()) +
-                           ":" + std::to_string(o.line) + ": " + o.code + " " + o.note);
-    }
-    if (!result.changed()) continue;
-    fixed += result.fixed();
-    changes.emplace(file, Change{path, std::move(*text), std::move(result.text)});
-  }
+  auto plan = PlanFixes(*report, fix_options, io);
+  if (!plan) return plan.take_error();
+  const auto& changes = plan->changes;
+  std::size_t failed = plan->failed;
+  const std::size_t fixed = plan->fixed, left = plan->left;
+  const std::vector<std::string>& left_lines = plan->left_lines;
 
   bool verified = false;
   if (verify && !changes.empty()) {
     VerifyOptions v;
-    std::error_code ec;
-    v.root = fs::is_directory(report->root, ec) ? fs::path(report->root)
-                                                : fs::path(report->root).parent_path();
-    for (const auto& [file, c] : changes) v.fixed.emplace(file, c.after);
     v.command = command;
     v.steps = steps;
     v.seed = seed;
     if (timeout > 0) v.timeout_s = timeout;
     if (!verify_dir.empty()) v.keep = verify_dir;
-    auto result = Verify(v, io);
-    if (!result) return result.take_error();
-    io.err << "dualtrack fix: " << EscapeControl(result->summary) << '\n';
-    verified = result->verified;
+    auto ok = VerifyChanges(*report, changes, v, io);
+    if (!ok) return ok.take_error();
+    verified = *ok;
   }
   for (const auto& [file, c] : changes) {
     if (!apply) {
