@@ -308,20 +308,33 @@ std::string Wrapped(const std::vector<std::string>& items, std::size_t indent, s
 
 }  // namespace
 
-std::string FormatText(const ScanReport& report, bool color, bool statistics) {
-  std::string out;
-  auto c = [&](std::string_view code) { return color ? std::string(code) : std::string(); };
-  std::string reset = c("\x1b[0m"), dim = c("\x1b[2m"), bold = c("\x1b[1m");
-  std::map<std::string, std::vector<const Finding*>> by_file;
-  for (const auto& f : report.findings) by_file[f.file].push_back(&f);
-  const std::string prefix = DisplayPrefix(report.root);
-  auto plural = [](std::size_t n, std::string_view word) {
-    return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-  };
-  out += fmt::format(
-      "{}dualtrack scan{} {}: {} in {} ({} scanned, {} skipped)\n", bold, reset, report.root,
-      plural(report.findings.size(), "finding"), plural(by_file.size(), "file"),
-      plural(static_cast<std::size_t>(report.files_scanned), "file"), report.skipped.size());
+namespace {
+
+// Terminal colours, or none.
+struct TextStyle {
+  bool color = false;
+  std::string reset, dim, bold;
+  explicit TextStyle(bool on) : color(on) {
+    reset = c("\x1b[0m");
+    dim = c("\x1b[2m");
+    bold = c("\x1b[1m");
+  }
+  std::string c(std::string_view code) const { return color ? std::string(code) : std::string(); }
+};
+
+std::string Plural(std::size_t n, std::string_view word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
+
+// The head and the summary: counts by severity and class, the path, readiness, entry scripts.
+void TextSummary(std::string& out, const ScanReport& report, std::size_t files,
+                 const TextStyle& st) {
+  const std::string &reset = st.reset, &bold = st.bold;
+  auto c = [&](std::string_view code) { return st.c(code); };
+  out += fmt::format("{}dualtrack scan{} {}: {} in {} ({} scanned, {} skipped)\n", bold, reset,
+                     report.root, Plural(report.findings.size(), "finding"), Plural(files, "file"),
+                     Plural(static_cast<std::size_t>(report.files_scanned), "file"),
+                     report.skipped.size());
   if (!report.baseline.empty())
     out += fmt::format("  baseline {}: {} accepted finding{} not shown; the rest are new\n",
                        EscapeControl(report.baseline), report.baselined,
@@ -368,88 +381,111 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
     out += fmt::format("  entry scripts ({}):\n    {}\n", report.entries.size(),
                        Wrapped(report.entries, 4, 96));
   }
+}
 
+// --statistics, like ruff's: counts per code and per file instead of the findings.
+void TextStatistics(std::string& out, const ScanReport& report, const TextStyle& style) {
+  const std::string &reset = style.reset, &bold = style.bold;
+  struct PerCode {
+    int n = 0;
+    std::string cls;
+    std::array<int, 4> by_sev{};
+  };
+  std::map<std::string, PerCode> per_code;
+  for (const auto& f : report.findings) {
+    auto& e = per_code[f.code];
+    ++e.n;
+    e.cls = f.cls;
+    ++e.by_sev[static_cast<std::size_t>(f.severity)];
+  }
+  out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
+  for (const auto& [code, e] : per_code) {
+    // Guarded uses are portable, so one code can have two severities.
+    std::vector<std::string> sev;
+    for (auto sv : kSeverities)
+      if (int k = e.by_sev[static_cast<std::size_t>(sv)]; k > 0)
+        sev.push_back(fmt::format("{} {}", SeverityName(sv), k));
+    out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.n, code, e.cls, fmt::join(sev, ", "));
+  }
+  json st = Statistics(report);
+  out += "  per file (findings, readiness):\n";
+  for (const auto& [file, v] : st["by_file"].items())
+    out += fmt::format("    {:<48}{:>6}  {:>5}\n", file, v["findings"].get<int>(),
+                       Percent(v["readiness"].get<double>()));
+}
+
+// Groups of one code in one construct: members of the same kind (SameRun) no more than kFoldGap
+// lines apart, other findings in between allowed (a Triton kernel's tl.* calls next to its
+// float64 or its imports). A group shows where its first member is.
+std::vector<std::vector<std::size_t>> FoldGroups(const std::vector<const Finding*>& list) {
+  std::vector<std::vector<std::size_t>> groups;
+  std::vector<bool> taken(list.size(), false);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (taken[i]) continue;
+    std::vector<std::size_t> g = {i};
+    for (std::size_t k = i + 1; k < list.size(); ++k) {
+      const Finding& last = *list[g.back()];
+      if (list[k]->cell != last.cell || list[k]->line - last.line > kFoldGap) break;
+      if (!taken[k] && SameRun(last, *list[k])) g.push_back(k);
+    }
+    if (g.size() > kFoldAbove)
+      for (std::size_t k : g) taken[k] = true;
+    else
+      g.resize(1);
+    taken[i] = true;
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// One file's findings, folded groups on one line each.
+void TextFile(std::string& out, const std::string& file, const std::vector<const Finding*>& list,
+              const std::string& prefix, const TextStyle& st) {
+  const std::string &reset = st.reset, &dim = st.dim, &bold = st.bold;
+  auto c = [&](std::string_view code) { return st.c(code); };
+  out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(prefix + file), reset,
+                     list.size(), list.size() == 1 ? "" : "s");
+  const auto groups = FoldGroups(list);
+  for (const auto& g : groups) {
+    const Finding& f = *list[g.front()];
+    std::string sev = fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
+    if (g.size() > 1) {
+      // One line for the group: the code, its count and where.
+      std::vector<std::string> where;
+      for (std::size_t k = 0; k < g.size() && where.size() < 12; ++k)
+        where.push_back(std::to_string(list[g[k]]->line));
+      bool same_message = true;
+      for (std::size_t k : g) same_message &= list[k]->message == f.message;
+      std::string lines = fmt::format("{}", fmt::join(where, ", "));
+      if (g.size() > where.size()) lines += ", …";
+      // Led by the first location, so that the line stays clickable in a terminal or editor.
+      out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f, prefix), f.code, sev,
+                         g.size(), lines, f.message, same_message ? "" : " (and similar)", Tags(f));
+      if (!f.replacement.empty() && f.severity != Severity::kPortable)
+        out += fmt::format("      -> {}\n", f.replacement);
+      continue;
+    }
+    out += fmt::format("  {}  {} {}  {}{}\n", Location(f, prefix), f.code, sev, f.message, Tags(f));
+    if (!f.snippet.empty())
+      out += fmt::format("      {}{}{}\n", dim, EscapeControl(f.snippet), reset);
+    if (!f.replacement.empty() && f.severity != Severity::kPortable)
+      out += fmt::format("      -> {}\n", f.replacement);
+  }
+}
+
+}  // namespace
+
+std::string FormatText(const ScanReport& report, bool color, bool statistics) {
+  std::string out;
+  const TextStyle st(color);
+  std::map<std::string, std::vector<const Finding*>> by_file;
+  for (const auto& f : report.findings) by_file[f.file].push_back(&f);
+  const std::string prefix = DisplayPrefix(report.root);
+  TextSummary(out, report, by_file.size(), st);
   if (statistics) {
-    // Like ruff --statistics: counts instead of the findings.
-    struct PerCode {
-      int n = 0;
-      std::string cls;
-      std::array<int, 4> by_sev{};
-    };
-    std::map<std::string, PerCode> per_code;
-    for (const auto& f : report.findings) {
-      auto& e = per_code[f.code];
-      ++e.n;
-      e.cls = f.cls;
-      ++e.by_sev[static_cast<std::size_t>(f.severity)];
-    }
-    out += fmt::format("\n{}Statistics{}\n  per code:\n", bold, reset);
-    for (const auto& [code, e] : per_code) {
-      // Guarded uses are portable, so one code can have two severities.
-      std::vector<std::string> sev;
-      for (auto sv : kSeverities)
-        if (int k = e.by_sev[static_cast<std::size_t>(sv)]; k > 0)
-          sev.push_back(fmt::format("{} {}", SeverityName(sv), k));
-      out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.n, code, e.cls, fmt::join(sev, ", "));
-    }
-    json st = Statistics(report);
-    out += "  per file (findings, readiness):\n";
-    for (const auto& [file, v] : st["by_file"].items())
-      out += fmt::format("    {:<48}{:>6}  {:>5}\n", file, v["findings"].get<int>(),
-                         Percent(v["readiness"].get<double>()));
+    TextStatistics(out, report, st);
   } else {
-    for (const auto& [file, list] : by_file) {
-      out += fmt::format("\n{}{}{} ({} finding{})\n", bold, EscapeControl(prefix + file), reset,
-                         list.size(), list.size() == 1 ? "" : "s");
-      // Groups of one code in one construct: members of the same kind (SameRun) no more than
-      // kFoldGap lines apart, other findings in between allowed (a Triton kernel's tl.* calls
-      // next to its float64 or its imports). A group shows where its first member is.
-      std::vector<std::vector<std::size_t>> groups;
-      std::vector<bool> taken(list.size(), false);
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        if (taken[i]) continue;
-        std::vector<std::size_t> g = {i};
-        for (std::size_t k = i + 1; k < list.size(); ++k) {
-          const Finding& last = *list[g.back()];
-          if (list[k]->cell != last.cell || list[k]->line - last.line > kFoldGap) break;
-          if (!taken[k] && SameRun(last, *list[k])) g.push_back(k);
-        }
-        if (g.size() > kFoldAbove)
-          for (std::size_t k : g) taken[k] = true;
-        else
-          g.resize(1);
-        taken[i] = true;
-        groups.push_back(std::move(g));
-      }
-      for (const auto& g : groups) {
-        const Finding& f = *list[g.front()];
-        std::string sev =
-            fmt::format("{}{}{}", c(Color(f.severity)), SeverityName(f.severity), reset);
-        if (g.size() > 1) {
-          // One line for the group: the code, its count and where.
-          std::vector<std::string> where;
-          for (std::size_t k = 0; k < g.size() && where.size() < 12; ++k)
-            where.push_back(std::to_string(list[g[k]]->line));
-          bool same_message = true;
-          for (std::size_t k : g) same_message &= list[k]->message == f.message;
-          std::string lines = fmt::format("{}", fmt::join(where, ", "));
-          if (g.size() > where.size()) lines += ", …";
-          // Led by the first location, so that the line stays clickable in a terminal or editor.
-          out += fmt::format("  {}  {} {} ×{} at {}: {}{}{}\n", Location(f, prefix), f.code, sev,
-                             g.size(), lines, f.message, same_message ? "" : " (and similar)",
-                             Tags(f));
-          if (!f.replacement.empty() && f.severity != Severity::kPortable)
-            out += fmt::format("      -> {}\n", f.replacement);
-          continue;
-        }
-        out += fmt::format("  {}  {} {}  {}{}\n", Location(f, prefix), f.code, sev, f.message,
-                           Tags(f));
-        if (!f.snippet.empty())
-          out += fmt::format("      {}{}{}\n", dim, EscapeControl(f.snippet), reset);
-        if (!f.replacement.empty() && f.severity != Severity::kPortable)
-          out += fmt::format("      -> {}\n", f.replacement);
-      }
-    }
+    for (const auto& [file, list] : by_file) TextFile(out, file, list, prefix, st);
   }
   if (!report.skipped.empty() || !report.suppressions.empty()) out += "\n";
   for (const auto& s : report.skipped)
