@@ -42,24 +42,35 @@ bool IsCalledByFrameworks(std::string_view name) {
 
 }  // namespace
 
-CallPathResult CallPaths(const std::vector<CallModule>& modules) {
-  // Every definition gets an id; by_name finds them all for a name.
+namespace {
+
+// Every definition gets an id; by_name finds them all for a name, local[m] by name in module m.
+struct DefIndex {
   std::vector<std::pair<std::size_t, std::size_t>> defs;  // id -> (module, index)
-  std::vector<std::unordered_map<std::string_view, int>> local(modules.size());
+  std::vector<std::unordered_map<std::string_view, int>> local;
   std::unordered_map<std::string_view, std::vector<int>> by_name;
-  std::vector<char> root;
+  std::vector<char> root;  // Registered (a decorator, a framework hook) or in an entry module.
+};
+
+DefIndex IndexDefs(const std::vector<CallModule>& modules) {
+  DefIndex x;
+  x.local.resize(modules.size());
   for (std::size_t m = 0; m < modules.size(); ++m) {
     for (std::size_t d = 0; d < modules[m].defs.size(); ++d) {
-      const int id = static_cast<int>(defs.size());
+      const int id = static_cast<int>(x.defs.size());
       const PyTopDef& def = modules[m].defs[d];
-      defs.emplace_back(m, d);
-      local[m].emplace(def.name, id);  // A redefinition: the first stands for both.
-      by_name[def.name].push_back(id);
-      root.push_back(def.registered || modules[m].entry);
+      x.defs.emplace_back(m, d);
+      x.local[m].emplace(def.name, id);  // A redefinition: the first stands for both.
+      x.by_name[def.name].push_back(id);
+      x.root.push_back(def.registered || modules[m].entry);
     }
   }
-  std::unordered_set<std::string_view> attrs;  // Attributes used anywhere: methods they may call.
-  for (const CallModule& m : modules) attrs.insert(m.attrs.begin(), m.attrs.end());
+  return x;
+}
+
+// The calls between definitions (and from module level, kRoot), each marked guarded when it sits
+// behind a check; a name resolves to every definition it may mean.
+std::vector<Edge> CallEdges(const std::vector<CallModule>& modules, const DefIndex& x) {
   std::vector<Edge> edges;
   for (std::size_t m = 0; m < modules.size(); ++m) {
     for (const PyRef& r : modules[m].refs) {
@@ -67,52 +78,60 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
       if (r.in_main && !modules[m].entry)
         from = kDead;
       else if (!r.in_def.empty()) {
-        auto it = local[m].find(r.in_def);
-        if (it != local[m].end()) from = it->second;
+        auto it = x.local[m].find(r.in_def);
+        if (it != x.local[m].end()) from = it->second;
       }
       if (from == kDead) continue;
       auto add = [&](int to) {
         if (to != from) edges.push_back(Edge{from, to, r.guarded});
       };
       if (r.own) {
-        if (auto it = local[m].find(r.target); it != local[m].end()) add(it->second);
+        if (auto it = x.local[m].find(r.target); it != x.local[m].end()) add(it->second);
         continue;
       }
       const auto dot = r.target.rfind('.');
       const std::string_view name = r.text || dot == std::string::npos
                                         ? std::string_view(r.target)
                                         : std::string_view(r.target).substr(dot + 1);
-      auto it = by_name.find(name);
-      if (it == by_name.end()) continue;
+      auto it = x.by_name.find(name);
+      if (it == x.by_name.end()) continue;
       for (int id : it->second) {
         if (r.text)
           add(id);
         else if (dot != std::string::npos &&
-                 MayMean(modules[defs[static_cast<std::size_t>(id)].first],
+                 MayMean(modules[x.defs[static_cast<std::size_t>(id)].first],
                          std::string_view(r.target).substr(0, dot)))
           add(id);
       }
     }
   }
-  // Reached: from the roots along the edges. Every method counts as reached: an object's method
-  // may be called from anywhere the object goes (unlike a function, named only through imports).
-  const std::size_t n = defs.size();
+  return edges;
+}
+
+// Reached: from the roots along the edges. Every method counts as reached: an object's method
+// may be called from anywhere the object goes (unlike a function, named only through imports).
+// `open` marks the methods called from where no edge shows.
+std::vector<char> Reach(const std::vector<CallModule>& modules, const DefIndex& x,
+                        const std::vector<Edge>& edges, std::vector<char>& open) {
+  std::unordered_set<std::string_view> attrs;  // Attributes used anywhere: methods they may call.
+  for (const CallModule& m : modules) attrs.insert(m.attrs.begin(), m.attrs.end());
+  const std::size_t n = x.defs.size();
   std::vector<std::vector<const Edge*>> out(n);
-  std::vector<char> reached(root);
+  std::vector<char> reached(x.root);
   std::vector<int> queue;
-  std::vector<char> open(n, 0);  // Methods called from where no edge shows.
   std::vector<int> incoming(n, 0);
   for (const Edge& e : edges) ++incoming[static_cast<std::size_t>(e.to)];
   for (std::size_t id = 0; id < n; ++id) {
-    const PyTopDef& def = modules[defs[id].first].defs[defs[id].second];
+    const PyTopDef& def = modules[x.defs[id].first].defs[x.defs[id].second];
     if (!def.method) continue;
     if (!reached[id]) queue.push_back(static_cast<int>(id));
     reached[id] = 1;
     const std::string_view name = std::string_view(def.name).substr(def.name.rfind('.') + 1);
-    open[id] = root[id] || incoming[id] == 0 || attrs.count(name) > 0 || IsCalledByFrameworks(name);
+    open[id] =
+        x.root[id] || incoming[id] == 0 || attrs.count(name) > 0 || IsCalledByFrameworks(name);
   }
   for (std::size_t id = 0; id < n; ++id)
-    if (root[id]) queue.push_back(static_cast<int>(id));
+    if (x.root[id]) queue.push_back(static_cast<int>(id));
   for (const Edge& e : edges) {
     if (e.from == kRoot) {
       if (!reached[static_cast<std::size_t>(e.to)]) {
@@ -132,10 +151,16 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
         queue.push_back(e->to);
       }
   }
-  // Guarded: the greatest set where every call from a reached place is behind a check, or sits in
-  // a function itself only called behind one.
+  return reached;
+}
+
+// Guarded: the greatest set where every call from a reached place is behind a check, or sits in
+// a function itself only called behind one.
+std::vector<char> Guarded(const DefIndex& x, const std::vector<Edge>& edges,
+                          const std::vector<char>& reached, const std::vector<char>& open) {
+  const std::size_t n = x.defs.size();
   std::vector<char> guarded(n, 0);
-  for (std::size_t id = 0; id < n; ++id) guarded[id] = reached[id] && !root[id] && !open[id];
+  for (std::size_t id = 0; id < n; ++id) guarded[id] = reached[id] && !x.root[id] && !open[id];
   for (bool changed = true; changed;) {
     changed = false;
     for (const Edge& e : edges) {
@@ -148,14 +173,15 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
       changed = true;
     }
   }
-  CallPathResult result;
-  result.defs.resize(modules.size());
-  for (std::size_t m = 0; m < modules.size(); ++m) result.defs[m].resize(modules[m].defs.size());
-  for (std::size_t id = 0; id < n; ++id)
-    result.defs[defs[id].first][defs[id].second] = DefPath{reached[id] != 0, guarded[id] != 0};
-  // CUDA defaults: every mention of the owner from a place that runs must be a call passing the
-  // parameter. A mention that is no call (a base class, a callback) may use the default.
-  result.overridden.resize(modules.size());
+  return guarded;
+}
+
+// CUDA defaults: every mention of the owner from a place that runs must be a call passing the
+// parameter. A mention that is no call (a base class, a callback) may use the default.
+std::vector<std::vector<char>> OverriddenDefaults(const std::vector<CallModule>& modules,
+                                                  const DefIndex& x,
+                                                  const std::vector<char>& reached) {
+  std::vector<std::vector<char>> overridden(modules.size());
   for (std::size_t m = 0; m < modules.size(); ++m) {
     for (const PyDefault& d : modules[m].defaults) {
       std::size_t calls = 0;
@@ -172,8 +198,8 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
           if (!named) continue;
           if (r.in_main && !modules[c].entry) continue;
           if (!r.in_def.empty()) {
-            auto it = local[c].find(r.in_def);
-            if (it != local[c].end() && !reached[static_cast<std::size_t>(it->second)]) continue;
+            auto it = x.local[c].find(r.in_def);
+            if (it != x.local[c].end() && !reached[static_cast<std::size_t>(it->second)]) continue;
           }
           const bool passes =
               r.call && !r.text && !r.spread &&
@@ -186,9 +212,26 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
           ++calls;
         }
       }
-      result.overridden[m].push_back(all && calls > 0);
+      overridden[m].push_back(all && calls > 0);
     }
   }
+  return overridden;
+}
+
+}  // namespace
+
+CallPathResult CallPaths(const std::vector<CallModule>& modules) {
+  const DefIndex x = IndexDefs(modules);
+  const std::vector<Edge> edges = CallEdges(modules, x);
+  std::vector<char> open(x.defs.size(), 0);
+  const std::vector<char> reached = Reach(modules, x, edges, open);
+  const std::vector<char> guarded = Guarded(x, edges, reached, open);
+  CallPathResult result;
+  result.defs.resize(modules.size());
+  for (std::size_t m = 0; m < modules.size(); ++m) result.defs[m].resize(modules[m].defs.size());
+  for (std::size_t id = 0; id < x.defs.size(); ++id)
+    result.defs[x.defs[id].first][x.defs[id].second] = DefPath{reached[id] != 0, guarded[id] != 0};
+  result.overridden = OverriddenDefaults(modules, x, reached);
   return result;
 }
 
