@@ -312,7 +312,7 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   EXPECT_TRUE(run_on_mac);
   for (const ChecklistItem& c : r.checklist) {
     if (c.id == "real-input-step") {
-      EXPECT_EQ(c.status, "missing");
+      EXPECT_EQ(c.status, ItemStatus::kMissing);
     }
   }
 
@@ -419,7 +419,7 @@ TEST(VerdictDeviceTest, AnMpsLabelledCpuRunIsNotMpsEvidence) {
   Report r = Decide(ev);
   for (const ChecklistItem& c : r.checklist) {
     if (c.id == "real-input-step") {
-      EXPECT_EQ(c.status, "missing");
+      EXPECT_EQ(c.status, ItemStatus::kMissing);
       EXPECT_NE(c.evidence.find("not MPS evidence"), std::string::npos);
     }
   }

@@ -545,7 +545,7 @@ json ReportJson(const Report& r, bool findings_inline) {
   for (const ChecklistItem& c : r.checklist) {
     checklist.push_back({{"id", c.id},
                          {"title", c.title},
-                         {"status", c.status},
+                         {"status", ToString(c.status)},
                          {"evidence", c.evidence},
                          {"user_statement", c.user_statement}});
   }
@@ -639,7 +639,7 @@ std::string RenderText(const Report& r) {
   for (const std::string& reason : r.reasons) os << "  - " << reason << '\n';
   os << "checklist:\n";
   for (const ChecklistItem& c : r.checklist) {
-    os << fmt::format("  [{:<7}] {}: {}{}\n", c.status, c.title, c.evidence,
+    os << fmt::format("  [{:<7}] {}: {}{}\n", ToString(c.status), c.title, c.evidence,
                       c.user_statement ? " (user statement)" : "");
   }
   if (!r.next_steps.empty()) {
@@ -675,8 +675,9 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
   for (const std::string& reason : r.reasons) os << "- " << Cell(reason) << '\n';
   os << "\n## Checklist\n\n| | item | status | evidence |\n|---|---|---|---|\n";
   for (const ChecklistItem& c : r.checklist) {
-    os << "| " << StatusMark(c.status) << " | " << Cell(c.title) << " | " << c.status << " | "
-       << Cell(c.evidence) << (c.user_statement ? " *(user statement)*" : "") << " |\n";
+    os << "| " << StatusMark(ToString(c.status)) << " | " << Cell(c.title) << " | "
+       << ToString(c.status) << " | " << Cell(c.evidence)
+       << (c.user_statement ? " *(user statement)*" : "") << " |\n";
   }
 }
 
@@ -1004,8 +1005,8 @@ void HtmlActions(std::ostringstream& os, const Report& r) {
   os << "<h2 id=\"checklist\">Checklist</h2><table><tr><th>item</th><th>status</th>"
         "<th>evidence</th></tr>";
   for (const ChecklistItem& c : r.checklist) {
-    os << "<tr><td>" << HtmlEscape(c.title) << "</td><td>" << StatusSpan(c.status) << "</td><td"
-       << (c.user_statement ? " class=\"user\"" : "") << ">" << HtmlEscape(c.evidence)
+    os << "<tr><td>" << HtmlEscape(c.title) << "</td><td>" << StatusSpan(ToString(c.status))
+       << "</td><td" << (c.user_statement ? " class=\"user\"" : "") << ">" << HtmlEscape(c.evidence)
        << (c.user_statement ? " (user statement)" : "") << "</td></tr>";
   }
   os << "</table>\n";

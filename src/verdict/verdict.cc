@@ -12,6 +12,18 @@
 
 namespace dt::verdict {
 
+const char* ToString(ItemStatus s) {
+  switch (s) {
+    case ItemStatus::kDone:
+      return "done";
+    case ItemStatus::kFailed:
+      return "failed";
+    case ItemStatus::kMissing:
+      return "missing";
+  }
+  return "missing";
+}
+
 namespace {
 
 std::string Where(const Location& l) {
@@ -92,14 +104,14 @@ namespace {
 
 // A CUDA baseline (freeze) with its commit, packages and data digest.
 ChecklistItem BaselineItem(const Evidence& ev) {
-  ChecklistItem c{"baseline", "CUDA baseline saved", "missing", "", false};
+  ChecklistItem c{"baseline", "CUDA baseline saved", ItemStatus::kMissing, "", false};
   if (ev.baseline) {
     const Baseline& b = *ev.baseline;
     if (b.commit.empty()) {
-      c.status = "failed";
+      c.status = ItemStatus::kFailed;
       c.evidence = fmt::format("{} records no git commit", b.source);
     } else {
-      c.status = "done";
+      c.status = ItemStatus::kDone;
       c.evidence = fmt::format(
           "{}: commit {}{}, {} package(s), {} data file(s){}", b.source, b.commit.substr(0, 12),
           b.dirty.empty() ? "" : " (dirty)", b.packages, b.data_files,
@@ -114,8 +126,8 @@ ChecklistItem BaselineItem(const Evidence& ev) {
 
 // The scan: how many findings need a change, how many have an alternative.
 ChecklistItem CudaPartsItem(const Evidence& ev) {
-  ChecklistItem c{"cuda-parts-marked", "CUDA-only parts marked, with alternatives", "missing", "",
-                  false};
+  ChecklistItem c{"cuda-parts-marked", "CUDA-only parts marked, with alternatives",
+                  ItemStatus::kMissing, "", false};
   if (ev.scan) {
     std::size_t needing = 0, with_alt = 0;
     for (const Finding& f : ev.scan->findings) {
@@ -123,7 +135,7 @@ ChecklistItem CudaPartsItem(const Evidence& ev) {
       ++needing;
       with_alt += f.replacement.empty() ? 0 : 1;
     }
-    c.status = "done";
+    c.status = ItemStatus::kDone;
     c.evidence = fmt::format(
         "{} finding(s) in {} file(s) scanned; {} need a change, {} with a "
         "suggested alternative",
@@ -137,14 +149,14 @@ ChecklistItem CudaPartsItem(const Evidence& ev) {
 
 // A Mac environment with MPS built and available.
 ChecklistItem MpsAvailableItem(const Evidence& ev) {
-  ChecklistItem c{"mps-available", "MPS built and available", "missing", "", false};
+  ChecklistItem c{"mps-available", "MPS built and available", ItemStatus::kMissing, "", false};
   const EnvEvidence* mac = nullptr;
   for (const EnvEvidence* e : AllEnvs(ev)) {
     if (e->IsMac()) mac = e;
   }
   if (mac != nullptr) {
     const bool ok = mac->mps_built.value_or(false) && mac->mps_available.value_or(false);
-    c.status = ok ? "done" : "failed";
+    c.status = ok ? ItemStatus::kDone : ItemStatus::kFailed;
     c.evidence = fmt::format(
         "{} {} ({}), torch {}: mps_built={}, mps_available={}", mac->os, mac->os_version, mac->arch,
         mac->torch_version, mac->mps_built ? (*mac->mps_built ? "true" : "false") : "unknown",
@@ -164,17 +176,17 @@ ChecklistItem MpsAvailableItem(const Evidence& ev) {
 ChecklistItem RealInputStepItem(const Evidence& ev, const std::vector<RuleResult>& stops,
                                 const Track* mps) {
   ChecklistItem c{"real-input-step", "Forward, backward and update ran on real input (MPS)",
-                  "missing", "", false};
+                  ItemStatus::kMissing, "", false};
   if (mps != nullptr) {
     if (mps->Finished() && !mps->step_wall_s.empty()) {
-      c.status = "done";
+      c.status = ItemStatus::kDone;
       c.evidence =
           fmt::format("track {} (mps) finished {} step(s)", mps->name, mps->step_wall_s.size());
     } else if (mps->Finished()) {
-      c.status = "failed";
+      c.status = ItemStatus::kFailed;
       c.evidence = fmt::format("track {} (mps) exited without recording a step", mps->name);
     } else {
-      c.status = "failed";
+      c.status = ItemStatus::kFailed;
       c.evidence = Rule(stops, "candidate-unfinished").summary;
     }
   } else {
@@ -193,11 +205,11 @@ ChecklistItem RealInputStepItem(const Evidence& ev, const std::vector<RuleResult
 
 // The MPS track's operator trace separates MPS from CPU-fallback execution.
 ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
-  ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution", "missing", "",
-                  false};
+  ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution",
+                  ItemStatus::kMissing, "", false};
   if (mps != nullptr) {
     if (!mps->has_ops) {
-      c.status = "failed";
+      c.status = ItemStatus::kFailed;
       c.evidence = fmt::format(
           "track {} has no operator trace (ops.jsonl): MPS and CPU-fallback "
           "execution cannot be told apart",
@@ -215,7 +227,7 @@ ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
           ++on_mps;
         }
       }
-      c.status = "done";
+      c.status = ItemStatus::kDone;
       c.evidence = fmt::format(
           "{} operator(s) ran on MPS, {} fell back to the CPU{}{}; "
           "PYTORCH_ENABLE_MPS_FALLBACK={}",
@@ -239,8 +251,8 @@ ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
 
 // The comparison of the tracks: outputs and gradients within tolerance.
 ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& stops) {
-  ChecklistItem c{"within-tolerance", "Outputs and gradients within tolerance", "missing", "",
-                  false};
+  ChecklistItem c{"within-tolerance", "Outputs and gradients within tolerance",
+                  ItemStatus::kMissing, "", false};
   const RuleResult& tol = Rule(stops, "outside-tolerance");
   if (!ev.comparisons.empty()) {
     std::int64_t tensors = 0, grads = 0, outputs = 0;
@@ -251,10 +263,10 @@ ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& s
         outputs += (t.name.rfind("output/", 0) == 0 || t.name.rfind("loss/", 0) == 0) ? 1 : 0;
       }
     }
-    c.status = tol.state == RuleState::kHolds ? "failed" : "done";
+    c.status = tol.state == RuleState::kHolds ? ItemStatus::kFailed : ItemStatus::kDone;
     c.evidence = fmt::format("{} ({} tensor(s): {} output/loss, {} gradient)", tol.summary, tensors,
                              outputs, grads);
-    if (c.status == "done" && (grads == 0 || outputs == 0)) {
+    if (c.status == ItemStatus::kDone && (grads == 0 || outputs == 0)) {
       c.evidence += "; note: outputs and gradients were not both compared";
     }
   } else {
@@ -265,7 +277,8 @@ ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& s
 
 // Step times of at least two tracks, side by side.
 ChecklistItem WorkloadTimedItem(const Evidence& ev) {
-  ChecklistItem c{"workload-timed", "Target workload timed on both tracks", "missing", "", false};
+  ChecklistItem c{"workload-timed", "Target workload timed on both tracks", ItemStatus::kMissing,
+                  "", false};
   std::vector<std::string> timed;
   for (const Track& t : ev.tracks) {
     if (!t.step_wall_s.empty()) {
@@ -273,7 +286,7 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
     }
   }
   if (timed.size() >= 2) {
-    c.status = "done";
+    c.status = ItemStatus::kDone;
     c.evidence =
         fmt::format("{} (side by side; no speed claim beyond these runs)", fmt::join(timed, "; "));
   } else if (timed.size() == 1) {
@@ -286,9 +299,10 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
 
 // The user's statement that the remote machine's data handling was checked.
 ChecklistItem RemoteDataItem(const Evidence& ev) {
-  ChecklistItem c{"remote-data", "Data handling on a remote machine checked", "missing", "", false};
+  ChecklistItem c{"remote-data", "Data handling on a remote machine checked", ItemStatus::kMissing,
+                  "", false};
   if (ev.remote_data_confirmed) {
-    c.status = "done";
+    c.status = ItemStatus::kDone;
     c.user_statement = true;
     c.evidence = "stated by the user (--remote-data-confirmed); dualtrack did not verify it";
   } else {
@@ -534,7 +548,7 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
     }
   }
   for (const ChecklistItem& c : checklist) {
-    if (c.status != "missing") continue;
+    if (c.status != ItemStatus::kMissing) continue;
     if (c.id == "baseline") {
       b.Add(1, c.id,
             "Record the CUDA baseline: dualtrack freeze --data DATA -o baseline.json (on the CUDA "

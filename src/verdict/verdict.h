@@ -10,10 +10,14 @@
 
 namespace dt::verdict {
 
+// A checklist item's state; ToString spells it (done, failed, missing) in every format.
+enum class ItemStatus { kMissing, kDone, kFailed };
+const char* ToString(ItemStatus s);
+
 struct ChecklistItem {
   std::string id;
   std::string title;
-  std::string status;  // done | failed | missing
+  ItemStatus status = ItemStatus::kMissing;
   std::string evidence;
   bool user_statement = false;  // Decided by the user's own statement (a flag), not by dualtrack.
 };

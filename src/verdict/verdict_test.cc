@@ -297,7 +297,7 @@ TEST(VerdictDecideTest, MacReadyNeedsMeasuredMpsTrackWithinToleranceAndValidity)
   EXPECT_EQ(r.verdict, "mac-ready");
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   for (const ChecklistItem& c : r.checklist) {
-    EXPECT_EQ(c.status, "done") << c.id << ": " << c.evidence;
+    EXPECT_EQ(c.status, ItemStatus::kDone) << c.id << ": " << c.evidence;
   }
   EXPECT_TRUE(Item(r, "remote-data").user_statement);
   EXPECT_NE(Item(r, "fallback-separated").evidence.find("1 fell back"), std::string::npos);
@@ -331,7 +331,7 @@ TEST(VerdictDecideTest, CudaOnlyMeasuredWhenCandidateFails) {
   Report r = Decide(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_failed"}}}));
   EXPECT_EQ(r.verdict, "cuda-only");
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
-  EXPECT_EQ(Item(r, "real-input-step").status, "failed");
+  EXPECT_EQ(Item(r, "real-input-step").status, ItemStatus::kFailed);
   EXPECT_TRUE(AnyReasonHas(r, "candidate-unfinished"));
 }
 
@@ -340,7 +340,7 @@ TEST(VerdictDecideTest, CudaOnlyMeasuredWhenOutsideTolerance) {
       Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps"}}, .compares = {"compare_fail.json"}}));
   EXPECT_EQ(r.verdict, "cuda-only");
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
-  EXPECT_EQ(Item(r, "within-tolerance").status, "failed");
+  EXPECT_EQ(Item(r, "within-tolerance").status, ItemStatus::kFailed);
 }
 
 TEST(VerdictDecideTest, ExampleWithoutRunIsCudaOnlyNamingNcclAndExtension) {
@@ -375,16 +375,16 @@ TEST(VerdictDecideTest, ExampleDefaultRunStopsOnFloat64AndPortableRunMovesUp) {
   EXPECT_EQ(portable.verdict, "mac-ready");
   EXPECT_EQ(portable.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(portable, "Predicted mac-ready"));
-  EXPECT_EQ(Item(portable, "real-input-step").status, "missing");
+  EXPECT_EQ(Item(portable, "real-input-step").status, ItemStatus::kMissing);
 }
 
 TEST(VerdictDecideTest, DevOnlyMeasuredWithMpsTrackButNoComparison) {
   Report r = Decide(Load({.coverage = "coverage_clean.json", .tracks = {{"mps", "mps"}}}));
   EXPECT_EQ(r.verdict, "dev-only");
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
-  EXPECT_EQ(Item(r, "within-tolerance").status, "missing");
-  EXPECT_EQ(Item(r, "workload-timed").status, "missing");  // One track only.
-  EXPECT_EQ(Item(r, "real-input-step").status, "done");
+  EXPECT_EQ(Item(r, "within-tolerance").status, ItemStatus::kMissing);
+  EXPECT_EQ(Item(r, "workload-timed").status, ItemStatus::kMissing);  // One track only.
+  EXPECT_EQ(Item(r, "real-input-step").status, ItemStatus::kDone);
 }
 
 // ---- Missing evidence is reported as missing, never guessed.
@@ -394,23 +394,23 @@ TEST(VerdictDecideTest, NoEvidenceAtAllIsDevOnlyWithEverythingMissing) {
   EXPECT_EQ(r.verdict, "dev-only");
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_EQ(r.checklist.size(), 8u);
-  for (const ChecklistItem& c : r.checklist) EXPECT_EQ(c.status, "missing") << c.id;
+  for (const ChecklistItem& c : r.checklist) EXPECT_EQ(c.status, ItemStatus::kMissing) << c.id;
   for (const RuleResult& s : r.stops) EXPECT_EQ(s.state, RuleState::kUnknown) << s.id;
   EXPECT_TRUE(AnyReasonHas(r, "could not be checked"));
 }
 
 TEST(VerdictDecideTest, NoBaselineAndOneTrackAreMissing) {
   Report r = Decide(Load({.scan = "scan_clean.json", .tracks = {{"mps", "mps"}}}));
-  EXPECT_EQ(Item(r, "baseline").status, "missing");
-  EXPECT_EQ(Item(r, "within-tolerance").status, "missing");
-  EXPECT_EQ(Item(r, "remote-data").status, "missing");
-  EXPECT_EQ(Item(r, "mps-available").status, "done");  // From the bundle's own env.
+  EXPECT_EQ(Item(r, "baseline").status, ItemStatus::kMissing);
+  EXPECT_EQ(Item(r, "within-tolerance").status, ItemStatus::kMissing);
+  EXPECT_EQ(Item(r, "remote-data").status, ItemStatus::kMissing);
+  EXPECT_EQ(Item(r, "mps-available").status, ItemStatus::kDone);  // From the bundle's own env.
   EXPECT_EQ(r.validity.state, "not-applicable");
 }
 
 TEST(VerdictDecideTest, LinuxHostAloneDoesNotDecideMpsAvailability) {
   Report r = Decide(Load({.env = "env_linux.json"}));
-  EXPECT_EQ(Item(r, "mps-available").status, "missing");
+  EXPECT_EQ(Item(r, "mps-available").status, ItemStatus::kMissing);
   EXPECT_NE(Item(r, "mps-available").evidence.find("Linux"), std::string::npos);
 }
 
