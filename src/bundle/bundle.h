@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/cli.h"
@@ -52,10 +53,16 @@ struct TensorInfo {
   std::uint64_t end = 0;
 };
 
+// How a run ended, as manifest.json spells it (ToString, ParseRunStatus): the script exited 0,
+// exited otherwise, died by a signal, or the bundle was never finished.
+enum class RunStatus { kOk, kFailed, kKilled, kIncomplete };
+const char* ToString(RunStatus s);
+std::optional<RunStatus> ParseRunStatus(std::string_view s);
+
 struct Bundle {
   std::filesystem::path dir;
   nlohmann::json manifest;  // The whole manifest.json, schema-checked.
-  std::string status;       // ok | failed | killed | incomplete
+  RunStatus status = RunStatus::kIncomplete;
   std::string track;
   std::vector<OpRow> ops;
   std::vector<MetricRow> metrics;
@@ -97,8 +104,8 @@ struct RunOptions {
 
 struct RunOutcome {
   std::filesystem::path dir;
-  std::string status;  // ok | failed | killed
-  int exit_code = -1;  // The child's exit code; -1 when it died by a signal.
+  RunStatus status = RunStatus::kIncomplete;  // ok, failed or killed.
+  int exit_code = -1;                         // The child's exit code; -1 when it died by a signal.
   int signal = 0;
   double wall_s = 0;
   std::int64_t peak_rss_bytes = 0;
@@ -116,7 +123,7 @@ struct RunOutcome {
 // the tracer completed and the script's stderr tail: a script that died at import for a missing
 // module, or that could not be opened, could not start; a forwarded signal is an interruption.
 struct OutcomeFacts {
-  std::string status;  // ok | failed | killed
+  RunStatus status = RunStatus::kIncomplete;
   int exit_code = -1;
   int signal = 0;
   int forwarded_signal = 0;

@@ -129,7 +129,7 @@ TEST_F(BundleTest, LoadBundleReadsAllParts) {
   WriteMinimalBundle();
   auto b = LoadBundle(dir_);
   ASSERT_TRUE(b.ok()) << b.error().ToString();
-  EXPECT_EQ(b->status, "failed");
+  EXPECT_EQ(b->status, RunStatus::kFailed);
   EXPECT_EQ(b->track, "mps");
   ASSERT_EQ(b->ops.size(), 2u);
   EXPECT_EQ(b->ops[0].op, "aten::mm");
@@ -241,7 +241,7 @@ TEST_F(BundleTest, RunTrackRecordsExitCodeLogsAndPeakMemory) {
   Io io{out, err};
   auto r = RunTrack(o, io);
   ASSERT_TRUE(r.ok()) << r.error().ToString();
-  EXPECT_EQ(r->status, "failed");
+  EXPECT_EQ(r->status, RunStatus::kFailed);
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_GT(r->peak_rss_bytes, 0);
   EXPECT_EQ(out.str(), "out\n");
@@ -250,7 +250,7 @@ TEST_F(BundleTest, RunTrackRecordsExitCodeLogsAndPeakMemory) {
   EXPECT_EQ(*ReadFile(o.out_dir / "stderr.log"), "err\n");
   auto b = LoadBundle(o.out_dir);
   ASSERT_TRUE(b.ok()) << b.error().ToString();
-  EXPECT_EQ(b->status, "failed");
+  EXPECT_EQ(b->status, RunStatus::kFailed);
   EXPECT_EQ(b->manifest["exit_code"], 3);
   EXPECT_FALSE(b->manifest["problems"].empty());  // No tracer ran in /bin/sh.
 }
@@ -266,7 +266,7 @@ TEST_F(BundleTest, RunTrackRecordsAChildKilledBySignal) {
   Io io{out, err};
   auto r = RunTrack(o, io);
   ASSERT_TRUE(r.ok()) << r.error().ToString();
-  EXPECT_EQ(r->status, "killed");
+  EXPECT_EQ(r->status, RunStatus::kKilled);
   EXPECT_EQ(r->signal, 9);
   auto b = LoadBundle(o.out_dir);
   ASSERT_TRUE(b.ok());

@@ -12,7 +12,7 @@ namespace dt::bundle {
 ExitCode RunExitCode(const RunOutcome& outcome) {
   if (outcome.interrupted) return ExitCode::kInterrupted;
   if (outcome.outcome == "could-not-start") return ExitCode::kError;
-  return outcome.status == "ok" ? ExitCode::kOk : ExitCode::kFindings;
+  return outcome.status == RunStatus::kOk ? ExitCode::kOk : ExitCode::kFindings;
 }
 
 Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
@@ -87,7 +87,7 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   if (!baseline.empty()) o.baseline = baseline;
   auto outcome = RunTrack(o, io);
   if (!outcome) return outcome.take_error();
-  io.err << "dualtrack run: bundle " << outcome->dir.string() << ": " << outcome->status;
+  io.err << "dualtrack run: bundle " << outcome->dir.string() << ": " << ToString(outcome->status);
   if (outcome->signal != 0) io.err << " (" << SignalName(outcome->signal) << ")";
   if (!outcome->reason.empty()) io.err << "; " << outcome->outcome << ": " << outcome->reason;
   io.err << "; see `dualtrack show " << outcome->dir.string() << "`\n";

@@ -13,6 +13,27 @@
 
 namespace dt::bundle {
 
+const char* ToString(RunStatus s) {
+  switch (s) {
+    case RunStatus::kOk:
+      return "ok";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kKilled:
+      return "killed";
+    case RunStatus::kIncomplete:
+      return "incomplete";
+  }
+  return "incomplete";
+}
+
+std::optional<RunStatus> ParseRunStatus(std::string_view s) {
+  for (RunStatus r :
+       {RunStatus::kOk, RunStatus::kFailed, RunStatus::kKilled, RunStatus::kIncomplete})
+    if (s == ToString(r)) return r;
+  return std::nullopt;
+}
+
 namespace {
 
 std::string JsonString(const nlohmann::json& j, const char* key) {
@@ -89,11 +110,11 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
     out.reason = "interrupted by " + SignalName(f.forwarded_signal) + " before it finished";
     return;
   }
-  if (f.status == "ok") {
+  if (f.status == RunStatus::kOk) {
     out.outcome = "finished";
     return;
   }
-  if (f.status == "killed") {
+  if (f.status == RunStatus::kKilled) {
     // Crashes are the task's own failure (evidence); a kill from outside (the OOM killer, a user's
     // kill) stops the run without saying whether the task can run.
     if (f.signal == SIGKILL || f.signal == SIGTERM || f.signal == SIGHUP || f.signal == SIGINT) {

@@ -173,10 +173,9 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   }
   auto status = RequireString(b.manifest, "status", manifest_path, 0);
   if (!status) return status.take_error();
-  if (*status != "ok" && *status != "failed" && *status != "killed" && *status != "incomplete") {
-    return InputError(manifest_path, 0, "unknown status '" + *status + "'");
-  }
-  b.status = *status;
+  const auto parsed = ParseRunStatus(*status);
+  if (!parsed) return InputError(manifest_path, 0, "unknown status '" + *status + "'");
+  b.status = *parsed;
   auto track = RequireString(b.manifest, "track", manifest_path, 0);
   if (!track) return track.take_error();
   b.track = *track;

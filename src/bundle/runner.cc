@@ -568,17 +568,17 @@ RunOutcome OutcomeOf(const Spawned& sp, const std::filesystem::path& dir) {
 #endif
   if (WIFSIGNALED(sp.child.wait_status)) {
     outcome.signal = WTERMSIG(sp.child.wait_status);
-    outcome.status = "killed";
+    outcome.status = RunStatus::kKilled;
   } else {
     outcome.exit_code = WEXITSTATUS(sp.child.wait_status);
     if (sp.timed_out) {
       outcome.signal = SIGTERM;
-      outcome.status = "killed";
+      outcome.status = RunStatus::kKilled;
     } else if (sp.child.forwarded_signal != 0) {
       outcome.signal = sp.child.forwarded_signal;
-      outcome.status = "killed";
+      outcome.status = RunStatus::kKilled;
     } else {
-      outcome.status = outcome.exit_code == 0 ? "ok" : "failed";
+      outcome.status = outcome.exit_code == 0 ? RunStatus::kOk : RunStatus::kFailed;
     }
   }
 
@@ -610,7 +610,7 @@ std::vector<std::string> MergeTracer(const std::filesystem::path& dir, const Run
         if (e.is_string()) problems.push_back(e.get<std::string>());
       }
     }
-    if (!tracer.value("final", false) && outcome.status == "ok") {
+    if (!tracer.value("final", false) && outcome.status == RunStatus::kOk) {
       problems.push_back("the tracer did not finish writing (no final flush)");
     }
   } else {
@@ -618,8 +618,8 @@ std::vector<std::string> MergeTracer(const std::filesystem::path& dir, const Run
         "the tracer wrote nothing: the command may not be a Python interpreter, or "
         "it started no Python process dualtrack could trace");
   }
-  if (exception.is_object() && outcome.status != "ok") manifest["exception"] = exception;
-  if (outcome.status == "failed" && !manifest["exception"].is_object()) {
+  if (exception.is_object() && outcome.status != RunStatus::kOk) manifest["exception"] = exception;
+  if (outcome.status == RunStatus::kFailed && !manifest["exception"].is_object()) {
     manifest["exception"] = {{"type", nullptr},
                              {"message", "exited with code " + std::to_string(outcome.exit_code)},
                              {"file", nullptr},
@@ -727,7 +727,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   CheckDeviceLabel(options.track, manifest, io);
   if (options.collect_env) manifest["env"] = CollectEnv();
   manifest["ended"] = IsoNow();
-  manifest["status"] = outcome.status;
+  manifest["status"] = ToString(outcome.status);
   manifest["exit_code"] = outcome.signal != 0 && WIFSIGNALED(sp.child.wait_status)
                               ? json(nullptr)
                               : json(outcome.exit_code);

@@ -115,16 +115,16 @@ namespace {
 void ShowRun(std::ostringstream& o, const Bundle& b) {
   const json& m = b.manifest;
   o << "bundle      " << b.dir.string() << "\n";
-  o << "status      " << b.status;
-  if (b.status == "failed") {
+  o << "status      " << ToString(b.status);
+  if (b.status == RunStatus::kFailed) {
     const json& e = m.contains("exception") ? m["exception"] : json(nullptr);
     if (e.is_object()) {
       o << ": " << Str(e, "type", "error") << ": " << Str(e, "message", "") << "\n            at "
         << Where(e);
     }
-  } else if (b.status == "killed") {
+  } else if (b.status == RunStatus::kKilled) {
     o << " by " << Str(m, "signal", "a signal");
-  } else if (b.status == "incomplete") {
+  } else if (b.status == RunStatus::kIncomplete) {
     o << " (the run was interrupted before dualtrack could finish the bundle)";
   }
   o << "\n";
