@@ -13,27 +13,6 @@
 
 namespace dt::bundle {
 
-const char* ToString(RunStatus s) {
-  switch (s) {
-    case RunStatus::kOk:
-      return "ok";
-    case RunStatus::kFailed:
-      return "failed";
-    case RunStatus::kKilled:
-      return "killed";
-    case RunStatus::kIncomplete:
-      return "incomplete";
-  }
-  return "incomplete";
-}
-
-std::optional<RunStatus> ParseRunStatus(std::string_view s) {
-  for (RunStatus r :
-       {RunStatus::kOk, RunStatus::kFailed, RunStatus::kKilled, RunStatus::kIncomplete})
-    if (s == ToString(r)) return r;
-  return std::nullopt;
-}
-
 namespace {
 
 std::string JsonString(const nlohmann::json& j, const char* key) {

@@ -11,6 +11,29 @@
 
 namespace dt::bundle {
 
+// Here, beside the manifest reader, so that every binary that reads bundles (the fuzz targets
+// too) has them.
+const char* ToString(RunStatus s) {
+  switch (s) {
+    case RunStatus::kOk:
+      return "ok";
+    case RunStatus::kFailed:
+      return "failed";
+    case RunStatus::kKilled:
+      return "killed";
+    case RunStatus::kIncomplete:
+      return "incomplete";
+  }
+  return "incomplete";
+}
+
+std::optional<RunStatus> ParseRunStatus(std::string_view s) {
+  for (RunStatus r :
+       {RunStatus::kOk, RunStatus::kFailed, RunStatus::kKilled, RunStatus::kIncomplete})
+    if (s == ToString(r)) return r;
+  return std::nullopt;
+}
+
 namespace {
 
 using nlohmann::json;
