@@ -1,12 +1,8 @@
 // `dualtrack run`: starts the user's command with the tracer injected, tees its output and writes
 // the bundle's manifest (first as "incomplete", atomically replaced at the end).
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/file.h>
-#include <sys/resource.h>
-#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,18 +36,6 @@ using nlohmann::json;
 constexpr const char* kBundleFiles[] = {"manifest.json",       "ops.jsonl",   "metrics.jsonl",
                                         "tensors.safetensors", "tracer.json", "exception.json",
                                         "stdout.log",          "stderr.log",  "tracer.pid"};
-
-// Self-pipe written by the signal handler, so the event loop forwards signals outside the handler.
-int g_signal_pipe_write = -1;
-
-extern "C" void OnSignal(int sig) {
-  int saved = errno;
-  unsigned char b = static_cast<unsigned char>(sig);
-  if (g_signal_pipe_write >= 0) {
-    [[maybe_unused]] ssize_t n = ::write(g_signal_pipe_write, &b, 1);
-  }
-  errno = saved;
-}
 
 std::string IsoNow() {
   auto now = std::chrono::system_clock::now();
@@ -156,22 +140,6 @@ Status WriteManifest(const std::filesystem::path& dir, const json& manifest) {
   return WriteFileAtomic(dir / "manifest.json", manifest.dump(1) + "\n");
 }
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Close(); }
-  int get() const { return fd_; }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
 void WriteAll(int fd, const char* data, std::size_t n) {
   while (n > 0) {
     ssize_t w = ::write(fd, data, n);
@@ -183,77 +151,6 @@ void WriteAll(int fd, const char* data, std::size_t n) {
     n -= static_cast<std::size_t>(w);
   }
 }
-
-struct ChildResult {
-  int wait_status = 0;
-  rusage usage{};
-  int forwarded_signal = 0;
-};
-
-// `handler` for SIGINT, SIGTERM and SIGHUP for the life of the object; the previous handlers come
-// back on scope exit.
-class SignalHandlers {
- public:
-  explicit SignalHandlers(void (*handler)(int)) {
-    struct sigaction sa {};
-    sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-    ::sigaction(SIGHUP, &sa, &old_hup_);
-  }
-  ~SignalHandlers() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-    ::sigaction(SIGHUP, &old_hup_, nullptr);
-  }
-  SignalHandlers(const SignalHandlers&) = delete;
-  SignalHandlers& operator=(const SignalHandlers&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-  struct sigaction old_hup_ {};
-};
-
-// While the child runs: the signals go down the pipe, for the loop to forward them.
-class SignalForwarding {
- public:
-  explicit SignalForwarding(int write_fd) : handlers_((g_signal_pipe_write = write_fd, OnSignal)) {}
-  ~SignalForwarding() { g_signal_pipe_write = -1; }
-  SignalForwarding(const SignalForwarding&) = delete;
-  SignalForwarding& operator=(const SignalForwarding&) = delete;
-
- private:
-  SignalHandlers handlers_;
-};
-
-// --timeout: SIGTERM to the child when the time is up (the tracer flushes on SystemExit), SIGKILL
-// five seconds later if it is still there.
-class TimeoutKiller {
- public:
-  TimeoutKiller(std::optional<double> seconds, std::chrono::steady_clock::time_point start)
-      : seconds_(seconds), start_(start) {}
-  void Check(pid_t pid) {
-    if (!seconds_) return;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    if (!fired_ && elapsed > *seconds_) {
-      fired_ = true;
-      ::kill(pid, SIGTERM);
-    } else if (fired_ && !killed_ && elapsed > *seconds_ + 5) {
-      killed_ = true;
-      ::kill(pid, SIGKILL);
-    }
-  }
-  bool fired() const { return fired_; }
-
- private:
-  std::optional<double> seconds_;
-  std::chrono::steady_clock::time_point start_;
-  bool fired_ = false;
-  bool killed_ = false;
-};
 
 // Classifies the run (bundle/outcome.cc) and records the outcome, its reason and the stderr tail
 // in the manifest: a run that could not start is not evidence about the task.
@@ -393,189 +290,83 @@ Status ClearBundleDir(const std::filesystem::path& dir, bool force) {
   return OkStatus();
 }
 
-// The child's environment: ours, with the bootstrap sitecustomize and the package first on
-// PYTHONPATH and the run's options (`run_cfg`) for the tracer; "KEY=value" strings.
-std::vector<std::string> ChildEnvironment(const RunOptions& options,
-                                          const std::filesystem::path& bootstrap,
-                                          const std::filesystem::path& pkg_parent,
-                                          const json& run_cfg) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    std::size_t eq = kv.find('=');
-    if (eq != std::string_view::npos) {
-      env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
-    }
-  }
+// The edits to our environment for the child: the bootstrap sitecustomize and the package first
+// on PYTHONPATH, and the run's options (`run_cfg`) for the tracer.
+std::vector<std::pair<std::string, std::string>> ChildEnvironment(
+    const RunOptions& options, const std::filesystem::path& bootstrap,
+    const std::filesystem::path& pkg_parent, const json& run_cfg) {
   std::string pythonpath = bootstrap.string() + ":" + pkg_parent.string();
-  if (auto it = env.find("PYTHONPATH"); it != env.end() && !it->second.empty()) {
-    pythonpath += ":" + it->second;
-  }
-  env["PYTHONPATH"] = pythonpath;
-  env["DUALTRACK_RUN"] = run_cfg.dump();
-  env["PYTHONUNBUFFERED"] = "1";  // The tee shows output as it comes and a kill loses none of it.
-  if (options.deterministic && !env.contains("CUBLAS_WORKSPACE_CONFIG")) {
-    env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic algorithms.
-  }
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  return env_strings;
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0')
+    pythonpath += ":" + std::string(old);
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"PYTHONPATH", pythonpath},
+      {"DUALTRACK_RUN", run_cfg.dump()},
+      // The tee shows output as it comes and a kill loses none of it.
+      {"PYTHONUNBUFFERED", "1"}};
+  if (options.deterministic && std::getenv("CUBLAS_WORKSPACE_CONFIG") == nullptr)
+    env.emplace_back("CUBLAS_WORKSPACE_CONFIG", ":4096:8");  // cuBLAS needs it to be deterministic.
+  return env;
 }
 
-// A finished child: how it ended, whether the timeout stopped it, and the wall time.
-struct Spawned {
-  ChildResult child;
-  bool timed_out = false;
-  double wall_s = 0;
-};
-
-// Starts the command in its own process group with `env_strings`, tees its stdout and stderr to
-// the bundle's logs and (unless quiet) to io, forwards SIGINT / SIGTERM (the third one kills),
-// stops it at the timeout, and waits for it. `started(pid)` runs once the child exists.
-Result<Spawned> SpawnAndTee(const std::filesystem::path& program, const RunOptions& options,
-                            std::vector<std::string> env_strings, const std::filesystem::path& dir,
-                            Io& io, const std::function<void(pid_t)>& started) {
-  std::vector<char*> c_env;
-  for (auto& e : env_strings) c_env.push_back(e.data());
-  c_env.push_back(nullptr);
-  std::vector<std::string> argv = options.command;
-  std::vector<char*> c_argv;
-  for (auto& a : argv) c_argv.push_back(a.data());
-  c_argv.push_back(nullptr);
-
-  Fd out_log(::open((dir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  Fd err_log(::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+// Starts the command in its own process group, tees its stdout and stderr to the bundle's logs
+// and (unless quiet) to io, forwards SIGINT / SIGTERM (the third one kills), stops it at the
+// timeout (SIGTERM: the tracer flushes on SystemExit; SIGKILL five seconds later), and waits for
+// it. `started(pid)` runs once the child exists.
+Result<SpawnResult> SpawnAndTee(const std::filesystem::path& program, const RunOptions& options,
+                                std::vector<std::pair<std::string, std::string>> env,
+                                const std::filesystem::path& dir, Io& io,
+                                const std::function<void(pid_t)>& started) {
+  UniqueFd out_log(
+      ::open((dir / "stdout.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  UniqueFd err_log(
+      ::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (out_log.get() < 0 || err_log.get() < 0) {
     return MakeError(ErrorCode::kIo, "cannot create the log files: " + ErrnoMessage(errno),
                      dir.string());
   }
-  int out_pipe[2];
-  int err_pipe[2];
-  int sig_pipe[2];
-  if (::pipe(out_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
-  Fd out_r(out_pipe[0]);
-  Fd out_w(out_pipe[1]);
-  if (::pipe(err_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
-  Fd err_r(err_pipe[0]);
-  Fd err_w(err_pipe[1]);
-  if (::pipe(sig_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
-  Fd sig_r(sig_pipe[0]);
-  Fd sig_w(sig_pipe[1]);
-  for (int fd : {out_pipe[0], err_pipe[0], sig_pipe[0], sig_pipe[1]}) {
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-  ::fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group: a Ctrl-C at the terminal reaches only dualtrack, which forwards it once
-  // and then finalises the bundle.
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-
-  SignalForwarding forwarding(sig_pipe[1]);
-  const auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, c_argv.data(), c_env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  out_w.Close();
-  err_w.Close();
-  if (rc != 0) {
-    return MakeError(ErrorCode::kExternal,
-                     "cannot start " + options.command[0] + ": " + ErrnoMessage(rc));
-  }
-  started(pid);
-
-  Spawned out;
-  ChildResult& child = out.child;
-  bool exited = false;
-  std::chrono::steady_clock::time_point exited_at;
-  int signals_seen = 0;
-  TimeoutKiller timeout(options.timeout_s, t0);
-  pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {sig_r.get(), POLLIN, 0}};
+  SpawnOptions spawn;
+  spawn.argv = options.command;
+  spawn.program = program;
+  spawn.set_env = std::move(env);
+  spawn.null_stdin = false;
+  spawn.own_process_group = true;
+  spawn.forward_signals = true;
+  if (options.timeout_s)
+    spawn.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(*options.timeout_s * 1000));
+  spawn.kill_grace = std::chrono::seconds(5);
+  spawn.on_started = started;
   const int logs[2] = {out_log.get(), err_log.get()};
   std::ostream* echo[2] = {&io.out, &io.err};
-  char buf[1 << 15];
-  while (true) {
-    if (!exited) {
-      pid_t w = ::wait4(pid, &child.wait_status, WNOHANG, &child.usage);
-      if (w == pid) {
-        exited = true;
-        exited_at = std::chrono::steady_clock::now();
-      }
+  spawn.on_output = [&](int stream, std::string_view chunk) {
+    WriteAll(logs[stream - 1], chunk.data(), chunk.size());
+    if (!options.quiet) {
+      echo[stream - 1]->write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      echo[stream - 1]->flush();
     }
-    bool pipes_open = fds[0].fd >= 0 || fds[1].fd >= 0;
-    if (exited && !pipes_open) break;
-    // A grandchild may keep the pipes open after the child exits: stop echoing after 2 s.
-    if (exited && std::chrono::steady_clock::now() - exited_at > std::chrono::seconds(2)) break;
-    if (!exited) timeout.Check(pid);
-    int n = ::poll(fds, 3, 100);
-    if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        fds[i].fd = -1;
-        continue;
-      }
-      WriteAll(logs[i], buf, static_cast<std::size_t>(got));
-      if (!options.quiet) {
-        echo[i]->write(buf, got);
-        echo[i]->flush();
-      }
-    }
-    if (fds[2].revents & POLLIN) {
-      unsigned char sigs[16];
-      ssize_t got = ::read(sig_r.get(), sigs, sizeof sigs);
-      for (ssize_t k = 0; k < got && !exited; ++k) {
-        ++signals_seen;
-        child.forwarded_signal = sigs[k];
-        // The third signal means the user really wants out: the child gets SIGKILL.
-        ::kill(pid, signals_seen >= 3 ? SIGKILL : sigs[k]);
-      }
-    }
-  }
-  if (!exited) {
-    while (::wait4(pid, &child.wait_status, 0, &child.usage) < 0 && errno == EINTR) {
-    }
-  }
-  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out.timed_out = timeout.fired();
-  return out;
+  };
+  return Spawn(spawn);
 }
 
 // How the run ended, from the child's wait status, the timeout and a forwarded signal.
-RunOutcome OutcomeOf(const Spawned& sp, const std::filesystem::path& dir) {
+RunOutcome OutcomeOf(const SpawnResult& sp, const std::filesystem::path& dir) {
   RunOutcome outcome;
   outcome.dir = dir;
   outcome.wall_s = sp.wall_s;
 #if defined(__APPLE__)
-  outcome.peak_rss_bytes = static_cast<std::int64_t>(sp.child.usage.ru_maxrss);  // Bytes on macOS.
+  outcome.peak_rss_bytes = static_cast<std::int64_t>(sp.usage.ru_maxrss);  // Bytes on macOS.
 #else
-  outcome.peak_rss_bytes =
-      static_cast<std::int64_t>(sp.child.usage.ru_maxrss) * 1024;  // KiB on Linux.
+  outcome.peak_rss_bytes = static_cast<std::int64_t>(sp.usage.ru_maxrss) * 1024;  // KiB on Linux.
 #endif
-  if (WIFSIGNALED(sp.child.wait_status)) {
-    outcome.signal = WTERMSIG(sp.child.wait_status);
+  if (WIFSIGNALED(sp.wait_status)) {
+    outcome.signal = WTERMSIG(sp.wait_status);
     outcome.status = RunStatus::kKilled;
   } else {
-    outcome.exit_code = WEXITSTATUS(sp.child.wait_status);
+    outcome.exit_code = WEXITSTATUS(sp.wait_status);
     if (sp.timed_out) {
       outcome.signal = SIGTERM;
       outcome.status = RunStatus::kKilled;
-    } else if (sp.child.forwarded_signal != 0) {
-      outcome.signal = sp.child.forwarded_signal;
+    } else if (sp.forwarded_signal != 0) {
+      outcome.signal = sp.forwarded_signal;
       outcome.status = RunStatus::kKilled;
     } else {
       outcome.status = outcome.exit_code == 0 ? RunStatus::kOk : RunStatus::kFailed;
@@ -710,27 +501,26 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                   {"deterministic", options.deterministic},
                   {"redirect_cuda", manifest["redirect_cuda"]},
                   {"root", root.string()}};
-  std::vector<std::string> env_strings = ChildEnvironment(options, bootstrap, *pkg_parent, run_cfg);
-  auto spawned = SpawnAndTee(*program, options, std::move(env_strings), dir, io, [&](pid_t pid) {
+  auto env = ChildEnvironment(options, bootstrap, *pkg_parent, run_cfg);
+  auto spawned = SpawnAndTee(*program, options, std::move(env), dir, io, [&](pid_t pid) {
     manifest["child_pid"] = static_cast<std::int64_t>(pid);
     (void)WriteManifest(dir, manifest);
   });
   if (!spawned) return spawned.take_error();
   // After the child the signals wait until the bundle is finalised, as they did while forwarded.
-  SignalHandlers held(SIG_IGN);
-  const Spawned& sp = *spawned;
+  ScopedSignalHandlers held(SIG_IGN);
+  const SpawnResult& sp = *spawned;
   RunOutcome outcome = OutcomeOf(sp, dir);
 
   json exception;
   std::vector<std::string> problems = MergeTracer(dir, outcome, manifest, exception);
-  RecordOutcome(dir, sp.child.forwarded_signal, sp.timed_out, manifest, exception, outcome);
+  RecordOutcome(dir, sp.forwarded_signal, sp.timed_out, manifest, exception, outcome);
   CheckDeviceLabel(options.track, manifest, io);
   if (options.collect_env) manifest["env"] = CollectEnv();
   manifest["ended"] = IsoNow();
   manifest["status"] = ToString(outcome.status);
-  manifest["exit_code"] = outcome.signal != 0 && WIFSIGNALED(sp.child.wait_status)
-                              ? json(nullptr)
-                              : json(outcome.exit_code);
+  manifest["exit_code"] =
+      outcome.signal != 0 && WIFSIGNALED(sp.wait_status) ? json(nullptr) : json(outcome.exit_code);
   manifest["signal"] = outcome.signal != 0 ? json(SignalName(outcome.signal)) : json(nullptr);
   manifest["wall_s"] = sp.wall_s;
   manifest["peak_rss_bytes"] = outcome.peak_rss_bytes;

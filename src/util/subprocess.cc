@@ -39,7 +39,7 @@ std::optional<std::filesystem::path> FindInPath(const std::string& name) {
 
 namespace {
 
-std::vector<std::string> BuildEnvironment(const ProcessOptions& options) {
+std::vector<std::string> BuildEnvironment(const SpawnOptions& options) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view kv(*e);
@@ -55,96 +55,257 @@ std::vector<std::string> BuildEnvironment(const ProcessOptions& options) {
   return out;
 }
 
-}  // namespace
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
 
-Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
-                                 const ProcessOptions& options) {
-  DT_CHECK(!argv.empty());
-  std::optional<std::filesystem::path> exe = FindInPath(argv[0]);
-  if (!exe) return MakeError(ErrorCode::kExternal, "program not found on PATH: " + argv[0]);
+// A pipe whose ends close with it; the read end is close-on-exec.
+struct Pipe {
+  UniqueFd read, write;
+};
+Result<Pipe> MakePipe() {
+  int fds[2];
+  if (::pipe(fds) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
+  Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
+  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  return p;
+}
 
-  int out_pipe[2];
-  int err_pipe[2];
-  if (::pipe(out_pipe) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
-  if (::pipe(err_pipe) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
+// Self-pipe written by the signal handler, so the loop forwards signals outside the handler.
+int g_signal_pipe_write = -1;
+
+extern "C" void OnSignal(int sig) {
+  int saved = errno;
+  auto b = static_cast<unsigned char>(sig);
+  if (g_signal_pipe_write >= 0) {
+    [[maybe_unused]] ssize_t n = ::write(g_signal_pipe_write, &b, 1);
   }
+  errno = saved;
+}
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
-  posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+// While the child runs: the signals go down the pipe, for the loop to forward them.
+class SignalForwarding {
+ public:
+  explicit SignalForwarding(int write_fd) : handlers_((g_signal_pipe_write = write_fd, OnSignal)) {}
+  ~SignalForwarding() { g_signal_pipe_write = -1; }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
 
-  // A child that must change directory goes through /bin/sh: posix_spawn_file_actions_addchdir_np
-  // is not available everywhere we build.
-  std::vector<std::string> args = argv;
-  std::string exe_path = exe->string();
-  if (!options.cwd.empty()) {
-    args = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", options.cwd.string(), exe_path};
-    args.insert(args.end(), argv.begin() + 1, argv.end());
-    exe_path = "/bin/sh";
-  }
-  std::vector<char*> c_args;
-  for (auto& a : args) c_args.push_back(a.data());
-  c_args.push_back(nullptr);
-  std::vector<std::string> env = BuildEnvironment(options);
-  std::vector<char*> c_env;
-  for (auto& e : env) c_env.push_back(e.data());
-  c_env.push_back(nullptr);
+ private:
+  ScopedSignalHandlers handlers_;
+};
 
-  pid_t pid = 0;
-  int rc = ::posix_spawn(&pid, exe_path.c_str(), &actions, nullptr, c_args.data(), c_env.data());
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return MakeError(ErrorCode::kExternal, "cannot start " + argv[0] + ": " + ErrnoMessage(rc));
-  }
-
-  ProcessResult result;
-  auto deadline = std::chrono::steady_clock::now() + options.timeout;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_count = 2;
-  char buf[1 << 15];
-  while (open_count > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
+// The timeout: the first signal when the time is up, SIGKILL after the grace if still there.
+class TimeoutKiller {
+ public:
+  TimeoutKiller(const SpawnOptions& o, std::chrono::steady_clock::time_point start)
+      : timeout_(o.timeout), grace_(o.kill_grace), start_(start) {}
+  void Check(pid_t pid) {
+    if (!timeout_) return;
+    const auto elapsed = std::chrono::steady_clock::now() - start_;
+    if (!fired_ && elapsed > *timeout_) {
+      fired_ = true;
+      killed_ = grace_.count() == 0;
+      ::kill(pid, killed_ ? SIGKILL : SIGTERM);
+    } else if (fired_ && !killed_ && elapsed > *timeout_ + grace_) {
+      killed_ = true;
       ::kill(pid, SIGKILL);
-      break;
     }
-    int n = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+  }
+  bool fired() const { return fired_; }
+
+ private:
+  std::optional<std::chrono::milliseconds> timeout_;
+  std::chrono::milliseconds grace_;
+  std::chrono::steady_clock::time_point start_;
+  bool fired_ = false;
+  bool killed_ = false;
+};
+
+// posix_spawn's file actions and attributes, released with the object.
+class SpawnSetup {
+ public:
+  SpawnSetup(const SpawnOptions& o, const Pipe& out, const Pipe& err) {
+    posix_spawn_file_actions_init(&actions_);
+    if (o.null_stdin) posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions_, out.write.get(), 1);
+    posix_spawn_file_actions_adddup2(&actions_, err.write.get(), 2);
+    posix_spawnattr_init(&attr_);
+    // The child starts with default dispositions even where ours are ignored or caught.
+    sigset_t defaults;
+    sigemptyset(&defaults);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, s);
+    posix_spawnattr_setsigdefault(&attr_, &defaults);
+    short flags = POSIX_SPAWN_SETSIGDEF;
+    if (o.own_process_group) {
+      posix_spawnattr_setpgroup(&attr_, 0);
+      flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr_, flags);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+  const posix_spawn_file_actions_t* actions() const { return &actions_; }
+  const posix_spawnattr_t* attr() const { return &attr_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_;
+};
+
+// Reads the child's output and signals until it has exited and its pipes are closed (or the
+// linger is over); forwards signals and enforces the timeout on the way.
+void Supervise(const SpawnOptions& o, pid_t pid, UniqueFd& out_r, UniqueFd& err_r,
+               const UniqueFd& sig_r, std::chrono::steady_clock::time_point t0,
+               SpawnResult& result) {
+  bool exited = false;
+  std::chrono::steady_clock::time_point exited_at;
+  int signals_seen = 0;
+  TimeoutKiller timeout(o, t0);
+  pollfd fds[3] = {{out_r.get(), POLLIN, 0}, {err_r.get(), POLLIN, 0}, {sig_r.get(), POLLIN, 0}};
+  const nfds_t nfds = sig_r.get() >= 0 ? 3 : 2;
+  char buf[1 << 15];
+  while (true) {
+    if (!exited && ::wait4(pid, &result.wait_status, WNOHANG, &result.usage) == pid) {
+      exited = true;
+      exited_at = std::chrono::steady_clock::now();
+    }
+    if (exited && fds[0].fd < 0 && fds[1].fd < 0) break;
+    if (exited && std::chrono::steady_clock::now() - exited_at > o.linger) break;
+    if (!exited) timeout.Check(pid);
+    int n = ::poll(fds, nfds, 100);
     if (n < 0 && errno != EINTR) break;
+    if (n <= 0) continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
-        ::close(fds[i].fd);
         fds[i].fd = -1;
-        --open_count;
-      } else if (sinks[i]->size() < options.max_output_bytes) {
-        sinks[i]->append(buf, std::min<std::size_t>(static_cast<std::size_t>(got),
-                                                    options.max_output_bytes - sinks[i]->size()));
+        continue;
+      }
+      if (o.on_output) o.on_output(i + 1, std::string_view(buf, static_cast<std::size_t>(got)));
+    }
+    if (nfds == 3 && (fds[2].revents & POLLIN)) {
+      unsigned char sigs[16];
+      ssize_t got = ::read(sig_r.get(), sigs, sizeof sigs);
+      for (ssize_t k = 0; k < got && !exited; ++k) {
+        ++signals_seen;
+        result.forwarded_signal = sigs[k];
+        // The third signal means the user really wants out: the child gets SIGKILL.
+        ::kill(pid, signals_seen >= 3 ? SIGKILL : sigs[k]);
       }
     }
   }
-  for (auto& f : fds) {
-    if (f.fd >= 0) ::close(f.fd);
+  out_r.Close();
+  err_r.Close();
+  if (!exited) {
+    while (::wait4(pid, &result.wait_status, 0, &result.usage) < 0 && errno == EINTR) {
+    }
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  result.timed_out = timeout.fired();
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+ScopedSignalHandlers::ScopedSignalHandlers(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old_[0]);
+  ::sigaction(SIGTERM, &sa, &old_[1]);
+  ::sigaction(SIGHUP, &sa, &old_[2]);
+}
+
+ScopedSignalHandlers::~ScopedSignalHandlers() {
+  ::sigaction(SIGINT, &old_[0], nullptr);
+  ::sigaction(SIGTERM, &old_[1], nullptr);
+  ::sigaction(SIGHUP, &old_[2], nullptr);
+}
+
+Result<SpawnResult> Spawn(const SpawnOptions& options) {
+  DT_CHECK(!options.argv.empty());
+  std::string exe = options.program.string();
+  if (exe.empty()) {
+    std::optional<std::filesystem::path> found = FindInPath(options.argv[0]);
+    if (!found)
+      return MakeError(ErrorCode::kExternal, "program not found on PATH: " + options.argv[0]);
+    exe = found->string();
   }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+  auto out = MakePipe();
+  if (!out) return out.take_error();
+  auto err = MakePipe();
+  if (!err) return err.take_error();
+  UniqueFd sig_r, sig_w;
+  if (options.forward_signals) {
+    auto sig = MakePipe();
+    if (!sig) return sig.take_error();
+    sig_r = std::move(sig->read);
+    sig_w = std::move(sig->write);
+    ::fcntl(sig_w.get(), F_SETFD, FD_CLOEXEC);
+    ::fcntl(sig_w.get(), F_SETFL, O_NONBLOCK);
+  }
+  // A child that must change directory goes through /bin/sh: posix_spawn_file_actions_addchdir_np
+  // is not available everywhere we build.
+  std::vector<std::string> args = options.argv;
+  if (!options.cwd.empty()) {
+    args = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", options.cwd.string(), exe};
+    args.insert(args.end(), options.argv.begin() + 1, options.argv.end());
+    exe = "/bin/sh";
+  }
+  std::vector<char*> c_args = CStrings(args);
+  std::vector<std::string> env = BuildEnvironment(options);
+  std::vector<char*> c_env = CStrings(env);
+
+  std::optional<SignalForwarding> forwarding;
+  if (options.forward_signals) forwarding.emplace(sig_w.get());
+  const auto t0 = std::chrono::steady_clock::now();
+  pid_t pid = 0;
+  int rc;
+  {
+    SpawnSetup setup(options, *out, *err);
+    rc = ::posix_spawn(&pid, exe.c_str(), setup.actions(), setup.attr(), c_args.data(),
+                       c_env.data());
+  }
+  out->write.Close();
+  err->write.Close();
+  if (rc != 0)
+    return MakeError(ErrorCode::kExternal,
+                     "cannot start " + options.argv[0] + ": " + ErrnoMessage(rc));
+  if (options.on_started) options.on_started(pid);
+  SpawnResult result;
+  Supervise(options, pid, out->read, err->read, sig_r, t0, result);
+  return result;
+}
+
+Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
+                                 const ProcessOptions& options) {
+  SpawnOptions spawn;
+  spawn.argv = argv;
+  spawn.cwd = options.cwd;
+  spawn.set_env = options.set_env;
+  spawn.unset_env = options.unset_env;
+  spawn.timeout = options.timeout;
+  ProcessResult result;
+  std::string* sinks[2] = {&result.out, &result.err};
+  spawn.on_output = [&](int stream, std::string_view chunk) {
+    std::string& sink = *sinks[stream - 1];
+    if (sink.size() < options.max_output_bytes)
+      sink.append(chunk.substr(0, options.max_output_bytes - sink.size()));
+  };
+  auto spawned = Spawn(spawn);
+  if (!spawned) return spawned.take_error();
+  result.timed_out = spawned->timed_out;
+  if (WIFEXITED(spawned->wait_status)) result.exit_code = WEXITSTATUS(spawned->wait_status);
+  if (WIFSIGNALED(spawned->wait_status)) result.term_signal = WTERMSIG(spawned->wait_status);
   return result;
 }
 

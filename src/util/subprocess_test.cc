@@ -1,6 +1,13 @@
 #include "util/subprocess.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
 
 namespace dt {
 namespace {
@@ -36,6 +43,76 @@ TEST(SubprocessTest, EnvironmentAndWorkingDirectory) {
   auto r = RunProcess({"sh", "-c", "printf '%s|%s' \"$DT_TEST_VAR\" \"$(pwd)\""}, opts);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->out, "hello world|/");
+}
+
+TEST(SpawnTest, HandsEachStreamToOnOutputAndReportsUsage) {
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "echo one; echo two >&2; echo three"};
+  std::string out, err;
+  o.on_output = [&](int stream, std::string_view chunk) { (stream == 1 ? out : err) += chunk; };
+  pid_t started = 0;
+  o.on_started = [&](pid_t pid) { started = pid; };
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(out, "one\nthree\n");
+  EXPECT_EQ(err, "two\n");
+  EXPECT_GT(started, 0);
+  ASSERT_TRUE(WIFEXITED(r->wait_status));
+  EXPECT_EQ(WEXITSTATUS(r->wait_status), 0);
+  EXPECT_GT(r->usage.ru_maxrss, 0);  // wait4 filled the child's usage.
+  EXPECT_FALSE(r->timed_out);
+}
+
+TEST(SpawnTest, AGraceTimeoutSendsSigtermFirst) {
+  // The child handles SIGTERM (as the tracer does, to flush) and leaves with its own code.
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "trap 'exit 7' TERM; while :; do sleep 0.05; done"};
+  o.timeout = std::chrono::milliseconds(300);
+  o.kill_grace = std::chrono::seconds(5);
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->timed_out);
+  ASSERT_TRUE(WIFEXITED(r->wait_status));
+  EXPECT_EQ(WEXITSTATUS(r->wait_status), 7);
+}
+
+TEST(SpawnTest, AGrandchildHoldingThePipesDoesNotHoldTheCaller) {
+  SpawnOptions o;
+  o.argv = {"sh", "-c", "sleep 30 & echo started"};
+  o.linger = std::chrono::milliseconds(200);
+  std::string out;
+  o.on_output = [&](int, std::string_view chunk) { out += chunk; };
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(out, "started\n");
+  EXPECT_LT(r->wall_s, 10.0);  // Not the grandchild's 30 s.
+}
+
+TEST(SpawnTest, ForwardsASignalSentToUsAndRestoresOurHandler) {
+  SpawnOptions o;
+  o.argv = {"sleep", "10"};
+  o.forward_signals = true;
+  o.own_process_group = true;
+  // The interrupt reaches us, not the child (its own process group): we pass it on.
+  o.on_started = [](pid_t) { ::kill(::getpid(), SIGINT); };
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->forwarded_signal, SIGINT);
+  ASSERT_TRUE(WIFSIGNALED(r->wait_status));
+  EXPECT_EQ(WTERMSIG(r->wait_status), SIGINT);
+  EXPECT_LT(r->wall_s, 5.0);
+  struct sigaction now {};
+  ::sigaction(SIGINT, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);  // gtest's default disposition is back.
+}
+
+TEST(SpawnTest, AMissingProgramPathIsAnErrorNamingTheCommand) {
+  SpawnOptions o;
+  o.argv = {"train"};
+  o.program = "/nonexistent/dualtrack-test/train";
+  auto r = Spawn(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("cannot start train"), std::string::npos);
 }
 
 }  // namespace
