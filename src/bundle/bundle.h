@@ -24,6 +24,12 @@ struct Location {
   std::string function;
 };
 
+// How an operator ran, as ops.jsonl spells it (ToString, ParseOpStatus): on the track's device,
+// through the CPU fallback of MPS, or not at all (it raised).
+enum class OpStatus { kOk, kFallback, kFailed };
+const char* ToString(OpStatus s);
+std::optional<OpStatus> ParseOpStatus(std::string_view s);
+
 // One row of ops.jsonl: an (operator overload, device, dtypes) seen during the run.
 struct OpRow {
   std::string op;        // "aten::convolution"
@@ -32,7 +38,7 @@ struct OpRow {
   std::vector<std::string> dtypes;
   std::int64_t count = 0;
   std::optional<Location> location;
-  std::string status = "ok";  // ok | fallback | failed
+  OpStatus status = OpStatus::kOk;
   std::optional<std::string> error;
   std::int64_t max_ndim = 0;  // The most dimensions an input had, where the trace says.
 };

@@ -138,7 +138,7 @@ TEST_F(BundleTest, LoadBundleReadsAllParts) {
   EXPECT_EQ(b->ops[0].location->file, "m.py");
   EXPECT_EQ(b->ops[0].location->line, 7);
   EXPECT_FALSE(b->ops[1].location.has_value());
-  EXPECT_EQ(b->ops[1].status, "failed");
+  EXPECT_EQ(b->ops[1].status, OpStatus::kFailed);
   ASSERT_EQ(b->metrics.size(), 1u);
   EXPECT_DOUBLE_EQ(b->metrics[0].value, 2.5);
   ASSERT_EQ(b->tensors.size(), 2u);
@@ -198,7 +198,7 @@ TEST_F(BundleTest, ReadOpsJsonlFillsDefaultsAndRejectsMalformedLines) {
   ASSERT_EQ(rows->size(), 2u);
   EXPECT_EQ((*rows)[0].overload, "Tensor");
   EXPECT_EQ((*rows)[0].count, 1);  // Absent: one call.
-  EXPECT_EQ((*rows)[0].status, "ok");
+  EXPECT_EQ((*rows)[0].status, OpStatus::kOk);
   EXPECT_EQ((*rows)[0].max_ndim, 3);
   EXPECT_EQ((*rows)[1].overload, "default");
   EXPECT_EQ((*rows)[1].count, 0);
@@ -219,6 +219,8 @@ TEST_F(BundleTest, ReadOpsJsonlFillsDefaultsAndRejectsMalformedLines) {
       {"{\"op\": \"a\", \"dtypes\": \"float32\"}", "'dtypes' must be a list of strings"},
       {"{\"op\": \"a\", \"dtypes\": [1]}", "'dtypes' must be a list of strings"},
       {"{\"op\": \"a\", \"location\": \"m.py:3\"}", "'location' must be an object or null"},
+      {"{\"op\": \"a\", \"status\": \"slow\"}", "'status' must be ok, fallback or failed"},
+      {"{\"op\": \"a\", \"status\": 1}", "'status' must be ok, fallback or failed"},
   };
   for (const Case& c : cases) {
     Write("ops.jsonl", "{\"op\": \"aten::ok\"}\n\n" + c.line + "\n");

@@ -34,6 +34,24 @@ std::optional<RunStatus> ParseRunStatus(std::string_view s) {
   return std::nullopt;
 }
 
+const char* ToString(OpStatus s) {
+  switch (s) {
+    case OpStatus::kOk:
+      return "ok";
+    case OpStatus::kFallback:
+      return "fallback";
+    case OpStatus::kFailed:
+      return "failed";
+  }
+  return "ok";
+}
+
+std::optional<OpStatus> ParseOpStatus(std::string_view s) {
+  for (OpStatus o : {OpStatus::kOk, OpStatus::kFallback, OpStatus::kFailed})
+    if (s == ToString(o)) return o;
+  return std::nullopt;
+}
+
 namespace {
 
 using nlohmann::json;
@@ -153,7 +171,12 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
       }
       r.location = ParseLocation(j["location"]);
     }
-    if (j.contains("status") && j["status"].is_string()) r.status = j["status"].get<std::string>();
+    if (j.contains("status") && !j["status"].is_null()) {
+      const auto status =
+          j["status"].is_string() ? ParseOpStatus(j["status"].get<std::string>()) : std::nullopt;
+      if (!status) return InputError(path, line, "field 'status' must be ok, fallback or failed");
+      r.status = *status;
+    }
     if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
     for (const char* key : {"max_ndim", "ndim"}) {
       if (j.contains(key) && j[key].is_number_integer()) {

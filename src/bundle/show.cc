@@ -21,10 +21,14 @@ json OpToJson(const OpRow& r) {
     loc = {
         {"file", r.location->file}, {"line", r.location->line}, {"function", r.location->function}};
   }
-  return {{"op", r.op},         {"overload", r.overload},
-          {"device", r.device}, {"dtypes", r.dtypes},
-          {"count", r.count},   {"location", loc},
-          {"status", r.status}, {"error", r.error ? json(*r.error) : json(nullptr)}};
+  return {{"op", r.op},
+          {"overload", r.overload},
+          {"device", r.device},
+          {"dtypes", r.dtypes},
+          {"count", r.count},
+          {"location", loc},
+          {"status", ToString(r.status)},
+          {"error", r.error ? json(*r.error) : json(nullptr)}};
 }
 
 std::vector<const OpRow*> TopOps(const Bundle& b, std::size_t n) {
@@ -84,8 +88,8 @@ json ShowJson(const Bundle& b, std::size_t top_ops) {
   json failed = json::array();
   for (const auto& r : b.ops) {
     calls = SaturatingAdd(calls, r.count);
-    if (r.status == "fallback") fallbacks.push_back(OpToJson(r));
-    if (r.status == "failed") failed.push_back(OpToJson(r));
+    if (r.status == OpStatus::kFallback) fallbacks.push_back(OpToJson(r));
+    if (r.status == OpStatus::kFailed) failed.push_back(OpToJson(r));
   }
   j["ops_summary"] = {{"rows", b.ops.size()},
                       {"calls", calls},
@@ -197,8 +201,8 @@ void ShowOps(std::ostringstream& o, const Bundle& b, std::size_t top_ops) {
   std::size_t n_fallback = 0, n_failed = 0;
   for (const auto& r : b.ops) {
     calls = SaturatingAdd(calls, r.count);
-    n_fallback += r.status == "fallback";
-    n_failed += r.status == "failed";
+    n_fallback += r.status == OpStatus::kFallback;
+    n_failed += r.status == OpStatus::kFailed;
   }
   o << "\nops         " << b.ops.size() << " (operator, device, dtypes) rows, " << calls
     << " calls, " << n_fallback << " fell back to the CPU, " << n_failed << " failed\n";
@@ -208,15 +212,15 @@ void ShowOps(std::ostringstream& o, const Bundle& b, std::size_t top_ops) {
       << Join(r->dtypes, ",") << "]  "
       << (r->location ? r->location->file + ":" + std::to_string(r->location->line)
                       : std::string("(no user code)"));
-    if (r->status != "ok") o << "  " << r->status;
+    if (r->status != OpStatus::kOk) o << "  " << ToString(r->status);
     o << "\n";
   }
   o << "\nfallbacks   ";
   if (n_fallback + n_failed == 0) o << "none";
   o << "\n";
   for (const auto& r : b.ops) {
-    if (r.status == "ok") continue;
-    o << "  " << r.status << "  " << OpName(r) << " on " << r.device << "  "
+    if (r.status == OpStatus::kOk) continue;
+    o << "  " << ToString(r.status) << "  " << OpName(r) << " on " << r.device << "  "
       << (r.location ? r.location->file + ":" + std::to_string(r.location->line) : "") << "\n";
     if (r.error) o << "      " << r.error->substr(0, 200) << "\n";
   }

@@ -113,7 +113,7 @@ MergedOps MergeRows(std::vector<bundle::OpRow>& rows, const Rules& rules,
       std::string n = NormalizeDtype(d);
       if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
     }
-    if (!r.status.empty() && report.evidence == "measured" && r.status != "ok")
+    if (report.evidence == "measured" && r.status != bundle::OpStatus::kOk)
       o.measured_status = r.status;
     std::vector<std::string> issues =
         DtypeIssues(rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
@@ -252,8 +252,9 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
       since = table->versions()[v];
     }
     o.native_since = since;
-    if (o.measured_status == "fallback" && RunsOnMps(o.cls)) o.cls = OpClass::kCpuFallback;
-    if (o.measured_status == "failed") o.fails = true;
+    if (o.measured_status == bundle::OpStatus::kFallback && RunsOnMps(o.cls))
+      o.cls = OpClass::kCpuFallback;
+    if (o.measured_status == bundle::OpStatus::kFailed) o.fails = true;
     report.ops.push_back(o);
   }
   Summarise(report);
@@ -294,8 +295,8 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
          {"location", loc},
          {"native_since",
           o.native_since ? nlohmann::json(*o.native_since) : nlohmann::json(nullptr)},
-         {"measured_status", o.measured_status.empty() ? nlohmann::json(nullptr)
-                                                       : nlohmann::json(o.measured_status)}});
+         {"measured_status", o.measured_status ? nlohmann::json(ToString(*o.measured_status))
+                                               : nlohmann::json(nullptr)}});
   }
   return {{"schema", "dualtrack.coverage/1"},
           {"torch", r.torch},
@@ -337,7 +338,8 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
     if (!o.mps_op.empty()) notes.push_back("MPS runs " + o.mps_op);
     for (const std::string& s : o.dtype_issues) notes.push_back(s);
     if (!RunsOnMps(o.cls) && o.native_since) notes.push_back("MPS kernel since " + *o.native_since);
-    if (!o.measured_status.empty()) notes.push_back("measured: " + o.measured_status);
+    if (o.measured_status)
+      notes.push_back(std::string("measured: ") + ToString(*o.measured_status));
     std::string dtypes;
     for (const std::string& d : o.dtypes) dtypes += (dtypes.empty() ? "" : ",") + d;
     std::string note;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bundle/bundle.h"
 #include "coverage/native_functions.h"
 #include "coverage/table.h"
 #include "util/result.h"
@@ -42,8 +43,9 @@ struct CoverageOp {
   std::int64_t count = 0;
   std::optional<CodeLocation> location;
   std::optional<std::string>
-      native_since;             // Lowest release from which it runs on MPS in every later one.
-  std::string measured_status;  // ops.jsonl status when the bundle ran on MPS.
+      native_since;  // Lowest release from which it runs on MPS in every later one.
+  // ops.jsonl's status when the bundle ran on MPS and the operator did not simply run there.
+  std::optional<bundle::OpStatus> measured_status;
 };
 
 struct CoverageSummary {

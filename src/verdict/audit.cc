@@ -184,7 +184,7 @@ void RunExperiment(const AuditOptions& options, const fs::path& project, const E
   }
   if (options.keep_run.empty()) track->dir = "(temporary) " + track->dir;
   ev.tracks.push_back(std::move(*track));
-  log << fmt::format("{}: run: {}\n", exp.name, ev.tracks.back().status);
+  log << fmt::format("{}: run: {}\n", exp.name, bundle::ToString(ev.tracks.back().status));
 
   coverage::CoverageOptions co;
   co.bundle = bundle_dir;

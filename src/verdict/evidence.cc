@@ -487,7 +487,7 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     t.data_source = r.Str(*data, "source", "data");
   }
   t.seed = r.OptInt(doc, "seed", "");
-  t.status = r.Str(doc, "status", "");
+  t.status = bundle->status;
   t.exit_code = r.OptInt(doc, "exit_code", "");
   if (const json* ex = r.Field(doc, "exception", ""); ex != nullptr) {
     Track::Exception e;
@@ -538,7 +538,7 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     op.dtypes = std::move(row.dtypes);
     op.count = row.count;
     if (row.location) op.location = {std::move(row.location->file), row.location->line};
-    op.status = std::move(row.status);
+    op.status = row.status;
     op.error = row.error.value_or("");
     t.ops.push_back(std::move(op));
   }

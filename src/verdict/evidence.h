@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bundle/bundle.h"
 #include "util/result.h"
 
 namespace dt::verdict {
@@ -110,7 +111,7 @@ struct OpRow {
   std::vector<std::string> dtypes;
   std::int64_t count = 0;
   Location location;
-  std::string status;  // ok | fallback | failed
+  bundle::OpStatus status = bundle::OpStatus::kOk;
   std::string error;
 };
 
@@ -141,7 +142,7 @@ struct Track {
   std::optional<std::string> git_commit;
   std::optional<std::string> data_digest;  // manifest "data_digest" or "data.digest" if written.
   std::optional<std::int64_t> seed;
-  std::string status;  // ok | failed | killed | incomplete
+  bundle::RunStatus status = bundle::RunStatus::kIncomplete;
   std::optional<std::int64_t> exit_code;
   struct Exception {
     std::string type, message;
@@ -164,7 +165,7 @@ struct Track {
   std::vector<OpRow> ops;
   std::vector<Metric> metrics;
 
-  bool Finished() const { return status == "ok"; }
+  bool Finished() const { return status == bundle::RunStatus::kOk; }
   // A run that could not start, or was stopped from outside, says nothing about the task: its
   // evidence is missing (the verdict never reads it as a CUDA dependency).
   bool IsEvidence() const {

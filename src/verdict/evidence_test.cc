@@ -60,7 +60,7 @@ TEST(VerdictEvidenceTest, LoadsBundleWithOpsAndMetrics) {
   EXPECT_TRUE(t->Finished());
   EXPECT_EQ(t->step_wall_s.size(), 2u);
   EXPECT_EQ(t->ops.size(), 3u);  // Two in model.py, one in train.py.
-  EXPECT_EQ(t->ops[1].status, "fallback");
+  EXPECT_EQ(t->ops[1].status, bundle::OpStatus::kFallback);
   EXPECT_EQ(t->metrics.size(), 2u);
   EXPECT_EQ(t->mps_fallback, std::optional<std::string>("1"));
   ASSERT_TRUE(t->env.has_value());

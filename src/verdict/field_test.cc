@@ -46,7 +46,7 @@ Track CpuTrack(const std::vector<std::string>& files, std::string outcome = "fin
   t.name = "cpu";
   t.label = "cpu";
   t.device = "cpu";
-  t.status = outcome == "finished" ? "ok" : "failed";
+  t.status = outcome == "finished" ? bundle::RunStatus::kOk : bundle::RunStatus::kFailed;
   t.outcome = std::move(outcome);
   t.has_ops = true;
   t.step_wall_s = {0.1};
@@ -56,7 +56,7 @@ Track CpuTrack(const std::vector<std::string>& files, std::string outcome = "fin
     op.device = "cpu";
     op.count = 1;
     op.location = {f, 3};
-    op.status = "ok";
+    op.status = bundle::OpStatus::kOk;
     op.dtypes = {"float32"};
     t.ops.push_back(op);
   }
@@ -217,7 +217,7 @@ TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
 TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {
   Evidence ev = WithScan({}, "train.py");
   Track t = CpuTrack({}, "could-not-start");
-  t.status = "failed";
+  t.status = bundle::RunStatus::kFailed;
   t.outcome_reason =
       "missing Python package einops_not_installed (install the project's "
       "requirements, or pass --python)";
@@ -239,7 +239,7 @@ TEST(VerdictFieldTest, InterruptedAndTimedOutRunsAreMissingToo) {
   for (const char* outcome : {"interrupted", "timed-out"}) {
     Evidence ev = WithScan({}, "train.py");
     Track t = CpuTrack({"train.py"}, outcome);
-    t.status = "killed";
+    t.status = bundle::RunStatus::kKilled;
     ev.tracks.push_back(t);
     Report r = Decide(std::move(ev));
     EXPECT_NE(r.verdict, "cuda-only") << outcome;

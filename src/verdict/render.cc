@@ -127,7 +127,7 @@ json EvidenceJson(const Evidence& ev, bool findings_inline) {
   json tracks = json::array();
   for (const Track& t : ev.tracks) {
     std::map<std::string, std::int64_t> by_status;
-    for (const OpRow& op : t.ops) by_status[op.status.empty() ? "ok" : op.status] += 1;
+    for (const OpRow& op : t.ops) by_status[bundle::ToString(op.status)] += 1;
     json exc = nullptr;
     if (t.exception) {
       exc = {{"type", t.exception->type},
@@ -143,7 +143,7 @@ json EvidenceJson(const Evidence& ev, bool findings_inline) {
                       {"outcome", t.outcome.empty() ? json(nullptr) : json(t.outcome)},
                       {"data_source", t.data_source.empty() ? json(nullptr) : json(t.data_source)},
                       {"command", t.command},
-                      {"status", t.status},
+                      {"status", bundle::ToString(t.status)},
                       {"exit_code", OptJson(t.exit_code)},
                       {"exception", exc},
                       {"git_commit", OptJson(t.git_commit)},
@@ -802,9 +802,9 @@ void MarkdownTracksAndEnvironments(std::ostringstream& os, const Report& r) {
     os << "\n## Tracks\n\n| track | device | status | median step | peak RSS | peak device |\n"
           "|---|---|---|---|---|---|\n";
     for (const Track& t : ev.tracks) {
-      os << "| " << Cell(t.name) << " | " << Cell(t.device) << " | " << Cell(t.status) << " | "
-         << MedianStep(t) << " | " << Bytes(t.peak_rss_bytes) << " | " << Bytes(t.peak_device_bytes)
-         << " |\n";
+      os << "| " << Cell(t.name) << " | " << Cell(t.device) << " | "
+         << Cell(bundle::ToString(t.status)) << " | " << MedianStep(t) << " | "
+         << Bytes(t.peak_rss_bytes) << " | " << Bytes(t.peak_device_bytes) << " |\n";
     }
     os << "\nTimes are as measured on each track; they support no faster/slower claim beyond "
           "runs made under the same conditions.\n";
@@ -1212,7 +1212,7 @@ void HtmlTracksAndEnvironments(std::ostringstream& os, const Report& r) {
     };
     row("device", [](const Track& t) { return t.device; });
     row("status", [](const Track& t) {
-      std::string s = t.status;
+      std::string s = bundle::ToString(t.status);
       if (t.exception) {
         s += ": " + t.exception->type + " at " + Where(t.exception->location);
       }
@@ -1225,7 +1225,7 @@ void HtmlTracksAndEnvironments(std::ostringstream& os, const Report& r) {
     row("peak device memory", [](const Track& t) { return Bytes(t.peak_device_bytes); });
     row("CPU fallback ops", [](const Track& t) {
       std::int64_t n = 0;
-      for (const OpRow& op : t.ops) n += op.status == "fallback" ? 1 : 0;
+      for (const OpRow& op : t.ops) n += op.status == bundle::OpStatus::kFallback ? 1 : 0;
       return t.has_ops ? std::to_string(n) : std::string("not traced");
     });
     row("PYTORCH_ENABLE_MPS_FALLBACK",

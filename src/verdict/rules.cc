@@ -174,7 +174,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
     decided = true;
     r.level = EvidenceLevel::kMeasured;
     for (const OpRow& op : cand->ops) {
-      if (op.status == "failed") {
+      if (op.status == bundle::OpStatus::kFailed) {
         r.evidence.push_back({fmt::format("{} failed on {}{}", op.op, cand->name,
                                           op.error.empty() ? "" : ": " + op.error),
                               op.location, ""});
@@ -249,7 +249,7 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
   const Track* cand = CandidateTrack(ev);
   std::int64_t fallbacks = 0;
   if (cand != nullptr) {
-    for (const OpRow& op : cand->ops) fallbacks += op.status == "fallback" ? 1 : 0;
+    for (const OpRow& op : cand->ops) fallbacks += op.status == bundle::OpStatus::kFallback ? 1 : 0;
   }
   for (const Comparison& c : ev.comparisons) {
     // The comparison file is named in the text: a location is kept for places in the user's code.
@@ -298,7 +298,7 @@ RuleResult CheckCandidateUnfinished(const Evidence& ev) {
   }
   r.state = RuleState::kHolds;
   std::string text = fmt::format("track {} ({}) status {}", cand->name, cand->device,
-                                 cand->status.empty() ? "unknown" : cand->status);
+                                 bundle::ToString(cand->status));
   Location where;
   if (cand->exception) {
     text += fmt::format(": {}: {}", cand->exception->type, cand->exception->message);

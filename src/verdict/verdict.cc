@@ -218,10 +218,10 @@ ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
       std::int64_t on_mps = 0, fallback = 0, failed = 0;
       std::vector<std::string> names;
       for (const OpRow& op : mps->ops) {
-        if (op.status == "fallback") {
+        if (op.status == bundle::OpStatus::kFallback) {
           ++fallback;
           if (names.size() < 5) names.push_back(op.op);
-        } else if (op.status == "failed") {
+        } else if (op.status == bundle::OpStatus::kFailed) {
           ++failed;
         } else {
           ++on_mps;
@@ -822,7 +822,8 @@ void SetAsideNonEvidence(Evidence& ev) {
       continue;
     }
     ev.missing["track " + t.name] =
-        fmt::format("{}: {}", t.outcome, t.outcome_reason.empty() ? t.status : t.outcome_reason);
+        fmt::format("{}: {}", t.outcome,
+                    t.outcome_reason.empty() ? bundle::ToString(t.status) : t.outcome_reason);
   }
   ev.tracks = std::move(kept);
 }
