@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tree's formatting and lint, as CI checks them: clang-format (the repository's .clang-format)
-# on the C++ sources, ruff (pyproject.toml's [tool.ruff]) on the Python package, benchmarks and
+# on the C++ sources, clang-tidy (.clang-tidy, every warning an error) on the non-test C++ sources
+# against build/compile_commands.json, ruff (pyproject.toml's [tool.ruff]) on the Python package, benchmarks and
 # tools, and mypy ([tool.mypy]) on the package. `scripts/lint.sh --fix` rewrites instead of
 # checking (mypy only checks).
 set -euo pipefail
@@ -24,6 +25,17 @@ if command -v clang-format >/dev/null && clang-format --version | grep -q 'versi
   echo "clang-format: $(echo "$cpp" | wc -l | tr -d ' ') files"
 else
   echo "clang-format 14 not found: C++ formatting not checked" >&2
+fi
+
+# Likewise clang-tidy 14: other releases bring other checks. It needs a configured build tree.
+tidy=$(command -v clang-tidy-14 || command -v clang-tidy || true)
+if [ -n "$tidy" ] && "$tidy" --version | grep -q 'version 14\.' && [ -f build/compile_commands.json ]; then
+  sources=$(find src -name '*.cc' ! -name '*_test.cc' | sort)
+  jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+  echo "$sources" | xargs -P "$jobs" -n 4 "$tidy" -p build --quiet 2>/dev/null
+  echo "clang-tidy: $(echo "$sources" | wc -l | tr -d ' ') files"
+else
+  echo "clang-tidy 14 or build/compile_commands.json not found: C++ lint not checked" >&2
 fi
 
 if [ $fix = 1 ]; then

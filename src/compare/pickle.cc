@@ -494,7 +494,7 @@ class Unpickler {
       return Push(std::move(o));
     }
     if (f.s == "torch._utils._rebuild_parameter") {
-      if (a.items.size() < 1 || objs_[a.items[0]].kind != Kind::kTensor) {
+      if (a.items.empty() || objs_[a.items[0]].kind != Kind::kTensor) {
         return FailAt(at, "_rebuild_parameter without a tensor");
       }
       stack_.push_back(a.items[0]);

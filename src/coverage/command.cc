@@ -32,7 +32,7 @@ Result<CapabilityTable> TableFromYaml(const std::filesystem::path& yaml, const s
   return CapabilityTable::FromClasses(version, ClassifyOperators(*fns, sources->lists));
 }
 
-std::string StripAten(std::string name) {
+std::string StripAten(const std::string& name) {
   return name.rfind("aten::", 0) == 0 ? name.substr(6) : name;
 }
 

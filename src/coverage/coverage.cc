@@ -353,7 +353,7 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
       if (!note.empty()) out << fmt::format("  {:<18} {}\n", "", note);
     }
   }
-  out << (markdown ? "\n" : "\n")
+  out << "\n"
       << fmt::format("Summary: {} native, {} composite, {} fallback, {} fail", r.summary.native,
                      r.summary.composite, r.summary.fallback, r.summary.fail);
   if (r.summary.unknown) out << fmt::format(", {} unknown to the table", r.summary.unknown);

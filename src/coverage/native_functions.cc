@@ -47,7 +47,7 @@ Result<std::vector<NativeFunction>> ParseNativeFunctions(std::string_view text,
   enum class Block { kNone, kDispatch, kOther } block = Block::kNone;
   std::int64_t lineno = 0;
   std::size_t pos = 0;
-  auto error = [&](std::string msg) {
+  auto error = [&](const std::string& msg) {
     return MakeError(ErrorCode::kInput, "native_functions.yaml: " + msg, file, lineno);
   };
   while (pos < text.size()) {

@@ -23,10 +23,10 @@ namespace dt::env {
 namespace fs = std::filesystem;
 namespace {
 
-std::string Hex(const unsigned char* p, unsigned n) {
+std::string Hex(const unsigned char* p, std::size_t n) {
   static const char* kDigits = "0123456789abcdef";
   std::string s(n * 2, '0');
-  for (unsigned i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     s[2 * i] = kDigits[p[i] >> 4];
     s[2 * i + 1] = kDigits[p[i] & 15];
   }
@@ -330,6 +330,7 @@ std::string Sha256Hex(std::string_view data) {
 
 std::string DataDigest(const std::vector<DataFile>& files) {
   std::vector<const DataFile*> sorted;
+  sorted.reserve(files.size());
   for (const auto& f : files) sorted.push_back(&f);
   std::sort(sorted.begin(), sorted.end(),
             [](const DataFile* a, const DataFile* b) { return a->path < b->path; });

@@ -62,7 +62,7 @@ DefIndex IndexDefs(const std::vector<CallModule>& modules) {
       x.defs.emplace_back(m, d);
       x.local[m].emplace(def.name, id);  // A redefinition: the first stands for both.
       x.by_name[def.name].push_back(id);
-      x.root.push_back(def.registered || modules[m].entry);
+      x.root.push_back(static_cast<char>(def.registered || modules[m].entry));
     }
   }
   return x;
@@ -96,11 +96,10 @@ std::vector<Edge> CallEdges(const std::vector<CallModule>& modules, const DefInd
       auto it = x.by_name.find(name);
       if (it == x.by_name.end()) continue;
       for (int id : it->second) {
-        if (r.text)
-          add(id);
-        else if (dot != std::string::npos &&
-                 MayMean(modules[x.defs[static_cast<std::size_t>(id)].first],
-                         std::string_view(r.target).substr(0, dot)))
+        // A name in text may mean any definition; `mod.f` only those in a module it may name.
+        if (r.text || (dot != std::string::npos &&
+                       MayMean(modules[x.defs[static_cast<std::size_t>(id)].first],
+                               std::string_view(r.target).substr(0, dot))))
           add(id);
       }
     }
@@ -127,8 +126,8 @@ std::vector<char> Reach(const std::vector<CallModule>& modules, const DefIndex& 
     if (!reached[id]) queue.push_back(static_cast<int>(id));
     reached[id] = 1;
     const std::string_view name = std::string_view(def.name).substr(def.name.rfind('.') + 1);
-    open[id] =
-        x.root[id] || incoming[id] == 0 || attrs.count(name) > 0 || IsCalledByFrameworks(name);
+    open[id] = static_cast<char>(x.root[id] || incoming[id] == 0 || attrs.count(name) > 0 ||
+                                 IsCalledByFrameworks(name));
   }
   for (std::size_t id = 0; id < n; ++id)
     if (x.root[id]) queue.push_back(static_cast<int>(id));
@@ -160,7 +159,8 @@ std::vector<char> Guarded(const DefIndex& x, const std::vector<Edge>& edges,
                           const std::vector<char>& reached, const std::vector<char>& open) {
   const std::size_t n = x.defs.size();
   std::vector<char> guarded(n, 0);
-  for (std::size_t id = 0; id < n; ++id) guarded[id] = reached[id] && !x.root[id] && !open[id];
+  for (std::size_t id = 0; id < n; ++id)
+    guarded[id] = static_cast<char>(reached[id] && !x.root[id] && !open[id]);
   for (bool changed = true; changed;) {
     changed = false;
     for (const Edge& e : edges) {
@@ -212,7 +212,7 @@ std::vector<std::vector<char>> OverriddenDefaults(const std::vector<CallModule>&
           ++calls;
         }
       }
-      overridden[m].push_back(all && calls > 0);
+      overridden[m].push_back(static_cast<char>(all && calls > 0));
     }
   }
   return overridden;

@@ -23,7 +23,7 @@ Result<std::uint64_t> ParseSize(const std::string& s) {
   std::string num = s;
   char last = static_cast<char>(num.back() | 0x20);
   if (last == 'k' || last == 'm' || last == 'g') {
-    mult = last == 'k' ? 1024 : last == 'm' ? 1024 * 1024 : std::uint64_t{1} << 30;
+    mult = std::uint64_t{1} << (last == 'k' ? 10 : last == 'm' ? 20 : 30);
     num.pop_back();
   }
   char* end = nullptr;

@@ -154,7 +154,7 @@ bool MarkerExcludesMac(std::string_view spec) {
   std::string m;
   for (char c : spec.substr(semi + 1))
     if (c != ' ' && c != '\t' && c != '"' && c != '\'')
-      m.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
+      m.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c);
   for (std::string_view k :
        {"sys_platform==linux", "platform_system==linux", "sys_platform!=darwin",
         "platform_system!=darwin", "platform_machine==x86_64", "platform_machine==amd64",
@@ -244,7 +244,7 @@ std::vector<std::string> SubmodulePaths(const std::string& root) {
     line = Trim(line);
     if (!StartsWith(line, "path")) return;
     auto eq = line.find('=');
-    if (eq == std::string_view::npos || Trim(line.substr(4, eq - 4)).size() != 0) return;
+    if (eq == std::string_view::npos || !Trim(line.substr(4, eq - 4)).empty()) return;
     std::string p(Trim(line.substr(eq + 1)));
     while (!p.empty() && p.back() == '/') p.pop_back();
     if (!p.empty()) out.push_back(std::move(p));
@@ -1043,7 +1043,7 @@ void ScanConfigYaml(std::string_view text, FindingSink& sink) {
         return it.find_first_of(" \t") == std::string_view::npos;
       });
     }
-    if (!v.empty() && single && NamedLibrary(v, words).size() > 0) {
+    if (!v.empty() && single && !NamedLibrary(v, words).empty()) {
       sink.Add("DT220", n, at, key + ": " + std::string(v), false);
       return;
     }

@@ -343,6 +343,7 @@ void TextSummary(std::string& out, const ScanReport& report, std::size_t files,
   std::array<int, 4> sev_total{};
   for (const auto& f : report.findings) ++sev_total[static_cast<std::size_t>(f.severity)];
   std::vector<std::string> sev_parts;
+  sev_parts.reserve(std::size(kSeverities));
   for (auto sev : kSeverities)
     sev_parts.push_back(fmt::format("{}{} {}{}", c(Color(sev)), SeverityName(sev),
                                     sev_total[static_cast<std::size_t>(sev)], reset));
@@ -574,7 +575,7 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
     out += fmt::format("| {} | {} | {} | {} | {} |\n", cls, n[3], n[2], n[1], n[0]);
   }
   // Inside code spans only the bar and the backtick matter.
-  auto esc = [](std::string s) {
+  auto esc = [](const std::string& s) {
     std::string o;
     for (char ch : s) {
       if (ch == '|')
@@ -615,6 +616,7 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
         fmt::join(
             [&] {
               std::vector<std::string> v;
+              v.reserve(codes.size());
               for (const auto& code : codes) v.push_back("`" + code + "`");
               return v;
             }(),

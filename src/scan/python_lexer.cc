@@ -193,11 +193,10 @@ class Lexer {
         --depth_;
       }
       ++i_;
-      if (i_ < s_.size() && s_[i_] == '=' && std::strchr("=!<>+-*/%&|^:", c) != nullptr)
-        ++i_;
-      else if (c == '-' && i_ < s_.size() && s_[i_] == '>')
-        ++i_;
-      else if ((c == '*' || c == '/' || c == '<' || c == '>') && i_ < s_.size() && s_[i_] == c)
+      // A second byte joins the operator: `==` `+=` `:=`, `->`, `**` `//` `<<` `>>`.
+      const unsigned char d = i_ < s_.size() ? static_cast<unsigned char>(s_[i_]) : 0;
+      if ((d == '=' && std::strchr("=!<>+-*/%&|^:", c) != nullptr) || (c == '-' && d == '>') ||
+          ((c == '*' || c == '/' || c == '<' || c == '>') && d == c))
         ++i_;
       Push(TokKind::kOp, start);
     }
@@ -219,14 +218,12 @@ class Lexer {
     std::size_t start = i_;
     while (i_ < s_.size()) {
       unsigned char d = static_cast<unsigned char>(s_[i_]);
-      if (IsIdentChar(d) || d == '.') {
-        ++i_;
-      } else if ((d == '+' || d == '-') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E') &&
-                 !(s_[start] == '0' && i_ > start + 1 && (s_[start + 1] | 0x20) == 'x')) {
-        ++i_;
-      } else {
-        break;
-      }
+      // Digits, letters, `_` and `.`; a sign only as an exponent's (`1e-5`, never in `0x1e-5`).
+      const bool exponent_sign =
+          (d == '+' || d == '-') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E') &&
+          !(s_[start] == '0' && i_ > start + 1 && (s_[start + 1] | 0x20) == 'x');
+      if (!IsIdentChar(d) && d != '.' && !exponent_sign) break;
+      ++i_;
     }
     Push(TokKind::kNumber, start);
   }

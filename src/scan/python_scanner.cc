@@ -69,9 +69,9 @@ class NameSet {
 
  private:
   static unsigned Slot(std::string_view n) {
-    return static_cast<unsigned>(n.size() * 31 + static_cast<unsigned char>(n.front()) * 7 +
-                                 static_cast<unsigned char>(n.back())) &
-           255;
+    const std::size_t front = static_cast<unsigned char>(n.front());
+    const std::size_t back = static_cast<unsigned char>(n.back());
+    return static_cast<unsigned>(n.size() * 31 + front * 7 + back) & 255;
   }
   std::uint64_t bits_[4] = {0, 0, 0, 0};
   std::unordered_set<std::string_view> set_;
@@ -786,13 +786,13 @@ class PythonScanner {
       const Token& t = T(k);
       if (t.kind() == TokKind::kString) {
         std::string_view body = StringBody(lex_.Text(t));
-        if ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) found = Truth::kCuda;
-        // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
-        else if (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body)))
-          found = Truth::kCuda;
-        // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a CUDA build switch.
-        else if (IsCudaEnvName(body))
-          found = Truth::kCuda;
+        const bool cuda =
+            ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) ||
+            // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
+            (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) ||
+            // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a build switch.
+            IsCudaEnvName(body);
+        if (cuda) found = Truth::kCuda;
         continue;
       }
       if (!IsName(t)) continue;
@@ -916,10 +916,9 @@ class PythonScanner {
           const Token& p = T(b - 1);
           if (IsClose(p))
             ++d;
-          else if (IsOpen(p) && d-- == 0)
-            break;
-          else if (d == 0 && (IsOp(p, ",") || IsOp(p, "=") || Is(p, "return") || Is(p, "lambda") ||
-                              IsOp(p, ":")))
+          else if ((IsOpen(p) && d-- == 0) ||
+                   (d == 0 && (IsOp(p, ",") || IsOp(p, "=") || Is(p, "return") || Is(p, "lambda") ||
+                               IsOp(p, ":"))))
             break;
           --b;
         }
@@ -1193,9 +1192,8 @@ class PythonScanner {
     } else if (const Library* lib = LibraryOf(mod)) {
       sink_.Add(LibraryImportCode(guarded), lex_.Line(at), lex_.Column(at),
                 lib->name + " (" + mod.substr(0, mod.find('.')) + ")", guarded, lib->alternative);
-    } else if (StartsWith(mod, "torch.cuda")) {
-      ApiFinding(mod, at, guarded, scope);
-    } else if (const PythonApi* api = reg_.MatchApi(mod); api != nullptr && api->user) {
+    } else if (const PythonApi* api = reg_.MatchApi(mod);
+               StartsWith(mod, "torch.cuda") || (api != nullptr && api->user)) {
       ApiFinding(mod, at, guarded, scope);
     }
   }

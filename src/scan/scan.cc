@@ -793,8 +793,9 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   std::vector<char> spells_ops(items.size(), 0);
   for (std::size_t i = 0; i < items.size(); ++i)
     for (const auto& ns : op_namespaces)
-      spells_ops[i] |= std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(),
-                                 ns) != results[i].op_namespaces.end();
+      if (std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(), ns) !=
+          results[i].op_namespaces.end())
+        spells_ops[i] = 1;
   // The absolute names each file imports (modules, and module.name for each imported name),
   // resolved once: the rounds below only look them up.
   std::vector<std::vector<std::pair<std::string, bool>>> imported(items.size());  // name, is module
@@ -905,7 +906,7 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items,
       ft.backward = py.backward_line;
       ft.dynamic = py.dynamic_import;
     };
-    read[k] = ReadPython(ctx, items[i], init_dirs, collect, take);
+    read[k] = static_cast<char>(ReadPython(ctx, items[i], init_dirs, collect, take));
   });
   // A file that could not be read again hides its calls: then nothing is concluded.
   if (std::find(read.begin(), read.end(), 0) != read.end()) return;

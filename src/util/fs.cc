@@ -263,6 +263,7 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
     // Zero pages from the faulting page to the end of the mapping: the read that faulted is
     // retried and sees zeros, and so do later ones. The owner learns it from `hit`.
     std::uintptr_t page = addr & ~(g_page_size - 1);
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): MAP_FIXED takes the page's address as a pointer.
     void* p = ::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (p != MAP_FAILED) {

@@ -57,6 +57,7 @@ std::vector<std::string> BuildEnvironment(const SpawnOptions& options) {
 
 std::vector<char*> CStrings(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size() + 1);
   for (auto& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;

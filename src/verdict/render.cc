@@ -276,6 +276,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> EnvRows(
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   auto row = [&](const std::string& name, auto get) {
     std::vector<std::string> v;
+    v.reserve(cols.size());
     for (const EnvColumn& c : cols) v.push_back(get(*c.env));
     rows.emplace_back(name, std::move(v));
   };
@@ -890,7 +891,7 @@ std::string CoverageChart(const std::vector<CoverageOp>& ops) {
 // root, as the command that wrote the report saw them); plain text when it is not there.
 std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t line) {
   namespace fs = std::filesystem;
-  const std::string label =
+  std::string label =
       "<code>" + HtmlEscape(line > 0 ? file + ":" + std::to_string(line) : file) + "</code>";
   std::error_code ec;
   for (const std::string& root : {ev.project, ev.scan ? ev.scan->root : std::string()}) {

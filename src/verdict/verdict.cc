@@ -939,6 +939,7 @@ Report Decide(Evidence evidence) {
     }
     if (!fb.empty()) {
       std::vector<std::string> names;
+      names.reserve(fb.size());
       for (const auto& e : fb) names.push_back(e.text);
       rep.reasons.push_back(fmt::format("Predicted CPU fallback on MPS ({} torch {}): {}{}",
                                         ev.coverage->evidence, ev.coverage->torch,
