@@ -7,6 +7,7 @@ dispatcher; these parsers attribute the messages that do appear to an operator.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # "The operator 'aten::sgn.out' is not currently supported on the MPS backend and will fall back to
 # run on the CPU. This may have performance implications."
@@ -58,7 +59,7 @@ def operator_name(schema_name: str, overload: str) -> str:
     return schema_name if overload in ("", "default") else f"{schema_name}.{overload}"
 
 
-def mps_has_kernel(full_name: str, has_kernel=None) -> bool:
+def mps_has_kernel(full_name: str, has_kernel: Callable[[str, str], bool] | None = None) -> bool:
     """Whether the dispatcher serves `full_name` on MPS without the CPU fallback."""
     if full_name in ALWAYS_CPU_ON_MPS:
         return False
@@ -75,7 +76,7 @@ def mps_has_kernel(full_name: str, has_kernel=None) -> bool:
     return False
 
 
-def is_float64(dtype) -> bool:
+def is_float64(dtype: object) -> bool:
     """True for the dtypes MPS cannot hold: float64 and complex128."""
     name = str(dtype)
     return name in (

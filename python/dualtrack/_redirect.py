@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from . import _where
 
+if TYPE_CHECKING:
+    from typing import TypeVar
 
-def _is_cuda(d) -> bool:
+    from ._where import Location
+
+    _M = TypeVar("_M", bound=torch.nn.Module)
+
+
+def _is_cuda(d: object) -> bool:
     if isinstance(d, str):
         return d == "cuda" or d.startswith("cuda:")
     if isinstance(d, torch.device):
@@ -26,12 +35,12 @@ def _is_cuda(d) -> bool:
 
 
 class Redirector:
-    def __init__(self, target: str, record):
+    def __init__(self, target: str, record: Callable[[str, str, Location | None], None]) -> None:
         self.target = target
         self.device = torch.device(target)
-        self._record = record  # record(what, location)
+        self._record = record  # record(what, target, location)
 
-    def note(self, what: str, depth: int = 2):
+    def note(self, what: str, depth: int = 2) -> None:
         self._record(what, self.target, _where.caller_location(depth))
 
     def from_user(self) -> bool:
@@ -44,21 +53,26 @@ class Redirector:
         self._patch_amp()
         self._patch_cudnn()
         self.mode = _DeviceArgMode(self)
-        self.mode.__enter__()
+        self.mode.__enter__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
     def _patch_methods(self) -> None:
         r = self
         orig_module_to = torch.nn.Module.to
 
-        def tensor_cuda(self, device=None, non_blocking=False, memory_format=torch.preserve_format):
+        def tensor_cuda(
+            self: torch._C.TensorBase,  # the class torch declares .cuda() on
+            device: object = None,
+            non_blocking: bool = False,
+            memory_format: torch.memory_format = torch.preserve_format,
+        ) -> torch.Tensor:
             r.note(".cuda()")
             return self.to(r.device, non_blocking=non_blocking, memory_format=memory_format)
 
-        def module_cuda(self, device=None):
+        def module_cuda(self: _M, device: object = None) -> _M:
             r.note("Module.cuda()")
             return orig_module_to(self, r.device)
 
-        def module_to(self, *args, **kwargs):
+        def module_to(self: _M, *args: Any, **kwargs: Any) -> _M:
             if args and _is_cuda(args[0]):
                 r.note("Module.to(cuda)")
                 args = (r.device,) + args[1:]
@@ -77,11 +91,11 @@ class Redirector:
         cuda = torch.cuda
         target = self.target
 
-        def sync():
+        def sync() -> None:
             if target == "mps":
                 torch.mps.synchronize()
 
-        def allocated(*_a, **_k):
+        def allocated(*_a: object, **_k: object) -> int:
             if target == "mps":
                 return torch.mps.current_allocated_memory()
             return 0
@@ -93,7 +107,7 @@ class Redirector:
             total_memory=0,
             multi_processor_count=0,
         )
-        fakes = {
+        fakes: dict[str, Callable[..., object]] = {
             "is_available": lambda: True,
             "device_count": lambda: 1,
             "current_device": lambda: 0,
@@ -115,7 +129,13 @@ class Redirector:
         for name, fake in fakes.items():
             orig = getattr(cuda, name, None)
 
-            def wrapper(*args, _name=name, _fake=fake, _orig=orig, **kwargs):
+            def wrapper(
+                *args: Any,
+                _name: str = name,
+                _fake: Callable[..., object] = fake,
+                _orig: Callable[..., object] | None = orig,
+                **kwargs: Any,
+            ) -> object:
                 if _orig is not None and not r.from_user():
                     return _orig(*args, **kwargs)
                 r.note(f"torch.cuda.{_name}()")
@@ -129,7 +149,9 @@ class Redirector:
 
         orig_autocast = autocast_mode.autocast.__init__
 
-        def autocast_init(self, device_type, *args, **kwargs):
+        def autocast_init(
+            self: autocast_mode.autocast, device_type: str, *args: Any, **kwargs: Any
+        ) -> None:
             if device_type == "cuda":
                 r.note("autocast(cuda)", depth=3)
                 device_type = r.target
@@ -141,7 +163,9 @@ class Redirector:
 
         orig_scaler = grad_scaler.GradScaler.__init__
 
-        def scaler_init(self, device="cuda", *args, **kwargs):
+        def scaler_init(
+            self: grad_scaler.GradScaler, device: str = "cuda", *args: Any, **kwargs: Any
+        ) -> None:
             if device == "cuda":
                 r.note("GradScaler(cuda)", depth=3)
                 device = r.target
@@ -155,7 +179,7 @@ class Redirector:
         base = type(cudnn)
 
         class RecordingModule(base):  # type: ignore[valid-type, misc]
-            def __setattr__(self, name, value):
+            def __setattr__(self, name: str, value: object) -> None:
                 if not name.startswith("_"):
                     r.note(f"torch.backends.cudnn.{name} = {value!r}")
                 super().__setattr__(name, value)
@@ -169,11 +193,17 @@ class Redirector:
 class _DeviceArgMode(TorchFunctionMode):
     """Rewrites CUDA devices in the arguments of torch functions and tensor methods."""
 
-    def __init__(self, redirector: Redirector):
+    def __init__(self, redirector: Redirector) -> None:
         super().__init__()
         self.r = redirector
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(
+        self,
+        func: Callable[..., Any],
+        types: Collection[type],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
         kwargs = kwargs or {}
         d = kwargs.get("device")
         if d is not None and _is_cuda(d):
@@ -185,5 +215,5 @@ class _DeviceArgMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _describe(d) -> str:
+def _describe(d: object) -> str:
     return repr(d) if isinstance(d, str) else f"torch.device({str(d)!r})"

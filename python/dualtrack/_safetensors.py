@@ -59,7 +59,9 @@ def _raw_bytes(t: torch.Tensor) -> bytes:
     return flat.view(torch.uint8).numpy().tobytes()
 
 
-def save(tensors: dict, path: str, metadata: dict | None = None) -> None:
+def save(
+    tensors: dict[str, torch.Tensor], path: str, metadata: dict[str, str] | None = None
+) -> None:
     """Writes `tensors` (name -> CPU tensor) to `path` atomically (temporary file + rename)."""
     header = {}
     blobs = []

@@ -14,17 +14,36 @@ import sys
 import time
 import traceback
 import warnings
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _messages, _where
 
-_current = None
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable
+    from types import FrameType, TracebackType
+
+    # ParamSpec and Concatenate are Python 3.10's; the package runs on 3.9, and annotations here
+    # are never evaluated, so the checker alone needs them.
+    from typing import Concatenate, ParamSpec, TextIO, TypeVar
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ._where import Location
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
+
+_current: Session | None = None
 
 
-def current():
+def current() -> Session | None:
     return _current
 
 
-def _guarded(method):
+def _guarded(
+    method: Callable[Concatenate[Session, _P], _R],
+) -> Callable[Concatenate[Session, _P], _R | None]:
     """Wraps a hook the user's own code calls (forward, backward, optimizer.step()): a tracer
     failure (a full disk, a deleted bundle folder, a folder where a bundle file should be) is
     recorded in tracer_errors, so the manifest says the evidence is incomplete, and never raised
@@ -32,7 +51,7 @@ def _guarded(method):
     import functools
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Session, /, *args: _P.args, **kwargs: _P.kwargs) -> _R | None:
         try:
             return method(self, *args, **kwargs)
         except Exception as e:  # noqa: BLE001 - anything the tracer does wrong stays here
@@ -44,7 +63,7 @@ def _guarded(method):
 
 
 class Session:
-    def __init__(self, cfg: dict):
+    def __init__(self, cfg: dict[str, Any]) -> None:
         import torch
 
         self.torch = torch
@@ -53,16 +72,17 @@ class Session:
         self.cfg = cfg
         self.pid = os.getpid()
         self.step = 1
-        self.ops: dict = {}
-        self.float64: list = []
-        self.fallback_names: set = set()
-        self.redirects: dict = {}
-        self.tensors: dict = {}
-        self.steps: list = []
+        # Rows and records are JSON objects on their way to the bundle.
+        self.ops: dict[tuple[object, ...], dict[str, Any]] = {}
+        self.float64: list[dict[str, Any]] = []
+        self.fallback_names: set[str] = set()
+        self.redirects: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
+        self.tensors: dict[str, torch.Tensor] = {}
+        self.steps: list[dict[str, Any]] = []
         self.step_start: float | None = None
-        self.root = None
+        self.root: torch.nn.Module | None = None
         self.root_params = 0
-        self.param_names: dict = {}
+        self.param_names: dict[int, str] = {}
         self.depth = 0
         # True from optimizer.step() until the next forward pass: a capture() then belongs to the
         # step that just finished (training loops log after the step), not to the next one.
@@ -70,8 +90,8 @@ class Session:
         self.output_taken = 0
         self.loss_taken = 0
         self.paused = False
-        self.exception = None
-        self.tracer_errors: list = []
+        self.exception: dict[str, Any] | None = None
+        self.tracer_errors: list[str] = []
         self.peak_device: int | None = None
         self.tensors_written = 0
         self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
@@ -85,14 +105,14 @@ class Session:
     def capturing(self) -> bool:
         return self.step <= self.max_steps
 
-    def capture_step(self, step=None) -> int:
+    def capture_step(self, step: int | None = None) -> int:
         """The step a capture() belongs to: the one given, else the step that optimizer.step() just
         finished until the next forward pass begins, else the step under way."""
         if step is not None:
             return step
         return self.step - 1 if self.between_steps else self.step
 
-    def _store(self, name, t) -> None:
+    def _store(self, name: str, t: torch.Tensor) -> None:
         from ._safetensors import to_storable
 
         self.paused = True
@@ -103,7 +123,7 @@ class Session:
         finally:
             self.paused = False
 
-    def metric(self, name, value, step=None) -> None:
+    def metric(self, name: str, value: float, step: int | None = None) -> None:
         try:
             self.metrics.write(
                 json.dumps(
@@ -119,7 +139,7 @@ class Session:
         except (OSError, ValueError) as e:  # a full disk or a closed file: evidence incomplete
             self.note_error(f"metrics.jsonl: {e}")
 
-    def capture(self, name, value, step=None) -> None:
+    def capture(self, name: str, value: object, step: int | None = None) -> None:
         at = self.capture_step(step)
         if at > self.max_steps:
             return
@@ -140,7 +160,7 @@ class Session:
                 f"got {type(value).__name__}"
             )
 
-    def _store_tree(self, prefix, value) -> None:
+    def _store_tree(self, prefix: str, value: object) -> None:
         torch = self.torch
         if isinstance(value, torch.Tensor):
             self._store(prefix, value)
@@ -152,11 +172,11 @@ class Session:
                 self._store_tree(f"{prefix}/{k}", v)
 
     # ---- hooks ---------------------------------------------------------------------------------
-    def _count_params(self, module) -> int:
+    def _count_params(self, module: torch.nn.Module) -> int:
         return sum(1 for _ in module.parameters())
 
     @_guarded
-    def on_forward_pre(self, module, args) -> None:
+    def on_forward_pre(self, module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         if self.depth == 0:
             self.between_steps = False
         if self.depth == 0 and self.step_start is None:
@@ -164,7 +184,7 @@ class Session:
         self.depth += 1
 
     @_guarded
-    def on_forward(self, module, args, output) -> None:
+    def on_forward(self, module: torch.nn.Module, args: tuple[Any, ...], output: object) -> None:
         self.depth = max(0, self.depth - 1)
         if self.depth != 0 or self.paused:
             return
@@ -179,7 +199,7 @@ class Session:
             self._store_tree(f"output/step{self.step}", output)
 
     @_guarded
-    def on_backward(self, tensors) -> None:
+    def on_backward(self, tensors: object) -> None:
         if not self.capturing() or self.paused:
             return
         torch = self.torch
@@ -203,7 +223,7 @@ class Session:
                 self._store(f"grad/step{self.step}/{name}", p.grad)
 
     @_guarded
-    def after_optimizer_step(self, optimizer) -> None:
+    def after_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         now = time.perf_counter()
         if self.capturing():
             for g, group in enumerate(optimizer.param_groups):
@@ -234,7 +254,7 @@ class Session:
         except Exception as e:  # device queries are best-effort evidence
             self.tracer_errors.append(f"device memory: {e}")
 
-    def record_redirect(self, what, target, loc) -> None:
+    def record_redirect(self, what: str, target: str, loc: Location | None) -> None:
         key = (what, loc["file"] if loc else None, loc["line"] if loc else None)
         row = self.redirects.get(key)
         if row is None:
@@ -315,7 +335,7 @@ class Session:
         _write_text(os.path.join(self.dir, "tracer.json"), json.dumps(info, indent=1) + "\n")
 
 
-def _json_number(value):
+def _json_number(value: float) -> float | str:
     """JSON has no NaN or infinity: they are written as the strings the C++ readers accept."""
     if isinstance(value, float) and value != value:
         return "NaN"
@@ -339,7 +359,7 @@ def _write_text(path: str, text: str) -> None:
         raise
 
 
-def _make_recorder(session: Session):
+def _make_recorder(session: Session) -> TorchDispatchMode:
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -348,7 +368,12 @@ def _make_recorder(session: Session):
     on_mps_check = _messages.mps_has_kernel
     getframe = sys._getframe
 
-    def _note_tensors(values, dts, dev, ndims=None):
+    def _note_tensors(
+        values: Iterable[object],
+        dts: list[torch.dtype],
+        dev: str | None,
+        ndims: list[int] | None = None,
+    ) -> str | None:
         """Adds the dtypes of the tensors among `values` (and in lists or tuples among them) to
         dts, and their dimension counts to `ndims` when given (MPS takes at most 16); returns
         `dev`, or the device of the first tensor when `dev` is None."""
@@ -369,16 +394,25 @@ def _make_recorder(session: Session):
                             dev = b.device.type
         return dev
 
-    class Recorder(TorchDispatchMode):
+    # torch leaves TorchDispatchMode's methods (__init_subclass__, __init__, __enter__, __exit__)
+    # unannotated, hence the no-untyped-call ignores where they are called.
+    class Recorder(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """One row per (operator overload, device, dtypes); the stack is walked on a row's first
         call."""
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        def __torch_dispatch__(
+            self,
+            func: torch._ops.OpOverload,
+            types: Collection[type],
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
             if kwargs is None:
                 kwargs = {}
             if session.paused:
                 return func(*args, **kwargs)
-            dts, ndims = [], []
+            dts: list[torch.dtype] = []
+            ndims: list[int] = []
             dev = _note_tensors(args, dts, None, ndims)
             dev = _note_tensors(kwargs.values(), dts, dev, ndims)
             try:
@@ -406,12 +440,14 @@ def _make_recorder(session: Session):
                 session.note_error(f"operator table: {type(e).__name__}: {e}")
             return out
 
-    def _new_row(func, dev, dts, frame):
+    def _new_row(
+        func: torch._ops.OpOverload, dev: str | None, dts: list[torch.dtype], frame: FrameType
+    ) -> dict[str, Any]:
         schema = func._schema
         name = _messages.operator_name(schema.name, schema.overload_name)
         dtypes = sorted({str(d).replace("torch.", "") for d in dts})
         loc = _where.frame_location(frame)
-        row = {
+        row: dict[str, Any] = {
             "op": schema.name,
             "overload": func._overloadname,
             "device": dev,
@@ -436,7 +472,14 @@ def _make_recorder(session: Session):
             )
         return row
 
-    def _record_failure(func, dev, dts, kwargs, exc, ndims):
+    def _record_failure(
+        func: torch._ops.OpOverload,
+        dev: str | None,
+        dts: list[torch.dtype],
+        kwargs: dict[str, Any],
+        exc: Exception,
+        ndims: list[int],
+    ) -> None:
         key = (func, dev, frozenset(dts), "failed")
         row = ops.get(key)
         if row is None:
@@ -453,13 +496,20 @@ def _make_recorder(session: Session):
         elif "float64" in text.lower() or "double" in text.lower():
             row["error_kind"] = "dtype"
 
-    return Recorder()
+    return Recorder()  # type: ignore[no-untyped-call]
 
 
 def _install_warning_hook(session: Session) -> None:
     orig = warnings.showwarning
 
-    def showwarning(message, category, filename, lineno, file=None, line=None):
+    def showwarning(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         try:
             op = _messages.parse_fallback_warning(str(message))
             if op:
@@ -474,7 +524,9 @@ def _install_warning_hook(session: Session) -> None:
 def _install_exception_hook(session: Session) -> None:
     orig = sys.excepthook
 
-    def excepthook(etype, value, tb):
+    def excepthook(
+        etype: type[BaseException], value: BaseException, tb: TracebackType | None
+    ) -> None:
         try:
             loc = _where.traceback_location(tb)
             session.exception = {
@@ -513,7 +565,7 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def install_tracer(session: Session):
+def install_tracer(session: Session) -> Callable[[], None]:
     """Installs the operator recorder and the capture hooks; returns a function that removes them
     (the benchmark compares traced and untraced steps in one process)."""
     import torch
@@ -535,7 +587,7 @@ def install_tracer(session: Session):
 
     orig_backward = torch.autograd.backward
 
-    def backward(tensors, *args, **kwargs):
+    def backward(tensors: Any, *args: Any, **kwargs: Any) -> None:
         session.on_backward(tensors)
         result = orig_backward(tensors, *args, **kwargs)
         session.after_backward()
@@ -543,10 +595,10 @@ def install_tracer(session: Session):
 
     torch.autograd.backward = backward
     recorder = _make_recorder(session)
-    recorder.__enter__()
+    recorder.__enter__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
 
-    def uninstall():
-        recorder.__exit__(None, None, None)
+    def uninstall() -> None:
+        recorder.__exit__(None, None, None)  # type: ignore[no-untyped-call]  # likewise
         torch.autograd.backward = orig_backward
         for h in handles:
             h.remove()
@@ -554,7 +606,7 @@ def install_tracer(session: Session):
     return uninstall
 
 
-def activate(cfg: dict) -> Session:
+def activate(cfg: dict[str, Any]) -> Session:
     """Installs the tracer into this process for the run described by `cfg`."""
     global _current
     import torch
@@ -578,7 +630,7 @@ def activate(cfg: dict) -> Session:
     _install_warning_hook(session)
     _install_exception_hook(session)
 
-    def on_term(signum, frame):
+    def on_term(signum: int, frame: FrameType | None) -> NoReturn:
         raise SystemExit(128 + signum)
 
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:

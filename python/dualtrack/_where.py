@@ -6,15 +6,27 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType, TracebackType
+    from typing import TypedDict
+
+    # For the checker only: the tracer's locations stay plain dicts at run time.
+    class Location(TypedDict):
+        file: str
+        line: int
+        function: str
+
 
 _HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_skip_cache: dict = {}
+_skip_cache: dict[str, bool] = {}
 # Decorator modules outside the standard library that sit between user code and torch.
 _WRAPPER_FILES = ("typing_extensions.py",)
 _root = os.getcwd()
 
 
-def _prefixes():
+def _prefixes() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     skip = [_HERE]
     try:
         import torch
@@ -58,7 +70,7 @@ def relative(filename: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def frame_location(frame):
+def frame_location(frame: FrameType | None) -> Location | None:
     """{"file", "line", "function"} of the first user frame at or above `frame`, or None."""
     while frame is not None:
         code = frame.f_code
@@ -72,13 +84,13 @@ def frame_location(frame):
     return None
 
 
-def caller_location(depth: int = 1):
+def caller_location(depth: int = 1) -> Location | None:
     return frame_location(sys._getframe(depth + 1))
 
 
-def traceback_location(tb):
+def traceback_location(tb: TracebackType | None) -> Location | None:
     """The innermost user frame of a traceback, or None."""
-    best = None
+    best: Location | None = None
     while tb is not None:
         code = tb.tb_frame.f_code
         if not is_internal(code.co_filename):

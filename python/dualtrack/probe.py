@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
 
 HEADER = (
     "# dualtrack coverage table 1: one line per operator overload, one class letter per release\n"
@@ -50,7 +51,13 @@ def classify(
     return "F"
 
 
-def build_table(names: Iterable[str], version: str, has_kernel, dump_table, always_cpu) -> str:
+def build_table(
+    names: Iterable[str],
+    version: str,
+    has_kernel: Callable[[str, str], bool],
+    dump_table: Callable[[str], str] | None,
+    always_cpu: set[str],
+) -> str:
     rows = {}
     for qualname in names:
         if not qualname.startswith("aten::"):
@@ -64,17 +71,17 @@ def build_table(names: Iterable[str], version: str, has_kernel, dump_table, alwa
     return "".join(lines)
 
 
-def aten_overloads(torch) -> list[str]:
+def aten_overloads(torch: ModuleType) -> list[str]:
     if hasattr(torch._C, "_dispatch_get_all_op_names"):
         return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
-    names = set()
+    names: set[str] = set()
     for schema in torch._C._jit_get_all_schemas():
         if schema.name.startswith("aten::"):
             names.add(schema.name + (f".{schema.overload_name}" if schema.overload_name else ""))
     return sorted(names)
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m dualtrack.probe", description=__doc__.splitlines()[0]
     )

@@ -1268,204 +1268,258 @@ class PythonScanner {
     return resolved;
   }
 
+  // What LineFindings knows of the statement it reads.
+  struct LineRead {
+    std::size_t li;
+    const LogicalLine& l;
+    int scope;
+    bool line_guarded;
+    bool launched = false;  // A kernel launch: the library names on the line are part of it.
+    bool tainted = false;   // The line uses an extension handle or CUDA symbol unguarded.
+  };
+
   void LineFindings(std::size_t li, const LogicalLine& l, int scope, bool guarded) {
     if (!Maybe(l.begin, l.end)) return;
     bool docstring = true;
     for (auto k = l.begin; k < l.end; ++k) docstring &= T(k).kind() == TokKind::kString;
     if (docstring) return;
-    bool launched = false;  // A kernel launch: the library names on the line are part of it.
-    bool tainted = false;   // The line uses an extension handle or CUDA symbol unguarded.
-    const bool line_guarded = guarded;
+    LineRead line{li, l, scope, guarded};
     for (std::size_t k = l.begin; k < l.end; ++k) {
       const Token& t = T(k);
-      guarded = line_guarded || (!branches_.empty() && InBranch(k));
+      const bool in_branch = line.line_guarded || (!branches_.empty() && InBranch(k));
       if (t.kind() == TokKind::kString) {
-        std::string_view sb = StringBody(lex_.Text(t));
-        if ((sb == "device_ids" || sb == "output_device") && k > l.begin && IsOp(T(k - 1), "[") &&
-            k + 3 < l.end && IsOp(T(k + 1), "]") && IsOp(T(k + 2), "=")) {
-          // kwargs["device_ids"] = [comm.get_local_rank()]: DDP's keywords, set by key.
-          std::size_t v = k + 3;
-          bool list = IsOp(T(v), "[");
-          if (list) ++v;
-          IntegerDevice(v, l, guarded, std::string(sb) + (list ? "=[" : "="), list ? "]" : "");
-          continue;
-        }
-        if (IsFString(lex_.Text(t))) FStringFindings(k, scope, guarded);
-        StringFinding(k, l, scope, guarded);
-        continue;
-      }
-      if (!IsName(t)) continue;
-      bool after_dot = k > l.begin && IsOp(T(k - 1), ".");
-      bool call = k + 1 < l.end && IsOp(T(k + 1), "(");
-      if (after_dot) {
-        if (lex_.Text(t) == "cuda" && call) {
-          sink_.Add("DT101", lex_.Line(t), lex_.Column(t), ".cuda()", guarded);
-        } else if (lex_.Text(t) == "double" && call && k + 2 < l.end && IsOp(T(k + 2), ")")) {
-          sink_.Add("DT204", lex_.Line(t), lex_.Column(t), ".double()", guarded);
-        } else if (lex_.Text(t) == "to" && call) {
-          IntegerDevice(k + 2, l, guarded, ".to(");
-        }
-        continue;
-      }
-      if (lex_.Text(t) == "def" || lex_.Text(t) == "class") {
-        ++k;  // The defined name is not a use.
-        continue;
-      }
-      if (k + 1 < l.end && IsOp(T(k + 1), "=") && k > l.begin &&
-          (IsOp(T(k - 1), "(") || IsOp(T(k - 1), ",")) && Head(l) != "def" && Head(l) != "class") {
-        KeywordFinding(k, l, scope, guarded);
-      }
-      if (lex_.Text(t) == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") &&
-          IsOp(T(k + 2), "{")) {
-        DeviceMap(k, l, guarded);
-      }
-      if ((lex_.Text(t) == "device_ids" || lex_.Text(t) == "output_device") && k + 2 < l.end &&
-          IsOp(T(k + 1), "=")) {
-        // DDP(model, device_ids=[local_rank], output_device=local_rank): CUDA device indexes.
-        std::size_t v = k + 2;
-        bool list = IsOp(T(v), "[");
-        if (list) ++v;
-        IntegerDevice(v, l, guarded, std::string(lex_.Text(t)) + (list ? "=[" : "="),
-                      list ? "]" : "");
-      }
-      if (kernel_names_.count(lex_.Text(t)) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
-        sink_.Add("DT207", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)) + "[grid](...)",
-                  guarded);
-        NoteCudaAt(scope, guarded, false);
-        launched = true;
-        continue;
-      }
-      if (IsHandle(lex_.Text(t), scope)) {
-        bool assigned = k + 1 < l.end && IsOp(T(k + 1), "=") && k == l.begin;
-        bool none_test = k + 1 < l.end && Is(T(k + 1), "is");
-        if (!assigned && !none_test) {
-          bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
-          std::string resolved, head;
-          Chain(k, l.end, scope, resolved, head);
-          ExtensionUse(t, resolved, use_guard, scope);
-          // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
-          tainted |= !use_guard && !IsCpuBuilt(resolved);
-        }
-        continue;
-      }
-      if (top_names_.count(lex_.Text(t)) && !Lookup(lex_.Text(t), scope)) {
-        // A reference to one of this module's own definitions: the dependency graph, no finding.
-        int from = scope > 0 ? scopes_[static_cast<std::size_t>(scope)].top : -1;
-        std::string_view from_name =
-            from >= 0 ? scopes_[static_cast<std::size_t>(from)].name : std::string_view();
-        if (from_name != lex_.Text(t)) ref_guards_[lex_.Text(t)] |= guarded ? 1 : 2;
-        if (!guarded) {
-          if (from_name.empty())
-            module_refs_[li].push_back(lex_.Text(t));
-          else if (from_name != lex_.Text(t))
-            local_refs_[from_name].insert(lex_.Text(t));
-        }
-        continue;
-      }
-      const std::string* bound = Lookup(lex_.Text(t), scope);
-      if (bound == nullptr && call) {
-        // `extension = CUDAExtension` in one branch, then `extension("pkg._C", sources)`.
-        auto ev = extension_vars_.find(lex_.Text(t));
-        if (ev != extension_vars_.end() && ev->second.cuda) {
-          ExtensionBuild(k, k + 1, l, scope, guarded, "torch.utils.cpp_extension.CUDAExtension");
-          continue;
-        }
-      }
-      if (lex_.Text(t) != "torch" && bound == nullptr) continue;
-      std::string resolved, head;
-      std::size_t ce = Chain(k, l.end, scope, resolved, head);
-      bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
-      bool none_test = ce < l.end && Is(T(ce), "is");
-      if (assigned || none_test) continue;
-      bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
-      if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
-        bool ext = true;
-        const std::string& symbol = IsCudaSymbol(resolved) ? resolved : *bound;
-        SymbolCode(symbol, ext);
-        // A def line's names are its annotations and defaults' callees: not a call of the symbol.
-        if (!SiblingSymbol(symbol) && Head(l) != "def")
-          sink_.Add(ext ? "DT312" : "DT209", lex_.Line(t), lex_.Column(t), resolved, use_guard);
-        NoteCudaAt(scope, use_guard, ext);
-        tainted |= !use_guard;
-        k = ce - 1;
-        continue;
-      }
-      if (StartsWith(resolved, "torch.ops.") && IsExtensionModule(resolved) && ce > k + 4) {
-        ExtensionUse(t, resolved, use_guard, scope);
-        tainted |= !use_guard;
-        k = ce - 1;
-        continue;
-      }
-      if ((EndsWith(resolved, "cpp_extension.CUDAExtension") ||
-           EndsWith(resolved, "cpp_extension.CppExtension")) &&
-          ce == l.end && k == l.begin + 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
-        ExtensionVar& var = extension_vars_[lex_.Text(T(l.begin))];
-        (EndsWith(resolved, "CUDAExtension") ? var.cuda : var.cpp) = true;
-        hot_names_.insert(lex_.Text(T(l.begin)));
-      }
-      if (resolved == "torch.utils.cpp_extension.load" ||
-          resolved == "torch.utils.cpp_extension.load_inline" ||
-          resolved == "torch.utils.cpp_extension.CUDAExtension") {
-        ExtensionBuild(k, ce, l, scope, use_guard, resolved);
-      }
-      if (ce < l.end && IsOp(T(ce), "(") && EndsWith(resolved, "cuda.device_count") &&
-          StartsWith(resolved, "torch.") && CountAsValue(k, ce, l)) {
-        // The number of GPUs as a value (a worker count, a batch split): 0 without CUDA.
-        sink_.Add("DT115", lex_.Line(t), lex_.Column(t), resolved + "()", use_guard);
-        k = ce - 1;
-        continue;
-      }
-      // `dist.get_backend() == dist.Backend.NCCL`, `x.dtype != torch.float64`: a value compared
-      // is a test of what the program has, not a use of it.
-      bool compared = (k > l.begin && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) ||
-                      (ce < l.end && (IsOp(T(ce), "==") || IsOp(T(ce), "!=")));
-      if (compared) {
-        k = ce - 1;
-        continue;
-      }
-      if (ApiFinding(resolved, t, use_guard, scope)) {
-        k = ce - 1;
-        continue;
-      }
-      if (bound == nullptr) continue;
-      if (const Library* lib = LibraryOf(resolved)) {
-        if (launched || (kernel_lib_ == lib && (InLaunch(li) || launch_scopes_.count(scope))))
-          continue;
-        sink_.Add("DT202", lex_.Line(t), lex_.Column(t), resolved, use_guard,
-                  lib->AlternativeFor(resolved));
-        k = ce - 1;
+        StringTokenFindings(k, line, in_branch);
+      } else if (IsName(t)) {
+        k = NameFindings(k, line, in_branch);
       }
     }
-    // An object built from an extension's class is a handle too (`raster = Rasterizer(...)`, then
-    // `raster(...)`); what a function returns (a tensor) is not. A module-level
-    // `name = BallQuery.apply` is a symbol of this module.
-    // find, not []: a lookup must not add an empty entry for every line.
-    auto refs = module_refs_.find(li);
-    if (tainted || refs != module_refs_.end()) {
-      std::size_t eq = l.begin;
-      while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
-      if (eq == l.begin + 1 && eq < l.end && IsName(T(l.begin))) {
-        std::string_view target = lex_.Text(T(l.begin));
-        bool constructed = false;
-        if (tainted && eq + 1 < l.end && IsName(T(eq + 1)) &&
-            IsHandle(lex_.Text(T(eq + 1)), scope)) {
-          std::string dotted;
-          std::size_t ce = Dotted(eq + 1, l.end, dotted);
-          std::string_view last = lex_.Text(T(ce - 1));
-          constructed = ce < l.end && IsOp(T(ce), "(") && !last.empty() && last[0] >= 'A' &&
-                        last[0] <= 'Z' && Matching(ce, l.end) == l.end - 1;
-        }
-        tainted = constructed;
-        if (tainted) {
-          scopes_[static_cast<std::size_t>(scope)].local_names.insert(target);
-          handle_names_.insert(target);
-        }
-        if (scope == 0) {
-          if (tainted) cuda_tops_[target] |= true;
-          if (refs != module_refs_.end())
-            for (auto ref : refs->second) local_refs_[target].insert(ref);
-        }
+    HandleAssignment(line);
+  }
+
+  // A string token of the statement: DDP's keywords set by key, f-strings, device strings.
+  void StringTokenFindings(std::size_t k, const LineRead& line, bool guarded) {
+    const LogicalLine& l = line.l;
+    std::string_view sb = StringBody(lex_.Text(T(k)));
+    if ((sb == "device_ids" || sb == "output_device") && k > l.begin && IsOp(T(k - 1), "[") &&
+        k + 3 < l.end && IsOp(T(k + 1), "]") && IsOp(T(k + 2), "=")) {
+      // kwargs["device_ids"] = [comm.get_local_rank()]: DDP's keywords, set by key.
+      std::size_t v = k + 3;
+      bool list = IsOp(T(v), "[");
+      if (list) ++v;
+      IntegerDevice(v, l, guarded, std::string(sb) + (list ? "=[" : "="), list ? "]" : "");
+      return;
+    }
+    if (IsFString(lex_.Text(T(k)))) FStringFindings(k, line.scope, guarded);
+    StringFinding(k, l, line.scope, guarded);
+  }
+
+  // `.cuda()`, `.double()`, `.to(i)`: methods of any object.
+  void AttributeFindings(std::size_t k, const LogicalLine& l, bool guarded) {
+    const Token& t = T(k);
+    const bool call = k + 1 < l.end && IsOp(T(k + 1), "(");
+    if (!call) return;
+    if (lex_.Text(t) == "cuda") {
+      sink_.Add("DT101", lex_.Line(t), lex_.Column(t), ".cuda()", guarded);
+    } else if (lex_.Text(t) == "double" && k + 2 < l.end && IsOp(T(k + 2), ")")) {
+      sink_.Add("DT204", lex_.Line(t), lex_.Column(t), ".double()", guarded);
+    } else if (lex_.Text(t) == "to") {
+      IntegerDevice(k + 2, l, guarded, ".to(");
+    }
+  }
+
+  // Keyword arguments: the registry's keyword rules, `device_map={...}`, DDP's device indexes.
+  void KeywordArgFindings(std::size_t k, const LineRead& line, bool guarded) {
+    const LogicalLine& l = line.l;
+    const Token& t = T(k);
+    if (k + 1 < l.end && IsOp(T(k + 1), "=") && k > l.begin &&
+        (IsOp(T(k - 1), "(") || IsOp(T(k - 1), ",")) && Head(l) != "def" && Head(l) != "class") {
+      KeywordFinding(k, l, line.scope, guarded);
+    }
+    if (lex_.Text(t) == "device_map" && k + 2 < l.end && IsOp(T(k + 1), "=") &&
+        IsOp(T(k + 2), "{")) {
+      DeviceMap(k, l, guarded);
+    }
+    if ((lex_.Text(t) == "device_ids" || lex_.Text(t) == "output_device") && k + 2 < l.end &&
+        IsOp(T(k + 1), "=")) {
+      // DDP(model, device_ids=[local_rank], output_device=local_rank): CUDA device indexes.
+      std::size_t v = k + 2;
+      bool list = IsOp(T(v), "[");
+      if (list) ++v;
+      IntegerDevice(v, l, guarded, std::string(lex_.Text(t)) + (list ? "=[" : "="),
+                    list ? "]" : "");
+    }
+  }
+
+  // A name token of the statement; returns the last token it covered (a whole dotted chain when
+  // it reported one).
+  std::size_t NameFindings(std::size_t k, LineRead& line, bool guarded) {
+    const LogicalLine& l = line.l;
+    const Token& t = T(k);
+    if (k > l.begin && IsOp(T(k - 1), ".")) {
+      AttributeFindings(k, l, guarded);
+      return k;
+    }
+    if (lex_.Text(t) == "def" || lex_.Text(t) == "class") return k + 1;  // Its name is no use.
+    KeywordArgFindings(k, line, guarded);
+    if (kernel_names_.count(lex_.Text(t)) && k + 1 < l.end && IsOp(T(k + 1), "[")) {
+      sink_.Add("DT207", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)) + "[grid](...)",
+                guarded);
+      NoteCudaAt(line.scope, guarded, false);
+      line.launched = true;
+      return k;
+    }
+    if (IsHandle(lex_.Text(t), line.scope)) {
+      HandleUse(k, line, guarded);
+      return k;
+    }
+    if (top_names_.count(lex_.Text(t)) && !Lookup(lex_.Text(t), line.scope)) {
+      OwnReference(k, line, guarded);
+      return k;
+    }
+    const std::string* bound = Lookup(lex_.Text(t), line.scope);
+    const bool call = k + 1 < l.end && IsOp(T(k + 1), "(");
+    if (bound == nullptr && call) {
+      // `extension = CUDAExtension` in one branch, then `extension("pkg._C", sources)`.
+      auto ev = extension_vars_.find(lex_.Text(t));
+      if (ev != extension_vars_.end() && ev->second.cuda) {
+        ExtensionBuild(k, k + 1, l, line.scope, guarded, "torch.utils.cpp_extension.CUDAExtension");
+        return k;
       }
+    }
+    if (lex_.Text(t) != "torch" && bound == nullptr) return k;
+    return ChainFindings(k, bound, line, guarded);
+  }
+
+  // A use of an extension handle (`_C.forward(...)`), unless it is assigned or tested for None.
+  void HandleUse(std::size_t k, LineRead& line, bool guarded) {
+    const LogicalLine& l = line.l;
+    const Token& t = T(k);
+    bool assigned = k + 1 < l.end && IsOp(T(k + 1), "=") && k == l.begin;
+    bool none_test = k + 1 < l.end && Is(T(k + 1), "is");
+    if (assigned || none_test) return;
+    bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
+    std::string resolved, head;
+    Chain(k, l.end, line.scope, resolved, head);
+    ExtensionUse(t, resolved, use_guard, line.scope);
+    // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
+    line.tainted |= !use_guard && !IsCpuBuilt(resolved);
+  }
+
+  // A reference to one of this module's own definitions: the dependency graph, no finding.
+  void OwnReference(std::size_t k, const LineRead& line, bool guarded) {
+    const std::string_view name = lex_.Text(T(k));
+    int from = line.scope > 0 ? scopes_[static_cast<std::size_t>(line.scope)].top : -1;
+    std::string_view from_name =
+        from >= 0 ? scopes_[static_cast<std::size_t>(from)].name : std::string_view();
+    if (from_name != name) ref_guards_[name] |= guarded ? 1 : 2;
+    if (guarded) return;
+    if (from_name.empty())
+      module_refs_[line.li].push_back(name);
+    else if (from_name != name)
+      local_refs_[from_name].insert(name);
+  }
+
+  // A dotted chain through torch or an import alias: CUDA symbols, op-library calls, extension
+  // builds, device counts, registry APIs and CUDA-only libraries. Returns the last token covered.
+  std::size_t ChainFindings(std::size_t k, const std::string* bound, LineRead& line, bool guarded) {
+    const LogicalLine& l = line.l;
+    const int scope = line.scope;
+    const Token& t = T(k);
+    std::string resolved, head;
+    std::size_t ce = Chain(k, l.end, scope, resolved, head);
+    bool assigned = ce == k + 1 && ce < l.end && IsOp(T(ce), "=");  // `name = None` fallback.
+    bool none_test = ce < l.end && Is(T(ce), "is");
+    if (assigned || none_test) return k;
+    bool use_guard = guarded || fallback_names_.count(lex_.Text(t)) > 0;
+    if (IsCudaSymbol(resolved) || (bound && IsCudaSymbol(*bound))) {
+      bool ext = true;
+      const std::string& symbol = IsCudaSymbol(resolved) ? resolved : *bound;
+      SymbolCode(symbol, ext);
+      // A def line's names are its annotations and defaults' callees: not a call of the symbol.
+      if (!SiblingSymbol(symbol) && Head(l) != "def")
+        sink_.Add(ext ? "DT312" : "DT209", lex_.Line(t), lex_.Column(t), resolved, use_guard);
+      NoteCudaAt(scope, use_guard, ext);
+      line.tainted |= !use_guard;
+      return ce - 1;
+    }
+    if (StartsWith(resolved, "torch.ops.") && IsExtensionModule(resolved) && ce > k + 4) {
+      ExtensionUse(t, resolved, use_guard, scope);
+      line.tainted |= !use_guard;
+      return ce - 1;
+    }
+    ExtensionBuildChain(k, ce, resolved, line, use_guard);
+    if (ce < l.end && IsOp(T(ce), "(") && EndsWith(resolved, "cuda.device_count") &&
+        StartsWith(resolved, "torch.") && CountAsValue(k, ce, l)) {
+      // The number of GPUs as a value (a worker count, a batch split): 0 without CUDA.
+      sink_.Add("DT115", lex_.Line(t), lex_.Column(t), resolved + "()", use_guard);
+      return ce - 1;
+    }
+    // `dist.get_backend() == dist.Backend.NCCL`, `x.dtype != torch.float64`: a value compared
+    // is a test of what the program has, not a use of it.
+    bool compared = (k > l.begin && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) ||
+                    (ce < l.end && (IsOp(T(ce), "==") || IsOp(T(ce), "!=")));
+    if (compared || ApiFinding(resolved, t, use_guard, scope)) return ce - 1;
+    if (bound == nullptr) return k;
+    if (const Library* lib = LibraryOf(resolved)) {
+      if (line.launched ||
+          (kernel_lib_ == lib && (InLaunch(line.li) || launch_scopes_.count(scope))))
+        return k;
+      sink_.Add("DT202", lex_.Line(t), lex_.Column(t), resolved, use_guard,
+                lib->AlternativeFor(resolved));
+      return ce - 1;
+    }
+    return k;
+  }
+
+  // `ext = CUDAExtension` (a variable called later) and `load(...)` / `load_inline(...)` /
+  // `CUDAExtension(...)` builds.
+  void ExtensionBuildChain(std::size_t k, std::size_t ce, const std::string& resolved,
+                           const LineRead& line, bool use_guard) {
+    const LogicalLine& l = line.l;
+    if ((EndsWith(resolved, "cpp_extension.CUDAExtension") ||
+         EndsWith(resolved, "cpp_extension.CppExtension")) &&
+        ce == l.end && k == l.begin + 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
+      ExtensionVar& var = extension_vars_[lex_.Text(T(l.begin))];
+      (EndsWith(resolved, "CUDAExtension") ? var.cuda : var.cpp) = true;
+      hot_names_.insert(lex_.Text(T(l.begin)));
+    }
+    if (resolved == "torch.utils.cpp_extension.load" ||
+        resolved == "torch.utils.cpp_extension.load_inline" ||
+        resolved == "torch.utils.cpp_extension.CUDAExtension") {
+      ExtensionBuild(k, ce, l, line.scope, use_guard, resolved);
+    }
+  }
+
+  // An object built from an extension's class is a handle too (`raster = Rasterizer(...)`, then
+  // `raster(...)`); what a function returns (a tensor) is not. A module-level
+  // `name = BallQuery.apply` is a symbol of this module.
+  void HandleAssignment(LineRead& line) {
+    const LogicalLine& l = line.l;
+    const int scope = line.scope;
+    // find, not []: a lookup must not add an empty entry for every line.
+    auto refs = module_refs_.find(line.li);
+    if (!line.tainted && refs == module_refs_.end()) return;
+    std::size_t eq = l.begin;
+    while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
+    if (eq != l.begin + 1 || eq >= l.end || !IsName(T(l.begin))) return;
+    std::string_view target = lex_.Text(T(l.begin));
+    bool constructed = false;
+    if (line.tainted && eq + 1 < l.end && IsName(T(eq + 1)) &&
+        IsHandle(lex_.Text(T(eq + 1)), scope)) {
+      std::string dotted;
+      std::size_t ce = Dotted(eq + 1, l.end, dotted);
+      std::string_view last = lex_.Text(T(ce - 1));
+      constructed = ce < l.end && IsOp(T(ce), "(") && !last.empty() && last[0] >= 'A' &&
+                    last[0] <= 'Z' && Matching(ce, l.end) == l.end - 1;
+    }
+    if (constructed) {
+      scopes_[static_cast<std::size_t>(scope)].local_names.insert(target);
+      handle_names_.insert(target);
+    }
+    if (scope == 0) {
+      if (constructed) cuda_tops_[target] |= true;
+      if (refs != module_refs_.end())
+        for (auto ref : refs->second) local_refs_[target].insert(ref);
     }
   }
 

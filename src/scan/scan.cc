@@ -424,56 +424,38 @@ std::string_view NormalizeLineEnds(std::string_view text) {
   return copy;
 }
 
-void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
-  r.kind = item.kind;
-  MappedFile mapped;
-  // A mapped file truncated while it was scanned read as zeros past its new end (util's SIGBUS
-  // guard): what was found in it is dropped and the file is listed as skipped.
-  struct DropIfChanged {
-    const MappedFile& mapped;
-    FileResult& r;
-    ~DropIfChanged() {
-      if (mapped.data() == nullptr || mapped.CheckUnchanged()) return;
-      r = FileResult{};
-      r.skip_reason = "changed while it was read (rewritten during the scan)";
-    }
-  } drop_if_changed{mapped, r};
-  auto loaded = Load(item, ctx.max_file_size, mapped, r.skip_reason);
-  if (!loaded) return;
-  std::string_view text = *loaded;
-  r.scanned = true;
-  if (text.empty()) return;
-  // Only a build script that calls setuptools' (or distutils') setup() is one; a module that
-  // happens to be called setup.py (pkg/setup.py with helpers) is code like any other.
-  if (r.kind == FileKind::kSetupPy &&
-      (!Contains(text, "setup(") ||
-       (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
-    r.kind = FileKind::kPython;
+// Whether a loaded file can be scanned at all (a Python source the lexer can hold, not binary);
+// otherwise says why in r.
+bool Scannable(std::string_view text, FileResult& r) {
   if ((r.kind == FileKind::kPython || r.kind == FileKind::kNotebook ||
        r.kind == FileKind::kSetupPy) &&
       text.size() > kMaxLexBytes) {
     r.scanned = false;
     r.skip_reason = "too large for the Python lexer (over 1 GiB)";
-    return;
+    return false;
   }
   if (std::memchr(text.data(), 0, std::min<std::size_t>(text.size(), 8192)) != nullptr) {
     r.scanned = false;
     r.skip_reason = "binary file";
-    return;
+    return false;
   }
-  if (r.kind == FileKind::kPython || r.kind == FileKind::kSetupPy)
-    RecordOpNamespaces(ctx.op_refs, text, r.op_namespaces);
+  return true;
+}
+
+// Whether the file holds a trigger word of its kind (files without one need no analysis); sets
+// has_main when "__main__" occurs in a Python file.
+bool HasTrigger(const Context& ctx, const WalkItem& item, std::string_view text,
+                const FileResult& r, bool& has_main) {
   const Prefilter* pre = nullptr;
   if (r.kind == FileKind::kPython || r.kind == FileKind::kNotebook) pre = &ctx.python;
   // A .cu file is CUDA source whatever it names (reported once when nothing else is).
   if (r.kind == FileKind::kCpp && !item.rel.ends_with(".cu") && !item.rel.ends_with(".cuh"))
     pre = &ctx.cpp;
-  bool has_main = false;  // Whether "__main__" occurs, when the Python search looked for it.
-  bool matched = true;
+  has_main = false;
   if (pre == &ctx.python && ctx.python_main) {
     // One search for the trigger words and "__main__" together: files without a trigger are
     // common, and each needed a second pass for "__main__".
-    matched = false;
+    bool matched = false;
     pre->ForEachMatch(text, [&](std::size_t start, std::size_t end) {
       if (end - start == 8 && text.compare(start, 8, "__main__") == 0) {
         has_main = true;
@@ -482,22 +464,16 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
       matched = !(end - start == 8 && EqualsFolded(text.substr(start, 8), "__main__"));
       return matched;
     });
-  } else if (pre != nullptr) {
-    matched = pre->Matches(text);
-    has_main = !matched && r.kind == FileKind::kPython && Contains(text, "__main__");
+    return matched;
   }
-  if (!matched) {
-    // Its imports still matter (reachability, modules that reach an extension) and cost less to
-    // read now, from memory, than from the file again later.
-    if (r.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg, has_main);
-    return;
-  }
-  if (!IsAscii(text) && !IsValidUtf8(text)) {
-    r.scanned = false;
-    r.skip_reason = "not valid UTF-8";
-    return;
-  }
-  text = NormalizeLineEnds(text);
+  if (pre == nullptr) return true;
+  const bool matched = pre->Matches(text);
+  has_main = !matched && r.kind == FileKind::kPython && Contains(text, "__main__");
+  return matched;
+}
+
+// Runs the scanner of the file's kind over its text.
+void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text, FileResult& r) {
   FindingSink sink(ctx.reg, item.rel, text, r.findings);
   sink.set_path(item.abs);
   switch (r.kind) {
@@ -557,6 +533,49 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   r.cuda_modules = std::move(sink.cuda_modules());
   sink.CheckSuppressions(r.suppressions);
   UserTextRules(ctx.reg, text, item.rel, r.findings);
+}
+
+void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
+  r.kind = item.kind;
+  MappedFile mapped;
+  // A mapped file truncated while it was scanned read as zeros past its new end (util's SIGBUS
+  // guard): what was found in it is dropped and the file is listed as skipped.
+  struct DropIfChanged {
+    const MappedFile& mapped;
+    FileResult& r;
+    ~DropIfChanged() {
+      if (mapped.data() == nullptr || mapped.CheckUnchanged()) return;
+      r = FileResult{};
+      r.skip_reason = "changed while it was read (rewritten during the scan)";
+    }
+  } drop_if_changed{mapped, r};
+  auto loaded = Load(item, ctx.max_file_size, mapped, r.skip_reason);
+  if (!loaded) return;
+  std::string_view text = *loaded;
+  r.scanned = true;
+  if (text.empty()) return;
+  // Only a build script that calls setuptools' (or distutils') setup() is one; a module that
+  // happens to be called setup.py (pkg/setup.py with helpers) is code like any other.
+  if (r.kind == FileKind::kSetupPy &&
+      (!Contains(text, "setup(") ||
+       (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
+    r.kind = FileKind::kPython;
+  if (!Scannable(text, r)) return;
+  if (r.kind == FileKind::kPython || r.kind == FileKind::kSetupPy)
+    RecordOpNamespaces(ctx.op_refs, text, r.op_namespaces);
+  bool has_main = false;  // Whether "__main__" occurs, when the trigger search looked for it.
+  if (!HasTrigger(ctx, item, text, r, has_main)) {
+    // Its imports still matter (reachability, modules that reach an extension) and cost less to
+    // read now, from memory, than from the file again later.
+    if (r.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg, has_main);
+    return;
+  }
+  if (!IsAscii(text) && !IsValidUtf8(text)) {
+    r.scanned = false;
+    r.skip_reason = "not valid UTF-8";
+    return;
+  }
+  ScanByKind(ctx, item, NormalizeLineEnds(text), r);
 }
 
 // Walked files waiting for a scanning thread; `first` is the walk's count before them.
@@ -1225,7 +1244,8 @@ void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
 
 }  // namespace
 
-Result<ScanReport> Scan(const ScanOptions& options) {
+// The scan's root: the first path when it is a folder, else its folder.
+Result<fs::path> ScanRoot(const ScanOptions& options) {
   if (options.paths.empty()) return MakeError(ErrorCode::kUsage, "no path to scan");
   std::error_code ec;
   for (const auto& p : options.paths) {
@@ -1235,6 +1255,55 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const fs::path& first = options.paths.front();
   fs::path root = fs::is_directory(first, ec) ? first : first.parent_path();
   if (root.empty()) root = ".";
+  return root;
+}
+
+// The search context: the registry's trigger words as prefilters. "__main__" joins the Python
+// trigger words unless a trigger word could start where it does (only the shortest needle at a
+// position is reported).
+Context MakeContext(const Registry& reg, const std::unordered_set<std::string>* own_tops,
+                    std::uint64_t max_file_size) {
+  std::vector<std::string> python_needles = PythonNeedles(reg);
+  bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
+                                  [](const std::string& n) { return StartsWith(n, "__"); });
+  if (python_main) python_needles.push_back("__main__");
+  return Context{
+      reg,          own_tops, Prefilter(python_needles), python_main, Prefilter(CppNeedles(reg)),
+      max_file_size};
+}
+
+// Which modules the entries reach (and, for several entries, how many reach each), with the
+// call paths when the entries were named rather than guessed.
+Reach ReachFromEntries(const Context& ctx, const std::vector<WalkItem>& items,
+                       std::vector<FileResult>& results,
+                       const std::unordered_set<std::string>& init_dirs,
+                       const std::vector<PyModule>& modules, const Entries& entries,
+                       unsigned threads, ScanReport& report) {
+  Reach reach;
+  reach.reachable = ReachableModules(modules, entries.files, &reach.behind_checks);
+  report.entries = entries.files;
+  if (!entries.guessed && !entries.files.empty()) {
+    report.path.emplace();
+    FollowCalls(ctx, items, results, init_dirs, reach.reachable, entries.files, threads,
+                *report.path);
+  }
+  // Several entries (a folder, a test suite): which of them reach each module, so that a member
+  // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
+  if (entries.files.size() > 1 && entries.files.size() <= 256) {
+    for (const auto& entry : entries.files) {
+      std::unordered_set<std::string> behind;  // Reached only behind a check: not needed there.
+      for (const auto& rel : ReachableModules(modules, {entry}, &behind))
+        if (!behind.count(rel)) ++reach.reached_by[rel];
+    }
+  }
+  return reach;
+}
+
+Result<ScanReport> Scan(const ScanOptions& options) {
+  auto root_or = ScanRoot(options);
+  if (!root_or) return root_or.take_error();
+  const fs::path root = *root_or;
+  std::error_code ec;
   ScanReport report;
   report.root = Rel(root.lexically_normal());
   if (report.root.empty() || report.root == "/") report.root = root.generic_string();
@@ -1256,19 +1325,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   wopt.exclude.insert(wopt.exclude.end(), options.exclude.begin(), options.exclude.end());
   wopt.honour_gitignore = options.honour_gitignore;
   wopt.max_file_size = options.max_file_size;
-  // "__main__" joins the Python trigger words unless a trigger word could start where it does
-  // (only the shortest needle at a position is reported).
-  std::vector<std::string> python_needles = PythonNeedles(*reg);
-  bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
-                                  [](const std::string& n) { return StartsWith(n, "__"); });
-  if (python_main) python_needles.push_back("__main__");
   std::unordered_set<std::string> own_tops = OwnTops(root);
-  Context ctx{*reg,
-              &own_tops,
-              Prefilter(python_needles),
-              python_main,
-              Prefilter(CppNeedles(*reg)),
-              options.max_file_size};
+  const Context ctx = MakeContext(*reg, &own_tops, options.max_file_size);
   const unsigned threads = DefaultThreads(options.threads);
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
@@ -1286,23 +1344,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   auto entries = ChooseEntries(options, cfg, items, mains, abs_root);
   if (!entries) return entries.take_error();
-  Reach reach;
-  reach.reachable = ReachableModules(modules, entries->files, &reach.behind_checks);
-  report.entries = entries->files;
-  if (!entries->guessed && !entries->files.empty()) {
-    report.path.emplace();
-    FollowCalls(ctx, items, results, init_dirs, reach.reachable, entries->files, threads,
-                *report.path);
-  }
-  // Several entries (a folder, a test suite): which of them reach each module, so that a member
-  // that alone needs CUDA can be told from code every member needs. Bounded: one graph walk each.
-  if (entries->files.size() > 1 && entries->files.size() <= 256) {
-    for (const auto& entry : entries->files) {
-      std::unordered_set<std::string> behind;  // Reached only behind a check: not needed there.
-      for (const auto& rel : ReachableModules(modules, {entry}, &behind))
-        if (!behind.count(rel)) ++reach.reached_by[rel];
-    }
-  }
+  const Reach reach =
+      ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
   Collect(items, results, *filter, entries->files, reach, report);
   if (report.files_scanned == 0) {
     return MakeError(ErrorCode::kInput,

@@ -10,7 +10,7 @@ import os
 import sys
 
 
-def _chain_next_sitecustomize():
+def _chain_next_sitecustomize() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     saved = list(sys.path)
     this = sys.modules.pop("sitecustomize", None)
