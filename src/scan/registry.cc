@@ -110,39 +110,51 @@ std::string FormatMessage(const Rule& rule, std::string_view name) {
   return out;
 }
 
-Result<Registry> Registry::Load(const std::filesystem::path& dir) {
-  Registry reg;
-  auto rules_file = dir / "rules.json";
-  auto rules = ReadJson(rules_file);
-  if (!rules) return rules.take_error();
-  if (!rules->is_object() || !rules->contains("rules") || !(*rules)["rules"].is_array())
-    return MakeError(ErrorCode::kInput, "expected an object with a \"rules\" array",
-                     rules_file.string());
-  for (const auto& j : (*rules)["rules"]) {
-    auto r = ParseRule(j, rules_file.string());
+Status Registry::LoadRules(const json& doc, const std::string& file,
+                           std::set<std::string>& referenced) {
+  if (!doc.is_object() || !doc.contains("rules") || !doc["rules"].is_array())
+    return MakeError(ErrorCode::kInput, "expected an object with a \"rules\" array", file);
+  for (const auto& j : doc["rules"]) {
+    auto r = ParseRule(j, file);
     if (!r) return r.take_error();
-    if (j.value("retired", false)) reg.retired_.insert(r->code);
-    reg.rule_index_[r->code] = reg.rules_.size();
-    reg.rules_.push_back(std::move(*r));
+    if (j.value("retired", false)) retired_.insert(r->code);
+    rule_index_[r->code] = rules_.size();
+    rules_.push_back(std::move(*r));
   }
-  std::set<std::string> referenced;  // Codes that data entries name.
-  if (auto it = rules->find("python_apis"); it != rules->end() && it->is_array()) {
-    for (const auto& j : *it) {
-      PythonApi api;
-      api.name = Str(j, "name");
-      api.code = Str(j, "code");
-      api.guard = j.value("guard", false);
-      api.replacement = Str(j, "replacement");
-      if (api.name.empty() || (!api.guard && !reg.FindRule(api.code)))
-        return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
-                         rules_file.string());
-      if (!api.guard) referenced.insert(api.code);
-      reg.api_index_[api.name] = reg.apis_.size();
-      reg.api_tops_.emplace(TopOf(api.name));
-      reg.apis_.push_back(std::move(api));
-    }
+  if (auto st = LoadPythonApis(doc, file, referenced); !st) return st;
+  if (auto st = LoadPythonPatterns(doc, file, referenced); !st) return st;
+  for (auto& name : StrList(doc, "launch_guards")) {
+    if (name.size() < 64) launch_guard_lengths_ |= std::uint64_t{1} << name.size();
+    launch_guards_.insert(std::move(name));
   }
-  if (auto it = rules->find("python_keywords"); it != rules->end() && it->is_array()) {
+  return OkStatus();
+}
+
+Status Registry::LoadPythonApis(const json& doc, const std::string& file,
+                                std::set<std::string>& referenced) {
+  auto it = doc.find("python_apis");
+  if (it == doc.end() || !it->is_array()) return OkStatus();
+  for (const auto& j : *it) {
+    PythonApi api;
+    api.name = Str(j, "name");
+    api.code = Str(j, "code");
+    api.guard = j.value("guard", false);
+    api.replacement = Str(j, "replacement");
+    if (api.name.empty() || (!api.guard && !FindRule(api.code)))
+      return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
+                       file);
+    if (!api.guard) referenced.insert(api.code);
+    api_index_[api.name] = apis_.size();
+    api_tops_.emplace(TopOf(api.name));
+    apis_.push_back(std::move(api));
+  }
+  return OkStatus();
+}
+
+// python_keywords (`load_in_8bit=True`) and python_strings (`"paged_adamw_8bit"`).
+Status Registry::LoadPythonPatterns(const json& doc, const std::string& file,
+                                    std::set<std::string>& referenced) {
+  if (auto it = doc.find("python_keywords"); it != doc.end() && it->is_array()) {
     for (const auto& j : *it) {
       PythonKeyword kw;
       kw.keyword = Str(j, "keyword");
@@ -150,59 +162,58 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
       kw.call = Str(j, "call");
       kw.code = Str(j, "code");
       kw.replacement = Str(j, "replacement");
-      if (kw.keyword.empty() || !reg.FindRule(kw.code))
+      if (kw.keyword.empty() || !FindRule(kw.code))
         return MakeError(ErrorCode::kInput,
                          "python_keywords entry needs a keyword and a known rule: " + j.dump(),
-                         rules_file.string());
+                         file);
       referenced.insert(kw.code);
-      reg.keywords_[kw.keyword].push_back(std::move(kw));
+      keywords_[kw.keyword].push_back(std::move(kw));
     }
   }
-  if (auto it = rules->find("python_strings"); it != rules->end() && it->is_array()) {
+  if (auto it = doc.find("python_strings"); it != doc.end() && it->is_array()) {
     for (const auto& j : *it) {
       PythonKeyword sr;
       sr.value = Str(j, "value");
       sr.code = Str(j, "code");
       sr.replacement = Str(j, "replacement");
-      if (sr.value.empty() || !reg.FindRule(sr.code))
+      if (sr.value.empty() || !FindRule(sr.code))
         return MakeError(ErrorCode::kInput,
-                         "python_strings entry needs a value and a known rule: " + j.dump(),
-                         rules_file.string());
+                         "python_strings entry needs a value and a known rule: " + j.dump(), file);
       referenced.insert(sr.code);
-      reg.strings_.push_back(std::move(sr));
+      strings_.push_back(std::move(sr));
     }
   }
-  for (auto& name : StrList(*rules, "launch_guards")) {
-    if (name.size() < 64) reg.launch_guard_lengths_ |= std::uint64_t{1} << name.size();
-    reg.launch_guards_.insert(std::move(name));
-  }
-  // The detectors and the data must agree on the codes, both ways (a renamed code would otherwise
-  // silently disable its detector, and a rule nothing emits would be documented but never found).
+  return OkStatus();
+}
+
+// The detectors and the data must agree on the codes, both ways (a renamed code would otherwise
+// silently disable its detector, and a rule nothing emits would be documented but never found).
+Status Registry::CheckCodes(std::set<std::string> referenced, const std::string& file) const {
   for (std::string_view code : DetectorCodes()) {
-    if (!reg.FindRule(code))
+    if (!FindRule(code))
       return MakeError(ErrorCode::kInput,
                        "rule " + std::string(code) +
                            " is emitted by a detector but missing from "
                            "the rules",
-                       rules_file.string());
+                       file);
     referenced.insert(std::string(code));
   }
-  for (const auto& r : reg.rules_) {
-    bool retired = reg.retired_.count(r.code) > 0;
+  for (const auto& r : rules_) {
+    bool retired = retired_.count(r.code) > 0;
     if (!retired && !referenced.count(r.code))
       return MakeError(ErrorCode::kInput,
                        "rule " + r.code +
                            " is emitted by no detector and named by no data entry "
                            "(mark it \"retired\": true if it is kept only for old suppressions)",
-                       rules_file.string());
+                       file);
   }
-  auto libs_file = dir / "libraries.json";
-  auto libs = ReadJson(libs_file);
-  if (!libs) return libs.take_error();
-  if (!libs->is_object() || !libs->contains("libraries") || !(*libs)["libraries"].is_array())
-    return MakeError(ErrorCode::kInput, "expected an object with a \"libraries\" array",
-                     libs_file.string());
-  for (const auto& j : (*libs)["libraries"]) {
+  return OkStatus();
+}
+
+Status Registry::LoadLibraries(const json& doc, const std::string& file) {
+  if (!doc.is_object() || !doc.contains("libraries") || !doc["libraries"].is_array())
+    return MakeError(ErrorCode::kInput, "expected an object with a \"libraries\" array", file);
+  for (const auto& j : doc["libraries"]) {
     Library lib;
     lib.name = Str(j, "name");
     lib.modules = StrList(j, "modules");
@@ -213,11 +224,26 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
       for (const auto& [prefix, text] : alt->items())
         if (text.is_string()) lib.alternatives.emplace_back(prefix, text.get<std::string>());
     for (const auto& m : lib.modules) {
-      reg.module_index_[m] = reg.libraries_.size();
-      reg.module_tops_.emplace(TopOf(m));
+      module_index_[m] = libraries_.size();
+      module_tops_.emplace(TopOf(m));
     }
-    reg.libraries_.push_back(std::move(lib));
+    libraries_.push_back(std::move(lib));
   }
+  return OkStatus();
+}
+
+Result<Registry> Registry::Load(const std::filesystem::path& dir) {
+  Registry reg;
+  const std::string rules_file = (dir / "rules.json").string();
+  auto rules = ReadJson(rules_file);
+  if (!rules) return rules.take_error();
+  std::set<std::string> referenced;  // Codes that data entries name.
+  if (auto st = reg.LoadRules(*rules, rules_file, referenced); !st) return st.take_error();
+  if (auto st = reg.CheckCodes(std::move(referenced), rules_file); !st) return st.take_error();
+  const std::string libs_file = (dir / "libraries.json").string();
+  auto libs = ReadJson(libs_file);
+  if (!libs) return libs.take_error();
+  if (auto st = reg.LoadLibraries(*libs, libs_file); !st) return st.take_error();
   reg.BuildTriggers();
   return reg;
 }

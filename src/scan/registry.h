@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
 #include <string>
@@ -165,6 +166,16 @@ class Registry {
   std::vector<std::string> python_triggers_;
   std::shared_ptr<Prefilter> python_prefilter_;
 
+  // Load()'s parts: rules.json's sections (each records the codes its entries name in
+  // `referenced`), the check that detectors and data agree on the codes, libraries.json.
+  Status LoadRules(const nlohmann::json& doc, const std::string& file,
+                   std::set<std::string>& referenced);
+  Status LoadPythonApis(const nlohmann::json& doc, const std::string& file,
+                        std::set<std::string>& referenced);
+  Status LoadPythonPatterns(const nlohmann::json& doc, const std::string& file,
+                            std::set<std::string>& referenced);
+  Status CheckCodes(std::set<std::string> referenced, const std::string& file) const;
+  Status LoadLibraries(const nlohmann::json& doc, const std::string& file);
   void BuildTriggers();
 };
 
