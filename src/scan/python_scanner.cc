@@ -2105,8 +2105,55 @@ class PythonScanner {
   // The module-level functions, and every mention of a name that may be one of the project's:
   // this file's own definitions, names imported from the project (`from utils import f`,
   // `utils.f`), and identifier-like strings. Scan() joins them across files (CallPaths).
+  using ClassMethods = std::unordered_map<int, std::unordered_set<std::string_view>>;
+
   void CollectCalls() {
-    std::unordered_map<int, std::unordered_set<std::string_view>> class_methods;
+    const ClassMethods class_methods = CollectDefs();
+    NoteFrameworkDevice();
+    for (std::size_t s = 1; s < scopes_.size(); ++s) {
+      const Scope& sc = scopes_[s];
+      if (!sc.is_def || sc.name.empty()) continue;
+      if (sc.parent == 0) {
+        CollectDefaults(s, sc.name, false);
+      } else if (sc.name == "__init__") {
+        const Scope& cls = scopes_[static_cast<std::size_t>(sc.parent)];
+        if (!cls.is_def && cls.parent == 0) CollectDefaults(s, cls.name, true);
+      }
+    }
+    std::set<std::string_view> attrs;
+    bool in_main = false;
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const auto& l = lex_.lines[li];
+      if (l.indent == 0) in_main = IsMainCheck(l);
+      const std::string_view head = First(l);
+      if (head == "import" || head == "from") continue;
+      const std::unordered_set<std::string_view>* methods = nullptr;  // Of the class holding li.
+      const PyRef where = RefContext(li, in_main, class_methods, methods);
+      // The name a def/class line defines is no mention; its defaults and bases are.
+      const std::size_t defined = (head == "def" || head == "class" || Head(l) == "def")
+                                      ? l.begin + (head == "async" ? 2 : 1)
+                                      : l.end;
+      for (auto k = l.begin; k < l.end; ++k) {
+        const Token& t = T(k);
+        if (t.kind() == TokKind::kString) {
+          if (IsBytes(lex_.Text(t))) continue;
+          const std::string_view body = StringBody(lex_.Text(t));
+          result_.mentions_mps |= body == "mps" || StartsWith(body, "mps:");
+          AddTextRef(body, where);
+          continue;
+        }
+        if (!IsName(t) || k == defined) continue;
+        result_.mentions_mps |= lex_.Text(t) == "mps";
+        k = NameRefs(li, k, where, methods, attrs);
+      }
+    }
+    result_.attrs.assign(attrs.begin(), attrs.end());
+  }
+
+  // The module-level functions and the methods of module-level classes, as definitions of the
+  // call graph; returns each class's method names.
+  ClassMethods CollectDefs() {
+    ClassMethods class_methods;
     for (std::size_t s = 1; s < scopes_.size(); ++s) {
       const Scope& sc = scopes_[s];
       if (!sc.is_def || sc.name.empty()) continue;
@@ -2127,7 +2174,11 @@ class PythonScanner {
       }
       result_.defs.push_back(PyTopDef{std::move(name), first, last, registered, method});
     }
-    std::set<std::string_view> attrs;
+    return class_methods;
+  }
+
+  // Whether a framework places the model on its device (accelerate, Lightning, HF's Trainer).
+  void NoteFrameworkDevice() {
     for (const PyImport& imp : result_.imports) {
       const std::string_view top = std::string_view(imp.module).substr(0, imp.module.find('.'));
       result_.framework_device |=
@@ -2136,115 +2187,104 @@ class PythonScanner {
         for (const std::string& n : imp.names)
           result_.framework_device |= n.find("Trainer") != std::string::npos;
     }
-    for (std::size_t s = 1; s < scopes_.size(); ++s) {
-      const Scope& sc = scopes_[s];
-      if (!sc.is_def || sc.name.empty()) continue;
-      if (sc.parent == 0) {
-        CollectDefaults(s, sc.name, false);
-      } else if (sc.name == "__init__") {
-        const Scope& cls = scopes_[static_cast<std::size_t>(sc.parent)];
-        if (!cls.is_def && cls.parent == 0) CollectDefaults(s, cls.name, true);
-      }
+  }
+
+  // Where the references of line li sit: its guard, the definition (or method) holding it, and
+  // (in `methods`) the method names of the class holding it.
+  PyRef RefContext(std::size_t li, bool in_main, const ClassMethods& class_methods,
+                   const std::unordered_set<std::string_view>*& methods) const {
+    const int top = TopOf(li);
+    PyRef where;
+    where.guarded =
+        line_guarded_[li] || (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)));
+    where.in_main = in_main;
+    methods = nullptr;
+    if (top < 0) return where;
+    const Scope& sc = scopes_[static_cast<std::size_t>(top)];
+    if (sc.is_def) {
+      where.in_def = std::string(sc.name);
+    } else {
+      where.in_class = true;
+      where.in_def = MethodOf(li, top);
+      if (auto it = class_methods.find(top); it != class_methods.end()) methods = &it->second;
     }
-    bool in_main = false;
-    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
-      const auto& l = lex_.lines[li];
-      if (l.indent == 0) in_main = IsMainCheck(l);
-      const std::string_view head = First(l);
-      if (head == "import" || head == "from") continue;
-      const int scope = ScopeOf(li);
-      const int top = TopOf(li);
-      PyRef where;
-      where.guarded =
-          line_guarded_[li] || (top >= 0 && guarded_tops_.count(static_cast<std::size_t>(top)));
-      where.in_main = in_main;
-      const std::unordered_set<std::string_view>* methods = nullptr;  // Of the class holding li.
-      if (top >= 0) {
-        const Scope& sc = scopes_[static_cast<std::size_t>(top)];
-        if (sc.is_def) {
-          where.in_def = std::string(sc.name);
-        } else {
-          where.in_class = true;
-          where.in_def = MethodOf(li, top);
-          if (auto it = class_methods.find(top); it != class_methods.end()) methods = &it->second;
-        }
+    return where;
+  }
+
+  // The references a name token makes: an own method through self, an attribute, an import of
+  // the project, torch's heavy layers, importlib, or a definition of this module. Returns the
+  // last token it covered.
+  std::size_t NameRefs(std::size_t li, std::size_t k, const PyRef& where,
+                       const std::unordered_set<std::string_view>* methods,
+                       std::set<std::string_view>& attrs) {
+    const auto& l = lex_.lines[li];
+    const Token& t = T(k);
+    const int scope = ScopeOf(li);
+    const int top = TopOf(li);
+    if (k > l.begin && IsOp(T(k - 1), ".") && lex_.Text(t) == "backward" && k + 1 < l.end &&
+        IsOp(T(k + 1), "(") && result_.backward_line == 0)
+      result_.backward_line = lex_.Line(t);
+    if (k > l.begin && IsOp(T(k - 1), ".")) {
+      // `self.m()` of the class's own method, or an attribute that may name any method.
+      const bool own = methods != nullptr && k >= l.begin + 2 && methods->count(lex_.Text(t)) &&
+                       (Is(T(k - 2), "self") || Is(T(k - 2), "cls")) &&
+                       !(k >= l.begin + 3 && IsOp(T(k - 3), "."));
+      if (!own) {
+        attrs.insert(lex_.Text(t));
+        return k;
       }
-      // The name a def/class line defines is no mention; its defaults and bases are.
-      const std::size_t defined = (head == "def" || head == "class" || Head(l) == "def")
-                                      ? l.begin + (head == "async" ? 2 : 1)
-                                      : l.end;
-      for (auto k = l.begin; k < l.end; ++k) {
-        const Token& t = T(k);
-        if (t.kind() == TokKind::kString) {
-          if (IsBytes(lex_.Text(t))) continue;
-          const std::string_view body = StringBody(lex_.Text(t));
-          result_.mentions_mps |= body == "mps" || StartsWith(body, "mps:");
-          AddTextRef(body, where);
-          continue;
-        }
-        if (!IsName(t) || k == defined) continue;
-        result_.mentions_mps |= lex_.Text(t) == "mps";
-        if (k > l.begin && IsOp(T(k - 1), ".") && lex_.Text(t) == "backward" && k + 1 < l.end &&
-            IsOp(T(k + 1), "(") && result_.backward_line == 0)
-          result_.backward_line = lex_.Line(t);
-        if (k > l.begin && IsOp(T(k - 1), ".")) {
-          // `self.m()` of the class's own method, or an attribute that may name any method.
-          const bool own = methods != nullptr && k >= l.begin + 2 && methods->count(lex_.Text(t)) &&
-                           (Is(T(k - 2), "self") || Is(T(k - 2), "cls")) &&
-                           !(k >= l.begin + 3 && IsOp(T(k - 3), "."));
-          if (!own) {
-            attrs.insert(lex_.Text(t));
-            continue;
-          }
-          PyRef r = where;
-          r.target = std::string(scopes_[static_cast<std::size_t>(top)].name) + "." +
-                     std::string(lex_.Text(t));
-          r.own = true;
-          ReadCall(k + 1, l.end, r);
-          if (r.in_def != r.target)
-            result_.refs.push_back(std::move(r));  // Recursion says nothing.
-          continue;
-        }
-        const std::string_view name = lex_.Text(t);
-        if (Shadowed(name, scope)) continue;
-        if (const std::string* target = Lookup(name, scope)) {
-          if (StartsWith(*target, "importlib")) {
-            std::string resolved, head_name;
-            const std::size_t e = Chain(k, l.end, scope, resolved, head_name);
-            result_.dynamic_import |= resolved == "importlib.import_module" && e + 1 < l.end &&
-                                      IsOp(T(e), "(") && T(e + 1).kind() != TokKind::kString;
-            continue;
-          }
-          if (StartsWith(*target, "torch")) {
-            if (result_.model_line == 0) {
-              std::string resolved, head_name;
-              Chain(k, l.end, scope, resolved, head_name);
-              if (IsHeavyLayer(resolved)) {
-                result_.model_line = lex_.Line(t);
-                result_.model_api = resolved;
-              }
-            }
-            continue;
-          }
-          if (!IsOwnTarget(*target)) continue;
-          PyRef r = where;
-          std::string head_name;
-          k = Chain(k, l.end, scope, r.target, head_name);
-          ReadCall(k, l.end, r);
-          --k;
-          result_.refs.push_back(std::move(r));
-          continue;
-        }
-        auto it = top_names_.find(name);
-        if (it == top_names_.end() || it->second == top) continue;  // Recursion says nothing.
-        PyRef r = where;
-        r.target = std::string(name);
-        r.own = true;
-        ReadCall(k + 1, l.end, r);
-        result_.refs.push_back(std::move(r));
-      }
+      PyRef r = where;
+      r.target = std::string(scopes_[static_cast<std::size_t>(top)].name) + "." +
+                 std::string(lex_.Text(t));
+      r.own = true;
+      ReadCall(k + 1, l.end, r);
+      if (r.in_def != r.target) result_.refs.push_back(std::move(r));  // Recursion says nothing.
+      return k;
     }
-    result_.attrs.assign(attrs.begin(), attrs.end());
+    const std::string_view name = lex_.Text(t);
+    if (Shadowed(name, scope)) return k;
+    if (const std::string* target = Lookup(name, scope))
+      return ImportedRef(k, l, scope, *target, where);
+    auto it = top_names_.find(name);
+    if (it == top_names_.end() || it->second == top) return k;  // Recursion says nothing.
+    PyRef r = where;
+    r.target = std::string(name);
+    r.own = true;
+    ReadCall(k + 1, l.end, r);
+    result_.refs.push_back(std::move(r));
+    return k;
+  }
+
+  // A name bound by an import: importlib's dynamic imports, torch's heavy layers (where the
+  // model starts) and calls into the project's own modules.
+  std::size_t ImportedRef(std::size_t k, const LogicalLine& l, int scope, const std::string& target,
+                          const PyRef& where) {
+    const Token& t = T(k);
+    if (StartsWith(target, "importlib")) {
+      std::string resolved, head_name;
+      const std::size_t e = Chain(k, l.end, scope, resolved, head_name);
+      result_.dynamic_import |= resolved == "importlib.import_module" && e + 1 < l.end &&
+                                IsOp(T(e), "(") && T(e + 1).kind() != TokKind::kString;
+      return k;
+    }
+    if (StartsWith(target, "torch")) {
+      if (result_.model_line == 0) {
+        std::string resolved, head_name;
+        Chain(k, l.end, scope, resolved, head_name);
+        if (IsHeavyLayer(resolved)) {
+          result_.model_line = lex_.Line(t);
+          result_.model_api = resolved;
+        }
+      }
+      return k;
+    }
+    if (!IsOwnTarget(target)) return k;
+    PyRef r = where;
+    std::string head_name;
+    std::size_t e = Chain(k, l.end, scope, r.target, head_name);
+    ReadCall(e, l.end, r);
+    result_.refs.push_back(std::move(r));
+    return e - 1;
   }
 
   // The arguments of the call that starts at `open` (when it is one): positional ones, keywords
