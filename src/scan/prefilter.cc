@@ -170,68 +170,59 @@ std::size_t Kernel(const Prefilter::Tables&, const unsigned char*, std::size_t, 
 }
 #endif
 
-}  // namespace
+// The needles of a bucket as nibble masks per fingerprint offset.
+struct Masks {
+  std::array<std::uint16_t, Prefilter::kFingerprint> lo{}, hi{};
+};
 
-Prefilter::Prefilter(const std::vector<std::string>& needles) {
-  std::vector<std::string> list;
-  for (const auto& raw : needles) {
-    if (raw.size() < 2) continue;
-    std::string n = raw;
-    for (char& c : n) c = static_cast<char>(kLower.t[static_cast<unsigned char>(c)]);
-    list.push_back(std::move(n));
-  }
-  std::sort(list.begin(), list.end());
-  list.erase(std::unique(list.begin(), list.end()), list.end());
-  if (list.empty()) return;
-  empty_ = false;
-  // The false candidates a bucket lets through grow with the byte combinations its nibble tables
-  // admit beyond its own needles, so buckets should hold needles alike in their leading bytes.
-  // Each needle first joins the bucket it widens least, then needles move between buckets while
-  // that lowers the total; "widens" is judged by the share of text positions a bucket admits
-  // under a rough model of source text (letters common, space and newline more so).
-  struct Masks {
-    std::array<std::uint16_t, kFingerprint> lo{}, hi{};
-  };
-  std::array<double, 256> weight{};  // By byte value, folded with | 0x20; sums to 1.
-  double sum = 0;
-  for (unsigned c = 0; c < 256; ++c) {
-    unsigned f = c | 0x20u;
-    double w = (f >= 'a' && f <= 'z')    ? 3
-               : f == ' '                ? 12
-               : f == '*'                ? 2
-               : (f >= 0x20 && f < 0x80) ? 1
-                                         : 0.05;
-    weight[c] = w;  // '*' stands for '\n' too ('\n' | 0x20).
-    sum += w;
-  }
-  for (double& w : weight) w /= sum;
-  auto admits = [&](const Masks& m) {
-    double share = 1;
-    for (std::size_t k = 0; k < kFingerprint; ++k) {
-      double w = 0;
-      for (unsigned lo = m.lo[k]; lo != 0; lo &= lo - 1)
-        for (unsigned hi = m.hi[k]; hi != 0; hi &= hi - 1)
-          w += weight[static_cast<unsigned>(__builtin_ctz(hi)) << 4 |
-                      static_cast<unsigned>(__builtin_ctz(lo))];
-      share *= w;
-    }
-    return share;
-  };
-  auto masks_of = [&](const std::vector<std::string>& needles) {
-    Masks m;
-    for (const auto& n : needles) {
-      for (std::size_t k = 0; k < kFingerprint; ++k) {
-        if (k >= n.size()) {  // A short needle accepts any byte after its end.
-          m.lo[k] = m.hi[k] = 0xffff;
-          continue;
-        }
-        auto c = static_cast<unsigned char>(n[k] | 0x20);
-        m.lo[k] = static_cast<std::uint16_t>(m.lo[k] | 1u << (c & 15u));
-        m.hi[k] = static_cast<std::uint16_t>(m.hi[k] | 1u << (c >> 4));
+Masks MasksOf(const std::vector<std::string>& needles) {
+  Masks m;
+  for (const auto& n : needles) {
+    for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+      if (k >= n.size()) {  // A short needle accepts any byte after its end.
+        m.lo[k] = m.hi[k] = 0xffff;
+        continue;
       }
+      auto c = static_cast<unsigned char>(n[k] | 0x20);
+      m.lo[k] = static_cast<std::uint16_t>(m.lo[k] | 1u << (c & 15u));
+      m.hi[k] = static_cast<std::uint16_t>(m.hi[k] | 1u << (c >> 4));
     }
-    return m;
-  };
+  }
+  return m;
+}
+
+// The false candidates a bucket lets through grow with the byte combinations its nibble tables
+// admit beyond its own needles, so buckets should hold needles alike in their leading bytes.
+// "Widens" is judged by the share of text positions a bucket admits under a rough model of
+// source text (letters common, space and newline more so), plus the common words below.
+class BucketCost {
+ public:
+  BucketCost() {
+    double sum = 0;
+    for (unsigned c = 0; c < 256; ++c) {
+      unsigned f = c | 0x20u;
+      double w = (f >= 'a' && f <= 'z')    ? 3
+                 : f == ' '                ? 12
+                 : f == '*'                ? 2
+                 : (f >= 0x20 && f < 0x80) ? 1
+                                           : 0.05;
+      weight_[c] = w;  // '*' stands for '\n' too ('\n' | 0x20).
+      sum += w;
+    }
+    for (double& w : weight_) w /= sum;
+  }
+
+  double operator()(const std::vector<std::string>& needles) const {
+    if (needles.empty()) return 0.0;
+    Masks m = MasksOf(needles);
+    double c = Admits(m);
+    for (std::string_view word : kCommon)
+      for (std::size_t at = 0; at + Prefilter::kFingerprint <= word.size(); ++at)
+        if (AdmitsWindow(m, word.substr(at, Prefilter::kFingerprint))) c += 1.0 / 100;
+    return c;
+  }
+
+ private:
   // Single-byte frequencies miss the words that fill source code: a bucket holding "cudf" and
   // "selective_scan_cuda" admits "self". Each 4-byte window of these common words (with the
   // bytes around them) that a bucket admits costs as if it were 1 position in 100.
@@ -250,72 +241,109 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
       "inline ",  "namespace", "__init__", "super(",   "other",      "__name__", "   ",
       "\n    ",   ", ",        "()",       "):",       "= ",         " == ",     "\"\"\"",
       "# ",       "// ",       "/* "};
-  auto admits_window = [](const Masks& m, std::string_view w) {
-    for (std::size_t k = 0; k < kFingerprint; ++k) {
+
+  // The share of text positions whose bytes the masks admit.
+  double Admits(const Masks& m) const {
+    double share = 1;
+    for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+      double w = 0;
+      for (unsigned lo = m.lo[k]; lo != 0; lo &= lo - 1)
+        for (unsigned hi = m.hi[k]; hi != 0; hi &= hi - 1)
+          w += weight_[static_cast<unsigned>(__builtin_ctz(hi)) << 4 |
+                       static_cast<unsigned>(__builtin_ctz(lo))];
+      share *= w;
+    }
+    return share;
+  }
+
+  static bool AdmitsWindow(const Masks& m, std::string_view w) {
+    for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
       auto c = static_cast<unsigned char>(w[k] | 0x20);
       if (!(m.lo[k] >> (c & 15u) & 1u) || !(m.hi[k] >> (c >> 4) & 1u)) return false;
     }
     return true;
-  };
-  auto cost_of = [&](const std::vector<std::string>& needles) {
-    if (needles.empty()) return 0.0;
-    Masks m = masks_of(needles);
-    double c = admits(m);
-    for (std::string_view word : kCommon)
-      for (std::size_t at = 0; at + kFingerprint <= word.size(); ++at)
-        if (admits_window(m, word.substr(at, kFingerprint))) c += 1.0 / 100;
-    return c;
-  };
+  }
+
+  std::array<double, 256> weight_{};  // By byte value, folded with | 0x20; sums to 1.
+};
+
+using Buckets = std::array<std::vector<std::string>, 8>;
+
+// Moves one needle to another bucket if that lowers the total cost; false when none does.
+bool ImproveOnce(const BucketCost& cost_of, Buckets& buckets, std::array<double, 8>& cost) {
+  for (std::size_t a = 0; a < buckets.size(); ++a) {
+    for (std::size_t i = 0; i < buckets[a].size(); ++i) {
+      std::vector<std::string> rest = buckets[a];
+      std::string n = rest[i];
+      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+      double rest_cost = cost_of(rest);
+      for (std::size_t b = 0; b < buckets.size(); ++b) {
+        if (b == a) continue;
+        buckets[b].push_back(n);
+        double joined = cost_of(buckets[b]);
+        if (rest_cost + joined < (cost[a] + cost[b]) * (1 - 1e-9)) {
+          buckets[a] = std::move(rest);
+          cost[a] = rest_cost;
+          cost[b] = joined;
+          return true;
+        }
+        buckets[b].pop_back();
+      }
+    }
+  }
+  return false;
+}
+
+// Each needle first joins the bucket it widens least, then needles move between buckets while
+// that lowers the total.
+void AssignBuckets(const std::vector<std::string>& list, Buckets& buckets) {
+  const BucketCost cost_of;
   std::array<double, 8> cost{};
   for (const std::string& n : list) {
     std::size_t best = 0;
     double best_rise = 0;
-    for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      buckets_[b].push_back(n);
-      double rise = cost_of(buckets_[b]) - cost[b];
-      buckets_[b].pop_back();
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      buckets[b].push_back(n);
+      double rise = cost_of(buckets[b]) - cost[b];
+      buckets[b].pop_back();
       if (b == 0 || rise < best_rise) {
         best = b;
         best_rise = rise;
       }
     }
-    buckets_[best].push_back(n);
-    cost[best] = cost_of(buckets_[best]);
+    buckets[best].push_back(n);
+    cost[best] = cost_of(buckets[best]);
   }
-  // Moves one needle to another bucket if that lowers the total cost; false when none does.
-  auto improve = [&] {
-    for (std::size_t a = 0; a < buckets_.size(); ++a) {
-      for (std::size_t i = 0; i < buckets_[a].size(); ++i) {
-        std::vector<std::string> rest = buckets_[a];
-        std::string n = rest[i];
-        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-        double rest_cost = cost_of(rest);
-        for (std::size_t b = 0; b < buckets_.size(); ++b) {
-          if (b == a) continue;
-          buckets_[b].push_back(n);
-          double joined = cost_of(buckets_[b]);
-          if (rest_cost + joined < (cost[a] + cost[b]) * (1 - 1e-9)) {
-            buckets_[a] = std::move(rest);
-            cost[a] = rest_cost;
-            cost[b] = joined;
-            return true;
-          }
-          buckets_[b].pop_back();
-        }
-      }
-    }
-    return false;
-  };
-  for (int moves = 0; moves < 200 && improve(); ++moves) {
+  for (int moves = 0; moves < 200 && ImproveOnce(cost_of, buckets, cost); ++moves) {
   }
-  std::array<Masks, 8> masks{};
-  for (std::size_t b = 0; b < buckets_.size(); ++b) masks[b] = masks_of(buckets_[b]);
+}
+
+}  // namespace
+
+Prefilter::Prefilter(const std::vector<std::string>& needles) {
+  std::vector<std::string> list;
+  for (const auto& raw : needles) {
+    if (raw.size() < 2) continue;
+    std::string n = raw;
+    for (char& c : n) c = static_cast<char>(kLower.t[static_cast<unsigned char>(c)]);
+    list.push_back(std::move(n));
+  }
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  if (list.empty()) return;
+  empty_ = false;
+  AssignBuckets(list, buckets_);
+  BuildTables();
+}
+
+void Prefilter::BuildTables() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Masks m = MasksOf(buckets_[b]);
     for (std::size_t k = 0; k < kFingerprint; ++k) {
       for (unsigned x = 0; x < 16; ++x) {
-        if (masks[b].lo[k] >> x & 1u)
+        if (m.lo[k] >> x & 1u)
           tables_.lo[k][x] = static_cast<std::uint8_t>(tables_.lo[k][x] | 1u << b);
-        if (masks[b].hi[k] >> x & 1u)
+        if (m.hi[k] >> x & 1u)
           tables_.hi[k][x] = static_cast<std::uint8_t>(tables_.hi[k][x] | 1u << b);
       }
     }

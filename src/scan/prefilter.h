@@ -64,6 +64,8 @@ class Prefilter {
   };
 
  private:
+  // The nibble tables and quick prefixes of the filled buckets.
+  void BuildTables();
   bool AnyMatch(std::string_view text, bool vector_unit) const;
   std::vector<Match> AllMatches(std::string_view text, bool vector_unit) const;
   // Calls on(start, end) for each match in order; stops when it returns true.
