@@ -277,42 +277,22 @@ std::string Summary(const CompareReport& r, int compared, int metrics_compared, 
 
 }  // namespace
 
-Result<CompareReport> Compare(const CompareOptions& o) {
-  ToleranceFile tf;
-  if (!o.tolerance_file.empty()) {
-    auto text = ReadFile(o.tolerance_file, 16u << 20);
-    if (!text) return text.take_error();
-    auto parsed = ParseToleranceFile(*text, o.tolerance_file);
-    if (!parsed) return parsed.take_error();
-    tf = std::move(*parsed);
-  }
-  auto fa = OpenTensorFile(o.a);
-  if (!fa) return fa.take_error();
-  auto fb = OpenTensorFile(o.b);
-  if (!fb) return fb.take_error();
+// Pairs A's tensors with B's by (mapped) name and compares each pair; a tensor of one side only
+// is missing on the other.
+Status CompareTensors(const CompareOptions& o, const ToleranceFile& tf, const TensorFile& fa,
+                      const TensorFile& fb, CompareReport& r) {
   // The file each side's tensors live in, for errors met while streaming them.
-  std::string file_a = fa->maps.empty() ? o.a : fa->maps.front()->path();
-  std::string file_b = fb->maps.empty() ? o.b : fb->maps.front()->path();
-
-  CompareReport r;
-  r.a = o.a;
-  r.b = o.b;
-  r.kind_a = fa->kind;
-  r.kind_b = fb->kind;
-  r.rule = o.rule;
-  r.check = o.check;
-  r.equal_nan = o.equal_nan;
-  r.inf_equal = o.inf_equal;
-
+  const std::string file_a = fa.maps.empty() ? o.a : fa.maps.front()->path();
+  const std::string file_b = fb.maps.empty() ? o.b : fb.maps.front()->path();
   // Two single-tensor files (typically .npy, named after the file) are each other's match.
   std::vector<std::pair<std::string, std::string>> map = o.map;
-  if (fa->tensors.size() == 1 && fb->tensors.size() == 1 && map.empty()) {
-    map.emplace_back(fa->tensors[0].name, fb->tensors[0].name);
+  if (fa.tensors.size() == 1 && fb.tensors.size() == 1 && map.empty()) {
+    map.emplace_back(fa.tensors[0].name, fb.tensors[0].name);
   }
   std::map<std::string, const TensorInfo*> b_by_name;
-  for (const TensorInfo& t : fb->tensors) b_by_name[t.name] = &t;
+  for (const TensorInfo& t : fb.tensors) b_by_name[t.name] = &t;
   std::set<std::string> matched_b;
-  for (const TensorInfo& ta : fa->tensors) {
+  for (const TensorInfo& ta : fa.tensors) {
     std::string name = MapName(ta.name, map);
     if (!Selected(o, ta.name, name)) continue;
     TensorComparison c;
@@ -332,11 +312,11 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     const TensorInfo& tb = *it->second;
     c.dtype_b = tb.dtype;
     c.shape_b = tb.shape;
-    auto compared_pair = ComparePair(ta, tb, std::move(c), o, tf, *fa, *fb, file_a, file_b);
+    auto compared_pair = ComparePair(ta, tb, std::move(c), o, tf, fa, fb, file_a, file_b);
     if (!compared_pair) return compared_pair.take_error();
     r.tensors.push_back(std::move(*compared_pair));
   }
-  for (const TensorInfo& tb : fb->tensors) {
+  for (const TensorInfo& tb : fb.tensors) {
     if (matched_b.count(tb.name) || !Selected(o, tb.name, tb.name)) continue;
     TensorComparison c;
     c.name = tb.name;
@@ -345,23 +325,31 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     c.shape_b = tb.shape;
     r.tensors.push_back(std::move(c));
   }
-  // A filter that keeps nothing is a mistyped pattern far more often than an intended no-op.
-  if (!o.only.empty() && r.tensors.empty() && (!fa->tensors.empty() || !fb->tensors.empty())) {
-    std::vector<std::string> some;
-    for (const TensorFile* f : {&*fa, &*fb}) {
-      for (const TensorInfo& t : f->tensors) {
-        if (some.size() < 4 && std::find(some.begin(), some.end(), t.name) == some.end()) {
-          some.push_back(t.name);
-        }
+  return OkStatus();
+}
+
+// A filter that keeps nothing is a mistyped pattern far more often than an intended no-op.
+Status CheckSelection(const CompareOptions& o, const TensorFile& fa, const TensorFile& fb,
+                      const CompareReport& r) {
+  if (o.only.empty() || !r.tensors.empty() || (fa.tensors.empty() && fb.tensors.empty()))
+    return OkStatus();
+  std::vector<std::string> some;
+  for (const TensorFile* f : {&fa, &fb}) {
+    for (const TensorInfo& t : f->tensors) {
+      if (some.size() < 4 && std::find(some.begin(), some.end(), t.name) == some.end()) {
+        some.push_back(t.name);
       }
     }
-    return MakeError(ErrorCode::kUsage,
-                     fmt::format("--only {} selects none of the {} tensors of A and {} of B (they "
-                                 "are named like {})",
-                                 fmt::join(o.only, ", "), fa->tensors.size(), fb->tensors.size(),
-                                 fmt::join(some, ", ")));
   }
-  SortWorstFirst(r.tensors);
+  return MakeError(ErrorCode::kUsage,
+                   fmt::format("--only {} selects none of the {} tensors of A and {} of B (they "
+                               "are named like {})",
+                               fmt::join(o.only, ", "), fa.tensors.size(), fb.tensors.size(),
+                               fmt::join(some, ", ")));
+}
+
+// Counts the outcomes into r; returns how many pairs were compared (not missing).
+int CountOutcomes(CompareReport& r) {
   int compared = 0;
   for (const TensorComparison& c : r.tensors) {
     if (c.status == Outcome::kPass)
@@ -373,6 +361,35 @@ Result<CompareReport> Compare(const CompareOptions& o) {
     else
       ++r.n_fail, ++compared;
   }
+  return compared;
+}
+
+Result<CompareReport> Compare(const CompareOptions& o) {
+  ToleranceFile tf;
+  if (!o.tolerance_file.empty()) {
+    auto text = ReadFile(o.tolerance_file, 16u << 20);
+    if (!text) return text.take_error();
+    auto parsed = ParseToleranceFile(*text, o.tolerance_file);
+    if (!parsed) return parsed.take_error();
+    tf = std::move(*parsed);
+  }
+  auto fa = OpenTensorFile(o.a);
+  if (!fa) return fa.take_error();
+  auto fb = OpenTensorFile(o.b);
+  if (!fb) return fb.take_error();
+  CompareReport r;
+  r.a = o.a;
+  r.b = o.b;
+  r.kind_a = fa->kind;
+  r.kind_b = fb->kind;
+  r.rule = o.rule;
+  r.check = o.check;
+  r.equal_nan = o.equal_nan;
+  r.inf_equal = o.inf_equal;
+  if (auto st = CompareTensors(o, tf, *fa, *fb, r); !st) return st.take_error();
+  if (auto st = CheckSelection(o, *fa, *fb, r); !st) return st.take_error();
+  SortWorstFirst(r.tensors);
+  const int compared = CountOutcomes(r);
   if (fa->has_metrics && fb->has_metrics) {
     double matol = tf.metrics_atol ? *tf.metrics_atol : o.atol ? *o.atol : kFloat32Atol;
     double mrtol = tf.metrics_rtol ? *tf.metrics_rtol : o.rtol ? *o.rtol : kFloat32Rtol;
@@ -396,8 +413,110 @@ Result<CompareReport> Compare(const CompareOptions& o) {
   return r;
 }
 
+namespace {
+
+using nlohmann::json;
+
+// The statistics of a compared pair.
+void AddStatsJson(const TensorComparison& c, json& t) {
+  const TensorStats& s = *c.stats;
+  t["numel"] = s.numel;
+  // Complex pairs: errors are moduli |a - b|, and stats_a / stats_b describe |a| and |b|.
+  t["complex"] = c.dtype_a && IsComplex(*c.dtype_a);
+  t["finite_pairs"] = s.finite_pairs;
+  t["max_abs"] = JsonNum(s.max_abs);
+  t["max_abs_index"] = s.max_abs_index;
+  t["mean_abs"] = JsonNum(s.mean_abs);
+  t["rmse"] = JsonNum(s.rmse);
+  t["max_rel"] = JsonNum(s.max_rel);
+  t["max_rel_infinite"] = std::isinf(s.max_rel);
+  t["mean_rel"] = JsonNum(s.mean_rel);
+  t["n_outside"] = s.n_outside;
+  t["frac_outside"] = s.frac_outside;
+  t["cosine"] = JsonNum(s.cosine);
+  t["pearson"] = JsonNum(s.pearson);
+  t["max_ulp"] = s.max_ulp ? json(*s.max_ulp) : json(nullptr);
+  t["nan_a"] = s.nan_a;
+  t["nan_b"] = s.nan_b;
+  t["inf_a"] = s.posinf_a + s.neginf_a;
+  t["inf_b"] = s.posinf_b + s.neginf_b;
+  t["posinf_a"] = s.posinf_a;
+  t["neginf_a"] = s.neginf_a;
+  t["posinf_b"] = s.posinf_b;
+  t["neginf_b"] = s.neginf_b;
+  t["nan_mismatch"] = s.nan_mismatch;
+  t["equal"] = s.equal;
+  t["min_passing_atol"] = JsonNum(s.min_passing_atol);
+  t["min_passing_rtol"] = JsonNum(s.min_passing_rtol);
+  t["mean_excess"] = JsonNum(s.mean_excess);
+  if (c.check == Check::kMedian || c.check == Check::kP99) {
+    t["percentiles"] = {
+        {"median_abs", JsonNum(s.median_abs)},       {"p99_abs", JsonNum(s.p99_abs)},
+        {"median_rel", JsonNum(s.median_rel)},       {"p99_rel", JsonNum(s.p99_rel)},
+        {"median_excess", JsonNum(s.median_excess)}, {"p99_excess", JsonNum(s.p99_excess)}};
+  }
+  auto side = [](const SideStats& x) {
+    return json{{"min", JsonNum(x.min)},
+                {"max", JsonNum(x.max)},
+                {"mean", JsonNum(x.mean)},
+                {"std", JsonNum(x.std)}};
+  };
+  t["stats_a"] = side(s.a);
+  t["stats_b"] = side(s.b);
+  json edges = json::array();
+  if (!s.histogram.counts.empty()) {
+    for (std::size_t i = 0; i <= s.histogram.counts.size(); ++i) {
+      edges.push_back(s.histogram.first_decade + static_cast<int>(i));
+    }
+  }
+  t["histogram"] = {
+      {"log10_edges", edges}, {"counts", s.histogram.counts}, {"zero", s.histogram.zero}};
+}
+
+json TensorJson(const TensorComparison& c) {
+  json t;
+  t["name"] = c.name;
+  t["name_a"] = c.name_a.empty() ? json(nullptr) : json(c.name_a);
+  t["status"] = OutcomeName(c.status);
+  t["dtype_a"] = c.dtype_a ? json(DTypeName(*c.dtype_a)) : json(nullptr);
+  t["dtype_b"] = c.dtype_b ? json(DTypeName(*c.dtype_b)) : json(nullptr);
+  t["shape"] = c.status == Outcome::kMissingA ? c.shape_b : c.shape_a;
+  if (c.status == Outcome::kShapeMismatch) t["shape_b"] = c.shape_b;
+  if (!c.note.empty()) t["note"] = c.note;
+  if (IsMissing(c.status)) return t;
+  t["atol"] = c.atol;
+  t["rtol"] = c.rtol;
+  t["rule"] = RuleName(c.rule);
+  t["check"] = CheckName(c.check);
+  if (c.stats) AddStatsJson(c, t);
+  return t;
+}
+
+json MetricJson(const MetricComparison& m) {
+  json steps = json::array();
+  for (const MetricStep& st : m.steps) {
+    // A diverged loss is the finding: NaN and infinities are kept as string tokens.
+    steps.push_back({{"step", st.step},
+                     {"a", st.a ? JsonNumberOrToken(*st.a) : json(nullptr)},
+                     {"b", st.b ? JsonNumberOrToken(*st.b) : json(nullptr)},
+                     {"diff", st.diff ? JsonNumberOrToken(*st.diff) : json(nullptr)}});
+  }
+  return {{"name", m.name},
+          {"steps", steps},
+          {"status", OutcomeName(m.status)},
+          {"atol", m.atol},
+          {"rtol", m.rtol},
+          {"max_abs_diff", JsonNum(m.max_abs_diff)},
+          {"final_a", m.final_a ? JsonNumberOrToken(*m.final_a) : json(nullptr)},
+          {"final_b", m.final_b ? JsonNumberOrToken(*m.final_b) : json(nullptr)},
+          {"final_diff", m.final_diff ? JsonNumberOrToken(*m.final_diff) : json(nullptr)},
+          {"non_finite_a", m.non_finite_a},
+          {"non_finite_b", m.non_finite_b}};
+}
+
+}  // namespace
+
 nlohmann::json CompareReportToJson(const CompareReport& r) {
-  using nlohmann::json;
   json j;
   j["schema"] = "dualtrack.compare/1";
   j["a"] = r.a;
@@ -409,104 +528,10 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
   j["equal_nan"] = r.equal_nan;
   j["inf_equal"] = r.inf_equal;
   json tensors = json::array();
-  for (const TensorComparison& c : r.tensors) {
-    json t;
-    t["name"] = c.name;
-    t["name_a"] = c.name_a.empty() ? json(nullptr) : json(c.name_a);
-    t["status"] = OutcomeName(c.status);
-    t["dtype_a"] = c.dtype_a ? json(DTypeName(*c.dtype_a)) : json(nullptr);
-    t["dtype_b"] = c.dtype_b ? json(DTypeName(*c.dtype_b)) : json(nullptr);
-    t["shape"] = c.status == Outcome::kMissingA ? c.shape_b : c.shape_a;
-    if (c.status == Outcome::kShapeMismatch) t["shape_b"] = c.shape_b;
-    if (!c.note.empty()) t["note"] = c.note;
-    if (IsMissing(c.status)) {
-      tensors.push_back(std::move(t));
-      continue;
-    }
-    t["atol"] = c.atol;
-    t["rtol"] = c.rtol;
-    t["rule"] = RuleName(c.rule);
-    t["check"] = CheckName(c.check);
-    if (c.stats) {
-      const TensorStats& s = *c.stats;
-      t["numel"] = s.numel;
-      // Complex pairs: errors are moduli |a - b|, and stats_a / stats_b describe |a| and |b|.
-      t["complex"] = c.dtype_a && IsComplex(*c.dtype_a);
-      t["finite_pairs"] = s.finite_pairs;
-      t["max_abs"] = JsonNum(s.max_abs);
-      t["max_abs_index"] = s.max_abs_index;
-      t["mean_abs"] = JsonNum(s.mean_abs);
-      t["rmse"] = JsonNum(s.rmse);
-      t["max_rel"] = JsonNum(s.max_rel);
-      t["max_rel_infinite"] = std::isinf(s.max_rel);
-      t["mean_rel"] = JsonNum(s.mean_rel);
-      t["n_outside"] = s.n_outside;
-      t["frac_outside"] = s.frac_outside;
-      t["cosine"] = JsonNum(s.cosine);
-      t["pearson"] = JsonNum(s.pearson);
-      t["max_ulp"] = s.max_ulp ? json(*s.max_ulp) : json(nullptr);
-      t["nan_a"] = s.nan_a;
-      t["nan_b"] = s.nan_b;
-      t["inf_a"] = s.posinf_a + s.neginf_a;
-      t["inf_b"] = s.posinf_b + s.neginf_b;
-      t["posinf_a"] = s.posinf_a;
-      t["neginf_a"] = s.neginf_a;
-      t["posinf_b"] = s.posinf_b;
-      t["neginf_b"] = s.neginf_b;
-      t["nan_mismatch"] = s.nan_mismatch;
-      t["equal"] = s.equal;
-      t["min_passing_atol"] = JsonNum(s.min_passing_atol);
-      t["min_passing_rtol"] = JsonNum(s.min_passing_rtol);
-      t["mean_excess"] = JsonNum(s.mean_excess);
-      if (c.check == Check::kMedian || c.check == Check::kP99) {
-        t["percentiles"] = {
-            {"median_abs", JsonNum(s.median_abs)},       {"p99_abs", JsonNum(s.p99_abs)},
-            {"median_rel", JsonNum(s.median_rel)},       {"p99_rel", JsonNum(s.p99_rel)},
-            {"median_excess", JsonNum(s.median_excess)}, {"p99_excess", JsonNum(s.p99_excess)}};
-      }
-      auto side = [](const SideStats& x) {
-        return json{{"min", JsonNum(x.min)},
-                    {"max", JsonNum(x.max)},
-                    {"mean", JsonNum(x.mean)},
-                    {"std", JsonNum(x.std)}};
-      };
-      t["stats_a"] = side(s.a);
-      t["stats_b"] = side(s.b);
-      json edges = json::array();
-      if (!s.histogram.counts.empty()) {
-        for (std::size_t i = 0; i <= s.histogram.counts.size(); ++i) {
-          edges.push_back(s.histogram.first_decade + static_cast<int>(i));
-        }
-      }
-      t["histogram"] = {
-          {"log10_edges", edges}, {"counts", s.histogram.counts}, {"zero", s.histogram.zero}};
-    }
-    tensors.push_back(std::move(t));
-  }
+  for (const TensorComparison& c : r.tensors) tensors.push_back(TensorJson(c));
   j["tensors"] = std::move(tensors);
   json metrics = json::array();
-  for (const MetricComparison& m : r.metrics) {
-    json steps = json::array();
-    for (const MetricStep& st : m.steps) {
-      // A diverged loss is the finding: NaN and infinities are kept as string tokens.
-      steps.push_back({{"step", st.step},
-                       {"a", st.a ? JsonNumberOrToken(*st.a) : json(nullptr)},
-                       {"b", st.b ? JsonNumberOrToken(*st.b) : json(nullptr)},
-                       {"diff", st.diff ? JsonNumberOrToken(*st.diff) : json(nullptr)}});
-    }
-    metrics.push_back(
-        {{"name", m.name},
-         {"steps", steps},
-         {"status", OutcomeName(m.status)},
-         {"atol", m.atol},
-         {"rtol", m.rtol},
-         {"max_abs_diff", JsonNum(m.max_abs_diff)},
-         {"final_a", m.final_a ? JsonNumberOrToken(*m.final_a) : json(nullptr)},
-         {"final_b", m.final_b ? JsonNumberOrToken(*m.final_b) : json(nullptr)},
-         {"final_diff", m.final_diff ? JsonNumberOrToken(*m.final_diff) : json(nullptr)},
-         {"non_finite_a", m.non_finite_a},
-         {"non_finite_b", m.non_finite_b}});
-  }
+  for (const MetricComparison& m : r.metrics) metrics.push_back(MetricJson(m));
   j["metrics"] = std::move(metrics);
   j["verdict"] = r.verdict;
   j["n_pass"] = r.n_pass;
