@@ -97,60 +97,62 @@ bool IsShardName(const std::string& name) {
 // `pytorch_model.bin.index.json`: {"weight_map": {tensor: shard file}}) or, without one, a folder
 // of shard files. Read as one state dict; a tensor in two shards, a shard outside the folder, or a
 // mapped tensor its shard lacks is an error that names the file.
-Result<bool> ReadShards(const fs::path& dir, TensorFile& tf) {
-  std::error_code ec;
-  fs::path index;
-  for (const char* name : {"model.safetensors.index.json", "pytorch_model.bin.index.json"})
-    if (fs::is_regular_file(dir / name, ec)) {
-      index = dir / name;
-      break;
-    }
-  std::vector<std::string> shards;
-  std::map<std::string, std::string> weight_map;  // tensor -> shard, from the index.
-  if (!index.empty()) {
-    auto m = Map(tf, index);
-    if (!m) return m.take_error();
-    nlohmann::json doc = nlohmann::json::parse((*m)->view(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("weight_map") ||
-        !doc["weight_map"].is_object())
+// A checkpoint index's weight_map (tensor -> shard) and its shards in order of first mention.
+Status ReadShardIndex(const fs::path& index, TensorFile& tf,
+                      std::map<std::string, std::string>& weight_map,
+                      std::vector<std::string>& shards) {
+  auto m = Map(tf, index);
+  if (!m) return m.take_error();
+  nlohmann::json doc = nlohmann::json::parse((*m)->view(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("weight_map") ||
+      !doc["weight_map"].is_object())
+    return MakeError(ErrorCode::kInput,
+                     "not a checkpoint index: expected JSON with a \"weight_map\" object",
+                     index.string());
+  for (const auto& [tensor, shard] : doc["weight_map"].items()) {
+    if (!shard.is_string())
       return MakeError(ErrorCode::kInput,
-                       "not a checkpoint index: expected JSON with a \"weight_map\" object",
+                       "weight_map[\"" + EscapeControl(tensor) + "\"] is not a file name",
                        index.string());
-    for (const auto& [tensor, shard] : doc["weight_map"].items()) {
-      if (!shard.is_string())
-        return MakeError(ErrorCode::kInput,
-                         "weight_map[\"" + EscapeControl(tensor) + "\"] is not a file name",
-                         index.string());
-      const std::string file = shard.get<std::string>();
-      const fs::path rel = fs::path(file).lexically_normal();
-      if (file.empty() || rel.is_absolute() || (!rel.empty() && *rel.begin() == ".."))
-        return MakeError(ErrorCode::kInput,
-                         "shard '" + EscapeControl(file) + "' is not inside the checkpoint folder",
-                         index.string());
-      weight_map[tensor] = rel.generic_string();
-      if (std::find(shards.begin(), shards.end(), rel.generic_string()) == shards.end())
-        shards.push_back(rel.generic_string());
-    }
-  } else {
-    // Without an index: the .safetensors files when there are any (a trainer's folder also holds
-    // training_args.bin, optimizer.pt, scheduler.pt, rng_state.pth: not weights), else the others
-    // but those.
-    std::vector<std::string> safetensors, others;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      std::error_code ec2;
-      std::string name = it->path().filename().string();
-      if (!it->is_regular_file(ec2) || !IsShardName(name) || name[0] == '.') continue;
-      if (EndsWith(name, ".safetensors"))
-        safetensors.push_back(name);
-      else if (!StartsWith(name, "training_args") && !StartsWith(name, "optimizer") &&
-               !StartsWith(name, "scheduler") && !StartsWith(name, "rng_state") &&
-               !StartsWith(name, "scaler"))
-        others.push_back(name);
-    }
-    shards = safetensors.empty() ? others : safetensors;
+    const std::string file = shard.get<std::string>();
+    const fs::path rel = fs::path(file).lexically_normal();
+    if (file.empty() || rel.is_absolute() || (!rel.empty() && *rel.begin() == ".."))
+      return MakeError(ErrorCode::kInput,
+                       "shard '" + EscapeControl(file) + "' is not inside the checkpoint folder",
+                       index.string());
+    weight_map[tensor] = rel.generic_string();
+    if (std::find(shards.begin(), shards.end(), rel.generic_string()) == shards.end())
+      shards.push_back(rel.generic_string());
   }
-  if (shards.empty()) return false;
-  std::sort(shards.begin(), shards.end());
+  return OkStatus();
+}
+
+// Without an index: the .safetensors files when there are any (a trainer's folder also holds
+// training_args.bin, optimizer.pt, scheduler.pt, rng_state.pth: not weights), else the others
+// but those.
+std::vector<std::string> ShardsInFolder(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> safetensors, others;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    std::string name = it->path().filename().string();
+    if (!it->is_regular_file(ec2) || !IsShardName(name) || name[0] == '.') continue;
+    if (EndsWith(name, ".safetensors"))
+      safetensors.push_back(name);
+    else if (!StartsWith(name, "training_args") && !StartsWith(name, "optimizer") &&
+             !StartsWith(name, "scheduler") && !StartsWith(name, "rng_state") &&
+             !StartsWith(name, "scaler"))
+      others.push_back(name);
+  }
+  return safetensors.empty() ? others : safetensors;
+}
+
+// Reads every shard's tensors into tf; with an index, each tensor only from the shard the index
+// names, and every indexed tensor must be found.
+Status ReadShardTensors(const fs::path& dir, const fs::path& index,
+                        const std::map<std::string, std::string>& weight_map,
+                        const std::vector<std::string>& shards, TensorFile& tf) {
+  std::error_code ec;
   std::map<std::string, std::string> seen;  // tensor -> the shard it came from.
   for (const auto& shard : shards) {
     const fs::path file = dir / shard;
@@ -185,6 +187,27 @@ Result<bool> ReadShards(const fs::path& dir, TensorFile& tf) {
                        "tensor '" + EscapeControl(tensor) + "' is mapped to " + shard +
                            ", which does not hold it",
                        index.string());
+  return OkStatus();
+}
+
+Result<bool> ReadShards(const fs::path& dir, TensorFile& tf) {
+  std::error_code ec;
+  fs::path index;
+  for (const char* name : {"model.safetensors.index.json", "pytorch_model.bin.index.json"})
+    if (fs::is_regular_file(dir / name, ec)) {
+      index = dir / name;
+      break;
+    }
+  std::vector<std::string> shards;
+  std::map<std::string, std::string> weight_map;  // tensor -> shard, from the index.
+  if (!index.empty()) {
+    if (auto st = ReadShardIndex(index, tf, weight_map, shards); !st) return st.take_error();
+  } else {
+    shards = ShardsInFolder(dir);
+  }
+  if (shards.empty()) return false;
+  std::sort(shards.begin(), shards.end());
+  if (auto st = ReadShardTensors(dir, index, weight_map, shards, tf); !st) return st.take_error();
   tf.kind = "sharded";
   return true;
 }
