@@ -183,7 +183,10 @@ void ConvertLoop(const unsigned char* src, std::size_t n, bool swap, double* out
 }  // namespace
 
 // Shared with complex_stats.cc, which converts the components of complex elements with it.
-void detail::Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
+namespace {
+
+// The floating-point dtypes (IEEE, bfloat16, the float8 / float6 / float4 formats by table).
+void ConvertFloat(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
   switch (dtype) {
     case DType::kF64:
       return ConvertLoop<std::uint64_t>(src, n, swap, out, [](std::uint64_t v) {
@@ -254,6 +257,14 @@ void detail::Convert(DType dtype, bool swap, const unsigned char* src, std::size
       }
       return;
     }
+    default:
+      DT_CHECK(!"ConvertFloat takes floating-point dtypes");
+  }
+}
+
+// The integer dtypes and bool.
+void ConvertInteger(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
+  switch (dtype) {
     case DType::kI64:
       return ConvertLoop<std::uint64_t>(src, n, swap, out, [](std::uint64_t v) {
         return static_cast<double>(static_cast<std::int64_t>(v));
@@ -284,11 +295,19 @@ void detail::Convert(DType dtype, bool swap, const unsigned char* src, std::size
     case DType::kBool:
       for (std::size_t i = 0; i < n; ++i) out[i] = src[i] != 0 ? 1.0 : 0.0;
       return;
-    case DType::kC64:
-    case DType::kC128:
-      break;
+    default:
+      DT_CHECK(!"ConvertInteger takes integer dtypes");
   }
-  DT_CHECK(!"ComputeStats sends complex pairs to ComputeComplexStats");
+}
+
+}  // namespace
+
+void detail::Convert(DType dtype, bool swap, const unsigned char* src, std::size_t n, double* out) {
+  DT_CHECK(!IsComplex(dtype) && "ComputeStats sends complex pairs to ComputeComplexStats");
+  if (IsFloat(dtype))
+    ConvertFloat(dtype, swap, src, n, out);
+  else
+    ConvertInteger(dtype, swap, src, n, out);
 }
 
 namespace {
