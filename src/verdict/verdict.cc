@@ -639,7 +639,7 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
   return plan;
 }
 
-bool cand_is_mps(const Track* cand) { return cand != nullptr && cand->IsMps(); }
+bool IsMpsTrack(const Track* cand) { return cand != nullptr && cand->IsMps(); }
 
 // A "cuda" default of a command-line option (`add_argument("--device", default="cuda")`) or of a
 // parameter (`def build(device="cuda")`, which callers pass the option to): the user picks the
@@ -830,89 +830,89 @@ void SetAsideNonEvidence(Evidence& ev) {
 
 }  // namespace
 
-Report Decide(Evidence evidence) {
-  SetAsideNonEvidence(evidence);
-  Report rep;
-  const Evidence& ev = evidence;
-  rep.stops = CheckStopConditions(ev);
-  rep.validity = CheckValidity(ev);
-  const Track* cand = CandidateTrack(ev);
+namespace {
 
-  std::vector<const RuleResult*> holding;
+// A stop condition holds: cuda-only, measured when any holding condition was.
+void DecideCudaOnly(const std::vector<const RuleResult*>& holding, Report& rep) {
+  rep.verdict = "cuda-only";
+  rep.level = EvidenceLevel::kPredicted;
+  for (const RuleResult* r : holding) {
+    if (r->level == EvidenceLevel::kMeasured) rep.level = EvidenceLevel::kMeasured;
+    rep.reasons.push_back(
+        fmt::format("Stop condition ({}, {}): {}", r->id, ToString(r->level), r->summary));
+  }
+}
+
+// dev-only: what stands in the way of mac-ready, and which stop conditions could not be checked.
+void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std::string>& obstacles,
+                   bool mps_finished, bool compared, bool valid, bool ops_ok, Report& rep) {
+  rep.verdict = "dev-only";
+  for (const std::string& o : obstacles) rep.reasons.push_back("Not mac-ready: " + o);
+  rep.level =
+      (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured : EvidenceLevel::kPredicted;
+  std::vector<std::string> unknown;
   for (const RuleResult& r : rep.stops) {
-    if (r.state == RuleState::kHolds) holding.push_back(&r);
+    if (r.state == RuleState::kUnknown) unknown.push_back(r.id);
   }
-  if (rep.validity.state == "differs") {
-    rep.reasons.push_back("Validity: " + rep.validity.summary);
+  rep.reasons.push_back(
+      unknown.empty()
+          ? std::string("No stop condition holds on the evidence given.")
+          : fmt::format("No stop condition shown to hold; {} of {} could not be checked for "
+                        "missing evidence ({}).",
+                        unknown.size(), rep.stops.size(), fmt::join(unknown, ", ")));
+  if (!mps_finished) {
+    rep.reasons.push_back(
+        "Not mac-ready: no finished MPS track, so the evidence for the Mac "
+        "is predicted.");
   }
-  if (!holding.empty()) {
-    rep.verdict = "cuda-only";
+  if (!compared) {
+    rep.reasons.push_back("Not mac-ready: no comparison of the tracks within tolerance.");
+  }
+  if (!valid && !ev.tracks.empty()) {
+    rep.reasons.push_back("Not mac-ready: validity " + rep.validity.state + ": " +
+                          rep.validity.summary);
+  }
+  if (!ops_ok) {
+    rep.reasons.push_back("Not mac-ready: " + Rule(rep.stops, "no-mps-implementation").summary);
+  }
+}
+
+// No stop condition holds: mac-ready when measured on MPS (finished, compared within tolerance,
+// valid, every operator on MPS) or when nothing predicted stands in the way; else dev-only.
+void DecideWithoutStops(const Evidence& ev, const Track* cand, Report& rep) {
+  const bool mps_finished = cand != nullptr && cand->IsMps() && cand->Finished();
+  const bool compared = Rule(rep.stops, "outside-tolerance").state == RuleState::kClear;
+  const bool valid = rep.validity.state == "ok";
+  const bool ops_ok = Rule(rep.stops, "no-mps-implementation").state == RuleState::kClear;
+  if (mps_finished && compared && valid && ops_ok) {
+    rep.verdict = "mac-ready";
+    rep.level = EvidenceLevel::kMeasured;
+    rep.reasons.push_back(fmt::format("Track {} (mps) finished {} step(s) on real input.",
+                                      cand->name, cand->step_wall_s.size()));
+    rep.reasons.push_back(Rule(rep.stops, "outside-tolerance").summary);
+    rep.reasons.push_back(rep.validity.summary);
+    return;
+  }
+  auto obstacles = PredictedObstacles(ev, rep.stops);
+  if (!IsMpsTrack(cand) && ev.scan && obstacles.empty()) {
+    // Both directions: nothing predicted stands in the way on this experiment's path, so the
+    // prediction is mac-ready, as freely as it says cuda-only; the checklist keeps saying what
+    // must still be measured on a Mac.
+    rep.verdict = "mac-ready";
     rep.level = EvidenceLevel::kPredicted;
-    for (const RuleResult* r : holding) {
-      if (r->level == EvidenceLevel::kMeasured) rep.level = EvidenceLevel::kMeasured;
-      rep.reasons.push_back(
-          fmt::format("Stop condition ({}, {}): {}", r->id, ToString(r->level), r->summary));
-    }
-  } else {
-    const bool mps_finished = cand != nullptr && cand->IsMps() && cand->Finished();
-    const bool compared = Rule(rep.stops, "outside-tolerance").state == RuleState::kClear;
-    const bool valid = rep.validity.state == "ok";
-    const bool ops_ok = Rule(rep.stops, "no-mps-implementation").state == RuleState::kClear;
-    if (mps_finished && compared && valid && ops_ok) {
-      rep.verdict = "mac-ready";
-      rep.level = EvidenceLevel::kMeasured;
-      rep.reasons.push_back(fmt::format("Track {} (mps) finished {} step(s) on real input.",
-                                        cand->name, cand->step_wall_s.size()));
-      rep.reasons.push_back(Rule(rep.stops, "outside-tolerance").summary);
-      rep.reasons.push_back(rep.validity.summary);
-    } else if (auto obstacles = PredictedObstacles(ev, rep.stops);
-               cand_is_mps(cand) == false && ev.scan && obstacles.empty()) {
-      // Both directions: nothing predicted stands in the way on this experiment's path, so the
-      // prediction is mac-ready, as freely as it says cuda-only; the checklist keeps saying what
-      // must still be measured on a Mac.
-      rep.verdict = "mac-ready";
-      rep.level = EvidenceLevel::kPredicted;
-      rep.reasons.push_back(PredictedReadyReason(ev, rep.stops));
-      rep.reasons.push_back(
-          "To be measured on a Mac before it is more than a prediction: the "
-          "MPS run, and its comparison with the CUDA baseline (see the "
-          "checklist).");
-    } else {
-      rep.verdict = "dev-only";
-      for (const std::string& o : obstacles) rep.reasons.push_back("Not mac-ready: " + o);
-      rep.level =
-          (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured : EvidenceLevel::kPredicted;
-      std::vector<std::string> unknown;
-      for (const RuleResult& r : rep.stops) {
-        if (r.state == RuleState::kUnknown) unknown.push_back(r.id);
-      }
-      rep.reasons.push_back(
-          unknown.empty()
-              ? std::string("No stop condition holds on the evidence given.")
-              : fmt::format("No stop condition shown to hold; {} of {} could not be checked for "
-                            "missing evidence ({}).",
-                            unknown.size(), rep.stops.size(), fmt::join(unknown, ", ")));
-      if (!mps_finished) {
-        rep.reasons.push_back(
-            "Not mac-ready: no finished MPS track, so the evidence for the Mac "
-            "is predicted.");
-      }
-      if (!compared) {
-        rep.reasons.push_back("Not mac-ready: no comparison of the tracks within tolerance.");
-      }
-      if (!valid && !ev.tracks.empty()) {
-        rep.reasons.push_back("Not mac-ready: validity " + rep.validity.state + ": " +
-                              rep.validity.summary);
-      }
-      if (!ops_ok) {
-        rep.reasons.push_back("Not mac-ready: " + Rule(rep.stops, "no-mps-implementation").summary);
-      }
-    }
+    rep.reasons.push_back(PredictedReadyReason(ev, rep.stops));
+    rep.reasons.push_back(
+        "To be measured on a Mac before it is more than a prediction: the "
+        "MPS run, and its comparison with the CUDA baseline (see the "
+        "checklist).");
+    return;
   }
-  if (!(rep.verdict == "mac-ready" && rep.level == EvidenceLevel::kMeasured)) {
-    if (std::string mps = MpsOnlyEdits(ev); !mps.empty()) rep.reasons.push_back(mps);
-  }
-  // What keeps parts of the work on the Linux GPU, even when it does not stop the Mac track.
+  DecideDevOnly(ev, cand, obstacles, mps_finished, compared, valid, ops_ok, rep);
+}
+
+// What keeps parts of the work on the Linux GPU even when it does not stop the Mac track: CUDA
+// extensions, a multi-GPU path, predicted CPU fallbacks; and the run the verdict was judged for.
+void AddContextReasons(const Evidence& ev, Report& rep) {
   std::vector<EvidenceItem> ext;
   for (const EvidenceItem& e : Rule(rep.stops, "blocker-on-path").notes) {
     if (IsExtensionNote(e)) ext.push_back(e);
@@ -951,6 +951,33 @@ Report Decide(Evidence evidence) {
     rep.reasons.push_back(
         fmt::format("Judged for the designated run: {}", fmt::join(ev.designated_run, " ")));
   }
+}
+
+}  // namespace
+
+Report Decide(Evidence evidence) {
+  SetAsideNonEvidence(evidence);
+  Report rep;
+  const Evidence& ev = evidence;
+  rep.stops = CheckStopConditions(ev);
+  rep.validity = CheckValidity(ev);
+  const Track* cand = CandidateTrack(ev);
+
+  std::vector<const RuleResult*> holding;
+  for (const RuleResult& r : rep.stops) {
+    if (r.state == RuleState::kHolds) holding.push_back(&r);
+  }
+  if (rep.validity.state == "differs") {
+    rep.reasons.push_back("Validity: " + rep.validity.summary);
+  }
+  if (!holding.empty())
+    DecideCudaOnly(holding, rep);
+  else
+    DecideWithoutStops(ev, cand, rep);
+  if (!(rep.verdict == "mac-ready" && rep.level == EvidenceLevel::kMeasured)) {
+    if (std::string mps = MpsOnlyEdits(ev); !mps.empty()) rep.reasons.push_back(mps);
+  }
+  AddContextReasons(ev, rep);
   rep.checklist = Checklist(ev, rep.stops);
   rep.plan = Plan(ev, rep.verdict, rep.stops);
   rep.next_steps = NextSteps(ev, rep.stops, rep.checklist);
