@@ -93,112 +93,110 @@ json FindingJson(const Finding& f) {
 const std::string kFindingsPlaceholder("\0dualtrack-findings\0", 20);
 
 // `findings`: the findings themselves, or the placeholder.
+json ScanJson(const ScanEvidence& scan, bool findings_inline) {
+  json findings = json::array();
+  if (findings_inline) {
+    for (const Finding& f : scan.findings) findings.push_back(FindingJson(f));
+  } else {
+    findings = kFindingsPlaceholder;
+  }
+  return {{"source", scan.source},
+          {"root", scan.root},
+          {"files_scanned", scan.files_scanned},
+          {"findings", findings}};
+}
+
+json BaselineJson(const Baseline& b) {
+  return {{"source", b.source},
+          {"created", b.created},
+          {"commit", b.commit},
+          {"dirty", b.dirty},
+          {"data_digest", b.data_digest},
+          {"seeds", b.seeds},
+          {"packages", b.packages},
+          {"data_files", b.data_files},
+          {"env", b.env ? EnvJson(*b.env) : json(nullptr)}};
+}
+
+json TrackJson(const Track& t) {
+  std::map<std::string, std::int64_t> by_status;
+  for (const OpRow& op : t.ops) by_status[bundle::ToString(op.status)] += 1;
+  json exc = nullptr;
+  if (t.exception) {
+    exc = {{"type", t.exception->type},
+           {"message", t.exception->message},
+           {"file", t.exception->location.file},
+           {"line", t.exception->location.line}};
+  }
+  return {{"name", t.name},
+          {"dir", t.dir},
+          {"label", t.label},
+          {"device", t.device},
+          {"device_note", t.device_note.empty() ? json(nullptr) : json(t.device_note)},
+          {"outcome", t.outcome.empty() ? json(nullptr) : json(t.outcome)},
+          {"data_source", t.data_source.empty() ? json(nullptr) : json(t.data_source)},
+          {"command", t.command},
+          {"status", bundle::ToString(t.status)},
+          {"exit_code", OptJson(t.exit_code)},
+          {"exception", exc},
+          {"git_commit", OptJson(t.git_commit)},
+          {"data_digest", OptJson(t.data_digest)},
+          {"seed", OptJson(t.seed)},
+          {"step_wall_s", t.step_wall_s},
+          {"peak_rss_bytes", OptJson(t.peak_rss_bytes)},
+          {"peak_device_bytes", OptJson(t.peak_device_bytes)},
+          {"PYTORCH_ENABLE_MPS_FALLBACK", OptJson(t.mps_fallback)},
+          {"ops_traced", t.has_ops},
+          {"ops_by_status", by_status},
+          {"env", t.env ? EnvJson(*t.env) : json(nullptr)}};
+}
+
+json CoverageJson(const CoverageEvidence& coverage) {
+  json ops = json::array();
+  for (const CoverageOp& op : coverage.ops) {
+    ops.push_back({{"op", op.op},
+                   {"class", op.cls},
+                   {"dtypes", op.dtypes},
+                   {"dtype_issues", op.dtype_issues},
+                   {"count", op.count},
+                   {"file", op.location.file},
+                   {"line", op.location.line},
+                   {"native_since", OptJson(op.native_since)}});
+  }
+  return {{"source", coverage.source},
+          {"torch", coverage.torch},
+          {"evidence", coverage.evidence},
+          {"ops", ops}};
+}
+
+json ComparisonJson(const Comparison& c) {
+  json tensors = json::array();
+  for (const TensorComparison& t : c.tensors) {
+    tensors.push_back({{"name", t.name},
+                       {"status", t.status},
+                       {"shape", t.shape},
+                       {"atol", OptJson(t.atol)},
+                       {"rtol", OptJson(t.rtol)},
+                       {"max_abs", OptJson(t.max_abs)},
+                       {"mean_abs", OptJson(t.mean_abs)},
+                       {"max_rel", OptJson(t.max_rel)},
+                       {"cosine", OptJson(t.cosine)}});
+  }
+  return {{"source", c.source}, {"a", c.a},           {"b", c.b},          {"verdict", c.verdict},
+          {"n_pass", c.n_pass}, {"n_fail", c.n_fail}, {"tensors", tensors}};
+}
+
 json EvidenceJson(const Evidence& ev, bool findings_inline) {
   json out = json::object();
-  if (ev.scan) {
-    json findings = json::array();
-    if (findings_inline) {
-      for (const Finding& f : ev.scan->findings) findings.push_back(FindingJson(f));
-    } else {
-      findings = kFindingsPlaceholder;
-    }
-    out["scan"] = {{"source", ev.scan->source},
-                   {"root", ev.scan->root},
-                   {"files_scanned", ev.scan->files_scanned},
-                   {"findings", findings}};
-  } else {
-    out["scan"] = nullptr;
-  }
+  out["scan"] = ev.scan ? ScanJson(*ev.scan, findings_inline) : json(nullptr);
   out["env"] = ev.env ? EnvJson(*ev.env) : json(nullptr);
-  if (ev.baseline) {
-    const Baseline& b = *ev.baseline;
-    out["baseline"] = {{"source", b.source},
-                       {"created", b.created},
-                       {"commit", b.commit},
-                       {"dirty", b.dirty},
-                       {"data_digest", b.data_digest},
-                       {"seeds", b.seeds},
-                       {"packages", b.packages},
-                       {"data_files", b.data_files},
-                       {"env", b.env ? EnvJson(*b.env) : json(nullptr)}};
-  } else {
-    out["baseline"] = nullptr;
-  }
+  out["baseline"] = ev.baseline ? BaselineJson(*ev.baseline) : json(nullptr);
   json tracks = json::array();
-  for (const Track& t : ev.tracks) {
-    std::map<std::string, std::int64_t> by_status;
-    for (const OpRow& op : t.ops) by_status[bundle::ToString(op.status)] += 1;
-    json exc = nullptr;
-    if (t.exception) {
-      exc = {{"type", t.exception->type},
-             {"message", t.exception->message},
-             {"file", t.exception->location.file},
-             {"line", t.exception->location.line}};
-    }
-    tracks.push_back({{"name", t.name},
-                      {"dir", t.dir},
-                      {"label", t.label},
-                      {"device", t.device},
-                      {"device_note", t.device_note.empty() ? json(nullptr) : json(t.device_note)},
-                      {"outcome", t.outcome.empty() ? json(nullptr) : json(t.outcome)},
-                      {"data_source", t.data_source.empty() ? json(nullptr) : json(t.data_source)},
-                      {"command", t.command},
-                      {"status", bundle::ToString(t.status)},
-                      {"exit_code", OptJson(t.exit_code)},
-                      {"exception", exc},
-                      {"git_commit", OptJson(t.git_commit)},
-                      {"data_digest", OptJson(t.data_digest)},
-                      {"seed", OptJson(t.seed)},
-                      {"step_wall_s", t.step_wall_s},
-                      {"peak_rss_bytes", OptJson(t.peak_rss_bytes)},
-                      {"peak_device_bytes", OptJson(t.peak_device_bytes)},
-                      {"PYTORCH_ENABLE_MPS_FALLBACK", OptJson(t.mps_fallback)},
-                      {"ops_traced", t.has_ops},
-                      {"ops_by_status", by_status},
-                      {"env", t.env ? EnvJson(*t.env) : json(nullptr)}});
-  }
+  for (const Track& t : ev.tracks) tracks.push_back(TrackJson(t));
   out["tracks"] = tracks;
-  if (ev.coverage) {
-    json ops = json::array();
-    for (const CoverageOp& op : ev.coverage->ops) {
-      ops.push_back({{"op", op.op},
-                     {"class", op.cls},
-                     {"dtypes", op.dtypes},
-                     {"dtype_issues", op.dtype_issues},
-                     {"count", op.count},
-                     {"file", op.location.file},
-                     {"line", op.location.line},
-                     {"native_since", OptJson(op.native_since)}});
-    }
-    out["coverage"] = {{"source", ev.coverage->source},
-                       {"torch", ev.coverage->torch},
-                       {"evidence", ev.coverage->evidence},
-                       {"ops", ops}};
-  } else {
-    out["coverage"] = nullptr;
-  }
+  out["coverage"] = ev.coverage ? CoverageJson(*ev.coverage) : json(nullptr);
   json comparisons = json::array();
-  for (const Comparison& c : ev.comparisons) {
-    json tensors = json::array();
-    for (const TensorComparison& t : c.tensors) {
-      tensors.push_back({{"name", t.name},
-                         {"status", t.status},
-                         {"shape", t.shape},
-                         {"atol", OptJson(t.atol)},
-                         {"rtol", OptJson(t.rtol)},
-                         {"max_abs", OptJson(t.max_abs)},
-                         {"mean_abs", OptJson(t.mean_abs)},
-                         {"max_rel", OptJson(t.max_rel)},
-                         {"cosine", OptJson(t.cosine)}});
-    }
-    comparisons.push_back({{"source", c.source},
-                           {"a", c.a},
-                           {"b", c.b},
-                           {"verdict", c.verdict},
-                           {"n_pass", c.n_pass},
-                           {"n_fail", c.n_fail},
-                           {"tensors", tensors}});
-  }
+  for (const Comparison& c : ev.comparisons) comparisons.push_back(ComparisonJson(c));
   out["comparisons"] = comparisons;
   out["remote_data_confirmed"] = ev.remote_data_confirmed;
   out["project"] = ev.project.empty() ? json(nullptr) : json(ev.project);
