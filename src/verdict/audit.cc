@@ -220,6 +220,62 @@ bool Selected(const std::string& code, const std::vector<std::string>& select) {
   return false;
 }
 
+namespace {
+
+// The host's diagnosis, once for every experiment; `problem` says why it is missing.
+std::optional<EnvEvidence> DiagnoseHost(const AuditOptions& options, std::ostream& log,
+                                        std::string& problem) {
+  env::EnvOptions eo;
+  eo.python = options.python;
+  auto report = env::DiagnoseSystem(eo);
+  if (report.ok()) {
+    log << "env: done\n";
+    return FromEnv(*report);
+  }
+  problem = report.error().ToString();
+  log << "env: missing (" << problem << ")\n";
+  return std::nullopt;
+}
+
+// The scan of an experiment's own path: reachability from its entry only.
+void ScanExperiment(const AuditOptions& options, const fs::path& project, const Experiment& exp,
+                    Evidence& ev, std::ostream& log) {
+  scan::ScanOptions so;
+  so.paths = {project};
+  if (!exp.entry.empty()) so.entries = {exp.entry};
+  so.exclude = options.exclude;
+  so.ignore_codes = options.ignore;
+  if (auto report = scan::Scan(so); report.ok()) {
+    ev.scan = FromScan(*report, options.select);
+    log << exp.name << ": scan: done\n";
+  } else {
+    ev.missing["scan"] = report.error().ToString();
+    log << exp.name << ": scan: missing (" << ev.missing["scan"] << ")\n";
+  }
+}
+
+// Where an experiment's bundle goes: under --keep-run, else in a temporary folder made on first
+// use; one folder per experiment, named safely whatever the experiment is called.
+Result<fs::path> BundleDir(const Experiment& exp, const fs::path& runs_root,
+                           std::optional<TempDir>& tmp) {
+  std::string folder = exp.name;
+  for (char& c : folder) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      c = '_';
+    }
+  }
+  if (folder.empty() || folder[0] == '.') folder = "run" + folder;
+  if (!runs_root.empty()) return runs_root / folder;
+  if (!tmp) {
+    auto made = TempDir::Make("dualtrack-audit-");
+    if (!made.ok()) return made.take_error();
+    tmp.emplace(std::move(*made));
+  }
+  return tmp->path() / folder;
+}
+
+}  // namespace
+
 Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
   std::error_code ec;
   if (!fs::is_directory(options.project, ec)) {
@@ -241,23 +297,11 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
   auto experiments = ResolveExperiments(project, cfg, options.entries, options.run);
   if (!experiments.ok()) return experiments.take_error();
 
-  env::EnvOptions eo;
-  eo.python = options.python;
-  std::optional<EnvEvidence> host;
   std::string env_problem;
-  if (auto report = env::DiagnoseSystem(eo); report.ok()) {
-    host = FromEnv(*report);
-    log << "env: done\n";
-  } else {
-    env_problem = report.error().ToString();
-    log << "env: missing (" << env_problem << ")\n";
-  }
-
+  const std::optional<EnvEvidence> host = DiagnoseHost(options, log, env_problem);
   std::optional<TempDir> tmp;
   fs::path runs_root;
-  if (!options.keep_run.empty()) {
-    runs_root = fs::absolute(options.keep_run, ec);
-  }
+  if (!options.keep_run.empty()) runs_root = fs::absolute(options.keep_run, ec);
 
   for (const Experiment& exp : *experiments) {
     Evidence ev;
@@ -268,21 +312,7 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
     ev.mac_command = MacCommand(exp);
     ev.env = host;
     if (!env_problem.empty()) ev.missing["env"] = env_problem;
-
-    // The scan of this experiment's own path: reachability from its entry only.
-    scan::ScanOptions so;
-    so.paths = {project};
-    if (!exp.entry.empty()) so.entries = {exp.entry};
-    so.exclude = options.exclude;
-    so.ignore_codes = options.ignore;
-    if (auto report = scan::Scan(so); report.ok()) {
-      ev.scan = FromScan(*report, options.select);
-      log << exp.name << ": scan: done\n";
-    } else {
-      ev.missing["scan"] = report.error().ToString();
-      log << exp.name << ": scan: missing (" << ev.missing["scan"] << ")\n";
-    }
-
+    ScanExperiment(options, project, exp, ev, log);
     if (!config_problem.empty()) {
       ev.missing["run"] = config_problem;
       ev.missing["coverage"] = "no traced run to predict from";
@@ -292,26 +322,9 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
           "run in pyproject.toml, or --run)";
       ev.missing["coverage"] = "no traced run to predict from";
     } else {
-      // One bundle folder per experiment, named safely whatever the experiment is called.
-      std::string folder = exp.name;
-      for (char& c : folder) {
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-          c = '_';
-        }
-      }
-      if (folder.empty() || folder[0] == '.') folder = "run" + folder;
-      fs::path bundle_dir;
-      if (!runs_root.empty()) {
-        bundle_dir = runs_root / folder;
-      } else {
-        if (!tmp) {
-          auto made = TempDir::Make("dualtrack-audit-");
-          if (!made.ok()) return made.take_error();
-          tmp.emplace(std::move(*made));
-        }
-        bundle_dir = tmp->path() / folder;
-      }
-      RunExperiment(options, project, exp, bundle_dir, ev, result, log);
+      auto bundle_dir = BundleDir(exp, runs_root, tmp);
+      if (!bundle_dir.ok()) return bundle_dir.take_error();
+      RunExperiment(options, project, exp, *bundle_dir, ev, result, log);
       if (result.interrupted) return result;
     }
     result.experiments.push_back({exp, Decide(std::move(ev))});
