@@ -457,18 +457,10 @@ Result<Comparison> LoadComparison(const std::filesystem::path& path) {
   return LoadWith<Comparison>(path, ParseComparison);
 }
 
-Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& dir) {
-  // The bundle stage's reader checks the manifest's schema and status and reads ops.jsonl and
-  // metrics.jsonl (errors name file and line); this function picks what the verdict needs.
-  auto bundle = bundle::LoadBundle(dir);
-  if (!bundle.ok()) return bundle.take_error();
-  const json& doc = bundle->manifest;
-  const std::string source = (dir / "manifest.json").string();
+namespace {
 
-  Reader r(source);
-  Track t;
-  t.name = name;
-  t.dir = dir.string();
+// The run's facts from its manifest: what it was, how it ended, its times and memory.
+void ReadRunFacts(Reader& r, const json& doc, Track& t) {
   t.label = r.Str(doc, "track", "");
   t.mps_available = r.OptBool(doc, "mps_available", "");
   t.outcome = r.Str(doc, "outcome", "");
@@ -487,7 +479,6 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     t.data_source = r.Str(*data, "source", "data");
   }
   t.seed = r.OptInt(doc, "seed", "");
-  t.status = bundle->status;
   t.exit_code = r.OptInt(doc, "exit_code", "");
   if (const json* ex = r.Field(doc, "exception", ""); ex != nullptr) {
     Track::Exception e;
@@ -506,6 +497,10 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
   t.peak_rss_bytes = r.OptInt(doc, "peak_rss_bytes", "");
   t.peak_device_bytes = r.OptInt(doc, "peak_device_bytes", "");
   t.mps_fallback = r.OptStr(r.Obj(doc, "env_vars", ""), "PYTORCH_ENABLE_MPS_FALLBACK", "env_vars");
+}
+
+// What the tracer recorded in the manifest: CUDA redirects, float64 sites, the environment.
+void ReadTracerRecords(Reader& r, const json& doc, const std::string& source, Track& t) {
   const json& redirects = r.Arr(doc, "redirects", "");
   for (std::size_t i = 0; i < redirects.size(); ++i) {
     const std::string w = fmt::format("redirects[{}]", i);
@@ -526,11 +521,11 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
       env != nullptr && env->is_object() && !env->empty()) {
     t.env = ReadEnvObject(r, *env, source, "env");
   }
-  if (!r.ok()) return r.TakeError();
+}
 
-  std::error_code ec;
-  t.has_ops = std::filesystem::exists(dir / "ops.jsonl", ec);
-  for (bundle::OpRow& row : bundle->ops) {
+// The traced operators, in the verdict's terms.
+void TakeOps(bundle::Bundle& bundle, Track& t) {
+  for (bundle::OpRow& row : bundle.ops) {
     OpRow op;
     op.op = std::move(row.op);
     op.overload = std::move(row.overload);
@@ -542,6 +537,30 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
     op.error = row.error.value_or("");
     t.ops.push_back(std::move(op));
   }
+}
+
+}  // namespace
+
+Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& dir) {
+  // The bundle stage's reader checks the manifest's schema and status and reads ops.jsonl and
+  // metrics.jsonl (errors name file and line); this function picks what the verdict needs.
+  auto bundle = bundle::LoadBundle(dir);
+  if (!bundle.ok()) return bundle.take_error();
+  const json& doc = bundle->manifest;
+  const std::string source = (dir / "manifest.json").string();
+
+  Reader r(source);
+  Track t;
+  t.name = name;
+  t.dir = dir.string();
+  t.status = bundle->status;
+  ReadRunFacts(r, doc, t);
+  ReadTracerRecords(r, doc, source, t);
+  if (!r.ok()) return r.TakeError();
+
+  std::error_code ec;
+  t.has_ops = std::filesystem::exists(dir / "ops.jsonl", ec);
+  TakeOps(*bundle, t);
   for (const bundle::MetricRow& m : bundle->metrics) t.metrics.push_back({m.step, m.name, m.value});
   t.device = DeviceOf(t, &t.device_note);
   return t;
