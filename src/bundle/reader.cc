@@ -190,13 +190,12 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
   return rows;
 }
 
-Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
+namespace {
+
+// manifest.json: JSON, of the bundle schema, with a known status and a track; every file it lists
+// must still be in the folder.
+Status ReadManifest(const std::filesystem::path& dir, Bundle& b) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return MakeError(ErrorCode::kInput, "not a bundle directory", dir.string());
-  }
-  Bundle b;
-  b.dir = dir;
   const auto manifest_path = dir / "manifest.json";
   if (!std::filesystem::exists(manifest_path, ec)) {
     return MakeError(ErrorCode::kInput, "no manifest.json: not a dualtrack bundle", dir.string());
@@ -225,7 +224,6 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
   auto track = RequireString(b.manifest, "track", manifest_path, 0);
   if (!track) return track.take_error();
   b.track = *track;
-
   // The files the run recorded must still be there: a bundle whose ops.jsonl was lost must not
   // read as a run of zero operators.
   if (b.manifest.contains("files") && b.manifest["files"].is_object()) {
@@ -239,13 +237,12 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
       }
     }
   }
+  return OkStatus();
+}
 
-  auto ops = ReadOpsJsonl(dir / "ops.jsonl");
-  if (!ops) return ops.take_error();
-  b.ops = std::move(*ops);
-
-  const auto metrics_path = dir / "metrics.jsonl";
-  Status st = ForEachJsonLine(metrics_path, [&](const json& j, std::int64_t line) -> Status {
+// metrics.jsonl: one {"step", "name", "value"} per line; NaN and infinities as string tokens.
+Status ReadMetrics(const std::filesystem::path& metrics_path, std::vector<MetricRow>& out) {
+  return ForEachJsonLine(metrics_path, [&](const json& j, std::int64_t line) -> Status {
     MetricRow m;
     auto name = RequireString(j, "name", metrics_path, line);
     if (!name) return name.take_error();
@@ -261,21 +258,41 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
                         "\"-Infinity\")");
     }
     m.value = *value;
-    b.metrics.push_back(std::move(m));
+    out.push_back(std::move(m));
     return OkStatus();
   });
-  if (!st) return st.take_error();
+}
 
-  const auto tensors_path = dir / "tensors.safetensors";
-  if (std::filesystem::exists(tensors_path, ec)) {
-    auto mapped = MappedFile::Open(tensors_path);
-    if (!mapped) return mapped.take_error();
-    auto tensors = ParseSafetensorsHeader(mapped->view(), tensors_path.string());
-    // Truncated while read: the header may have been read as zeros (util's map guard).
-    if (auto st = mapped->CheckUnchanged(); !st) return st.take_error();
-    if (!tensors) return tensors.take_error();
-    b.tensors = std::move(*tensors);
+// tensors.safetensors' header, when the file is there.
+Status ReadTensorIndex(const std::filesystem::path& tensors_path, std::vector<TensorInfo>& out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(tensors_path, ec)) return OkStatus();
+  auto mapped = MappedFile::Open(tensors_path);
+  if (!mapped) return mapped.take_error();
+  auto tensors = ParseSafetensorsHeader(mapped->view(), tensors_path.string());
+  // Truncated while read: the header may have been read as zeros (util's map guard).
+  if (auto st = mapped->CheckUnchanged(); !st) return st.take_error();
+  if (!tensors) return tensors.take_error();
+  out = std::move(*tensors);
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<Bundle> LoadBundle(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(ErrorCode::kInput, "not a bundle directory", dir.string());
   }
+  Bundle b;
+  b.dir = dir;
+  if (auto st = ReadManifest(dir, b); !st) return st.take_error();
+  auto ops = ReadOpsJsonl(dir / "ops.jsonl");
+  if (!ops) return ops.take_error();
+  b.ops = std::move(*ops);
+  if (auto st = ReadMetrics(dir / "metrics.jsonl", b.metrics); !st) return st.take_error();
+  if (auto st = ReadTensorIndex(dir / "tensors.safetensors", b.tensors); !st)
+    return st.take_error();
   return b;
 }
 
