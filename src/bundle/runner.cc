@@ -450,6 +450,48 @@ std::string SignalName(int sig) {
   }
 }
 
+// The output directory: created, or reused only when empty or with --force. Normalised first,
+// so `newdir/..` is the folder it names (the current one), not a new folder plus its parent.
+Result<std::filesystem::path> MakeBundleDir(const std::filesystem::path& out_dir) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::absolute(out_dir, ec).lexically_normal();
+  if (ec) return MakeError(ErrorCode::kIo, ec.message(), out_dir.string());
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory", dir.string());
+  }
+  return dir;
+}
+
+// The manifest's last word: how the run ended, its times and memory, what the tracer reported,
+// and the files the bundle holds.
+void FinishManifest(const RunOptions& options, const std::filesystem::path& dir,
+                    const SpawnResult& sp, RunOutcome& outcome, json& manifest, Io& io) {
+  json exception;
+  std::vector<std::string> problems = MergeTracer(dir, outcome, manifest, exception);
+  RecordOutcome(dir, sp.forwarded_signal, sp.timed_out, manifest, exception, outcome);
+  CheckDeviceLabel(options.track, manifest, io);
+  if (options.collect_env) manifest["env"] = CollectEnv();
+  manifest["ended"] = IsoNow();
+  manifest["status"] = ToString(outcome.status);
+  manifest["exit_code"] =
+      outcome.signal != 0 && WIFSIGNALED(sp.wait_status) ? json(nullptr) : json(outcome.exit_code);
+  manifest["signal"] = outcome.signal != 0 ? json(SignalName(outcome.signal)) : json(nullptr);
+  manifest["wall_s"] = sp.wall_s;
+  manifest["peak_rss_bytes"] = outcome.peak_rss_bytes;
+  manifest["problems"] = problems;
+  std::error_code ec;
+  json files = json::object();
+  for (const char* f : kBundleFiles) {
+    auto size = std::filesystem::file_size(dir / f, ec);
+    if (!ec && std::string_view(f) != "manifest.json") files[f] = size;
+  }
+  manifest["files"] = files;
+}
+
 Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   if (auto st = CheckRunOptions(options); !st) return st.take_error();
   auto program = FindInPath(options.command[0]);
@@ -465,18 +507,9 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                      (bootstrap / "sitecustomize.py").string());
   }
 
-  // The output directory: created, or reused only when empty or with --force. Normalised first,
-  // so `newdir/..` is the folder it names (the current one), not a new folder plus its parent.
-  const std::filesystem::path dir =
-      std::filesystem::absolute(options.out_dir, ec).lexically_normal();
-  if (ec) return MakeError(ErrorCode::kIo, ec.message(), options.out_dir.string());
-  if (!std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return MakeError(ErrorCode::kIo, "cannot create: " + ec.message(), dir.string());
-  }
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return MakeError(ErrorCode::kUsage, "output path exists and is not a directory", dir.string());
-  }
+  auto made = MakeBundleDir(options.out_dir);
+  if (!made) return made.take_error();
+  const std::filesystem::path dir = *made;
   // Held until the run ends: a second run into the same folder fails instead of mixing two
   // bundles. Taken before the emptiness check, so two runs racing for a new folder cannot both
   // find it empty and take turns.
@@ -512,25 +545,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
   const SpawnResult& sp = *spawned;
   RunOutcome outcome = OutcomeOf(sp, dir);
 
-  json exception;
-  std::vector<std::string> problems = MergeTracer(dir, outcome, manifest, exception);
-  RecordOutcome(dir, sp.forwarded_signal, sp.timed_out, manifest, exception, outcome);
-  CheckDeviceLabel(options.track, manifest, io);
-  if (options.collect_env) manifest["env"] = CollectEnv();
-  manifest["ended"] = IsoNow();
-  manifest["status"] = ToString(outcome.status);
-  manifest["exit_code"] =
-      outcome.signal != 0 && WIFSIGNALED(sp.wait_status) ? json(nullptr) : json(outcome.exit_code);
-  manifest["signal"] = outcome.signal != 0 ? json(SignalName(outcome.signal)) : json(nullptr);
-  manifest["wall_s"] = sp.wall_s;
-  manifest["peak_rss_bytes"] = outcome.peak_rss_bytes;
-  manifest["problems"] = problems;
-  json files = json::object();
-  for (const char* f : kBundleFiles) {
-    auto size = std::filesystem::file_size(dir / f, ec);
-    if (!ec && std::string_view(f) != "manifest.json") files[f] = size;
-  }
-  manifest["files"] = files;
+  FinishManifest(options, dir, sp, outcome, manifest, io);
   if (auto st = WriteManifest(dir, manifest); !st) return st.take_error();
   return outcome;
 }
