@@ -772,33 +772,38 @@ Result<EnvReport> EnvReportFromJson(const nlohmann::json& j) {
   return r;
 }
 
-std::string FormatEnvText(const EnvReport& r) {
-  std::ostringstream out;
-  auto section = [&](const std::string& title,
-                     const std::vector<std::pair<std::string, std::string>>& rows) {
-    out << title << "\n";
-    std::size_t width = 0;
-    for (const auto& row : rows) width = std::max(width, row.first.size());
-    for (const auto& [k, v] : rows)
-      out << "  " << k << std::string(width - k.size() + 2, ' ') << v << "\n";
-  };
-  auto orv = [](const std::optional<std::string>& v, const char* none) {
-    return v ? *v : std::string(none);
-  };
-  auto yes = [](bool b) { return std::string(b ? "yes" : "no"); };
+namespace {
 
-  std::vector<std::pair<std::string, std::string>> host = {
-      {"OS", r.host.os + (r.host.os_version.empty() ? "" : ": " + r.host.os_version)},
-      {"Kernel", r.host.kernel},
-      {"Architecture", r.host.arch},
-      {"CPU", r.host.cpu.empty() ? fmt::format("{} cores", r.host.cores)
-                                 : fmt::format("{} ({} cores)", r.host.cpu, r.host.cores)},
-      {"Memory", r.host.memory_bytes ? HumanBytes(r.host.memory_bytes) : "unknown"}};
-  if (r.host.apple_silicon) host.emplace_back("Apple Silicon", yes(*r.host.apple_silicon));
-  if (r.host.rosetta) host.emplace_back("Under Rosetta", yes(*r.host.rosetta));
-  section("Host", host);
+using Rows = std::vector<std::pair<std::string, std::string>>;
 
-  std::vector<std::pair<std::string, std::string>> gpus;
+std::string Or(const std::optional<std::string>& v, const char* none) {
+  return v ? *v : std::string(none);
+}
+std::string YesNo(bool b) { return b ? "yes" : "no"; }
+
+// A titled block of aligned "key  value" rows.
+void Section(std::ostream& out, const std::string& title, const Rows& rows) {
+  out << title << "\n";
+  std::size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.first.size());
+  for (const auto& [k, v] : rows)
+    out << "  " << k << std::string(width - k.size() + 2, ' ') << v << "\n";
+}
+
+Rows HostRows(const EnvReport& r) {
+  Rows host = {{"OS", r.host.os + (r.host.os_version.empty() ? "" : ": " + r.host.os_version)},
+               {"Kernel", r.host.kernel},
+               {"Architecture", r.host.arch},
+               {"CPU", r.host.cpu.empty() ? fmt::format("{} cores", r.host.cores)
+                                          : fmt::format("{} ({} cores)", r.host.cpu, r.host.cores)},
+               {"Memory", r.host.memory_bytes ? HumanBytes(r.host.memory_bytes) : "unknown"}};
+  if (r.host.apple_silicon) host.emplace_back("Apple Silicon", YesNo(*r.host.apple_silicon));
+  if (r.host.rosetta) host.emplace_back("Under Rosetta", YesNo(*r.host.rosetta));
+  return host;
+}
+
+Rows GpuRows(const EnvReport& r) {
+  Rows gpus;
   for (const auto& g : r.gpus) {
     std::string facts;
     auto addf = [&](const std::string& f) { facts += (facts.empty() ? "" : ", ") + f; };
@@ -810,57 +815,61 @@ std::string FormatEnvText(const EnvReport& r) {
     gpus.emplace_back(g.vendor, g.name + (facts.empty() ? "" : " (" + facts + ")"));
   }
   if (gpus.empty()) gpus.emplace_back("none", "no NVIDIA or Apple GPU found");
-  section("GPUs", gpus);
+  return gpus;
+}
 
-  section("CUDA toolchain",
-          {{"nvcc", r.cuda.nvcc_path ? *r.cuda.nvcc_path + " (" +
-                                           orv(r.cuda.nvcc_version, "unknown version") + ")"
-                                     : "not found"},
-           {"CUDA_HOME", orv(r.cuda.cuda_home, "not set")},
-           {"cuDNN", orv(r.cuda.cudnn_version, "not found")},
-           {"nvidia-smi",
-            r.cuda.nvidia_smi_path
-                ? *r.cuda.nvidia_smi_path +
-                      (r.cuda.nvidia_smi_error ? " (fails: " + *r.cuda.nvidia_smi_error + ")" : "")
-                : "not found"},
-           {"Driver", orv(r.cuda.driver_version, "none")}});
+Rows CudaRows(const EnvReport& r) {
+  return {{"nvcc", r.cuda.nvcc_path
+                       ? *r.cuda.nvcc_path + " (" + Or(r.cuda.nvcc_version, "unknown version") + ")"
+                       : "not found"},
+          {"CUDA_HOME", Or(r.cuda.cuda_home, "not set")},
+          {"cuDNN", Or(r.cuda.cudnn_version, "not found")},
+          {"nvidia-smi",
+           r.cuda.nvidia_smi_path
+               ? *r.cuda.nvidia_smi_path +
+                     (r.cuda.nvidia_smi_error ? " (fails: " + *r.cuda.nvidia_smi_error + ")" : "")
+               : "not found"},
+          {"Driver", Or(r.cuda.driver_version, "none")}};
+}
 
-  std::vector<std::pair<std::string, std::string>> py = {{"Requested", r.python.requested},
-                                                         {"Path", orv(r.python.path, "not found")}};
+Rows PythonRows(const EnvReport& r) {
+  Rows py = {{"Requested", r.python.requested}, {"Path", Or(r.python.path, "not found")}};
   if (r.python.found) {
-    py.emplace_back("Version", orv(r.python.version, "?"));
-    py.emplace_back("Platform", orv(r.python.platform, "?"));
-    py.emplace_back("Architecture", orv(r.python.arch, "?"));
-    if (r.python.translated) py.emplace_back("Under Rosetta", yes(*r.python.translated));
+    py.emplace_back("Version", Or(r.python.version, "?"));
+    py.emplace_back("Platform", Or(r.python.platform, "?"));
+    py.emplace_back("Architecture", Or(r.python.arch, "?"));
+    if (r.python.translated) py.emplace_back("Under Rosetta", YesNo(*r.python.translated));
   }
   if (r.python.error) py.emplace_back("Error", *r.python.error);
-  section("Python", py);
+  return py;
+}
 
-  if (r.python.found) {
-    std::vector<std::pair<std::string, std::string>> t;
-    if (!r.torch.installed) {
-      t.emplace_back("Installed", "no");
-    } else if (r.torch.error) {
-      t.emplace_back("Installed", "yes, but import fails");
-      t.emplace_back("Error", *r.torch.error);
-    } else {
-      std::string devices;
-      for (const auto& d : r.torch.cuda_devices) devices += (devices.empty() ? "" : ", ") + d;
-      t = {
-          {"Version", orv(r.torch.version, "?")},
-          {"Built with CUDA", orv(r.torch.cuda_version, "no (CPU or MPS build)")},
-          {"cuDNN", orv(r.torch.cudnn_version, "none")},
-          {"CUDA available", yes(r.torch.cuda_available) + (devices.empty() ? "" : ": " + devices)},
-          {"MPS built", yes(r.torch.mps_built)},
-          {"MPS available", yes(r.torch.mps_available)}};
-    }
-    section("torch", t);
-  }
+Rows TorchRows(const EnvReport& r) {
+  if (!r.torch.installed) return {{"Installed", "no"}};
+  if (r.torch.error) return {{"Installed", "yes, but import fails"}, {"Error", *r.torch.error}};
+  std::string devices;
+  for (const auto& d : r.torch.cuda_devices) devices += (devices.empty() ? "" : ", ") + d;
+  return {
+      {"Version", Or(r.torch.version, "?")},
+      {"Built with CUDA", Or(r.torch.cuda_version, "no (CPU or MPS build)")},
+      {"cuDNN", Or(r.torch.cudnn_version, "none")},
+      {"CUDA available", YesNo(r.torch.cuda_available) + (devices.empty() ? "" : ": " + devices)},
+      {"MPS built", YesNo(r.torch.mps_built)},
+      {"MPS available", YesNo(r.torch.mps_available)}};
+}
 
-  std::vector<std::pair<std::string, std::string>> mps;
-  for (const auto& [k, v] : r.mps_env) mps.emplace_back(k, orv(v, "not set"));
-  section("MPS environment", mps);
+}  // namespace
 
+std::string FormatEnvText(const EnvReport& r) {
+  std::ostringstream out;
+  Section(out, "Host", HostRows(r));
+  Section(out, "GPUs", GpuRows(r));
+  Section(out, "CUDA toolchain", CudaRows(r));
+  Section(out, "Python", PythonRows(r));
+  if (r.python.found) Section(out, "torch", TorchRows(r));
+  Rows mps;
+  for (const auto& [k, v] : r.mps_env) mps.emplace_back(k, Or(v, "not set"));
+  Section(out, "MPS environment", mps);
   out << "Conclusions\n";
   for (const auto& c : r.conclusions) out << "  [" << c.level << "] " << c.text << "\n";
   return out.str();
