@@ -272,6 +272,50 @@ void ProbeCuda(CommandRunner& runner, HostFiles& files, EnvReport& report) {
   }
 }
 
+std::optional<std::string> OptString(const json& j, const char* k) {
+  if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>();
+  return std::nullopt;
+}
+bool TrueField(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_boolean() && j[k].get<bool>();
+}
+
+// The probe's {"kind": "python"} line.
+void ReadPythonFacts(const json& j, PythonInfo& py) {
+  py.found = true;
+  if (auto p = OptString(j, "path"); p && !p->empty()) py.path = *p;
+  py.version = OptString(j, "version");
+  py.platform = OptString(j, "platform");
+  py.arch = OptString(j, "arch");
+  if (j.contains("translated") && j["translated"].is_boolean())
+    py.translated = j["translated"].get<bool>();
+}
+
+// The probe's {"kind": "torch"} line.
+void ReadTorchFacts(const json& j, TorchInfo& t) {
+  t.installed = j.value("installed", false);
+  t.version = OptString(j, "version");
+  t.cuda_version = OptString(j, "cuda_version");
+  t.cudnn_version = OptString(j, "cudnn_version");
+  t.cuda_available = TrueField(j, "cuda_available");
+  if (j.contains("cuda_devices") && j["cuda_devices"].is_array()) {
+    for (const auto& d : j["cuda_devices"]) {
+      if (d.is_string()) t.cuda_devices.push_back(d.get<std::string>());
+    }
+  }
+  t.mps_built = TrueField(j, "mps_built");
+  t.mps_available = TrueField(j, "mps_available");
+  t.error = OptString(j, "error");
+}
+
+// How a probe that did not finish cleanly ended, in words; empty when it exited 0.
+std::string HowItEnded(const ProcessResult& r, std::chrono::milliseconds timeout) {
+  if (r.timed_out) return "timed out after " + std::to_string(timeout.count() / 1000) + " s";
+  if (r.term_signal != 0) return "was killed by signal " + std::to_string(r.term_signal);
+  if (r.exit_code != 0) return "exited with status " + std::to_string(r.exit_code);
+  return "";
+}
+
 void ProbePython(CommandRunner& runner, const EnvOptions& options, EnvReport& report) {
   auto& py = report.python;
   py.requested = options.python;
@@ -299,49 +343,16 @@ void ProbePython(CommandRunner& runner, const EnvOptions& options, EnvReport& re
     if (Trim(line).empty()) continue;
     json j = json::parse(line, nullptr, false);
     if (!j.is_object()) continue;
-    auto s = [&](const char* k) -> std::optional<std::string> {
-      if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>();
-      return std::nullopt;
-    };
-    std::string kind = s("kind").value_or("");
+    const std::string kind = OptString(j, "kind").value_or("");
     if (kind == "python") {
       saw_python = true;
-      py.found = true;
-      if (auto p = s("path"); p && !p->empty()) py.path = *p;
-      py.version = s("version");
-      py.platform = s("platform");
-      py.arch = s("arch");
-      if (j.contains("translated") && j["translated"].is_boolean())
-        py.translated = j["translated"].get<bool>();
+      ReadPythonFacts(j, py);
     } else if (kind == "torch") {
       saw_torch = true;
-      auto& t = report.torch;
-      t.installed = j.value("installed", false);
-      t.version = s("version");
-      t.cuda_version = s("cuda_version");
-      t.cudnn_version = s("cudnn_version");
-      t.cuda_available = j.contains("cuda_available") && j["cuda_available"].is_boolean() &&
-                         j["cuda_available"].get<bool>();
-      if (j.contains("cuda_devices") && j["cuda_devices"].is_array()) {
-        for (const auto& d : j["cuda_devices"]) {
-          if (d.is_string()) t.cuda_devices.push_back(d.get<std::string>());
-        }
-      }
-      t.mps_built =
-          j.contains("mps_built") && j["mps_built"].is_boolean() && j["mps_built"].get<bool>();
-      t.mps_available = j.contains("mps_available") && j["mps_available"].is_boolean() &&
-                        j["mps_available"].get<bool>();
-      t.error = s("error");
+      ReadTorchFacts(j, report.torch);
     }
   }
-  std::string how;
-  if (r->timed_out) {
-    how = "timed out after " + std::to_string(options.probe_timeout.count() / 1000) + " s";
-  } else if (r->term_signal != 0) {
-    how = "was killed by signal " + std::to_string(r->term_signal);
-  } else if (r->exit_code != 0) {
-    how = "exited with status " + std::to_string(r->exit_code);
-  }
+  const std::string how = HowItEnded(*r, options.probe_timeout);
   std::string err_tail = FirstLine(r->err.substr(r->err.size() > 400 ? r->err.size() - 400 : 0));
   if (!saw_python) {
     py.found = false;
