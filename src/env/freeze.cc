@@ -322,6 +322,81 @@ json BaselineToJson(const Baseline& b) {
   };
 }
 
+namespace {
+
+// "code": the git facts (commit, branch, dirty files, remotes).
+void ReadCodeFacts(const json& j, Baseline& b) {
+  if (!j.contains("code") || !j["code"].is_object()) return;
+  const auto& c = j["code"];
+  b.code.git = c.value("git", false);
+  b.code.commit = OptStr(c, "commit");
+  b.code.branch = OptStr(c, "branch");
+  if (c.contains("dirty") && c["dirty"].is_array())
+    b.code.dirty = c["dirty"].get<std::vector<std::string>>();
+  if (c.contains("remotes") && c["remotes"].is_object()) {
+    b.code.remotes = c["remotes"].get<std::map<std::string, std::string>>();
+  }
+}
+
+// Packages, conda, lock files, container, compilers and environment variables.
+void ReadSoftwareFacts(const json& j, Baseline& b) {
+  b.packages_source = Str(j, "packages_source");
+  if (j.contains("packages") && j["packages"].is_array()) {
+    for (const auto& p : j["packages"]) b.packages.push_back({Str(p, "name"), Str(p, "version")});
+  }
+  if (j.contains("conda") && j["conda"].is_object()) {
+    b.conda = j["conda"].get<std::map<std::string, std::string>>();
+  }
+  if (j.contains("lock_files") && j["lock_files"].is_array()) {
+    for (const auto& l : j["lock_files"])
+      b.lock_files.push_back({Str(l, "path"), Str(l, "sha256"), "", 0});
+  }
+  if (j.contains("container") && j["container"].is_object()) {
+    const auto& c = j["container"];
+    b.in_container = c.value("detected", false);
+    if (c.contains("dockerfile_images") && c["dockerfile_images"].is_array()) {
+      b.container_images = c["dockerfile_images"].get<std::vector<std::string>>();
+    }
+  }
+  if (j.contains("compilers") && j["compilers"].is_object()) {
+    for (const auto& [k, v] : j["compilers"].items())
+      b.compilers[k] = OptStr(j["compilers"], k.c_str());
+  }
+  if (j.contains("env_vars") && j["env_vars"].is_object()) {
+    b.env_vars = j["env_vars"].get<std::map<std::string, std::string>>();
+  }
+}
+
+// "data" (required: its files, each with path, size and sha256) and the preprocessing scripts;
+// returns what is wrong, or an empty string.
+std::string ReadDataFacts(const json& j, Baseline& b) {
+  if (!j.contains("data") || !j["data"].is_object()) return "\"data\" is missing";
+  const auto& d = j["data"];
+  if (!d.contains("files") || !d["files"].is_array()) return "\"data.files\" is missing";
+  if (d.contains("roots") && d["roots"].is_array())
+    b.data_roots = d["roots"].get<std::vector<std::string>>();
+  for (const auto& f : d["files"]) {
+    if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
+        !f["size"].is_number_unsigned() || !f.contains("sha256") || !f["sha256"].is_string()) {
+      return "an entry of \"data.files\" lacks a path, size or sha256";
+    }
+    b.data.push_back({f["path"].get<std::string>(),
+                      {},
+                      f["size"].get<std::uint64_t>(),
+                      f["sha256"].get<std::string>()});
+  }
+  b.data_digest = Str(d, "digest");
+  if (j.contains("preprocess") && j["preprocess"].is_array()) {
+    for (const auto& p : j["preprocess"]) {
+      b.preprocess.push_back({Str(p, "path"), Str(p, "sha256"), Str(p, "git_blob"),
+                              p.is_object() ? p.value("size", std::uint64_t{0}) : 0});
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
   auto bad = [&](const std::string& what) {
     return MakeError(ErrorCode::kInput, "not a valid dualtrack.baseline/1 file: " + what, file);
@@ -335,68 +410,13 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
   b.data_only = j.value("data_only", false);
   b.project = Str(j, "project");
   try {
-    if (j.contains("code") && j["code"].is_object()) {
-      const auto& c = j["code"];
-      b.code.git = c.value("git", false);
-      b.code.commit = OptStr(c, "commit");
-      b.code.branch = OptStr(c, "branch");
-      if (c.contains("dirty") && c["dirty"].is_array())
-        b.code.dirty = c["dirty"].get<std::vector<std::string>>();
-      if (c.contains("remotes") && c["remotes"].is_object()) {
-        b.code.remotes = c["remotes"].get<std::map<std::string, std::string>>();
-      }
-    }
+    ReadCodeFacts(j, b);
     if (!j.contains("env")) return bad("\"env\" is missing");
     auto env = EnvReportFromJson(j["env"]);
     if (!env.ok()) return bad("\"env\": " + env.error().message);
     b.env = std::move(*env);
-    b.packages_source = Str(j, "packages_source");
-    if (j.contains("packages") && j["packages"].is_array()) {
-      for (const auto& p : j["packages"]) b.packages.push_back({Str(p, "name"), Str(p, "version")});
-    }
-    if (j.contains("conda") && j["conda"].is_object()) {
-      b.conda = j["conda"].get<std::map<std::string, std::string>>();
-    }
-    if (j.contains("lock_files") && j["lock_files"].is_array()) {
-      for (const auto& l : j["lock_files"])
-        b.lock_files.push_back({Str(l, "path"), Str(l, "sha256"), "", 0});
-    }
-    if (j.contains("container") && j["container"].is_object()) {
-      const auto& c = j["container"];
-      b.in_container = c.value("detected", false);
-      if (c.contains("dockerfile_images") && c["dockerfile_images"].is_array()) {
-        b.container_images = c["dockerfile_images"].get<std::vector<std::string>>();
-      }
-    }
-    if (j.contains("compilers") && j["compilers"].is_object()) {
-      for (const auto& [k, v] : j["compilers"].items())
-        b.compilers[k] = OptStr(j["compilers"], k.c_str());
-    }
-    if (j.contains("env_vars") && j["env_vars"].is_object()) {
-      b.env_vars = j["env_vars"].get<std::map<std::string, std::string>>();
-    }
-    if (!j.contains("data") || !j["data"].is_object()) return bad("\"data\" is missing");
-    const auto& d = j["data"];
-    if (!d.contains("files") || !d["files"].is_array()) return bad("\"data.files\" is missing");
-    if (d.contains("roots") && d["roots"].is_array())
-      b.data_roots = d["roots"].get<std::vector<std::string>>();
-    for (const auto& f : d["files"]) {
-      if (!f.is_object() || !f.contains("path") || !f["path"].is_string() || !f.contains("size") ||
-          !f["size"].is_number_unsigned() || !f.contains("sha256") || !f["sha256"].is_string()) {
-        return bad("an entry of \"data.files\" lacks a path, size or sha256");
-      }
-      b.data.push_back({f["path"].get<std::string>(),
-                        {},
-                        f["size"].get<std::uint64_t>(),
-                        f["sha256"].get<std::string>()});
-    }
-    b.data_digest = Str(d, "digest");
-    if (j.contains("preprocess") && j["preprocess"].is_array()) {
-      for (const auto& p : j["preprocess"]) {
-        b.preprocess.push_back({Str(p, "path"), Str(p, "sha256"), Str(p, "git_blob"),
-                                p.is_object() ? p.value("size", std::uint64_t{0}) : 0});
-      }
-    }
+    ReadSoftwareFacts(j, b);
+    if (std::string wrong = ReadDataFacts(j, b); !wrong.empty()) return bad(wrong);
     if (j.contains("seeds") && j["seeds"].is_array())
       b.seeds = j["seeds"].get<std::vector<std::int64_t>>();
   } catch (const json::exception& e) {
