@@ -752,10 +752,16 @@ class PythonScanner {
   // One comparison or test.
   // Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are
   // short.
-  Truth Atom(std::size_t b, std::size_t e, int scope) const {
+  // How a test reads, whatever it tests.
+  struct TestShape {
     bool negated = false;  // `!= "cuda"`, `is None`, `not in`.
     int numeric = 0;  // Against a number: +1 `> 1`, `!= -1`, `>= 1`; -1 `== 1`, `< 2`, `== -1`.
-    bool eq_zero = false;  // `== 0`.
+    bool eq_zero = false;       // `== 0`.
+    bool says_nothing = false;  // `x in [-1, 0]`: holds in a single process and a launch alike.
+  };
+
+  TestShape ShapeOf(std::size_t b, std::size_t e) const {
+    TestShape shape;
     for (std::size_t k = b; k < e; ++k) {
       const Token& t = T(k);
       if (t.kind() == TokKind::kOp &&
@@ -764,24 +770,33 @@ class PythonScanner {
         std::size_t v = k + 1;
         if (v < e && IsOp(T(v), "-")) ++v;
         if (v < e && T(v).kind() == TokKind::kNumber) {
-          numeric = (lex_.Text(t) == "==" || lex_.Text(t) == "<" || lex_.Text(t) == "<=") ? -1 : 1;
-          eq_zero = lex_.Text(t) == "==" && v == k + 1 && lex_.Text(T(v)) == "0";
+          shape.numeric =
+              (lex_.Text(t) == "==" || lex_.Text(t) == "<" || lex_.Text(t) == "<=") ? -1 : 1;
+          shape.eq_zero = lex_.Text(t) == "==" && v == k + 1 && lex_.Text(T(v)) == "0";
           continue;
         }
       }
-      if (IsOp(t, "!=")) negated = true;
-      if (Is(t, "is") && k + 1 < e && Is(T(k + 1), "None")) negated = true;
+      if (IsOp(t, "!=")) shape.negated = true;
+      if (Is(t, "is") && k + 1 < e && Is(T(k + 1), "None")) shape.negated = true;
       if (Is(t, "in") && k + 1 < e && IsOpen(T(k + 1)) && ListHoldsMinusOne(k + 1, e)) {
         // `local_rank not in [-1, 0]`: only a launched worker; `in [-1, 0]` also holds in a single
         // process, so it says nothing about the launch.
-        if (!(k > b && Is(T(k - 1), "not"))) return Truth::kNone;
-        numeric = 1;
+        if (!(k > b && Is(T(k - 1), "not"))) {
+          shape.says_nothing = true;
+          return shape;
+        }
+        shape.numeric = 1;
         continue;
       }
-      if (Is(t, "not") && k > b && k + 1 < e && Is(T(k + 1), "in")) negated = true;
+      if (Is(t, "not") && k > b && k + 1 < e && Is(T(k + 1), "in")) shape.negated = true;
     }
+    return shape;
+  }
+
+  // What the test's operands name: a device string compared, a CUDA check or flag, a launcher's
+  // variable (then in `launch`, lower-case).
+  Truth Subject(std::size_t b, std::size_t e, int scope, std::string& launch) const {
     Truth found = Truth::kNone;
-    std::string launch;  // The launcher's variable the test reads, lower-case.
     for (std::size_t k = b; k < e && found == Truth::kNone; ++k) {
       const Token& t = T(k);
       if (t.kind() == TokKind::kString) {
@@ -842,12 +857,20 @@ class PythonScanner {
       if (FlagWord(lower, found)) continue;
       if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
     }
+    return found;
+  }
+
+  Truth Atom(std::size_t b, std::size_t e, int scope) const {
+    const TestShape shape = ShapeOf(b, e);
+    if (shape.says_nothing) return Truth::kNone;
+    std::string launch;  // The launcher's variable the test reads, lower-case.
+    const Truth found = Subject(b, e, scope, launch);
     if (found == Truth::kNone) return found;
     // `local_rank == 0` where the file's single process is rank -1 (`local_rank not in [-1, 0]`):
     // the first launched worker, not the single process.
-    if (eq_zero && !launch.empty() && MinusOneRanks().count(launch)) return found;
-    if (numeric != 0) return numeric < 0 ? Flip(found) : found;
-    return negated ? Flip(found) : found;
+    if (shape.eq_zero && !launch.empty() && MinusOneRanks().count(launch)) return found;
+    if (shape.numeric != 0) return shape.numeric < 0 ? Flip(found) : found;
+    return shape.negated ? Flip(found) : found;
   }
 
   // Option and flag names: `args.cuda`, `use_gpu`, `n_gpu` hold where CUDA is chosen; `no_cuda`,
