@@ -25,4 +25,11 @@ std::optional<Result<ExitCode>> ParseArgs(CLI::App& app, const std::vector<std::
   return std::nullopt;
 }
 
+Status WriteOutput(const std::string& output, std::string_view text, Io& io,
+                   const OutputGuard& guard) {
+  if (!output.empty()) return WriteFileAtomic(output, text, guard);
+  io.out << text;
+  return OkStatus();
+}
+
 }  // namespace dt

@@ -1,12 +1,14 @@
-// Glue between a command's CLI11 parser and the error model.
+// Glue between a command's CLI11 parser, its output and the error model.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/cli.h"
+#include "util/fs.h"
 
 namespace dt {
 
@@ -15,5 +17,10 @@ namespace dt {
 // a usage error naming the bad option.
 std::optional<Result<ExitCode>> ParseArgs(CLI::App& app, const std::vector<std::string>& args,
                                           Io& io);
+
+// Writes a command's report to `output` with WriteFileAtomic (never over `guard`'s inputs), or to
+// io.out when `output` is empty (-o not given).
+Status WriteOutput(const std::string& output, std::string_view text, Io& io,
+                   const OutputGuard& guard = {});
 
 }  // namespace dt

@@ -101,37 +101,34 @@ Result<ExitCode> Probe(const std::string& python, const std::filesystem::path& o
   return ExitCode::kOk;
 }
 
-}  // namespace
-
-Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{
-      "Which operators of a traced training step run natively, decompose, fall back to the CPU or "
-      "fail on Apple's MPS backend, for a given PyTorch release: predicted on Linux from the "
-      "shipped capability tables, measured on a Mac with --probe.",
-      "dualtrack coverage"};
+// `dualtrack coverage`'s options as parsed; which of them are used depends on the mode.
+struct CoverageArgs {
   std::string bundle, torch, format = "text", op, python = "python3", yaml, table_path;
   std::string out_path, write_table;
   int macos = 14;
   bool probe = false;
-  app.add_option("BUNDLE", bundle,
+};
+
+void DeclareCoverageOptions(CLI::App& app, CoverageArgs& a) {
+  app.add_option("BUNDLE", a.bundle,
                  "A run bundle directory (ops.jsonl + manifest.json) or an ops.jsonl");
-  app.add_option("--torch", torch,
+  app.add_option("--torch", a.torch,
                  "PyTorch release to predict for (2.13, 2.4.1); default: the release that\n"
                  "recorded the bundle if the tables know it, else the newest known");
-  app.add_option("--macos", macos, "macOS major version of the Mac (bf16 needs 14)")
+  app.add_option("--macos", a.macos, "macOS major version of the Mac (bf16 needs 14)")
       ->check(CLI::Range(11, 99));
-  app.add_option("--format", format, "Output format")
+  app.add_option("--format", a.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
-  app.add_option("--op", op, "Look one operator up across releases (add, aten::add.Tensor)");
-  app.add_flag("--probe", probe,
+  app.add_option("--op", a.op, "Look one operator up across releases (add, aten::add.Tensor)");
+  app.add_flag("--probe", a.probe,
                "On a Mac: ask the installed torch's dispatcher and write a table");
-  app.add_option("--python", python, "Python interpreter for --probe");
-  app.add_option("--out", out_path, "File for --probe's table (default: standard output)");
-  app.add_option("--yaml", yaml,
+  app.add_option("--python", a.python, "Python interpreter for --probe");
+  app.add_option("--out", a.out_path, "File for --probe's table (default: standard output)");
+  app.add_option("--yaml", a.yaml,
                  "Classify from this native_functions.yaml instead of the shipped tables");
-  app.add_option("--write-table", write_table,
+  app.add_option("--write-table", a.write_table,
                  "With --yaml: write its one-release table to this file");
-  app.add_option("--table", table_path,
+  app.add_option("--table", a.table_path,
                  "Use this table file instead of the shipped data/coverage/ops.tsv");
   app.footer(
       "Examples:\n"
@@ -140,64 +137,91 @@ Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io
       "Exit codes: 0 every operator runs on MPS, 1 some fall back, fail or are unknown to the "
       "table (custom extension operators: no evidence either way), 2 usage or input "
       "error.");
-  if (auto early = ParseArgs(app, args, io)) return *early;
+}
 
-  auto data = DataDir();
-  if (!data) return data.take_error();
-  std::filesystem::path data_dir = *data / "coverage";
-
-  if (probe) return Probe(python, out_path, data_dir, io);
-
-  std::optional<CapabilityTable> yaml_table;
-  if (!yaml.empty()) {
-    std::string label = torch.empty() ? "custom" : torch;
-    std::string provenance;
-    auto t = TableFromYaml(yaml, label, data_dir, &provenance);
-    if (!t) return t.take_error();
-    yaml_table = std::move(*t);
-    if (!write_table.empty()) {
-      if (auto s = WriteFileAtomic(write_table, yaml_table->Serialize()); !s) return s.take_error();
-      io.out << fmt::format("{}: {} overloads of torch {} -> {} (source lists: {})\n", yaml,
-                            yaml_table->size(), label, write_table, provenance);
-      return ExitCode::kOk;
-    }
-    torch.clear();
-  } else if (!write_table.empty()) {
-    return MakeError(ErrorCode::kUsage, "--write-table needs --yaml FILE");
-  }
-
-  if (!op.empty()) {
-    if (yaml_table) return LookUpOp(*yaml_table, op, format, io);
-    auto t = CapabilityTable::Load(table_path.empty() ? data_dir / "ops.tsv"
-                                                      : std::filesystem::path(table_path));
-    if (!t) return t.take_error();
-    return LookUpOp(*t, op, format, io);
-  }
-  if (bundle.empty()) {
-    return MakeError(
-        ErrorCode::kUsage,
-        "give a bundle (or ops.jsonl), --op NAME or --probe; see 'dualtrack coverage --help'");
-  }
+// The prediction for a bundle, from `yaml_table` when given, else from --table or the shipped one.
+Result<ExitCode> PredictBundle(const CoverageArgs& a, const std::filesystem::path& data_dir,
+                               const CapabilityTable* yaml_table, Io& io) {
   CoverageOptions options;
-  options.bundle = bundle;
-  options.torch = torch;
-  options.macos = macos;
-  options.table = table_path;
+  options.bundle = a.bundle;
+  options.torch = a.torch;
+  options.macos = a.macos;
+  options.table = a.table_path;
   options.data_dir = data_dir;
-  if (yaml_table) options.table_override = &*yaml_table;
+  options.table_override = yaml_table;
   auto report = Predict(options);
   if (!report) return report.take_error();
-  if (format == "json") {
+  if (a.format == "json") {
     io.out << CoverageReportToJson(*report).dump(2, ' ', false,
                                                  nlohmann::json::error_handler_t::replace)
            << "\n";
   } else {
-    io.out << EscapeControl(CoverageReportToText(*report, format == "markdown"));
+    io.out << EscapeControl(CoverageReportToText(*report, a.format == "markdown"));
   }
   // An operator the table does not know (a custom extension's) is not evidence that it runs on MPS.
   return report->summary.fallback + report->summary.fail + report->summary.unknown > 0
              ? ExitCode::kFindings
              : ExitCode::kOk;
+}
+
+// --op looks one operator up, else a bundle is predicted; `yaml_table` (may be null) replaces the
+// shipped table in both.
+Result<ExitCode> LookUpOrPredict(const CoverageArgs& a, const std::filesystem::path& data_dir,
+                                 const CapabilityTable* yaml_table, Io& io) {
+  if (!a.op.empty()) {
+    if (yaml_table) return LookUpOp(*yaml_table, a.op, a.format, io);
+    auto t = CapabilityTable::Load(a.table_path.empty() ? data_dir / "ops.tsv"
+                                                        : std::filesystem::path(a.table_path));
+    if (!t) return t.take_error();
+    return LookUpOp(*t, a.op, a.format, io);
+  }
+  if (a.bundle.empty()) {
+    return MakeError(
+        ErrorCode::kUsage,
+        "give a bundle (or ops.jsonl), --op NAME or --probe; see 'dualtrack coverage --help'");
+  }
+  return PredictBundle(a, data_dir, yaml_table, io);
+}
+
+// --yaml: the file's operators classified as release --torch (or "custom"), written to
+// --write-table or used instead of the shipped table.
+Result<ExitCode> FromYaml(CoverageArgs a, const std::filesystem::path& data_dir, Io& io) {
+  std::string label = a.torch.empty() ? "custom" : a.torch;
+  std::string provenance;
+  auto table = TableFromYaml(a.yaml, label, data_dir, &provenance);
+  if (!table) return table.take_error();
+  if (!a.write_table.empty()) {
+    if (auto s = WriteFileAtomic(a.write_table, table->Serialize()); !s) return s.take_error();
+    io.out << fmt::format("{}: {} overloads of torch {} -> {} (source lists: {})\n", a.yaml,
+                          table->size(), label, a.write_table, provenance);
+    return ExitCode::kOk;
+  }
+  // The table holds only the release labelled --torch: nothing to look up by that name again.
+  a.torch.clear();
+  return LookUpOrPredict(a, data_dir, &*table, io);
+}
+
+}  // namespace
+
+Result<ExitCode> RunCoverageCommand(const std::vector<std::string>& args, Io& io) {
+  CLI::App app{
+      "Which operators of a traced training step run natively, decompose, fall back to the CPU or "
+      "fail on Apple's MPS backend, for a given PyTorch release: predicted on Linux from the "
+      "shipped capability tables, measured on a Mac with --probe.",
+      "dualtrack coverage"};
+  CoverageArgs a;
+  DeclareCoverageOptions(app, a);
+  if (auto early = ParseArgs(app, args, io)) return *early;
+
+  auto data = DataDir();
+  if (!data) return data.take_error();
+  const std::filesystem::path data_dir = *data / "coverage";
+
+  if (a.probe) return Probe(a.python, a.out_path, data_dir, io);
+  if (!a.yaml.empty()) return FromYaml(a, data_dir, io);
+  if (!a.write_table.empty())
+    return MakeError(ErrorCode::kUsage, "--write-table needs --yaml FILE");
+  return LookUpOrPredict(a, data_dir, nullptr, io);
 }
 
 }  // namespace dt::coverage

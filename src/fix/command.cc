@@ -127,20 +127,8 @@ Result<bool> VerifyChanges(const scan::ScanReport& report,
   return result->verified;
 }
 
-}  // namespace
-
-Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
-  // Everything after the first "--" is the command --verify runs, untouched by option parsing.
-  auto dashes = std::find(args.begin(), args.end(), "--");
-  std::vector<std::string> own(args.begin(), dashes);
-  std::vector<std::string> command;
-  if (dashes != args.end()) command.assign(dashes + 1, args.end());
-  CLI::App app{
-      "Rewrite CUDA-hardwired Python so that it picks CUDA, else MPS, else the CPU at run "
-      "time. Safe fixes keep the behaviour on a CUDA machine: every rewritten call is the "
-      "original one whenever CUDA is available. Edits are made on the scanner's tokens, so "
-      "comments, quoting and layout stay as written; a second fix changes nothing.",
-      "dualtrack fix"};
+// `dualtrack fix`'s options as parsed, and the command after "--" that --verify runs.
+struct FixArgs {
   scan::TreeSelection tree;
   bool apply = false, diff = false, unsafe = false;
   bool show_left = false, verify = false;
@@ -148,39 +136,43 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   std::int64_t seed = 0;
   double timeout = 0;
   std::string verify_dir;
-  app.add_option("paths", tree.paths,
+  std::vector<std::string> command;
+};
+
+void DeclareFixOptions(CLI::App& app, FixArgs& a) {
+  app.add_option("paths", a.tree.paths,
                  "Files or folders to fix (default: .); the first sets the root");
-  app.add_flag("--diff", diff,
+  app.add_flag("--diff", a.diff,
                "Print the changes as a unified diff and write nothing (the default)");
-  app.add_flag("--apply", apply,
+  app.add_flag("--apply", a.apply,
                "Write the fixed files (atomically; a file that changed since it was read is left "
                "alone and named). With --verify, only when the rewrite is verified");
-  app.add_flag("--unsafe-fixes", unsafe,
+  app.add_flag("--unsafe-fixes", a.unsafe,
                "Also apply fixes that may change results on CUDA (torch.float64 -> torch.float32, "
                "xformers / flash-attn -> scaled_dot_product_attention, 8-bit and 4-bit loading -> "
                "float16)");
-  app.add_option("--select", tree.select, "Fix only these rule codes or prefixes (DT101,DT2)");
-  app.add_option("--ignore", tree.ignore, "Rule codes or prefixes to leave alone");
-  app.add_option("--entry", tree.entries,
+  app.add_option("--select", a.tree.select, "Fix only these rule codes or prefixes (DT101,DT2)");
+  app.add_option("--ignore", a.tree.ignore, "Rule codes or prefixes to leave alone");
+  app.add_option("--entry", a.tree.entries,
                  "Entry scripts, as for scan (findings off their path are fixed too)");
-  app.add_option("--exclude", tree.exclude, "Glob of paths to leave out (relative to the root)");
-  app.add_flag("--show-left", show_left, "List every finding left as it is, with the reason");
-  app.add_flag("--verify", verify,
+  app.add_option("--exclude", a.tree.exclude, "Glob of paths to leave out (relative to the root)");
+  app.add_flag("--show-left", a.show_left, "List every finding left as it is, with the reason");
+  app.add_flag("--verify", a.verify,
                "Prove the rewrite: run the command after -- in a copy of the original and of the "
                "fixed project on this CPU (same seed, CUDA redirected to the CPU) and compare the "
                "two bundles with no tolerance");
-  app.add_option("--steps", steps,
+  app.add_option("--steps", a.steps,
                  "With --verify: optimizer steps whose tensors are compared (default 1)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--seed", seed, "With --verify: the seed of both runs (default 0)")
+  app.add_option("--seed", a.seed, "With --verify: the seed of both runs (default 0)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--timeout", timeout, "With --verify: stop each run after SEC seconds")
+  app.add_option("--timeout", a.timeout, "With --verify: stop each run after SEC seconds")
       ->check(CLI::PositiveNumber);
-  app.add_option("--verify-dir", verify_dir,
+  app.add_option("--verify-dir", a.verify_dir,
                  "With --verify: keep the two copies and their bundles in this folder (default: a "
                  "temporary folder, removed)");
-  app.add_flag("--no-gitignore", tree.no_gitignore, "Also fix files that .gitignore excludes");
-  app.add_flag("--no-config", tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
+  app.add_flag("--no-gitignore", a.tree.no_gitignore, "Also fix files that .gitignore excludes");
+  app.add_flag("--no-config", a.tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
   app.get_option("--diff")->excludes(app.get_option("--apply"));
   app.footer(
       "Examples:\n"
@@ -196,62 +188,98 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
       "Exit codes: 0 nothing to change, written with --apply, or verified; 1 a diff was printed, "
       "or --verify found a difference; 2 usage or input error, a run that could not start, or a "
       "file that could not be written.");
-  if (auto early = ParseArgs(app, own, io)) return *early;
-  if (verify && command.empty())
+}
+
+// A command after -- and --verify go together.
+Status CheckVerifyCommand(const FixArgs& a) {
+  if (a.verify && a.command.empty())
     return MakeError(ErrorCode::kUsage,
                      "--verify needs the command to run after --, e.g. "
                      "dualtrack fix --verify -- python train.py --steps 2");
-  if (!verify && !command.empty())
+  if (!a.verify && !a.command.empty())
     return MakeError(ErrorCode::kUsage, "a command after -- is only for --verify");
+  return OkStatus();
+}
 
-  auto report = scan::Scan(tree.Options());
-  if (!report) return report.take_error();
+// --verify with something to change: whether the fixed project's run equals the original's.
+Result<bool> VerifyPlan(const scan::ScanReport& report, const FixPlan& plan, const FixArgs& a,
+                        Io& io) {
+  if (!a.verify || plan.changes.empty()) return false;
+  VerifyOptions v;
+  v.command = a.command;
+  v.steps = a.steps;
+  v.seed = a.seed;
+  if (a.timeout > 0) v.timeout_s = a.timeout;
+  if (!a.verify_dir.empty()) v.keep = a.verify_dir;
+  return VerifyChanges(report, plan.changes, v, io);
+}
 
-  FixOptions fix_options;
-  fix_options.unsafe = unsafe;
-  auto plan = PlanFixes(*report, fix_options, io);
-  if (!plan) return plan.take_error();
-  const auto& changes = plan->changes;
-  std::size_t failed = plan->failed;
-  const std::size_t fixed = plan->fixed, left = plan->left;
-  const std::vector<std::string>& left_lines = plan->left_lines;
-
-  bool verified = false;
-  if (verify && !changes.empty()) {
-    VerifyOptions v;
-    v.command = command;
-    v.steps = steps;
-    v.seed = seed;
-    if (timeout > 0) v.timeout_s = timeout;
-    if (!verify_dir.empty()) v.keep = verify_dir;
-    auto ok = VerifyChanges(*report, changes, v, io);
-    if (!ok) return ok.take_error();
-    verified = *ok;
-  }
-  for (const auto& [file, c] : changes) {
-    if (!apply) {
-      if (!verify) io.out << UnifiedDiff(c.before, c.after, file);
+// Prints the diff, or writes the files (with --verify, only when verified); returns how many
+// files could not be written.
+std::size_t ShowOrWrite(const FixPlan& plan, const FixArgs& a, bool verified, Io& io) {
+  std::size_t failed = 0;
+  for (const auto& [file, c] : plan.changes) {
+    if (!a.apply) {
+      if (!a.verify) io.out << UnifiedDiff(c.before, c.after, file);
       continue;
     }
-    if (verify && !verified) break;
+    if (a.verify && !verified) break;
     if (auto st = WriteIfUnchanged(c.path, c.before, c.after); !st) {
       io.err << "dualtrack fix: error: " << EscapeControl(st.error().ToString()) << '\n';
       ++failed;
     }
   }
-  if (show_left)
-    for (const auto& l : left_lines) io.err << EscapeControl(l) << '\n';
-  const bool wrote = apply && (!verify || verified);
-  io.err << "dualtrack fix: " << (wrote ? "fixed " : "would fix ") << fixed << " finding"
-         << (fixed == 1 ? "" : "s") << " in " << changes.size() << " file"
-         << (changes.size() == 1 ? "" : "s");
-  if (left > 0)
-    io.err << "; " << left << " left as they are" << (show_left ? "" : " (--show-left lists them)");
-  if (apply && verify && !verified && !changes.empty()) io.err << "; nothing written";
+  return failed;
+}
+
+// What was (or would be) fixed, on stderr; with --show-left, each finding left and why first.
+void PrintSummary(const FixPlan& plan, const FixArgs& a, bool verified, Io& io) {
+  if (a.show_left)
+    for (const auto& l : plan.left_lines) io.err << EscapeControl(l) << '\n';
+  const bool wrote = a.apply && (!a.verify || verified);
+  const std::size_t files = plan.changes.size();
+  io.err << "dualtrack fix: " << (wrote ? "fixed " : "would fix ") << plan.fixed << " finding"
+         << (plan.fixed == 1 ? "" : "s") << " in " << files << " file" << (files == 1 ? "" : "s");
+  if (plan.left > 0) {
+    io.err << "; " << plan.left << " left as they are"
+           << (a.show_left ? "" : " (--show-left lists them)");
+  }
+  if (a.apply && a.verify && !verified && files > 0) io.err << "; nothing written";
   io.err << '\n';
+}
+
+}  // namespace
+
+Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
+  FixArgs a;
+  // Everything after the first "--" is the command --verify runs, untouched by option parsing.
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> own(args.begin(), dashes);
+  if (dashes != args.end()) a.command.assign(dashes + 1, args.end());
+  CLI::App app{
+      "Rewrite CUDA-hardwired Python so that it picks CUDA, else MPS, else the CPU at run "
+      "time. Safe fixes keep the behaviour on a CUDA machine: every rewritten call is the "
+      "original one whenever CUDA is available. Edits are made on the scanner's tokens, so "
+      "comments, quoting and layout stay as written; a second fix changes nothing.",
+      "dualtrack fix"};
+  DeclareFixOptions(app, a);
+  if (auto early = ParseArgs(app, own, io)) return *early;
+  if (auto st = CheckVerifyCommand(a); !st) return st.take_error();
+
+  auto report = scan::Scan(a.tree.Options());
+  if (!report) return report.take_error();
+  FixOptions fix_options;
+  fix_options.unsafe = a.unsafe;
+  auto plan = PlanFixes(*report, fix_options, io);
+  if (!plan) return plan.take_error();
+  auto verified = VerifyPlan(*report, *plan, a, io);
+  if (!verified) return verified.take_error();
+
+  const std::size_t failed = plan->failed + ShowOrWrite(*plan, a, *verified, io);
+  PrintSummary(*plan, a, *verified, io);
   if (failed > 0) return ExitCode::kError;
-  if (verify) return changes.empty() || verified ? ExitCode::kOk : ExitCode::kFindings;
-  return !apply && fixed > 0 ? ExitCode::kFindings : ExitCode::kOk;
+  if (a.verify) return plan->changes.empty() || *verified ? ExitCode::kOk : ExitCode::kFindings;
+  return !a.apply && plan->fixed > 0 ? ExitCode::kFindings : ExitCode::kOk;
 }
 
 }  // namespace dt::fix

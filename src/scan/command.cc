@@ -40,55 +40,51 @@ Result<Registry> LoadRegistry() {
   return Registry::Load(*dir / "scan");
 }
 
-}  // namespace
-
-Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{
-      "Inventory of a project's CUDA dependencies: device calls, CUDA-only libraries and "
-      "operators, CUDA extensions and builds, environment pins and binaries. Python is "
-      "lexed (comments, docstrings and prose never count), guards and reachability from "
-      "the entry scripts are reported.",
-      "dualtrack scan"};
+// `dualtrack scan`'s options as parsed, before they are checked.
+struct ScanArgs {
   TreeSelection tree;
   std::string format = "text", output, fail_on = "fixable", color = "auto", max_size = "16M";
   std::string baseline, write_baseline;
   bool statistics = false;
   unsigned threads = 0;
-  app.add_option("paths", tree.paths,
+};
+
+void DeclareScanOptions(CLI::App& app, ScanArgs& a) {
+  app.add_option("paths", a.tree.paths,
                  "Files or folders to scan (default: .); the first sets the root");
-  app.add_option("--format,-f", format,
+  app.add_option("--format,-f", a.format,
                  "text, json, sarif, markdown, github (workflow annotations) or junit (XML for "
                  "test-report viewers)")
       ->check(CLI::IsMember({"text", "json", "sarif", "markdown", "github", "junit"}));
-  app.add_option("--output,-o", output, "Write the report to this file instead of stdout");
-  app.add_option("--entry", tree.entries,
+  app.add_option("--output,-o", a.output, "Write the report to this file instead of stdout");
+  app.add_option("--entry", a.tree.entries,
                  "Entry scripts for reachability, or folders whose Python files all are (a test "
                  "suite) (default: [tool.dualtrack] entry and [project.scripts]; else scripts "
                  "with if __name__ == \"__main__\")");
-  app.add_option("--exclude", tree.exclude, "Glob of paths to leave out (relative to the root)");
+  app.add_option("--exclude", a.tree.exclude, "Glob of paths to leave out (relative to the root)");
   app.add_option(
-      "--ignore", tree.ignore,
+      "--ignore", a.tree.ignore,
       "Rule codes or prefixes to drop, repeated or comma-separated (DT106,DT4); added to "
       "[tool.dualtrack] ignore");
   app.add_option(
-      "--select", tree.select,
+      "--select", a.tree.select,
       "Report only these rule codes or prefixes, repeated or comma-separated (DT2,DT305); "
       "replaces [tool.dualtrack] select");
-  app.add_option("--baseline", baseline,
+  app.add_option("--baseline", a.baseline,
                  "Leave out the findings recorded in this file by --write-baseline: report and "
                  "fail only on new ones");
-  app.add_option("--write-baseline", write_baseline,
+  app.add_option("--write-baseline", a.write_baseline,
                  "Record today's findings in this file (after --select / --ignore) and exit 0");
-  app.add_option("--fail-on", fail_on,
+  app.add_option("--fail-on", a.fail_on,
                  "Exit 1 when a finding has at least this severity: portable, fixable (default), "
                  "replace, blocker, or never")
       ->check(CLI::IsMember({"portable", "fixable", "replace", "blocker", "never"}));
-  app.add_flag("--statistics", statistics, "Counts per code and per file with readiness");
-  app.add_flag("--no-gitignore", tree.no_gitignore, "Also scan files that .gitignore excludes");
-  app.add_flag("--no-config", tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
-  app.add_option("--max-file-size", max_size, "Skip larger files with a note (default 16M)");
-  app.add_option("--threads", threads, "Worker threads (default: all cores)");
-  app.add_option("--color", color,
+  app.add_flag("--statistics", a.statistics, "Counts per code and per file with readiness");
+  app.add_flag("--no-gitignore", a.tree.no_gitignore, "Also scan files that .gitignore excludes");
+  app.add_flag("--no-config", a.tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
+  app.add_option("--max-file-size", a.max_size, "Skip larger files with a note (default 16M)");
+  app.add_option("--threads", a.threads, "Worker threads (default: all cores)");
+  app.add_option("--color", a.color,
                  "auto (a terminal, unless NO_COLOR is set or FORCE_COLOR asks for it), always or "
                  "never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -106,63 +102,92 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
       "Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or input "
       "error (a missing path, an unknown rule code or config key, a bad baseline, nothing "
       "scanned).");
-  if (auto early = ParseArgs(app, args, io)) return *early;
+}
 
-  ScanOptions opt = tree.Options();
-  opt.threads = threads;
-  auto size = ParseSize(max_size);
+Result<ScanOptions> ToScanOptions(const ScanArgs& a) {
+  ScanOptions opt = a.tree.Options();
+  opt.threads = a.threads;
+  auto size = ParseSize(a.max_size);
   if (!size) return size.take_error();
   opt.max_file_size = *size;
+  return opt;
+}
+
+// A terminal sees what is being scanned until the scan is done.
+Result<ScanReport> ScanShowingProgress(const ScanOptions& opt, Io& io) {
   if (io.err_is_tty) io.err << "scanning " << opt.paths.front().string() << " ...\r" << std::flush;
   auto report = Scan(opt);
   if (io.err_is_tty) io.err << "\x1b[2K" << std::flush;
+  return report;
+}
+
+// --write-baseline: today's findings, which --baseline leaves out later.
+Status WriteBaseline(const ScanReport& report, const std::string& path, Io& io) {
+  if (auto st = WriteFileAtomic(path, BaselineText(report)); !st) return st.take_error();
+  io.err << "dualtrack: recorded " << report.findings.size() << " finding"
+         << (report.findings.size() == 1 ? "" : "s") << " in " << path << "; scan with --baseline "
+         << path << " to report only new ones\n";
+  return OkStatus();
+}
+
+// https://no-color.org and https://force-color.org: NO_COLOR wins, FORCE_COLOR colours logs that
+// are not terminals (CI), --color always / never overrides both.
+bool UseColor(const ScanArgs& a, const Io& io) {
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr && *v != '\0';
+  };
+  return a.color == "always" || (a.color == "auto" && a.output.empty() && !set("NO_COLOR") &&
+                                 (io.out_is_tty || set("FORCE_COLOR")));
+}
+
+Result<std::string> FormatReport(const ScanReport& report, const ScanArgs& a,
+                                 std::optional<Severity> threshold, const Io& io) {
+  if (a.format == "json") return ScanReportJsonText(report);
+  if (a.format == "sarif") {
+    auto reg = LoadRegistry();
+    if (!reg) return reg.take_error();
+    return FormatSarif(report, *reg);
+  }
+  if (a.format == "markdown") return FormatMarkdown(report, a.statistics);
+  if (a.format == "github") return FormatGithub(report);
+  if (a.format == "junit") return FormatJunit(report, threshold);
+  return FormatText(report, UseColor(a, io), a.statistics);
+}
+
+}  // namespace
+
+Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
+  CLI::App app{
+      "Inventory of a project's CUDA dependencies: device calls, CUDA-only libraries and "
+      "operators, CUDA extensions and builds, environment pins and binaries. Python is "
+      "lexed (comments, docstrings and prose never count), guards and reachability from "
+      "the entry scripts are reported.",
+      "dualtrack scan"};
+  ScanArgs a;
+  DeclareScanOptions(app, a);
+  if (auto early = ParseArgs(app, args, io)) return *early;
+  auto opt = ToScanOptions(a);
+  if (!opt) return opt.take_error();
+
+  auto report = ScanShowingProgress(*opt, io);
   if (!report) return report.take_error();
-  if (!write_baseline.empty()) {
-    if (auto st = WriteFileAtomic(write_baseline, BaselineText(*report)); !st)
-      return st.take_error();
-    io.err << "dualtrack: recorded " << report->findings.size() << " finding"
-           << (report->findings.size() == 1 ? "" : "s") << " in " << write_baseline
-           << "; scan with --baseline " << write_baseline << " to report only new ones\n";
+  if (!a.write_baseline.empty()) {
+    if (auto st = WriteBaseline(*report, a.write_baseline, io); !st) return st.take_error();
     return ExitCode::kOk;
   }
-  if (!baseline.empty()) {
-    auto matched = ApplyBaseline(*report, baseline);
+  if (!a.baseline.empty()) {
+    auto matched = ApplyBaseline(*report, a.baseline);
     if (!matched) return matched.take_error();
-    report->baseline = baseline;
+    report->baseline = a.baseline;
     report->baselined = *matched;
   }
 
   std::optional<Severity> threshold;
-  if (fail_on != "never") threshold = *ParseSeverity(fail_on);
-  std::string text;
-  if (format == "json") {
-    text = ScanReportJsonText(*report);
-  } else if (format == "sarif") {
-    auto reg = LoadRegistry();
-    if (!reg) return reg.take_error();
-    text = FormatSarif(*report, *reg);
-  } else if (format == "markdown") {
-    text = FormatMarkdown(*report, statistics);
-  } else if (format == "github") {
-    text = FormatGithub(*report);
-  } else if (format == "junit") {
-    text = FormatJunit(*report, threshold);
-  } else {
-    // https://no-color.org and https://force-color.org: NO_COLOR wins, FORCE_COLOR colours logs
-    // that are not terminals (CI), --color always / never overrides both.
-    auto set = [](const char* name) {
-      const char* v = std::getenv(name);
-      return v != nullptr && *v != '\0';
-    };
-    bool use_color = color == "always" || (color == "auto" && output.empty() && !set("NO_COLOR") &&
-                                           (io.out_is_tty || set("FORCE_COLOR")));
-    text = FormatText(*report, use_color, statistics);
-  }
-  if (output.empty()) {
-    io.out << text;
-  } else if (auto st = WriteFileAtomic(output, text); !st) {
-    return st.take_error();
-  }
+  if (a.fail_on != "never") threshold = *ParseSeverity(a.fail_on);
+  auto text = FormatReport(*report, a, threshold, io);
+  if (!text) return text.take_error();
+  if (auto st = WriteOutput(a.output, *text, io); !st) return st.take_error();
   if (!threshold) return ExitCode::kOk;
   for (const auto& f : report->findings)
     if (f.severity >= *threshold) return ExitCode::kFindings;

@@ -134,59 +134,40 @@ nlohmann::json AuditJson(const AuditResult& result) {
           {"run_problems", problems}};
 }
 
-}  // namespace
-
-Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) {
-  CLI::App app{
-      "Join the evidence of the other stages (scan, env, baseline, run bundles, coverage, "
-      "compare) into the verdict (mac-ready, dev-only or cuda-only), the checklist of the "
-      "method, the dual-track plan and the next steps. Every piece is optional; what is "
-      "not given is reported as missing, never guessed.",
-      "dualtrack report"};
+// `dualtrack report`'s options as parsed: the evidence files and where the report goes.
+struct ReportArgs {
   std::string scan, env, baseline, coverage, output, format, fail_on = "never";
   std::vector<std::string> tracks, compares;
   bool remote = false;
-  app.add_option("--scan", scan, "dualtrack.scan/1 JSON (dualtrack scan --format json)");
-  app.add_option("--env", env, "dualtrack.env/1 JSON of the host the report is about");
-  app.add_option("--baseline", baseline, "dualtrack.baseline/1 JSON (dualtrack freeze)");
-  app.add_option("--track", tracks, "NAME=BUNDLE_DIR of a run bundle (repeatable)");
-  app.add_option("--compare", compares, "dualtrack.compare/1 JSON (repeatable)");
-  app.add_option("--coverage", coverage, "dualtrack.coverage/1 JSON");
-  app.add_flag("--remote-data-confirmed", remote,
+};
+
+void DeclareReportOptions(CLI::App& app, ReportArgs& a) {
+  app.add_option("--scan", a.scan, "dualtrack.scan/1 JSON (dualtrack scan --format json)");
+  app.add_option("--env", a.env, "dualtrack.env/1 JSON of the host the report is about");
+  app.add_option("--baseline", a.baseline, "dualtrack.baseline/1 JSON (dualtrack freeze)");
+  app.add_option("--track", a.tracks, "NAME=BUNDLE_DIR of a run bundle (repeatable)");
+  app.add_option("--compare", a.compares, "dualtrack.compare/1 JSON (repeatable)");
+  app.add_option("--coverage", a.coverage, "dualtrack.coverage/1 JSON");
+  app.add_flag("--remote-data-confirmed", a.remote,
                "State that the data handling of the remote machine was checked (shown as your "
                "statement)");
-  app.add_option("-o,--output", output,
+  app.add_option("-o,--output", a.output,
                  "report.html, report.md or report.json (default: "
                  "Markdown on stdout)");
-  app.add_option("--format", format, "html, md or json (default: from the -o extension)")
+  app.add_option("--format", a.format, "html, md or json (default: from the -o extension)")
       ->check(CLI::IsMember({"html", "md", "markdown", "json"}));
-  app.add_option("--fail-on", fail_on, "exit 1 when the verdict is this or worse")
+  app.add_option("--fail-on", a.fail_on, "exit 1 when the verdict is this or worse")
       ->check(CLI::IsMember({"never", "cuda-only", "dev-only"}));
   app.footer(
       "Examples:\n"
       "  dualtrack report --scan scan.json --baseline baseline.json \\\n"
       "      --track cuda=runs/cuda --track mps=runs/mps --compare compare.json -o report.html\n"
       "  dualtrack report --scan scan.json --coverage coverage.json -o report.md");
-  if (auto early = ParseArgs(app, args, io)) return *early;
+}
 
-  Evidence ev;
-  ev.remote_data_confirmed = remote;
-  if (!scan.empty()) {
-    auto s = LoadScan(scan);
-    if (!s.ok()) return s.take_error();
-    ev.scan = std::move(*s);
-  }
-  if (!env.empty()) {
-    auto e = LoadEnv(env);
-    if (!e.ok()) return e.take_error();
-    ev.env = std::move(*e);
-  }
-  if (!baseline.empty()) {
-    auto b = LoadBaseline(baseline);
-    if (!b.ok()) return b.take_error();
-    ev.baseline = std::move(*b);
-  }
-  for (const std::string& spec : tracks) {
+// Loads each --track NAME=BUNDLE_DIR into `ev`; names must be unique.
+Status LoadTracks(const std::vector<std::string>& specs, Evidence& ev) {
+  for (const std::string& spec : specs) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
       return MakeError(
@@ -203,42 +184,192 @@ Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) 
     if (!t.ok()) return t.take_error();
     ev.tracks.push_back(std::move(*t));
   }
-  for (const std::string& c : compares) {
+  return OkStatus();
+}
+
+// Every piece of evidence given, in the order of the options; what is not given stays missing.
+Result<Evidence> LoadEvidence(const ReportArgs& a) {
+  Evidence ev;
+  ev.remote_data_confirmed = a.remote;
+  if (!a.scan.empty()) {
+    auto s = LoadScan(a.scan);
+    if (!s.ok()) return s.take_error();
+    ev.scan = std::move(*s);
+  }
+  if (!a.env.empty()) {
+    auto e = LoadEnv(a.env);
+    if (!e.ok()) return e.take_error();
+    ev.env = std::move(*e);
+  }
+  if (!a.baseline.empty()) {
+    auto b = LoadBaseline(a.baseline);
+    if (!b.ok()) return b.take_error();
+    ev.baseline = std::move(*b);
+  }
+  if (auto st = LoadTracks(a.tracks, ev); !st.ok()) return st.take_error();
+  for (const std::string& c : a.compares) {
     auto cmp = LoadComparison(c);
     if (!cmp.ok()) return cmp.take_error();
     ev.comparisons.push_back(std::move(*cmp));
   }
-  if (!coverage.empty()) {
-    auto c = LoadCoverage(coverage);
+  if (!a.coverage.empty()) {
+    auto c = LoadCoverage(a.coverage);
     if (!c.ok()) return c.take_error();
     ev.coverage = std::move(*c);
   }
+  return ev;
+}
 
-  const Report report = Decide(std::move(ev));
-  if (output.empty() || output == "-") {
-    auto f = format.empty() ? Result<std::string>(std::string("md")) : FormatFor("", format);
-    if (!f.ok()) return f.take_error();
-    io.out << Render(report, *f);
-    return ExitFor(report, fail_on);
-  }
-  auto f = FormatFor(output, format);
-  if (!f.ok()) return f.take_error();
-  // The report must never replace the evidence it was made from.
+// The report must never replace the evidence it was made from.
+OutputGuard EvidenceGuard(const ReportArgs& a) {
   OutputGuard guard;
-  for (const std::string* in : {&scan, &env, &baseline, &coverage}) {
+  for (const std::string* in : {&a.scan, &a.env, &a.baseline, &a.coverage}) {
     if (!in->empty()) guard.inputs.emplace_back(*in);
   }
-  for (const std::string& c : compares) guard.inputs.emplace_back(c);
-  for (const std::string& t : tracks) {
+  for (const std::string& c : a.compares) guard.inputs.emplace_back(c);
+  for (const std::string& t : a.tracks) {
     const std::filesystem::path dir = t.substr(t.find('=') + 1);
     for (const char* name :
          {"manifest.json", "ops.jsonl", "metrics.jsonl", "tensors.safetensors"}) {
       guard.inputs.push_back(dir / name);
     }
   }
-  if (auto s = WriteFileAtomic(output, Render(report, *f), guard); !s.ok()) return s.take_error();
-  io.out << fmt::format("{}: {} ({} evidence)\n", output, report.verdict, ToString(report.level));
-  return ExitFor(report, fail_on);
+  return guard;
+}
+
+// Markdown on stdout by default; else the -o file in the format --format or its extension names.
+Result<ExitCode> WriteReport(const Report& report, const ReportArgs& a, Io& io) {
+  if (a.output.empty() || a.output == "-") {
+    auto f = a.format.empty() ? Result<std::string>(std::string("md")) : FormatFor("", a.format);
+    if (!f.ok()) return f.take_error();
+    io.out << Render(report, *f);
+    return ExitFor(report, a.fail_on);
+  }
+  auto f = FormatFor(a.output, a.format);
+  if (!f.ok()) return f.take_error();
+  if (auto s = WriteFileAtomic(a.output, Render(report, *f), EvidenceGuard(a)); !s.ok()) {
+    return s.take_error();
+  }
+  io.out << fmt::format("{}: {} ({} evidence)\n", a.output, report.verdict, ToString(report.level));
+  return ExitFor(report, a.fail_on);
+}
+
+// `dualtrack audit`'s options as parsed, before they are checked.
+struct AuditArgs {
+  AuditOptions opts;
+  std::string project, output, run, fail_on = "never", format = "text", keep_run;
+  std::vector<std::string> ignore, exclude, select;
+  double timeout = 0;
+  CLI::Option* timeout_opt = nullptr;  // Given or not: there is no default timeout.
+};
+
+void DeclareAuditOptions(CLI::App& app, AuditArgs& a) {
+  app.add_option("PATH", a.project, "the project to audit")->required();
+  app.add_option("--entry", a.opts.entries,
+                 "entry script of an experiment, or a folder for a test suite (repeatable; "
+                 "default: [tool.dualtrack] experiments, else the scripts a user would run)");
+  app.add_option("--torch", a.opts.torch, "PyTorch version to predict MPS coverage for");
+  app.add_option("--run", a.run,
+                 "the minimal task: script and arguments; it belongs to the experiment whose "
+                 "entry it runs (default: the experiments' run in pyproject.toml)");
+  app.add_option("--python", a.opts.python, "Python interpreter with torch installed");
+  a.timeout_opt = app.add_option("--timeout", a.timeout, "Stop each run after SEC seconds");
+  a.timeout_opt->check(CLI::PositiveNumber);
+  app.add_option("--keep-run", a.keep_run,
+                 "Keep the run bundles in DIR/<experiment> (default: a temporary folder)");
+  app.add_option("--exclude", a.exclude, "Glob of paths to leave out (relative to the root)");
+  app.add_option("--ignore", a.ignore, "Rule code or prefix to drop (DT106, DT4; commas allowed)");
+  app.add_option("--select", a.select,
+                 "Keep only these rule codes or prefixes (DT1, DT203; commas allowed)");
+  app.add_option("--format,-f", a.format, "stdout: text (summary) or json (the whole audit)")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--remote-data-confirmed", a.opts.remote_data_confirmed,
+               "State that the data handling of the remote machine was checked");
+  app.add_option("-o,--output", a.output,
+                 "report.html (report.md and report.json are written beside it, and "
+                 "report.<experiment>.* for the other experiments; default: "
+                 "./dualtrack-report/report.html)");
+  app.add_option("--fail-on", a.fail_on, "exit 1 when a verdict is this or worse")
+      ->check(CLI::IsMember({"never", "cuda-only", "dev-only"}));
+  app.footer(
+      "Exit status: 0, or 1 with --fail-on; 2 on a usage error or when a run could not start\n"
+      "(a missing Python package is named); 130 when interrupted by Ctrl-C (no report written).\n\n"
+      "Examples:\n"
+      "  dualtrack audit examples/cuda-research\n"
+      "  dualtrack audit examples/cuda-research --run \"train.py --device cpu --steps 2 "
+      "--portable\" -o portable/report.html\n"
+      "  dualtrack audit . --entry infer.py --entry train.py --ignore DT4 --format json");
+}
+
+AuditOptions ToAuditOptions(const AuditArgs& a) {
+  AuditOptions opts = a.opts;
+  opts.project = a.project;
+  if (!a.run.empty()) opts.run = a.run;
+  if (a.timeout_opt->count() > 0) opts.timeout_s = a.timeout;
+  opts.keep_run = a.keep_run;
+  opts.ignore = SplitCodes(a.ignore);
+  opts.select = SplitCodes(a.select);
+  opts.exclude = a.exclude;
+  return opts;
+}
+
+// -o names the HTML report (default: ./dualtrack-report/report.html); a .md or .json name is taken
+// for the HTML beside it.
+Result<fs::path> HtmlReportPath(const std::string& output) {
+  fs::path html = output.empty() ? fs::path("dualtrack-report") / "report.html" : fs::path(output);
+  if (html.extension() != ".html" && html.extension() != ".htm") {
+    if (html.extension() == ".md" || html.extension() == ".json") {
+      html.replace_extension(".html");
+    } else {
+      return MakeError(ErrorCode::kUsage, "-o names the HTML report: use a .html file name");
+    }
+  }
+  return html;
+}
+
+// What went wrong with the runs, after the audit's log, on stderr.
+void PrintRunProblems(const AuditResult& result, Io& io) {
+  for (const RunProblem& p : result.run_problems) {
+    io.err << fmt::format("dualtrack audit: experiment {}: the run {}: {}\n", p.experiment,
+                          p.outcome == "could-not-start" ? "could not start" : p.outcome, p.reason);
+    if (!p.stderr_tail.empty()) {
+      io.err << "--- last lines of the script's stderr ---\n" << p.stderr_tail << "\n---\n";
+    }
+    if (!p.bundle.empty()) io.err << "the run's bundle is kept in " << p.bundle << "\n";
+  }
+}
+
+// A run that could not start is an error; else exit 1 when a verdict is at --fail-on or worse.
+Result<ExitCode> AuditExit(const AuditResult& result, const std::string& fail_on) {
+  for (const RunProblem& p : result.run_problems) {
+    if (p.outcome == "could-not-start") {
+      return MakeError(
+          ErrorCode::kInput,
+          fmt::format("the run of experiment {} could not start: {}", p.experiment, p.reason));
+    }
+  }
+  ExitCode code = ExitCode::kOk;
+  for (const ExperimentVerdict& e : result.experiments) {
+    if (ExitFor(e.report, fail_on) == ExitCode::kFindings) code = ExitCode::kFindings;
+  }
+  return code;
+}
+
+}  // namespace
+
+Result<ExitCode> RunReportCommand(const std::vector<std::string>& args, Io& io) {
+  CLI::App app{
+      "Join the evidence of the other stages (scan, env, baseline, run bundles, coverage, "
+      "compare) into the verdict (mac-ready, dev-only or cuda-only), the checklist of the "
+      "method, the dual-track plan and the next steps. Every piece is optional; what is "
+      "not given is reported as missing, never guessed.",
+      "dualtrack report"};
+  ReportArgs a;
+  DeclareReportOptions(app, a);
+  if (auto early = ParseArgs(app, args, io)) return *early;
+  auto ev = LoadEvidence(a);
+  if (!ev.ok()) return ev.take_error();
+  return WriteReport(Decide(std::move(*ev)), a, io);
 }
 
 Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
@@ -249,62 +380,12 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
       "predict its MPS operator coverage, then decide and write the HTML, Markdown and "
       "JSON reports. No GPU and no Mac needed; the verdict says its evidence level.",
       "dualtrack audit"};
-  AuditOptions opts;
-  std::string project, output, run, fail_on = "never", format = "text", keep_run;
-  std::vector<std::string> ignore, exclude, select;
-  double timeout = 0;
-  app.add_option("PATH", project, "the project to audit")->required();
-  app.add_option("--entry", opts.entries,
-                 "entry script of an experiment, or a folder for a test suite (repeatable; "
-                 "default: [tool.dualtrack] experiments, else the scripts a user would run)");
-  app.add_option("--torch", opts.torch, "PyTorch version to predict MPS coverage for");
-  app.add_option("--run", run,
-                 "the minimal task: script and arguments; it belongs to the experiment whose "
-                 "entry it runs (default: the experiments' run in pyproject.toml)");
-  app.add_option("--python", opts.python, "Python interpreter with torch installed");
-  auto* timeout_opt = app.add_option("--timeout", timeout, "Stop each run after SEC seconds");
-  timeout_opt->check(CLI::PositiveNumber);
-  app.add_option("--keep-run", keep_run,
-                 "Keep the run bundles in DIR/<experiment> (default: a temporary folder)");
-  app.add_option("--exclude", exclude, "Glob of paths to leave out (relative to the root)");
-  app.add_option("--ignore", ignore, "Rule code or prefix to drop (DT106, DT4; commas allowed)");
-  app.add_option("--select", select,
-                 "Keep only these rule codes or prefixes (DT1, DT203; commas allowed)");
-  app.add_option("--format,-f", format, "stdout: text (summary) or json (the whole audit)")
-      ->check(CLI::IsMember({"text", "json"}));
-  app.add_flag("--remote-data-confirmed", opts.remote_data_confirmed,
-               "State that the data handling of the remote machine was checked");
-  app.add_option("-o,--output", output,
-                 "report.html (report.md and report.json are written beside it, and "
-                 "report.<experiment>.* for the other experiments; default: "
-                 "./dualtrack-report/report.html)");
-  app.add_option("--fail-on", fail_on, "exit 1 when a verdict is this or worse")
-      ->check(CLI::IsMember({"never", "cuda-only", "dev-only"}));
-  app.footer(
-      "Exit status: 0, or 1 with --fail-on; 2 on a usage error or when a run could not start\n"
-      "(a missing Python package is named); 130 when interrupted by Ctrl-C (no report written).\n\n"
-      "Examples:\n"
-      "  dualtrack audit examples/cuda-research\n"
-      "  dualtrack audit examples/cuda-research --run \"train.py --device cpu --steps 2 "
-      "--portable\" -o portable/report.html\n"
-      "  dualtrack audit . --entry infer.py --entry train.py --ignore DT4 --format json");
+  AuditArgs a;
+  DeclareAuditOptions(app, a);
   if (auto early = ParseArgs(app, args, io)) return *early;
-  opts.project = project;
-  if (!run.empty()) opts.run = run;
-  if (timeout_opt->count() > 0) opts.timeout_s = timeout;
-  opts.keep_run = keep_run;
-  opts.ignore = SplitCodes(ignore);
-  opts.select = SplitCodes(select);
-  opts.exclude = exclude;
-
-  fs::path html = output.empty() ? fs::path("dualtrack-report") / "report.html" : fs::path(output);
-  if (html.extension() != ".html" && html.extension() != ".htm") {
-    if (html.extension() == ".md" || html.extension() == ".json") {
-      html.replace_extension(".html");
-    } else {
-      return MakeError(ErrorCode::kUsage, "-o names the HTML report: use a .html file name");
-    }
-  }
+  const AuditOptions opts = ToAuditOptions(a);
+  auto html = HtmlReportPath(a.output);
+  if (!html.ok()) return html.take_error();
 
   std::ostringstream log;
   auto result = RunAudit(opts, log);
@@ -313,36 +394,18 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
     io.err << log.str() << "dualtrack audit: interrupted; no report written\n";
     return ExitCode::kInterrupted;
   }
-  auto written = WriteAuditReports(*result, html);
+  auto written = WriteAuditReports(*result, *html);
   if (!written.ok()) return written.take_error();
 
   io.err << log.str();
-  for (const RunProblem& p : result->run_problems) {
-    io.err << fmt::format("dualtrack audit: experiment {}: the run {}: {}\n", p.experiment,
-                          p.outcome == "could-not-start" ? "could not start" : p.outcome, p.reason);
-    if (!p.stderr_tail.empty()) {
-      io.err << "--- last lines of the script's stderr ---\n" << p.stderr_tail << "\n---\n";
-    }
-    if (!p.bundle.empty()) io.err << "the run's bundle is kept in " << p.bundle << "\n";
-  }
-  if (format == "json") {
+  PrintRunProblems(*result, io);
+  if (a.format == "json") {
     io.out << AuditJson(*result).dump(2) << "\n";
   } else {
     io.out << RenderAuditText(*result);
     io.out << fmt::format("reports: {}\n", fmt::join(*written, ", "));
   }
-  for (const RunProblem& p : result->run_problems) {
-    if (p.outcome == "could-not-start") {
-      return MakeError(
-          ErrorCode::kInput,
-          fmt::format("the run of experiment {} could not start: {}", p.experiment, p.reason));
-    }
-  }
-  ExitCode code = ExitCode::kOk;
-  for (const ExperimentVerdict& e : result->experiments) {
-    if (ExitFor(e.report, fail_on) == ExitCode::kFindings) code = ExitCode::kFindings;
-  }
-  return code;
+  return AuditExit(*result, a.fail_on);
 }
 
 }  // namespace dt::verdict
