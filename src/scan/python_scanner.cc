@@ -1850,33 +1850,40 @@ class PythonScanner {
     return true;
   }
 
+  // "cuda" / "cuda:0" as a value: a placement (DT102), unless it is compared, prose, an option's
+  // choices, a dispatch default or a list of device names; autocast's device type is DT115.
+  void DeviceStringFinding(std::size_t k, const LogicalLine& l, int scope, bool guarded) {
+    const Token& t = T(k);
+    std::size_t li = static_cast<std::size_t>(&l - lex_.lines.data());
+    if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
+    std::size_t at = 0;
+    bool has_mps = false;
+    if (InChoices(k, l, at, has_mps)) {
+      if (!has_mps)
+        sink_.Add("DT112", lex_.Line(T(at)), lex_.Column(T(at)), "the option's choices", guarded);
+      return;
+    }
+    if (IsDispatchDefault(k, li, l) || InDeviceNameList(k, l)) return;
+    // `torch.autocast("cuda")`, `torch.amp.GradScaler("cuda")`: a device type for mixed
+    // precision, not a placement; without CUDA they warn and disable themselves (checked against
+    // torch in tests/scan/test_registry_facts.py), so the code runs, in full precision.
+    const std::string callee = Callee(EnclosingOpen(k, l.begin), l.begin, scope);
+    if (StartsWith(callee, "torch.") &&
+        (EndsWith(callee, ".autocast") || EndsWith(callee, ".GradScaler"))) {
+      sink_.Add("DT115", lex_.Line(t), lex_.Column(t),
+                callee + "(" + std::string(lex_.Text(t)) + ")", guarded,
+                "torch.autocast(device_type=device.type) / torch.amp.GradScaler(device.type)");
+      return;
+    }
+    sink_.Add("DT102", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded);
+  }
+
   void StringFinding(std::size_t k, const LogicalLine& l, int scope, bool guarded) {
     const Token& t = T(k);
     if (IsBytes(lex_.Text(t))) return;
-    std::size_t li = static_cast<std::size_t>(&l - lex_.lines.data());
     std::string_view body = StringBody(lex_.Text(t));
     if (IsCudaDeviceString(t)) {
-      if (InComparison(k, l.begin, l.end) || IsProse(k, l)) return;
-      std::size_t at = 0;
-      bool has_mps = false;
-      if (InChoices(k, l, at, has_mps)) {
-        if (!has_mps)
-          sink_.Add("DT112", lex_.Line(T(at)), lex_.Column(T(at)), "the option's choices", guarded);
-        return;
-      }
-      if (IsDispatchDefault(k, li, l) || InDeviceNameList(k, l)) return;
-      // `torch.autocast("cuda")`, `torch.amp.GradScaler("cuda")`: a device type for mixed
-      // precision, not a placement; without CUDA they warn and disable themselves (checked against
-      // torch in tests/scan/test_registry_facts.py), so the code runs, in full precision.
-      const std::string callee = Callee(EnclosingOpen(k, l.begin), l.begin, scope);
-      if (StartsWith(callee, "torch.") &&
-          (EndsWith(callee, ".autocast") || EndsWith(callee, ".GradScaler"))) {
-        sink_.Add("DT115", lex_.Line(t), lex_.Column(t),
-                  callee + "(" + std::string(lex_.Text(t)) + ")", guarded,
-                  "torch.autocast(device_type=device.type) / torch.amp.GradScaler(device.type)");
-        return;
-      }
-      sink_.Add("DT102", lex_.Line(t), lex_.Column(t), std::string(lex_.Text(t)), guarded);
+      DeviceStringFinding(k, l, scope, guarded);
       return;
     }
     if (IsNccl(body)) {
