@@ -956,6 +956,61 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
   });
 }
 
+namespace {
+
+// A configuration's "key: value" pair: GPU counts and lists, accelerator and device selections,
+// an NCCL backend, Kubernetes GPU limits, values or switches naming a CUDA-only library.
+void ConfigPairFinding(const YamlLine& y, const std::string& key, std::uint32_t n, std::uint32_t at,
+                       const std::vector<std::string>& words, FindingSink& sink) {
+  std::string_view v = y.value;
+  if (key == "nvidia.com/gpu" && IsInteger(v, false) && v != "0") {  // Kubernetes limits.
+    sink.Add("DT420", n, at, "nvidia.com/gpu: " + std::string(v), false);
+    return;
+  }
+  if (y.key == "CUDA_VISIBLE_DEVICES") {
+    sink.Add("DT406", n, at, "CUDA_VISIBLE_DEVICES", false);
+    return;
+  }
+  if (key == "num_gpus" || key == "n_gpus" || key == "n_gpu" || key == "ngpus" || key == "ngpu") {
+    if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+    return;
+  }
+  if (key == "gpus" || key == "gpu_ids") {
+    if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+    return;
+  }
+  std::string lv = Lower(v);
+  if (key == "accelerator" && (lv == "gpu" || lv == "cuda")) {
+    sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+    return;
+  }
+  if ((key == "device" || EndsWith(key, "_device") || key == "device_type") &&
+      (lv == "cuda" || (StartsWith(lv, "cuda:") && IsInteger(lv.substr(5), false)))) {
+    sink.Add("DT120", n, at, key + ": " + std::string(v), false);
+    return;
+  }
+  if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl") {
+    sink.Add("DT205", n, at, "nccl", false);
+    return;
+  }
+  // A value naming a CUDA-only library; prose (a value with spaces) is not a selection.
+  bool single = v.find_first_of(" \t") == std::string_view::npos;
+  auto items = FlowItems(v);
+  if (items) {
+    single = std::all_of(items->begin(), items->end(), [](std::string_view it) {
+      return it.find_first_of(" \t") == std::string_view::npos;
+    });
+  }
+  if (!v.empty() && single && !NamedLibrary(v, words).empty()) {
+    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
+    return;
+  }
+  if (Truthy(v) && !KeyLibrary(key, words).empty())
+    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
+}
+
+}  // namespace
+
 void ScanConfigYaml(std::string_view text, FindingSink& sink) {
   const std::vector<std::string> words = LibraryWords(sink.registry());
   std::size_t block_indent = std::string_view::npos;  // Inside a "|" / ">" block scalar (prose).
@@ -998,57 +1053,14 @@ void ScanConfigYaml(std::string_view text, FindingSink& sink) {
       return;
     }
     if (IsProseKey(key)) return;
-    if (key == "nvidia.com/gpu" && IsInteger(v, false) && v != "0") {  // Kubernetes limits.
-      sink.Add("DT420", n, at, "nvidia.com/gpu: " + std::string(v), false);
+    if ((key == "gpus" || key == "gpu_ids") && v.empty()) {
+      list_key = key;
+      list_line = n;
+      list_col = at;
+      list_indent = y.indent;
       return;
     }
-    if (y.key == "CUDA_VISIBLE_DEVICES") {
-      sink.Add("DT406", n, at, "CUDA_VISIBLE_DEVICES", false);
-      return;
-    }
-    if (key == "num_gpus" || key == "n_gpus" || key == "n_gpu" || key == "ngpus" || key == "ngpu") {
-      if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-      return;
-    }
-    if (key == "gpus" || key == "gpu_ids") {
-      if (v.empty()) {
-        list_key = key;
-        list_line = n;
-        list_col = at;
-        list_indent = y.indent;
-      } else if (SelectsGpus(key, v)) {
-        sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-      }
-      return;
-    }
-    std::string lv = Lower(v);
-    if (key == "accelerator" && (lv == "gpu" || lv == "cuda")) {
-      sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-      return;
-    }
-    if ((key == "device" || EndsWith(key, "_device") || key == "device_type") &&
-        (lv == "cuda" || (StartsWith(lv, "cuda:") && IsInteger(lv.substr(5), false)))) {
-      sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-      return;
-    }
-    if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl") {
-      sink.Add("DT205", n, at, "nccl", false);
-      return;
-    }
-    // A value naming a CUDA-only library; prose (a value with spaces) is not a selection.
-    bool single = v.find_first_of(" \t") == std::string_view::npos;
-    auto items = FlowItems(v);
-    if (items) {
-      single = std::all_of(items->begin(), items->end(), [](std::string_view it) {
-        return it.find_first_of(" \t") == std::string_view::npos;
-      });
-    }
-    if (!v.empty() && single && !NamedLibrary(v, words).empty()) {
-      sink.Add("DT220", n, at, key + ": " + std::string(v), false);
-      return;
-    }
-    if (Truthy(v) && !KeyLibrary(key, words).empty())
-      sink.Add("DT220", n, at, key + ": " + std::string(v), false);
+    ConfigPairFinding(y, key, n, at, words, sink);
   });
 }
 
