@@ -637,6 +637,42 @@ bool IsCudaImage(std::string_view image) {
           image.find("cuda") != std::string_view::npos);
 }
 
+// The arguments of `pip install` from `from` on: local folders (`./ext`, `-e pointops`) that
+// build a CUDA extension; option values (`-r reqs.txt`) are skipped.
+void PipInstallArgs(const std::string& line, std::size_t from, std::uint32_t n, FindingSink& sink) {
+  auto col = [](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
+  bool skip_next = false, editable = false;
+  for (std::size_t p = from; p < line.size();) {
+    while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
+    std::size_t e = p;
+    while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != ';' &&
+           line[e] != '&' && line[e] != '|')
+      ++e;
+    if (e == p) break;  // The command ends (;, &&, |).
+    std::string_view tok = std::string_view(line).substr(p, e - p);
+    if (skip_next) {
+      skip_next = false;
+    } else if (editable && tok[0] != '-') {
+      // `-e pointops`: a folder even without a slash.
+      editable = false;
+      std::string path(tok);
+      if (path[0] != '.' && path[0] != '/' && path.find(':') == std::string::npos)
+        path = "./" + path;
+      CheckLocalPackage(path, sink, n, col(p));
+    } else if (tok[0] == '-') {
+      editable = tok == "-e" || tok == "--editable";
+      // Options whose value is the next word; -e's value is the folder itself.
+      for (std::string_view o : {"-r", "-c", "-f", "-i", "-t", "--index-url", "--extra-index-url",
+                                 "--find-links", "--requirement", "--constraint", "--target",
+                                 "--prefix", "--root", "--config-settings", "-C"})
+        skip_next = skip_next || tok == o;
+    } else {
+      CheckLocalPackage(tok, sink, n, col(p));
+    }
+    p = e;
+  }
+}
+
 void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink) {
   std::string line = BlankQuoted(raw);
   auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
@@ -678,40 +714,8 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink) {
     sink.Add("DT120", n, col(p), DeviceFlagText(line, p), false);
   // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
   if (std::size_t pi = FindWord(line, "pip"); pi != std::string::npos) {
-    std::size_t inst = FindWord(line, "install", pi);
-    if (inst != std::string::npos) {
-      bool skip_next = false, editable = false;
-      for (std::size_t p = inst + 7; p < line.size();) {
-        while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
-        std::size_t e = p;
-        while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != ';' &&
-               line[e] != '&' && line[e] != '|')
-          ++e;
-        if (e == p) break;  // The command ends (;, &&, |).
-        std::string_view tok = std::string_view(line).substr(p, e - p);
-        if (skip_next) {
-          skip_next = false;
-        } else if (editable && tok[0] != '-') {
-          // `-e pointops`: a folder even without a slash.
-          editable = false;
-          std::string path(tok);
-          if (path[0] != '.' && path[0] != '/' && path.find(':') == std::string::npos)
-            path = "./" + path;
-          CheckLocalPackage(path, sink, n, col(p));
-        } else if (tok[0] == '-') {
-          editable = tok == "-e" || tok == "--editable";
-          // Options whose value is the next word; -e's value is the folder itself.
-          for (std::string_view o :
-               {"-r", "-c", "-f", "-i", "-t", "--index-url", "--extra-index-url", "--find-links",
-                "--requirement", "--constraint", "--target", "--prefix", "--root",
-                "--config-settings", "-C"})
-            skip_next = skip_next || tok == o;
-        } else {
-          CheckLocalPackage(tok, sink, n, col(p));
-        }
-        p = e;
-      }
-    }
+    if (std::size_t inst = FindWord(line, "install", pi); inst != std::string::npos)
+      PipInstallArgs(line, inst + 7, n, sink);
   }
   if (IsCudaIndexUrl(raw) || HasCudaLocalVersion(line)) {
     std::size_t p = line.find("torch");
