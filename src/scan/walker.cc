@@ -131,75 +131,87 @@ class Walker {
         skipped_.push_back({rel.empty() ? ".gitignore" : rel + "/.gitignore", why});
       }
     }
-    DIR* d = ::opendir(abs.c_str());
-    if (d == nullptr) {
-      skipped_.push_back(
-          {rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
-    } else {
-      // Name, d_type; sorted as the paths below them sort ("a.py" < "a/x.py", as '.' < '/'), so
-      // the files come out in the order of their relative paths.
-      std::vector<std::pair<std::string, unsigned char>> entries;
-      while (struct dirent* e = ::readdir(d)) {
-        std::string_view name = e->d_name;
-        if (name == "." || name == "..") continue;
-        entries.emplace_back(name, e->d_type);
-      }
-      ::closedir(d);
-      auto key = [](const std::pair<std::string, unsigned char>& e, std::size_t i) {
-        return i < e.first.size()                          ? static_cast<unsigned char>(e.first[i])
-               : i == e.first.size() && e.second == DT_DIR ? '/'
-                                                           : 0;
-      };
-      std::sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
-        for (std::size_t i = 0;; ++i) {
-          unsigned ka = key(a, i), kb = key(b, i);
-          if (ka != kb || ka == 0) return ka < kb;
-        }
-      });
-      for (const auto& [name, type] : entries) {
+    if (auto entries = SortedEntries(abs, rel)) {
+      for (const auto& [name, type] : *entries) {
         if (name == ".git" || name == ".hg" || name == ".svn") continue;
-        std::string child_abs = abs + "/" + name;
-        std::string child_rel = rel.empty() ? name : rel + "/" + name;
-        if (type == DT_REG) {
-          if (Excluded(opt_.exclude, child_rel)) continue;
-          if (opt_.honour_gitignore && Ignored(rules_, child_rel, false)) continue;
-          if (auto kind = ClassifyFile(child_rel))
-            on_item_(WalkItem{std::move(child_abs), std::move(child_rel), *kind, kUnknownSize});
-          continue;
-        }
-        struct stat lst {};
-        if (::lstat(child_abs.c_str(), &lst) != 0) {
-          // A path past PATH_MAX (or one unreadable) is listed, never silently left out; a file
-          // deleted since the listing is simply gone.
-          if (errno == ENAMETOOLONG) {
-            skipped_.push_back({child_rel, "path too long for the system (" +
-                                               std::to_string(child_abs.size()) +
-                                               " bytes): not scanned"});
-          } else if (errno != ENOENT) {
-            skipped_.push_back({child_rel, "cannot stat: " + ErrnoMessage(errno)});
-          }
-          continue;
-        }
-        struct stat cst = lst;
-        bool link = S_ISLNK(lst.st_mode);
-        if (link && ::stat(child_abs.c_str(), &cst) != 0) {
-          if (errno == ELOOP)
-            skipped_.push_back({child_rel, "symlink loop"});
-          else if (ClassifyFile(child_rel))
-            skipped_.push_back({child_rel, "broken symlink"});
-          continue;
-        }
-        bool is_dir = S_ISDIR(cst.st_mode);
-        if (Excluded(opt_.exclude, child_rel)) continue;
-        if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir)) continue;
-        if (is_dir)
-          Dir(child_abs, child_rel, cst);
-        else
-          File(child_abs, child_rel, cst);
+        Entry(abs + "/" + name, rel.empty() ? name : rel + "/" + name, type);
       }
     }
     rules_.resize(rules_before);
     active_.erase(id);
+  }
+
+  // A folder's entries (name, d_type), sorted as the paths below them sort ("a.py" < "a/x.py",
+  // as '.' < '/'), so the files come out in the order of their relative paths; nothing (and a
+  // skip) when it cannot be read.
+  std::optional<std::vector<std::pair<std::string, unsigned char>>> SortedEntries(
+      const std::string& abs, const std::string& rel) {
+    DIR* d = ::opendir(abs.c_str());
+    if (d == nullptr) {
+      skipped_.push_back(
+          {rel.empty() ? "." : rel, "cannot read directory: " + ErrnoMessage(errno)});
+      return std::nullopt;
+    }
+    std::vector<std::pair<std::string, unsigned char>> entries;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      entries.emplace_back(name, e->d_type);
+    }
+    ::closedir(d);
+    auto key = [](const std::pair<std::string, unsigned char>& e, std::size_t i) {
+      return i < e.first.size()                          ? static_cast<unsigned char>(e.first[i])
+             : i == e.first.size() && e.second == DT_DIR ? '/'
+                                                         : 0;
+    };
+    std::sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
+      for (std::size_t i = 0;; ++i) {
+        unsigned ka = key(a, i), kb = key(b, i);
+        if (ka != kb || ka == 0) return ka < kb;
+      }
+    });
+    return entries;
+  }
+
+  // One entry of a folder: a regular file is classified from its d_type alone; anything else is
+  // stat'ed (links followed, loops and broken links listed) and walked or read.
+  void Entry(std::string child_abs, std::string child_rel, unsigned char type) {
+    if (type == DT_REG) {
+      if (Excluded(opt_.exclude, child_rel)) return;
+      if (opt_.honour_gitignore && Ignored(rules_, child_rel, false)) return;
+      if (auto kind = ClassifyFile(child_rel))
+        on_item_(WalkItem{std::move(child_abs), std::move(child_rel), *kind, kUnknownSize});
+      return;
+    }
+    struct stat lst {};
+    if (::lstat(child_abs.c_str(), &lst) != 0) {
+      // A path past PATH_MAX (or one unreadable) is listed, never silently left out; a file
+      // deleted since the listing is simply gone.
+      if (errno == ENAMETOOLONG) {
+        skipped_.push_back({child_rel, "path too long for the system (" +
+                                           std::to_string(child_abs.size()) +
+                                           " bytes): not scanned"});
+      } else if (errno != ENOENT) {
+        skipped_.push_back({child_rel, "cannot stat: " + ErrnoMessage(errno)});
+      }
+      return;
+    }
+    struct stat cst = lst;
+    bool link = S_ISLNK(lst.st_mode);
+    if (link && ::stat(child_abs.c_str(), &cst) != 0) {
+      if (errno == ELOOP)
+        skipped_.push_back({child_rel, "symlink loop"});
+      else if (ClassifyFile(child_rel))
+        skipped_.push_back({child_rel, "broken symlink"});
+      return;
+    }
+    bool is_dir = S_ISDIR(cst.st_mode);
+    if (Excluded(opt_.exclude, child_rel)) return;
+    if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir)) return;
+    if (is_dir)
+      Dir(child_abs, child_rel, cst);
+    else
+      File(child_abs, child_rel, cst);
   }
 
   void File(const std::string& abs, const std::string& rel, const struct stat& st) {
