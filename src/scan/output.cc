@@ -558,6 +558,59 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
   return sarif.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+namespace {
+
+// Inside code spans only the bar and the backtick matter.
+std::string CodeSpanText(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '|')
+      o += "\\|";
+    else if (ch == '`')
+      o += "'";
+    else
+      o.push_back(ch);
+  }
+  return o;
+}
+
+// Prose cells: every character Markdown would read as markup is escaped, so that `__global__`
+// stays two underscores and `a*b*c` no emphasis; newlines become spaces.
+std::string ProseText(std::string_view s) {
+  std::string o;
+  for (char ch : s) {
+    if (std::string_view("\\`*_[]<>|#~!{}").find(ch) != std::string_view::npos) o.push_back('\\');
+    o.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
+  }
+  return o;
+}
+
+// Skipped files, suppressions to remove and, with --statistics, the per-file counts.
+std::string MarkdownAppendix(const ScanReport& report, bool statistics) {
+  std::string out;
+  if (!report.skipped.empty()) {
+    out += "\n## Skipped\n\n";
+    for (const auto& s : report.skipped)
+      out += fmt::format("- `{}`: {}\n", CodeSpanText(s.file), s.reason);
+  }
+  if (!report.suppressions.empty()) {
+    out += "\n## Suppressions to remove\n\n";
+    for (const auto& s : report.suppressions)
+      out += fmt::format("- `{}:{}`: {} ({})\n", CodeSpanText(s.file), s.line,
+                         s.code.empty() ? "dualtrack: ignore" : s.code, s.problem);
+  }
+  if (statistics) {
+    json st = Statistics(report);
+    out += "\n## Statistics\n\n| file | findings | readiness |\n|---|---:|---:|\n";
+    for (const auto& [file, v] : st["by_file"].items())
+      out += fmt::format("| `{}` | {} | {} |\n", CodeSpanText(file), v["findings"].get<int>(),
+                         Percent(v["readiness"].get<double>()));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatMarkdown(const ScanReport& report, bool statistics) {
   std::string out = fmt::format("# CUDA dependencies of `{}`\n\n", report.root);
   out += fmt::format("{} findings in {} scanned files; readiness {} (portable or fixable).\n\n",
@@ -574,38 +627,16 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
       if (f.cls == cls) ++n[static_cast<std::size_t>(f.severity)];
     out += fmt::format("| {} | {} | {} | {} | {} |\n", cls, n[3], n[2], n[1], n[0]);
   }
-  // Inside code spans only the bar and the backtick matter.
-  auto esc = [](const std::string& s) {
-    std::string o;
-    for (char ch : s) {
-      if (ch == '|')
-        o += "\\|";
-      else if (ch == '`')
-        o += "'";
-      else
-        o.push_back(ch);
-    }
-    return o;
-  };
-  // Prose cells: every character Markdown would read as markup is escaped, so that
-  // `__global__` stays two underscores and `a*b*c` no emphasis; newlines become spaces.
-  auto text = [](std::string_view s) {
-    std::string o;
-    for (char ch : s) {
-      if (std::string_view("\\`*_[]<>|#~!{}").find(ch) != std::string_view::npos) o.push_back('\\');
-      o.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
-    }
-    return o;
-  };
   out +=
       "\n| location | code | severity | message | guarded | reachable | replacement |\n"
       "|---|---|---|---|---|---|---|\n";
   std::set<std::string> codes;  // The rules that fired, for the line below.
   for (const auto& f : report.findings) {
     codes.insert(f.code);
-    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", esc(Location(f)), f.code,
-                       SeverityName(f.severity), text(f.message), f.guarded ? "yes" : "no",
-                       f.reachable ? (*f.reachable ? "yes" : "no") : "-", text(f.replacement));
+    out +=
+        fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", CodeSpanText(Location(f)), f.code,
+                    SeverityName(f.severity), ProseText(f.message), f.guarded ? "yes" : "no",
+                    f.reachable ? (*f.reachable ? "yes" : "no") : "-", ProseText(f.replacement));
   }
   // Links into this repository's docs/ would not resolve where the report is read (a job summary,
   // another project's wiki): the explanation is one command away, wherever dualtrack is installed.
@@ -621,23 +652,7 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
               return v;
             }(),
             ", "));
-  if (!report.skipped.empty()) {
-    out += "\n## Skipped\n\n";
-    for (const auto& s : report.skipped) out += fmt::format("- `{}`: {}\n", esc(s.file), s.reason);
-  }
-  if (!report.suppressions.empty()) {
-    out += "\n## Suppressions to remove\n\n";
-    for (const auto& s : report.suppressions)
-      out += fmt::format("- `{}:{}`: {} ({})\n", esc(s.file), s.line,
-                         s.code.empty() ? "dualtrack: ignore" : s.code, s.problem);
-  }
-  if (statistics) {
-    json st = Statistics(report);
-    out += "\n## Statistics\n\n| file | findings | readiness |\n|---|---:|---:|\n";
-    for (const auto& [file, v] : st["by_file"].items())
-      out += fmt::format("| `{}` | {} | {} |\n", esc(file), v["findings"].get<int>(),
-                         Percent(v["readiness"].get<double>()));
-  }
+  out += MarkdownAppendix(report, statistics);
   return out;
 }
 
