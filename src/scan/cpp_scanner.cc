@@ -209,283 +209,340 @@ bool IsTorchNamespace(std::string_view ns) {
   return false;
 }
 
-}  // namespace
+// One pass over a C, C++ or CUDA source: comments and strings skipped, preprocessor includes and
+// check macros learned, blocks tracked (functions, CUDA branches), and the CUDA constructs
+// reported. A hand-written scanner: no C++ parser fits a linter that must read any file fast.
+class CppScanner {
+ public:
+  CppScanner(std::string_view s, FindingSink& sink)
+      : s_(s),
+        n_(s.size()),
+        sink_(sink),
+        // In .cu / .cuh files the checks guard the CUDA implementation itself (reached through a
+        // wrapper that may well dispatch on the device); the wrapper is what decides.
+        cuda_source_(EndsWith(sink.rel(), ".cu") || EndsWith(sink.rel(), ".cuh")) {}
 
-void ScanCpp(std::string_view s, FindingSink& sink) {
-  std::uint32_t line = 1;
-  std::size_t line_begin = 0;
-  bool line_start = true;  // Only whitespace so far on this line.
-  bool has_binding = false;
-  std::uint32_t binding_line = 0, binding_col = 0;
-  auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p - line_begin + 1); };
-  std::size_t i = 0;
-  const std::size_t n = s.size();
-  // Advances over [from, to) counting line ends ("\n", "\r\n" or a lone "\r").
-  auto skip_to = [&](std::size_t to) {
-    to = std::min(to, n);
-    for (; i < to; ++i) {
-      if (s[i] == '\n' || (s[i] == '\r' && (i + 1 >= n || s[i + 1] != '\n'))) {
-        ++line;
-        line_begin = i + 1;
+  void Run() {
+    while (i_ < n_) {
+      const char c = s_[i_];
+      if (c == '\n' || c == '\r') {
+        SkipTo(i_ + 1);
+        line_start_ = true;
+      } else if (c == ' ' || c == '\t') {
+        ++i_;
+      } else if (c == '/' && i_ + 1 < n_ && s_[i_ + 1] == '/') {
+        while (i_ < n_ && s_[i_] != '\n' && s_[i_] != '\r') ++i_;
+      } else if (c == '/' && i_ + 1 < n_ && s_[i_ + 1] == '*') {
+        std::size_t e = s_.find("*/", i_ + 2);
+        SkipTo(e == std::string_view::npos ? n_ : e + 2);
+      } else if (c == '#' && line_start_) {
+        Preprocessor();
+      } else {
+        line_start_ = false;
+        Code(c);
       }
     }
-  };
-  // Macros of this file that check for CUDA tensors (`#define CHECK_CUDA(x) TORCH_CHECK(...)`,
-  // `#define CHECK_INPUT(x) CHECK_CUDA(x); ...`); CHECK_CUDA itself is near universal.
-  std::vector<std::string> cuda_check_macros = {"CHECK_CUDA", "CHECK_IS_CUDA", "CHECK_CUDA_TENSOR"};
-  int headers_read = 0;
-  auto is_cuda_check_macro = [&](std::string_view id) {
-    return std::find(cuda_check_macros.begin(), cuda_check_macros.end(), id) !=
-           cuda_check_macros.end();
-  };
-  std::vector<Block> blocks;
-  std::vector<Rejection> rejections;
-  bool fn_device_branch = false;
-  // What the next `{` opens: set by `namespace`, `struct`..., by an `if (<cond>)`, and by `)`.
-  BlockKind next_kind = BlockKind::kOther;
-  bool next_cuda_branch = false;
-  bool saw_paren = false;  // A `)` since the last statement end: a `{` now may open a function.
-  bool expect_cpu_stmt = false;  // Just after a CUDA branch closed, or in its `else`.
-  std::string_view prev_id;
-  std::size_t check_args_end = 0;  // Inside the arguments of a check macro until here.
-  // Counts over `blocks`, kept as they change so that deep nesting stays linear.
-  std::size_t n_cuda = 0, n_function = 0, n_not_scope = 0;
-  auto in_cuda_branch = [&] { return n_cuda > 0; };
-  auto in_function = [&] { return n_function > 0; };
-  // In .cu / .cuh files the checks guard the CUDA implementation itself (reached through a
-  // wrapper that may well dispatch on the device); the wrapper is what decides.
-  const bool cuda_source = EndsWith(sink.rel(), ".cu") || EndsWith(sink.rel(), ".cuh");
+    Finish();
+  }
+
+ private:
+  std::uint32_t Col(std::size_t p) const { return static_cast<std::uint32_t>(p - line_begin_ + 1); }
+  bool InCudaBranch() const { return n_cuda_ > 0; }
+  bool InFunction() const { return n_function_ > 0; }
+  bool IsCudaCheckMacro(std::string_view id) const {
+    return std::find(cuda_check_macros_.begin(), cuda_check_macros_.end(), id) !=
+           cuda_check_macros_.end();
+  }
+
+  // Advances over [i_, to) counting line ends ("\n", "\r\n" or a lone "\r").
+  void SkipTo(std::size_t to) {
+    to = std::min(to, n_);
+    for (; i_ < to; ++i_) {
+      if (s_[i_] == '\n' || (s_[i_] == '\r' && (i_ + 1 >= n_ || s_[i_ + 1] != '\n'))) {
+        ++line_;
+        line_begin_ = i_ + 1;
+      }
+    }
+  }
+
+  // A byte of code (not a comment, space or preprocessor line).
+  void Code(char c) {
+    if (c == '"' || c == '\'') {
+      ++i_;
+      while (i_ < n_ && s_[i_] != c && s_[i_] != '\n' && s_[i_] != '\r')
+        i_ += (s_[i_] == '\\') ? 2 : 1;
+      if (i_ < n_ && s_[i_] == c) ++i_;
+    } else if (c == '<' && i_ + 2 < n_ && s_[i_ + 1] == '<' && s_[i_ + 2] == '<') {
+      sink_.Add("DT303", line_, Col(i_), "<<<...>>> kernel launch", false);
+      i_ += 3;
+    } else if (c == '{') {
+      OpenBrace();
+    } else if (c == '}') {
+      CloseBrace();
+    } else if (c == ';') {
+      Semicolon();
+    } else if (IdStart(c)) {
+      Identifier();
+    } else {
+      if (c == ')') saw_paren_ = true;
+      ++i_;
+    }
+  }
+
+  // Preprocessor: #include <...> / "..." names a header; #define may define a CUDA check.
+  void Preprocessor() {
+    std::size_t p = i_ + 1;
+    while (p < n_ && (s_[p] == ' ' || s_[p] == '\t')) ++p;
+    if (s_.substr(p, 7) == "include") {
+      p += 7;
+      while (p < n_ && (s_[p] == ' ' || s_[p] == '\t')) ++p;
+      if (p < n_ && (s_[p] == '<' || s_[p] == '"') && Include(p)) return;
+    } else if (s_.substr(p, 6) == "define") {
+      LearnCheckMacro(s_, p + 6, cuda_check_macros_);
+    }
+    line_start_ = false;
+    ++i_;
+  }
+
+  // The include whose opening bracket or quote is at p; false when it does not close on its line.
+  bool Include(std::size_t p) {
+    char close = s_[p] == '<' ? '>' : '"';
+    std::size_t e = s_.find(close, p + 1);
+    std::size_t nl = s_.find_first_of("\r\n", p);
+    if (e == std::string_view::npos || (nl != std::string_view::npos && e > nl)) return false;
+    std::string_view header = s_.substr(p + 1, e - p - 1);
+    if (StartsWith(header, "thrust/") || StartsWith(header, "cub/") ||
+        StartsWith(header, "cutlass/") || StartsWith(header, "cute/")) {
+      sink_.Add("DT308", line_, Col(i_), header, false);
+    } else if (IsCudaHeader(header)) {
+      sink_.Add("DT304", line_, Col(i_), "#include <" + std::string(header) + ">", false);
+    } else if (close == '"' && headers_read_ < 16) {
+      ++headers_read_;
+      LearnHeaderMacros(sink_.path(), header, cuda_check_macros_);
+    }
+    i_ = e + 1;
+    line_start_ = false;
+    return true;
+  }
+
+  void OpenBrace() {
+    BlockKind kind = next_kind_;
+    if (kind == BlockKind::kOther && saw_paren_ && n_not_scope_ == 0) kind = BlockKind::kFunction;
+    blocks_.push_back(Block{kind, next_cuda_branch_});
+    n_cuda_ += next_cuda_branch_ ? 1 : 0;
+    n_function_ += kind == BlockKind::kFunction ? 1 : 0;
+    n_not_scope_ += kind != BlockKind::kScope ? 1 : 0;
+    expect_cpu_stmt_ = expect_cpu_stmt_ && prev_id_ == "else";  // `} else {` of a CUDA branch.
+    next_kind_ = BlockKind::kOther;
+    next_cuda_branch_ = false;
+    saw_paren_ = false;
+    prev_id_ = {};
+    ++i_;
+  }
+
+  void CloseBrace() {
+    if (!blocks_.empty()) {
+      Block b = blocks_.back();
+      blocks_.pop_back();
+      n_cuda_ -= b.cuda_branch ? 1 : 0;
+      n_function_ -= b.kind == BlockKind::kFunction ? 1 : 0;
+      n_not_scope_ -= b.kind != BlockKind::kScope ? 1 : 0;
+      if (b.kind == BlockKind::kFunction) EndFunction();
+      expect_cpu_stmt_ = b.cuda_branch;
+    }
+    saw_paren_ = false;
+    prev_id_ = {};
+    ++i_;
+  }
+
+  void Semicolon() {
+    next_kind_ = BlockKind::kOther;
+    saw_paren_ = false;
+    // `if (x.is_cuda()) return f_cuda(x);` ends a CUDA branch without braces.
+    if (next_cuda_branch_ && i_ >= check_args_end_)
+      expect_cpu_stmt_ = true;
+    else if (prev_id_ != "else")
+      expect_cpu_stmt_ = false;
+    next_cuda_branch_ = false;
+    prev_id_ = {};
+    ++i_;
+  }
+
   // Every check that rejects a non-CUDA tensor is a finding of its own: each names an input the
   // user would have to move off the extension (the text output groups them under the file).
-  auto end_function = [&] {
-    for (const auto& r : rejections) {
-      if (cuda_source) break;
+  void EndFunction() {
+    for (const auto& r : rejections_) {
+      if (cuda_source_) break;
       if (r.in_cuda_branch) continue;
-      bool rejects = r.fail ? r.counts : !fn_device_branch;
-      if (rejects) sink.Add("DT320", r.line, r.col, r.what, false);
+      bool rejects = r.fail ? r.counts : !fn_device_branch_;
+      if (rejects) sink_.Add("DT320", r.line, r.col, r.what, false);
     }
-    rejections.clear();
-    fn_device_branch = false;
-  };
-  while (i < n) {
-    char c = s[i];
-    if (c == '\n' || c == '\r') {
-      skip_to(i + 1);
-      line_start = true;
-      continue;
-    }
-    if (c == ' ' || c == '\t') {
-      ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-      while (i < n && s[i] != '\n' && s[i] != '\r') ++i;
-      continue;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-      std::size_t e = s.find("*/", i + 2);
-      skip_to(e == std::string_view::npos ? n : e + 2);
-      continue;
-    }
-    if (c == '#' && line_start) {
-      // Preprocessor: #include <...> / "..." names a header.
-      std::size_t p = i + 1;
-      while (p < n && (s[p] == ' ' || s[p] == '\t')) ++p;
-      if (s.substr(p, 7) == "include") {
-        p += 7;
-        while (p < n && (s[p] == ' ' || s[p] == '\t')) ++p;
-        if (p < n && (s[p] == '<' || s[p] == '"')) {
-          char close = s[p] == '<' ? '>' : '"';
-          std::size_t e = s.find(close, p + 1);
-          std::size_t nl = s.find_first_of("\r\n", p);
-          if (e != std::string_view::npos && (nl == std::string_view::npos || e < nl)) {
-            std::string_view header = s.substr(p + 1, e - p - 1);
-            if (StartsWith(header, "thrust/") || StartsWith(header, "cub/") ||
-                StartsWith(header, "cutlass/") || StartsWith(header, "cute/")) {
-              sink.Add("DT308", line, col(i), header, false);
-            } else if (IsCudaHeader(header)) {
-              sink.Add("DT304", line, col(i), "#include <" + std::string(header) + ">", false);
-            } else if (close == '"' && headers_read < 16) {
-              ++headers_read;
-              LearnHeaderMacros(sink.path(), header, cuda_check_macros);
-            }
-            i = e + 1;
-            line_start = false;
-            continue;
-          }
-        }
-      } else if (s.substr(p, 6) == "define") {
-        LearnCheckMacro(s, p + 6, cuda_check_macros);
-      }
-      line_start = false;
-      ++i;
-      continue;
-    }
-    line_start = false;
-    if (c == '"' || c == '\'') {
-      ++i;
-      while (i < n && s[i] != c && s[i] != '\n' && s[i] != '\r') i += (s[i] == '\\') ? 2 : 1;
-      if (i < n && s[i] == c) ++i;
-      continue;
-    }
-    if (c == '<' && i + 2 < n && s[i + 1] == '<' && s[i + 2] == '<') {
-      sink.Add("DT303", line, col(i), "<<<...>>> kernel launch", false);
-      i += 3;
-      continue;
-    }
-    if (c == '{') {
-      BlockKind kind = next_kind;
-      if (kind == BlockKind::kOther && saw_paren && n_not_scope == 0) kind = BlockKind::kFunction;
-      blocks.push_back(Block{kind, next_cuda_branch});
-      n_cuda += next_cuda_branch ? 1 : 0;
-      n_function += kind == BlockKind::kFunction ? 1 : 0;
-      n_not_scope += kind != BlockKind::kScope ? 1 : 0;
-      expect_cpu_stmt = expect_cpu_stmt && prev_id == "else";  // `} else {` of a CUDA branch.
-      next_kind = BlockKind::kOther;
-      next_cuda_branch = false;
-      saw_paren = false;
-      prev_id = {};
-      ++i;
-      continue;
-    }
-    if (c == '}') {
-      if (!blocks.empty()) {
-        Block b = blocks.back();
-        blocks.pop_back();
-        n_cuda -= b.cuda_branch ? 1 : 0;
-        n_function -= b.kind == BlockKind::kFunction ? 1 : 0;
-        n_not_scope -= b.kind != BlockKind::kScope ? 1 : 0;
-        if (b.kind == BlockKind::kFunction) end_function();
-        expect_cpu_stmt = b.cuda_branch;
-      }
-      saw_paren = false;
-      prev_id = {};
-      ++i;
-      continue;
-    }
-    if (c == ';') {
-      next_kind = BlockKind::kOther;
-      saw_paren = false;
-      // `if (x.is_cuda()) return f_cuda(x);` ends a CUDA branch without braces.
-      if (next_cuda_branch && i >= check_args_end)
-        expect_cpu_stmt = true;
-      else if (prev_id != "else")
-        expect_cpu_stmt = false;
-      next_cuda_branch = false;
-      prev_id = {};
-      ++i;
-      continue;
-    }
-    if (c == ')') saw_paren = true;
-    if (IdStart(c)) {
-      std::size_t b = i;
-      while (i < n && IdChar(s[i])) ++i;
-      std::string_view id = s.substr(b, i - b);
-      if (i < n && s[i] == '"' &&
-          (id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR")) {
-        // Raw string R"delim( ... )delim": may span lines, and quotes inside do not end it.
-        std::size_t open = s.find('(', i + 1);
-        std::size_t nl = s.find_first_of("\r\n", i + 1);
-        if (open != std::string_view::npos && open - (i + 1) <= 16 &&
-            (nl == std::string_view::npos || open < nl)) {
-          std::string close = ")" + std::string(s.substr(i + 1, open - i - 1)) + "\"";
-          std::size_t e = s.find(close, open + 1);
-          skip_to(e == std::string_view::npos ? n : e + close.size());
-          continue;
-        }
-      }
-      std::size_t after = i;
-      while (after < n && (s[after] == ' ' || s[after] == '\t')) ++after;
-      bool call = after < n && s[after] == '(';
-      if (id == "namespace" || id == "struct" || id == "class" || id == "union" || id == "enum" ||
-          (id == "extern" && after < n && s[after] == '"')) {
-        next_kind = BlockKind::kScope;
-      } else if ((id == "if" || id == "while" || id == "for" || id == "switch") && call) {
-        std::string_view cond = ParenArgs(s, after);
-        if (id == "if" && IsDeviceTest(cond)) {
-          if (in_function()) fn_device_branch = true;
-          next_cuda_branch = IsCudaTest(cond);
-        }
-        // is_cuda() in the condition is a dispatch, not a check; CUDA calls in it still count.
-        if (!cond.empty()) check_args_end = after + cond.size() + 2;
-        if (id == "if" && prev_id == "else") expect_cpu_stmt = false;
-        prev_id = id;
-        continue;
-      } else if (in_function() && call &&
-                 (IsFailMacro(id) || IsCheckMacro(id) || is_cuda_check_macro(id))) {
-        std::string_view args = ParenArgs(s, after);
-        std::size_t comma = args.find(',');
-        std::string_view first = Trim(args.substr(0, comma));
-        std::string_view message =
-            comma == std::string_view::npos ? std::string_view{} : args.substr(comma + 1);
-        Rejection r{line, col(b), std::string(id), false, false, in_cuda_branch()};
-        if (IsFailMacro(id) || first == "false" || first == "0") {
-          // A failure is the non-CUDA path when its message says so, or when it is what runs
-          // right after (or in the `else` of) a branch taken for CUDA tensors.
-          r.fail = true;
-          r.counts = MentionsDevice(IsFailMacro(id) ? args : message) || expect_cpu_stmt;
-          rejections.push_back(std::move(r));
-        } else if (is_cuda_check_macro(id) ||
-                   ((first.find("is_cuda") != std::string_view::npos ||
-                     first.find("kCUDA") != std::string_view::npos) &&
-                    first.find("||") ==
-                        std::string_view::npos)) {  // `is_cuda() || is_cpu()` accepts more
-          rejections.push_back(std::move(r));
-        }
-        // The check's own is_cuda() is the rejection, not a separate finding; the rest of its
-        // arguments (cudaGetErrorString(err)...) are read as usual.
-        if (!args.empty()) check_args_end = after + args.size() + 2;
-        expect_cpu_stmt = false;
-        prev_id = id;
-        continue;
-      } else if (id == "throw" && in_function()) {
-        std::size_t e = s.find(';', i);
-        std::string_view stmt =
-            s.substr(i, std::min<std::size_t>(e == std::string_view::npos ? n - i : e - i, 1024));
-        if (MentionsDevice(stmt) || expect_cpu_stmt)
-          rejections.push_back(Rejection{line, col(b), "throw", true, true, in_cuda_branch()});
-      } else if (id == "__global__" || id == "__device__" || id == "__shared__" ||
-                 id == "__constant__") {
-        sink.Add("DT303", line, col(b), id, false);
-      } else if (id == "cuda" && i + 1 < n && s[i] == ':' && s[i + 1] == ':') {
-        sink.Add("DT304", line, col(b), "cuda:: namespace", false);
-      } else if (id == "is_cuda" && call && i >= check_args_end) {
-        sink.Add("DT307", line, col(b), "is_cuda()", false);
-      } else if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY" || id == "TORCH_LIBRARY_IMPL" ||
-                 id == "TORCH_LIBRARY_FRAGMENT") {
-        has_binding = true;
-        binding_line = line;
-        binding_col = col(b);
-        // TORCH_LIBRARY_IMPL adds kernels to a namespace defined elsewhere (often aten).
-        if (id != "PYBIND11_MODULE" && id != "TORCH_LIBRARY_IMPL" && call) {
-          // The op namespace Python reaches as torch.ops.<ns>.<op>: it exists only where the
-          // project's extension was built (Scan() keeps it when the project has CUDA sources).
-          std::string_view args = ParenArgs(s, after);
-          std::string_view ns = Trim(args.substr(0, args.find(',')));
-          if (!ns.empty() && ns.find_first_of(" ()\"") == std::string_view::npos &&
-              !IsTorchNamespace(ns))
-            sink.DeclareCudaModule("torch.ops." + std::string(ns), line,
-                                   std::string(id) + "() in " + sink.rel(),
-                                   !sink.rel().ends_with(".cu"));
-        }
-      } else if (id[0] == 'c' || id[0] == 'n') {
-        if (IsCudaApi(id)) sink.Add("DT304", line, col(b), id, false);
-      }
-      if (id != "else") expect_cpu_stmt = false;
-      prev_id = id;
-      continue;
-    }
-    ++i;
+    rejections_.clear();
+    fn_device_branch_ = false;
   }
-  if (in_function()) end_function();
-  if (has_binding && sink.count() > 0)
-    sink.Add("DT309", binding_line, binding_col, "the Python binding", false);
-  // A .cu file is compiled by nvcc alone, even when nothing in it names a CUDA API (a host
-  // wrapper that calls kernels declared in a header): the file itself is the dependency.
-  std::string_view rel = sink.rel();
-  if (sink.count() == 0 && (rel.ends_with(".cu") || rel.ends_with(".cuh")))
-    sink.Add("DT303", 1, 1, "a CUDA source file", false);
-}
+
+  // Raw string R"delim( ... )delim" starting at the quote at i_: may span lines, and quotes inside
+  // do not end it. False when it is not one.
+  bool RawString() {
+    std::size_t open = s_.find('(', i_ + 1);
+    std::size_t nl = s_.find_first_of("\r\n", i_ + 1);
+    if (open == std::string_view::npos || open - (i_ + 1) > 16 ||
+        (nl != std::string_view::npos && open > nl))
+      return false;
+    std::string close = ")" + std::string(s_.substr(i_ + 1, open - i_ - 1)) + "\"";
+    std::size_t e = s_.find(close, open + 1);
+    SkipTo(e == std::string_view::npos ? n_ : e + close.size());
+    return true;
+  }
+
+  void Identifier() {
+    const std::size_t b = i_;
+    while (i_ < n_ && IdChar(s_[i_])) ++i_;
+    std::string_view id = s_.substr(b, i_ - b);
+    if (i_ < n_ && s_[i_] == '"' &&
+        (id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR") && RawString())
+      return;
+    std::size_t after = i_;
+    while (after < n_ && (s_[after] == ' ' || s_[after] == '\t')) ++after;
+    const bool call = after < n_ && s_[after] == '(';
+    if ((id == "if" || id == "while" || id == "for" || id == "switch") && call) {
+      Condition(id, after);
+    } else if (InFunction() && call &&
+               (IsFailMacro(id) || IsCheckMacro(id) || IsCudaCheckMacro(id))) {
+      CheckMacro(id, after, b);
+    } else {
+      Word(id, after, b, call);
+      if (id != "else") expect_cpu_stmt_ = false;
+    }
+    prev_id_ = id;
+  }
+
+  // `if (x.is_cuda())`: a device test opens a CUDA branch; is_cuda() in any condition is a
+  // dispatch, not a check (CUDA calls in it still count).
+  void Condition(std::string_view id, std::size_t after) {
+    std::string_view cond = ParenArgs(s_, after);
+    if (id == "if" && IsDeviceTest(cond)) {
+      if (InFunction()) fn_device_branch_ = true;
+      next_cuda_branch_ = IsCudaTest(cond);
+    }
+    if (!cond.empty()) check_args_end_ = after + cond.size() + 2;
+    if (id == "if" && prev_id_ == "else") expect_cpu_stmt_ = false;
+  }
+
+  // TORCH_CHECK(x.is_cuda(), ...), CHECK_CUDA(x), AT_ERROR(...): a rejection of non-CUDA input,
+  // reported when the function ends without a device branch (or when it fails on the CPU path).
+  void CheckMacro(std::string_view id, std::size_t after, std::size_t b) {
+    std::string_view args = ParenArgs(s_, after);
+    std::size_t comma = args.find(',');
+    std::string_view first = Trim(args.substr(0, comma));
+    std::string_view message =
+        comma == std::string_view::npos ? std::string_view{} : args.substr(comma + 1);
+    Rejection r{line_, Col(b), std::string(id), false, false, InCudaBranch()};
+    if (IsFailMacro(id) || first == "false" || first == "0") {
+      // A failure is the non-CUDA path when its message says so, or when it is what runs
+      // right after (or in the `else` of) a branch taken for CUDA tensors.
+      r.fail = true;
+      r.counts = MentionsDevice(IsFailMacro(id) ? args : message) || expect_cpu_stmt_;
+      rejections_.push_back(std::move(r));
+    } else if (IsCudaCheckMacro(id) || ((first.find("is_cuda") != std::string_view::npos ||
+                                         first.find("kCUDA") != std::string_view::npos) &&
+                                        // `is_cuda() || is_cpu()` accepts more.
+                                        first.find("||") == std::string_view::npos)) {
+      rejections_.push_back(std::move(r));
+    }
+    // The check's own is_cuda() is the rejection, not a separate finding; the rest of its
+    // arguments (cudaGetErrorString(err)...) are read as usual.
+    if (!args.empty()) check_args_end_ = after + args.size() + 2;
+    expect_cpu_stmt_ = false;
+  }
+
+  // Any other identifier: scope keywords, throws, CUDA qualifiers and namespaces, is_cuda(),
+  // bindings and CUDA runtime / library APIs.
+  void Word(std::string_view id, std::size_t after, std::size_t b, bool call) {
+    if (id == "namespace" || id == "struct" || id == "class" || id == "union" || id == "enum" ||
+        (id == "extern" && after < n_ && s_[after] == '"')) {
+      next_kind_ = BlockKind::kScope;
+    } else if (id == "throw" && InFunction()) {
+      std::size_t e = s_.find(';', i_);
+      std::string_view stmt = s_.substr(
+          i_, std::min<std::size_t>(e == std::string_view::npos ? n_ - i_ : e - i_, 1024));
+      if (MentionsDevice(stmt) || expect_cpu_stmt_)
+        rejections_.push_back(Rejection{line_, Col(b), "throw", true, true, InCudaBranch()});
+    } else if (id == "__global__" || id == "__device__" || id == "__shared__" ||
+               id == "__constant__") {
+      sink_.Add("DT303", line_, Col(b), id, false);
+    } else if (id == "cuda" && i_ + 1 < n_ && s_[i_] == ':' && s_[i_ + 1] == ':') {
+      sink_.Add("DT304", line_, Col(b), "cuda:: namespace", false);
+    } else if (id == "is_cuda" && call && i_ >= check_args_end_) {
+      sink_.Add("DT307", line_, Col(b), "is_cuda()", false);
+    } else if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY" || id == "TORCH_LIBRARY_IMPL" ||
+               id == "TORCH_LIBRARY_FRAGMENT") {
+      Binding(id, after, b, call);
+    } else if (id[0] == 'c' || id[0] == 'n') {
+      if (IsCudaApi(id)) sink_.Add("DT304", line_, Col(b), id, false);
+    }
+  }
+
+  // PYBIND11_MODULE / TORCH_LIBRARY*: the Python binding, and the op namespace it registers.
+  void Binding(std::string_view id, std::size_t after, std::size_t b, bool call) {
+    has_binding_ = true;
+    binding_line_ = line_;
+    binding_col_ = Col(b);
+    // TORCH_LIBRARY_IMPL adds kernels to a namespace defined elsewhere (often aten).
+    if (id == "PYBIND11_MODULE" || id == "TORCH_LIBRARY_IMPL" || !call) return;
+    // The op namespace Python reaches as torch.ops.<ns>.<op>: it exists only where the project's
+    // extension was built (Scan() keeps it when the project has CUDA sources).
+    std::string_view args = ParenArgs(s_, after);
+    std::string_view ns = Trim(args.substr(0, args.find(',')));
+    if (!ns.empty() && ns.find_first_of(" ()\"") == std::string_view::npos && !IsTorchNamespace(ns))
+      sink_.DeclareCudaModule("torch.ops." + std::string(ns), line_,
+                              std::string(id) + "() in " + sink_.rel(),
+                              !sink_.rel().ends_with(".cu"));
+  }
+
+  void Finish() {
+    if (InFunction()) EndFunction();
+    if (has_binding_ && sink_.count() > 0)
+      sink_.Add("DT309", binding_line_, binding_col_, "the Python binding", false);
+    // A .cu file is compiled by nvcc alone, even when nothing in it names a CUDA API (a host
+    // wrapper that calls kernels declared in a header): the file itself is the dependency.
+    std::string_view rel = sink_.rel();
+    if (sink_.count() == 0 && (rel.ends_with(".cu") || rel.ends_with(".cuh")))
+      sink_.Add("DT303", 1, 1, "a CUDA source file", false);
+  }
+
+  const std::string_view s_;
+  const std::size_t n_;
+  FindingSink& sink_;
+  const bool cuda_source_;
+  std::size_t i_ = 0;
+  std::uint32_t line_ = 1;
+  std::size_t line_begin_ = 0;
+  bool line_start_ = true;  // Only whitespace so far on this line.
+  bool has_binding_ = false;
+  std::uint32_t binding_line_ = 0, binding_col_ = 0;
+  // Macros of this file that check for CUDA tensors (`#define CHECK_CUDA(x) TORCH_CHECK(...)`,
+  // `#define CHECK_INPUT(x) CHECK_CUDA(x); ...`); CHECK_CUDA itself is near universal.
+  std::vector<std::string> cuda_check_macros_ = {"CHECK_CUDA", "CHECK_IS_CUDA",
+                                                 "CHECK_CUDA_TENSOR"};
+  int headers_read_ = 0;
+  std::vector<Block> blocks_;
+  std::vector<Rejection> rejections_;
+  bool fn_device_branch_ = false;
+  // What the next `{` opens: set by `namespace`, `struct`..., by an `if (<cond>)`, and by `)`.
+  BlockKind next_kind_ = BlockKind::kOther;
+  bool next_cuda_branch_ = false;
+  bool saw_paren_ = false;        // A `)` since the last statement end: a `{` may open a function.
+  bool expect_cpu_stmt_ = false;  // Just after a CUDA branch closed, or in its `else`.
+  std::string_view prev_id_;
+  std::size_t check_args_end_ = 0;  // Inside the arguments of a check macro until here.
+  // Counts over `blocks_`, kept as they change so that deep nesting stays linear.
+  std::size_t n_cuda_ = 0, n_function_ = 0, n_not_scope_ = 0;
+};
+
+}  // namespace
+
+void ScanCpp(std::string_view s, FindingSink& sink) { CppScanner(s, sink).Run(); }
 
 void ScanCMake(std::string_view text, FindingSink& sink) {
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
