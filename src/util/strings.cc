@@ -262,6 +262,57 @@ bool InClass(std::string_view name, unsigned char c) {
   return false;
 }
 
+// The bracket expression at p (on its '[') against t_ch: advances p to the closing ']' and
+// returns 1 when t_ch is in the set, 0 when not, kWmAbortAll when the pattern ends inside it.
+int MatchBracket(const unsigned char*& p, unsigned char t_ch) {
+  unsigned char p_ch = *++p;
+  if (p_ch == '^') p_ch = '!';
+  const bool negated = p_ch == '!';
+  if (negated) p_ch = *++p;
+  unsigned char prev_ch = 0;
+  int matched = 0;
+  do {
+    if (!p_ch) return kWmAbortAll;
+    if (p_ch == '\\') {
+      p_ch = *++p;
+      if (!p_ch) return kWmAbortAll;
+      if (t_ch == p_ch) matched = 1;
+    } else if (p_ch == '-' && prev_ch && p[1] && p[1] != ']') {
+      p_ch = *++p;
+      if (p_ch == '\\') {
+        p_ch = *++p;
+        if (!p_ch) return kWmAbortAll;
+      }
+      if (t_ch <= p_ch && t_ch >= prev_ch) matched = 1;
+      p_ch = 0;  // So that prev_ch becomes 0.
+    } else if (p_ch == '[' && p[1] == ':') {
+      const unsigned char* s = p + 2;
+      const unsigned char* e = s;
+      while (*e && *e != ']') e++;
+      if (!*e) return kWmAbortAll;
+      if (e - s == 0 || e[-1] != ':') {
+        // Not a class name after all: a literal '['.
+        p = s - 2;
+        p_ch = '[';
+        if (t_ch == p_ch) matched = 1;
+        continue;
+      }
+      std::string_view name(reinterpret_cast<const char*>(s), static_cast<std::size_t>(e - s - 1));
+      if (name != "alnum" && name != "alpha" && name != "blank" && name != "cntrl" &&
+          name != "digit" && name != "graph" && name != "lower" && name != "print" &&
+          name != "punct" && name != "space" && name != "upper" && name != "xdigit") {
+        return kWmAbortAll;  // git: a malformed [:class:] matches nothing.
+      }
+      if (InClass(name, t_ch)) matched = 1;
+      p = e;
+      p_ch = 0;
+    } else if (t_ch == p_ch) {
+      matched = 1;
+    }
+  } while (prev_ch = p_ch, (p_ch = *++p) != ']');
+  return matched == static_cast<int>(negated) ? 0 : 1;
+}
+
 int DoWild(const unsigned char* p, const unsigned char* text, const unsigned char* pattern) {
   unsigned char p_ch;
   for (; (p_ch = *p) != '\0'; text++, p++) {
@@ -324,53 +375,9 @@ int DoWild(const unsigned char* p, const unsigned char* text, const unsigned cha
         }
         return kWmAbortAll;
       case '[': {
-        p_ch = *++p;
-        if (p_ch == '^') p_ch = '!';
-        const bool negated = p_ch == '!';
-        if (negated) p_ch = *++p;
-        unsigned char prev_ch = 0;
-        matched = 0;
-        do {
-          if (!p_ch) return kWmAbortAll;
-          if (p_ch == '\\') {
-            p_ch = *++p;
-            if (!p_ch) return kWmAbortAll;
-            if (t_ch == p_ch) matched = 1;
-          } else if (p_ch == '-' && prev_ch && p[1] && p[1] != ']') {
-            p_ch = *++p;
-            if (p_ch == '\\') {
-              p_ch = *++p;
-              if (!p_ch) return kWmAbortAll;
-            }
-            if (t_ch <= p_ch && t_ch >= prev_ch) matched = 1;
-            p_ch = 0;  // So that prev_ch becomes 0.
-          } else if (p_ch == '[' && p[1] == ':') {
-            const unsigned char* s = p + 2;
-            const unsigned char* e = s;
-            while (*e && *e != ']') e++;
-            if (!*e) return kWmAbortAll;
-            if (e - s == 0 || e[-1] != ':') {
-              // Not a class name after all: a literal '['.
-              p = s - 2;
-              p_ch = '[';
-              if (t_ch == p_ch) matched = 1;
-              continue;
-            }
-            std::string_view name(reinterpret_cast<const char*>(s),
-                                  static_cast<std::size_t>(e - s - 1));
-            if (name != "alnum" && name != "alpha" && name != "blank" && name != "cntrl" &&
-                name != "digit" && name != "graph" && name != "lower" && name != "print" &&
-                name != "punct" && name != "space" && name != "upper" && name != "xdigit") {
-              return kWmAbortAll;  // git: a malformed [:class:] matches nothing.
-            }
-            if (InClass(name, t_ch)) matched = 1;
-            p = e;
-            p_ch = 0;
-          } else if (t_ch == p_ch) {
-            matched = 1;
-          }
-        } while (prev_ch = p_ch, (p_ch = *++p) != ']');
-        if (matched == static_cast<int>(negated) || t_ch == '/') return kWmNoMatch;
+        const int in_set = MatchBracket(p, t_ch);
+        if (in_set == kWmAbortAll) return kWmAbortAll;
+        if (in_set == 0 || t_ch == '/') return kWmNoMatch;
         continue;
       }
     }
