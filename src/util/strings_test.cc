@@ -49,6 +49,21 @@ TEST(StringsTest, Utf8Validation) {
   EXPECT_FALSE(IsValidUtf8("\xe4\xbd"));                 // Truncated sequence.
 }
 
+TEST(StringsTest, WildMatchBracketExpressionsAsGitReadsThem) {
+  EXPECT_TRUE(WildMatch("[a-c]x", "bx"));
+  EXPECT_FALSE(WildMatch("[a-c]x", "dx"));
+  EXPECT_FALSE(WildMatch("[!a]x", "ax"));
+  EXPECT_TRUE(WildMatch("[!a]x", "bx"));
+  EXPECT_TRUE(WildMatch("[[:digit:]]", "7"));
+  EXPECT_FALSE(WildMatch("[[:digit:]]", "a"));
+  EXPECT_TRUE(WildMatch("[\\]]", "]"));         // An escaped bracket is a member.
+  EXPECT_FALSE(WildMatch("[abc", "a"));         // Unterminated: matches nothing.
+  EXPECT_FALSE(WildMatch("a[/]b", "a/b"));      // A set never matches the separator.
+  EXPECT_FALSE(WildMatch("[[:bogus:]]", "a"));  // An unknown class matches nothing.
+  EXPECT_TRUE(WildMatch("[[x]", "["));          // "[[" without ':' is a literal bracket.
+  EXPECT_TRUE(WildMatch("**/[ab].py", "d/e/a.py"));
+}
+
 TEST(StringsTest, GlobMatch) {
   EXPECT_TRUE(GlobMatch("*.py", "a/b/train.py"));
   EXPECT_TRUE(GlobMatch("model.*.weight", "model.layer1.weight"));
