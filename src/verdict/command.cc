@@ -36,11 +36,17 @@ std::string Render(const Report& report, const std::string& format) {
   return RenderMarkdown(report);
 }
 
-// Exit 1 when the verdict is at or below the user's --fail-on level.
+// Exit 1 when the verdict is at or below the user's --fail-on level (cuda-only, dev-only; the
+// option's check admits only those and "never").
 ExitCode ExitFor(const Report& report, const std::string& fail_on) {
-  auto rank = [](const std::string& v) { return v == "cuda-only" ? 0 : (v == "dev-only" ? 1 : 2); };
   if (fail_on == "never") return ExitCode::kOk;
-  return rank(report.verdict) <= rank(fail_on) ? ExitCode::kFindings : ExitCode::kOk;
+  const Verdict threshold =
+      fail_on == ToString(Verdict::kCudaOnly) ? Verdict::kCudaOnly : Verdict::kDevOnly;
+  // Worst first: cuda-only, dev-only, mac-ready.
+  auto rank = [](Verdict v) {
+    return v == Verdict::kCudaOnly ? 0 : v == Verdict::kDevOnly ? 1 : 2;
+  };
+  return rank(report.verdict) <= rank(threshold) ? ExitCode::kFindings : ExitCode::kOk;
 }
 
 // report.html for the first experiment, report.<experiment>.html for the others (and .md, .json
@@ -96,7 +102,7 @@ std::string RenderAuditText(const AuditResult& result) {
     for (const ExperimentVerdict& e : result.experiments) {
       out += fmt::format("  {:<16} {:<24} {} ({})\n", e.experiment.name,
                          e.experiment.entry.empty() ? "(whole project)" : e.experiment.entry,
-                         e.report.verdict, ToString(e.report.level));
+                         ToString(e.report.verdict), ToString(e.report.level));
     }
   }
   for (const ExperimentVerdict& e : result.experiments) {
@@ -114,7 +120,7 @@ nlohmann::json AuditJson(const AuditResult& result) {
                     {"entry", e.experiment.entry},
                     {"run", e.experiment.run ? nlohmann::json(*e.experiment.run) : nullptr},
                     {"source", e.experiment.source},
-                    {"verdict", e.report.verdict},
+                    {"verdict", ToString(e.report.verdict)},
                     {"evidence_level", ToString(e.report.level)},
                     {"report", ToJson(e.report)}});
   }
@@ -250,7 +256,8 @@ Result<ExitCode> WriteReport(const Report& report, const ReportArgs& a, Io& io) 
   if (auto s = WriteFileAtomic(a.output, Render(report, *f), EvidenceGuard(a)); !s.ok()) {
     return s.take_error();
   }
-  io.out << fmt::format("{}: {} ({} evidence)\n", a.output, report.verdict, ToString(report.level));
+  io.out << fmt::format("{}: {} ({} evidence)\n", a.output, ToString(report.verdict),
+                        ToString(report.level));
   return ExitFor(report, a.fail_on);
 }
 

@@ -87,7 +87,7 @@ TEST(VerdictFieldTest, JitExtensionWithoutCpuPathIsCudaOnlyNamingTheOp) {
        F("DT305", "extension", "blocker", "model.py", 7, true, false,
          "idx = furthest_point_sample(x, 16)")},
       "train.py"));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_EQ(Stop(r, "blocker-on-path").state, RuleState::kHolds);
   ASSERT_FALSE(r.next_steps.empty());
@@ -110,7 +110,7 @@ TEST(VerdictFieldTest, CompiledExtensionPackageIsCudaOnly) {
        F("DT305", "extension", "blocker", "models/net.py", 2, true),
        F("DT305", "extension", "blocker", "models/net.py", 7, true)},
       "train.py"));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   // The build files are kept on the Linux GPU; the reachable uses are what stops.
   EXPECT_TRUE(AnyReasonHas(r, "setup.py:7"));
@@ -127,7 +127,7 @@ TEST(VerdictFieldTest, SubmoduleExtensionIsCudaOnly) {
                        F("DT305", "extension", "blocker", "renderer.py", 7, true),
                        F("DT305", "extension", "blocker", "model.py", 6, true)},
                       "train.py"));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
 }
 
 TEST(VerdictFieldTest, TritonKernelOnTheOnlyPathIsCudaOnlyUnlessGuarded) {
@@ -135,14 +135,14 @@ TEST(VerdictFieldTest, TritonKernelOnTheOnlyPathIsCudaOnlyUnlessGuarded) {
       WithScan({F("DT210", "library", "blocker", "model.py", 5, true, false, "@triton.jit"),
                 F("DT210", "library", "blocker", "model.py", 15, true, false, "_add_kernel[...]")},
                "model.py"));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   // A non-Triton path exists: the same constructs guarded do not stop the Mac.
   Report guarded = Decide(
       WithScan({F("DT210", "library", "blocker", "model.py", 5, true, true, "@triton.jit"),
                 F("DT210", "library", "blocker", "model.py", 15, true, true, "_add_kernel[...]")},
                "model.py"));
-  EXPECT_NE(guarded.verdict, "cuda-only");
+  EXPECT_NE(guarded.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(Stop(guarded, "blocker-on-path").state, RuleState::kClear);
 }
 
@@ -156,7 +156,7 @@ TEST(VerdictFieldTest, HfInt8Fp16IsDevOnly) {
        F("DT109", "device", "fixable", "finetune.py", 13, true, true,
          "device_map = {\"\": int(os.environ.get(\"LOCAL_RANK\") or 0)}")},
       "finetune.py"));
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(r, "finetune.py:16"));
 }
@@ -169,7 +169,7 @@ TEST(VerdictFieldTest, QloraFourBitTrainingIsNotMacReady) {
                               F("DT211", "library", "replace", "train.py", 9, true, false,
                                 "optim=\"paged_adamw_32bit\"", "optim=\"adamw_torch\"")},
                              "train.py"));
-  EXPECT_NE(r.verdict, "mac-ready");
+  EXPECT_NE(r.verdict, Verdict::kMacReady);
 }
 
 TEST(VerdictFieldTest, GuardedJitExtensionDoesNotStop) {
@@ -178,7 +178,7 @@ TEST(VerdictFieldTest, GuardedJitExtensionDoesNotStop) {
                 F("DT304", "extension", "blocker", "bias_act.cu", 1, std::nullopt)},
                "gen.py"));
   EXPECT_EQ(Stop(r, "blocker-on-path").state, RuleState::kClear);
-  EXPECT_NE(r.verdict, "cuda-only");
+  EXPECT_NE(r.verdict, Verdict::kCudaOnly);
 }
 
 TEST(VerdictFieldTest, NcclWithFallbackIsNoMultiGpuStop) {
@@ -189,7 +189,7 @@ TEST(VerdictFieldTest, NcclWithFallbackIsNoMultiGpuStop) {
          "dist.init_process_group(backend=\"nccl\" if dist.is_nccl_available() else \"gloo\")")},
       "comm.py"));
   EXPECT_EQ(Stop(r, "multi-gpu").state, RuleState::kClear);
-  EXPECT_NE(r.verdict, "cuda-only");
+  EXPECT_NE(r.verdict, Verdict::kCudaOnly);
 }
 
 TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
@@ -200,7 +200,7 @@ TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
   other.tracks.push_back(CpuTrack({"step.py"}));
   Report r = Decide(std::move(other));
   EXPECT_EQ(Stop(r, "multi-gpu").state, RuleState::kHolds);
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   // A run that executed comm.py and finished shows the NCCL path optional (measured).
   Evidence same = WithScan(nccl, "comm.py");
   same.tracks.push_back(CpuTrack({"comm.py"}));
@@ -210,7 +210,7 @@ TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
   ASSERT_FALSE(Stop(cleared, "multi-gpu").notes.empty());
   EXPECT_EQ(Stop(cleared, "multi-gpu").notes.front().kind, "multi-gpu-optional");
   // Shown optional, it no longer stands in the way of the prediction either.
-  EXPECT_EQ(cleared.verdict, "mac-ready");
+  EXPECT_EQ(cleared.verdict, Verdict::kMacReady);
   EXPECT_EQ(cleared.level, EvidenceLevel::kPredicted);
 }
 
@@ -226,13 +226,13 @@ TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {
   ev.tracks.push_back(t);
   ev.designated_run = {"train.py"};
   Report r = Decide(std::move(ev));
-  EXPECT_FALSE(r.verdict == "cuda-only" && r.level == EvidenceLevel::kMeasured);
-  EXPECT_NE(r.verdict, "cuda-only");
+  EXPECT_FALSE(r.verdict == Verdict::kCudaOnly && r.level == EvidenceLevel::kMeasured);
+  EXPECT_NE(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(Stop(r, "candidate-unfinished").state, RuleState::kUnknown);
   ASSERT_TRUE(r.evidence.missing.count("track cpu"));
   EXPECT_NE(r.evidence.missing.at("track cpu").find("einops_not_installed"), std::string::npos);
   // The declared run gave no evidence: no predicted mac-ready on the scan alone.
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
 }
 
 TEST(VerdictFieldTest, InterruptedAndTimedOutRunsAreMissingToo) {
@@ -242,7 +242,7 @@ TEST(VerdictFieldTest, InterruptedAndTimedOutRunsAreMissingToo) {
     t.status = bundle::RunStatus::kKilled;
     ev.tracks.push_back(t);
     Report r = Decide(std::move(ev));
-    EXPECT_NE(r.verdict, "cuda-only") << outcome;
+    EXPECT_NE(r.verdict, Verdict::kCudaOnly) << outcome;
     EXPECT_TRUE(r.evidence.tracks.empty()) << outcome;
   }
 }
@@ -267,7 +267,7 @@ TEST(VerdictSymmetryTest, HardWiredDeviceOnThePathIsDevOnly) {
   Evidence ev = WithScan({F("DT101", "device", "fixable", "train.py", 10, true, false, "x.cuda()")},
                          "train.py");
   Report r = Decide(ev);
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_TRUE(AnyReasonHas(r, "mechanical edit"));
 }
 
@@ -278,13 +278,13 @@ TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
     Evidence ev =
         WithScan({F("DT102", "device", "fixable", "config/defaults.py", 32, true, false, snippet)},
                  "demo.py");
-    EXPECT_EQ(Decide(ev).verdict, "mac-ready") << snippet;
+    EXPECT_EQ(Decide(ev).verdict, Verdict::kMacReady) << snippet;
   }
   for (const char* snippet :
        {"args.device = \"cuda\"", "self.cfg.device = \"cuda\"", "_C.MODEL.DEVICE == \"cuda\""}) {
     Evidence ev = WithScan({F("DT102", "device", "fixable", "train.py", 3, true, false, snippet)},
                            "train.py");
-    EXPECT_EQ(Decide(ev).verdict, "dev-only") << snippet;
+    EXPECT_EQ(Decide(ev).verdict, Verdict::kDevOnly) << snippet;
   }
 }
 
@@ -300,7 +300,7 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   ev.experiment = "training";
   ev.mac_command = "python train.py --device mps";
   Report r = Decide(ev);
-  EXPECT_EQ(r.verdict, "mac-ready");
+  EXPECT_EQ(r.verdict, Verdict::kMacReady);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(r, "Predicted mac-ready"));
   // The checklist still says what has to be measured on a Mac, with the real command.
@@ -320,7 +320,7 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   Evidence replace = ev;
   replace.scan->findings.push_back(
       F("DT201", "library", "replace", "model.py", 4, true, false, "import xformers"));
-  EXPECT_EQ(Decide(replace).verdict, "dev-only");
+  EXPECT_EQ(Decide(replace).verdict, Verdict::kDevOnly);
   Evidence fallback = ev;
   CoverageEvidence cov;
   CoverageOp op;
@@ -330,12 +330,12 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   cov.ops.push_back(op);
   fallback.coverage = cov;
   Report fb = Decide(fallback);
-  EXPECT_EQ(fb.verdict, "dev-only");
+  EXPECT_EQ(fb.verdict, Verdict::kDevOnly);
   EXPECT_TRUE(AnyReasonHas(fb, "fall back to the CPU"));
 }
 
 TEST(VerdictSymmetryTest, NoScanIsNeverPredictedMacReady) {
-  EXPECT_EQ(Decide(Evidence{}).verdict, "dev-only");
+  EXPECT_EQ(Decide(Evidence{}).verdict, Verdict::kDevOnly);
 }
 
 // ---- Root causes first.
@@ -366,7 +366,7 @@ TEST(VerdictRootCauseTest, TheLineThatCreatesFloat64LeadsItsUses) {
   cov.ops.push_back(bwd);
   ev.coverage = cov;
   Report r = Decide(std::move(ev));
-  ASSERT_EQ(r.verdict, "cuda-only");
+  ASSERT_EQ(r.verdict, Verdict::kCudaOnly);
   ASSERT_FALSE(r.next_steps.empty());
   const NextStep& first = r.next_steps.front();
   EXPECT_EQ(first.location.file, "utils/metrics.py");
@@ -393,7 +393,7 @@ TEST(VerdictRootCauseTest, OneStepPerConstructAndFileAtMostTwenty) {
     findings.push_back(F("DT210", "library", "blocker", file, 9, true, false, "kernel[grid]()"));
   }
   Report r = Decide(WithScan(findings, "train.py"));
-  ASSERT_EQ(r.verdict, "cuda-only");
+  ASSERT_EQ(r.verdict, Verdict::kCudaOnly);
   ASSERT_EQ(r.next_steps.size(), kMaxNextSteps + 1);
   EXPECT_EQ(r.next_steps.front().location.line, 3);  // The import leads, the call folds.
   ASSERT_EQ(r.next_steps.front().also.size(), 1u);

@@ -573,7 +573,7 @@ json ReportJson(const Report& r, bool findings_inline) {
                            {"entry", e.entry.empty() ? json(nullptr) : json(e.entry)},
                            {"run", e.run.empty() ? json(nullptr) : json(e.run)},
                            {"source", e.source},
-                           {"verdict", e.verdict},
+                           {"verdict", ToString(e.verdict)},
                            {"evidence_level", ToString(e.level)},
                            {"reason", e.reason},
                            {"report", e.report}});
@@ -583,7 +583,7 @@ json ReportJson(const Report& r, bool findings_inline) {
       {"experiment", r.evidence.experiment.empty() ? json(nullptr) : json(r.evidence.experiment)},
       {"experiments", experiments},
       {"generator", std::string("dualtrack ") + kVersion},
-      {"verdict", r.verdict},
+      {"verdict", ToString(r.verdict)},
       {"evidence_level", ToString(r.level)},
       {"reasons", r.reasons},
       {"validity",
@@ -633,7 +633,7 @@ static std::string ExperimentsTitle(const Report& r) {
 
 std::string RenderText(const Report& r) {
   std::ostringstream os;
-  os << "verdict: " << r.verdict << " (" << ToString(r.level) << ")\n";
+  os << "verdict: " << ToString(r.verdict) << " (" << ToString(r.level) << ")\n";
   if (r.validity.state == "differs") os << "VALIDITY: " << r.validity.summary << '\n';
   for (const std::string& reason : r.reasons) os << "  - " << reason << '\n';
   os << "checklist:\n";
@@ -660,12 +660,13 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
        << "| experiment | entry | verdict | evidence | why | report |\n|---|---|---|---|---|---|\n";
     for (const ExperimentRow& e : r.experiments) {
       os << "| " << Cell(e.name) << " | " << Cell(e.entry.empty() ? "(whole project)" : e.entry)
-         << " | **" << e.verdict << "** | " << ToString(e.level) << " | " << Cell(e.reason) << " | "
-         << Cell(e.report) << " |\n";
+         << " | **" << ToString(e.verdict) << "** | " << ToString(e.level) << " | "
+         << Cell(e.reason) << " | " << Cell(e.report) << " |\n";
     }
     os << "\nThe report below is for the experiment **" << Cell(ev.experiment) << "**.\n\n";
   }
-  os << "# dualtrack report: **" << r.verdict << "** (" << ToString(r.level) << " evidence)\n\n";
+  os << "# dualtrack report: **" << ToString(r.verdict) << "** (" << ToString(r.level)
+     << " evidence)\n\n";
   if (r.validity.state == "differs") {
     os << "> **Validity: " << Cell(r.validity.summary)
        << "** A `mac-ready` verdict is not possible.\n\n";
@@ -917,7 +918,7 @@ void HtmlTop(std::ostringstream& os, const Report& r) {
   os << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         "<title>dualtrack report: "
-     << HtmlEscape(r.verdict) << "</title><style>" << kCss << "</style></head><body>\n";
+     << HtmlEscape(ToString(r.verdict)) << "</title><style>" << kCss << "</style></head><body>\n";
   os << "<h1>dualtrack report</h1><div class=\"muted\">"
      << HtmlEscape(
             !ev.project.empty()
@@ -954,8 +955,8 @@ void HtmlTop(std::ostringstream& os, const Report& r) {
        << HtmlEscape(r.validity.summary)
        << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
   }
-  os << "<section class=\"banner " << HtmlEscape(r.verdict)
-     << "\" id=\"verdict\"><span class=\"v\">" << HtmlEscape(r.verdict)
+  os << "<section class=\"banner " << HtmlEscape(ToString(r.verdict))
+     << "\" id=\"verdict\"><span class=\"v\">" << HtmlEscape(ToString(r.verdict))
      << "</span><span class=\"lvl\">evidence: " << ToString(r.level) << "</span><ul>";
   for (const std::string& reason : r.reasons) os << "<li>" << HtmlEscape(reason) << "</li>";
   os << "</ul></section>\n";
@@ -970,9 +971,9 @@ void HtmlActions(std::ostringstream& os, const Report& r) {
     for (const ExperimentRow& e : r.experiments) {
       os << "<tr><td>" << HtmlEscape(e.name) << "</td><td>"
          << HtmlEscape(e.entry.empty() ? "(whole project)" : e.entry) << "</td><td><strong>"
-         << HtmlEscape(e.verdict) << "</strong></td><td>" << ToString(e.level) << "</td><td>"
-         << HtmlEscape(e.reason) << "</td><td><a href=\"" << HtmlEscape(e.report) << "\">"
-         << HtmlEscape(e.report) << "</a></td></tr>";
+         << HtmlEscape(ToString(e.verdict)) << "</strong></td><td>" << ToString(e.level)
+         << "</td><td>" << HtmlEscape(e.reason) << "</td><td><a href=\"" << HtmlEscape(e.report)
+         << "\">" << HtmlEscape(e.report) << "</a></td></tr>";
     }
     os << "</table><p>The report below is for the experiment <strong>" << HtmlEscape(ev.experiment)
        << "</strong>.</p>\n";

@@ -12,6 +12,18 @@
 
 namespace dt::verdict {
 
+const char* ToString(Verdict v) {
+  switch (v) {
+    case Verdict::kMacReady:
+      return "mac-ready";
+    case Verdict::kDevOnly:
+      return "dev-only";
+    case Verdict::kCudaOnly:
+      return "cuda-only";
+  }
+  return "dev-only";
+}
+
 const char* ToString(ItemStatus s) {
   switch (s) {
     case ItemStatus::kDone:
@@ -579,7 +591,7 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
   return b.Finish();
 }
 
-std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
+std::vector<PlanItem> Plan(const Evidence& ev, Verdict verdict,
                            const std::vector<RuleResult>& stops) {
   std::vector<PlanItem> plan;
   const Track* cand = CandidateTrack(ev);
@@ -595,11 +607,11 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
       stopping.insert(stopping.end(), r.evidence.begin(), r.evidence.end());
     }
   }
-  if (verdict == "mac-ready") {
+  if (verdict == Verdict::kMacReady) {
     plan.push_back({"mac",
                     "The designated experiments" + (designated.empty() ? "" : ": " + designated),
                     "measured on MPS within tolerance, same commit, data slice and seed"});
-  } else if (verdict == "dev-only") {
+  } else if (verdict == Verdict::kDevOnly) {
     plan.push_back({"mac",
                     "The minimal task as a check" + (designated.empty() ? "" : ": " + designated),
                     "no stop condition shown to hold, but the Mac's results are not yet shown to "
@@ -607,16 +619,17 @@ std::vector<PlanItem> Plan(const Evidence& ev, const std::string& verdict,
   }
   plan.push_back(
       {"mac",
-       verdict == "cuda-only"
+       verdict == Verdict::kCudaOnly
            ? "Development, debugging, unit tests and data preparation of the parts that avoid " +
                  (PlaceList(stopping).empty() ? std::string("the stopping code")
                                               : PlaceList(stopping))
            : "Development, debugging, unit tests and data-preparation checks",
        "they need no CUDA"});
-  if (verdict != "mac-ready") {
+  if (verdict != Verdict::kMacReady) {
     plan.push_back({"linux-gpu", "Formal training runs and every result you report",
-                    verdict == "cuda-only" ? "a stop condition holds"
-                                           : "the Mac track is not measured against the baseline"});
+                    verdict == Verdict::kCudaOnly
+                        ? "a stop condition holds"
+                        : "the Mac track is not measured against the baseline"});
   }
   if (!stopping.empty()) {
     plan.push_back({"linux-gpu", "Anything that runs " + PlaceList(stopping), "stop condition"});
@@ -834,7 +847,7 @@ namespace {
 
 // A stop condition holds: cuda-only, measured when any holding condition was.
 void DecideCudaOnly(const std::vector<const RuleResult*>& holding, Report& rep) {
-  rep.verdict = "cuda-only";
+  rep.verdict = Verdict::kCudaOnly;
   rep.level = EvidenceLevel::kPredicted;
   for (const RuleResult* r : holding) {
     if (r->level == EvidenceLevel::kMeasured) rep.level = EvidenceLevel::kMeasured;
@@ -846,7 +859,7 @@ void DecideCudaOnly(const std::vector<const RuleResult*>& holding, Report& rep) 
 // dev-only: what stands in the way of mac-ready, and which stop conditions could not be checked.
 void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std::string>& obstacles,
                    bool mps_finished, bool compared, bool valid, bool ops_ok, Report& rep) {
-  rep.verdict = "dev-only";
+  rep.verdict = Verdict::kDevOnly;
   for (const std::string& o : obstacles) rep.reasons.push_back("Not mac-ready: " + o);
   rep.level =
       (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured : EvidenceLevel::kPredicted;
@@ -885,7 +898,7 @@ void DecideWithoutStops(const Evidence& ev, const Track* cand, Report& rep) {
   const bool valid = rep.validity.state == "ok";
   const bool ops_ok = Rule(rep.stops, "no-mps-implementation").state == RuleState::kClear;
   if (mps_finished && compared && valid && ops_ok) {
-    rep.verdict = "mac-ready";
+    rep.verdict = Verdict::kMacReady;
     rep.level = EvidenceLevel::kMeasured;
     rep.reasons.push_back(fmt::format("Track {} (mps) finished {} step(s) on real input.",
                                       cand->name, cand->step_wall_s.size()));
@@ -898,7 +911,7 @@ void DecideWithoutStops(const Evidence& ev, const Track* cand, Report& rep) {
     // Both directions: nothing predicted stands in the way on this experiment's path, so the
     // prediction is mac-ready, as freely as it says cuda-only; the checklist keeps saying what
     // must still be measured on a Mac.
-    rep.verdict = "mac-ready";
+    rep.verdict = Verdict::kMacReady;
     rep.level = EvidenceLevel::kPredicted;
     rep.reasons.push_back(PredictedReadyReason(ev, rep.stops));
     rep.reasons.push_back(
@@ -974,7 +987,7 @@ Report Decide(Evidence evidence) {
     DecideCudaOnly(holding, rep);
   else
     DecideWithoutStops(ev, cand, rep);
-  if (!(rep.verdict == "mac-ready" && rep.level == EvidenceLevel::kMeasured)) {
+  if (!(rep.verdict == Verdict::kMacReady && rep.level == EvidenceLevel::kMeasured)) {
     if (std::string mps = MpsOnlyEdits(ev); !mps.empty()) rep.reasons.push_back(mps);
   }
   AddContextReasons(ev, rep);

@@ -39,20 +39,25 @@ struct NextStep {
 // At most this many next steps are listed; the rest are counted in a last "N more" step.
 inline constexpr std::size_t kMaxNextSteps = 20;
 
+// What the verdict says of an experiment, as reports spell it (ToString): it runs on the Mac,
+// the Mac is for development only, or it needs the Linux GPU.
+enum class Verdict { kMacReady, kDevOnly, kCudaOnly };
+const char* ToString(Verdict v);
+
 // One row of the project summary `audit` writes: the verdict of one designated experiment.
 struct ExperimentRow {
   std::string name;
   std::string entry;
   std::string run;     // The run that was traced, empty when none.
   std::string source;  // declared | --entry | [tool.dualtrack] entry | picked | --run
-  std::string verdict;
+  Verdict verdict = Verdict::kDevOnly;
   EvidenceLevel level = EvidenceLevel::kPredicted;
   std::string reason;  // The first reason.
   std::string report;  // The file with its full report.
 };
 
 struct Report {
-  std::string verdict;  // mac-ready | dev-only | cuda-only
+  Verdict verdict = Verdict::kDevOnly;
   EvidenceLevel level = EvidenceLevel::kPredicted;
   std::vector<std::string> reasons;
   Validity validity;

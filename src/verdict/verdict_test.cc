@@ -175,11 +175,11 @@ TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
       EXPECT_EQ(rule.state, RuleState::kClear);
     }
   }
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_TRUE(AnyReasonHas(r, "mechanical edit before they run without CUDA: train.py:12"));
   // The same construct rated blocker (multi-GPU by design) stops the Mac track.
   nccl.severity = "blocker";
-  EXPECT_EQ(Decide(OnPathScan({nccl})).verdict, "cuda-only");
+  EXPECT_EQ(Decide(OnPathScan({nccl})).verdict, Verdict::kCudaOnly);
 }
 
 TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
@@ -192,7 +192,7 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
               .snippet = "x = x.double()",
               .mps_only = true};
   Report r = Decide(OnPathScan({f64}));
-  EXPECT_EQ(r.verdict, "mac-ready");
+  EXPECT_EQ(r.verdict, Verdict::kMacReady);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(r, "On MPS (not on the Mac's CPU), 1 line(s)"));
   bool step = false;
@@ -204,7 +204,7 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
                .severity = "fixable",
                .line = 31,
                .snippet = "model.cuda()"};
-  EXPECT_EQ(Decide(OnPathScan({f64, cuda})).verdict, "dev-only");
+  EXPECT_EQ(Decide(OnPathScan({f64, cuda})).verdict, Verdict::kDevOnly);
 }
 
 TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
@@ -225,7 +225,7 @@ TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
   path.training = Location{"train.py", 60};
   ev.scan->path = path;
   Report r = Decide(ev);
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_TRUE(
       AnyReasonHas(r, "on a Mac it trains on the CPU only: the device choice (train.py:9)"));
   EXPECT_TRUE(AnyReasonHas(r, "torch.nn.Conv2d (train.py:20)"));
@@ -236,11 +236,11 @@ TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
     change(*e.scan->path);
     return Decide(e).verdict;
   };
-  EXPECT_EQ(with([](ScanPath& p) { p.mentions_mps = true; }), "mac-ready");
-  EXPECT_EQ(with([](ScanPath& p) { p.framework_device = true; }), "mac-ready");
-  EXPECT_EQ(with([](ScanPath& p) { p.model.reset(); }), "mac-ready");
-  EXPECT_EQ(with([](ScanPath& p) { p.training.reset(); }), "mac-ready");
-  EXPECT_EQ(with([](ScanPath& p) { p.cuda_choice.reset(); }), "mac-ready");
+  EXPECT_EQ(with([](ScanPath& p) { p.mentions_mps = true; }), Verdict::kMacReady);
+  EXPECT_EQ(with([](ScanPath& p) { p.framework_device = true; }), Verdict::kMacReady);
+  EXPECT_EQ(with([](ScanPath& p) { p.model.reset(); }), Verdict::kMacReady);
+  EXPECT_EQ(with([](ScanPath& p) { p.training.reset(); }), Verdict::kMacReady);
+  EXPECT_EQ(with([](ScanPath& p) { p.cuda_choice.reset(); }), Verdict::kMacReady);
   // A training script by name (its backward() is in a library module).
   EXPECT_TRUE(AnyReasonHas(Decide([&] {
                              Evidence e = ev;
@@ -294,7 +294,7 @@ TEST(VerdictDecideTest, MacReadyNeedsMeasuredMpsTrackWithinToleranceAndValidity)
                           .tracks = {{"cuda", "cuda"}, {"mps", "mps"}},
                           .compares = {"compare_pass.json"},
                           .remote = true}));
-  EXPECT_EQ(r.verdict, "mac-ready");
+  EXPECT_EQ(r.verdict, Verdict::kMacReady);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   for (const ChecklistItem& c : r.checklist) {
     EXPECT_EQ(c.status, ItemStatus::kDone) << c.id << ": " << c.evidence;
@@ -309,7 +309,7 @@ TEST(VerdictDecideTest, DifferentCommitBlocksMacReadyAndIsShownFirst) {
   Report r = Decide(Load({.coverage = "coverage_clean.json",
                           .tracks = {{"cuda", "cuda"}, {"mps", "mps_other_commit"}},
                           .compares = {"compare_pass.json"}}));
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   ASSERT_FALSE(r.reasons.empty());
   EXPECT_EQ(r.reasons.front().rfind("Validity:", 0), 0u) << r.reasons.front();
@@ -317,7 +317,7 @@ TEST(VerdictDecideTest, DifferentCommitBlocksMacReadyAndIsShownFirst) {
 
 TEST(VerdictDecideTest, CudaOnlyPredictedFromScan) {
   Report r = Decide(Load({.scan = "scan_blocker.json"}));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(r, "blocker-on-path"));
   ASSERT_FALSE(r.next_steps.empty());
@@ -329,7 +329,7 @@ TEST(VerdictDecideTest, CudaOnlyPredictedFromScan) {
 
 TEST(VerdictDecideTest, CudaOnlyMeasuredWhenCandidateFails) {
   Report r = Decide(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_failed"}}}));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   EXPECT_EQ(Item(r, "real-input-step").status, ItemStatus::kFailed);
   EXPECT_TRUE(AnyReasonHas(r, "candidate-unfinished"));
@@ -338,14 +338,14 @@ TEST(VerdictDecideTest, CudaOnlyMeasuredWhenCandidateFails) {
 TEST(VerdictDecideTest, CudaOnlyMeasuredWhenOutsideTolerance) {
   Report r = Decide(
       Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps"}}, .compares = {"compare_fail.json"}}));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   EXPECT_EQ(Item(r, "within-tolerance").status, ItemStatus::kFailed);
 }
 
 TEST(VerdictDecideTest, ExampleWithoutRunIsCudaOnlyNamingNcclAndExtension) {
   Report r = Decide(Load({.scan = "scan_example.json", .env = "env_linux.json"}));
-  EXPECT_EQ(r.verdict, "cuda-only");
+  EXPECT_EQ(r.verdict, Verdict::kCudaOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(r, "train.py:108"));
   EXPECT_TRUE(AnyReasonHas(r, "ext/setup.py:10"));
@@ -357,7 +357,7 @@ TEST(VerdictDecideTest, ExampleDefaultRunStopsOnFloat64AndPortableRunMovesUp) {
                             .env = "env_linux.json",
                             .coverage = "coverage_fallback.json",
                             .tracks = {{"cpu", "cpu"}}}));
-  EXPECT_EQ(def.verdict, "cuda-only");
+  EXPECT_EQ(def.verdict, Verdict::kCudaOnly);
   EXPECT_TRUE(AnyReasonHas(def, "no-mps-implementation"));
   EXPECT_TRUE(AnyReasonHas(def, "train.py:108"));     // NCCL, kept on the Linux GPU.
   EXPECT_TRUE(AnyReasonHas(def, "ext/setup.py:10"));  // The planted extension.
@@ -372,7 +372,7 @@ TEST(VerdictDecideTest, ExampleDefaultRunStopsOnFloat64AndPortableRunMovesUp) {
                                  .env = "env_linux.json",
                                  .coverage = "coverage_clean.json",
                                  .tracks = {{"cpu", "cpu"}}}));
-  EXPECT_EQ(portable.verdict, "mac-ready");
+  EXPECT_EQ(portable.verdict, Verdict::kMacReady);
   EXPECT_EQ(portable.level, EvidenceLevel::kPredicted);
   EXPECT_TRUE(AnyReasonHas(portable, "Predicted mac-ready"));
   EXPECT_EQ(Item(portable, "real-input-step").status, ItemStatus::kMissing);
@@ -380,7 +380,7 @@ TEST(VerdictDecideTest, ExampleDefaultRunStopsOnFloat64AndPortableRunMovesUp) {
 
 TEST(VerdictDecideTest, DevOnlyMeasuredWithMpsTrackButNoComparison) {
   Report r = Decide(Load({.coverage = "coverage_clean.json", .tracks = {{"mps", "mps"}}}));
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   EXPECT_EQ(Item(r, "within-tolerance").status, ItemStatus::kMissing);
   EXPECT_EQ(Item(r, "workload-timed").status, ItemStatus::kMissing);  // One track only.
@@ -391,7 +391,7 @@ TEST(VerdictDecideTest, DevOnlyMeasuredWithMpsTrackButNoComparison) {
 
 TEST(VerdictDecideTest, NoEvidenceAtAllIsDevOnlyWithEverythingMissing) {
   Report r = Decide(Evidence{});
-  EXPECT_EQ(r.verdict, "dev-only");
+  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_EQ(r.checklist.size(), 8u);
   for (const ChecklistItem& c : r.checklist) EXPECT_EQ(c.status, ItemStatus::kMissing) << c.id;
