@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     if (!report) return Fail(report.error().ToString());
     row["stats_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
     row["stats_cpu_s"] = CpuSeconds() - c0;
-    row["verdict"] = report->verdict;
+    row["verdict"] = dt::compare::OutcomeName(report->verdict);
     row["peak_rss_anon_bytes"] = peak.load();
     out.push_back(row);
   }

@@ -119,7 +119,7 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   if (auto s = WriteOutput(a.output, FormatReport(*report, a), io, guard); !s) {
     return s.take_error();
   }
-  return report->verdict == "pass" ? ExitCode::kOk : ExitCode::kFindings;
+  return report->verdict == Outcome::kPass ? ExitCode::kOk : ExitCode::kFindings;
 }
 
 }  // namespace dt::compare

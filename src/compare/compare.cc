@@ -243,7 +243,7 @@ void SortWorstFirst(std::vector<TensorComparison>& tensors) {
 
 // The one-line summary: PASS or FAIL, how many tensors passed, the worst one, what is missing.
 std::string Summary(const CompareReport& r, int compared, int metrics_compared, bool nothing) {
-  std::string s = r.verdict == "pass" ? "PASS: " : "FAIL: ";
+  std::string s = r.verdict == Outcome::kPass ? "PASS: " : "FAIL: ";
   if (nothing) {
     if (r.tensors.empty()) {
       s += "nothing to compare: neither side holds a tensor or a metric";
@@ -398,7 +398,7 @@ Result<CompareReport> Compare(const CompareOptions& o) {
   int metrics_compared = 0;
   for (const auto& m : r.metrics) metrics_compared += !IsMissing(m.status);
   bool nothing = compared == 0 && metrics_compared == 0;
-  r.verdict = (r.n_fail > 0 || r.metrics_fail > 0 || nothing) ? "fail" : "pass";
+  r.verdict = (r.n_fail > 0 || r.metrics_fail > 0 || nothing) ? Outcome::kFail : Outcome::kPass;
 
   r.summary = Summary(r, compared, metrics_compared, nothing);
   // A file truncated or rewritten while compared was read partly as zeros (util's SIGBUS guard):
@@ -533,7 +533,7 @@ nlohmann::json CompareReportToJson(const CompareReport& r) {
   json metrics = json::array();
   for (const MetricComparison& m : r.metrics) metrics.push_back(MetricJson(m));
   j["metrics"] = std::move(metrics);
-  j["verdict"] = r.verdict;
+  j["verdict"] = OutcomeName(r.verdict);
   j["n_pass"] = r.n_pass;
   j["n_fail"] = r.n_fail;
   j["n_missing_a"] = r.n_missing_a;

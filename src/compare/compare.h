@@ -80,7 +80,7 @@ struct CompareReport {
   bool equal_nan = false, inf_equal = false;
   std::vector<TensorComparison> tensors;  // Worst first.
   std::vector<MetricComparison> metrics;
-  std::string verdict;  // pass|fail
+  Outcome verdict = Outcome::kFail;  // kPass or kFail, for the whole comparison.
   int n_pass = 0, n_fail = 0, n_missing_a = 0, n_missing_b = 0;
   int metrics_fail = 0;
   std::string summary;                   // The one-line verdict.

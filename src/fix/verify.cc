@@ -104,7 +104,7 @@ Result<VerifyResult> Verify(const VerifyOptions& o, Io& io) {
   if (!cmp) return cmp.take_error();
   r.comparison = std::move(*cmp);
   const auto& rep = r.comparison;
-  r.verified = rep.verdict == "pass" && rep.n_pass > 0;
+  r.verified = rep.verdict == compare::Outcome::kPass && rep.n_pass > 0;
   const std::string counts = std::to_string(rep.n_pass) + " tensor" + (rep.n_pass == 1 ? "" : "s") +
                              " and " + std::to_string(rep.metrics.size()) + " metric" +
                              (rep.metrics.size() == 1 ? "" : "s") + ", seed " +
