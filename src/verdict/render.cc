@@ -587,7 +587,9 @@ json ReportJson(const Report& r, bool findings_inline) {
       {"evidence_level", ToString(r.level)},
       {"reasons", r.reasons},
       {"validity",
-       {{"state", r.validity.state}, {"summary", r.validity.summary}, {"fields", fields}}},
+       {{"state", ToString(r.validity.state)},
+        {"summary", r.validity.summary},
+        {"fields", fields}}},
       {"stop_conditions", stops},
       {"checklist", checklist},
       {"plan", plan},
@@ -634,7 +636,7 @@ static std::string ExperimentsTitle(const Report& r) {
 std::string RenderText(const Report& r) {
   std::ostringstream os;
   os << "verdict: " << ToString(r.verdict) << " (" << ToString(r.level) << ")\n";
-  if (r.validity.state == "differs") os << "VALIDITY: " << r.validity.summary << '\n';
+  if (r.validity.state == ValidityState::kDiffers) os << "VALIDITY: " << r.validity.summary << '\n';
   for (const std::string& reason : r.reasons) os << "  - " << reason << '\n';
   os << "checklist:\n";
   for (const ChecklistItem& c : r.checklist) {
@@ -667,7 +669,7 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
   }
   os << "# dualtrack report: **" << ToString(r.verdict) << "** (" << ToString(r.level)
      << " evidence)\n\n";
-  if (r.validity.state == "differs") {
+  if (r.validity.state == ValidityState::kDiffers) {
     os << "> **Validity: " << Cell(r.validity.summary)
        << "** A `mac-ready` verdict is not possible.\n\n";
   }
@@ -683,7 +685,8 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
 
 // Validity per field and the stop conditions with their evidence.
 void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
-  os << "\n## Validity\n\n" << r.validity.state << ": " << Cell(r.validity.summary) << "\n\n";
+  os << "\n## Validity\n\n"
+     << ToString(r.validity.state) << ": " << Cell(r.validity.summary) << "\n\n";
   if (!r.validity.fields.empty()) {
     os << "| field | state | values |\n|---|---|---|\n";
     for (const ValidityField& f : r.validity.fields) {
@@ -950,7 +953,7 @@ void HtmlTop(std::ostringstream& os, const Report& r) {
   for (const auto& [id, title] : toc)
     os << "<li><a href=\"#" << id << "\">" << title << "</a></li>";
   os << "</ol></nav>\n";
-  if (r.validity.state == "differs") {
+  if (r.validity.state == ValidityState::kDiffers) {
     os << "<div class=\"validity\" id=\"validity-top\"><strong>Validity: "
        << HtmlEscape(r.validity.summary)
        << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
@@ -1015,8 +1018,9 @@ void HtmlActions(std::ostringstream& os, const Report& r) {
 // The evidence begins: validity (commit, data, seed per track) and the stop conditions.
 void HtmlValidityAndStops(std::ostringstream& os, const Report& r) {
   os << "<h2 class=\"part\">Evidence</h2>";
-  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity " << HtmlEscape(r.validity.state)
-     << "\">" << HtmlEscape(r.validity.state) << ": " << HtmlEscape(r.validity.summary) << "</div>";
+  os << "<h2 id=\"validity\">Validity</h2><div class=\"validity "
+     << HtmlEscape(ToString(r.validity.state)) << "\">" << HtmlEscape(ToString(r.validity.state))
+     << ": " << HtmlEscape(r.validity.summary) << "</div>";
   if (!r.validity.fields.empty()) {
     os << "<table><tr><th>field</th><th>state</th>";
     for (const auto& [who, value] : r.validity.fields.front().values) {

@@ -365,11 +365,25 @@ std::vector<RuleResult> CheckStopConditions(const Evidence& ev) {
           CheckCandidateUnfinished(ev), CheckMultiGpu(ev)};
 }
 
+const char* ToString(ValidityState s) {
+  switch (s) {
+    case ValidityState::kOk:
+      return "ok";
+    case ValidityState::kDiffers:
+      return "differs";
+    case ValidityState::kUnknown:
+      return "unknown";
+    case ValidityState::kNotApplicable:
+      return "not-applicable";
+  }
+  return "unknown";
+}
+
 Validity CheckValidity(const Evidence& ev) {
   Validity v;
   const std::size_t sources = ev.tracks.size() + (ev.baseline ? 1 : 0);
   if (ev.tracks.empty() || sources < 2) {
-    v.state = "not-applicable";
+    v.state = ValidityState::kNotApplicable;
     v.summary = ev.tracks.empty() ? "No tracks: nothing to compare."
                                   : "One track and no baseline: nothing to compare it with.";
     return v;
@@ -407,14 +421,14 @@ Validity CheckValidity(const Evidence& ev) {
     if (f.state == RuleState::kUnknown) unknown.push_back(f.field);
   }
   if (!differs.empty()) {
-    v.state = "differs";
+    v.state = ValidityState::kDiffers;
     v.summary = fmt::format("The tracks differ in {}: the comparison proves nothing.",
                             fmt::join(differs, ", "));
   } else if (!unknown.empty()) {
-    v.state = "unknown";
+    v.state = ValidityState::kUnknown;
     v.summary = fmt::format("Not recorded for every track: {}.", fmt::join(unknown, ", "));
   } else {
-    v.state = "ok";
+    v.state = ValidityState::kOk;
     v.summary = "The tracks share git commit, data-slice digest and seed.";
   }
   return v;

@@ -78,8 +78,13 @@ struct ValidityField {
   std::vector<std::pair<std::string, std::string>> values;  // (track or "baseline", value or "")
 };
 
+// Whether the tracks ran the same code, data and seed as the baseline (ToString: ok, differs,
+// unknown, not-applicable).
+enum class ValidityState { kOk, kDiffers, kUnknown, kNotApplicable };
+const char* ToString(ValidityState s);
+
 struct Validity {
-  std::string state = "unknown";  // ok | differs | unknown | not-applicable
+  ValidityState state = ValidityState::kUnknown;
   std::string summary;
   std::vector<ValidityField> fields;
 };

@@ -882,8 +882,8 @@ void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std:
     rep.reasons.push_back("Not mac-ready: no comparison of the tracks within tolerance.");
   }
   if (!valid && !ev.tracks.empty()) {
-    rep.reasons.push_back("Not mac-ready: validity " + rep.validity.state + ": " +
-                          rep.validity.summary);
+    rep.reasons.push_back("Not mac-ready: validity " + std::string(ToString(rep.validity.state)) +
+                          ": " + rep.validity.summary);
   }
   if (!ops_ok) {
     rep.reasons.push_back("Not mac-ready: " + Rule(rep.stops, "no-mps-implementation").summary);
@@ -895,7 +895,7 @@ void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std:
 void DecideWithoutStops(const Evidence& ev, const Track* cand, Report& rep) {
   const bool mps_finished = cand != nullptr && cand->IsMps() && cand->Finished();
   const bool compared = Rule(rep.stops, "outside-tolerance").state == RuleState::kClear;
-  const bool valid = rep.validity.state == "ok";
+  const bool valid = rep.validity.state == ValidityState::kOk;
   const bool ops_ok = Rule(rep.stops, "no-mps-implementation").state == RuleState::kClear;
   if (mps_finished && compared && valid && ops_ok) {
     rep.verdict = Verdict::kMacReady;
@@ -980,7 +980,7 @@ Report Decide(Evidence evidence) {
   for (const RuleResult& r : rep.stops) {
     if (r.state == RuleState::kHolds) holding.push_back(&r);
   }
-  if (rep.validity.state == "differs") {
+  if (rep.validity.state == ValidityState::kDiffers) {
     rep.reasons.push_back("Validity: " + rep.validity.summary);
   }
   if (!holding.empty())

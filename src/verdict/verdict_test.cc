@@ -266,12 +266,12 @@ TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
 TEST(VerdictValidityTest, SameCommitDigestAndSeedIsOk) {
   Validity v = CheckValidity(
       Load({.baseline = "baseline.json", .tracks = {{"cuda", "cuda"}, {"mps", "mps"}}}));
-  EXPECT_EQ(v.state, "ok") << v.summary;
+  EXPECT_EQ(v.state, ValidityState::kOk) << v.summary;
 }
 
 TEST(VerdictValidityTest, DifferentCommitAndSeedDiffer) {
   Validity v = CheckValidity(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_other_commit"}}}));
-  EXPECT_EQ(v.state, "differs");
+  EXPECT_EQ(v.state, ValidityState::kDiffers);
   EXPECT_NE(v.summary.find("git commit"), std::string::npos);
   EXPECT_NE(v.summary.find("seed"), std::string::npos);
   EXPECT_EQ(v.summary.find("data-slice"), std::string::npos);
@@ -279,9 +279,9 @@ TEST(VerdictValidityTest, DifferentCommitAndSeedDiffer) {
 
 TEST(VerdictValidityTest, MissingDigestIsUnknownAndOneTrackIsNotApplicable) {
   EXPECT_EQ(CheckValidity(Load({.tracks = {{"cuda", "cuda"}, {"mps", "mps_no_digest"}}})).state,
-            "unknown");
-  EXPECT_EQ(CheckValidity(Load({.tracks = {{"mps", "mps"}}})).state, "not-applicable");
-  EXPECT_EQ(CheckValidity(Evidence{}).state, "not-applicable");
+            ValidityState::kUnknown);
+  EXPECT_EQ(CheckValidity(Load({.tracks = {{"mps", "mps"}}})).state, ValidityState::kNotApplicable);
+  EXPECT_EQ(CheckValidity(Evidence{}).state, ValidityState::kNotApplicable);
 }
 
 // ---- Verdicts with their evidence level.
@@ -405,7 +405,7 @@ TEST(VerdictDecideTest, NoBaselineAndOneTrackAreMissing) {
   EXPECT_EQ(Item(r, "within-tolerance").status, ItemStatus::kMissing);
   EXPECT_EQ(Item(r, "remote-data").status, ItemStatus::kMissing);
   EXPECT_EQ(Item(r, "mps-available").status, ItemStatus::kDone);  // From the bundle's own env.
-  EXPECT_EQ(r.validity.state, "not-applicable");
+  EXPECT_EQ(r.validity.state, ValidityState::kNotApplicable);
 }
 
 TEST(VerdictDecideTest, LinuxHostAloneDoesNotDecideMpsAvailability) {
