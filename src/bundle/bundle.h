@@ -108,6 +108,14 @@ struct RunOptions {
   std::optional<std::filesystem::path> baseline;  // --baseline: its data digest is recorded.
 };
 
+// What a run is evidence of (docs/bundle.md; ToString, ParseOutcomeKind): only finished, failed
+// and crashed say anything about the task; a run that could not start, was interrupted or timed
+// out says nothing.
+enum class OutcomeKind { kFinished, kFailed, kCrashed, kCouldNotStart, kInterrupted, kTimedOut };
+const char* ToString(OutcomeKind k);
+std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s);
+bool IsTaskEvidence(OutcomeKind k);
+
 struct RunOutcome {
   std::filesystem::path dir;
   RunStatus status = RunStatus::kIncomplete;  // ok, failed or killed.
@@ -115,9 +123,7 @@ struct RunOutcome {
   int signal = 0;
   double wall_s = 0;
   std::int64_t peak_rss_bytes = 0;
-  // What the run is evidence of (docs/bundle.md): finished | failed | crashed | could-not-start |
-  // interrupted | timed-out. Only finished, failed and crashed say anything about the task.
-  std::string outcome;
+  OutcomeKind outcome = OutcomeKind::kFailed;
   std::string reason;           // For could-not-start, interrupted and timed-out: why, in words.
   std::string missing_package;  // The module a could-not-start run could not import.
   std::string stderr_tail;      // The last lines the script wrote to stderr.

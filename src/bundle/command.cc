@@ -11,7 +11,7 @@ namespace dt::bundle {
 
 ExitCode RunExitCode(const RunOutcome& outcome) {
   if (outcome.interrupted) return ExitCode::kInterrupted;
-  if (outcome.outcome == "could-not-start") return ExitCode::kError;
+  if (outcome.outcome == OutcomeKind::kCouldNotStart) return ExitCode::kError;
   return outcome.status == RunStatus::kOk ? ExitCode::kOk : ExitCode::kFindings;
 }
 
@@ -89,7 +89,8 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   if (!outcome) return outcome.take_error();
   io.err << "dualtrack run: bundle " << outcome->dir.string() << ": " << ToString(outcome->status);
   if (outcome->signal != 0) io.err << " (" << SignalName(outcome->signal) << ")";
-  if (!outcome->reason.empty()) io.err << "; " << outcome->outcome << ": " << outcome->reason;
+  if (!outcome->reason.empty())
+    io.err << "; " << ToString(outcome->outcome) << ": " << outcome->reason;
   io.err << "; see `dualtrack show " << outcome->dir.string() << "`\n";
   return RunExitCode(*outcome);
 }

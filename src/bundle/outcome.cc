@@ -80,27 +80,27 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
   out.timed_out = f.timed_out;
   out.interrupted = f.forwarded_signal == SIGINT && !f.timed_out;
   if (f.timed_out) {
-    out.outcome = "timed-out";
+    out.outcome = OutcomeKind::kTimedOut;
     out.reason = "stopped after the --timeout was reached";
     return;
   }
   if (f.forwarded_signal != 0) {
-    out.outcome = "interrupted";
+    out.outcome = OutcomeKind::kInterrupted;
     out.reason = "interrupted by " + SignalName(f.forwarded_signal) + " before it finished";
     return;
   }
   if (f.status == RunStatus::kOk) {
-    out.outcome = "finished";
+    out.outcome = OutcomeKind::kFinished;
     return;
   }
   if (f.status == RunStatus::kKilled) {
     // Crashes are the task's own failure (evidence); a kill from outside (the OOM killer, a user's
     // kill) stops the run without saying whether the task can run.
     if (f.signal == SIGKILL || f.signal == SIGTERM || f.signal == SIGHUP || f.signal == SIGINT) {
-      out.outcome = "interrupted";
+      out.outcome = OutcomeKind::kInterrupted;
       out.reason = "killed by " + SignalName(f.signal) + " from outside (out of memory, or a user)";
     } else {
-      out.outcome = "crashed";
+      out.outcome = OutcomeKind::kCrashed;
     }
     return;
   }
@@ -111,7 +111,7 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
   std::string module = type == "ModuleNotFoundError" ? MissingModule(message) : std::string();
   if (module.empty() && StartsWith(last, "ModuleNotFoundError")) module = MissingModule(last);
   if (!module.empty()) {
-    out.outcome = "could-not-start";
+    out.outcome = OutcomeKind::kCouldNotStart;
     out.missing_package = module.substr(0, module.find('.'));
     out.reason = "missing Python package " + out.missing_package +
                  " (install the project's requirements, or pass --python)";
@@ -125,7 +125,7 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
       text.find("cuda") != std::string::npos || text.find("libcu") != std::string::npos ||
       text.find("nvidia") != std::string::npos || text.find("nccl") != std::string::npos;
   if (import_error && !about_cuda) {
-    out.outcome = "could-not-start";
+    out.outcome = OutcomeKind::kCouldNotStart;
     out.reason = "a Python package failed to import (" +
                  (message.empty() ? last : "ImportError: " + message) +
                  "; install the project's requirements, or pass --python)";
@@ -133,11 +133,11 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
   }
   // `python missing.py`: the interpreter says it cannot open the file (exit 2, nothing traced).
   if (type.empty() && f.stderr_tail.find("can't open file") != std::string::npos) {
-    out.outcome = "could-not-start";
+    out.outcome = OutcomeKind::kCouldNotStart;
     out.reason = "the script could not be opened: " + std::string(Trim(f.stderr_tail));
     return;
   }
-  out.outcome = "failed";
+  out.outcome = OutcomeKind::kFailed;
 }
 
 }  // namespace dt::bundle

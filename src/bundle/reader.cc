@@ -52,6 +52,36 @@ std::optional<OpStatus> ParseOpStatus(std::string_view s) {
   return std::nullopt;
 }
 
+const char* ToString(OutcomeKind k) {
+  switch (k) {
+    case OutcomeKind::kFinished:
+      return "finished";
+    case OutcomeKind::kFailed:
+      return "failed";
+    case OutcomeKind::kCrashed:
+      return "crashed";
+    case OutcomeKind::kCouldNotStart:
+      return "could-not-start";
+    case OutcomeKind::kInterrupted:
+      return "interrupted";
+    case OutcomeKind::kTimedOut:
+      return "timed-out";
+  }
+  return "failed";
+}
+
+std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s) {
+  for (OutcomeKind k :
+       {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted, OutcomeKind::kTimedOut})
+    if (s == ToString(k)) return k;
+  return std::nullopt;
+}
+
+bool IsTaskEvidence(OutcomeKind k) {
+  return k == OutcomeKind::kFinished || k == OutcomeKind::kFailed || k == OutcomeKind::kCrashed;
+}
+
 namespace {
 
 using nlohmann::json;

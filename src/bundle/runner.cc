@@ -168,7 +168,7 @@ void RecordOutcome(const std::filesystem::path& dir, int forwarded_signal, bool 
   facts.exception = exception;
   facts.stderr_tail = ReadLogTail(dir / "stderr.log");
   ClassifyOutcome(facts, outcome);
-  manifest["outcome"] = outcome.outcome;
+  manifest["outcome"] = ToString(outcome.outcome);
   manifest["outcome_reason"] = outcome.reason.empty() ? json(nullptr) : json(outcome.reason);
   manifest["missing_package"] =
       outcome.missing_package.empty() ? json(nullptr) : json(outcome.missing_package);

@@ -87,10 +87,10 @@ Result<VerifyResult> Verify(const VerifyOptions& o, Io& io) {
   if (!b) return b.take_error();
   VerifyResult r;
   for (const auto* side : {&*a, &*b}) {
-    if (side->outcome == "finished") continue;
+    if (side->outcome == bundle::OutcomeKind::kFinished) continue;
     const char* which = side == &*a ? "the original" : "the fixed project";
-    r.summary = std::string("not verified: ") + which + " did not finish (" + side->outcome +
-                (side->reason.empty() ? "" : ": " + side->reason) + ")";
+    r.summary = std::string("not verified: ") + which + " did not finish (" +
+                ToString(side->outcome) + (side->reason.empty() ? "" : ": " + side->reason) + ")";
     if (!side->stderr_tail.empty()) r.summary += "\n" + side->stderr_tail;
     return r;
   }

@@ -162,17 +162,17 @@ void RunExperiment(const AuditOptions& options, const fs::path& project, const E
     result.interrupted = true;
     return;
   }
-  if (outcome->outcome == "could-not-start" || outcome->outcome == "interrupted" ||
-      outcome->outcome == "timed-out") {
+  if (!bundle::IsTaskEvidence(outcome->outcome)) {
     RunProblem p{exp.name,
                  outcome->outcome,
                  outcome->reason,
                  outcome->missing_package,
                  outcome->stderr_tail,
                  options.keep_run.empty() ? std::string() : bundle_dir.string()};
-    ev.missing["run"] = fmt::format("{}: {}", outcome->outcome, outcome->reason);
+    ev.missing["run"] = fmt::format("{}: {}", bundle::ToString(outcome->outcome), outcome->reason);
     ev.missing["coverage"] = "no traced run to predict from";
-    log << fmt::format("{}: run: {} ({})\n", exp.name, outcome->outcome, outcome->reason);
+    log << fmt::format("{}: run: {} ({})\n", exp.name, bundle::ToString(outcome->outcome),
+                       outcome->reason);
     result.run_problems.push_back(std::move(p));
     return;
   }

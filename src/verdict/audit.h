@@ -38,7 +38,7 @@ struct ExperimentVerdict {
 // out), with what the user needs to see: the reason and the script's stderr tail.
 struct RunProblem {
   std::string experiment;
-  std::string outcome;  // could-not-start | interrupted | timed-out
+  bundle::OutcomeKind outcome = bundle::OutcomeKind::kCouldNotStart;  // Not task evidence.
   std::string reason;
   std::string missing_package;
   std::string stderr_tail;

@@ -127,7 +127,7 @@ nlohmann::json AuditJson(const AuditResult& result) {
   nlohmann::json problems = nlohmann::json::array();
   for (const RunProblem& p : result.run_problems) {
     problems.push_back({{"experiment", p.experiment},
-                        {"outcome", p.outcome},
+                        {"outcome", bundle::ToString(p.outcome)},
                         {"reason", p.reason},
                         {"missing_package",
                          p.missing_package.empty() ? nullptr : nlohmann::json(p.missing_package)},
@@ -338,7 +338,10 @@ Result<fs::path> HtmlReportPath(const std::string& output) {
 void PrintRunProblems(const AuditResult& result, Io& io) {
   for (const RunProblem& p : result.run_problems) {
     io.err << fmt::format("dualtrack audit: experiment {}: the run {}: {}\n", p.experiment,
-                          p.outcome == "could-not-start" ? "could not start" : p.outcome, p.reason);
+                          p.outcome == bundle::OutcomeKind::kCouldNotStart
+                              ? "could not start"
+                              : bundle::ToString(p.outcome),
+                          p.reason);
     if (!p.stderr_tail.empty()) {
       io.err << "--- last lines of the script's stderr ---\n" << p.stderr_tail << "\n---\n";
     }
@@ -349,7 +352,7 @@ void PrintRunProblems(const AuditResult& result, Io& io) {
 // A run that could not start is an error; else exit 1 when a verdict is at --fail-on or worse.
 Result<ExitCode> AuditExit(const AuditResult& result, const std::string& fail_on) {
   for (const RunProblem& p : result.run_problems) {
-    if (p.outcome == "could-not-start") {
+    if (p.outcome == bundle::OutcomeKind::kCouldNotStart) {
       return MakeError(
           ErrorCode::kInput,
           fmt::format("the run of experiment {} could not start: {}", p.experiment, p.reason));
