@@ -108,12 +108,11 @@ struct RunOptions {
   std::optional<std::filesystem::path> baseline;  // --baseline: its data digest is recorded.
 };
 
-// What a run is evidence of (docs/bundle.md; ToString, ParseOutcomeKind): only finished, failed
+// What a run is evidence of (docs/bundle.md; spelled by ToString): only finished, failed
 // and crashed say anything about the task; a run that could not start, was interrupted or timed
 // out says nothing.
 enum class OutcomeKind { kFinished, kFailed, kCrashed, kCouldNotStart, kInterrupted, kTimedOut };
 const char* ToString(OutcomeKind k);
-std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s);
 bool IsTaskEvidence(OutcomeKind k);
 
 struct RunOutcome {

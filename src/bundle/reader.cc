@@ -70,14 +70,6 @@ const char* ToString(OutcomeKind k) {
   return "failed";
 }
 
-std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s) {
-  for (OutcomeKind k :
-       {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
-        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted, OutcomeKind::kTimedOut})
-    if (s == ToString(k)) return k;
-  return std::nullopt;
-}
-
 bool IsTaskEvidence(OutcomeKind k) {
   return k == OutcomeKind::kFinished || k == OutcomeKind::kFailed || k == OutcomeKind::kCrashed;
 }
