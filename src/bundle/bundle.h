@@ -65,11 +65,20 @@ enum class RunStatus { kOk, kFailed, kKilled, kIncomplete };
 const char* ToString(RunStatus s);
 std::optional<RunStatus> ParseRunStatus(std::string_view s);
 
+// What a run is evidence of (docs/bundle.md; spelled by ToString): only finished, failed
+// and crashed say anything about the task; a run that could not start, was interrupted or timed
+// out says nothing.
+enum class OutcomeKind { kFinished, kFailed, kCrashed, kCouldNotStart, kInterrupted, kTimedOut };
+const char* ToString(OutcomeKind k);
+std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s);
+bool IsTaskEvidence(OutcomeKind k);
+
 struct Bundle {
   std::filesystem::path dir;
   nlohmann::json manifest;  // The whole manifest.json, schema-checked.
   RunStatus status = RunStatus::kIncomplete;
   std::string track;
+  std::optional<OutcomeKind> outcome;  // None in bundles written before it was recorded.
   std::vector<OpRow> ops;
   std::vector<MetricRow> metrics;
   std::vector<TensorInfo> tensors;
@@ -107,13 +116,6 @@ struct RunOptions {
   std::vector<std::string> data;             // --data: the slice's files, hashed as freeze does.
   std::optional<std::filesystem::path> baseline;  // --baseline: its data digest is recorded.
 };
-
-// What a run is evidence of (docs/bundle.md; spelled by ToString): only finished, failed
-// and crashed say anything about the task; a run that could not start, was interrupted or timed
-// out says nothing.
-enum class OutcomeKind { kFinished, kFailed, kCrashed, kCouldNotStart, kInterrupted, kTimedOut };
-const char* ToString(OutcomeKind k);
-bool IsTaskEvidence(OutcomeKind k);
 
 struct RunOutcome {
   std::filesystem::path dir;

@@ -188,6 +188,37 @@ TEST_F(BundleTest, LoadBundleErrorsNameTheFileAndLine) {
   EXPECT_FALSE(LoadBundle(dir_ / "missing").ok());
 }
 
+TEST_F(BundleTest, TheOutcomeIsReadAndAnUnknownOneIsAnError) {
+  for (OutcomeKind k : {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+                        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted,
+                        OutcomeKind::kTimedOut}) {
+    EXPECT_EQ(ParseOutcomeKind(ToString(k)), k);
+  }
+  EXPECT_FALSE(ParseOutcomeKind("Finished").has_value());
+  EXPECT_FALSE(ParseOutcomeKind("").has_value());
+
+  const std::string head = R"({"schema": "dualtrack.bundle/1", "track": "cpu", "status": "ok")";
+  Write("manifest.json", head + "}");
+  auto b = LoadBundle(dir_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  EXPECT_FALSE(b->outcome.has_value());  // Written before outcomes were recorded.
+
+  Write("manifest.json", head + R"(, "outcome": "timed-out"})");
+  b = LoadBundle(dir_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  EXPECT_EQ(b->outcome, OutcomeKind::kTimedOut);
+  EXPECT_NE(ShowText(*b, 5).find("outcome     timed-out"), std::string::npos);
+
+  for (const char* bad : {R"("exploded")", "3", "true"}) {
+    Write("manifest.json", head + R"(, "outcome": )" + bad + "}");
+    b = LoadBundle(dir_);
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(b.error().file, (dir_ / "manifest.json").string());
+    EXPECT_NE(b.error().message.find("unknown outcome"), std::string::npos) << bad;
+    EXPECT_NE(b.error().message.find(bad), std::string::npos) << b.error().message;
+  }
+}
+
 TEST_F(BundleTest, ReadOpsJsonlFillsDefaultsAndRejectsMalformedLines) {
   Write("ops.jsonl",
         "{\"op\": \"aten::add\", \"overload\": \"Tensor\", \"ndim\": 3}\n"

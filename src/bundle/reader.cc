@@ -70,6 +70,14 @@ const char* ToString(OutcomeKind k) {
   return "failed";
 }
 
+std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s) {
+  for (OutcomeKind k : {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+                        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted,
+                        OutcomeKind::kTimedOut})
+    if (s == ToString(k)) return k;
+  return std::nullopt;
+}
+
 bool IsTaskEvidence(OutcomeKind k) {
   return k == OutcomeKind::kFinished || k == OutcomeKind::kFailed || k == OutcomeKind::kCrashed;
 }
@@ -246,6 +254,18 @@ Status ReadManifest(const std::filesystem::path& dir, Bundle& b) {
   auto track = RequireString(b.manifest, "track", manifest_path, 0);
   if (!track) return track.take_error();
   b.track = *track;
+  // Bundles written before the outcome was recorded have none; a value nobody writes is an error.
+  if (const auto it = b.manifest.find("outcome"); it != b.manifest.end() && !it->is_null()) {
+    const auto outcome =
+        it->is_string() ? ParseOutcomeKind(it->get<std::string>()) : std::nullopt;
+    if (!outcome) {
+      return InputError(manifest_path, 0,
+                        "unknown outcome " + it->dump() +
+                            " (expected finished, failed, crashed, could-not-start, interrupted "
+                            "or timed-out)");
+    }
+    b.outcome = *outcome;
+  }
   // The files the run recorded must still be there: a bundle whose ops.jsonl was lost must not
   // read as a run of zero operators.
   if (b.manifest.contains("files") && b.manifest["files"].is_object()) {

@@ -133,9 +133,8 @@ void ShowRun(std::ostringstream& o, const Bundle& b) {
   }
   o << "\n";
   // Runs that say nothing about the task (could not start, interrupted, timed out) say so first.
-  const std::string outcome = Str(m, "outcome", "");
-  if (!outcome.empty() && outcome != "finished" && outcome != "failed") {
-    o << "outcome     " << outcome;
+  if (b.outcome && *b.outcome != OutcomeKind::kFinished && *b.outcome != OutcomeKind::kFailed) {
+    o << "outcome     " << ToString(*b.outcome);
     const std::string reason = Str(m, "outcome_reason", "");
     if (!reason.empty()) o << ": " << reason;
     o << "\n";

@@ -463,7 +463,6 @@ namespace {
 void ReadRunFacts(Reader& r, const json& doc, Track& t) {
   t.label = r.Str(doc, "track", "");
   t.mps_available = r.OptBool(doc, "mps_available", "");
-  t.outcome = r.Str(doc, "outcome", "");
   t.outcome_reason = r.Str(doc, "outcome_reason", "");
   t.missing_package = r.Str(doc, "missing_package", "");
   t.stderr_tail = r.Str(doc, "stderr_tail", "");
@@ -554,6 +553,7 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
   t.name = name;
   t.dir = dir.string();
   t.status = bundle->status;
+  t.outcome = bundle->outcome;
   ReadRunFacts(r, doc, t);
   ReadTracerRecords(r, doc, source, t);
   if (!r.ok()) return r.TakeError();

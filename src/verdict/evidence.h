@@ -131,9 +131,9 @@ struct Track {
   std::string device;
   std::string device_note;            // Why the device differs from the label, when it does.
   std::optional<bool> mps_available;  // The tracer's torch.backends.mps.is_available().
-  // What the run is evidence of (bundle/outcome.cc): finished | failed | crashed |
-  // could-not-start | interrupted | timed-out; empty for bundles written before it was recorded.
-  std::string outcome;
+  // What the run is evidence of (bundle/outcome.cc); none for bundles written before it was
+  // recorded.
+  std::optional<bundle::OutcomeKind> outcome;
   std::string outcome_reason;
   std::string missing_package;
   std::string stderr_tail;
@@ -169,7 +169,7 @@ struct Track {
   // A run that could not start, or was stopped from outside, says nothing about the task: its
   // evidence is missing (the verdict never reads it as a CUDA dependency).
   bool IsEvidence() const {
-    return outcome != "could-not-start" && outcome != "interrupted" && outcome != "timed-out";
+    return !outcome || bundle::IsTaskEvidence(*outcome);
   }
   // The user-code files whose operators the run executed (ops.jsonl locations).
   bool Executed(const std::string& file) const;

@@ -41,13 +41,15 @@ Evidence WithScan(std::vector<Finding> findings, std::string entry) {
 }
 
 // A CPU track that finished, whose operators were called from `files`.
-Track CpuTrack(const std::vector<std::string>& files, std::string outcome = "finished") {
+Track CpuTrack(const std::vector<std::string>& files,
+               bundle::OutcomeKind outcome = bundle::OutcomeKind::kFinished) {
   Track t;
   t.name = "cpu";
   t.label = "cpu";
   t.device = "cpu";
-  t.status = outcome == "finished" ? bundle::RunStatus::kOk : bundle::RunStatus::kFailed;
-  t.outcome = std::move(outcome);
+  t.status =
+      outcome == bundle::OutcomeKind::kFinished ? bundle::RunStatus::kOk : bundle::RunStatus::kFailed;
+  t.outcome = outcome;
   t.has_ops = true;
   t.step_wall_s = {0.1};
   for (const std::string& f : files) {
@@ -216,7 +218,7 @@ TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
 
 TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {
   Evidence ev = WithScan({}, "train.py");
-  Track t = CpuTrack({}, "could-not-start");
+  Track t = CpuTrack({}, bundle::OutcomeKind::kCouldNotStart);
   t.status = bundle::RunStatus::kFailed;
   t.outcome_reason =
       "missing Python package einops_not_installed (install the project's "
@@ -236,14 +238,15 @@ TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {
 }
 
 TEST(VerdictFieldTest, InterruptedAndTimedOutRunsAreMissingToo) {
-  for (const char* outcome : {"interrupted", "timed-out"}) {
+  for (bundle::OutcomeKind outcome :
+       {bundle::OutcomeKind::kInterrupted, bundle::OutcomeKind::kTimedOut}) {
     Evidence ev = WithScan({}, "train.py");
     Track t = CpuTrack({"train.py"}, outcome);
     t.status = bundle::RunStatus::kKilled;
     ev.tracks.push_back(t);
     Report r = Decide(std::move(ev));
-    EXPECT_NE(r.verdict, Verdict::kCudaOnly) << outcome;
-    EXPECT_TRUE(r.evidence.tracks.empty()) << outcome;
+    EXPECT_NE(r.verdict, Verdict::kCudaOnly) << bundle::ToString(outcome);
+    EXPECT_TRUE(r.evidence.tracks.empty()) << bundle::ToString(outcome);
   }
 }
 

@@ -133,7 +133,7 @@ json TrackJson(const Track& t) {
           {"label", t.label},
           {"device", t.device},
           {"device_note", t.device_note.empty() ? json(nullptr) : json(t.device_note)},
-          {"outcome", t.outcome.empty() ? json(nullptr) : json(t.outcome)},
+          {"outcome", t.outcome ? json(bundle::ToString(*t.outcome)) : json(nullptr)},
           {"data_source", t.data_source.empty() ? json(nullptr) : json(t.data_source)},
           {"command", t.command},
           {"status", bundle::ToString(t.status)},

@@ -835,7 +835,7 @@ void SetAsideNonEvidence(Evidence& ev) {
       continue;
     }
     ev.missing["track " + t.name] =
-        fmt::format("{}: {}", t.outcome,
+        fmt::format("{}: {}", t.outcome ? bundle::ToString(*t.outcome) : "unknown",
                     t.outcome_reason.empty() ? bundle::ToString(t.status) : t.outcome_reason);
   }
   ev.tracks = std::move(kept);
