@@ -189,9 +189,9 @@ TEST_F(BundleTest, LoadBundleErrorsNameTheFileAndLine) {
 }
 
 TEST_F(BundleTest, TheOutcomeIsReadAndAnUnknownOneIsAnError) {
-  for (OutcomeKind k : {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
-                        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted,
-                        OutcomeKind::kTimedOut}) {
+  for (OutcomeKind k :
+       {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted, OutcomeKind::kTimedOut}) {
     EXPECT_EQ(ParseOutcomeKind(ToString(k)), k);
   }
   EXPECT_FALSE(ParseOutcomeKind("Finished").has_value());

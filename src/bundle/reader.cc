@@ -71,9 +71,9 @@ const char* ToString(OutcomeKind k) {
 }
 
 std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s) {
-  for (OutcomeKind k : {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
-                        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted,
-                        OutcomeKind::kTimedOut})
+  for (OutcomeKind k :
+       {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted, OutcomeKind::kTimedOut})
     if (s == ToString(k)) return k;
   return std::nullopt;
 }
@@ -256,8 +256,7 @@ Status ReadManifest(const std::filesystem::path& dir, Bundle& b) {
   b.track = *track;
   // Bundles written before the outcome was recorded have none; a value nobody writes is an error.
   if (const auto it = b.manifest.find("outcome"); it != b.manifest.end() && !it->is_null()) {
-    const auto outcome =
-        it->is_string() ? ParseOutcomeKind(it->get<std::string>()) : std::nullopt;
+    const auto outcome = it->is_string() ? ParseOutcomeKind(it->get<std::string>()) : std::nullopt;
     if (!outcome) {
       return InputError(manifest_path, 0,
                         "unknown outcome " + it->dump() +

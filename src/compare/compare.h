@@ -41,6 +41,7 @@ struct CompareOptions {
 // What became of one tensor or metric pair; OutcomeName is its one spelling (JSON, text).
 enum class Outcome { kPass, kFail, kMissingA, kMissingB, kShapeMismatch, kDtypeMismatch };
 std::string_view OutcomeName(Outcome o);
+std::optional<Outcome> ParseOutcomeName(std::string_view name);
 inline bool IsMissing(Outcome o) { return o == Outcome::kMissingA || o == Outcome::kMissingB; }
 
 struct TensorComparison {

@@ -55,6 +55,13 @@ std::string_view OutcomeName(Outcome o) {
   return "fail";
 }
 
+std::optional<Outcome> ParseOutcomeName(std::string_view name) {
+  for (Outcome o : {Outcome::kPass, Outcome::kFail, Outcome::kMissingA, Outcome::kMissingB,
+                    Outcome::kShapeMismatch, Outcome::kDtypeMismatch})
+    if (name == OutcomeName(o)) return o;
+  return std::nullopt;
+}
+
 std::string_view RuleName(Rule r) { return r == Rule::kEither ? "either" : "allclose"; }
 
 std::string_view CheckName(Check c) {

@@ -15,6 +15,17 @@
 #include "util/strings.h"
 
 namespace dt::coverage {
+
+const char* ToString(EvidenceLevel l) {
+  return l == EvidenceLevel::kMeasured ? "measured" : "predicted";
+}
+
+std::optional<EvidenceLevel> ParseEvidenceLevel(std::string_view s) {
+  for (EvidenceLevel l : {EvidenceLevel::kPredicted, EvidenceLevel::kMeasured})
+    if (s == ToString(l)) return l;
+  return std::nullopt;
+}
+
 namespace {
 
 // The table key of a traced operator: "aten::add" + "Tensor" → "add.Tensor".
@@ -54,7 +65,7 @@ Result<std::filesystem::path> LocateOps(const CoverageOptions& options, Coverage
   std::error_code ec;
   std::filesystem::path ops_path = options.bundle;
   report.bundle = options.bundle.string();
-  report.evidence = "predicted";
+  report.evidence = EvidenceLevel::kPredicted;
   if (std::filesystem::is_directory(options.bundle, ec)) {
     ops_path = options.bundle / "ops.jsonl";
     std::filesystem::path manifest = options.bundle / "manifest.json";
@@ -113,7 +124,7 @@ MergedOps MergeRows(std::vector<bundle::OpRow>& rows, const Rules& rules,
       std::string n = NormalizeDtype(d);
       if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
     }
-    if (report.evidence == "measured" && r.status != bundle::OpStatus::kOk)
+    if (report.evidence == EvidenceLevel::kMeasured && r.status != bundle::OpStatus::kOk)
       o.measured_status = r.status;
     std::vector<std::string> issues =
         DtypeIssues(rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
@@ -233,7 +244,7 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     if (auto found = table->FindVersion(release); found.ok()) vi = *found;
   }
   report.torch = table->versions()[vi];
-  if (report.track == "mps") report.evidence = "measured";
+  if (report.track == "mps") report.evidence = EvidenceLevel::kMeasured;
   auto rows = bundle::ReadOpsJsonl(ops_path);
   if (!rows) return rows.take_error();
 
@@ -301,7 +312,7 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
   return {{"schema", "dualtrack.coverage/1"},
           {"torch", r.torch},
           {"macos", r.macos},
-          {"evidence", r.evidence},
+          {"evidence", ToString(r.evidence)},
           {"bundle", r.bundle},
           {"track", r.track.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.track)},
           {"ops", ops},
@@ -323,7 +334,7 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
 std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
   std::ostringstream out;
   std::string title = fmt::format("MPS coverage of {} for PyTorch {} on macOS {} ({})", r.bundle,
-                                  r.torch, r.macos, r.evidence);
+                                  r.torch, r.macos, ToString(r.evidence));
   if (markdown) {
     out << "## " << title << "\n\n| class | operator | count | dtypes | location | note |\n"
         << "| --- | --- | ---: | --- | --- | --- |\n";

@@ -25,6 +25,12 @@ struct CoverageOptions {
   const CapabilityTable* table_override = nullptr;  // Used instead of `table` when set.
 };
 
+// What a claim rests on: PyTorch's tables and sources (predicted) or a run on the device
+// (measured). The verdict's evidence level is the same pair of words.
+enum class EvidenceLevel { kPredicted, kMeasured };
+const char* ToString(EvidenceLevel l);
+std::optional<EvidenceLevel> ParseEvidenceLevel(std::string_view s);
+
 struct CodeLocation {
   std::string file;
   std::int64_t line = 0;
@@ -55,7 +61,7 @@ struct CoverageSummary {
 struct CoverageReport {
   std::string torch;  // The release of the table used ("2.13.0").
   int macos = 14;
-  std::string evidence;  // "predicted" or "measured".
+  EvidenceLevel evidence = EvidenceLevel::kPredicted;
   std::string bundle;
   std::string track;
   std::vector<CoverageOp> ops;  // Most severe first.

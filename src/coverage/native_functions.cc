@@ -171,6 +171,13 @@ std::string_view OpClassBasis(OpClass c) {
   return "";
 }
 
+std::optional<OpClass> ParseOpClassName(std::string_view name) {
+  for (OpClass c : {OpClass::kNative, OpClass::kComposite, OpClass::kCpuFallback,
+                    OpClass::kAlwaysCpu, OpClass::kAbsent})
+    if (name == OpClassName(c)) return c;
+  return std::nullopt;
+}
+
 bool IsValidClassLetter(char c) {
   return c == 'N' || c == 'E' || c == 'C' || c == 'F' || c == 'A' || c == '-';
 }

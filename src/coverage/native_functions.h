@@ -2,6 +2,7 @@
 // backend: does it have an MPS kernel, decompose, fall back to the CPU, or always run on the CPU?
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -48,10 +49,16 @@ std::string_view OpClassName(OpClass c);
 // The dispatch key (or source) that decided the class, for the report: "MPS",
 // "CompositeExplicitAutograd"...
 std::string_view OpClassBasis(OpClass c);
+// The class a JSON class name stands for ("native" reads back as kNative); nullopt for others.
+std::optional<OpClass> ParseOpClassName(std::string_view name);
 bool IsValidClassLetter(char c);
 // Runs on MPS without falling back (native, explicit composite or composite).
 inline bool RunsOnMps(OpClass c) {
   return c == OpClass::kNative || c == OpClass::kExplicit || c == OpClass::kComposite;
+}
+// Runs on the CPU instead (with PYTORCH_ENABLE_MPS_FALLBACK=1, or always).
+inline bool FallsBackToCpu(OpClass c) {
+  return c == OpClass::kCpuFallback || c == OpClass::kAlwaysCpu;
 }
 
 // Lists from PyTorch's sources that native_functions.yaml does not show.

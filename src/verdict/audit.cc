@@ -44,7 +44,7 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
     Finding x;
     x.code = f.code;
     x.cls = f.cls;
-    x.severity = std::string(scan::SeverityName(f.severity));
+    x.severity = f.severity;
     x.file = f.file;
     x.line = f.line;
     x.message = f.message;
@@ -98,7 +98,7 @@ CoverageEvidence FromCoverage(const coverage::CoverageReport& r) {
     CoverageOp x;
     x.op = op.op;
     x.overload = op.overload;
-    x.cls = std::string(coverage::OpClassName(op.cls));
+    x.cls = op.cls;
     x.dtypes = op.dtypes;
     x.dtype_issues = op.dtype_issues;
     x.count = op.count;

@@ -118,6 +118,19 @@ class Reader {
     return *v;
   }
 
+  // A field spelled by one of an enum's names (`parse` reads them; `expected` lists them for the
+  // message); absent or null is unknown, any other value an error.
+  template <class E>
+  std::optional<E> Enum(const json& obj, const char* key, const std::string& where,
+                        std::optional<E> (*parse)(std::string_view), const char* expected) {
+    const json* v = Field(obj, key, where);
+    if (v == nullptr) return std::nullopt;
+    std::optional<E> e = v->is_string() ? parse(v->get<std::string>()) : std::nullopt;
+    if (!e)
+      Fail(Join(where, key), fmt::format("unknown value {} (expected {})", v->dump(), expected));
+    return e;
+  }
+
   std::vector<std::string> StrList(const json& obj, const char* key, const std::string& where) {
     std::vector<std::string> out;
     const json& arr = Arr(obj, key, where);
@@ -236,7 +249,8 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
   Finding x;
   x.code = r.Str(f, "code", w);
   x.cls = r.Str(f, "class", w);
-  x.severity = r.Str(f, "severity", w);
+  x.severity =
+      r.Enum(f, "severity", w, scan::ParseSeverity, "portable, fixable, replace or blocker");
   x.file = r.Str(f, "file", w);
   x.line = r.Int(f, "line", w);
   x.message = r.Str(f, "message", w);
@@ -358,14 +372,17 @@ Result<CoverageEvidence> ParseCoverage(const json& doc, const std::string& sourc
   CoverageEvidence c;
   c.source = source;
   c.torch = r.OptStr(doc, "torch", "").value_or("");
-  c.evidence = r.Str(doc, "evidence", "");
+  c.evidence = r.Enum(doc, "evidence", "", coverage::ParseEvidenceLevel, "predicted or measured")
+                   .value_or(EvidenceLevel::kPredicted);
   const json& ops = r.Arr(doc, "ops", "");
   for (std::size_t i = 0; i < ops.size() && r.ok(); ++i) {
     const std::string w = fmt::format("ops[{}]", i);
     CoverageOp op;
     op.op = r.Str(ops[i], "op", w);
     op.overload = r.Str(ops[i], "overload", w);
-    op.cls = r.Str(ops[i], "class", w);
+    op.cls = r.Enum(ops[i], "class", w, coverage::ParseOpClassName,
+                    "native, composite, cpu-fallback, always-cpu or unknown")
+                 .value_or(coverage::OpClass::kAbsent);
     op.dtypes = r.StrList(ops[i], "dtypes", w);
     op.dtype_issues = r.StrList(ops[i], "dtype_issues", w);
     op.count = r.Int(ops[i], "count", w);
@@ -380,6 +397,9 @@ Result<CoverageEvidence> ParseCoverage(const json& doc, const std::string& sourc
   return c;
 }
 
+constexpr const char* kOutcomes =
+    "pass, fail, missing_a, missing_b, shape_mismatch or dtype_mismatch";
+
 Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
   if (auto s = CheckSchema(doc, source, "dualtrack.compare/1"); !s.ok()) return s.take_error();
   Reader r(source);
@@ -389,7 +409,7 @@ Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
   c.b = r.Str(doc, "b", "");
   c.rule = r.Str(doc, "rule", "");
   c.check = r.Str(doc, "check", "");
-  c.verdict = r.Str(doc, "verdict", "");
+  c.verdict = r.Enum(doc, "verdict", "", compare::ParseOutcomeName, kOutcomes);
   c.n_pass = r.Int(doc, "n_pass", "");
   c.n_fail = r.Int(doc, "n_fail", "");
   const json& tensors = r.Arr(doc, "tensors", "");
@@ -398,7 +418,7 @@ Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
     const json& t = tensors[i];
     TensorComparison x;
     x.name = r.Str(t, "name", w);
-    x.status = r.Str(t, "status", w);
+    x.status = r.Enum(t, "status", w, compare::ParseOutcomeName, kOutcomes);
     x.dtype_a = r.Str(t, "dtype_a", w);
     x.dtype_b = r.Str(t, "dtype_b", w);
     for (const json& d : r.Arr(t, "shape", w)) {
@@ -426,7 +446,7 @@ Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
     const std::string w = fmt::format("metrics[{}]", i);
     MetricComparison m;
     m.name = r.Str(metrics[i], "name", w);
-    m.status = r.Str(metrics[i], "status", w);
+    m.status = r.Enum(metrics[i], "status", w, compare::ParseOutcomeName, kOutcomes);
     const json& steps = r.Arr(metrics[i], "steps", w);
     for (std::size_t k = 0; k < steps.size(); ++k) {
       const std::string sw = fmt::format("{}.steps[{}]", w, k);
@@ -437,6 +457,14 @@ Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
   }
   if (!r.ok()) return r.TakeError();
   return c;
+}
+
+std::string_view SeverityText(const std::optional<scan::Severity>& s) {
+  return s ? scan::SeverityName(*s) : std::string_view();
+}
+
+std::string_view OutcomeText(const std::optional<compare::Outcome>& o) {
+  return o ? compare::OutcomeName(*o) : std::string_view();
 }
 
 Result<ScanEvidence> LoadScan(const std::filesystem::path& path) {

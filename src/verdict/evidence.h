@@ -12,9 +12,15 @@
 #include <vector>
 
 #include "bundle/bundle.h"
+#include "compare/compare.h"
+#include "coverage/coverage.h"
+#include "scan/scan.h"
 #include "util/result.h"
 
 namespace dt::verdict {
+
+// Predicted (from the scan, the tables) or measured (on the device): coverage's pair of words.
+using coverage::EvidenceLevel;
 
 struct Location {
   std::string file;
@@ -24,8 +30,8 @@ struct Location {
 // One `dualtrack.scan/1` finding.
 struct Finding {
   std::string code;
-  std::string cls;       // device | library | extension | environment
-  std::string severity;  // portable | fixable | replace | blocker
+  std::string cls;                         // device | library | extension | environment
+  std::optional<scan::Severity> severity;  // None when the document does not say.
   std::string file;
   std::int64_t line = 0;
   std::string message;
@@ -168,9 +174,7 @@ struct Track {
   bool Finished() const { return status == bundle::RunStatus::kOk; }
   // A run that could not start, or was stopped from outside, says nothing about the task: its
   // evidence is missing (the verdict never reads it as a CUDA dependency).
-  bool IsEvidence() const {
-    return !outcome || bundle::IsTaskEvidence(*outcome);
-  }
+  bool IsEvidence() const { return !outcome || bundle::IsTaskEvidence(*outcome); }
   // The user-code files whose operators the run executed (ops.jsonl locations).
   bool Executed(const std::string& file) const;
   // Whether this track ran on the Mac's GPU backend.
@@ -181,7 +185,7 @@ struct Track {
 struct CoverageOp {
   std::string op;
   std::string overload;
-  std::string cls;  // native | composite | cpu-fallback | always-cpu | unknown
+  coverage::OpClass cls = coverage::OpClass::kAbsent;  // kAbsent: "unknown".
   std::vector<std::string> dtypes;
   std::vector<std::string> dtype_issues;
   std::int64_t count = 0;
@@ -192,7 +196,7 @@ struct CoverageOp {
 struct CoverageEvidence {
   std::string source;
   std::string torch;
-  std::string evidence;  // predicted | measured
+  EvidenceLevel evidence = EvidenceLevel::kPredicted;
   std::vector<CoverageOp> ops;
   std::optional<std::string> upgrade_version;
   std::int64_t upgrade_removes = 0;
@@ -200,7 +204,7 @@ struct CoverageEvidence {
 
 struct TensorComparison {
   std::string name;
-  std::string status;  // pass | fail | missing_a | missing_b | shape_mismatch | dtype_mismatch
+  std::optional<compare::Outcome> status;  // None when the document does not say.
   std::string dtype_a, dtype_b;
   std::vector<std::int64_t> shape;
   std::optional<double> atol, rtol, max_abs, mean_abs, max_rel, frac_outside, cosine;
@@ -210,7 +214,7 @@ struct TensorComparison {
 
 struct MetricComparison {
   std::string name;
-  std::string status;
+  std::optional<compare::Outcome> status;
   struct Step {
     std::int64_t step = 0;
     std::optional<double> a, b, diff;
@@ -224,7 +228,7 @@ struct Comparison {
   std::string rule, check;
   std::vector<TensorComparison> tensors;
   std::vector<MetricComparison> metrics;
-  std::string verdict;  // pass | fail
+  std::optional<compare::Outcome> verdict;  // pass | fail
   std::int64_t n_pass = 0, n_fail = 0;
 };
 
@@ -245,6 +249,11 @@ struct Evidence {
   std::vector<std::string> designated_run;     // The run arguments audit used (script and args).
   std::map<std::string, std::string> missing;  // piece -> why it is missing.
 };
+
+// How the reports spell a state read from a document: its one name, or "" when the document did
+// not say.
+std::string_view SeverityText(const std::optional<scan::Severity>& s);
+std::string_view OutcomeText(const std::optional<compare::Outcome>& o);
 
 // Parsers from an already-decoded JSON document; `source` names the file in errors.
 Result<ScanEvidence> ParseScan(const nlohmann::json& doc, const std::string& source);

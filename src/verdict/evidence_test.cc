@@ -20,7 +20,7 @@ TEST(VerdictEvidenceTest, LoadsScanAndIgnoresUnknownFields) {
   const Finding& nccl = scan->findings[2];
   EXPECT_EQ(nccl.file, "train.py");
   EXPECT_EQ(nccl.line, 108);
-  EXPECT_EQ(nccl.severity, "blocker");
+  EXPECT_EQ(nccl.severity, scan::Severity::kBlocker);
   EXPECT_EQ(nccl.reachable, std::optional<bool>(true));
   EXPECT_EQ(nccl.guarded, std::optional<bool>(false));
   EXPECT_FALSE(scan->findings[5].reachable.has_value());  // ext/setup.py: not Python.
@@ -43,12 +43,12 @@ TEST(VerdictEvidenceTest, LoadsEnvBaselineCoverageCompare) {
   auto cov = LoadCoverage(Data("coverage_fallback.json"));
   ASSERT_TRUE(cov.ok()) << cov.error().ToString();
   ASSERT_EQ(cov->ops.size(), 3u);
-  EXPECT_EQ(cov->ops[1].cls, "cpu-fallback");
+  EXPECT_EQ(cov->ops[1].cls, coverage::OpClass::kCpuFallback);
   EXPECT_EQ(cov->ops[1].location.line, 166);
 
   auto cmp = LoadComparison(Data("compare_fail.json"));
   ASSERT_TRUE(cmp.ok()) << cmp.error().ToString();
-  EXPECT_EQ(cmp->verdict, "fail");
+  EXPECT_EQ(cmp->verdict, compare::Outcome::kFail);
   EXPECT_EQ(cmp->tensors.at(1).hist_counts.size(), 5u);
   EXPECT_EQ(cmp->tensors.at(1).hist_log10_edges.size(), 6u);
 }
@@ -130,6 +130,63 @@ TEST(VerdictEvidenceTest, ReachedByIsACountOrAnError) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().file, "s.json");
   EXPECT_NE(bad.error().message.find("reached_by"), std::string::npos) << bad.error().message;
+}
+
+// States the other stages write by name are read into their enums: an absent one stays unknown,
+// a name no stage writes is an error naming the file and the field.
+TEST(VerdictEvidenceTest, StatesAreReadByNameAndAnUnknownNameIsAnError) {
+  nlohmann::json scan = {
+      {"schema", "dualtrack.scan/1"},
+      {"findings", {{{"code", "DT101"}, {"severity", "replace"}}, {{"code", "DT102"}}}}};
+  auto ok = ParseScanText(scan.dump(), "s.json");
+  ASSERT_TRUE(ok.ok()) << ok.error().ToString();
+  EXPECT_EQ(ok->findings.at(0).severity, scan::Severity::kReplace);
+  EXPECT_FALSE(ok->findings.at(1).severity.has_value());
+  for (const nlohmann::json& bad :
+       {nlohmann::json("fatal"), nlohmann::json("Blocker"), nlohmann::json(3)}) {
+    scan["findings"][1]["severity"] = bad;
+    for (auto parsed : {ParseScanText(scan.dump(), "s.json"), ParseScan(scan, "s.json")}) {
+      ASSERT_FALSE(parsed.ok()) << bad;
+      EXPECT_EQ(parsed.error().file, "s.json");
+      EXPECT_NE(parsed.error().message.find("findings[1].severity"), std::string::npos)
+          << parsed.error().message;
+      EXPECT_NE(parsed.error().message.find(bad.dump()), std::string::npos);
+    }
+  }
+
+  nlohmann::json cov = {
+      {"schema", "dualtrack.coverage/1"},
+      {"evidence", "measured"},
+      {"ops", {{{"op", "aten::mm"}, {"class", "always-cpu"}}, {{"op", "aten::x"}}}}};
+  auto c = ParseCoverage(cov, "c.json");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  EXPECT_EQ(c->evidence, EvidenceLevel::kMeasured);
+  EXPECT_EQ(c->ops.at(0).cls, coverage::OpClass::kAlwaysCpu);
+  EXPECT_EQ(c->ops.at(1).cls, coverage::OpClass::kAbsent);
+  cov["ops"][1]["class"] = "mostly-native";
+  auto bad_cls = ParseCoverage(cov, "c.json");
+  ASSERT_FALSE(bad_cls.ok());
+  EXPECT_NE(bad_cls.error().message.find("ops[1].class"), std::string::npos);
+  cov["ops"][1]["class"] = "unknown";
+  cov["evidence"] = "guessed";
+  auto bad_level = ParseCoverage(cov, "c.json");
+  ASSERT_FALSE(bad_level.ok());
+  EXPECT_NE(bad_level.error().message.find("evidence"), std::string::npos);
+
+  nlohmann::json cmp = {{"schema", "dualtrack.compare/1"},
+                        {"verdict", "fail"},
+                        {"tensors", {{{"name", "loss"}, {"status", "shape_mismatch"}}}},
+                        {"metrics", {{{"name", "loss"}, {"status", "pass"}}}}};
+  auto m = ParseComparison(cmp, "m.json");
+  ASSERT_TRUE(m.ok()) << m.error().ToString();
+  EXPECT_EQ(m->verdict, compare::Outcome::kFail);
+  EXPECT_EQ(m->tensors.at(0).status, compare::Outcome::kShapeMismatch);
+  EXPECT_EQ(m->metrics.at(0).status, compare::Outcome::kPass);
+  cmp["tensors"][0]["status"] = "close enough";
+  auto bad_status = ParseComparison(cmp, "m.json");
+  ASSERT_FALSE(bad_status.ok());
+  EXPECT_EQ(bad_status.error().file, "m.json");
+  EXPECT_NE(bad_status.error().message.find("tensors[0].status"), std::string::npos);
 }
 
 // The streamed reader (LoadScan) and the DOM reader agree, on good documents and on bad ones.

@@ -16,7 +16,7 @@ Finding F(std::string code, std::string cls, std::string severity, std::string f
   Finding f;
   f.code = std::move(code);
   f.cls = std::move(cls);
-  f.severity = std::move(severity);
+  f.severity = scan::ParseSeverity(severity);
   f.file = std::move(file);
   f.line = line;
   f.message = f.code + " finding";
@@ -47,8 +47,8 @@ Track CpuTrack(const std::vector<std::string>& files,
   t.name = "cpu";
   t.label = "cpu";
   t.device = "cpu";
-  t.status =
-      outcome == bundle::OutcomeKind::kFinished ? bundle::RunStatus::kOk : bundle::RunStatus::kFailed;
+  t.status = outcome == bundle::OutcomeKind::kFinished ? bundle::RunStatus::kOk
+                                                       : bundle::RunStatus::kFailed;
   t.outcome = outcome;
   t.has_ops = true;
   t.step_wall_s = {0.1};
@@ -328,7 +328,7 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   CoverageEvidence cov;
   CoverageOp op;
   op.op = "aten::multi_margin_loss";
-  op.cls = "cpu-fallback";
+  op.cls = coverage::OpClass::kCpuFallback;
   op.location = {"train.py", 20};
   cov.ops.push_back(op);
   fallback.coverage = cov;
@@ -352,7 +352,7 @@ TEST(VerdictRootCauseTest, TheLineThatCreatesFloat64LeadsItsUses) {
   for (std::int64_t line : {27, 16}) {
     CoverageOp op;
     op.op = "aten::mean";
-    op.cls = "native";
+    op.cls = coverage::OpClass::kNative;
     op.dtypes = {"float64"};
     op.dtype_issues = {"MPS has no float64"};
     op.location = {"utils/metrics.py", line};
@@ -360,7 +360,7 @@ TEST(VerdictRootCauseTest, TheLineThatCreatesFloat64LeadsItsUses) {
   }
   CoverageOp fwd;
   fwd.op = "aten::multi_margin_loss";
-  fwd.cls = "cpu-fallback";
+  fwd.cls = coverage::OpClass::kCpuFallback;
   fwd.location = {"train.py", 167};
   CoverageOp bwd = fwd;
   bwd.op = "aten::multi_margin_loss_backward";

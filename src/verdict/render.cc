@@ -77,7 +77,7 @@ json EnvJson(const EnvEvidence& e) {
 json FindingJson(const Finding& f) {
   return {{"code", f.code},
           {"class", f.cls},
-          {"severity", f.severity},
+          {"severity", SeverityText(f.severity)},
           {"file", f.file},
           {"line", f.line},
           {"message", f.message},
@@ -155,7 +155,7 @@ json CoverageJson(const CoverageEvidence& coverage) {
   json ops = json::array();
   for (const CoverageOp& op : coverage.ops) {
     ops.push_back({{"op", op.op},
-                   {"class", op.cls},
+                   {"class", coverage::OpClassName(op.cls)},
                    {"dtypes", op.dtypes},
                    {"dtype_issues", op.dtype_issues},
                    {"count", op.count},
@@ -165,7 +165,7 @@ json CoverageJson(const CoverageEvidence& coverage) {
   }
   return {{"source", coverage.source},
           {"torch", coverage.torch},
-          {"evidence", coverage.evidence},
+          {"evidence", ToString(coverage.evidence)},
           {"ops", ops}};
 }
 
@@ -173,7 +173,7 @@ json ComparisonJson(const Comparison& c) {
   json tensors = json::array();
   for (const TensorComparison& t : c.tensors) {
     tensors.push_back({{"name", t.name},
-                       {"status", t.status},
+                       {"status", OutcomeText(t.status)},
                        {"shape", t.shape},
                        {"atol", OptJson(t.atol)},
                        {"rtol", OptJson(t.rtol)},
@@ -182,8 +182,10 @@ json ComparisonJson(const Comparison& c) {
                        {"max_rel", OptJson(t.max_rel)},
                        {"cosine", OptJson(t.cosine)}});
   }
-  return {{"source", c.source}, {"a", c.a},           {"b", c.b},          {"verdict", c.verdict},
-          {"n_pass", c.n_pass}, {"n_fail", c.n_fail}, {"tensors", tensors}};
+  return {{"source", c.source}, {"a", c.a},
+          {"b", c.b},           {"verdict", OutcomeText(c.verdict)},
+          {"n_pass", c.n_pass}, {"n_fail", c.n_fail},
+          {"tensors", tensors}};
 }
 
 json EvidenceJson(const Evidence& ev, bool findings_inline) {
@@ -482,7 +484,7 @@ footer { margin-top: 32px; font-size: 12px; color: var(--muted); }
   nav.toc { break-after: avoid; } .scroll { overflow: visible; } }
 )css";
 
-std::string StatusSpan(const std::string& status) {
+std::string StatusSpan(std::string_view status) {
   return fmt::format("<span class=\"st {}\">{}</span>", HtmlEscape(status), HtmlEscape(status));
 }
 
@@ -742,19 +744,20 @@ void MarkdownComparisons(std::ostringstream& os, const Report& r) {
   if (!ev.comparisons.empty()) os << "\n## Per-tensor comparison\n";
   for (const Comparison& c : ev.comparisons) {
     os << "\n"
-       << CodeCell(c.a) << " vs " << CodeCell(c.b) << ": **" << c.verdict << "** (" << c.n_pass
-       << " pass, " << c.n_fail << " fail)\n\n"
+       << CodeCell(c.a) << " vs " << CodeCell(c.b) << ": **" << OutcomeText(c.verdict) << "** ("
+       << c.n_pass << " pass, " << c.n_fail << " fail)\n\n"
        << "| tensor | status | shape | max abs | mean abs | max rel | atol / rtol |\n"
           "|---|---|---|---|---|---|---|\n";
     for (const TensorComparison& t : c.tensors) {
       std::string shape;
       for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
-      os << "| " << CodeCell(t.name) << " | " << t.status << " | " << shape << " | "
+      os << "| " << CodeCell(t.name) << " | " << OutcomeText(t.status) << " | " << shape << " | "
          << Num(t.max_abs) << " | " << Num(t.mean_abs) << " | " << Num(t.max_rel) << " | "
          << Num(t.atol) << " / " << Num(t.rtol) << " |\n";
     }
     for (const MetricComparison& m : c.metrics) {
-      os << "\n**" << Cell(m.name) << "** (" << m.status << "), A / B / |a−b| per step:";
+      os << "\n**" << Cell(m.name) << "** (" << OutcomeText(m.status)
+         << "), A / B / |a−b| per step:";
       for (const auto& st : m.steps)
         os << " " << st.step << ": " << Num(st.a) << " / " << Num(st.b) << " / "
            << (st.diff ? Num(std::fabs(*st.diff)) : std::string("-")) << ";";
@@ -768,11 +771,11 @@ void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
   const Evidence& ev = r.evidence;
   if (ev.coverage) {
     os << "\n## Operator coverage on MPS\n\n"
-       << Cell(ev.coverage->evidence) << " for torch " << Cell(ev.coverage->torch)
+       << ToString(ev.coverage->evidence) << " for torch " << Cell(ev.coverage->torch)
        << "\n\n| operator | class | dtypes | issues | count | called at |\n"
           "|---|---|---|---|---|---|\n";
     for (const CoverageOp& op : ev.coverage->ops) {
-      os << "| " << CodeCell(op.op) << " | " << Cell(op.cls) << " | "
+      os << "| " << CodeCell(op.op) << " | " << coverage::OpClassName(op.cls) << " | "
          << Cell(fmt::format("{}", fmt::join(op.dtypes, ", "))) << " | "
          << Cell(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << " | " << op.count << " | "
          << (Where(op.location).empty() ? "" : CodeCell(Where(op.location))) << " |\n";
@@ -790,9 +793,9 @@ void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
       for (const Finding& f : ev.scan->findings) {
         if (f.cls != cls) continue;
         os << "| " << CodeCell(f.file + ":" + std::to_string(f.line)) << " | " << f.code << " | "
-           << f.severity << " | " << Cell(f.message) << " | " << Bool(f.guarded) << " | "
-           << (f.reachable ? (*f.reachable ? "yes" : "no") : "n/a") << " | " << Cell(f.replacement)
-           << " |\n";
+           << SeverityText(f.severity) << " | " << Cell(f.message) << " | " << Bool(f.guarded)
+           << " | " << (f.reachable ? (*f.reachable ? "yes" : "no") : "n/a") << " | "
+           << Cell(f.replacement) << " |\n";
       }
     }
   }
@@ -848,8 +851,8 @@ std::string RenderMarkdown(const Report& r) {
 // A coverage row's colour: native and composite kernels are clear only for dtypes MPS has (a
 // float64 call of a native op still fails there).
 std::string CoverageState(const CoverageOp& op) {
-  if (op.cls == "unknown") return "unknown";
-  if ((op.cls == "native" || op.cls == "composite") && op.dtype_issues.empty()) return "clear";
+  if (op.cls == coverage::OpClass::kAbsent) return "unknown";
+  if (coverage::RunsOnMps(op.cls) && op.dtype_issues.empty()) return "clear";
   return "holds";
 }
 
@@ -862,7 +865,7 @@ std::string CoverageChart(const std::vector<CoverageOp>& ops) {
       ++ok;
     else if (st == "unknown")
       ++unknown;
-    else if (op.cls == "cpu-fallback" || op.cls == "always-cpu")
+    else if (coverage::FallsBackToCpu(op.cls))
       ++fallback;
     else
       ++failing;
@@ -1089,7 +1092,8 @@ void HtmlComparisons(std::ostringstream& os, const Report& r) {
   for (const Comparison& c : ev.comparisons) {
     const HistAxis axis = SharedAxis(c.tensors);
     os << "<p><code>" << HtmlEscape(c.a) << "</code> vs <code>" << HtmlEscape(c.b)
-       << "</code>: " << StatusSpan(c.verdict) << " (" << c.n_pass << " pass, " << c.n_fail
+       << "</code>: " << StatusSpan(OutcomeText(c.verdict)) << " (" << c.n_pass << " pass, "
+       << c.n_fail
        << " fail). Error histograms share one axis (log10 |a−b|); the red line is each "
           "tensor's atol.</p>";
     const char* header =
@@ -1103,16 +1107,17 @@ void HtmlComparisons(std::ostringstream& os, const Report& r) {
       std::size_t n = 0, failing = 0;
       std::ostringstream t_os;
       for (const TensorComparison& t : c.tensors) {
-        const bool pass = t.status == "pass";
+        const bool pass = t.status == compare::Outcome::kPass;
         const int in = pass ? 2 : (failing++ < kWorst ? 0 : 1);
         if (in != part) continue;
         ++n;
         std::string shape;
         for (std::int64_t d : t.shape) shape += (shape.empty() ? "" : "×") + std::to_string(d);
-        t_os << "<tr><td><code>" << HtmlEscape(t.name) << "</code></td><td>" << StatusSpan(t.status)
-             << "</td><td>" << shape << "</td><td>" << Num(t.max_abs) << "</td><td>"
-             << Num(t.mean_abs) << "</td><td>" << Num(t.max_rel) << "</td><td>" << Num(t.atol)
-             << " / " << Num(t.rtol) << "</td><td>" << HistogramSvg(t, axis) << "</td></tr>";
+        t_os << "<tr><td><code>" << HtmlEscape(t.name) << "</code></td><td>"
+             << StatusSpan(OutcomeText(t.status)) << "</td><td>" << shape << "</td><td>"
+             << Num(t.max_abs) << "</td><td>" << Num(t.mean_abs) << "</td><td>" << Num(t.max_rel)
+             << "</td><td>" << Num(t.atol) << " / " << Num(t.rtol) << "</td><td>"
+             << HistogramSvg(t, axis) << "</td></tr>";
       }
       return std::pair{n, t_os.str()};
     };
@@ -1127,8 +1132,8 @@ void HtmlComparisons(std::ostringstream& os, const Report& r) {
       os << "<details" << (n_bad == 0 ? " open" : "") << "><summary>" << n_ok
          << " tensor(s) within tolerance</summary>" << header << ok << "</table></div></details>";
     for (const MetricComparison& m : c.metrics) {
-      os << "<h3 class=\"metric\">" << HtmlEscape(m.name) << " " << StatusSpan(m.status) << "</h3>"
-         << CurveSvg(m, c.a, c.b);
+      os << "<h3 class=\"metric\">" << HtmlEscape(m.name) << " "
+         << StatusSpan(OutcomeText(m.status)) << "</h3>" << CurveSvg(m, c.a, c.b);
     }
   }
   os << '\n';
@@ -1143,7 +1148,7 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
        << HtmlEscape(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
        << "</p>";
   } else {
-    os << "<p>" << HtmlEscape(ev.coverage->evidence) << " for torch "
+    os << "<p>" << ToString(ev.coverage->evidence) << " for torch "
        << HtmlEscape(ev.coverage->torch) << "</p>" << CoverageChart(ev.coverage->ops)
        << "<div "
           "class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</"
@@ -1152,7 +1157,7 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
     for (const CoverageOp& op : ev.coverage->ops) {
       const std::string st = CoverageState(op);
       os << "<tr><td><code>" << HtmlEscape(op.op) << "</code></td><td><span class=\"st " << st
-         << "\">" << HtmlEscape(op.cls) << "</span></td><td>"
+         << "\">" << coverage::OpClassName(op.cls) << "</span></td><td>"
          << HtmlEscape(fmt::format("{}", fmt::join(op.dtypes, ", "))) << "</td><td>"
          << HtmlEscape(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
          << op.count << "</td><td>"
@@ -1178,7 +1183,7 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
       }
       if (fs.empty()) continue;
       bool blocker = false;
-      for (const Finding* f : fs) blocker |= f->severity == "blocker";
+      for (const Finding* f : fs) blocker |= f->severity == scan::Severity::kBlocker;
       os << "<details" << (blocker ? " open" : "") << "><summary><strong>" << cls << "</strong> ("
          << fs.size() << ")" << (blocker ? " — holds blockers" : "")
          << "</summary><div class=\"scroll\"><table><tr><th>where</th><th>code</th>"
@@ -1186,8 +1191,8 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
             "<th>replacement</th></tr>";
       for (const Finding* f : fs) {
         os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>" << HtmlEscape(f->code)
-           << "</td><td class=\"sev-" << HtmlEscape(f->severity) << "\">" << HtmlEscape(f->severity)
-           << "</td><td>" << HtmlEscape(f->message);
+           << "</td><td class=\"sev-" << SeverityText(f->severity) << "\">"
+           << SeverityText(f->severity) << "</td><td>" << HtmlEscape(f->message);
         if (!f->snippet.empty()) os << "<br><code>" << HtmlEscape(f->snippet) << "</code>";
         os << "</td><td>" << Bool(f->guarded) << "</td><td>"
            << (f->reachable ? (*f->reachable ? "yes" : "no") : "n/a") << "</td><td>"

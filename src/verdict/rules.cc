@@ -63,10 +63,6 @@ const char* ToString(RuleState s) {
   return "unknown";
 }
 
-const char* ToString(EvidenceLevel l) {
-  return l == EvidenceLevel::kMeasured ? "measured" : "predicted";
-}
-
 const Track* CandidateTrack(const Evidence& ev) {
   for (const Track& t : ev.tracks) {
     if (t.IsMps()) return &t;
@@ -107,7 +103,7 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
     }
   }
   for (const Finding& scanned : ev.scan->findings) {
-    if (scanned.severity != "blocker" || IsMultiGpuFinding(scanned)) continue;
+    if (scanned.severity != scan::Severity::kBlocker || IsMultiGpuFinding(scanned)) continue;
     Finding f = scanned;
     f.reachable = Reachable(scanned, *ev.scan);
     if (f.reachable == std::optional<bool>(false)) {
@@ -140,7 +136,7 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
   const Track* cand = CandidateTrack(ev);
   if (cand != nullptr && cand->exception && !cand->exception->location.file.empty()) {
     for (const Finding& f : ev.scan->findings) {
-      if (f.severity == "blocker" && f.file == cand->exception->location.file &&
+      if (f.severity == scan::Severity::kBlocker && f.file == cand->exception->location.file &&
           f.line == cand->exception->location.line) {
         r.evidence.push_back({fmt::format("track {} failed here: {}: {}", cand->name,
                                           cand->exception->type, cand->exception->message),
@@ -196,7 +192,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
                  : "",
              Lower(issue).find("float64") != std::string::npos ? "float64" : "dtype"});
       }
-      if (op.cls == "unknown" && op.count > 0) {
+      if (op.cls == coverage::OpClass::kAbsent && op.count > 0) {
         r.notes.push_back(
             {fmt::format("{}: MPS support unknown to the coverage table", op.op), op.location, ""});
       }
@@ -255,16 +251,17 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
     // The comparison file is named in the text: a location is kept for places in the user's code.
     const std::string from = std::filesystem::path(c.source).filename().string() + ": ";
     for (const TensorComparison& t : c.tensors) {
-      if (t.status == "pass") continue;
-      std::string text = fmt::format("{}{}: {}", from, t.name, t.status);
+      if (t.status == compare::Outcome::kPass) continue;
+      std::string text = fmt::format("{}{}: {}", from, t.name, OutcomeText(t.status));
       if (t.max_abs) text += fmt::format(", max |a-b| {:.3g}", *t.max_abs);
       if (t.atol) text += fmt::format(" (atol {:.3g}, rtol {:.3g})", *t.atol, t.rtol.value_or(0));
       r.evidence.push_back({text, {}, ""});
     }
     for (const MetricComparison& m : c.metrics) {
-      if (m.status == "fail") r.evidence.push_back({from + "metric " + m.name + ": fail", {}, ""});
+      if (m.status == compare::Outcome::kFail)
+        r.evidence.push_back({from + "metric " + m.name + ": fail", {}, ""});
     }
-    if (c.verdict == "fail" && r.evidence.empty()) {
+    if (c.verdict == compare::Outcome::kFail && r.evidence.empty()) {
       r.evidence.push_back({from + "comparison verdict: fail", {}, ""});
     }
   }
@@ -329,7 +326,7 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
       r.notes.push_back(FromFinding(f, "optional (guarded): ", "guarded"));
     } else if (!f.reachable.has_value()) {
       r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: ", "launcher"));
-    } else if (f.severity == "fixable" || f.severity == "portable") {
+    } else if (f.severity == scan::Severity::kFixable || f.severity == scan::Severity::kPortable) {
       // `backend="nccl"`, `device_ids=[LOCAL_RANK]` hard-wired into a path that also runs as one
       // process: an edit (gloo, no device ids) that the plan lists, not a need for several GPUs.
       r.notes.push_back(FromFinding(

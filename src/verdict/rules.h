@@ -16,10 +16,7 @@ enum class RuleState {
   kUnknown,  // The evidence needed to decide is missing.
 };
 
-enum class EvidenceLevel { kPredicted, kMeasured };
-
 const char* ToString(RuleState s);
-const char* ToString(EvidenceLevel l);
 
 // One piece of evidence behind a rule, with its place in the user's code when there is one.
 struct EvidenceItem {

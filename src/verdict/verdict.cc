@@ -143,7 +143,7 @@ ChecklistItem CudaPartsItem(const Evidence& ev) {
   if (ev.scan) {
     std::size_t needing = 0, with_alt = 0;
     for (const Finding& f : ev.scan->findings) {
-      if (f.severity == "portable") continue;
+      if (f.severity == scan::Severity::kPortable) continue;
       ++needing;
       with_alt += f.replacement.empty() ? 0 : 1;
     }
@@ -251,7 +251,7 @@ ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
   } else if (ev.coverage) {
     std::int64_t fb = 0;
     for (const CoverageOp& op : ev.coverage->ops) {
-      fb += (op.cls == "cpu-fallback" || op.cls == "always-cpu") ? 1 : 0;
+      fb += coverage::FallsBackToCpu(op.cls) ? 1 : 0;
     }
     c.evidence =
         fmt::format("no MPS track; predicted: {} operator(s) would fall back to the CPU", fb);
@@ -516,7 +516,7 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
             {});
     }
     for (const CoverageOp& op : ev.coverage->ops) {
-      if (op.cls != "cpu-fallback" && op.cls != "always-cpu") continue;
+      if (!coverage::FallsBackToCpu(op.cls)) continue;
       if (op.native_since) {
         b.Add(2, "fallback-separated",
               fmt::format(
@@ -536,7 +536,7 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
     // the Linux GPU (the reasons and the plan say so), they are not steps for this experiment.
     for (const Finding& f : ev.scan->findings) {
       if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
-      if (f.severity == "replace" && !f.replacement.empty()) {
+      if (f.severity == scan::Severity::kReplace && !f.replacement.empty()) {
         b.Add(2, "cuda-parts-marked",
               fmt::format("Replace `{}` by {} at {}:{}", f.snippet.empty() ? f.code : f.snippet,
                           f.replacement, f.file, f.line),
@@ -545,12 +545,12 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
     }
     for (const Finding& f : ev.scan->findings) {
       if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
-      if (f.severity == "fixable" && f.cls == "device") {
+      if (f.severity == scan::Severity::kFixable && f.cls == "device") {
         b.Add(2, "cuda-parts-marked",
               fmt::format("Set the device at run time (cuda, else mps, else cpu) at {}:{}", f.file,
                           f.line),
               {f.file, f.line}, "dev:" + f.file);
-      } else if (f.severity == "fixable" && f.mps_only) {
+      } else if (f.severity == scan::Severity::kFixable && f.mps_only) {
         // The same group as the traced run's float64 steps: one step per file either way.
         b.Add(
             2, "cuda-parts-marked",
@@ -701,13 +701,13 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
   if (ev.scan) {
     std::vector<EvidenceItem> replace, edit;
     for (const Finding& f : ev.scan->findings) {
-      if (f.severity == "portable" || f.mps_only) continue;
+      if (f.severity == scan::Severity::kPortable || f.mps_only) continue;
       if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
       EvidenceItem item{f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
                         {f.file, f.line},
                         f.replacement,
                         ""};
-      if (f.severity == "replace" || f.severity == "blocker") {
+      if (f.severity == scan::Severity::kReplace || f.severity == scan::Severity::kBlocker) {
         if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
         replace.push_back(std::move(item));
       } else if (!IsDeviceOptionDefault(f)) {
@@ -736,7 +736,7 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
   if (ev.coverage) {
     std::vector<EvidenceItem> fb;
     for (const CoverageOp& op : ev.coverage->ops) {
-      if (op.cls == "cpu-fallback" || op.cls == "always-cpu") fb.push_back({op.op, op.location});
+      if (coverage::FallsBackToCpu(op.cls)) fb.push_back({op.op, op.location});
     }
     if (!fb.empty()) {
       out.push_back(fmt::format("{} traced operator(s) would fall back to the CPU on MPS{}",
@@ -785,7 +785,8 @@ std::string MpsOnlyEdits(const Evidence& ev) {
   if (!ev.scan) return {};
   std::vector<EvidenceItem> items;
   for (const Finding& f : ev.scan->findings) {
-    if (!f.mps_only || f.severity == "portable" || f.guarded.value_or(false)) continue;
+    if (!f.mps_only || f.severity == scan::Severity::kPortable || f.guarded.value_or(false))
+      continue;
     if (!OnPath(f, *ev.scan)) continue;
     items.push_back({f.code, {f.file, f.line}, f.replacement, ""});
   }
@@ -946,7 +947,7 @@ void AddContextReasons(const Evidence& ev, Report& rep) {
   if (ev.coverage) {
     std::vector<EvidenceItem> fb;
     for (const CoverageOp& op : ev.coverage->ops) {
-      if (op.cls == "cpu-fallback" || op.cls == "always-cpu") {
+      if (coverage::FallsBackToCpu(op.cls)) {
         fb.push_back({op.op, op.location, ""});
       }
     }
@@ -955,7 +956,7 @@ void AddContextReasons(const Evidence& ev, Report& rep) {
       names.reserve(fb.size());
       for (const auto& e : fb) names.push_back(e.text);
       rep.reasons.push_back(fmt::format("Predicted CPU fallback on MPS ({} torch {}): {}{}",
-                                        ev.coverage->evidence, ev.coverage->torch,
+                                        ToString(ev.coverage->evidence), ev.coverage->torch,
                                         fmt::join(names, ", "),
                                         PlaceList(fb).empty() ? "" : " at " + PlaceList(fb)));
     }

@@ -166,7 +166,7 @@ TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
   // `backend="nccl"` the scan rates fixable: a single-process run needs gloo, not several GPUs.
   Finding nccl{.code = "DT205",
                .cls = "library",
-               .severity = "fixable",
+               .severity = scan::Severity::kFixable,
                .line = 12,
                .snippet = "dist.init_process_group(backend=\"nccl\")"};
   Report r = Decide(OnPathScan({nccl}));
@@ -178,7 +178,7 @@ TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
   EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_TRUE(AnyReasonHas(r, "mechanical edit before they run without CUDA: train.py:12"));
   // The same construct rated blocker (multi-GPU by design) stops the Mac track.
-  nccl.severity = "blocker";
+  nccl.severity = scan::Severity::kBlocker;
   EXPECT_EQ(Decide(OnPathScan({nccl})).verdict, Verdict::kCudaOnly);
 }
 
@@ -187,7 +187,7 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   // said beside it and given as a next step.
   Finding f64{.code = "DT204",
               .cls = "library",
-              .severity = "fixable",
+              .severity = scan::Severity::kFixable,
               .line = 30,
               .snippet = "x = x.double()",
               .mps_only = true};
@@ -201,7 +201,7 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   // A hard-coded device on the same path still needs its edit first.
   Finding cuda{.code = "DT101",
                .cls = "device",
-               .severity = "fixable",
+               .severity = scan::Severity::kFixable,
                .line = 31,
                .snippet = "model.cuda()"};
   EXPECT_EQ(Decide(OnPathScan({f64, cuda})).verdict, Verdict::kDevOnly);
@@ -213,7 +213,7 @@ TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
   Finding choice{
       .code = "DT102",
       .cls = "device",
-      .severity = "portable",
+      .severity = scan::Severity::kPortable,
       .line = 9,
       .snippet = "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")"};
   Evidence ev = OnPathScan({choice});
