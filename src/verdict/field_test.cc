@@ -65,9 +65,9 @@ Track CpuTrack(const std::vector<std::string>& files,
   return t;
 }
 
-const RuleResult& Stop(const Report& r, const std::string& id) {
+const RuleResult& Stop(const Report& r, std::string_view id) {
   for (const RuleResult& s : r.stops) {
-    if (s.id == id) return s;
+    if (ToString(s.id) == id) return s;
   }
   ADD_FAILURE() << "no rule " << id;
   return r.stops.front();
@@ -210,7 +210,7 @@ TEST(VerdictFieldTest, ARunOfAnotherScriptDoesNotClearMultiGpu) {
   EXPECT_EQ(Stop(cleared, "multi-gpu").state, RuleState::kClear);
   EXPECT_EQ(Stop(cleared, "multi-gpu").level, EvidenceLevel::kMeasured);
   ASSERT_FALSE(Stop(cleared, "multi-gpu").notes.empty());
-  EXPECT_EQ(Stop(cleared, "multi-gpu").notes.front().kind, "multi-gpu-optional");
+  EXPECT_EQ(Stop(cleared, "multi-gpu").notes.front().kind, ItemKind::kMultiGpuOptional);
   // Shown optional, it no longer stands in the way of the prediction either.
   EXPECT_EQ(cleared.verdict, Verdict::kMacReady);
   EXPECT_EQ(cleared.level, EvidenceLevel::kPredicted);
@@ -260,7 +260,7 @@ TEST(VerdictFieldTest, WithoutEntriesPythonBlockersAreOnThePathBuildFilesAreNot)
   ASSERT_EQ(Stop(r, "blocker-on-path").evidence.size(), 1u);
   EXPECT_EQ(Stop(r, "blocker-on-path").evidence[0].location.file, "model.py");
   ASSERT_EQ(Stop(r, "blocker-on-path").notes.size(), 1u);
-  EXPECT_EQ(Stop(r, "blocker-on-path").notes[0].kind, "extension");
+  EXPECT_EQ(Stop(r, "blocker-on-path").notes[0].kind, ItemKind::kExtension);
 }
 
 // ---- Both directions.
@@ -314,7 +314,7 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   }
   EXPECT_TRUE(run_on_mac);
   for (const ChecklistItem& c : r.checklist) {
-    if (c.id == "real-input-step") {
+    if (c.id == CheckId::kRealInputStep) {
       EXPECT_EQ(c.status, ItemStatus::kMissing);
     }
   }
@@ -421,7 +421,7 @@ TEST(VerdictDeviceTest, AnMpsLabelledCpuRunIsNotMpsEvidence) {
   ev.tracks.push_back(t);
   Report r = Decide(ev);
   for (const ChecklistItem& c : r.checklist) {
-    if (c.id == "real-input-step") {
+    if (c.id == CheckId::kRealInputStep) {
       EXPECT_EQ(c.status, ItemStatus::kMissing);
       EXPECT_NE(c.evidence.find("not MPS evidence"), std::string::npos);
     }

@@ -522,7 +522,7 @@ namespace {
 json ReportJson(const Report& r, bool findings_inline) {
   json stops = json::array();
   for (const RuleResult& s : r.stops) {
-    stops.push_back({{"id", s.id},
+    stops.push_back({{"id", ToString(s.id)},
                      {"title", s.title},
                      {"state", ToString(s.state)},
                      {"level", ToString(s.level)},
@@ -544,7 +544,7 @@ json ReportJson(const Report& r, bool findings_inline) {
   }
   json checklist = json::array();
   for (const ChecklistItem& c : r.checklist) {
-    checklist.push_back({{"id", c.id},
+    checklist.push_back({{"id", ToString(c.id)},
                          {"title", c.title},
                          {"status", ToString(c.status)},
                          {"evidence", c.evidence},
@@ -552,7 +552,7 @@ json ReportJson(const Report& r, bool findings_inline) {
   }
   json plan = json::array();
   for (const PlanItem& p : r.plan) {
-    plan.push_back({{"where", p.where}, {"what", p.what}, {"why", p.why}});
+    plan.push_back({{"where", ToString(p.where)}, {"what", p.what}, {"why", p.why}});
   }
   json next = json::array();
   for (const NextStep& n : r.next_steps) {
@@ -710,7 +710,7 @@ void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
   }
   for (const RuleResult& s : r.stops) {
     if (s.evidence.empty() && s.notes.empty()) continue;
-    os << "\n**" << s.id << "**\n\n";
+    os << "\n**" << ToString(s.id) << "**\n\n";
     for (const EvidenceItem& e : s.evidence) {
       os << "- " << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ")
          << Cell(e.text) << '\n';
@@ -727,8 +727,7 @@ void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
 void MarkdownPlan(std::ostringstream& os, const Report& r) {
   os << "\n## Dual-track plan\n\n| where | what | why |\n|---|---|---|\n";
   for (const PlanItem& p : r.plan) {
-    os << "| " << (p.where == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)") << " | " << Cell(p.what)
-       << " | " << Cell(p.why) << " |\n";
+    os << "| " << Title(p.where) << " | " << Cell(p.what) << " | " << Cell(p.why) << " |\n";
   }
   os << "\n## Next steps (by effect)\n\n";
   for (std::size_t i = 0; i < r.next_steps.size(); ++i) {
@@ -995,9 +994,8 @@ void HtmlActions(std::ostringstream& os, const Report& r) {
   os << '\n';
 
   os << "<h2 id=\"plan\">Dual-track plan</h2><div class=\"plan\">";
-  for (const char* where : {"mac", "linux-gpu"}) {
-    os << "<div><h3>" << (std::string(where) == "mac" ? "Mac (MPS)" : "Linux GPU (CUDA)")
-       << "</h3><ul>";
+  for (Place where : {Place::kMac, Place::kLinuxGpu}) {
+    os << "<div><h3>" << Title(where) << "</h3><ul>";
     for (const PlanItem& p : r.plan) {
       if (p.where == where) {
         os << "<li>" << HtmlEscape(p.what) << " <span class=\"muted\">— " << HtmlEscape(p.why)

@@ -25,7 +25,7 @@ std::string Describe(const Finding& f) {
 }
 
 EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {},
-                         const std::string& kind = {}) {
+                         ItemKind kind = ItemKind::kOther) {
   return {prefix + Describe(f), {f.file, f.line}, f.replacement, kind};
 }
 
@@ -63,6 +63,22 @@ const char* ToString(RuleState s) {
   return "unknown";
 }
 
+const char* ToString(StopId id) {
+  switch (id) {
+    case StopId::kBlockerOnPath:
+      return "blocker-on-path";
+    case StopId::kNoMpsImplementation:
+      return "no-mps-implementation";
+    case StopId::kOutsideTolerance:
+      return "outside-tolerance";
+    case StopId::kCandidateUnfinished:
+      return "candidate-unfinished";
+    case StopId::kMultiGpu:
+      return "multi-gpu";
+  }
+  return "unknown";
+}
+
 const Track* CandidateTrack(const Evidence& ev) {
   for (const Track& t : ev.tracks) {
     if (t.IsMps()) return &t;
@@ -90,7 +106,7 @@ bool IsMultiGpuFinding(const Finding& f) {
 
 RuleResult CheckBlockerOnPath(const Evidence& ev) {
   RuleResult r;
-  r.id = "blocker-on-path";
+  r.id = StopId::kBlockerOnPath;
   r.title = "Irreplaceable CUDA dependency on the reachable path, with no other path";
   if (!ev.scan) {
     r.summary = "No scan: whether a blocker is on the reachable path is unknown.";
@@ -107,9 +123,10 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
     Finding f = scanned;
     f.reachable = Reachable(scanned, *ev.scan);
     if (f.reachable == std::optional<bool>(false)) {
-      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
+      r.notes.push_back(
+          FromFinding(f, "not reachable from the entry scripts: ", ItemKind::kUnreachable));
     } else if (f.guarded.value_or(false)) {
-      r.notes.push_back(FromFinding(f, "guarded, another path exists: ", "guarded"));
+      r.notes.push_back(FromFinding(f, "guarded, another path exists: ", ItemKind::kGuarded));
     } else if (ev.scan->entries.size() > 1 && f.reached_by &&
                *f.reached_by < static_cast<std::int64_t>(ev.scan->entries.size())) {
       // A test suite or a folder of scripts: only some members reach the blocker; they are
@@ -120,7 +137,7 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
           fmt::format("reached by {} of the experiment's {} scripts or tests (deselect them on "
                       "the Mac): ",
                       *f.reached_by, ev.scan->entries.size()),
-          "suite-member"));
+          ItemKind::kSuiteMember));
     } else if (!f.reachable.has_value()) {
       // Build files, .cu sources and pins: they stop only if the Python path uses them unguarded.
       r.notes.push_back(FromFinding(
@@ -128,7 +145,7 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
           has_python_alternative
               ? "CUDA-only build, the code has a guarded alternative path: "
               : "CUDA-only build or pin, no unguarded use on the reachable path found: ",
-          "extension"));
+          ItemKind::kExtension));
     } else {
       r.evidence.push_back(FromFinding(f));
     }
@@ -162,7 +179,7 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
 
 RuleResult CheckNoMpsImplementation(const Evidence& ev) {
   RuleResult r;
-  r.id = "no-mps-implementation";
+  r.id = StopId::kNoMpsImplementation;
   r.title = "Key operation or library with no MPS, Metal or CPU implementation";
   const Track* cand = CandidateTrack(ev);
   bool decided = false;
@@ -190,7 +207,8 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
              Lower(issue).find("float64") != std::string::npos
                  ? "compute in float32 instead of float64"
                  : "",
-             Lower(issue).find("float64") != std::string::npos ? "float64" : "dtype"});
+             Lower(issue).find("float64") != std::string::npos ? ItemKind::kFloat64
+                                                               : ItemKind::kDtype});
       }
       if (op.cls == coverage::OpClass::kAbsent && op.count > 0) {
         r.notes.push_back(
@@ -202,7 +220,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
         const std::string key = "f64" + Where(l);
         if (!seen.insert(key).second) continue;
         r.notes.push_back({fmt::format("float64 tensor made on track {}", t.name), l,
-                           "compute in float32 instead of float64", "float64"});
+                           "compute in float32 instead of float64", ItemKind::kFloat64});
       }
     }
   }
@@ -215,7 +233,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
     // Name the root cause when the run recorded where the float64 tensor was made in that file.
     std::string root;
     for (const EvidenceItem& n : r.notes) {
-      if (n.kind == "float64" && n.location.file == r.evidence.front().location.file) {
+      if (n.kind == ItemKind::kFloat64 && n.location.file == r.evidence.front().location.file) {
         root = fmt::format(" (float64 made at {})", Where(n.location));
         break;
       }
@@ -235,7 +253,7 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
 
 RuleResult CheckOutsideTolerance(const Evidence& ev) {
   RuleResult r;
-  r.id = "outside-tolerance";
+  r.id = StopId::kOutsideTolerance;
   r.title = "Results outside tolerance (after CPU fallback)";
   r.level = EvidenceLevel::kMeasured;
   if (ev.comparisons.empty()) {
@@ -279,7 +297,7 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
 
 RuleResult CheckCandidateUnfinished(const Evidence& ev) {
   RuleResult r;
-  r.id = "candidate-unfinished";
+  r.id = StopId::kCandidateUnfinished;
   r.title = "The candidate track started but did not finish";
   r.level = EvidenceLevel::kMeasured;
   const Track* cand = CandidateTrack(ev);
@@ -309,7 +327,7 @@ RuleResult CheckCandidateUnfinished(const Evidence& ev) {
 
 RuleResult CheckMultiGpu(const Evidence& ev) {
   RuleResult r;
-  r.id = "multi-gpu";
+  r.id = StopId::kMultiGpu;
   r.title = "Multi-GPU communication, a cluster or GPU-memory management needed";
   if (!ev.scan) {
     r.summary = "No scan: unknown.";
@@ -321,23 +339,25 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
     f.reachable = Reachable(scanned, *ev.scan);
     const Track* finished = FinishedNonCudaTrackThrough(ev, f.file);
     if (f.reachable == std::optional<bool>(false)) {
-      r.notes.push_back(FromFinding(f, "not reachable from the entry scripts: ", "unreachable"));
+      r.notes.push_back(
+          FromFinding(f, "not reachable from the entry scripts: ", ItemKind::kUnreachable));
     } else if (f.guarded.value_or(false)) {
-      r.notes.push_back(FromFinding(f, "optional (guarded): ", "guarded"));
+      r.notes.push_back(FromFinding(f, "optional (guarded): ", ItemKind::kGuarded));
     } else if (!f.reachable.has_value()) {
-      r.notes.push_back(FromFinding(f, "launcher or build file for multi-GPU runs: ", "launcher"));
+      r.notes.push_back(
+          FromFinding(f, "launcher or build file for multi-GPU runs: ", ItemKind::kLauncher));
     } else if (f.severity == scan::Severity::kFixable || f.severity == scan::Severity::kPortable) {
       // `backend="nccl"`, `device_ids=[LOCAL_RANK]` hard-wired into a path that also runs as one
       // process: an edit (gloo, no device ids) that the plan lists, not a need for several GPUs.
       r.notes.push_back(FromFinding(
           f, "hard-wired into the single-process path (an edit, not a need for several GPUs): ",
-          "multi-gpu-edit"));
+          ItemKind::kMultiGpuEdit));
     } else if (finished != nullptr) {
       r.notes.push_back(FromFinding(
           f,
           fmt::format("optional: track {} ran code in {} and finished without it: ", finished->name,
                       f.file),
-          "multi-gpu-optional"));
+          ItemKind::kMultiGpuOptional));
       r.level = EvidenceLevel::kMeasured;
     } else {
       r.evidence.push_back(FromFinding(f));

@@ -18,26 +18,44 @@ enum class RuleState {
 
 const char* ToString(RuleState s);
 
+// What an evidence item is, for the code that groups them (never matched from the English text).
+enum class ItemKind {
+  kOther,
+  kExtension,         // A CUDA-only build or pin, kept on the Linux GPU.
+  kGuarded,           // Behind a check, with another path.
+  kUnreachable,       // Not reachable from the entry scripts.
+  kSuiteMember,       // Reached by only some scripts or tests of the experiment.
+  kLauncher,          // A launcher or build file for multi-GPU runs.
+  kMultiGpuEdit,      // Multi-GPU code hard-wired into the single-process path: an edit.
+  kMultiGpuOptional,  // Multi-GPU code a finished track ran without.
+  kFloat64,           // float64, which MPS lacks.
+  kDtype,             // Another dtype MPS lacks for the operator.
+};
+
 // One piece of evidence behind a rule, with its place in the user's code when there is one.
 struct EvidenceItem {
   EvidenceItem(std::string text_ = {}, Location location_ = {}, std::string fix_ = {},
-               std::string kind_ = {})
-      : text(std::move(text_)),
-        location(std::move(location_)),
-        fix(std::move(fix_)),
-        kind(std::move(kind_)) {}
+               ItemKind kind_ = ItemKind::kOther)
+      : text(std::move(text_)), location(std::move(location_)), fix(std::move(fix_)), kind(kind_) {}
   std::string text;
   Location location;
   std::string fix;  // The change that would lift it, when known ("replace X by Y").
-  // What the item is, for the code that groups them (never matched from the English text):
-  // extension (a CUDA-only build or pin kept on the Linux GPU), guarded, unreachable,
-  // multi-gpu-optional, multi-gpu-edit, launcher, float64, failed-op, fallback, tolerance,
-  // exception; or empty.
-  std::string kind;
+  ItemKind kind = ItemKind::kOther;
 };
 
+// The stop conditions of the method, in the order the report shows them; ToString spells the
+// stable id the documents carry (blocker-on-path, no-mps-implementation, ...).
+enum class StopId {
+  kBlockerOnPath,
+  kNoMpsImplementation,
+  kOutsideTolerance,
+  kCandidateUnfinished,
+  kMultiGpu,
+};
+const char* ToString(StopId id);
+
 struct RuleResult {
-  std::string id;     // Stable: blocker-on-path, no-mps-implementation, outside-tolerance, ...
+  StopId id = StopId::kBlockerOnPath;
   std::string title;  // The stop condition in the articles' words.
   RuleState state = RuleState::kUnknown;
   EvidenceLevel level = EvidenceLevel::kPredicted;

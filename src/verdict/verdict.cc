@@ -36,6 +36,31 @@ const char* ToString(ItemStatus s) {
   return "missing";
 }
 
+const char* ToString(CheckId id) {
+  switch (id) {
+    case CheckId::kBaseline:
+      return "baseline";
+    case CheckId::kCudaPartsMarked:
+      return "cuda-parts-marked";
+    case CheckId::kMpsAvailable:
+      return "mps-available";
+    case CheckId::kRealInputStep:
+      return "real-input-step";
+    case CheckId::kFallbackSeparated:
+      return "fallback-separated";
+    case CheckId::kWithinTolerance:
+      return "within-tolerance";
+    case CheckId::kWorkloadTimed:
+      return "workload-timed";
+    case CheckId::kRemoteData:
+      return "remote-data";
+  }
+  return "unknown";
+}
+
+const char* ToString(Place p) { return p == Place::kMac ? "mac" : "linux-gpu"; }
+const char* Title(Place p) { return p == Place::kMac ? "Mac (MPS)" : "Linux GPU (CUDA)"; }
+
 namespace {
 
 std::string Where(const Location& l) {
@@ -69,7 +94,7 @@ std::string PlaceList(const std::vector<EvidenceItem>& items, std::size_t max = 
   return out;
 }
 
-const RuleResult& Rule(const std::vector<RuleResult>& rules, std::string_view id) {
+const RuleResult& FindStop(const std::vector<RuleResult>& rules, StopId id) {
   for (const RuleResult& r : rules) {
     if (r.id == id) return r;
   }
@@ -77,7 +102,7 @@ const RuleResult& Rule(const std::vector<RuleResult>& rules, std::string_view id
   return rules.front();
 }
 
-bool IsExtensionNote(const EvidenceItem& e) { return e.kind == "extension"; }
+bool IsExtensionNote(const EvidenceItem& e) { return e.kind == ItemKind::kExtension; }
 
 std::string HumanBytes(std::int64_t b) {
   if (b >= (std::int64_t{1} << 30)) return fmt::format("{:.2f} GiB", b / double(1 << 30));
@@ -116,7 +141,7 @@ namespace {
 
 // A CUDA baseline (freeze) with its commit, packages and data digest.
 ChecklistItem BaselineItem(const Evidence& ev) {
-  ChecklistItem c{"baseline", "CUDA baseline saved", ItemStatus::kMissing, "", false};
+  ChecklistItem c{CheckId::kBaseline, "CUDA baseline saved", ItemStatus::kMissing, "", false};
   if (ev.baseline) {
     const Baseline& b = *ev.baseline;
     if (b.commit.empty()) {
@@ -138,7 +163,7 @@ ChecklistItem BaselineItem(const Evidence& ev) {
 
 // The scan: how many findings need a change, how many have an alternative.
 ChecklistItem CudaPartsItem(const Evidence& ev) {
-  ChecklistItem c{"cuda-parts-marked", "CUDA-only parts marked, with alternatives",
+  ChecklistItem c{CheckId::kCudaPartsMarked, "CUDA-only parts marked, with alternatives",
                   ItemStatus::kMissing, "", false};
   if (ev.scan) {
     std::size_t needing = 0, with_alt = 0;
@@ -161,7 +186,8 @@ ChecklistItem CudaPartsItem(const Evidence& ev) {
 
 // A Mac environment with MPS built and available.
 ChecklistItem MpsAvailableItem(const Evidence& ev) {
-  ChecklistItem c{"mps-available", "MPS built and available", ItemStatus::kMissing, "", false};
+  ChecklistItem c{CheckId::kMpsAvailable, "MPS built and available", ItemStatus::kMissing, "",
+                  false};
   const EnvEvidence* mac = nullptr;
   for (const EnvEvidence* e : AllEnvs(ev)) {
     if (e->IsMac()) mac = e;
@@ -187,7 +213,7 @@ ChecklistItem MpsAvailableItem(const Evidence& ev) {
 // An MPS track that finished a training step on real input.
 ChecklistItem RealInputStepItem(const Evidence& ev, const std::vector<RuleResult>& stops,
                                 const Track* mps) {
-  ChecklistItem c{"real-input-step", "Forward, backward and update ran on real input (MPS)",
+  ChecklistItem c{CheckId::kRealInputStep, "Forward, backward and update ran on real input (MPS)",
                   ItemStatus::kMissing, "", false};
   if (mps != nullptr) {
     if (mps->Finished() && !mps->step_wall_s.empty()) {
@@ -199,7 +225,7 @@ ChecklistItem RealInputStepItem(const Evidence& ev, const std::vector<RuleResult
       c.evidence = fmt::format("track {} (mps) exited without recording a step", mps->name);
     } else {
       c.status = ItemStatus::kFailed;
-      c.evidence = Rule(stops, "candidate-unfinished").summary;
+      c.evidence = FindStop(stops, StopId::kCandidateUnfinished).summary;
     }
   } else {
     c.evidence = "no MPS track";
@@ -217,7 +243,7 @@ ChecklistItem RealInputStepItem(const Evidence& ev, const std::vector<RuleResult
 
 // The MPS track's operator trace separates MPS from CPU-fallback execution.
 ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
-  ChecklistItem c{"fallback-separated", "CPU fallback separated from MPS execution",
+  ChecklistItem c{CheckId::kFallbackSeparated, "CPU fallback separated from MPS execution",
                   ItemStatus::kMissing, "", false};
   if (mps != nullptr) {
     if (!mps->has_ops) {
@@ -263,9 +289,9 @@ ChecklistItem FallbackItem(const Evidence& ev, const Track* mps) {
 
 // The comparison of the tracks: outputs and gradients within tolerance.
 ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& stops) {
-  ChecklistItem c{"within-tolerance", "Outputs and gradients within tolerance",
+  ChecklistItem c{CheckId::kWithinTolerance, "Outputs and gradients within tolerance",
                   ItemStatus::kMissing, "", false};
-  const RuleResult& tol = Rule(stops, "outside-tolerance");
+  const RuleResult& tol = FindStop(stops, StopId::kOutsideTolerance);
   if (!ev.comparisons.empty()) {
     std::int64_t tensors = 0, grads = 0, outputs = 0;
     for (const Comparison& cmp : ev.comparisons) {
@@ -289,8 +315,8 @@ ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& s
 
 // Step times of at least two tracks, side by side.
 ChecklistItem WorkloadTimedItem(const Evidence& ev) {
-  ChecklistItem c{"workload-timed", "Target workload timed on both tracks", ItemStatus::kMissing,
-                  "", false};
+  ChecklistItem c{CheckId::kWorkloadTimed, "Target workload timed on both tracks",
+                  ItemStatus::kMissing, "", false};
   std::vector<std::string> timed;
   for (const Track& t : ev.tracks) {
     if (!t.step_wall_s.empty()) {
@@ -311,8 +337,8 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
 
 // The user's statement that the remote machine's data handling was checked.
 ChecklistItem RemoteDataItem(const Evidence& ev) {
-  ChecklistItem c{"remote-data", "Data handling on a remote machine checked", ItemStatus::kMissing,
-                  "", false};
+  ChecklistItem c{CheckId::kRemoteData, "Data handling on a remote machine checked",
+                  ItemStatus::kMissing, "", false};
   if (ev.remote_data_confirmed) {
     c.status = ItemStatus::kDone;
     c.user_statement = true;
@@ -451,12 +477,12 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
   auto at = [](const Location& l) { return Where(l).empty() ? "" : " at " + Where(l); };
   for (const RuleResult& r : stops) {
     if (r.state != RuleState::kHolds) continue;
-    if (r.id == "no-mps-implementation") {
+    if (r.id == StopId::kNoMpsImplementation) {
       // Root causes first: the lines where the track made float64 tensors come before the
       // operators that then computed with them, so they open the file's group.
       for (const EvidenceItem& e : r.notes) {
-        if (e.kind == "float64") {
-          b.Add(3, r.id,
+        if (e.kind == ItemKind::kFloat64) {
+          b.Add(3, ToString(r.id),
                 "Compute in float32 instead of float64" + at(e.location) +
                     " (creates the float64 tensor)",
                 e.location, "f64:" + e.location.file);
@@ -464,45 +490,46 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
       }
     }
     for (const EvidenceItem& e : r.evidence) {
-      if (r.id == "multi-gpu") {
-        b.Add(3, r.id,
+      if (r.id == StopId::kMultiGpu) {
+        b.Add(3, ToString(r.id),
               fmt::format("Make the multi-GPU path optional{} (a single-process path, or the "
                           "gloo backend off NVIDIA GPUs)",
                           at(e.location)),
               e.location, "multi:" + e.location.file);
-      } else if (r.id == "candidate-unfinished") {
-        b.Add(3, r.id,
+      } else if (r.id == StopId::kCandidateUnfinished) {
+        b.Add(3, ToString(r.id),
               fmt::format("Fix the error that stopped the track{}: {}", at(e.location), e.text),
               e.location);
-      } else if (r.id == "outside-tolerance") {
-        b.Add(3, r.id,
+      } else if (r.id == StopId::kOutsideTolerance) {
+        b.Add(3, ToString(r.id),
               "Find where the results drift (" + e.text +
                   "): compare intermediate captures, rerun without the CPU fallback",
               {});
-      } else if (r.id == "no-mps-implementation" && e.kind == "float64") {
-        b.Add(3, r.id, "Compute in float32 instead of float64" + at(e.location), e.location,
-              "f64:" + e.location.file);
-      } else if (r.id == "no-mps-implementation" && !e.fix.empty()) {
-        b.Add(3, r.id, Capitalised(e.fix) + at(e.location), e.location);
-      } else if (r.id == "blocker-on-path") {
+      } else if (r.id == StopId::kNoMpsImplementation && e.kind == ItemKind::kFloat64) {
+        b.Add(3, ToString(r.id), "Compute in float32 instead of float64" + at(e.location),
+              e.location, "f64:" + e.location.file);
+      } else if (r.id == StopId::kNoMpsImplementation && !e.fix.empty()) {
+        b.Add(3, ToString(r.id), Capitalised(e.fix) + at(e.location), e.location);
+      } else if (r.id == StopId::kBlockerOnPath) {
         // One step per construct and file: the first line (the import, build or definition)
         // leads; the calls below it in the same file fold under it.
         const std::string code = e.text.substr(0, e.text.find(' '));
-        b.Add(3, r.id,
+        b.Add(3, ToString(r.id),
               e.fix.empty() ? fmt::format("Remove or replace {}{}", e.text, at(e.location))
                             : fmt::format("Replace by {}{} ({})", e.fix, at(e.location), e.text),
               e.location, "blk:" + code + ":" + e.location.file);
       } else if (!e.fix.empty()) {
-        b.Add(3, r.id, fmt::format("Replace by {}{}", e.fix, at(e.location)), e.location);
+        b.Add(3, ToString(r.id), fmt::format("Replace by {}{}", e.fix, at(e.location)), e.location);
       } else {
-        b.Add(3, r.id, fmt::format("Remove or replace {}{}", e.text, at(e.location)), e.location);
+        b.Add(3, ToString(r.id), fmt::format("Remove or replace {}{}", e.text, at(e.location)),
+              e.location);
       }
     }
   }
   // Float64 made on a CPU track would fail on MPS; the fix is the same even when not yet stopping.
-  if (Rule(stops, "no-mps-implementation").state != RuleState::kHolds) {
-    for (const EvidenceItem& e : Rule(stops, "no-mps-implementation").notes) {
-      if (e.kind == "float64") {
+  if (FindStop(stops, StopId::kNoMpsImplementation).state != RuleState::kHolds) {
+    for (const EvidenceItem& e : FindStop(stops, StopId::kNoMpsImplementation).notes) {
+      if (e.kind == ItemKind::kFloat64) {
         b.Add(2, "no-mps-implementation", "Compute in float32 instead of float64" + at(e.location),
               e.location, "f64:" + e.location.file);
       }
@@ -561,28 +588,30 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
   }
   for (const ChecklistItem& c : checklist) {
     if (c.status != ItemStatus::kMissing) continue;
-    if (c.id == "baseline") {
-      b.Add(1, c.id,
+    if (c.id == CheckId::kBaseline) {
+      b.Add(1, ToString(c.id),
             "Record the CUDA baseline: dualtrack freeze --data DATA -o baseline.json (on the CUDA "
             "machine)",
             {});
-    } else if (c.id == "mps-available") {
-      b.Add(1, c.id, "Check the Mac: dualtrack env --format json > env-mac.json (on the Mac)", {});
-    } else if (c.id == "real-input-step") {
-      b.Add(1, c.id,
+    } else if (c.id == CheckId::kMpsAvailable) {
+      b.Add(1, ToString(c.id),
+            "Check the Mac: dualtrack env --format json > env-mac.json (on the Mac)", {});
+    } else if (c.id == CheckId::kRealInputStep) {
+      b.Add(1, ToString(c.id),
             fmt::format("Run the minimal task on the Mac: dualtrack run --track mps --baseline "
                         "baseline.json -o runs/mps -- {}",
                         MacRunCommand(ev)),
             {});
-    } else if (c.id == "within-tolerance") {
-      b.Add(1, c.id,
+    } else if (c.id == CheckId::kWithinTolerance) {
+      b.Add(1, ToString(c.id),
             "Compare the tracks: dualtrack compare runs/cuda runs/mps --format json > "
             "compare.json",
             {});
-    } else if (c.id == "workload-timed") {
-      b.Add(1, c.id, "Time the target workload on both tracks under the same conditions", {});
-    } else if (c.id == "remote-data") {
-      b.Add(1, c.id,
+    } else if (c.id == CheckId::kWorkloadTimed) {
+      b.Add(1, ToString(c.id), "Time the target workload on both tracks under the same conditions",
+            {});
+    } else if (c.id == CheckId::kRemoteData) {
+      b.Add(1, ToString(c.id),
             "If a remote Mac is used, check its data handling and say so with "
             "--remote-data-confirmed",
             {});
@@ -608,17 +637,17 @@ std::vector<PlanItem> Plan(const Evidence& ev, Verdict verdict,
     }
   }
   if (verdict == Verdict::kMacReady) {
-    plan.push_back({"mac",
+    plan.push_back({Place::kMac,
                     "The designated experiments" + (designated.empty() ? "" : ": " + designated),
                     "measured on MPS within tolerance, same commit, data slice and seed"});
   } else if (verdict == Verdict::kDevOnly) {
-    plan.push_back({"mac",
+    plan.push_back({Place::kMac,
                     "The minimal task as a check" + (designated.empty() ? "" : ": " + designated),
                     "no stop condition shown to hold, but the Mac's results are not yet shown to "
                     "match"});
   }
   plan.push_back(
-      {"mac",
+      {Place::kMac,
        verdict == Verdict::kCudaOnly
            ? "Development, debugging, unit tests and data preparation of the parts that avoid " +
                  (PlaceList(stopping).empty() ? std::string("the stopping code")
@@ -626,26 +655,27 @@ std::vector<PlanItem> Plan(const Evidence& ev, Verdict verdict,
            : "Development, debugging, unit tests and data-preparation checks",
        "they need no CUDA"});
   if (verdict != Verdict::kMacReady) {
-    plan.push_back({"linux-gpu", "Formal training runs and every result you report",
+    plan.push_back({Place::kLinuxGpu, "Formal training runs and every result you report",
                     verdict == Verdict::kCudaOnly
                         ? "a stop condition holds"
                         : "the Mac track is not measured against the baseline"});
   }
   if (!stopping.empty()) {
-    plan.push_back({"linux-gpu", "Anything that runs " + PlaceList(stopping), "stop condition"});
+    plan.push_back(
+        {Place::kLinuxGpu, "Anything that runs " + PlaceList(stopping), "stop condition"});
   }
-  std::vector<EvidenceItem> multi = Rule(stops, "multi-gpu").notes;
+  std::vector<EvidenceItem> multi = FindStop(stops, StopId::kMultiGpu).notes;
   if (!multi.empty()) {
-    plan.push_back({"linux-gpu", "Multi-GPU and distributed runs (" + PlaceList(multi) + ")",
+    plan.push_back({Place::kLinuxGpu, "Multi-GPU and distributed runs (" + PlaceList(multi) + ")",
                     "NCCL, DDP and multi-GPU launchers need NVIDIA GPUs"});
   }
   std::vector<EvidenceItem> ext;
-  for (const EvidenceItem& e : Rule(stops, "blocker-on-path").notes) {
+  for (const EvidenceItem& e : FindStop(stops, StopId::kBlockerOnPath).notes) {
     if (IsExtensionNote(e)) ext.push_back(e);
   }
   if (!ext.empty()) {
     plan.push_back(
-        {"linux-gpu",
+        {Place::kLinuxGpu,
          "Building and benchmarking the CUDA extensions and pins (" + PlaceList(ext) + ")",
          "no MPS or Metal build of them exists in the project"});
   }
@@ -705,8 +735,7 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
       if (f.guarded.value_or(false) || !OnPath(f, *ev.scan)) continue;
       EvidenceItem item{f.code + " " + (f.snippet.empty() ? f.message : f.snippet),
                         {f.file, f.line},
-                        f.replacement,
-                        ""};
+                        f.replacement};
       if (f.severity == scan::Severity::kReplace || f.severity == scan::Severity::kBlocker) {
         if (IsMultiGpuFinding(f)) continue;  // The multi-GPU condition decides those.
         replace.push_back(std::move(item));
@@ -753,7 +782,7 @@ std::vector<std::string> PredictedObstacles(const Evidence& ev,
       }
     }
   }
-  if (Rule(stops, "multi-gpu").state == RuleState::kUnknown && ev.scan) {
+  if (FindStop(stops, StopId::kMultiGpu).state == RuleState::kUnknown && ev.scan) {
     out.push_back("the multi-GPU condition could not be checked");
   }
   return out;
@@ -788,7 +817,7 @@ std::string MpsOnlyEdits(const Evidence& ev) {
     if (!f.mps_only || f.severity == scan::Severity::kPortable || f.guarded.value_or(false))
       continue;
     if (!OnPath(f, *ev.scan)) continue;
-    items.push_back({f.code, {f.file, f.line}, f.replacement, ""});
+    items.push_back({f.code, {f.file, f.line}, f.replacement});
   }
   if (items.empty()) return {};
   return fmt::format(
@@ -852,8 +881,8 @@ void DecideCudaOnly(const std::vector<const RuleResult*>& holding, Report& rep) 
   rep.level = EvidenceLevel::kPredicted;
   for (const RuleResult* r : holding) {
     if (r->level == EvidenceLevel::kMeasured) rep.level = EvidenceLevel::kMeasured;
-    rep.reasons.push_back(
-        fmt::format("Stop condition ({}, {}): {}", r->id, ToString(r->level), r->summary));
+    rep.reasons.push_back(fmt::format("Stop condition ({}, {}): {}", ToString(r->id),
+                                      ToString(r->level), r->summary));
   }
 }
 
@@ -866,7 +895,7 @@ void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std:
       (cand != nullptr && cand->IsMps()) ? EvidenceLevel::kMeasured : EvidenceLevel::kPredicted;
   std::vector<std::string> unknown;
   for (const RuleResult& r : rep.stops) {
-    if (r.state == RuleState::kUnknown) unknown.push_back(r.id);
+    if (r.state == RuleState::kUnknown) unknown.push_back(ToString(r.id));
   }
   rep.reasons.push_back(
       unknown.empty()
@@ -887,7 +916,8 @@ void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std:
                           ": " + rep.validity.summary);
   }
   if (!ops_ok) {
-    rep.reasons.push_back("Not mac-ready: " + Rule(rep.stops, "no-mps-implementation").summary);
+    rep.reasons.push_back("Not mac-ready: " +
+                          FindStop(rep.stops, StopId::kNoMpsImplementation).summary);
   }
 }
 
@@ -895,15 +925,15 @@ void DecideDevOnly(const Evidence& ev, const Track* cand, const std::vector<std:
 // valid, every operator on MPS) or when nothing predicted stands in the way; else dev-only.
 void DecideWithoutStops(const Evidence& ev, const Track* cand, Report& rep) {
   const bool mps_finished = cand != nullptr && cand->IsMps() && cand->Finished();
-  const bool compared = Rule(rep.stops, "outside-tolerance").state == RuleState::kClear;
+  const bool compared = FindStop(rep.stops, StopId::kOutsideTolerance).state == RuleState::kClear;
   const bool valid = rep.validity.state == ValidityState::kOk;
-  const bool ops_ok = Rule(rep.stops, "no-mps-implementation").state == RuleState::kClear;
+  const bool ops_ok = FindStop(rep.stops, StopId::kNoMpsImplementation).state == RuleState::kClear;
   if (mps_finished && compared && valid && ops_ok) {
     rep.verdict = Verdict::kMacReady;
     rep.level = EvidenceLevel::kMeasured;
     rep.reasons.push_back(fmt::format("Track {} (mps) finished {} step(s) on real input.",
                                       cand->name, cand->step_wall_s.size()));
-    rep.reasons.push_back(Rule(rep.stops, "outside-tolerance").summary);
+    rep.reasons.push_back(FindStop(rep.stops, StopId::kOutsideTolerance).summary);
     rep.reasons.push_back(rep.validity.summary);
     return;
   }
@@ -928,7 +958,7 @@ void DecideWithoutStops(const Evidence& ev, const Track* cand, Report& rep) {
 // extensions, a multi-GPU path, predicted CPU fallbacks; and the run the verdict was judged for.
 void AddContextReasons(const Evidence& ev, Report& rep) {
   std::vector<EvidenceItem> ext;
-  for (const EvidenceItem& e : Rule(rep.stops, "blocker-on-path").notes) {
+  for (const EvidenceItem& e : FindStop(rep.stops, StopId::kBlockerOnPath).notes) {
     if (IsExtensionNote(e)) ext.push_back(e);
   }
   if (!ext.empty()) {
@@ -937,7 +967,7 @@ void AddContextReasons(const Evidence& ev, Report& rep) {
         "Linux GPU: " +
         PlaceList(ext));
   }
-  const RuleResult& multi = Rule(rep.stops, "multi-gpu");
+  const RuleResult& multi = FindStop(rep.stops, StopId::kMultiGpu);
   if (multi.state != RuleState::kHolds && !multi.notes.empty()) {
     rep.reasons.push_back(
         "Multi-GPU path (NCCL / DDP) not needed by the task, kept on the Linux "

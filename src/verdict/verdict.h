@@ -14,16 +14,35 @@ namespace dt::verdict {
 enum class ItemStatus { kMissing, kDone, kFailed };
 const char* ToString(ItemStatus s);
 
+// The articles' checklist, in order; ToString spells the stable id the documents carry.
+enum class CheckId {
+  kBaseline,
+  kCudaPartsMarked,
+  kMpsAvailable,
+  kRealInputStep,
+  kFallbackSeparated,
+  kWithinTolerance,
+  kWorkloadTimed,
+  kRemoteData,
+};
+const char* ToString(CheckId id);
+
 struct ChecklistItem {
-  std::string id;
+  CheckId id = CheckId::kBaseline;
   std::string title;
   ItemStatus status = ItemStatus::kMissing;
   std::string evidence;
   bool user_statement = false;  // Decided by the user's own statement (a flag), not by dualtrack.
 };
 
+// Where a part of the work runs in the dual-track plan; ToString spells it (mac, linux-gpu) and
+// Title names it for a reader ("Mac (MPS)").
+enum class Place { kMac, kLinuxGpu };
+const char* ToString(Place p);
+const char* Title(Place p);
+
 struct PlanItem {
-  std::string where;  // mac | linux-gpu
+  Place where = Place::kMac;
   std::string what;
   std::string why;
 };

@@ -42,7 +42,7 @@ Evidence Load(const Fixture& f) {
 
 const ChecklistItem& Item(const Report& r, const std::string& id) {
   for (const ChecklistItem& c : r.checklist) {
-    if (c.id == id) return c;
+    if (ToString(c.id) == id) return c;
   }
   ADD_FAILURE() << "no checklist item " << id;
   return r.checklist.front();
@@ -171,7 +171,7 @@ TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
                .snippet = "dist.init_process_group(backend=\"nccl\")"};
   Report r = Decide(OnPathScan({nccl}));
   for (const RuleResult& rule : r.stops) {
-    if (rule.id == "multi-gpu") {
+    if (rule.id == StopId::kMultiGpu) {
       EXPECT_EQ(rule.state, RuleState::kClear);
     }
   }
@@ -297,7 +297,7 @@ TEST(VerdictDecideTest, MacReadyNeedsMeasuredMpsTrackWithinToleranceAndValidity)
   EXPECT_EQ(r.verdict, Verdict::kMacReady);
   EXPECT_EQ(r.level, EvidenceLevel::kMeasured);
   for (const ChecklistItem& c : r.checklist) {
-    EXPECT_EQ(c.status, ItemStatus::kDone) << c.id << ": " << c.evidence;
+    EXPECT_EQ(c.status, ItemStatus::kDone) << ToString(c.id) << ": " << c.evidence;
   }
   EXPECT_TRUE(Item(r, "remote-data").user_statement);
   EXPECT_NE(Item(r, "fallback-separated").evidence.find("1 fell back"), std::string::npos);
@@ -394,8 +394,9 @@ TEST(VerdictDecideTest, NoEvidenceAtAllIsDevOnlyWithEverythingMissing) {
   EXPECT_EQ(r.verdict, Verdict::kDevOnly);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
   EXPECT_EQ(r.checklist.size(), 8u);
-  for (const ChecklistItem& c : r.checklist) EXPECT_EQ(c.status, ItemStatus::kMissing) << c.id;
-  for (const RuleResult& s : r.stops) EXPECT_EQ(s.state, RuleState::kUnknown) << s.id;
+  for (const ChecklistItem& c : r.checklist)
+    EXPECT_EQ(c.status, ItemStatus::kMissing) << ToString(c.id);
+  for (const RuleResult& s : r.stops) EXPECT_EQ(s.state, RuleState::kUnknown) << ToString(s.id);
   EXPECT_TRUE(AnyReasonHas(r, "could not be checked"));
 }
 
@@ -418,9 +419,9 @@ TEST(VerdictDecideTest, PlanPutsMultiGpuAndExtensionsOnLinux) {
   Report r = Decide(Load({.scan = "scan_example.json", .tracks = {{"cpu", "cpu"}}}));
   bool multi = false, ext = false, mac_dev = false;
   for (const PlanItem& p : r.plan) {
-    if (p.where == "linux-gpu" && p.what.find("Multi-GPU") != std::string::npos) multi = true;
-    if (p.where == "linux-gpu" && p.what.find("ext/setup.py") != std::string::npos) ext = true;
-    if (p.where == "mac" && p.what.find("Development") != std::string::npos) mac_dev = true;
+    if (p.where == Place::kLinuxGpu && p.what.find("Multi-GPU") != std::string::npos) multi = true;
+    if (p.where == Place::kLinuxGpu && p.what.find("ext/setup.py") != std::string::npos) ext = true;
+    if (p.where == Place::kMac && p.what.find("Development") != std::string::npos) mac_dev = true;
   }
   EXPECT_TRUE(multi);
   EXPECT_TRUE(ext);
