@@ -9,6 +9,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <ostream>
+#include <streambuf>
 #include <mutex>
 #include <random>
 
@@ -186,8 +189,56 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
   return CheckNotInInputDir(path, guard);
 }
 
-Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
-                       const OutputGuard& guard) {
+namespace {
+
+// Writes all of `data`, retrying short and interrupted writes; 0 or the failing errno.
+int WriteAll(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+// A stream buffer over a descriptor (std::filebuf cannot adopt one portably). The first failed
+// write's errno is kept and what follows is dropped.
+class FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) { setp(buf_, buf_ + sizeof buf_); }
+  int error() const { return err_; }
+
+ protected:
+  int sync() override { return Drain() ? 0 : -1; }
+  int_type overflow(int_type c) override {
+    if (!Drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  bool Drain() {
+    if (err_ == 0) err_ = WriteAll(fd_, pbase(), static_cast<std::size_t>(pptr() - pbase()));
+    setp(buf_, buf_ + sizeof buf_);
+    return err_ == 0;
+  }
+
+  int fd_;
+  int err_ = 0;
+  char buf_[1 << 16];
+};
+
+// The temporary file, its mode, the flush and the rename; `fill` writes the contents to the
+// descriptor and returns 0 or an errno.
+Status WriteAtomic(const std::filesystem::path& path, const OutputGuard& guard,
+                   const std::function<int(int)>& fill) {
   if (auto s = CheckOutputPath(path, guard); !s) return s;
   struct stat old {};
   const bool replacing = ::lstat(path.c_str(), &old) == 0;
@@ -210,17 +261,7 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
       return fail(tmp, "cannot set the mode", errno);
     [[maybe_unused]] int ignored = ::fchown(fd.get(), old.st_uid, old.st_gid);  // Best effort.
   }
-  const char* p = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd.get(), p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(tmp, "cannot write", errno);
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  if (int err = fill(fd.get()); err != 0) return fail(tmp, "cannot write", err);
   if (::fsync(fd.get()) != 0) return fail(tmp, "cannot flush", errno);
   if (::close(fd.release()) != 0) {
     int err = errno;
@@ -233,6 +274,26 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
     return IoError(path, "cannot replace", err);
   }
   return OkStatus();
+}
+
+}  // namespace
+
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
+                       const OutputGuard& guard) {
+  return WriteAtomic(path, guard,
+                     [&](int fd) { return WriteAll(fd, contents.data(), contents.size()); });
+}
+
+Status WriteFileAtomic(const std::filesystem::path& path,
+                       const std::function<void(std::ostream&)>& write,
+                       const OutputGuard& guard) {
+  return WriteAtomic(path, guard, [&](int fd) {
+    FdBuf buf(fd);
+    std::ostream os(&buf);
+    write(os);
+    os.flush();
+    return buf.error() != 0 ? buf.error() : os ? 0 : EIO;
+  });
 }
 
 // ---- The SIGBUS guard of memory maps ----

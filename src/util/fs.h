@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -67,6 +69,12 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
 // CheckOutputPath first; an existing file keeps its permission bits. A failed write or flush (a
 // full disk) is an error and leaves the old file as it was.
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
+                       const OutputGuard& guard = {});
+
+// The same, with the contents written by `write` into a stream over the temporary file, so that a
+// large document never has to exist whole in memory. A failed write is reported as above.
+Status WriteFileAtomic(const std::filesystem::path& path,
+                       const std::function<void(std::ostream&)>& write,
                        const OutputGuard& guard = {});
 
 // A read-only memory map of a whole regular file. Empty files map to an empty view.

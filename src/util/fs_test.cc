@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -38,6 +39,30 @@ TEST_F(FsTest, AtomicWriteReplacesWholeFileAndLeavesNoTemporary) {
 
 TEST_F(FsTest, AtomicWriteIntoMissingDirectoryIsAnErrorNamingThePath) {
   auto st = WriteFileAtomic(dir_ / "missing" / "x.json", "data");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().file.find("missing"), std::string::npos);
+}
+
+// The streamed form writes what the stream was given, across many fills of its buffer, and keeps
+// the atomic write's contract (an existing file is replaced whole, a bad path names itself).
+TEST_F(FsTest, AStreamedAtomicWriteHoldsEveryByteWritten) {
+  fs::path p = dir_ / "big.json";
+  ASSERT_TRUE(WriteFileAtomic(p, "old").ok());
+  std::string expected;
+  for (int i = 0; i < 40000; ++i) expected += "line " + std::to_string(i) + (i % 7 ? "" : "\n");
+  ASSERT_GT(expected.size(), 3u << 16);
+  auto write = [&](std::ostream& out) {
+    for (std::size_t i = 0; i < expected.size(); i += 1000) {
+      out.put(expected[i]);
+      out.write(expected.data() + i + 1,
+                static_cast<std::streamsize>(std::min<std::size_t>(999, expected.size() - i - 1)));
+    }
+  };
+  ASSERT_TRUE(WriteFileAtomic(p, write).ok());
+  auto read = ReadFile(p);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, expected);
+  auto st = WriteFileAtomic(dir_ / "missing" / "x.json", write);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().file.find("missing"), std::string::npos);
 }

@@ -30,10 +30,14 @@ Result<std::string> FormatFor(const std::string& output, const std::string& form
                                           "': name it .html, .md or .json, or pass --format");
 }
 
-std::string Render(const Report& report, const std::string& format) {
-  if (format == "html") return RenderHtml(report);
-  if (format == "json") return RenderJson(report);
-  return RenderMarkdown(report);
+// Writes the report in `format` to `out` (JSON as it is made: a large scan's report is never whole
+// in memory).
+void Render(const Report& report, const std::string& format, std::ostream& out) {
+  if (format == "json") {
+    RenderJson(report, out);
+  } else {
+    out << (format == "html" ? RenderHtml(report) : RenderMarkdown(report));
+  }
 }
 
 // Exit 1 when the verdict is at or below the user's --fail-on level (cuda-only, dev-only; the
@@ -85,10 +89,10 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
     fs::path md = htmls[i], json = htmls[i];
     md.replace_extension(".md");
     json.replace_extension(".json");
-    for (const auto& [path, text] :
-         {std::pair{htmls[i], RenderHtml(report)}, std::pair{md, RenderMarkdown(report)},
-          std::pair{json, RenderJson(report)}}) {
-      if (auto s = WriteFileAtomic(path, text); !s.ok()) return s.take_error();
+    for (const auto& [path, format] : {std::pair{htmls[i], "html"}, std::pair{md, "md"},
+                                        std::pair{json, "json"}}) {
+      auto write = [&](std::ostream& out) { Render(report, format, out); };
+      if (auto s = WriteFileAtomic(path, write); !s.ok()) return s.take_error();
       files.push_back(path.string());
     }
   }
@@ -248,12 +252,13 @@ Result<ExitCode> WriteReport(const Report& report, const ReportArgs& a, Io& io) 
   if (a.output.empty() || a.output == "-") {
     auto f = a.format.empty() ? Result<std::string>(std::string("md")) : FormatFor("", a.format);
     if (!f.ok()) return f.take_error();
-    io.out << Render(report, *f);
+    Render(report, *f, io.out);
     return ExitFor(report, a.fail_on);
   }
   auto f = FormatFor(a.output, a.format);
   if (!f.ok()) return f.take_error();
-  if (auto s = WriteFileAtomic(a.output, Render(report, *f), EvidenceGuard(a)); !s.ok()) {
+  auto write = [&](std::ostream& out) { Render(report, *f, out); };
+  if (auto s = WriteFileAtomic(a.output, write, EvidenceGuard(a)); !s.ok()) {
     return s.take_error();
   }
   io.out << fmt::format("{}: {} ({} evidence)\n", a.output, ToString(report.verdict),

@@ -604,29 +604,46 @@ json ReportJson(const Report& r, bool findings_inline) {
 json ToJson(const Report& r) { return ReportJson(r, true); }
 
 // A document of every finding costs about ten times its text (hostile-input class 11: a 228 MB
-// scan): the rest of the report is a document, the findings are written one at a time into it.
-std::string RenderJson(const Report& report) {
-  std::string doc = ReportJson(report, false).dump(2) + "\n";
-  if (!report.evidence.scan) return doc;
+// scan), and so would the whole text: the rest of the report is a document, the findings are
+// written one at a time into the stream between its halves.
+void RenderJson(const Report& report, std::ostream& out) {
+  const std::string doc = ReportJson(report, false).dump(2) + "\n";
+  if (!report.evidence.scan) {
+    out << doc;
+    return;
+  }
   const std::string key = "\"findings\": " + json(kFindingsPlaceholder).dump();
   const std::size_t at = doc.find(key);
   DT_CHECK(at != std::string::npos);
   const std::size_t line_start = doc.rfind('\n', at) + 1;
   const std::string indent(at - line_start + 2, ' ');
-  std::string out = doc.substr(0, at) + "\"findings\": [";
+  out.write(doc.data(), static_cast<std::streamsize>(at));
+  out << "\"findings\": [";
   const auto& findings = report.evidence.scan->findings;
+  std::string one;
   for (std::size_t i = 0; i < findings.size(); ++i) {
-    std::string one = FindingJson(findings[i]).dump(2, ' ', false, json::error_handler_t::replace);
-    out += i == 0 ? "\n" : ",\n";
-    out += indent;
-    for (char c : one) {
-      out += c;
-      if (c == '\n') out += indent;
+    one = FindingJson(findings[i]).dump(2, ' ', false, json::error_handler_t::replace);
+    out << (i == 0 ? "\n" : ",\n") << indent;
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = one.find('\n', from)) != std::string::npos; from = nl + 1) {
+      out.write(one.data() + from, static_cast<std::streamsize>(nl + 1 - from));
+      out << indent;
     }
+    out.write(one.data() + from, static_cast<std::streamsize>(one.size() - from));
   }
-  out += findings.empty() ? "]" : "\n" + indent.substr(2) + "]";
-  out.append(doc, at + key.size(), std::string::npos);
-  return out;
+  if (findings.empty()) {
+    out << "]";
+  } else {
+    out << "\n" << std::string_view(indent).substr(2) << "]";
+  }
+  out.write(doc.data() + at + key.size(),
+            static_cast<std::streamsize>(doc.size() - at - key.size()));
+}
+
+std::string RenderJson(const Report& report) {
+  std::ostringstream os;
+  RenderJson(report, os);
+  return os.str();
 }
 
 static std::string ExperimentsTitle(const Report& r) {

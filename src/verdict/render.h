@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,8 @@ namespace dt::verdict {
 
 nlohmann::json ToJson(const Report& report);
 std::string RenderJson(const Report& report);
+// The same text, written to `out` as it is made: a report of a large scan is never whole in memory.
+void RenderJson(const Report& report, std::ostream& out);
 std::string RenderMarkdown(const Report& report);
 // No network, no external fonts or scripts: inline CSS and inline SVG only.
 std::string RenderHtml(const Report& report);

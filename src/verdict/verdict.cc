@@ -7,6 +7,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "verdict/experiments.h"
 
@@ -72,17 +74,16 @@ std::string Where(const Location& l) {
 // naming every file up to `max`.
 std::string PlaceList(const std::vector<EvidenceItem>& items, std::size_t max = 4) {
   std::vector<std::pair<std::string, std::size_t>> files;  // first place, places in that file
-  std::vector<std::string> names;
-  std::set<std::string> seen;
+  std::unordered_map<std::string, std::size_t> index;      // file -> its row in `files`
+  std::unordered_set<std::string> seen;
   for (const EvidenceItem& e : items) {
     const std::string w = Where(e.location);
     if (w.empty() || !seen.insert(w).second) continue;
-    auto it = std::find(names.begin(), names.end(), e.location.file);
-    if (it == names.end()) {
-      names.push_back(e.location.file);
+    auto [it, added] = index.try_emplace(e.location.file, files.size());
+    if (added) {
       files.emplace_back(w, 1);
     } else {
-      files[static_cast<std::size_t>(it - names.begin())].second += 1;
+      files[it->second].second += 1;
     }
   }
   std::string out;
