@@ -9,17 +9,12 @@
 #include <system_error>
 
 #include "bundle/bundle.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::bundle {
 
 namespace {
-
-std::string JsonString(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return {};
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // The last line of the tail that looks like "SomeError: message" (Python's final traceback line).
 std::string LastErrorLine(std::string_view tail) {

@@ -6,6 +6,7 @@
 #include "bundle/bundle.h"
 #include "compare/tensor.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/json_number.h"
 #include "util/strings.h"
 
@@ -95,11 +96,9 @@ Error InputError(const std::filesystem::path& file, std::int64_t line, std::stri
 std::optional<Location> ParseLocation(const json& j) {
   if (!j.is_object()) return std::nullopt;
   Location loc;
-  if (j.contains("file") && j["file"].is_string()) loc.file = j["file"].get<std::string>();
+  loc.file = JsonString(j, "file");
   if (j.contains("line") && j["line"].is_number_integer()) loc.line = j["line"].get<std::int64_t>();
-  if (j.contains("function") && j["function"].is_string()) {
-    loc.function = j["function"].get<std::string>();
-  }
+  loc.function = JsonString(j, "function");
   if (loc.file.empty()) return std::nullopt;
   return loc;
 }
@@ -175,11 +174,9 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
     if (!op) return op.take_error();
     if (op->empty()) return InputError(path, line, "field 'op' is empty");
     r.op = std::move(*op);
-    if (j.contains("overload") && j["overload"].is_string()) {
-      r.overload = j["overload"].get<std::string>();
-    }
+    r.overload = JsonString(j, "overload");
     if (r.overload.empty()) r.overload = "default";
-    if (j.contains("device") && j["device"].is_string()) r.device = j["device"].get<std::string>();
+    r.device = JsonString(j, "device");
     if (j.contains("dtypes") && !j["dtypes"].is_null()) {
       if (!j["dtypes"].is_array())
         return InputError(path, line, "'dtypes' must be a list of strings");
@@ -207,7 +204,7 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
       if (!status) return InputError(path, line, "field 'status' must be ok, fallback or failed");
       r.status = *status;
     }
-    if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
+    r.error = JsonString(j, "error");
     for (const char* key : {"max_ndim", "ndim"}) {
       if (j.contains(key) && j[key].is_number_integer()) {
         r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());

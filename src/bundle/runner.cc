@@ -20,6 +20,7 @@
 #include "app/version.h"
 #include "bundle/bundle.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/platform.h"
 #include "util/strings.h"
 #include "util/subprocess.h"
@@ -130,7 +131,7 @@ json CollectEnv() {
   auto r = RunProcess({exe->string(), "env", "--format", "json"}, po);
   if (!r || r->timed_out || (r->exit_code != 0 && r->exit_code != 1)) return nullptr;
   json j = json::parse(r->out, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("schema", "") != "dualtrack.env/1") {
+  if (j.is_discarded() || !j.is_object() || JsonString(j, "schema") != "dualtrack.env/1") {
     return nullptr;
   }
   return j;

@@ -11,6 +11,7 @@
 #include "coverage/rules.h"
 #include "coverage/table.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/numeric.h"
 #include "util/strings.h"
 
@@ -74,17 +75,14 @@ Result<std::filesystem::path> LocateOps(const CoverageOptions& options, Coverage
       if (!text) return text.take_error();
       try {
         auto j = nlohmann::json::parse(*text);
-        if (!j.is_object() || j.value("schema", "") != "dualtrack.bundle/1") {
-          return MakeError(ErrorCode::kInput,
-                           "manifest.json: expected \"schema\": \"dualtrack.bundle/1\"",
+        if (!j.is_object() || JsonString(j, "schema") != "dualtrack.bundle/1") {
+          return MakeError(ErrorCode::kInput, "expected \"schema\": \"dualtrack.bundle/1\"",
                            manifest.string());
         }
-        if (j.contains("track") && j["track"].is_string())
-          report.track = j["track"].get<std::string>();
-        if (j.contains("torch_version") && j["torch_version"].is_string())
-          traced_torch = j["torch_version"].get<std::string>();
+        if (auto track = JsonOptString(j, "track")) report.track = *track;
+        if (auto torch = JsonOptString(j, "torch_version")) traced_torch = *torch;
       } catch (const nlohmann::json::parse_error& e) {
-        return MakeError(ErrorCode::kInput, std::string("manifest.json: invalid JSON: ") + e.what(),
+        return MakeError(ErrorCode::kInput, std::string("invalid JSON: ") + e.what(),
                          manifest.string());
       }
     }

@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::env {
@@ -272,10 +273,6 @@ void ProbeCuda(CommandRunner& runner, HostFiles& files, EnvReport& report) {
   }
 }
 
-std::optional<std::string> OptString(const json& j, const char* k) {
-  if (j.contains(k) && j[k].is_string()) return j[k].get<std::string>();
-  return std::nullopt;
-}
 bool TrueField(const json& j, const char* k) {
   return j.contains(k) && j[k].is_boolean() && j[k].get<bool>();
 }
@@ -283,10 +280,10 @@ bool TrueField(const json& j, const char* k) {
 // The probe's {"kind": "python"} line.
 void ReadPythonFacts(const json& j, PythonInfo& py) {
   py.found = true;
-  if (auto p = OptString(j, "path"); p && !p->empty()) py.path = *p;
-  py.version = OptString(j, "version");
-  py.platform = OptString(j, "platform");
-  py.arch = OptString(j, "arch");
+  if (auto p = JsonOptString(j, "path"); p && !p->empty()) py.path = *p;
+  py.version = JsonOptString(j, "version");
+  py.platform = JsonOptString(j, "platform");
+  py.arch = JsonOptString(j, "arch");
   if (j.contains("translated") && j["translated"].is_boolean())
     py.translated = j["translated"].get<bool>();
 }
@@ -294,9 +291,9 @@ void ReadPythonFacts(const json& j, PythonInfo& py) {
 // The probe's {"kind": "torch"} line.
 void ReadTorchFacts(const json& j, TorchInfo& t) {
   t.installed = j.value("installed", false);
-  t.version = OptString(j, "version");
-  t.cuda_version = OptString(j, "cuda_version");
-  t.cudnn_version = OptString(j, "cudnn_version");
+  t.version = JsonOptString(j, "version");
+  t.cuda_version = JsonOptString(j, "cuda_version");
+  t.cudnn_version = JsonOptString(j, "cudnn_version");
   t.cuda_available = TrueField(j, "cuda_available");
   if (j.contains("cuda_devices") && j["cuda_devices"].is_array()) {
     for (const auto& d : j["cuda_devices"]) {
@@ -305,7 +302,7 @@ void ReadTorchFacts(const json& j, TorchInfo& t) {
   }
   t.mps_built = TrueField(j, "mps_built");
   t.mps_available = TrueField(j, "mps_available");
-  t.error = OptString(j, "error");
+  t.error = JsonOptString(j, "error");
 }
 
 // How a probe that did not finish cleanly ended, in words; empty when it exited 0.
@@ -343,7 +340,7 @@ void ProbePython(CommandRunner& runner, const EnvOptions& options, EnvReport& re
     if (Trim(line).empty()) continue;
     json j = json::parse(line, nullptr, false);
     if (!j.is_object()) continue;
-    const std::string kind = OptString(j, "kind").value_or("");
+    const std::string kind = JsonOptString(j, "kind").value_or("");
     if (kind == "python") {
       saw_python = true;
       ReadPythonFacts(j, py);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::env {
@@ -87,11 +88,8 @@ void ProbePackages(CommandRunner& runner, const EnvReport& env, Baseline& b) {
     json j = json::parse(text, nullptr, false);
     if (!j.is_array()) return false;
     for (const auto& p : j) {
-      if (!p.is_object() || !p.contains("name") || !p["name"].is_string()) continue;
-      b.packages.push_back(
-          {p["name"].get<std::string>(), p.contains("version") && p["version"].is_string()
-                                             ? p["version"].get<std::string>()
-                                             : ""});
+      auto name = JsonOptString(p, "name");
+      if (name) b.packages.push_back({*name, JsonString(p, "version")});
     }
     std::sort(b.packages.begin(), b.packages.end(),
               [](const Package& x, const Package& y) { return x.name < y.name; });
@@ -164,16 +162,6 @@ Status FindLockFiles(const fs::path& project, Baseline& b) {
 template <class T>
 json Opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
-}
-
-std::string Str(const json& j, const char* key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>()
-                                                                : std::string();
-}
-
-std::optional<std::string> OptStr(const json& j, const char* key) {
-  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
-  return std::nullopt;
 }
 
 }  // namespace
@@ -329,8 +317,8 @@ void ReadCodeFacts(const json& j, Baseline& b) {
   if (!j.contains("code") || !j["code"].is_object()) return;
   const auto& c = j["code"];
   b.code.git = c.value("git", false);
-  b.code.commit = OptStr(c, "commit");
-  b.code.branch = OptStr(c, "branch");
+  b.code.commit = JsonOptString(c, "commit");
+  b.code.branch = JsonOptString(c, "branch");
   if (c.contains("dirty") && c["dirty"].is_array())
     b.code.dirty = c["dirty"].get<std::vector<std::string>>();
   if (c.contains("remotes") && c["remotes"].is_object()) {
@@ -340,16 +328,17 @@ void ReadCodeFacts(const json& j, Baseline& b) {
 
 // Packages, conda, lock files, container, compilers and environment variables.
 void ReadSoftwareFacts(const json& j, Baseline& b) {
-  b.packages_source = Str(j, "packages_source");
+  b.packages_source = JsonString(j, "packages_source");
   if (j.contains("packages") && j["packages"].is_array()) {
-    for (const auto& p : j["packages"]) b.packages.push_back({Str(p, "name"), Str(p, "version")});
+    for (const auto& p : j["packages"])
+      b.packages.push_back({JsonString(p, "name"), JsonString(p, "version")});
   }
   if (j.contains("conda") && j["conda"].is_object()) {
     b.conda = j["conda"].get<std::map<std::string, std::string>>();
   }
   if (j.contains("lock_files") && j["lock_files"].is_array()) {
     for (const auto& l : j["lock_files"])
-      b.lock_files.push_back({Str(l, "path"), Str(l, "sha256"), "", 0});
+      b.lock_files.push_back({JsonString(l, "path"), JsonString(l, "sha256"), "", 0});
   }
   if (j.contains("container") && j["container"].is_object()) {
     const auto& c = j["container"];
@@ -360,7 +349,7 @@ void ReadSoftwareFacts(const json& j, Baseline& b) {
   }
   if (j.contains("compilers") && j["compilers"].is_object()) {
     for (const auto& [k, v] : j["compilers"].items())
-      b.compilers[k] = OptStr(j["compilers"], k.c_str());
+      b.compilers[k] = JsonOptString(j["compilers"], k.c_str());
   }
   if (j.contains("env_vars") && j["env_vars"].is_object()) {
     b.env_vars = j["env_vars"].get<std::map<std::string, std::string>>();
@@ -385,10 +374,11 @@ std::string ReadDataFacts(const json& j, Baseline& b) {
                       f["size"].get<std::uint64_t>(),
                       f["sha256"].get<std::string>()});
   }
-  b.data_digest = Str(d, "digest");
+  b.data_digest = JsonString(d, "digest");
   if (j.contains("preprocess") && j["preprocess"].is_array()) {
     for (const auto& p : j["preprocess"]) {
-      b.preprocess.push_back({Str(p, "path"), Str(p, "sha256"), Str(p, "git_blob"),
+      b.preprocess.push_back({JsonString(p, "path"), JsonString(p, "sha256"),
+                              JsonString(p, "git_blob"),
                               p.is_object() ? p.value("size", std::uint64_t{0}) : 0});
     }
   }
@@ -402,13 +392,13 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
     return MakeError(ErrorCode::kInput, "not a valid dualtrack.baseline/1 file: " + what, file);
   };
   if (!j.is_object()) return bad("the top level is not an object");
-  if (Str(j, "schema") != "dualtrack.baseline/1") {
-    return bad("\"schema\" is '" + Str(j, "schema") + "', expected 'dualtrack.baseline/1'");
+  if (JsonString(j, "schema") != "dualtrack.baseline/1") {
+    return bad("\"schema\" is '" + JsonString(j, "schema") + "', expected 'dualtrack.baseline/1'");
   }
   Baseline b;
-  b.created = Str(j, "created");
+  b.created = JsonString(j, "created");
   b.data_only = j.value("data_only", false);
-  b.project = Str(j, "project");
+  b.project = JsonString(j, "project");
   try {
     ReadCodeFacts(j, b);
     if (!j.contains("env")) return bad("\"env\" is missing");

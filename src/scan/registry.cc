@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -33,12 +34,6 @@ Result<json> ReadJson(const std::filesystem::path& file) {
   }
 }
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return {};
-  return it->get<std::string>();
-}
-
 std::vector<std::string> StrList(const json& j, const char* key) {
   std::vector<std::string> out;
   auto it = j.find(key);
@@ -50,13 +45,13 @@ std::vector<std::string> StrList(const json& j, const char* key) {
 
 Result<Rule> ParseRule(const json& j, const std::string& file) {
   Rule r;
-  r.code = Str(j, "code");
-  r.cls = Str(j, "class");
-  r.title = Str(j, "title");
-  r.message = Str(j, "message");
-  r.replacement = Str(j, "replacement");
-  r.explanation = Str(j, "explanation");
-  auto sev = ParseSeverity(Str(j, "severity"));
+  r.code = JsonString(j, "code");
+  r.cls = JsonString(j, "class");
+  r.title = JsonString(j, "title");
+  r.message = JsonString(j, "message");
+  r.replacement = JsonString(j, "replacement");
+  r.explanation = JsonString(j, "explanation");
+  auto sev = ParseSeverity(JsonString(j, "severity"));
   if (r.code.empty() || !sev) {
     return MakeError(ErrorCode::kInput,
                      "rule needs a code and a severity (portable, fixable, "
@@ -74,9 +69,9 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
   if (auto fix = j.find("fix"); fix != j.end()) {
     if (!fix->is_object())
       return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix must be an object", file);
-    r.fix = Str(*fix, "safety");
-    r.fix_before = Str(*fix, "before");
-    r.fix_after = Str(*fix, "after");
+    r.fix = JsonString(*fix, "safety");
+    r.fix_before = JsonString(*fix, "before");
+    r.fix_after = JsonString(*fix, "after");
     if (r.fix != "safe" && r.fix != "unsafe")
       return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix.safety must be safe or unsafe",
                        file);
@@ -136,10 +131,10 @@ Status Registry::LoadPythonApis(const json& doc, const std::string& file,
   if (it == doc.end() || !it->is_array()) return OkStatus();
   for (const auto& j : *it) {
     PythonApi api;
-    api.name = Str(j, "name");
-    api.code = Str(j, "code");
+    api.name = JsonString(j, "name");
+    api.code = JsonString(j, "code");
     api.guard = j.value("guard", false);
-    api.replacement = Str(j, "replacement");
+    api.replacement = JsonString(j, "replacement");
     if (api.name.empty() || (!api.guard && !FindRule(api.code)))
       return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
                        file);
@@ -157,11 +152,11 @@ Status Registry::LoadPythonPatterns(const json& doc, const std::string& file,
   if (auto it = doc.find("python_keywords"); it != doc.end() && it->is_array()) {
     for (const auto& j : *it) {
       PythonKeyword kw;
-      kw.keyword = Str(j, "keyword");
-      kw.value = Str(j, "value");
-      kw.call = Str(j, "call");
-      kw.code = Str(j, "code");
-      kw.replacement = Str(j, "replacement");
+      kw.keyword = JsonString(j, "keyword");
+      kw.value = JsonString(j, "value");
+      kw.call = JsonString(j, "call");
+      kw.code = JsonString(j, "code");
+      kw.replacement = JsonString(j, "replacement");
       if (kw.keyword.empty() || !FindRule(kw.code))
         return MakeError(ErrorCode::kInput,
                          "python_keywords entry needs a keyword and a known rule: " + j.dump(),
@@ -173,9 +168,9 @@ Status Registry::LoadPythonPatterns(const json& doc, const std::string& file,
   if (auto it = doc.find("python_strings"); it != doc.end() && it->is_array()) {
     for (const auto& j : *it) {
       PythonKeyword sr;
-      sr.value = Str(j, "value");
-      sr.code = Str(j, "code");
-      sr.replacement = Str(j, "replacement");
+      sr.value = JsonString(j, "value");
+      sr.code = JsonString(j, "code");
+      sr.replacement = JsonString(j, "replacement");
       if (sr.value.empty() || !FindRule(sr.code))
         return MakeError(ErrorCode::kInput,
                          "python_strings entry needs a value and a known rule: " + j.dump(), file);
@@ -215,10 +210,10 @@ Status Registry::LoadLibraries(const json& doc, const std::string& file) {
     return MakeError(ErrorCode::kInput, "expected an object with a \"libraries\" array", file);
   for (const auto& j : doc["libraries"]) {
     Library lib;
-    lib.name = Str(j, "name");
+    lib.name = JsonString(j, "name");
     lib.modules = StrList(j, "modules");
     for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
-    lib.alternative = Str(j, "alternative");
+    lib.alternative = JsonString(j, "alternative");
     lib.kernel_decorators = StrList(j, "kernel_decorators");
     if (auto alt = j.find("alternatives"); alt != j.end() && alt->is_object())
       for (const auto& [prefix, text] : alt->items())
@@ -344,9 +339,9 @@ Status Registry::AddUserRules(const std::filesystem::path& file) {
       return MakeError(ErrorCode::kInput, "rule " + r->code + " clashes with an existing rule",
                        file.string());
     UserRule u;
-    u.python_api = Str(j, "python_api");
-    u.text = Str(j, "text");
-    u.files = Str(j, "files");
+    u.python_api = JsonString(j, "python_api");
+    u.text = JsonString(j, "text");
+    u.files = JsonString(j, "files");
     if (u.python_api.empty() && u.text.empty())
       return MakeError(ErrorCode::kInput, "rule " + r->code + " needs python_api or text",
                        file.string());

@@ -10,10 +10,10 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
-#include <ostream>
-#include <streambuf>
 #include <mutex>
+#include <ostream>
 #include <random>
+#include <streambuf>
 
 namespace dt {
 
@@ -285,8 +285,7 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path,
-                       const std::function<void(std::ostream&)>& write,
-                       const OutputGuard& guard) {
+                       const std::function<void(std::ostream&)>& write, const OutputGuard& guard) {
   return WriteAtomic(path, guard, [&](int fd) {
     FdBuf buf(fd);
     std::ostream os(&buf);

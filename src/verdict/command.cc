@@ -89,8 +89,8 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
     fs::path md = htmls[i], json = htmls[i];
     md.replace_extension(".md");
     json.replace_extension(".json");
-    for (const auto& [path, format] : {std::pair{htmls[i], "html"}, std::pair{md, "md"},
-                                        std::pair{json, "json"}}) {
+    for (const auto& [path, format] :
+         {std::pair{htmls[i], "html"}, std::pair{md, "md"}, std::pair{json, "json"}}) {
       auto write = [&](std::ostream& out) { Render(report, format, out); };
       if (auto s = WriteFileAtomic(path, write); !s.ok()) return s.take_error();
       files.push_back(path.string());

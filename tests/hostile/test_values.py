@@ -122,3 +122,19 @@ def test_largest_seed_is_recorded_exactly(dt, tmp_path):
     r = dt("freeze", "--data-only", "--seed", "4294967295", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["seeds"] == [4294967295]
+
+
+# A manifest field of the wrong type (a number where a string belongs) is a clear input error or
+# is read as absent, never a thrown type error reported as an internal error.
+@pytest.mark.parametrize("field,value", [("schema", 1), ("schema", None), ("track", 5),
+                                         ("torch_version", ["2.13.0"]), ("status", 0)])
+def test_manifest_fields_of_the_wrong_type_are_input_errors(dt, tmp_path, field, value):
+    b = make_bundle(tmp_path / "b", ops=[op_row()])
+    manifest = json.loads((b / "manifest.json").read_text())
+    manifest[field] = value
+    (b / "manifest.json").write_text(json.dumps(manifest))
+    for args in (("coverage", b), ("show", b), ("report", "--track", f"mps={b}")):
+        r = dt(*args)
+        assert "internal error" not in r.stderr, (args, r.stderr)
+        if field == "schema":
+            assert_clear_error(r, "manifest.json")
