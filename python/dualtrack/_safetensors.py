@@ -7,11 +7,12 @@ and data_offsets (relative to the end of the header), then the raw little-endian
 from __future__ import annotations
 
 import json
-import os
 import struct
 import sys
 
 import torch
+
+from ._atomic import write_atomic
 
 _DTYPES = {
     torch.float64: "F64",
@@ -82,20 +83,4 @@ def save(
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # Keeps the data 8-byte aligned, as the reference writer does.
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(struct.pack("<Q", len(text)))
-            f.write(text)
-            for raw in blobs:
-                f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        # A full disk or a folder in the way leaves no half-written temporary behind.
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, [struct.pack("<Q", len(text)), text, *blobs])

@@ -17,6 +17,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _messages, _where
+from ._atomic import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable
@@ -345,18 +346,7 @@ def _json_number(value: float) -> float | str:
 
 
 def _write_text(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        # No temporary left behind when the disk is full or the target is a folder.
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, [text.encode("utf-8")])
 
 
 def _make_recorder(session: Session) -> TorchDispatchMode:

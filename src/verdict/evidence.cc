@@ -98,22 +98,24 @@ class Reader {
   // An array field; absent or null is an empty array.
   const json& Arr(const json& obj, const char* key, const std::string& where) {
     static const json kEmpty = json::array();
-    const json* v = Field(obj, key, where);
-    if (v == nullptr) return kEmpty;
-    if (!v->is_array()) {
-      Fail(Join(where, key), "expected an array, got " + std::string(v->type_name()));
-      return kEmpty;
-    }
-    return *v;
+    return Typed(obj, key, where, kEmpty, "an array");
   }
 
+  // An object field; absent or null is an empty object.
   const json& Obj(const json& obj, const char* key, const std::string& where) {
     static const json kEmpty = json::object();
+    return Typed(obj, key, where, kEmpty, "an object");
+  }
+
+  // The field when it has `empty`'s type; else `empty` (absent or null quietly, another type as an
+  // error naming `what` was expected).
+  const json& Typed(const json& obj, const char* key, const std::string& where, const json& empty,
+                    const char* what) {
     const json* v = Field(obj, key, where);
-    if (v == nullptr) return kEmpty;
-    if (!v->is_object()) {
-      Fail(Join(where, key), "expected an object, got " + std::string(v->type_name()));
-      return kEmpty;
+    if (v == nullptr) return empty;
+    if (v->type() != empty.type()) {
+      Fail(Join(where, key), fmt::format("expected {}, got {}", what, v->type_name()));
+      return empty;
     }
     return *v;
   }
