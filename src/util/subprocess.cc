@@ -63,7 +63,11 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
   return out;
 }
 
-// A pipe whose ends close with it; the read end is close-on-exec.
+// A pipe whose ends close with it. Both ends are close-on-exec: a child gets its end only as the
+// descriptor a file action duplicates it to (which clears the flag), so a child spawned by another
+// thread at the same time never inherits it and holds the pipe open. Neither end is 0, 1 or 2
+// (where the caller's own streams were closed), which a duplication onto itself would keep
+// close-on-exec.
 struct Pipe {
   UniqueFd read, write;
 };
@@ -71,7 +75,15 @@ Result<Pipe> MakePipe() {
   int fds[2];
   if (::pipe(fds) != 0) return MakeError(ErrorCode::kIo, "pipe: " + ErrnoMessage(errno));
   Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
-  ::fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  for (UniqueFd* end : {&p.read, &p.write}) {
+    if (end->get() <= 2) {
+      int moved = ::fcntl(end->get(), F_DUPFD_CLOEXEC, 3);
+      if (moved < 0) return MakeError(ErrorCode::kIo, "fcntl: " + ErrnoMessage(errno));
+      *end = UniqueFd(moved);
+    } else {
+      ::fcntl(end->get(), F_SETFD, FD_CLOEXEC);
+    }
+  }
   return p;
 }
 
@@ -251,7 +263,6 @@ Result<SpawnResult> Spawn(const SpawnOptions& options) {
     if (!sig) return sig.take_error();
     sig_r = std::move(sig->read);
     sig_w = std::move(sig->write);
-    ::fcntl(sig_w.get(), F_SETFD, FD_CLOEXEC);
     ::fcntl(sig_w.get(), F_SETFL, O_NONBLOCK);
   }
   // A child that must change directory goes through /bin/sh: posix_spawn_file_actions_addchdir_np

@@ -63,6 +63,23 @@ TEST(SpawnTest, HandsEachStreamToOnOutputAndReportsUsage) {
   EXPECT_FALSE(r->timed_out);
 }
 
+// The child's pipes reach it as its stdout and stderr and nowhere else: a pipe end left open
+// under another number (or inherited by a child spawned meanwhile) would keep the pipe from
+// closing when the child exits. The shell reports which of the descriptors 3 to 19 it can write.
+TEST(SpawnTest, TheChildHoldsItsPipesOnlyAsItsOwnStdoutAndStderr) {
+  SpawnOptions o;
+  o.argv = {"sh", "-c",
+            "for fd in 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19; do "
+            "if ( eval \": >&$fd\" ) 2>/dev/null; then echo open $fd; fi; done; echo done"};
+  std::string out;
+  o.on_output = [&](int stream, std::string_view chunk) {
+    if (stream == 1) out += chunk;
+  };
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(out, "done\n");
+}
+
 TEST(SpawnTest, AGraceTimeoutSendsSigtermFirst) {
   // The child handles SIGTERM (as the tracer does, to flush) and leaves with its own code.
   SpawnOptions o;
