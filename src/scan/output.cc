@@ -91,6 +91,27 @@ json Statistics(const ScanReport& report) {
 
 namespace {
 
+// A finding's fields in the document, in key order (the order nlohmann writes): the one list that
+// the document, the fast writer and its UTF-8 check share. `str` gets the text fields, `scalar`
+// the others as JSON values.
+template <class Str, class Scalar>
+void ForEachFindingField(const Finding& f, Str&& str, Scalar&& scalar) {
+  scalar("cell", f.cell ? json(*f.cell) : json(nullptr));
+  str("class", f.cls);
+  str("code", f.code);
+  scalar("column", json(f.column));
+  str("file", f.file);
+  scalar("guarded", json(f.guarded));
+  scalar("line", json(f.line));
+  str("message", f.message);
+  scalar("mps_only", json(f.mps_only));
+  scalar("reachable", f.reachable ? json(*f.reachable) : json(nullptr));
+  scalar("reached_by", f.reached_by ? json(*f.reached_by) : json(nullptr));
+  str("replacement", f.replacement);
+  str("severity", SeverityName(f.severity));
+  str("snippet", f.snippet);
+}
+
 // The dualtrack.scan/1 document; `with_findings` false leaves "findings" empty (summary intact).
 json ReportJson(const ScanReport& report, bool with_findings) {
   json findings = json::array();
@@ -98,20 +119,10 @@ json ReportJson(const ScanReport& report, bool with_findings) {
   int reach_yes = 0, reach_no = 0, reach_unknown = 0;
   for (const auto& f : report.findings) {
     if (with_findings) {
-      json j = {{"code", f.code},
-                {"class", f.cls},
-                {"severity", SeverityName(f.severity)},
-                {"file", f.file},
-                {"line", f.line},
-                {"column", f.column},
-                {"cell", f.cell ? json(*f.cell) : json(nullptr)},
-                {"message", f.message},
-                {"mps_only", f.mps_only},
-                {"snippet", f.snippet},
-                {"guarded", f.guarded},
-                {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
-                {"reached_by", f.reached_by ? json(*f.reached_by) : json(nullptr)},
-                {"replacement", f.replacement}};
+      json j = json::object();
+      ForEachFindingField(
+          f, [&](const char* k, std::string_view v) { j[k] = v; },
+          [&](const char* k, json v) { j[k] = std::move(v); });
       findings.push_back(std::move(j));
     }
     ++by_sev[std::string(SeverityName(f.severity))];
@@ -212,49 +223,46 @@ void AppendJsonString(std::string& out, std::string_view s) {
 }
 
 void AppendFinding(std::string& out, const Finding& f) {
-  auto key = [&](std::string_view k) {
+  const char* sep = "    {\n";
+  auto key = [&](const char* k) {
+    out += sep;
     out += "      \"";
     out += k;
     out += "\": ";
+    sep = ",\n";
   };
-  auto str = [&](std::string_view k, std::string_view v, bool last = false) {
-    key(k);
-    AppendJsonString(out, v);
-    out += last ? "\n" : ",\n";
-  };
-  auto raw = [&](std::string_view k, std::string_view v) {
-    key(k);
-    out += v;
-    out += ",\n";
-  };
-  out += "    {\n";
-  raw("cell", f.cell ? std::to_string(*f.cell) : "null");
-  str("class", f.cls);
-  str("code", f.code);
-  raw("column", std::to_string(f.column));
-  str("file", f.file);
-  raw("guarded", f.guarded ? "true" : "false");
-  raw("line", std::to_string(f.line));
-  str("message", f.message);
-  raw("mps_only", f.mps_only ? "true" : "false");
-  raw("reachable", !f.reachable ? "null" : *f.reachable ? "true" : "false");
-  raw("reached_by", f.reached_by ? std::to_string(*f.reached_by) : "null");
-  str("replacement", f.replacement);
-  str("severity", SeverityName(f.severity));
-  str("snippet", f.snippet, true);
-  out += "    }";
+  ForEachFindingField(
+      f,
+      [&](const char* k, std::string_view v) {
+        key(k);
+        AppendJsonString(out, v);
+      },
+      [&](const char* k, const json& v) {
+        key(k);
+        out += v.dump();
+      });
+  out += "\n    }";
+}
+
+// Whether every text field of every finding is UTF-8 (what the fast writer needs).
+bool FindingsAreUtf8(const std::vector<Finding>& findings) {
+  bool valid = true;
+  for (const Finding& f : findings) {
+    ForEachFindingField(
+        f, [&](const char*, std::string_view v) { valid = valid && IsValidUtf8(v); },
+        [](const char*, const json&) {});
+    if (!valid) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 std::string ScanReportJsonText(const ScanReport& report) {
-  // nlohmann rejects invalid UTF-8; leave such (unexpected) text to it rather than guess.
-  for (const auto& f : report.findings)
-    for (const std::string* s : {&f.code, &f.cls, &f.file, &f.message, &f.snippet, &f.replacement})
-      if (!IsValidUtf8(*s)) {
-        // A file name that is not UTF-8 (any bytes are a valid name): U+FFFD, never a failure.
-        return ScanReportToJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-      }
+  // nlohmann rejects invalid UTF-8; leave such (unexpected) text to it rather than guess. A file
+  // name that is not UTF-8 (any bytes are a valid name) becomes U+FFFD, never a failure.
+  if (!FindingsAreUtf8(report.findings))
+    return ScanReportToJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   std::string text = ReportJson(report, false).dump(2, ' ', false, json::error_handler_t::replace);
   // Keys are sorted, so the top-level (two-space) "findings" occurs once.
   const std::string_view slot = "\n  \"findings\": [],\n";
