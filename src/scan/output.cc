@@ -582,17 +582,6 @@ std::string CodeSpanText(const std::string& s) {
   return o;
 }
 
-// Prose cells: every character Markdown would read as markup is escaped, so that `__global__`
-// stays two underscores and `a*b*c` no emphasis; newlines become spaces.
-std::string ProseText(std::string_view s) {
-  std::string o;
-  for (char ch : s) {
-    if (std::string_view("\\`*_[]<>|#~!{}").find(ch) != std::string_view::npos) o.push_back('\\');
-    o.push_back(ch == '\n' || ch == '\r' ? ' ' : ch);
-  }
-  return o;
-}
-
 // Skipped files, suppressions to remove and, with --statistics, the per-file counts.
 std::string MarkdownAppendix(const ScanReport& report, bool statistics) {
   std::string out;
@@ -641,10 +630,10 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
   std::set<std::string> codes;  // The rules that fired, for the line below.
   for (const auto& f : report.findings) {
     codes.insert(f.code);
-    out +=
-        fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", CodeSpanText(Location(f)), f.code,
-                    SeverityName(f.severity), ProseText(f.message), f.guarded ? "yes" : "no",
-                    f.reachable ? (*f.reachable ? "yes" : "no") : "-", ProseText(f.replacement));
+    out += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} |\n", CodeSpanText(Location(f)),
+                       f.code, SeverityName(f.severity), EscapeMarkdown(f.message),
+                       f.guarded ? "yes" : "no", f.reachable ? (*f.reachable ? "yes" : "no") : "-",
+                       EscapeMarkdown(f.replacement));
   }
   // Links into this repository's docs/ would not resolve where the report is read (a job summary,
   // another project's wiki): the explanation is one command away, wherever dualtrack is installed.

@@ -393,6 +393,16 @@ bool WildMatch(std::string_view pattern, std::string_view path) {
   return DoWild(pp, reinterpret_cast<const unsigned char*>(t.c_str()), pp) == kWmMatch;
 }
 
+std::string EscapeMarkdown(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (std::string_view("\\`*_[]<>|#~!{}").find(c) != std::string_view::npos) out += '\\';
+    out += c == '\n' || c == '\r' ? ' ' : c;
+  }
+  return out;
+}
+
 std::string PercentEncodePath(std::string_view path) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;

@@ -32,6 +32,11 @@ bool IsValidUtf8(std::string_view s);
 // are not UTF-8 become visible escapes (\x1b, \u009b). Printable text is unchanged.
 std::string EscapeControl(std::string_view s);
 
+// `s` as Markdown prose or a table cell: every character Markdown reads as markup is escaped (a
+// finding about `__global__` must not turn bold, a '|' must not end the cell), newlines become
+// spaces.
+std::string EscapeMarkdown(std::string_view s);
+
 // A path as the path part of a URI (RFC 3986): letters, digits, "-._~" and '/' stay, every other
 // byte (spaces, '%', '#', '?', non-ASCII, invalid UTF-8) becomes %XX. Lossless for any file name.
 std::string PercentEncodePath(std::string_view path);

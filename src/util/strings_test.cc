@@ -82,5 +82,11 @@ TEST(StringsTest, AsciiCaseMappingLeavesOtherBytes) {
   EXPECT_EQ(Lower(""), "");
 }
 
+TEST(StringsTest, EscapeMarkdownLeavesNoMarkupAndNoLineBreak) {
+  EXPECT_EQ(EscapeMarkdown("__global__ a*b | c"), "\\_\\_global\\_\\_ a\\*b \\| c");
+  EXPECT_EQ(EscapeMarkdown("`x`\n[y](z)!{}"), "\\`x\\` \\[y\\](z)\\!\\{\\}");
+  EXPECT_EQ(EscapeMarkdown("plain text, 3.5 ok"), "plain text, 3.5 ok");
+}
+
 }  // namespace
 }  // namespace dt

@@ -13,6 +13,7 @@
 
 #include "app/version.h"
 #include "util/result.h"
+#include "util/strings.h"
 
 namespace dt::verdict {
 
@@ -204,22 +205,6 @@ json EvidenceJson(const Evidence& ev, bool findings_inline) {
   out["project"] = ev.project.empty() ? json(nullptr) : json(ev.project);
   out["designated_run"] = ev.designated_run;
   out["missing"] = ev.missing;
-  return out;
-}
-
-// Markdown table cells: pipes and newlines would break the row.
-// A Markdown table cell or line of prose: every character Markdown reads as markup is escaped
-// (a finding about `__global__` must not turn bold), newlines become spaces.
-std::string Cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\n' || c == '\r') {
-      out += ' ';
-      continue;
-    }
-    if (std::string_view("\\`*_[]<>|#~").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
   return out;
 }
 
@@ -680,24 +665,26 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
     os << "# dualtrack audit: " << ExperimentsTitle(r) << "\n\n"
        << "| experiment | entry | verdict | evidence | why | report |\n|---|---|---|---|---|---|\n";
     for (const ExperimentRow& e : r.experiments) {
-      os << "| " << Cell(e.name) << " | " << Cell(e.entry.empty() ? "(whole project)" : e.entry)
-         << " | **" << ToString(e.verdict) << "** | " << ToString(e.level) << " | "
-         << Cell(e.reason) << " | " << Cell(e.report) << " |\n";
+      os << "| " << EscapeMarkdown(e.name) << " | "
+         << EscapeMarkdown(e.entry.empty() ? "(whole project)" : e.entry) << " | **"
+         << ToString(e.verdict) << "** | " << ToString(e.level) << " | " << EscapeMarkdown(e.reason)
+         << " | " << EscapeMarkdown(e.report) << " |\n";
     }
-    os << "\nThe report below is for the experiment **" << Cell(ev.experiment) << "**.\n\n";
+    os << "\nThe report below is for the experiment **" << EscapeMarkdown(ev.experiment)
+       << "**.\n\n";
   }
   os << "# dualtrack report: **" << ToString(r.verdict) << "** (" << ToString(r.level)
      << " evidence)\n\n";
   if (r.validity.state == ValidityState::kDiffers) {
-    os << "> **Validity: " << Cell(r.validity.summary)
+    os << "> **Validity: " << EscapeMarkdown(r.validity.summary)
        << "** A `mac-ready` verdict is not possible.\n\n";
   }
   os << "## Verdict\n\n";
-  for (const std::string& reason : r.reasons) os << "- " << Cell(reason) << '\n';
+  for (const std::string& reason : r.reasons) os << "- " << EscapeMarkdown(reason) << '\n';
   os << "\n## Checklist\n\n| | item | status | evidence |\n|---|---|---|---|\n";
   for (const ChecklistItem& c : r.checklist) {
-    os << "| " << StatusMark(ToString(c.status)) << " | " << Cell(c.title) << " | "
-       << ToString(c.status) << " | " << Cell(c.evidence)
+    os << "| " << StatusMark(ToString(c.status)) << " | " << EscapeMarkdown(c.title) << " | "
+       << ToString(c.status) << " | " << EscapeMarkdown(c.evidence)
        << (c.user_statement ? " *(user statement)*" : "") << " |\n";
   }
 }
@@ -705,7 +692,7 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
 // Validity per field and the stop conditions with their evidence.
 void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
   os << "\n## Validity\n\n"
-     << ToString(r.validity.state) << ": " << Cell(r.validity.summary) << "\n\n";
+     << ToString(r.validity.state) << ": " << EscapeMarkdown(r.validity.summary) << "\n\n";
   if (!r.validity.fields.empty()) {
     os << "| field | state | values |\n|---|---|---|\n";
     for (const ValidityField& f : r.validity.fields) {
@@ -716,26 +703,26 @@ void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
       os << "| " << f.field << " | "
          << (f.state == RuleState::kHolds ? "differs"
                                           : (f.state == RuleState::kClear ? "same" : "unknown"))
-         << " | " << Cell(values) << " |\n";
+         << " | " << EscapeMarkdown(values) << " |\n";
     }
     os << '\n';
   }
   os << "## Stop conditions\n\n| condition | state | level | summary |\n|---|---|---|---|\n";
   for (const RuleResult& s : r.stops) {
-    os << "| " << Cell(s.title) << " | " << ToString(s.state) << " | " << ToString(s.level) << " | "
-       << Cell(s.summary) << " |\n";
+    os << "| " << EscapeMarkdown(s.title) << " | " << ToString(s.state) << " | "
+       << ToString(s.level) << " | " << EscapeMarkdown(s.summary) << " |\n";
   }
   for (const RuleResult& s : r.stops) {
     if (s.evidence.empty() && s.notes.empty()) continue;
     os << "\n**" << ToString(s.id) << "**\n\n";
     for (const EvidenceItem& e : s.evidence) {
       os << "- " << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ")
-         << Cell(e.text) << '\n';
+         << EscapeMarkdown(e.text) << '\n';
     }
     for (const EvidenceItem& e : s.notes) {
       os << "- *(not stopping)* "
-         << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ") << Cell(e.text)
-         << '\n';
+         << (Where(e.location).empty() ? "" : CodeCell(Where(e.location)) + " ")
+         << EscapeMarkdown(e.text) << '\n';
     }
   }
 }
@@ -744,11 +731,12 @@ void MarkdownValidityAndStops(std::ostringstream& os, const Report& r) {
 void MarkdownPlan(std::ostringstream& os, const Report& r) {
   os << "\n## Dual-track plan\n\n| where | what | why |\n|---|---|---|\n";
   for (const PlanItem& p : r.plan) {
-    os << "| " << Title(p.where) << " | " << Cell(p.what) << " | " << Cell(p.why) << " |\n";
+    os << "| " << Title(p.where) << " | " << EscapeMarkdown(p.what) << " | "
+       << EscapeMarkdown(p.why) << " |\n";
   }
   os << "\n## Next steps (by effect)\n\n";
   for (std::size_t i = 0; i < r.next_steps.size(); ++i) {
-    os << i + 1 << ". " << Cell(r.next_steps[i].action) << '\n';
+    os << i + 1 << ". " << EscapeMarkdown(r.next_steps[i].action) << '\n';
   }
   if (r.next_steps.empty()) os << "None.\n";
 }
@@ -772,7 +760,7 @@ void MarkdownComparisons(std::ostringstream& os, const Report& r) {
          << Num(t.atol) << " / " << Num(t.rtol) << " |\n";
     }
     for (const MetricComparison& m : c.metrics) {
-      os << "\n**" << Cell(m.name) << "** (" << OutcomeText(m.status)
+      os << "\n**" << EscapeMarkdown(m.name) << "** (" << OutcomeText(m.status)
          << "), A / B / |a−b| per step:";
       for (const auto& st : m.steps)
         os << " " << st.step << ": " << Num(st.a) << " / " << Num(st.b) << " / "
@@ -787,14 +775,14 @@ void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
   const Evidence& ev = r.evidence;
   if (ev.coverage) {
     os << "\n## Operator coverage on MPS\n\n"
-       << ToString(ev.coverage->evidence) << " for torch " << Cell(ev.coverage->torch)
+       << ToString(ev.coverage->evidence) << " for torch " << EscapeMarkdown(ev.coverage->torch)
        << "\n\n| operator | class | dtypes | issues | count | called at |\n"
           "|---|---|---|---|---|---|\n";
     for (const CoverageOp& op : ev.coverage->ops) {
       os << "| " << CodeCell(op.op) << " | " << coverage::OpClassName(op.cls) << " | "
-         << Cell(fmt::format("{}", fmt::join(op.dtypes, ", "))) << " | "
-         << Cell(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << " | " << op.count << " | "
-         << (Where(op.location).empty() ? "" : CodeCell(Where(op.location))) << " |\n";
+         << EscapeMarkdown(fmt::format("{}", fmt::join(op.dtypes, ", "))) << " | "
+         << EscapeMarkdown(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << " | " << op.count
+         << " | " << (Where(op.location).empty() ? "" : CodeCell(Where(op.location))) << " |\n";
     }
   }
   if (ev.scan && !ev.scan->findings.empty()) {
@@ -809,9 +797,9 @@ void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
       for (const Finding& f : ev.scan->findings) {
         if (f.cls != cls) continue;
         os << "| " << CodeCell(f.file + ":" + std::to_string(f.line)) << " | " << f.code << " | "
-           << SeverityText(f.severity) << " | " << Cell(f.message) << " | " << Bool(f.guarded)
-           << " | " << (f.reachable ? (*f.reachable ? "yes" : "no") : "n/a") << " | "
-           << Cell(f.replacement) << " |\n";
+           << SeverityText(f.severity) << " | " << EscapeMarkdown(f.message) << " | "
+           << Bool(f.guarded) << " | " << (f.reachable ? (*f.reachable ? "yes" : "no") : "n/a")
+           << " | " << EscapeMarkdown(f.replacement) << " |\n";
       }
     }
   }
@@ -824,8 +812,8 @@ void MarkdownTracksAndEnvironments(std::ostringstream& os, const Report& r) {
     os << "\n## Tracks\n\n| track | device | status | median step | peak RSS | peak device |\n"
           "|---|---|---|---|---|---|\n";
     for (const Track& t : ev.tracks) {
-      os << "| " << Cell(t.name) << " | " << Cell(t.device) << " | "
-         << Cell(bundle::ToString(t.status)) << " | " << MedianStep(t) << " | "
+      os << "| " << EscapeMarkdown(t.name) << " | " << EscapeMarkdown(t.device) << " | "
+         << EscapeMarkdown(bundle::ToString(t.status)) << " | " << MedianStep(t) << " | "
          << Bytes(t.peak_rss_bytes) << " | " << Bytes(t.peak_device_bytes) << " |\n";
     }
     os << "\nTimes are as measured on each track; they support no faster/slower claim beyond "
@@ -833,20 +821,20 @@ void MarkdownTracksAndEnvironments(std::ostringstream& os, const Report& r) {
   }
   if (const std::vector<EnvColumn> cols = EnvColumns(ev); !cols.empty()) {
     os << "\n## Environments side by side\n\n|";
-    for (const EnvColumn& c : cols) os << " | " << Cell(c.label);
+    for (const EnvColumn& c : cols) os << " | " << EscapeMarkdown(c.label);
     os << " |\n|---";
     for (std::size_t i = 0; i < cols.size(); ++i) os << "|---";
     os << "|\n";
     for (const auto& [name, values] : EnvRows(cols)) {
-      os << "| " << Cell(name);
-      for (const std::string& v : values) os << " | " << Cell(v);
+      os << "| " << EscapeMarkdown(name);
+      for (const std::string& v : values) os << " | " << EscapeMarkdown(v);
       os << " |\n";
     }
   }
   if (!ev.missing.empty()) {
     os << "\n## Missing evidence\n\n";
     for (const auto& [what, why] : ev.missing)
-      os << "- " << Cell(what) << ": " << Cell(why) << '\n';
+      os << "- " << EscapeMarkdown(what) << ": " << EscapeMarkdown(why) << '\n';
   }
   os << "\n<sub>dualtrack " << kVersion << " · dualtrack.report/1</sub>\n";
 }
