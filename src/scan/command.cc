@@ -231,7 +231,7 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
   }
   auto to_json = [](const Rule& r) {
     return nlohmann::json{{"code", r.code},
-                          {"class", r.cls},
+                          {"class", FindingClassName(r.cls)},
                           {"severity", SeverityName(r.severity)},
                           {"title", r.title},
                           {"message", r.message},
@@ -246,8 +246,8 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
       else if (all)
         io.out << RuleText(r, *reg) << "\n";
       else
-        io.out << r.code << "  " << r.cls << "  " << SeverityName(r.severity) << "  " << r.title
-               << "\n";
+        io.out << r.code << "  " << FindingClassName(r.cls) << "  " << SeverityName(r.severity)
+               << "  " << r.title << "\n";
     }
     if (format == "json") io.out << arr.dump(2) << "\n";
     return ExitCode::kOk;

@@ -68,7 +68,7 @@ TEST(ScanCppWrapperTest, FailureAfterCudaBranchHasNoCpuPath) {
           "  return at::Tensor();\n"
           "}\n");
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT320@6"}));
-  EXPECT_EQ(fs[0].cls, "extension");
+  EXPECT_EQ(fs[0].cls, FindingClass::kExtension);
   EXPECT_EQ(fs[0].severity, Severity::kBlocker);
   // The same in an else branch, with AT_ERROR and a message that says nothing of devices.
   fs =

@@ -71,8 +71,8 @@ TEST(ScanEnvFilesTest, ComposeReservesGpusAndRuns8Bit) {
       "              capabilities: [gpu]\n";
   auto fs = ScanText(ScanCompose, "docker-compose.yml", compose);
   EXPECT_EQ(Codes(fs), (Strings{"DT221@4", "DT420@9", "DT420@11"}));
-  EXPECT_EQ(fs[0].cls, "library");
-  EXPECT_EQ(fs[1].cls, "environment");
+  EXPECT_EQ(fs[0].cls, FindingClass::kLibrary);
+  EXPECT_EQ(fs[1].cls, FindingClass::kEnvironment);
   // Written differently: runtime, a block capabilities list, the list form of command, env vars.
   std::string other =
       "version: '3.8'\n"
@@ -131,7 +131,7 @@ TEST(ScanEnvFilesTest, YamlConfigSelectsCudaOnlyPaths) {
       "      ch: 128\n";
   auto fs = ScanText(ScanConfigYaml, "configs/model.yaml", cfg);
   EXPECT_EQ(Codes(fs), (Strings{"DT220@5"}));
-  EXPECT_EQ(fs[0].cls, "library");
+  EXPECT_EQ(fs[0].cls, FindingClass::kLibrary);
   EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "config/config.yaml",
                            "defaults:\n  - task: cls\ngpus:\n  - 0\nepochs: 200\n")),
             (Strings{"DT120@3"}));
@@ -270,7 +270,7 @@ TEST_F(ScanEnvTreeTest, SubmodulesAreExtensions) {
   std::vector<CudaModule> mods;
   auto fs = ScanText(ScanGitmodules, ".gitmodules", gm, Abs(".gitmodules"), &mods);
   ASSERT_EQ(Codes(fs), (Strings{"DT321@1", "DT321@4"}));
-  EXPECT_EQ(fs[0].cls, "extension");
+  EXPECT_EQ(fs[0].cls, FindingClass::kExtension);
   EXPECT_NE(fs[0].message.find("submodules/diff-raster"), std::string::npos);
   EXPECT_NE(fs[0].message.find("empty"), std::string::npos);
   EXPECT_NE(fs[0].message.find("imported by render.py (as diff_raster)"), std::string::npos)

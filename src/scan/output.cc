@@ -19,8 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 4> kClasses = {"device", "library", "extension",
-                                                      "environment"};
 constexpr std::array<Severity, 4> kSeverities = {Severity::kBlocker, Severity::kReplace,
                                                  Severity::kFixable, Severity::kPortable};
 
@@ -97,7 +95,7 @@ namespace {
 template <class Str, class Scalar>
 void ForEachFindingField(const Finding& f, Str&& str, Scalar&& scalar) {
   scalar("cell", f.cell ? json(*f.cell) : json(nullptr));
-  str("class", f.cls);
+  str("class", FindingClassName(f.cls));
   str("code", f.code);
   scalar("column", json(f.column));
   str("file", f.file);
@@ -126,7 +124,7 @@ json ReportJson(const ScanReport& report, bool with_findings) {
       findings.push_back(std::move(j));
     }
     ++by_sev[std::string(SeverityName(f.severity))];
-    ++by_class[f.cls];
+    ++by_class[std::string(FindingClassName(f.cls))];
     if (!f.reachable)
       ++reach_unknown;
     else if (*f.reachable)
@@ -359,12 +357,12 @@ void TextSummary(std::string& out, const ScanReport& report, std::size_t files,
   out += fmt::format("\n{}Summary{}\n  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", bold, reset, "class",
                      "blocker", "replace", "fixable", "portable", "total");
   std::array<int, 4> col_total{};
-  for (auto cls : kClasses) {
+  for (FindingClass cls : kFindingClasses) {
     std::array<int, 4> n{};
     for (const auto& f : report.findings)
       if (f.cls == cls) ++n[static_cast<std::size_t>(f.severity)];
-    out += fmt::format("  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", cls, n[3], n[2], n[1], n[0],
-                       n[0] + n[1] + n[2] + n[3]);
+    out += fmt::format("  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", FindingClassName(cls), n[3], n[2],
+                       n[1], n[0], n[0] + n[1] + n[2] + n[3]);
     for (std::size_t i = 0; i < 4; ++i) col_total[i] += n[i];
   }
   out += fmt::format("  {:<12}{:>9}{:>9}{:>9}{:>9}{:>8}\n", "total", col_total[3], col_total[2],
@@ -397,7 +395,7 @@ void TextStatistics(std::string& out, const ScanReport& report, const TextStyle&
   const std::string &reset = style.reset, &bold = style.bold;
   struct PerCode {
     int n = 0;
-    std::string cls;
+    FindingClass cls = FindingClass::kDevice;
     std::array<int, 4> by_sev{};
   };
   std::map<std::string, PerCode> per_code;
@@ -414,7 +412,8 @@ void TextStatistics(std::string& out, const ScanReport& report, const TextStyle&
     for (auto sv : kSeverities)
       if (int k = e.by_sev[static_cast<std::size_t>(sv)]; k > 0)
         sev.push_back(fmt::format("{} {}", SeverityName(sv), k));
-    out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.n, code, e.cls, fmt::join(sev, ", "));
+    out += fmt::format("    {:>6}  {:<6} {:<11} {}\n", e.n, code, FindingClassName(e.cls),
+                       fmt::join(sev, ", "));
   }
   json st = Statistics(report);
   out += "  per file (findings, readiness):\n";
@@ -520,7 +519,8 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
         {"fullDescription", {{"text", r ? r->explanation : ""}}},
         {"helpUri",
          "https://github.com/dualtrack/dualtrack/blob/main/docs/rules/" + f.code + ".md"},
-        {"properties", {{"class", f.cls}, {"severity", r ? SeverityName(r->severity) : ""}}}};
+        {"properties",
+         {{"class", FindingClassName(f.cls)}, {"severity", r ? SeverityName(r->severity) : ""}}}};
     rules.push_back(std::move(rule));
   }
   json results = json::array();
@@ -541,7 +541,7 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
                           {{"uri", PercentEncodePath(f.file)}, {"uriBaseId", "SRCROOT"}}},
                          {"region", region}}}}})},
         {"properties",
-         {{"class", f.cls},
+         {{"class", FindingClassName(f.cls)},
           {"severity", SeverityName(f.severity)},
           {"guarded", f.guarded},
           {"reachable", f.reachable ? json(*f.reachable) : json(nullptr)},
@@ -618,11 +618,12 @@ std::string FormatMarkdown(const ScanReport& report, bool statistics) {
         "Baseline `{}`: {} accepted finding{} not shown; the findings below are new.\n\n",
         report.baseline, report.baselined, report.baselined == 1 ? "" : "s");
   out += "| class | blocker | replace | fixable | portable |\n|---|---:|---:|---:|---:|\n";
-  for (auto cls : kClasses) {
+  for (FindingClass cls : kFindingClasses) {
     std::array<int, 4> n{};
     for (const auto& f : report.findings)
       if (f.cls == cls) ++n[static_cast<std::size_t>(f.severity)];
-    out += fmt::format("| {} | {} | {} | {} | {} |\n", cls, n[3], n[2], n[1], n[0]);
+    out +=
+        fmt::format("| {} | {} | {} | {} | {} |\n", FindingClassName(cls), n[3], n[2], n[1], n[0]);
   }
   out +=
       "\n| location | code | severity | message | guarded | reachable | replacement |\n"
@@ -769,7 +770,7 @@ std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_o
 std::string RuleText(const Rule& r, const Registry& reg) {
   std::string out =
       fmt::format("{}: {}\n  class: {}\n  severity: {} (guarded uses: portable)\n\n{}\n", r.code,
-                  r.title, r.cls, SeverityName(r.severity), r.explanation);
+                  r.title, FindingClassName(r.cls), SeverityName(r.severity), r.explanation);
   if (r.mps_only) out += "\nFails only on MPS: the Mac runs it as written on its CPU.\n";
   if (!r.replacement.empty()) out += fmt::format("\nSuggested replacement: {}\n", r.replacement);
   if (r.code == "DT201" || r.code == "DT202" || r.code == "DT403") {
@@ -786,7 +787,7 @@ std::string RuleMarkdown(const Rule& r, const Registry& reg) {
       "<!-- Generated by `dualtrack rule --all --markdown docs/rules` from data/scan/; do not "
       "edit. -->\n\n";
   out += fmt::format("- Class: `{}`\n- Severity: `{}` (`portable` when the use is guarded)\n\n",
-                     r.cls, SeverityName(r.severity));
+                     FindingClassName(r.cls), SeverityName(r.severity));
   out += r.explanation + "\n";
   if (r.mps_only) {
     out +=
@@ -829,8 +830,9 @@ std::string RuleIndexMarkdown(const Registry& reg) {
       "date.\n\n"
       "| code | class | severity | title | fix |\n|---|---|---|---|---|\n";
   for (const auto& r : reg.rules())
-    out += fmt::format("| [{}]({}.md) | {} | {} | {} | {} |\n", r.code, r.code, r.cls,
-                       SeverityName(r.severity), r.title, r.fix.empty() ? "" : r.fix);
+    out += fmt::format("| [{}]({}.md) | {} | {} | {} | {} |\n", r.code, r.code,
+                       FindingClassName(r.cls), SeverityName(r.severity), r.title,
+                       r.fix.empty() ? "" : r.fix);
   return out;
 }
 

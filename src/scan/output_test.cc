@@ -19,7 +19,7 @@ TEST(ScanOutputTest, JsonTextMatchesNlohmannDump) {
 
   Finding a;
   a.code = "DT102";
-  a.cls = "device";
+  a.cls = FindingClass::kDevice;
   a.severity = Severity::kFixable;
   a.file = "dir/a \"q\".py";
   a.line = 44;
@@ -42,7 +42,7 @@ TEST(ScanOutputTest, JsonTextMatchesNlohmannDump) {
 Finding Make(std::string file, std::int64_t line, std::string code, std::string message) {
   Finding f;
   f.code = std::move(code);
-  f.cls = "library";
+  f.cls = FindingClass::kLibrary;
   f.severity = Severity::kReplace;
   f.file = std::move(file);
   f.line = line;

@@ -46,7 +46,6 @@ std::vector<std::string> StrList(const json& j, const char* key) {
 Result<Rule> ParseRule(const json& j, const std::string& file) {
   Rule r;
   r.code = JsonString(j, "code");
-  r.cls = JsonString(j, "class");
   r.title = JsonString(j, "title");
   r.message = JsonString(j, "message");
   r.replacement = JsonString(j, "replacement");
@@ -59,11 +58,13 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
                          j.dump(),
                      file);
   }
-  if (r.cls != "device" && r.cls != "library" && r.cls != "extension" && r.cls != "environment") {
+  auto cls = ParseFindingClass(JsonString(j, "class"));
+  if (!cls) {
     return MakeError(ErrorCode::kInput,
                      "rule " + r.code + ": class must be device, library, extension or environment",
                      file);
   }
+  r.cls = *cls;
   r.severity = *sev;
   r.mps_only = j.value("mps_only", false);
   if (auto fix = j.find("fix"); fix != j.end()) {
@@ -440,6 +441,27 @@ std::optional<Severity> ParseSeverity(std::string_view name) {
   if (name == "fixable") return Severity::kFixable;
   if (name == "replace") return Severity::kReplace;
   if (name == "blocker") return Severity::kBlocker;
+  return std::nullopt;
+}
+
+std::string_view FindingClassName(FindingClass c) {
+  switch (c) {
+    case FindingClass::kDevice:
+      return "device";
+    case FindingClass::kLibrary:
+      return "library";
+    case FindingClass::kExtension:
+      return "extension";
+    case FindingClass::kEnvironment:
+      return "environment";
+  }
+  return "device";
+}
+
+std::optional<FindingClass> ParseFindingClass(std::string_view name) {
+  for (FindingClass c : kFindingClasses) {
+    if (FindingClassName(c) == name) return c;
+  }
   return std::nullopt;
 }
 

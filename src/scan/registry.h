@@ -22,7 +22,7 @@ namespace dt::scan {
 
 struct Rule {
   std::string code;
-  std::string cls;
+  FindingClass cls = FindingClass::kDevice;
   Severity severity = Severity::kFixable;
   std::string title;
   std::string message;  // "{name}" is replaced by what matched.

@@ -21,9 +21,19 @@ enum class Severity { kPortable = 0, kFixable = 1, kReplace = 2, kBlocker = 3 };
 std::string_view SeverityName(Severity s);
 std::optional<Severity> ParseSeverity(std::string_view name);
 
+// What a finding is about: the device placement, a CUDA-only library, a CUDA extension, or the
+// environment (launchers, containers, build files). Documents spell it by FindingClassName.
+enum class FindingClass { kDevice, kLibrary, kExtension, kEnvironment };
+inline constexpr FindingClass kFindingClasses[] = {FindingClass::kDevice, FindingClass::kLibrary,
+                                                   FindingClass::kExtension,
+                                                   FindingClass::kEnvironment};
+
+std::string_view FindingClassName(FindingClass c);
+std::optional<FindingClass> ParseFindingClass(std::string_view name);
+
 struct Finding {
   std::string code;  // "DT101".
-  std::string cls;   // device | library | extension | environment.
+  FindingClass cls = FindingClass::kDevice;
   Severity severity = Severity::kFixable;
   std::string file;                  // Relative to the scanned root, '/'-separated.
   std::int64_t line = 0;             // 1-based; within the cell for notebooks.

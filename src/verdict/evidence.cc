@@ -250,7 +250,8 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
   const std::string w = fmt::format("findings[{}]", i);
   Finding x;
   x.code = r.Str(f, "code", w);
-  x.cls = r.Str(f, "class", w);
+  x.cls =
+      r.Enum(f, "class", w, scan::ParseFindingClass, "device, library, extension or environment");
   x.severity =
       r.Enum(f, "severity", w, scan::ParseSeverity, "portable, fixable, replace or blocker");
   x.file = r.Str(f, "file", w);
@@ -459,6 +460,10 @@ Result<Comparison> ParseComparison(const json& doc, const std::string& source) {
   }
   if (!r.ok()) return r.TakeError();
   return c;
+}
+
+std::string_view ClassText(const std::optional<scan::FindingClass>& c) {
+  return c ? scan::FindingClassName(*c) : std::string_view();
 }
 
 std::string_view SeverityText(const std::optional<scan::Severity>& s) {

@@ -30,7 +30,7 @@ struct Location {
 // One `dualtrack.scan/1` finding.
 struct Finding {
   std::string code;
-  std::string cls;                         // device | library | extension | environment
+  std::optional<scan::FindingClass> cls;   // None when the document does not say.
   std::optional<scan::Severity> severity;  // None when the document does not say.
   std::string file;
   std::int64_t line = 0;
@@ -253,6 +253,7 @@ struct Evidence {
 // How the reports spell a state read from a document: its one name, or "" when the document did
 // not say.
 std::string_view SeverityText(const std::optional<scan::Severity>& s);
+std::string_view ClassText(const std::optional<scan::FindingClass>& c);
 std::string_view OutcomeText(const std::optional<compare::Outcome>& o);
 
 // Parsers from an already-decoded JSON document; `source` names the file in errors.

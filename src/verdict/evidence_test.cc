@@ -135,13 +135,22 @@ TEST(VerdictEvidenceTest, ReachedByIsACountOrAnError) {
 // States the other stages write by name are read into their enums: an absent one stays unknown,
 // a name no stage writes is an error naming the file and the field.
 TEST(VerdictEvidenceTest, StatesAreReadByNameAndAnUnknownNameIsAnError) {
-  nlohmann::json scan = {
-      {"schema", "dualtrack.scan/1"},
-      {"findings", {{{"code", "DT101"}, {"severity", "replace"}}, {{"code", "DT102"}}}}};
+  nlohmann::json scan = {{"schema", "dualtrack.scan/1"},
+                         {"findings",
+                          {{{"code", "DT101"}, {"severity", "replace"}, {"class", "extension"}},
+                           {{"code", "DT102"}}}}};
   auto ok = ParseScanText(scan.dump(), "s.json");
   ASSERT_TRUE(ok.ok()) << ok.error().ToString();
   EXPECT_EQ(ok->findings.at(0).severity, scan::Severity::kReplace);
+  EXPECT_EQ(ok->findings.at(0).cls, scan::FindingClass::kExtension);
   EXPECT_FALSE(ok->findings.at(1).severity.has_value());
+  EXPECT_FALSE(ok->findings.at(1).cls.has_value());
+  scan["findings"][0]["class"] = "gpu";
+  auto bad_class = ParseScanText(scan.dump(), "s.json");
+  ASSERT_FALSE(bad_class.ok());
+  EXPECT_NE(bad_class.error().message.find("findings[0].class"), std::string::npos)
+      << bad_class.error().message;
+  scan["findings"][0]["class"] = "extension";
   for (const nlohmann::json& bad :
        {nlohmann::json("fatal"), nlohmann::json("Blocker"), nlohmann::json(3)}) {
     scan["findings"][1]["severity"] = bad;

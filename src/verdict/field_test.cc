@@ -15,7 +15,7 @@ Finding F(std::string code, std::string cls, std::string severity, std::string f
           std::string snippet = {}, std::string replacement = {}) {
   Finding f;
   f.code = std::move(code);
-  f.cls = std::move(cls);
+  f.cls = scan::ParseFindingClass(cls);
   f.severity = scan::ParseSeverity(severity);
   f.file = std::move(file);
   f.line = line;

@@ -77,7 +77,7 @@ json EnvJson(const EnvEvidence& e) {
 
 json FindingJson(const Finding& f) {
   return {{"code", f.code},
-          {"class", f.cls},
+          {"class", ClassText(f.cls)},
           {"severity", SeverityText(f.severity)},
           {"file", f.file},
           {"line", f.line},
@@ -787,11 +787,11 @@ void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
   }
   if (ev.scan && !ev.scan->findings.empty()) {
     os << "\n## Findings by class\n";
-    for (const char* cls : {"device", "library", "extension", "environment"}) {
+    for (scan::FindingClass cls : scan::kFindingClasses) {
       std::size_t n = 0;
       for (const Finding& f : ev.scan->findings) n += f.cls == cls ? 1 : 0;
       if (n == 0) continue;
-      os << "\n### " << cls << " (" << n
+      os << "\n### " << scan::FindingClassName(cls) << " (" << n
          << ")\n\n| where | code | severity | finding | guarded | "
             "reachable | replacement |\n|---|---|---|---|---|---|---|\n";
       for (const Finding& f : ev.scan->findings) {
@@ -1179,7 +1179,7 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
   } else if (ev.scan->findings.empty()) {
     os << "<p>The scan found no CUDA dependency.</p>";
   } else {
-    for (const char* cls : {"device", "library", "extension", "environment"}) {
+    for (scan::FindingClass cls : scan::kFindingClasses) {
       std::vector<const Finding*> fs;
       for (const Finding& f : ev.scan->findings) {
         if (f.cls == cls) fs.push_back(&f);
@@ -1187,8 +1187,9 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
       if (fs.empty()) continue;
       bool blocker = false;
       for (const Finding* f : fs) blocker |= f->severity == scan::Severity::kBlocker;
-      os << "<details" << (blocker ? " open" : "") << "><summary><strong>" << cls << "</strong> ("
-         << fs.size() << ")" << (blocker ? " — holds blockers" : "")
+      os << "<details" << (blocker ? " open" : "") << "><summary><strong>"
+         << scan::FindingClassName(cls) << "</strong> (" << fs.size() << ")"
+         << (blocker ? " — holds blockers" : "")
          << "</summary><div class=\"scroll\"><table><tr><th>where</th><th>code</th>"
             "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
             "<th>replacement</th></tr>";

@@ -114,7 +114,8 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
   }
   bool has_python_alternative = false;  // A guarded extension or library use: another path exists.
   for (const Finding& f : ev.scan->findings) {
-    if ((f.cls == "extension" || f.cls == "library") && f.guarded.value_or(false)) {
+    if ((f.cls == scan::FindingClass::kExtension || f.cls == scan::FindingClass::kLibrary) &&
+        f.guarded.value_or(false)) {
       has_python_alternative = true;
     }
   }

@@ -573,7 +573,7 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const std::vector<RuleResult
     }
     for (const Finding& f : ev.scan->findings) {
       if (!OnPath(f, *ev.scan) || f.guarded.value_or(false)) continue;
-      if (f.severity == scan::Severity::kFixable && f.cls == "device") {
+      if (f.severity == scan::Severity::kFixable && f.cls == scan::FindingClass::kDevice) {
         b.Add(2, "cuda-parts-marked",
               fmt::format("Set the device at run time (cuda, else mps, else cpu) at {}:{}", f.file,
                           f.line),
@@ -711,7 +711,7 @@ bool IsConfigTreeDefault(std::string_view snippet) {
 }
 
 bool IsDeviceOptionDefault(const Finding& f) {
-  if (f.cls != "device") return false;
+  if (f.cls != scan::FindingClass::kDevice) return false;
   return f.snippet.find("add_argument") != std::string::npos || f.snippet.rfind("def ", 0) == 0 ||
          f.snippet.rfind("async def ", 0) == 0 || IsConfigTreeDefault(f.snippet);
 }

@@ -165,7 +165,7 @@ Evidence OnPathScan(std::vector<Finding> findings) {
 TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
   // `backend="nccl"` the scan rates fixable: a single-process run needs gloo, not several GPUs.
   Finding nccl{.code = "DT205",
-               .cls = "library",
+               .cls = scan::FindingClass::kLibrary,
                .severity = scan::Severity::kFixable,
                .line = 12,
                .snippet = "dist.init_process_group(backend=\"nccl\")"};
@@ -186,7 +186,7 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   // float64 on the path runs on the Mac's CPU as written: predicted mac-ready, with the MPS edit
   // said beside it and given as a next step.
   Finding f64{.code = "DT204",
-              .cls = "library",
+              .cls = scan::FindingClass::kLibrary,
               .severity = scan::Severity::kFixable,
               .line = 30,
               .snippet = "x = x.double()",
@@ -200,7 +200,7 @@ TEST(VerdictRulesTest, MpsOnlyEditsDoNotStandInTheWayOfThePrediction) {
   EXPECT_TRUE(step);
   // A hard-coded device on the same path still needs its edit first.
   Finding cuda{.code = "DT101",
-               .cls = "device",
+               .cls = scan::FindingClass::kDevice,
                .severity = scan::Severity::kFixable,
                .line = 31,
                .snippet = "model.cuda()"};
@@ -212,7 +212,7 @@ TEST(VerdictRulesTest, TrainingAConvNetOnTheMacsCpuIsDevelopment) {
   // loss.backward() in the script: it trains on a Mac, but on the CPU only.
   Finding choice{
       .code = "DT102",
-      .cls = "device",
+      .cls = scan::FindingClass::kDevice,
       .severity = scan::Severity::kPortable,
       .line = 9,
       .snippet = "device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")"};
