@@ -964,7 +964,8 @@ Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Findi
   std::int64_t index = 0;
   for (auto& cell : doc["cells"]) {
     ++index;
-    if (!cell.is_object() || cell.value("cell_type", std::string()) != "code") continue;
+    // A comparison, not value<std::string>(): a cell_type of another type must not throw.
+    if (!cell.is_object() || !cell.contains("cell_type") || cell["cell_type"] != "code") continue;
     auto it = cell.find("source");
     if (it == cell.end() || !(it->is_string() || it->is_array())) continue;
     std::string source;

@@ -66,7 +66,12 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
   }
   r.cls = *cls;
   r.severity = *sev;
-  r.mps_only = j.value("mps_only", false);
+  if (auto m = j.find("mps_only"); m != j.end()) {
+    if (!m->is_boolean())
+      return MakeError(ErrorCode::kInput, "rule " + r.code + ": mps_only must be true or false",
+                       file);
+    r.mps_only = m->get<bool>();
+  }
   if (auto fix = j.find("fix"); fix != j.end()) {
     if (!fix->is_object())
       return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix must be an object", file);

@@ -272,3 +272,26 @@ def test_columns_count_characters_and_sarif_says_so(dt, tmp_path):
     assert region == {"startLine": 2, "startColumn": want}
     t = dt("scan", proj, "--fail-on", "never", "--color", "never")
     assert f"a.py:2:{want}" in t.stdout, t.stdout
+
+
+# A project's rule file is user input: a field of the wrong type or an unknown name is an error
+# that names the file and the field, never an internal error.
+@pytest.mark.parametrize("change,needle", [
+    ({"mps_only": "yes"}, "mps_only"),
+    ({"class": "gpu"}, "class"),
+    ({"class": 3}, "class"),
+    ({"severity": "fatal"}, "severity"),
+    ({"code": "DT101"}, "clashes"),
+])
+def test_project_rules_with_bad_fields_are_input_errors(dt, tmp_path, change, needle):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "t.py").write_text("import torch\nlab.launch()\n")
+    rule = {"code": "DT901", "class": "device", "severity": "fixable", "title": "Lab launcher",
+            "message": "{name}", "python_api": "lab.launch"}
+    rule.update(change)
+    (proj / "rules.json").write_text(json.dumps({"rules": [rule]}))
+    (proj / "pyproject.toml").write_text('[tool.dualtrack]\nrules = "rules.json"\n')
+    r = dt("scan", proj, "--fail-on", "never")
+    assert_clear_error(r, "rules.json")
+    assert needle in r.stderr
