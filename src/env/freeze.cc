@@ -397,9 +397,9 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
   }
   Baseline b;
   b.created = JsonString(j, "created");
-  b.data_only = j.value("data_only", false);
   b.project = JsonString(j, "project");
   try {
+    b.data_only = j.value("data_only", false);
     ReadCodeFacts(j, b);
     if (!j.contains("env")) return bad("\"env\" is missing");
     auto env = EnvReportFromJson(j["env"]);

@@ -138,3 +138,12 @@ def test_manifest_fields_of_the_wrong_type_are_input_errors(dt, tmp_path, field,
         assert "internal error" not in r.stderr, (args, r.stderr)
         if field == "schema":
             assert_clear_error(r, "manifest.json")
+
+
+@pytest.mark.parametrize("field,value", [("data_only", "yes"), ("code", {"git": "yes"}),
+                                         ("seeds", ["one"])])
+def test_baseline_fields_of_the_wrong_type_are_input_errors(dt, tmp_path, field, value):
+    base = tmp_path / "baseline.json"
+    base.write_text(json.dumps({"schema": "dualtrack.baseline/1", "created": "2026-01-01T00:00:00Z",
+                                field: value}))
+    assert_clear_error(dt("freeze", "--check", base), "baseline.json")
