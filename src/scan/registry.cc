@@ -250,10 +250,12 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
 
 void Registry::BuildTriggers() {
   // The hand-written detectors' own words: CUDA spellings, float64, NCCL, architecture flags,
-  // GPU-index and device-map arguments.
+  // GPU-index and device-map arguments, and `.to(`, whose device index (`.to(0)`,
+  // `.to(device=device_id)`) may name no other word.
   std::set<std::string> words = {"cud",        "nccl",          "float64",       "double",
                                  "gencode",    "arch=compute_", "arch=sm_",      "gpu",
-                                 "device_map", "device_ids",    "output_device", "cpp_extension"};
+                                 "device_map", "device_ids",    "output_device", "cpp_extension",
+                                 ".to("};
   auto add = [&](std::string_view w) {
     if (w.size() >= 3) words.emplace(w);
   };
