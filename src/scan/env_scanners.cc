@@ -568,21 +568,28 @@ std::size_t BitsandbytesFlagAt(std::string_view s) {
 }
 
 // Where a command line selects a CUDA device: `--device cuda`, `--device=cuda:0`,
-// `--accelerator gpu`; npos when it does not.
-std::size_t CudaDeviceFlagAt(std::string_view s) {
+// `--accelerator gpu`; npos when it does not. Quotes and commas may stand between the option and
+// its value, so the exec form of a compose command (`["--device", "cuda"]`) reads the same; in a
+// shell line the quoted text is blanked first. `text` gets "--device cuda" when given.
+std::size_t CudaDeviceFlagAt(std::string_view s, std::string* text = nullptr) {
   for (std::string_view opt : {"--device", "--accelerator"}) {
     for (std::size_t p = FindWord(s, opt); p != std::string_view::npos;
          p = FindWord(s, opt, p + 1)) {
       std::size_t v = p + opt.size();
       if (v < s.size() && s[v] == '=') ++v;
-      while (v < s.size() && (s[v] == ' ' || s[v] == '\t')) ++v;
+      while (v < s.size() &&
+             (s[v] == ' ' || s[v] == '\t' || s[v] == '"' || s[v] == '\'' || s[v] == ','))
+        ++v;
       std::size_t e = v;
       while (e < s.size() && ArgChar(s[e]) && s[e] != ';' && s[e] != '&' && s[e] != '|') ++e;
       std::string value = Lower(s.substr(v, e - v));
       bool cuda = value == "cuda" || (StartsWith(value, "cuda:") && value.size() > 5 &&
                                       std::all_of(value.begin() + 5, value.end(),
                                                   [](char c) { return c >= '0' && c <= '9'; }));
-      if (cuda || (opt == "--accelerator" && value == "gpu")) return p;
+      if (cuda || (opt == "--accelerator" && value == "gpu")) {
+        if (text) *text = std::string(opt) + " " + std::string(s.substr(v, e - v));
+        return p;
+      }
     }
   }
   return std::string_view::npos;
@@ -860,8 +867,26 @@ std::vector<std::string> LibraryWords(const Registry& reg) {
   for (const auto& lib : reg.libraries()) {
     for (const auto& m : lib.modules) add(m);
     for (const auto& p : lib.packages) add(p);
+    for (const auto& w : lib.config_words) add(w);
   }
   return out;
+}
+
+// Whether the registry's Python vocabulary reads `key: value` as a use of a CUDA-only library
+// (DT202): a config is the keyword arguments of the code that reads it, so
+// `attn_implementation: flash_attention_2` selects flash-attn as the keyword argument does, and a
+// value the string rules name (`flash_attention_3`) does under any key. Rules bound to one callee
+// say nothing about a config's key.
+bool PythonLibraryRule(const Registry& reg, std::string_view key, std::string_view v) {
+  if (v.empty() || v.find_first_of(" \t[{") != std::string_view::npos) return false;
+  if (const auto* rules = reg.KeywordRules(key))
+    for (const auto& r : *rules) {
+      if (r.code != "DT202" || !r.call.empty()) continue;
+      // Python's True is YAML's true / yes / on.
+      if (r.value.empty() || (r.value == "True" ? Truthy(v) : GlobMatch(r.value, v))) return true;
+    }
+  const PythonKeyword* s = reg.StringRule(v);
+  return s != nullptr && s->code == "DT202";
 }
 
 // The library a config value names: the whole value ("flash-attn") or one of its words
@@ -916,6 +941,10 @@ bool IsProseKey(std::string_view key) {
 void ScanCompose(std::string_view text, FindingSink& sink) {
   std::string list_key;  // A key whose block sequence follows ("command:", "capabilities:").
   std::size_t list_indent = 0;
+  // The previous entry of a command's block sequence, where `- --device` and `- cuda` put an
+  // option and its value on two lines.
+  std::string prev_arg;
+  std::uint32_t prev_line = 0, prev_col = 0;
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     YamlLine y = ReadYamlLine(raw);
     if (y.content.empty()) return;
@@ -952,6 +981,20 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
       std::string_view body = y.item ? y.content : v;
       if (std::size_t p = BitsandbytesFlagAt(body); p != std::string_view::npos)
         sink.Add("DT221", n, col(body.substr(p)), ArgToken(body, p), false);
+      // The exec form's arguments are quoted, which the shell reading above blanks.
+      std::string flag;
+      if (std::size_t p = CudaDeviceFlagAt(body, &flag); p != std::string_view::npos) {
+        sink.Add("DT120", n, col(body.substr(p)), flag, false);
+      } else if (y.item && !prev_arg.empty()) {
+        const std::string joined = prev_arg + " " + std::string(y.value);
+        if (CudaDeviceFlagAt(joined, &flag) == 0)
+          sink.Add("DT120", prev_line, prev_col, flag, false);
+      }
+      prev_arg = y.item ? std::string(y.value) : std::string();
+      prev_line = n;
+      prev_col = col(y.content);
+    } else {
+      prev_arg.clear();
     }
     if (!y.key.empty() && v.empty()) {
       list_key = key;
@@ -995,6 +1038,10 @@ void ConfigPairFinding(const YamlLine& y, const std::string& key, std::uint32_t 
   }
   if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl") {
     sink.Add("DT205", n, at, "nccl", false);
+    return;
+  }
+  if (PythonLibraryRule(sink.registry(), y.key, v)) {
+    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
     return;
   }
   // A value naming a CUDA-only library; prose (a value with spaces) is not a selection.

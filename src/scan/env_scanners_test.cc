@@ -114,6 +114,36 @@ TEST(ScanEnvFilesTest, CommandLinesSelectCudaDevices) {
             (Strings{"DT120@3"}));
 }
 
+TEST(ScanEnvFilesTest, ComposeExecFormSelectsCudaDevices) {
+  // The exec (list) form quotes each argument; the block-list form may split an option from its
+  // value over two entries, reported at the option.
+  std::string compose =
+      "services:\n"
+      "  a:\n"
+      "    command: [\"python\", \"train.py\", \"--device\", \"cuda\"]\n"  // 3
+      "  b:\n"
+      "    entrypoint: ['python', 'eval.py', '--device=cuda:1']\n"  // 5
+      "  c:\n"
+      "    command:\n"
+      "      - python\n"
+      "      - --device\n"  // 9
+      "      - \"cuda\"\n"
+      "      - \"--accelerator=gpu\"\n"  // 11
+      "  d:\n"
+      "    command: [\"python\", \"x.py\", \"--device\", \"cpu\"]\n"
+      "    args:\n"
+      "      - --device\n"
+      "      - mps\n"
+      "    environment:\n"
+      "      - --device\n"
+      "    labels:\n"
+      "      - cuda\n";
+  auto fs = ScanText(ScanCompose, "compose.yml", compose);
+  ASSERT_EQ(Codes(fs), (Strings{"DT120@3", "DT120@5", "DT120@9", "DT120@11"}));
+  EXPECT_EQ(fs[0].message, "--device cuda selects CUDA devices");
+  EXPECT_EQ(fs[2].column, 9u);
+}
+
 TEST(ScanEnvFilesTest, ShellScriptsRunThe8BitPath) {
   EXPECT_EQ(Codes(ScanText(ScanShell, "finetune.sh",
                            "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
@@ -173,6 +203,23 @@ TEST(ScanEnvFilesTest, YamlConfigSelectsCudaOnlyPaths) {
                            "gpus: 0\ngpus: []\ngpus: null\naccelerator: mps\n"
                            "device: cpu\nattn: vanilla\n")),
             Strings{});
+}
+
+TEST(ScanEnvFilesTest, YamlConfigReadsThePythonLibraryVocabulary) {
+  // The keys and values the Python keyword and string rules read as a flash-attn use, and a
+  // library's config_words (axolotl's `flash_attention: true`).
+  std::string cfg =
+      "attn_implementation: flash_attention_2\n"  // 1
+      "use_flash_attention_2: yes\n"              // 2
+      "attn_impl: flash_attention_3\n"            // 3
+      "flash_attention: true\n"                   // 4
+      "attention: flash_attention\n"              // 5
+      "attn_implementation: sdpa\n"               // 6
+      "use_flash_attention_2: false\n"            // 7
+      "flash_attention: false\n"                  // 8
+      "help: use flash_attention_2 on A100\n";    // 9: prose
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "config.yaml", cfg)),
+            (Strings{"DT220@1", "DT220@2", "DT220@3", "DT220@4", "DT220@5"}));
 }
 
 TEST(ScanEnvFilesTest, MalformedYamlDoesNotCrash) {

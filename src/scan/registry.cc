@@ -220,6 +220,7 @@ Status Registry::LoadLibraries(const json& doc, const std::string& file) {
     for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
     lib.alternative = Str(j, "alternative");
     lib.kernel_decorators = StrList(j, "kernel_decorators");
+    lib.config_words = StrList(j, "config_words");
     if (auto alt = j.find("alternatives"); alt != j.end() && alt->is_object())
       for (const auto& [prefix, text] : alt->items())
         if (text.is_string()) lib.alternatives.emplace_back(prefix, text.get<std::string>());
