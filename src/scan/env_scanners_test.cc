@@ -144,6 +144,59 @@ TEST(ScanEnvFilesTest, ComposeExecFormSelectsCudaDevices) {
   EXPECT_EQ(fs[2].column, 9u);
 }
 
+TEST(ScanEnvFilesTest, ShellExistenceTestsGuardTheTool) {
+  // `command -v` / `which` only look the tool up; what runs behind such a test (the `then` of an
+  // if, the `else` of its negation, the rest of an `&&` list) runs only where it is installed.
+  std::string sh =
+      "if command -v nvidia-smi >/dev/null 2>&1; then\n"  // 1: a lookup, not a run
+      "  nvidia-smi\n"                                    // 2: guarded
+      "  if [ -n \"$X\" ]; then nvcc -V; fi\n"            // 3: still inside the guard
+      "else\n"
+      "  nvcc --version\n"  // 5: unguarded
+      "fi\n"
+      "nvidia-smi -L\n"                             // 7: unguarded
+      "which nvcc >/dev/null && nvcc --version\n"   // 8: guarded
+      "command -v nvcc || nvcc --version\n"         // 9: unguarded
+      "if ! [ -x \"$(command -v nvcc)\" ]; then\n"  // 10
+      "  echo no\n"
+      "else\n"
+      "  nvcc -V\n"  // 13: guarded
+      "fi\n"
+      "if nvidia-smi -L >/dev/null; then torchrun --nproc_per_node 8 t.py; fi\n"  // 15
+      "[ -x /usr/local/cuda/bin/nvcc ] && /usr/local/cuda/bin/nvcc -V\n";         // 16
+  auto fs = ScanText(ScanShell, "run.sh", sh);
+  ASSERT_EQ(Codes(fs), (Strings{"DT405@2", "DT405@3", "DT405@5", "DT405@7", "DT405@8", "DT405@9",
+                                "DT405@13", "DT405@15", "DT407@15", "DT405@16"}));
+  std::vector<bool> guarded;
+  for (const auto& f : fs) guarded.push_back(f.guarded);
+  // The probe on line 15 is a test; the launch behind it runs where nvidia-smi worked.
+  EXPECT_EQ(guarded,
+            (std::vector<bool>{true, true, false, false, true, false, true, true, true, true}));
+  EXPECT_EQ(fs.back().column, 56u);  // The run, not the `-x` test.
+  auto df = ScanText(ScanDockerfile, "Dockerfile",
+                     "FROM python:3.10\n"
+                     "RUN if command -v nvcc; then \\\n"
+                     "      nvcc -V; \\\n"
+                     "    fi\n"
+                     "RUN nvcc -V\n");
+  ASSERT_EQ(Codes(df), (Strings{"DT405@3", "DT405@5"}));
+  EXPECT_TRUE(df[0].guarded);
+  EXPECT_FALSE(df[1].guarded);
+  // A Makefile recipe's `@if`; a heredoc's Python `if` is no shell condition for what follows.
+  auto mk = ScanText(ScanShell, "Makefile",
+                     "info:\n\t@if command -v nvidia-smi >/dev/null; then nvidia-smi; fi\n"
+                     "check:\n\tpython - <<EOF\nif x:\n    pass\nEOF\n\tnvidia-smi\n\n\n\n\n\n\n"
+                     "\n\nx\ny\nz\nw\nv\nu\nt\nnvidia-smi -L\n");
+  ASSERT_EQ(Codes(mk), (Strings{"DT405@2", "DT405@8", "DT405@24"}));
+  EXPECT_TRUE(mk[0].guarded);
+  EXPECT_FALSE(mk[1].guarded);
+  EXPECT_FALSE(mk[2].guarded);
+  // `then` on the line after the condition.
+  auto two = ScanText(ScanShell, "a.sh", "if command -v nvcc >/dev/null\nthen\n  nvcc -V\nfi\n");
+  ASSERT_EQ(Codes(two), (Strings{"DT405@3"}));
+  EXPECT_TRUE(two[0].guarded);
+}
+
 TEST(ScanEnvFilesTest, ShellScriptsRunThe8BitPath) {
   EXPECT_EQ(Codes(ScanText(ScanShell, "finetune.sh",
                            "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
