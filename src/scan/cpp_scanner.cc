@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -544,8 +545,276 @@ class CppScanner {
 
 void ScanCpp(std::string_view s, FindingSink& sink) { CppScanner(s, sink).Run(); }
 
+namespace {
+
+// A command of a CMake file: its name in lower case, its arguments' text, its first and last
+// physical lines.
+struct CMakeCommand {
+  std::string name;
+  std::string_view args;
+  std::uint32_t first = 0, last = 0;
+};
+
+// The commands of a CMake file, with line and bracket comments (`#[[ ... ]]`) and quoted
+// arguments understood, so that a command spread over lines is one command.
+std::vector<CMakeCommand> CMakeCommands(std::string_view t) {
+  std::vector<CMakeCommand> out;
+  std::uint32_t line = 1;
+  std::size_t i = 0;
+  // Steps over t[i], counting line ends as ForEachLine does ("\n", "\r\n", a lone "\r").
+  auto step = [&] {
+    if (t[i] == '\n' || (t[i] == '\r' && (i + 1 == t.size() || t[i + 1] != '\n'))) ++line;
+    ++i;
+  };
+  // A comment at i ('#'): to the line end, or a bracket comment to its closing bracket.
+  auto comment = [&] {
+    std::size_t eq = i + 1;
+    if (eq < t.size() && t[eq] == '[') {
+      std::size_t k = eq + 1;
+      while (k < t.size() && t[k] == '=') ++k;
+      if (k < t.size() && t[k] == '[') {
+        const std::string close = "]" + std::string(k - eq - 1, '=') + "]";
+        std::size_t end = t.find(close, k + 1);
+        end = end == std::string_view::npos ? t.size() : end + close.size();
+        while (i < end) step();
+        return;
+      }
+    }
+    while (i < t.size() && t[i] != '\n' && t[i] != '\r') ++i;
+  };
+  while (i < t.size()) {
+    if (t[i] == '#') {
+      comment();
+      continue;
+    }
+    if (!IdStart(t[i]) || (i > 0 && IdChar(t[i - 1]))) {
+      step();
+      continue;
+    }
+    const std::size_t b = i;
+    while (i < t.size() && IdChar(t[i])) ++i;
+    CMakeCommand cmd;
+    cmd.name = Lower(t.substr(b, i - b));
+    cmd.first = line;
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\t')) ++i;
+    if (i >= t.size() || t[i] != '(') continue;
+    const std::size_t open = ++i;
+    int depth = 1;
+    while (i < t.size() && depth > 0) {
+      const char c = t[i];
+      if (c == '"') {
+        step();
+        while (i < t.size() && t[i] != '"') {
+          if (t[i] == '\\' && i + 1 < t.size()) step();
+          step();
+        }
+        if (i < t.size()) step();
+        continue;
+      }
+      if (c == '#') {
+        comment();
+        continue;
+      }
+      if (c == '(') ++depth;
+      if (c == ')') --depth;
+      step();
+    }
+    cmd.args = t.substr(open, (depth == 0 ? i - 1 : i) - open);
+    cmd.last = line;
+    out.push_back(std::move(cmd));
+  }
+  return out;
+}
+
+enum class CMakeTruth { kNone, kCuda, kNoCuda };
+
+CMakeTruth Flip(CMakeTruth t) {
+  return t == CMakeTruth::kCuda     ? CMakeTruth::kNoCuda
+         : t == CMakeTruth::kNoCuda ? CMakeTruth::kCuda
+                                    : CMakeTruth::kNone;
+}
+
+// Evaluates an if() condition as CMake does, as far as it says where CUDA is: a variable that is
+// set only where a CUDA compiler or toolkit was found, or an option that is OFF unless chosen.
+class CMakeCondition {
+ public:
+  CMakeCondition(std::string_view args, const std::set<std::string, std::less<>>& off_options)
+      : off_(off_options) {
+    for (std::size_t i = 0; i < args.size();) {
+      const char c = args[i];
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++i;
+      } else if (c == '(' || c == ')') {
+        words_.push_back(args.substr(i++, 1));
+      } else if (c == '"') {
+        const std::size_t e = args.find('"', i + 1);
+        const std::size_t end = e == std::string_view::npos ? args.size() : e;
+        words_.push_back(args.substr(i + 1, end - i - 1));
+        i = end + 1;
+      } else {
+        const std::size_t b = i;
+        while (i < args.size() && args[i] != ' ' && args[i] != '\t' && args[i] != '\n' &&
+               args[i] != '\r' && args[i] != '(' && args[i] != ')')
+          ++i;
+        words_.push_back(args.substr(b, i - b));
+      }
+    }
+  }
+
+  CMakeTruth Eval() {
+    CMakeTruth t = Or();
+    return k_ == words_.size() ? t : CMakeTruth::kNone;
+  }
+
+ private:
+  // A disjunction holds only where CUDA is when all its terms do.
+  CMakeTruth Or() {
+    CMakeTruth t = And();
+    while (k_ < words_.size() && words_[k_] == "OR") {
+      ++k_;
+      if (And() != t) t = CMakeTruth::kNone;
+    }
+    return t;
+  }
+
+  // A conjunction holds only where any of its terms does.
+  CMakeTruth And() {
+    CMakeTruth t = Not();
+    while (k_ < words_.size() && words_[k_] == "AND") {
+      ++k_;
+      const CMakeTruth u = Not();
+      if (t == CMakeTruth::kNone || u == CMakeTruth::kCuda) t = u;
+    }
+    return t;
+  }
+
+  CMakeTruth Not() {
+    if (k_ < words_.size() && words_[k_] == "NOT") {
+      ++k_;
+      return Flip(Not());
+    }
+    if (k_ < words_.size() && words_[k_] == "(") {
+      ++k_;
+      CMakeTruth t = Or();
+      if (k_ < words_.size() && words_[k_] == ")") ++k_;
+      return t;
+    }
+    // A term runs to the next operator: a variable, or `TARGET name`; comparisons say nothing.
+    const std::size_t b = k_;
+    while (k_ < words_.size() && words_[k_] != "AND" && words_[k_] != "OR" && words_[k_] != ")")
+      ++k_;
+    if (k_ - b == 2 && words_[b] == "TARGET" && StartsWith(words_[b + 1], "CUDA::"))
+      return CMakeTruth::kCuda;
+    if (k_ - b != 1) return CMakeTruth::kNone;
+    std::string_view v = words_[b];
+    if (StartsWith(v, "${") && EndsWith(v, "}")) v = v.substr(2, v.size() - 3);
+    // check_language(CUDA) and project(... CUDA) set the compiler only where one was found; the
+    // find modules set *_FOUND.
+    if (v == "CMAKE_CUDA_COMPILER" || v == "CUDAToolkit_FOUND" || v == "CUDA_FOUND")
+      return CMakeTruth::kCuda;
+    return off_.count(v) ? CMakeTruth::kCuda : CMakeTruth::kNone;
+  }
+
+  const std::set<std::string, std::less<>>& off_;
+  std::vector<std::string_view> words_;
+  std::size_t k_ = 0;
+};
+
+bool CMakeFalse(std::string_view v) {
+  const std::string u = Upper(v);
+  return u.empty() || u == "OFF" || u == "FALSE" || u == "NO" || u == "N" || u == "0" ||
+         u == "IGNORE" || EndsWith(u, "-NOTFOUND");
+}
+
+// Per line (index = line number): true where every command starting or continuing on it runs only
+// where CUDA is present or chosen: in the body of if() on such a condition (`if(WITH_CUDA)` for an
+// option that is OFF by default, `if(CMAKE_CUDA_COMPILER)` after check_language(CUDA)), in the
+// else() of its negation, and after `if(NOT ...) return() endif()`.
+std::vector<bool> CMakeGuardedLines(std::string_view text) {
+  struct Frame {
+    bool is_if = false;
+    CMakeTruth truth = CMakeTruth::kNone;  // Of the if() itself.
+    bool elif = false, in_else = false;
+    bool guard = false;    // The current branch runs only with CUDA.
+    bool returns = false;  // The if() branch ends the file or function (`return()`).
+    bool rest = false;     // What follows in this block runs only with CUDA (an early return).
+  };
+  std::vector<Frame> stack(1);  // The file itself at the bottom.
+  std::set<std::string, std::less<>> off_options;
+  std::vector<int> state;  // -1: no command on the line yet.
+  auto guarded = [&] {
+    for (const Frame& f : stack)
+      if (f.guard || f.rest) return true;
+    return false;
+  };
+  for (const CMakeCommand& c : CMakeCommands(text)) {
+    const bool g = guarded();
+    if (state.size() <= c.last) state.resize(c.last + 1, -1);
+    for (std::uint32_t l = c.first; l <= c.last; ++l)
+      state[l] = state[l] == -1 ? g : (state[l] != 0 && g);
+    const std::string& n = c.name;
+    if (n == "option" || n == "cmake_dependent_option" || n == "set") {
+      // option(NAME "help" [value]), cmake_dependent_option(NAME "help" value ...),
+      // set(NAME value ...): the option is OFF unless a value turns it on.
+      std::string_view a = Trim(c.args);
+      const std::size_t name_end = std::min(a.find_first_of(" \t\r\n"), a.size());
+      const std::string name(a.substr(0, name_end));
+      std::string_view rest = Trim(a.substr(name_end));
+      if (n != "set" && !rest.empty() && rest[0] == '"') {
+        const std::size_t q = rest.find('"', 1);
+        rest = q == std::string_view::npos ? std::string_view{} : Trim(rest.substr(q + 1));
+      } else if (n != "set") {
+        rest = Trim(rest.substr(std::min(rest.find_first_of(" \t\r\n"), rest.size())));
+      }
+      std::string_view value = rest.substr(0, rest.find_first_of(" \t\r\n"));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"')
+        value = value.substr(1, value.size() - 2);
+      if (n == "set" && value.empty()) continue;  // Unsets it: no longer an option we know.
+      if (n != "set" && CMakeFalse(value))
+        off_options.insert(name);
+      else if (!CMakeFalse(value))
+        off_options.erase(name);
+    } else if (n == "if") {
+      Frame f;
+      f.is_if = true;
+      f.truth = CMakeCondition(c.args, off_options).Eval();
+      f.guard = f.truth == CMakeTruth::kCuda;
+      stack.push_back(f);
+    } else if (n == "elseif" && stack.size() > 1 && stack.back().is_if) {
+      stack.back().elif = true;
+      stack.back().guard = CMakeCondition(c.args, off_options).Eval() == CMakeTruth::kCuda;
+    } else if (n == "else" && stack.size() > 1 && stack.back().is_if) {
+      Frame& f = stack.back();
+      f.in_else = true;
+      f.guard = !f.elif && f.truth == CMakeTruth::kNoCuda;
+    } else if (n == "endif" && stack.size() > 1 && stack.back().is_if) {
+      const Frame f = stack.back();
+      stack.pop_back();
+      // `if(NOT CMAKE_CUDA_COMPILER) return() endif()`: the rest runs only with CUDA.
+      if (f.truth == CMakeTruth::kNoCuda && f.returns && !f.elif && !f.in_else)
+        stack.back().rest = true;
+    } else if (n == "return") {
+      Frame& f = stack.back();
+      if (f.is_if && !f.elif && !f.in_else) f.returns = true;
+    } else if (n == "function" || n == "macro" || n == "foreach" || n == "while" || n == "block") {
+      stack.emplace_back();
+    } else if ((n == "endfunction" || n == "endmacro" || n == "endforeach" || n == "endwhile" ||
+                n == "endblock") &&
+               stack.size() > 1 && !stack.back().is_if) {
+      stack.pop_back();
+    }
+  }
+  std::vector<bool> out(state.size(), false);
+  for (std::size_t l = 0; l < state.size(); ++l) out[l] = state[l] == 1;
+  return out;
+}
+
+}  // namespace
+
 void ScanCMake(std::string_view text, FindingSink& sink) {
+  const std::vector<bool> guarded_lines = CMakeGuardedLines(text);
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
+    const bool guarded = n < guarded_lines.size() && guarded_lines[n];
     std::string line(raw);
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     const std::string upper = Upper(line);
@@ -553,26 +822,26 @@ void ScanCMake(std::string_view text, FindingSink& sink) {
     std::size_t p;
     if ((p = upper.find("ENABLE_LANGUAGE")) != std::string::npos &&
         upper.find("CUDA", p) != std::string::npos) {
-      sink.Add("DT306", n, col(p), "enable_language(CUDA)", false);
+      sink.Add("DT306", n, col(p), "enable_language(CUDA)", guarded);
     } else if ((p = upper.find("FIND_PACKAGE")) != std::string::npos &&
                (upper.find("(CUDA", p) != std::string::npos ||
                 upper.find("( CUDA", p) != std::string::npos)) {
-      sink.Add("DT306", n, col(p), "find_package(CUDA...)", false);
+      sink.Add("DT306", n, col(p), "find_package(CUDA...)", guarded);
     } else if ((p = upper.find("CUDA_ADD_")) != std::string::npos) {
-      sink.Add("DT306", n, col(p), "cuda_add_*()", false);
+      sink.Add("DT306", n, col(p), "cuda_add_*()", guarded);
     } else if ((p = line.find("CUDA::")) != std::string::npos) {
-      sink.Add("DT306", n, col(p), "a CUDA:: target", false);
+      sink.Add("DT306", n, col(p), "a CUDA:: target", guarded);
     } else if ((p = upper.find("PROJECT")) != std::string::npos &&
                FindWord(line, "CUDA") != std::string::npos &&
                upper.find("LANGUAGES", p) != std::string::npos) {
-      sink.Add("DT306", n, col(p), "project(... LANGUAGES CUDA)", false);
+      sink.Add("DT306", n, col(p), "project(... LANGUAGES CUDA)", guarded);
     }
     if ((p = upper.find("CUDA_ARCHITECTURES")) != std::string::npos)
-      sink.Add("DT302", n, col(p), "CUDA_ARCHITECTURES", false);
+      sink.Add("DT302", n, col(p), "CUDA_ARCHITECTURES", guarded);
     else if ((p = line.find("-gencode")) != std::string::npos)
-      sink.Add("DT302", n, col(p), "-gencode", false);
+      sink.Add("DT302", n, col(p), "-gencode", guarded);
     else if ((p = line.find("TORCH_CUDA_ARCH_LIST")) != std::string::npos)
-      sink.Add("DT302", n, col(p), "TORCH_CUDA_ARCH_LIST", false);
+      sink.Add("DT302", n, col(p), "TORCH_CUDA_ARCH_LIST", guarded);
   });
 }
 

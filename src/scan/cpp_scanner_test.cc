@@ -208,5 +208,50 @@ TEST(ScanCMakeTest, CudaLanguageAndArchitectures) {
   EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT306@2", "DT306@3", "DT302@4"}));
 }
 
+TEST(ScanCMakeTest, OptionalCudaIsGuarded) {
+  // CUDA only where it is chosen (an option OFF by default) or found (check_language, the find
+  // modules); the else of a negation and the rest after an early return() too.
+  std::string src =
+      "option(WITH_CUDA \"Build the CUDA kernels (needs nvcc)\" OFF)\n"  // 1
+      "option(USE_GPU \"Build for the GPU\" ON)\n"
+      "if(WITH_CUDA)\n"
+      "  enable_language(CUDA)\n"  // 4: guarded
+      "endif()\n"
+      "if(USE_GPU)\n"
+      "  find_package(CUDAToolkit REQUIRED)\n"  // 7: ON by default: not guarded
+      "endif()\n"
+      "include(CheckLanguage)\n"
+      "check_language(CUDA)\n"
+      "if(CMAKE_CUDA_COMPILER AND NOT APPLE)\n"
+      "  target_link_libraries(k PRIVATE\n"
+      "    CUDA::cudart)\n"  // 13: guarded, on a continuation line
+      "elseif(UNIX)\n"
+      "  find_package(CUDA)\n"  // 15: another branch: not guarded
+      "endif()\n"
+      "if(NOT CMAKE_CUDA_COMPILER)\n"
+      "  message(STATUS \"no CUDA\")\n"
+      "else()\n"
+      "  set_target_properties(k PROPERTIES CUDA_ARCHITECTURES 80)\n"  // 20: guarded
+      "endif()\n"
+      "if(WITH_CUDA OR USE_GPU)\n"
+      "  enable_language(CUDA)\n"  // 23: not every alternative is a CUDA check
+      "endif()\n"
+      "if(NOT CUDAToolkit_FOUND)\n"
+      "  return()\n"
+      "endif()\n"
+      "#[[ if(WITH_CUDA)\n"
+      "endif() ]]\n"
+      "enable_language(CUDA)\n";  // 30: after the early return: guarded
+  std::vector<Finding> out;
+  FindingSink sink(Reg(), "CMakeLists.txt", src, out);
+  ScanCMake(src, sink);
+  ASSERT_EQ(Codes(out), (std::vector<std::string>{"DT306@4", "DT306@7", "DT306@13", "DT306@15",
+                                                  "DT302@20", "DT306@23", "DT306@30"}));
+  std::vector<bool> guarded;
+  for (const auto& f : out) guarded.push_back(f.guarded);
+  EXPECT_EQ(guarded, (std::vector<bool>{true, false, true, false, true, false, true}));
+  EXPECT_EQ(out[0].severity, Severity::kPortable);
+}
+
 }  // namespace
 }  // namespace dt::scan

@@ -568,21 +568,28 @@ std::size_t BitsandbytesFlagAt(std::string_view s) {
 }
 
 // Where a command line selects a CUDA device: `--device cuda`, `--device=cuda:0`,
-// `--accelerator gpu`; npos when it does not.
-std::size_t CudaDeviceFlagAt(std::string_view s) {
+// `--accelerator gpu`; npos when it does not. Quotes and commas may stand between the option and
+// its value, so the exec form of a compose command (`["--device", "cuda"]`) reads the same; in a
+// shell line the quoted text is blanked first. `text` gets "--device cuda" when given.
+std::size_t CudaDeviceFlagAt(std::string_view s, std::string* text = nullptr) {
   for (std::string_view opt : {"--device", "--accelerator"}) {
     for (std::size_t p = FindWord(s, opt); p != std::string_view::npos;
          p = FindWord(s, opt, p + 1)) {
       std::size_t v = p + opt.size();
       if (v < s.size() && s[v] == '=') ++v;
-      while (v < s.size() && (s[v] == ' ' || s[v] == '\t')) ++v;
+      while (v < s.size() &&
+             (s[v] == ' ' || s[v] == '\t' || s[v] == '"' || s[v] == '\'' || s[v] == ','))
+        ++v;
       std::size_t e = v;
       while (e < s.size() && ArgChar(s[e]) && s[e] != ';' && s[e] != '&' && s[e] != '|') ++e;
       std::string value = Lower(s.substr(v, e - v));
       bool cuda = value == "cuda" || (StartsWith(value, "cuda:") && value.size() > 5 &&
                                       std::all_of(value.begin() + 5, value.end(),
                                                   [](char c) { return c >= '0' && c <= '9'; }));
-      if (cuda || (opt == "--accelerator" && value == "gpu")) return p;
+      if (cuda || (opt == "--accelerator" && value == "gpu")) {
+        if (text) *text = std::string(opt) + " " + std::string(s.substr(v, e - v));
+        return p;
+      }
     }
   }
   return std::string_view::npos;
@@ -673,45 +680,295 @@ void PipInstallArgs(const std::string& line, std::size_t from, std::uint32_t n, 
   }
 }
 
-void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink) {
+constexpr std::string_view kNvidiaTools[] = {"nvidia-smi", "nvcc",   "nsys",
+                                             "ncu",        "nvprof", "cuda-gdb"};
+
+// A tool by name or by path (`/usr/local/cuda/bin/nvcc`).
+bool IsNvidiaTool(std::string_view w) {
+  w = w.substr(w.rfind('/') + 1);
+  return std::find(std::begin(kNvidiaTools), std::end(kNvidiaTools), w) != std::end(kNvidiaTools);
+}
+
+// Quotes, `$( )`, backticks, `[ ]`, operators and redirections end a word of a test.
+bool ShellSep(char c) {
+  return c == ' ' || c == '\t' || c == '"' || c == '\'' || c == '$' || c == '(' || c == ')' ||
+         c == '`' || c == '[' || c == ']' || c == ';' || c == '&' || c == '|' || c == '<' ||
+         c == '>';
+}
+
+// The words of a shell command's text, ShellSep() separating them: `[ -x "$(command -v nvcc)" ]`
+// is the words -x command -v nvcc.
+std::vector<std::string_view> ShellWords(std::string_view s) {
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < s.size();) {
+    if (ShellSep(s[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t b = i;
+    while (i < s.size() && !ShellSep(s[i])) ++i;
+    out.push_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+// Whether the words [0, k) end with a test of whether the tool at k exists (`command -v nvcc`,
+// `which nvidia-smi`, `type`, `hash`, `[ -x /usr/local/cuda/bin/nvcc ]`), which looks the tool up
+// without running it.
+bool ExistenceTestBefore(const std::vector<std::string_view>& w, std::size_t k) {
+  if (k >= 1 && (w[k - 1] == "which" || w[k - 1] == "type" || w[k - 1] == "hash" ||
+                 w[k - 1] == "whereis" || w[k - 1] == "-x" || w[k - 1] == "-f" || w[k - 1] == "-e"))
+    return true;
+  return k >= 2 && (w[k - 1] == "-v" || w[k - 1] == "-V") && w[k - 2] == "command";
+}
+
+enum class ShellTruth { kNone, kCuda, kNoCuda };
+
+// What a test command says: kCuda where it holds only with an NVIDIA tool installed (`command -v
+// nvidia-smi`, `[ -x "$(which nvcc)" ]`, or running the tool: `nvidia-smi -L`), kNoCuda for its
+// negation (`! command -v nvcc`, `[ -z "$(command -v nvcc)" ]`); a disjunction says nothing.
+ShellTruth TestTruth(std::string_view text) {
+  if (text.find("||") != std::string_view::npos) return ShellTruth::kNone;
+  const std::vector<std::string_view> w = ShellWords(text);
+  bool found = false, negated = false;
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    if (w[k] == "!" || w[k] == "-z") negated = !negated;
+    if (!IsNvidiaTool(w[k])) continue;
+    std::size_t first = 0;  // The command itself, past `!`, `test` and the test's own flags.
+    while (first < k && (w[first] == "!" || w[first] == "test" || w[first][0] == '-')) ++first;
+    found |= ExistenceTestBefore(w, k) || first == k;
+  }
+  if (!found) return ShellTruth::kNone;
+  return negated ? ShellTruth::kNoCuda : ShellTruth::kCuda;
+}
+
+// The control flow of a shell script, line by line, as far as it says that the NVIDIA tools are
+// installed where a command runs: the `then` branch of `if command -v nvidia-smi ...` (the `else`
+// of its negation), and what follows `&&` after such a test. Findings there are guarded, as the
+// Python scanner guards code behind torch.cuda.is_available().
+class ShellGuards {
+ public:
+  // Reads blanked line `line` (raw text `raw`, same columns) from `from`; GuardedAt() then says
+  // whether the command at a column of it is guarded.
+  void Read(std::string_view raw, std::string_view line, std::size_t from) {
+    if (in_cond_ && awaiting_then_) {
+      // `if x:` of a heredoc's Python, not `if cmd` / `then` over two lines: no condition.
+      const std::string_view first = Trim(line.substr(std::min(from, line.size())));
+      if (first.substr(0, first.find_first_of(" \t;")) != "then") DropCondition();
+    }
+    awaiting_then_ = false;
+    marks_.clear();
+    marks_.push_back(Mark{0, Guarded(), in_cond_});
+    std::size_t cmd_begin = from;  // The current simple command.
+    for (std::size_t i = from; i < line.size();) {
+      const char c = line[i];
+      if (c == ' ' || c == '\t') {
+        ++i;
+        continue;
+      }
+      if (IsOperator(line, i)) {
+        const bool pair = i + 1 < line.size() && line[i + 1] == c;
+        if (in_cond_) {
+          cond_.append(raw.substr(cmd_begin, i + (pair ? 2 : 1) - cmd_begin));
+        } else if (c == '&' && pair) {
+          // `command -v nvcc >/dev/null && nvcc ...`: the rest of the and-list has the tool.
+          and_guard_ =
+              and_guard_ || TestTruth(raw.substr(cmd_begin, i - cmd_begin)) == ShellTruth::kCuda;
+        } else if (c != '|' || pair) {
+          and_guard_ = false;  // `;`, `&`, `||`: the next command runs either way.
+        }
+        i += pair ? 2 : 1;
+        cmd_begin = i;
+        at_command_ = true;
+        marks_.push_back(Mark{i, Guarded(), in_cond_});
+        continue;
+      }
+      std::size_t e = i;
+      while (e < line.size() && line[e] != ' ' && line[e] != '\t' && !IsOperator(line, e)) ++e;
+      const std::string_view word = line.substr(i, e - i);
+      if (at_command_) Keyword(word, e, cmd_begin);
+      marks_.push_back(Mark{i, Guarded(), in_cond_});
+      i = e;
+    }
+    const std::string_view t = Trim(line);
+    if (in_cond_) {
+      cond_.append(raw.substr(cmd_begin, line.size() - std::min(cmd_begin, line.size())));
+      // An `if` with no `then` within a few lines is no shell if: drop it rather than read the
+      // rest of the file as its condition.
+      if (++cond_lines_ > kMaxConditionLines) DropCondition();
+    }
+    if (!t.empty() && t.back() == '\\') return;  // The command goes on on the next line.
+    const std::string_view c = Trim(cond_);
+    awaiting_then_ = in_cond_ && !c.empty() && c.back() != '&' && c.back() != '|';
+    and_guard_ = false;
+    at_command_ = true;
+  }
+
+  bool GuardedAt(std::size_t p) const { return MarkAt(p).guarded; }
+  // Whether column p lies in an `if` condition: a command there is a test, and its failure picks
+  // the other branch instead of stopping the script.
+  bool InConditionAt(std::size_t p) const { return MarkAt(p).cond; }
+
+  // Forgets the control flow: a Dockerfile instruction that is not a continued RUN.
+  void Reset() { *this = ShellGuards(); }
+
+ private:
+  struct Mark {
+    std::size_t at = 0;
+    bool guarded = false;
+    bool cond = false;
+  };
+
+  Mark MarkAt(std::size_t p) const {
+    Mark m{0, Guarded(), in_cond_};
+    for (const Mark& k : marks_) {
+      if (k.at > p) break;
+      m = k;
+    }
+    return m;
+  }
+
+  // `;`, `&`, `|` (and their pairs) at i; the `&` of a redirection (`2>&1`, `&>`) is none.
+  static bool IsOperator(std::string_view line, std::size_t i) {
+    const char c = line[i];
+    if (c == '&' && ((i > 0 && (line[i - 1] == '>' || line[i - 1] == '<')) ||
+                     (i + 1 < line.size() && line[i + 1] == '>')))
+      return false;
+    return c == ';' || c == '&' || c == '|';
+  }
+
+  struct Frame {
+    ShellTruth truth = ShellTruth::kNone;  // Of the `if` condition.
+    bool elif = false;
+    bool guard = false;  // The current branch runs only where the tools are installed.
+  };
+
+  void DropCondition() {
+    in_cond_ = false;
+    if (!frames_.empty() && !frames_.back().elif) frames_.pop_back();
+  }
+
+  bool Guarded() const {
+    if (and_guard_) return true;
+    for (const Frame& f : frames_)
+      if (f.guard) return true;
+    return false;
+  }
+
+  // A word at command position, ending at e: the reserved words of if/then/else/fi. A Makefile
+  // recipe may prefix it with `@`, `-` or `+`.
+  void Keyword(std::string_view word, std::size_t e, std::size_t& cmd_begin) {
+    while (!word.empty() && (word[0] == '@' || word[0] == '-' || word[0] == '+'))
+      word.remove_prefix(1);
+    if (word == "if" || word == "elif") {
+      if (word == "if") frames_.emplace_back();
+      if (word == "elif" && !frames_.empty()) {
+        frames_.back().elif = true;
+        frames_.back().guard = false;
+      }
+      in_cond_ = true;
+      cond_.clear();
+      cond_lines_ = 0;
+      cmd_begin = e;
+      return;  // The condition's first command follows.
+    }
+    if (word == "then" && in_cond_) {
+      in_cond_ = false;
+      const ShellTruth t = TestTruth(cond_);
+      if (!frames_.empty()) {
+        Frame& f = frames_.back();
+        if (!f.elif) f.truth = t;
+        f.guard = t == ShellTruth::kCuda;
+      }
+      cmd_begin = e;
+      return;
+    }
+    if (word == "else") {
+      if (!frames_.empty())
+        frames_.back().guard = !frames_.back().elif && frames_.back().truth == ShellTruth::kNoCuda;
+      cmd_begin = e;
+      return;
+    }
+    if (word == "fi") {
+      if (!frames_.empty()) frames_.pop_back();
+      at_command_ = false;
+      return;
+    }
+    if (word == "!") return;  // Part of the test it negates.
+    if (word == "do" || word == "{" || word == "(" || word == "time") {
+      cmd_begin = e;
+      return;
+    }
+    at_command_ = false;
+  }
+
+  static constexpr int kMaxConditionLines = 8;
+  std::vector<Frame> frames_;
+  bool in_cond_ = false;        // Between `if` / `elif` and `then`.
+  std::string cond_;            // The condition's raw text so far.
+  int cond_lines_ = 0;          // Line ends within it.
+  bool awaiting_then_ = false;  // The line ended the condition: `then` must come next.
+  bool and_guard_ = false;
+  bool at_command_ = true;
+  std::vector<Mark> marks_;  // Where the state changes along the current line.
+};
+
+// The first NVIDIA tool that the line runs, or npos: `command -v nvidia-smi` only looks it up.
+std::size_t NvidiaToolRun(std::string_view line, std::string_view& tool) {
+  for (std::string_view t : kNvidiaTools)
+    for (std::size_t p = FindWord(line, t); p != std::string_view::npos;
+         p = FindWord(line, t, p + 1)) {
+      std::size_t b = p;  // The whole word: a path to the tool is the tool.
+      while (b > 0 && !ShellSep(line[b - 1])) --b;
+      std::vector<std::string_view> before = ShellWords(line.substr(0, b));
+      before.push_back(t);
+      if (ExistenceTestBefore(before, before.size() - 1)) continue;
+      tool = t;
+      return p;
+    }
+  return std::string_view::npos;
+}
+
+void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
+               ShellGuards* guards = nullptr, std::size_t from = 0) {
   std::string line = BlankQuoted(raw);
   auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
-  for (std::string_view tool : {"nvidia-smi", "nvcc", "nsys", "ncu", "nvprof", "cuda-gdb"}) {
-    std::size_t p = FindWord(line, tool);
-    if (p != std::string::npos) {
-      sink.Add("DT405", n, col(p), tool, false);
-      break;
-    }
-  }
+  ShellGuards own;
+  if (guards == nullptr) guards = &own;
+  guards->Read(raw, line, from);
+  auto g = [&](std::size_t p) { return guards->GuardedAt(p); };
+  std::string_view tool;
+  if (std::size_t p = NvidiaToolRun(line, tool); p != std::string::npos)
+    sink.Add("DT405", n, col(p), tool, g(p) || guards->InConditionAt(p));
   if (std::size_t p = line.find("CUDA_VISIBLE_DEVICES"); p != std::string::npos)
-    sink.Add("DT406", n, col(p), "CUDA_VISIBLE_DEVICES", false);
+    sink.Add("DT406", n, col(p), "CUDA_VISIBLE_DEVICES", g(p));
   if (std::size_t p = line.find("TORCH_CUDA_ARCH_LIST"); p != std::string::npos)
-    sink.Add("DT302", n, col(p), "TORCH_CUDA_ARCH_LIST", false);
-  else if (std::size_t g = line.find("-gencode"); g != std::string::npos)
-    sink.Add("DT302", n, col(g), "-gencode", false);
+    sink.Add("DT302", n, col(p), "TORCH_CUDA_ARCH_LIST", g(p));
+  else if (std::size_t q = line.find("-gencode"); q != std::string::npos)
+    sink.Add("DT302", n, col(q), "-gencode", g(q));
   // FORCE_CUDA=1: the switch extension builds (detectron2, mmcv, pytorch3d) read to compile
   // their CUDA sources even where no GPU is visible.
   else if (std::size_t f = FindWord(line, "FORCE_CUDA"); f != std::string::npos)
-    sink.Add("DT302", n, col(f), "FORCE_CUDA", false);
+    sink.Add("DT302", n, col(f), "FORCE_CUDA", g(f));
   std::size_t launcher = FindWord(line, "torchrun");
   if (launcher == std::string::npos) launcher = line.find("torch.distributed.launch");
   if (launcher == std::string::npos) launcher = line.find("torch.distributed.run");
   if (launcher != std::string::npos && (line.find("nproc_per_node") != std::string::npos ||
                                         line.find("nproc-per-node") != std::string::npos)) {
-    sink.Add("DT407", n, col(launcher), "torchrun --nproc_per_node", false);
+    sink.Add("DT407", n, col(launcher), "torchrun --nproc_per_node", g(launcher));
   }
   if (std::size_t p = line.find("setup.py"); p != std::string::npos) {
     std::string_view rest = std::string_view(line).substr(p + 8);
     for (std::string_view verb : {"install", "build_ext", "develop", "bdist_wheel"})
       if (FindWord(rest, verb) != std::string::npos) {
-        sink.Add("DT310", n, col(p), "setup.py " + std::string(verb), false);
+        sink.Add("DT310", n, col(p), "setup.py " + std::string(verb), g(p));
         break;
       }
   }
   if (std::size_t p = BitsandbytesFlagAt(line); p != std::string::npos)
-    sink.Add("DT221", n, col(p), ArgToken(line, p), false);
+    sink.Add("DT221", n, col(p), ArgToken(line, p), g(p));
   if (std::size_t p = CudaDeviceFlagAt(line); p != std::string::npos)
-    sink.Add("DT120", n, col(p), DeviceFlagText(line, p), false);
+    sink.Add("DT120", n, col(p), DeviceFlagText(line, p), g(p));
   // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
   if (std::size_t pi = FindWord(line, "pip"); pi != std::string::npos) {
     if (std::size_t inst = FindWord(line, "install", pi); inst != std::string::npos)
@@ -719,25 +976,32 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink) {
   }
   if (IsCudaIndexUrl(raw) || HasCudaLocalVersion(line)) {
     std::size_t p = line.find("torch");
-    sink.Add("DT401", n, col(p == std::string::npos ? 0 : p), "a CUDA wheel of torch", false);
+    p = p == std::string::npos ? 0 : p;
+    sink.Add("DT401", n, col(p), "a CUDA wheel of torch", g(p));
   }
 }
 
 }  // namespace
 
 void ScanShell(std::string_view text, FindingSink& sink) {
+  ShellGuards guards;
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
     if (t.empty() || t[0] == '#') return;
-    ShellLine(raw, n, sink);
+    ShellLine(raw, n, sink, &guards);
   });
 }
 
 void ScanDockerfile(std::string_view text, FindingSink& sink) {
+  ShellGuards guards;
+  bool continued = false;  // The previous line ended in `\`: this one goes on with its RUN.
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
     if (t.empty() || t[0] == '#') return;
+    const bool instruction = !continued;
+    continued = t.back() == '\\';
     const std::string upper = Upper(t.substr(0, 5));
+    if (instruction) guards.Reset();
     if (StartsWith(upper, "FROM ")) {
       std::string_view image = Trim(t.substr(5));
       while (StartsWith(image, "--")) {  // --platform=...
@@ -748,7 +1012,11 @@ void ScanDockerfile(std::string_view text, FindingSink& sink) {
       if (IsCudaImage(image)) sink.Add("DT404", n, Col(raw, image), image, false);
       return;
     }
-    ShellLine(raw, n, sink);
+    // The shell command of a RUN starts after the instruction word.
+    std::size_t from = 0;
+    if (instruction && StartsWith(upper, "RUN "))
+      from = static_cast<std::size_t>(t.data() - raw.data()) + 4;
+    ShellLine(raw, n, sink, &guards, from);
   });
 }
 
@@ -860,8 +1128,26 @@ std::vector<std::string> LibraryWords(const Registry& reg) {
   for (const auto& lib : reg.libraries()) {
     for (const auto& m : lib.modules) add(m);
     for (const auto& p : lib.packages) add(p);
+    for (const auto& w : lib.config_words) add(w);
   }
   return out;
+}
+
+// Whether the registry's Python vocabulary reads `key: value` as a use of a CUDA-only library
+// (DT202): a config is the keyword arguments of the code that reads it, so
+// `attn_implementation: flash_attention_2` selects flash-attn as the keyword argument does, and a
+// value the string rules name (`flash_attention_3`) does under any key. Rules bound to one callee
+// say nothing about a config's key.
+bool PythonLibraryRule(const Registry& reg, std::string_view key, std::string_view v) {
+  if (v.empty() || v.find_first_of(" \t[{") != std::string_view::npos) return false;
+  if (const auto* rules = reg.KeywordRules(key))
+    for (const auto& r : *rules) {
+      if (r.code != "DT202" || !r.call.empty()) continue;
+      // Python's True is YAML's true / yes / on.
+      if (r.value.empty() || (r.value == "True" ? Truthy(v) : GlobMatch(r.value, v))) return true;
+    }
+  const PythonKeyword* s = reg.StringRule(v);
+  return s != nullptr && s->code == "DT202";
 }
 
 // The library a config value names: the whole value ("flash-attn") or one of its words
@@ -916,6 +1202,10 @@ bool IsProseKey(std::string_view key) {
 void ScanCompose(std::string_view text, FindingSink& sink) {
   std::string list_key;  // A key whose block sequence follows ("command:", "capabilities:").
   std::size_t list_indent = 0;
+  // The previous entry of a command's block sequence, where `- --device` and `- cuda` put an
+  // option and its value on two lines.
+  std::string prev_arg;
+  std::uint32_t prev_line = 0, prev_col = 0;
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     YamlLine y = ReadYamlLine(raw);
     if (y.content.empty()) return;
@@ -952,6 +1242,20 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
       std::string_view body = y.item ? y.content : v;
       if (std::size_t p = BitsandbytesFlagAt(body); p != std::string_view::npos)
         sink.Add("DT221", n, col(body.substr(p)), ArgToken(body, p), false);
+      // The exec form's arguments are quoted, which the shell reading above blanks.
+      std::string flag;
+      if (std::size_t p = CudaDeviceFlagAt(body, &flag); p != std::string_view::npos) {
+        sink.Add("DT120", n, col(body.substr(p)), flag, false);
+      } else if (y.item && !prev_arg.empty()) {
+        const std::string joined = prev_arg + " " + std::string(y.value);
+        if (CudaDeviceFlagAt(joined, &flag) == 0)
+          sink.Add("DT120", prev_line, prev_col, flag, false);
+      }
+      prev_arg = y.item ? std::string(y.value) : std::string();
+      prev_line = n;
+      prev_col = col(y.content);
+    } else {
+      prev_arg.clear();
     }
     if (!y.key.empty() && v.empty()) {
       list_key = key;
@@ -995,6 +1299,10 @@ void ConfigPairFinding(const YamlLine& y, const std::string& key, std::uint32_t 
   }
   if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl") {
     sink.Add("DT205", n, at, "nccl", false);
+    return;
+  }
+  if (PythonLibraryRule(sink.registry(), y.key, v)) {
+    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
     return;
   }
   // A value naming a CUDA-only library; prose (a value with spaces) is not a selection.

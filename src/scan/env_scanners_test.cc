@@ -114,6 +114,89 @@ TEST(ScanEnvFilesTest, CommandLinesSelectCudaDevices) {
             (Strings{"DT120@3"}));
 }
 
+TEST(ScanEnvFilesTest, ComposeExecFormSelectsCudaDevices) {
+  // The exec (list) form quotes each argument; the block-list form may split an option from its
+  // value over two entries, reported at the option.
+  std::string compose =
+      "services:\n"
+      "  a:\n"
+      "    command: [\"python\", \"train.py\", \"--device\", \"cuda\"]\n"  // 3
+      "  b:\n"
+      "    entrypoint: ['python', 'eval.py', '--device=cuda:1']\n"  // 5
+      "  c:\n"
+      "    command:\n"
+      "      - python\n"
+      "      - --device\n"  // 9
+      "      - \"cuda\"\n"
+      "      - \"--accelerator=gpu\"\n"  // 11
+      "  d:\n"
+      "    command: [\"python\", \"x.py\", \"--device\", \"cpu\"]\n"
+      "    args:\n"
+      "      - --device\n"
+      "      - mps\n"
+      "    environment:\n"
+      "      - --device\n"
+      "    labels:\n"
+      "      - cuda\n";
+  auto fs = ScanText(ScanCompose, "compose.yml", compose);
+  ASSERT_EQ(Codes(fs), (Strings{"DT120@3", "DT120@5", "DT120@9", "DT120@11"}));
+  EXPECT_EQ(fs[0].message, "--device cuda selects CUDA devices");
+  EXPECT_EQ(fs[2].column, 9u);
+}
+
+TEST(ScanEnvFilesTest, ShellExistenceTestsGuardTheTool) {
+  // `command -v` / `which` only look the tool up; what runs behind such a test (the `then` of an
+  // if, the `else` of its negation, the rest of an `&&` list) runs only where it is installed.
+  std::string sh =
+      "if command -v nvidia-smi >/dev/null 2>&1; then\n"  // 1: a lookup, not a run
+      "  nvidia-smi\n"                                    // 2: guarded
+      "  if [ -n \"$X\" ]; then nvcc -V; fi\n"            // 3: still inside the guard
+      "else\n"
+      "  nvcc --version\n"  // 5: unguarded
+      "fi\n"
+      "nvidia-smi -L\n"                             // 7: unguarded
+      "which nvcc >/dev/null && nvcc --version\n"   // 8: guarded
+      "command -v nvcc || nvcc --version\n"         // 9: unguarded
+      "if ! [ -x \"$(command -v nvcc)\" ]; then\n"  // 10
+      "  echo no\n"
+      "else\n"
+      "  nvcc -V\n"  // 13: guarded
+      "fi\n"
+      "if nvidia-smi -L >/dev/null; then torchrun --nproc_per_node 8 t.py; fi\n"  // 15
+      "[ -x /usr/local/cuda/bin/nvcc ] && /usr/local/cuda/bin/nvcc -V\n";         // 16
+  auto fs = ScanText(ScanShell, "run.sh", sh);
+  ASSERT_EQ(Codes(fs), (Strings{"DT405@2", "DT405@3", "DT405@5", "DT405@7", "DT405@8", "DT405@9",
+                                "DT405@13", "DT405@15", "DT407@15", "DT405@16"}));
+  std::vector<bool> guarded;
+  for (const auto& f : fs) guarded.push_back(f.guarded);
+  // The probe on line 15 is a test; the launch behind it runs where nvidia-smi worked.
+  EXPECT_EQ(guarded,
+            (std::vector<bool>{true, true, false, false, true, false, true, true, true, true}));
+  EXPECT_EQ(fs.back().column, 56u);  // The run, not the `-x` test.
+  auto df = ScanText(ScanDockerfile, "Dockerfile",
+                     "FROM python:3.10\n"
+                     "RUN if command -v nvcc; then \\\n"
+                     "      nvcc -V; \\\n"
+                     "    fi\n"
+                     "RUN nvcc -V\n");
+  ASSERT_EQ(Codes(df), (Strings{"DT405@3", "DT405@5"}));
+  EXPECT_TRUE(df[0].guarded);
+  EXPECT_FALSE(df[1].guarded);
+  // A Makefile recipe's `@if`; a heredoc's Python `if` is no shell condition for what follows.
+  auto mk = ScanText(ScanShell, "Makefile",
+                     "info:\n\t@if command -v nvidia-smi >/dev/null; then nvidia-smi; fi\n"
+                     "check:\n\tpython - <<EOF\nif x:\n    pass\nEOF\n\tnvidia-smi\n\n\n\n\n\n\n"
+                     "\n\nx\ny\nz\nw\nv\nu\nt\nnvidia-smi -L\n");
+  ASSERT_EQ(Codes(mk), (Strings{"DT405@2", "DT405@8", "DT405@24"}));
+  EXPECT_TRUE(mk[0].guarded);
+  EXPECT_FALSE(mk[1].guarded);
+  EXPECT_FALSE(mk[2].guarded);
+  // `then` on the line after the condition.
+  auto two = ScanText(ScanShell, "a.sh", "if command -v nvcc >/dev/null\nthen\n  nvcc -V\nfi\n");
+  ASSERT_EQ(Codes(two), (Strings{"DT405@3"}));
+  EXPECT_TRUE(two[0].guarded);
+}
+
 TEST(ScanEnvFilesTest, ShellScriptsRunThe8BitPath) {
   EXPECT_EQ(Codes(ScanText(ScanShell, "finetune.sh",
                            "python qlora.py \\\n  --bits 4 \\\n  --load_in_4bit \\\n  --model x\n"
@@ -173,6 +256,23 @@ TEST(ScanEnvFilesTest, YamlConfigSelectsCudaOnlyPaths) {
                            "gpus: 0\ngpus: []\ngpus: null\naccelerator: mps\n"
                            "device: cpu\nattn: vanilla\n")),
             Strings{});
+}
+
+TEST(ScanEnvFilesTest, YamlConfigReadsThePythonLibraryVocabulary) {
+  // The keys and values the Python keyword and string rules read as a flash-attn use, and a
+  // library's config_words (axolotl's `flash_attention: true`).
+  std::string cfg =
+      "attn_implementation: flash_attention_2\n"  // 1
+      "use_flash_attention_2: yes\n"              // 2
+      "attn_impl: flash_attention_3\n"            // 3
+      "flash_attention: true\n"                   // 4
+      "attention: flash_attention\n"              // 5
+      "attn_implementation: sdpa\n"               // 6
+      "use_flash_attention_2: false\n"            // 7
+      "flash_attention: false\n"                  // 8
+      "help: use flash_attention_2 on A100\n";    // 9: prose
+  EXPECT_EQ(Codes(ScanText(ScanConfigYaml, "config.yaml", cfg)),
+            (Strings{"DT220@1", "DT220@2", "DT220@3", "DT220@4", "DT220@5"}));
 }
 
 TEST(ScanEnvFilesTest, MalformedYamlDoesNotCrash) {

@@ -562,9 +562,9 @@ class PythonScanner {
         std::string resolved, head;
         Chain(l.begin + 1, l.end, ScopeOf(li), resolved, head);
         if (const Library* lib = reg_.KernelDecorator(resolved)) {
-          // Anchored where a reader says the kernel is defined: the library's first decorator
-          // (`@triton.jit`), even under `@triton.autotune(...)` configs.
-          if (!sc.kernel || resolved == lib->kernel_decorators.front()) sc.kernel_line = li;
+          // Anchored where the kernel's definition starts, at its first decorator: the
+          // `@triton.autotune(...)` configs when they stand above `@triton.jit`.
+          sc.kernel_line = sc.first_line;
           sc.kernel = true;
           kernel_lib_ = lib;
           track_refs_ = true;
@@ -1346,6 +1346,19 @@ class PythonScanner {
     } else if (lex_.Text(t) == "double" && k + 2 < l.end && IsOp(T(k + 2), ")")) {
       sink_.Add("DT204", lex_.Line(t), lex_.Column(t), ".double()", guarded);
     } else if (lex_.Text(t) == "to") {
+      // Tensor.to(device=None, dtype=None, ...): the device is the first positional argument or
+      // the `device=` keyword, wherever it stands.
+      const std::size_t close = Matching(k + 1, l.end);
+      int depth = 0;
+      for (std::size_t a = k + 2; a + 1 < close; ++a) {
+        if (IsOpen(T(a))) ++depth;
+        if (IsClose(T(a))) --depth;
+        if (depth == 0 && IsName(T(a)) && lex_.Text(T(a)) == "device" && IsOp(T(a + 1), "=") &&
+            (IsOp(T(a - 1), "(") || IsOp(T(a - 1), ","))) {
+          IntegerDevice(a + 2, l, guarded, ".to(device=");
+          return;
+        }
+      }
       IntegerDevice(k + 2, l, guarded, ".to(");
     }
   }

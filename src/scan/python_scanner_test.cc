@@ -133,6 +133,41 @@ TEST(ScanPythonTest, ComparedValuesAndDeviceIndexesByKey) {
   EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@7", "DT113@8"}));
 }
 
+TEST(ScanPythonTest, IntegerLiteralDeviceNeedsNoTriggerWord) {
+  // `.to(0)` carries no trigger word: the statement prefilter must still let it through.
+  auto fs = Py("def place(model):\n    model = model.to(0)\n    return model.to(dtype)\n");
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@2"}));
+}
+
+TEST(ScanPythonTest, KeywordDeviceOfTo) {
+  // Tensor.to's `device=` keyword, first or after dtype; other keywords are no device.
+  auto fs =
+      Py("m = model.to(device=args.gpu)\n"
+         "n = model.to(dtype=torch.half, device=local_rank, non_blocking=True)\n"
+         "o = model.to(dtype=torch.half)\n"
+         "p = model.to(device=args.device)\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT113@1", "DT113@2"}));
+  EXPECT_NE(fs[0].message.find(".to(device=args.gpu)"), std::string::npos) << fs[0].message;
+}
+
+TEST(ScanPythonTest, TritonKernelAtItsFirstDecorator) {
+  // One finding where the definition starts: the autotune configs above @triton.jit.
+  auto fs =
+      Py("import triton\n"
+         "@triton.autotune(configs=[triton.Config({'B': 128})],\n"
+         "                 key=['n'])\n"
+         "@triton.jit\n"
+         "def k(x_ptr, n):\n"
+         "    pass\n"
+         "@triton.jit\n"
+         "def j(x_ptr, n):\n"
+         "    pass\n");
+  std::vector<std::string> kernels;
+  for (const auto& f : fs)
+    if (f.code == "DT207") kernels.push_back(f.code + "@" + std::to_string(f.line));
+  EXPECT_EQ(kernels, (std::vector<std::string>{"DT207@2", "DT207@7"}));
+}
+
 TEST(ScanPythonTest, CudaDefaultWithALaterFallbackIsGuarded) {
   // stable-baselines' get_device: "cuda" by default, the CPU when CUDA turns out to be missing.
   // The comparison against torch.device("cuda").type is a test, not a placement.

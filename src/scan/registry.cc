@@ -221,6 +221,7 @@ Status Registry::LoadLibraries(const json& doc, const std::string& file) {
     for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
     lib.alternative = JsonString(j, "alternative");
     lib.kernel_decorators = StrList(j, "kernel_decorators");
+    lib.config_words = StrList(j, "config_words");
     if (auto alt = j.find("alternatives"); alt != j.end() && alt->is_object())
       for (const auto& [prefix, text] : alt->items())
         if (text.is_string()) lib.alternatives.emplace_back(prefix, text.get<std::string>());
@@ -251,10 +252,12 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
 
 void Registry::BuildTriggers() {
   // The hand-written detectors' own words: CUDA spellings, float64, NCCL, architecture flags,
-  // GPU-index and device-map arguments.
+  // GPU-index and device-map arguments, and `.to(`, whose device index (`.to(0)`,
+  // `.to(device=device_id)`) may name no other word.
   std::set<std::string> words = {"cud",        "nccl",          "float64",       "double",
                                  "gencode",    "arch=compute_", "arch=sm_",      "gpu",
-                                 "device_map", "device_ids",    "output_device", "cpp_extension"};
+                                 "device_map", "device_ids",    "output_device", "cpp_extension",
+                                 ".to("};
   auto add = [&](std::string_view w) {
     if (w.size() >= 3) words.emplace(w);
   };

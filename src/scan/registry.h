@@ -66,6 +66,9 @@ struct Library {
   // Decorators that make a function a GPU kernel of this library (`triton.jit`): the kernel is one
   // finding at its definition and one per launch, never one per call inside its body.
   std::vector<std::string> kernel_decorators;
+  // Words under which run configs name the library besides its modules and packages (axolotl's
+  // `flash_attention: true`): a config key or value made of one selects it.
+  std::vector<std::string> config_words;
   // Alternatives that fit one part of the library (`bitsandbytes.optim` vs `bitsandbytes.nn`),
   // by dotted prefix; the longest prefix of a use wins over `alternative`.
   std::vector<std::pair<std::string, std::string>> alternatives;

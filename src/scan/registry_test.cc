@@ -167,6 +167,7 @@ TEST(RegistryTriggers, DerivedFromTheData) {
   EXPECT_TRUE(has("xformers"));            // A library module.
   EXPECT_FALSE(has("device"));             // Not torch.cuda.device's last name.
   EXPECT_FALSE(has("cudnn"));              // Covered by "cud".
+  EXPECT_TRUE(has(".to("));                // `.to(0)`: a device index with no other word.
 }
 
 TEST(ScanRegistryTest, LibrariesAndPackages) {

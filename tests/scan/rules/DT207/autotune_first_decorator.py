@@ -1,4 +1,4 @@
-# docs/scan.md: a Triton kernel is one DT207 "at the first decorator"; with @triton.autotune above @triton.jit it is reported at the @triton.jit line instead of the @triton.autotune line.
+# A Triton kernel is one DT207 at its first decorator: @triton.autotune above @triton.jit.
 import torch
 import triton
 import triton.language as tl
