@@ -809,6 +809,14 @@ std::vector<bool> CMakeGuardedLines(std::string_view text) {
   return out;
 }
 
+// `if(TARGET CUDA::cudart)` (or elseif) at `at`: a test of whether the target exists, which needs
+// no toolkit; what it guards is found as a guard by CMakeGuardedLines.
+bool TestsTarget(std::string_view upper, std::size_t at) {
+  const std::string_view head = Trim(upper);
+  return EndsWith(Trim(upper.substr(0, at)), "TARGET") &&
+         (StartsWith(head, "IF") || StartsWith(head, "ELSEIF"));
+}
+
 }  // namespace
 
 void ScanCMake(std::string_view text, FindingSink& sink) {
@@ -829,7 +837,7 @@ void ScanCMake(std::string_view text, FindingSink& sink) {
       sink.Add("DT306", n, col(p), "find_package(CUDA...)", guarded);
     } else if ((p = upper.find("CUDA_ADD_")) != std::string::npos) {
       sink.Add("DT306", n, col(p), "cuda_add_*()", guarded);
-    } else if ((p = line.find("CUDA::")) != std::string::npos) {
+    } else if ((p = line.find("CUDA::")) != std::string::npos && !TestsTarget(upper, p)) {
       sink.Add("DT306", n, col(p), "a CUDA:: target", guarded);
     } else if ((p = upper.find("PROJECT")) != std::string::npos &&
                FindWord(line, "CUDA") != std::string::npos &&
