@@ -91,7 +91,8 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
     json.replace_extension(".json");
     for (const auto& [path, format] :
          {std::pair{htmls[i], "html"}, std::pair{md, "md"}, std::pair{json, "json"}}) {
-      auto write = [&](std::ostream& out) { Render(report, format, out); };
+      const std::string f = format;  // Clang 14 lambdas cannot capture a structured binding.
+      auto write = [&](std::ostream& out) { Render(report, f, out); };
       if (auto s = WriteFileAtomic(path, write); !s.ok()) return s.take_error();
       files.push_back(path.string());
     }
