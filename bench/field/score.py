@@ -228,6 +228,8 @@ def statement_end(root, rel, line):
     statement's first line; the scan may report the construct's own line inside it). Read with
     Python's own tokenizer, so the rule is exact and independent of dualtrack."""
     path = os.path.join(root, rel)
+    if rel.endswith(".sh") or os.path.basename(rel).startswith("Dockerfile"):
+        return shell_command_end(path, line)
     if not rel.endswith(".py"):
         return line
     if path not in _STATEMENTS:
@@ -253,6 +255,20 @@ def statement_end(root, rel, line):
             pass
         _STATEMENTS[path] = ends
     return max(line, _STATEMENTS[path].get(line, line))
+
+
+def shell_command_end(path, line):
+    """The last line of the shell command that starts on `line`: a line ending in a backslash
+    continues on the next (the labels mark a command where it starts)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().split("\n")
+    except OSError:
+        return line
+    end = line
+    while end <= len(lines) and lines[end - 1].rstrip().endswith("\\"):
+        end += 1
+    return end
 
 
 def label_matches(label, finding):

@@ -120,15 +120,10 @@ Status ForEachJsonLine(const std::filesystem::path& path, F&& row) {
     std::string_view line = Trim(std::string_view(s).substr(pos, nl - pos));
     pos = nl + 1;
     if (line.empty()) continue;
-    json j;
-    try {
-      // NaN and infinities (a diverged loss) arrive as bare tokens from older tracers.
-      j = json::parse(QuoteNonFiniteTokens(line));
-    } catch (const json::parse_error& e) {
-      // e.what() quotes the offending bytes, which may not be printable text.
-      return InputError(path, line_no,
-                        "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
-    }
+    // NaN and infinities (a diverged loss) arrive as bare tokens from older tracers.
+    auto parsed = ParseJson(QuoteNonFiniteTokens(line), path.string(), line_no);
+    if (!parsed.ok()) return parsed.take_error();
+    const json& j = *parsed;
     if (!j.is_object()) return InputError(path, line_no, "not a JSON object");
     if (auto st = row(j, line_no); !st) return st;
   }
@@ -229,13 +224,9 @@ Status ReadManifest(const std::filesystem::path& dir, Bundle& b) {
   }
   auto text = ReadFile(manifest_path, 64u << 20);
   if (!text) return text.take_error();
-  try {
-    b.manifest = json::parse(*text);
-  } catch (const json::parse_error& e) {
-    // e.what() quotes the offending bytes, which may not be printable text.
-    return InputError(manifest_path, 0,
-                      "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
-  }
+  auto manifest = ParseJson(*text, manifest_path.string());
+  if (!manifest.ok()) return manifest.take_error();
+  b.manifest = std::move(*manifest);
   if (!b.manifest.is_object()) return InputError(manifest_path, 0, "not a JSON object");
   auto schema = RequireString(b.manifest, "schema", manifest_path, 0);
   if (!schema) return schema.take_error();

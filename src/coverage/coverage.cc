@@ -73,18 +73,14 @@ Result<std::filesystem::path> LocateOps(const CoverageOptions& options, Coverage
     if (std::filesystem::exists(manifest, ec)) {
       auto text = ReadFile(manifest, 64u << 20);
       if (!text) return text.take_error();
-      try {
-        auto j = nlohmann::json::parse(*text);
-        if (!j.is_object() || JsonString(j, "schema") != "dualtrack.bundle/1") {
-          return MakeError(ErrorCode::kInput, "expected \"schema\": \"dualtrack.bundle/1\"",
-                           manifest.string());
-        }
-        if (auto track = JsonOptString(j, "track")) report.track = *track;
-        if (auto torch = JsonOptString(j, "torch_version")) traced_torch = *torch;
-      } catch (const nlohmann::json::parse_error& e) {
-        return MakeError(ErrorCode::kInput, std::string("invalid JSON: ") + e.what(),
+      auto j = ParseJson(*text, manifest.string());
+      if (!j.ok()) return j.take_error();
+      if (!j->is_object() || JsonString(*j, "schema") != "dualtrack.bundle/1") {
+        return MakeError(ErrorCode::kInput, "expected \"schema\": \"dualtrack.bundle/1\"",
                          manifest.string());
       }
+      if (auto track = JsonOptString(*j, "track")) report.track = *track;
+      if (auto torch = JsonOptString(*j, "torch_version")) traced_torch = *torch;
     }
     if (!std::filesystem::exists(ops_path, ec)) {
       return MakeError(ErrorCode::kInput, "not a dualtrack bundle: no ops.jsonl in the directory",

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::coverage {
@@ -147,12 +148,9 @@ Result<ReleaseSources> LoadReleaseSources(const std::filesystem::path& path,
                                           std::string_view version) {
   auto text = ReadFile(path, 16u << 20);
   if (!text) return text.take_error();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return MakeError(ErrorCode::kInput, std::string("invalid JSON: ") + e.what(), path.string());
-  }
+  auto parsed = ParseJson(*text, path.string());
+  if (!parsed.ok()) return parsed.take_error();
+  const nlohmann::json& j = *parsed;
   ReleaseSources out;
   try {
     const auto& revisions = j.at("revisions");

@@ -418,14 +418,11 @@ Result<Baseline> BaselineFromJson(const json& j, const std::string& file) {
 Result<Baseline> LoadBaseline(const fs::path& path) {
   auto text = ReadFile(path, std::uint64_t{1} << 30);
   if (!text.ok()) return text.take_error();
-  json j;
-  try {
-    j = json::parse(*text);
-  } catch (const json::parse_error& e) {
-    return MakeError(ErrorCode::kInput, std::string("corrupt baseline JSON: ") + e.what(),
-                     path.string());
+  auto j = ParseJson(*text, path.string());
+  if (!j.ok()) {
+    return MakeError(ErrorCode::kInput, "corrupt baseline: " + j.error().message, path.string());
   }
-  return BaselineFromJson(j, path.string());
+  return BaselineFromJson(*j, path.string());
 }
 
 bool BaselineDiff::Empty() const {

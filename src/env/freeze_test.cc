@@ -186,7 +186,7 @@ TEST(EnvBaselineJsonTest, MalformedBaselinesAreClearErrors) {
   ASSERT_TRUE(WriteFileAtomic(p, "{\"schema\": \"dualtrack.baseline/1\", \"data\": {").ok());
   auto truncated = LoadBaseline(p);
   ASSERT_FALSE(truncated.ok());
-  EXPECT_NE(truncated.error().message.find("corrupt baseline JSON"), std::string::npos);
+  EXPECT_NE(truncated.error().message.find("corrupt baseline: invalid JSON"), std::string::npos);
   fs::remove(p);
   EXPECT_FALSE(LoadBaseline("/nonexistent/baseline.json").ok());
 }

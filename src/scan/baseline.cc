@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -61,8 +62,9 @@ Result<std::size_t> ApplyBaseline(ScanReport& report, const std::filesystem::pat
   auto bad = [&](const std::string& what) {
     return MakeError(ErrorCode::kInput, "not a dualtrack baseline: " + what, path.string());
   };
-  nlohmann::json doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return bad("not valid JSON");
+  auto parsed = ParseJson(*text, path.string());
+  if (!parsed.ok()) return bad(parsed.error().message);
+  const nlohmann::json& doc = *parsed;
   if (doc.is_object() && doc.contains("schema") && doc["schema"] == "dualtrack.baseline/1")
     return bad(
         "this is a `dualtrack freeze` baseline (the CUDA environment), not the findings "

@@ -526,11 +526,77 @@ bool ArgChar(char c) {
   return c != ' ' && c != '\t' && c != '"' && c != '\'' && c != ',' && c != '[' && c != ']';
 }
 
+bool Truthy(std::string_view v) {
+  std::string l = Lower(v);
+  return l == "true" || l == "yes" || l == "on" || l == "1";
+}
+
+// The codes of the Python vocabulary that mean a CUDA-only library is used: directly (DT202), or
+// through another package (DT206: `optim="paged_adamw_32bit"` runs bitsandbytes).
+bool LibraryCode(std::string_view code) { return code == "DT202" || code == "DT206"; }
+
+// Whether the registry's Python vocabulary reads `key: value` as a use of a CUDA-only library
+// (DT202, or DT206: bitsandbytes through transformers): a config is the keyword arguments of the code that reads it, so
+// `attn_implementation: flash_attention_2` selects flash-attn as the keyword argument does, and a
+// value the string rules name (`flash_attention_3`) does under any key. Rules bound to one callee
+// say nothing about a config's key.
+bool PythonLibraryRule(const Registry& reg, std::string_view key, std::string_view v) {
+  if (v.empty() || v.find_first_of(" \t[{") != std::string_view::npos) return false;
+  if (const auto* rules = reg.KeywordRules(key))
+    for (const auto& r : *rules) {
+      if (!LibraryCode(r.code) || !r.call.empty()) continue;
+      // Python's True is YAML's true / yes / on.
+      if (r.value.empty() || (r.value == "True" ? Truthy(v) : GlobMatch(r.value, v))) return true;
+    }
+  const PythonKeyword* s = reg.StringRule(v);
+  return s != nullptr && LibraryCode(s->code);
+}
+
 // The command-line argument at `p`.
 std::string ArgToken(std::string_view s, std::size_t p) {
   std::size_t e = p;
   while (e < s.size() && ArgChar(s[e])) ++e;
   return std::string(s.substr(p, e - p));
+}
+
+// Where a command line passes an option that the registry's Python vocabulary reads as a use of a
+// CUDA-only library, as the keyword argument of that name would be (`--optim paged_adamw_32bit`,
+// `--attn_implementation=flash_attention_2`): a script's options are the keyword arguments of the
+// code it runs. Options are found in `line` (quoted text blanked), their values read from `raw`
+// (the same offsets) so that a quoted value counts. npos when none; `text` gets "--optim value".
+std::size_t LibraryOptionAt(const Registry& reg, std::string_view line, std::string_view raw,
+                            std::string* text) {
+  for (std::size_t i = 0; i + 2 < line.size(); ++i) {
+    if (line[i] != '-' || line[i + 1] != '-' || (i > 0 && ArgChar(line[i - 1]))) continue;
+    std::size_t e = i + 2;
+    while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) ||
+                               line[e] == '_' || line[e] == '-'))
+      ++e;
+    std::string key(line.substr(i + 2, e - i - 2));
+    std::replace(key.begin(), key.end(), '-', '_');
+    std::size_t v = e;
+    if (v < raw.size() && raw[v] == '=') {
+      ++v;
+    } else {
+      if (v < raw.size() && raw[v] != ' ' && raw[v] != '\t') continue;
+      while (v < raw.size() && (raw[v] == ' ' || raw[v] == '\t')) ++v;
+    }
+    std::string_view value;
+    if (v < raw.size() && (raw[v] == '"' || raw[v] == '\'')) {
+      std::size_t close = raw.find(raw[v], v + 1);
+      if (close == std::string_view::npos) continue;
+      value = raw.substr(v + 1, close - v - 1);
+    } else {
+      std::size_t ve = v;
+      while (ve < raw.size() && ArgChar(raw[ve])) ++ve;
+      value = raw.substr(v, ve - v);
+    }
+    if (key.empty() || value.empty() || value[0] == '-') continue;
+    if (!PythonLibraryRule(reg, key, value)) continue;
+    if (text != nullptr) *text = "--" + std::string(line.substr(i + 2, e - i - 2)) + " " + std::string(value);
+    return i;
+  }
+  return std::string_view::npos;
 }
 
 // Where a command line turns on bitsandbytes loading: `--load-in-8bit`, `--load_4bit True`,
@@ -965,8 +1031,12 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
         break;
       }
   }
+  std::string option;
   if (std::size_t p = BitsandbytesFlagAt(line); p != std::string::npos)
     sink.Add("DT221", n, col(p), ArgToken(line, p), g(p));
+  else if (std::size_t q = LibraryOptionAt(sink.registry(), line, raw, &option);
+           q != std::string::npos)
+    sink.Add("DT220", n, col(q), option, g(q));
   if (std::size_t p = CudaDeviceFlagAt(line); p != std::string::npos)
     sink.Add("DT120", n, col(p), DeviceFlagText(line, p), g(p));
   // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
@@ -1110,10 +1180,6 @@ bool SelectsGpus(std::string_view key, std::string_view v) {
          v.find_first_of("0123456789") != std::string_view::npos;
 }
 
-bool Truthy(std::string_view v) {
-  std::string l = Lower(v);
-  return l == "true" || l == "yes" || l == "on" || l == "1";
-}
 
 // Module and package names of the CUDA-only libraries, lower-case with '_' for '-' (one name,
 // no dots or globs: a dotted module such as numba.cuda is not named by a config value).
@@ -1133,22 +1199,6 @@ std::vector<std::string> LibraryWords(const Registry& reg) {
   return out;
 }
 
-// Whether the registry's Python vocabulary reads `key: value` as a use of a CUDA-only library
-// (DT202): a config is the keyword arguments of the code that reads it, so
-// `attn_implementation: flash_attention_2` selects flash-attn as the keyword argument does, and a
-// value the string rules name (`flash_attention_3`) does under any key. Rules bound to one callee
-// say nothing about a config's key.
-bool PythonLibraryRule(const Registry& reg, std::string_view key, std::string_view v) {
-  if (v.empty() || v.find_first_of(" \t[{") != std::string_view::npos) return false;
-  if (const auto* rules = reg.KeywordRules(key))
-    for (const auto& r : *rules) {
-      if (r.code != "DT202" || !r.call.empty()) continue;
-      // Python's True is YAML's true / yes / on.
-      if (r.value.empty() || (r.value == "True" ? Truthy(v) : GlobMatch(r.value, v))) return true;
-    }
-  const PythonKeyword* s = reg.StringRule(v);
-  return s != nullptr && s->code == "DT202";
-}
 
 // The library a config value names: the whole value ("flash-attn") or one of its words
 // ("vanilla-xformers", "apex.optimizers.FusedAdam"); empty when none.

@@ -562,9 +562,10 @@ class PythonScanner {
         std::string resolved, head;
         Chain(l.begin + 1, l.end, ScopeOf(li), resolved, head);
         if (const Library* lib = reg_.KernelDecorator(resolved)) {
-          // Anchored where the kernel's definition starts, at its first decorator: the
-          // `@triton.autotune(...)` configs when they stand above `@triton.jit`.
-          sc.kernel_line = sc.first_line;
+          // Anchored where a reader says the kernel is defined: the library's first listed
+          // decorator (`@triton.jit`), even under `@triton.autotune(...)` configs, which only
+          // tune it (the field corpus labels every such kernel at `@triton.jit`).
+          if (!sc.kernel || resolved == lib->kernel_decorators.front()) sc.kernel_line = li;
           sc.kernel = true;
           kernel_lib_ = lib;
           track_refs_ = true;

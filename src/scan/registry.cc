@@ -22,16 +22,7 @@ using nlohmann::json;
 Result<json> ReadJson(const std::filesystem::path& file) {
   auto text = ReadFile(file, std::uint64_t{16} << 20);
   if (!text) return text.take_error();
-  try {
-    return json::parse(*text);
-  } catch (const json::parse_error& e) {
-    // Never e.what(): it quotes the bytes read, and the file may not be what it claims to be.
-    return MakeError(ErrorCode::kInput,
-                     "invalid JSON (syntax error at byte " + std::to_string(e.byte) + ")",
-                     file.string());
-  } catch (const json::exception&) {
-    return MakeError(ErrorCode::kInput, "invalid JSON", file.string());
-  }
+  return ParseJson(*text, file.string());
 }
 
 std::vector<std::string> StrList(const json& j, const char* key) {
@@ -118,7 +109,7 @@ Status Registry::LoadRules(const json& doc, const std::string& file,
   for (const auto& j : doc["rules"]) {
     auto r = ParseRule(j, file);
     if (!r) return r.take_error();
-    if (j.value("retired", false)) retired_.insert(r->code);
+    if (JsonBool(j, "retired", false)) retired_.insert(r->code);
     rule_index_[r->code] = rules_.size();
     rules_.push_back(std::move(*r));
   }
@@ -139,7 +130,7 @@ Status Registry::LoadPythonApis(const json& doc, const std::string& file,
     PythonApi api;
     api.name = JsonString(j, "name");
     api.code = JsonString(j, "code");
-    api.guard = j.value("guard", false);
+    api.guard = JsonBool(j, "guard", false);
     api.replacement = JsonString(j, "replacement");
     if (api.name.empty() || (!api.guard && !FindRule(api.code)))
       return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),

@@ -6,6 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "util/result.h"
 
 namespace dt {
 
@@ -14,5 +17,16 @@ std::optional<std::string> JsonOptString(const nlohmann::json& j, const char* ke
 
 // The same, with "" for a missing or non-string field.
 std::string JsonString(const nlohmann::json& j, const char* key);
+
+// The boolean at `key`, or `fallback` when it is missing or of another type.
+bool JsonBool(const nlohmann::json& j, const char* key, bool fallback);
+
+// Parses a whole document. Every way parsing can fail (a syntax error, a number too large for a
+// double, which nlohmann reports as out_of_range rather than parse_error) becomes one input error
+// naming `file` (and `line`, for one row of a JSON-lines file). The message never quotes the bytes
+// read: the file may not be text at all.
+Result<nlohmann::json> ParseJson(std::string_view text, const std::string& file,
+                                 std::int64_t line = 0,
+                                 const nlohmann::json::parser_callback_t& callback = nullptr);
 
 }  // namespace dt

@@ -29,5 +29,43 @@ TEST(JsonFieldsTest, AMissingKeyOrANonObjectIsAbsent) {
   }
 }
 
+TEST(JsonFieldsTest, ABooleanOfAnotherTypeIsTheFallback) {
+  const json j = {{"on", true}, {"off", false}, {"text", "yes"}, {"one", 1}};
+  EXPECT_TRUE(JsonBool(j, "on", false));
+  EXPECT_FALSE(JsonBool(j, "off", true));
+  EXPECT_TRUE(JsonBool(j, "text", true));
+  EXPECT_FALSE(JsonBool(j, "one", false));
+  EXPECT_TRUE(JsonBool(j, "missing", true));
+  EXPECT_FALSE(JsonBool(json::array({true}), "on", false));
+}
+
+TEST(JsonFieldsTest, ParseJsonReadsADocument) {
+  auto j = ParseJson(R"({"a": [1, 2.5]})", "x.json");
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ((*j)["a"][1], 2.5);
+}
+
+TEST(JsonFieldsTest, ParseJsonNamesTheFileAndByteOfASyntaxError) {
+  auto j = ParseJson("{\"a\": \x01}", "bad.json", 7);
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.error().code, ErrorCode::kInput);
+  EXPECT_EQ(j.error().file, "bad.json");
+  EXPECT_EQ(j.error().line, 7);
+  EXPECT_NE(j.error().message.find("syntax error at byte 7"), std::string::npos)
+      << j.error().message;
+  EXPECT_EQ(j.error().message.find('\x01'), std::string::npos);
+}
+
+// nlohmann reports a number beyond a double's range as out_of_range, not parse_error: a reader
+// that caught only parse_error let it escape (the bundle fuzzer found it with "1e999").
+TEST(JsonFieldsTest, ParseJsonTurnsAnOutOfRangeNumberIntoAnInputError) {
+  for (const char* text : {"1e999", R"({"loss": -1e400})", "[0, 1E+99999]"}) {
+    auto j = ParseJson(text, "big.json");
+    ASSERT_FALSE(j.ok()) << text;
+    EXPECT_EQ(j.error().code, ErrorCode::kInput) << text;
+    EXPECT_NE(j.error().message.find("too large"), std::string::npos) << j.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace dt

@@ -7,6 +7,7 @@
 
 #include "bundle/bundle.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::verdict {
@@ -228,21 +229,12 @@ template <class T, class F>
 Result<T> LoadWith(const std::filesystem::path& path, F parse) {
   auto text = ReadFile(path, std::uint64_t{256} << 20);
   if (!text.ok()) return text.take_error();
-  auto doc = ParseJsonText(*text, path.string());
+  auto doc = ParseJson(*text, path.string());
   if (!doc.ok()) return doc.take_error();
   return parse(*doc, path.string());
 }
 
 }  // namespace
-
-Result<json> ParseJsonText(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    return MakeError(ErrorCode::kInput,
-                     fmt::format("not valid JSON (at byte {}): {}", e.byte, e.what()), source);
-  }
-}
 
 namespace {
 
@@ -298,13 +290,9 @@ Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& s
     ++index;
     return false;  // Converted: not kept in the document.
   };
-  json doc;
-  try {
-    doc = json::parse(text, on_event);
-  } catch (const json::parse_error& e) {
-    return MakeError(ErrorCode::kInput,
-                     fmt::format("not valid JSON (at byte {}): {}", e.byte, e.what()), source);
-  }
+  auto parsed = ParseJson(text, source, 0, on_event);
+  if (!parsed.ok()) return parsed.take_error();
+  json& doc = *parsed;
   // The schema is the first thing to say, before any finding's field.
   if (auto s = CheckSchema(doc, source, "dualtrack.scan/1"); !s.ok()) return s.take_error();
   ScanEvidence scan;

@@ -267,9 +267,6 @@ Result<Comparison> ParseComparison(const nlohmann::json& doc, const std::string&
 // DOM.
 Result<ScanEvidence> ParseScanText(const std::string& text, const std::string& source);
 
-// Decodes JSON text; a syntax error names `source` and the byte offset.
-Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& source);
-
 // The device a track ran on: "mps" when an operator ran on MPS, else "cuda" when one ran on CUDA,
 // else "cpu" when operators ran on the CPU; without a trace, the label unless the environment says
 // that device was not available. `note` says why it differs from the label.

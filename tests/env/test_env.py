@@ -156,7 +156,7 @@ def test_freeze_bad_inputs_are_clear_errors(dualtrack, tmp_path):
     (tmp_path / "corrupt.json").write_text('{"schema": "dualtrack.baseline/1", "data": {"fi')
     r = dualtrack("freeze", "--check", "corrupt.json", cwd=tmp_path)
     assert r.returncode == 2
-    assert "corrupt.json" in r.stderr and "corrupt baseline JSON" in r.stderr
+    assert "corrupt.json" in r.stderr and "corrupt baseline: invalid JSON" in r.stderr
     (tmp_path / "other.json").write_text('{"schema": "dualtrack.env/1"}')
     r = dualtrack("freeze", "--check", "other.json", cwd=tmp_path)
     assert r.returncode == 2

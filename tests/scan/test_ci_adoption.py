@@ -112,7 +112,7 @@ def test_baseline_fails_only_on_new_findings(dualtrack, project):
     assert r.returncode == 2 and "bad.json" in r.stderr and "entry 1 needs" in r.stderr
     bad.write_text("not json")
     r = dualtrack("scan", project, "--baseline", bad)
-    assert r.returncode == 2 and "not valid JSON" in r.stderr
+    assert r.returncode == 2 and "invalid JSON" in r.stderr
     bad.write_text('{"schema": "dualtrack.baseline/1", "created": "2026-12-01T00:00:00Z"}')
     r = dualtrack("scan", project, "--baseline", bad)
     assert r.returncode == 2 and "`dualtrack freeze` baseline" in r.stderr  # The other baseline.

@@ -100,7 +100,7 @@ def test_report_bad_inputs_exit_2_naming_the_file(dualtrack, tmp_path):
     assert r.returncode == 2
     assert "bad_schema.json" in r.stderr and "dualtrack.scan/1" in r.stderr
     r = dualtrack("report", "--scan", FIXTURES / "bad_syntax.json")
-    assert r.returncode == 2 and "bad_syntax.json" in r.stderr and "not valid JSON" in r.stderr
+    assert r.returncode == 2 and "bad_syntax.json" in r.stderr and "invalid JSON" in r.stderr
     r = dualtrack("report", "--track", f"x={FIXTURES / 'bundles/bad_ops'}")
     assert r.returncode == 2 and "ops.jsonl:2" in r.stderr
     r = dualtrack("report", "--track", "no-equals-sign")
