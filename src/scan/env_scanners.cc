@@ -536,10 +536,10 @@ bool Truthy(std::string_view v) {
 bool LibraryCode(std::string_view code) { return code == "DT202" || code == "DT206"; }
 
 // Whether the registry's Python vocabulary reads `key: value` as a use of a CUDA-only library
-// (DT202, or DT206: bitsandbytes through transformers): a config is the keyword arguments of the code that reads it, so
-// `attn_implementation: flash_attention_2` selects flash-attn as the keyword argument does, and a
-// value the string rules name (`flash_attention_3`) does under any key. Rules bound to one callee
-// say nothing about a config's key.
+// (DT202, or DT206: bitsandbytes through transformers): a config is the keyword arguments of the
+// code that reads it, so `attn_implementation: flash_attention_2` selects flash-attn as the keyword
+// argument does, and a value the string rules name (`flash_attention_3`) does under any key. Rules
+// bound to one callee say nothing about a config's key.
 bool PythonLibraryRule(const Registry& reg, std::string_view key, std::string_view v) {
   if (v.empty() || v.find_first_of(" \t[{") != std::string_view::npos) return false;
   if (const auto* rules = reg.KeywordRules(key))
@@ -569,8 +569,8 @@ std::size_t LibraryOptionAt(const Registry& reg, std::string_view line, std::str
   for (std::size_t i = 0; i + 2 < line.size(); ++i) {
     if (line[i] != '-' || line[i + 1] != '-' || (i > 0 && ArgChar(line[i - 1]))) continue;
     std::size_t e = i + 2;
-    while (e < line.size() && (std::isalnum(static_cast<unsigned char>(line[e])) ||
-                               line[e] == '_' || line[e] == '-'))
+    while (e < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_' || line[e] == '-'))
       ++e;
     std::string key(line.substr(i + 2, e - i - 2));
     std::replace(key.begin(), key.end(), '-', '_');
@@ -593,7 +593,8 @@ std::size_t LibraryOptionAt(const Registry& reg, std::string_view line, std::str
     }
     if (key.empty() || value.empty() || value[0] == '-') continue;
     if (!PythonLibraryRule(reg, key, value)) continue;
-    if (text != nullptr) *text = "--" + std::string(line.substr(i + 2, e - i - 2)) + " " + std::string(value);
+    if (text != nullptr)
+      *text = "--" + std::string(line.substr(i + 2, e - i - 2)) + " " + std::string(value);
     return i;
   }
   return std::string_view::npos;
@@ -1180,7 +1181,6 @@ bool SelectsGpus(std::string_view key, std::string_view v) {
          v.find_first_of("0123456789") != std::string_view::npos;
 }
 
-
 // Module and package names of the CUDA-only libraries, lower-case with '_' for '-' (one name,
 // no dots or globs: a dotted module such as numba.cuda is not named by a config value).
 std::vector<std::string> LibraryWords(const Registry& reg) {
@@ -1198,7 +1198,6 @@ std::vector<std::string> LibraryWords(const Registry& reg) {
   }
   return out;
 }
-
 
 // The library a config value names: the whole value ("flash-attn") or one of its words
 // ("vanilla-xformers", "apex.optimizers.FusedAdam"); empty when none.
