@@ -459,11 +459,13 @@ class PythonScanner {
   bool IsCudaSymbol(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
   }
-  // Whether a symbol is defined in this file's own package (`pkg.ops.a` seen from pkg/ops/b.py):
-  // calls between sibling modules are the kernel library's plumbing, reported where other code
-  // depends on it. Root-level scripts have no package and always see the symbol.
+  // Whether a symbol is defined in this file's own package (`pkg.ops.a` seen from pkg/ops/b.py)
+  // and this file is itself one of the kernel library's modules (it defines kernels): calls
+  // between those are the library's plumbing, reported where other code depends on it. A module
+  // of the same package that only uses the kernels (whisper's timing.py importing triton_ops) is
+  // such other code. Root-level scripts have no package and always see the symbol.
   bool SiblingSymbol(const std::string& dotted) const {
-    if (opt_.package.empty()) return false;
+    if (opt_.package.empty() || kernel_lib_ == nullptr) return false;
     auto last = dotted.rfind('.');
     if (last == std::string::npos) return false;
     auto mod_end = dotted.rfind('.', last - 1);
@@ -1456,6 +1458,16 @@ class PythonScanner {
       local_refs_[from_name].insert(name);
   }
 
+  // Whether token k lies in the annotation of `name: Type` or `name: Type = value` (after the
+  // colon, before any `=`).
+  bool InVariableAnnotation(std::size_t k, const LogicalLine& l) const {
+    if (l.end - l.begin < 3 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), ":") || k < l.begin + 2)
+      return false;
+    for (std::size_t j = l.begin + 2; j < k; ++j)
+      if (IsOp(T(j), "=")) return false;
+    return true;
+  }
+
   // A dotted chain through torch or an import alias: CUDA symbols, op-library calls, extension
   // builds, device counts, registry APIs and CUDA-only libraries. Returns the last token covered.
   std::size_t ChainFindings(std::size_t k, const std::string* bound, LineRead& line, bool guarded) {
@@ -1472,8 +1484,9 @@ class PythonScanner {
       bool ext = true;
       const std::string& symbol = IsCudaSymbol(resolved) ? resolved : *bound;
       SymbolCode(symbol, ext);
-      // A def line's names are its annotations and defaults' callees: not a call of the symbol.
-      if (!SiblingSymbol(symbol) && Head(l) != "def")
+      // A def line's names are its annotations and defaults' callees, and `name: Type` only
+      // declares a type: neither is a call of the symbol.
+      if (!SiblingSymbol(symbol) && Head(l) != "def" && !InVariableAnnotation(k, l))
         sink_.Add(ext ? "DT312" : "DT209", lex_.Line(t), lex_.Column(t), resolved, use_guard);
       NoteCudaAt(scope, use_guard, ext);
       line.tainted |= !use_guard;

@@ -9,3 +9,8 @@ def layer_norm(x, w):
 
 def layer_norm_ref(x, w):
     return (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True) * w
+
+
+class FusedLayerNorm:
+    def __call__(self, x, w):
+        return _ext.forward(x, w)
