@@ -195,6 +195,25 @@ def test_a_full_disk_under_an_output_file_is_an_error_and_keeps_the_old_file(dua
     assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
 
 
+def test_a_full_disk_under_a_streamed_report_is_an_error_and_keeps_the_old_file(dt, dualtrack_bin, tmp_path):
+    # report --format json streams its findings into the temporary file: a write that fails part
+    # way through a buffer fill must still leave the old file and no temporary.
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "t.py").write_text("import torch\n" + "x = torch.zeros(3).cuda()\n" * 200)
+    scan = tmp_path / "scan.json"
+    assert dt("scan", proj, "--format", "json", "--fail-on", "never", "-o", scan).returncode == 0
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    r = subprocess.run([str(dualtrack_bin), "report", "--scan", str(scan), "--format", "json", "-o", str(out)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, preexec_fn=_tiny_disk)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot write" in r.stderr or "cannot flush" in r.stderr, r.stderr
+    assert str(out) in r.stderr or "out.json" in r.stderr, r.stderr
+    assert out.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir() if ".tmp" in p.name] == []
+
+
 def test_report_refuses_to_write_over_its_own_evidence(dt, tmp_path):
     b = make_bundle(tmp_path / "b", metrics=['{"step": 1, "name": "loss", "value": 1.0}'])
     before = (b / "manifest.json").read_bytes()
