@@ -1225,9 +1225,16 @@ class PythonScanner {
   }
 
   // Registry match (or the torch.cuda catch-all) for a resolved dotted name.
-  bool ApiFinding(const std::string& resolved, const Token& at, bool guarded, int scope) {
+  // `open`: the call's opening bracket in `l`, when the use is a call; an API that names an
+  // argument that makes the call portable (`unless_argument`) is a finding only in a call that
+  // does not pass it.
+  bool ApiFinding(const std::string& resolved, const Token& at, bool guarded, int scope,
+                  const LogicalLine* l = nullptr, std::size_t open = 0) {
     if (const PythonApi* api = reg_.MatchApi(resolved)) {
       if (api->guard) return true;
+      if (!api->unless_argument.empty() &&
+          (l == nullptr || open >= l->end || !IsOp(T(open), "(") || PassesArgument(open, *l, *api)))
+        return true;
       sink_.Add(api->code, lex_.Line(at), lex_.Column(at), resolved, guarded, api->replacement);
       (void)scope;
       return true;
@@ -1236,6 +1243,30 @@ class PythonScanner {
       auto third = resolved.find('.', 11);
       sink_.Add("DT110", lex_.Line(at), lex_.Column(at), resolved.substr(0, third), guarded);
       return true;
+    }
+    return false;
+  }
+
+  // Whether the call whose bracket is at `open` passes `api.unless_argument`: by keyword, at its
+  // position, or possibly through a `*args` / `**kwargs` spread.
+  bool PassesArgument(std::size_t open, const LogicalLine& l, const PythonApi& api) const {
+    const std::size_t close = Matching(open, l.end);
+    int positional = 0;
+    for (std::size_t j = open + 1; j < close;) {
+      // One argument: from j to the next comma at this depth.
+      if (IsOp(T(j), "*") || IsOp(T(j), "**")) return true;
+      if (IsName(T(j)) && j + 1 < close && IsOp(T(j + 1), "=")) {
+        if (lex_.Text(T(j)) == api.unless_argument) return true;
+      } else {
+        if (positional++ == api.unless_position) return true;
+      }
+      int depth = 0;
+      for (; j < close; ++j) {
+        if (IsOpen(T(j))) ++depth;
+        if (IsClose(T(j))) --depth;
+        if (depth == 0 && IsOp(T(j), ",")) break;
+      }
+      ++j;
     }
     return false;
   }
@@ -1508,7 +1539,7 @@ class PythonScanner {
     // is a test of what the program has, not a use of it.
     bool compared = (k > l.begin && (IsOp(T(k - 1), "==") || IsOp(T(k - 1), "!="))) ||
                     (ce < l.end && (IsOp(T(ce), "==") || IsOp(T(ce), "!=")));
-    if (compared || ApiFinding(resolved, t, use_guard, scope)) return ce - 1;
+    if (compared || ApiFinding(resolved, t, use_guard, scope, &l, ce)) return ce - 1;
     if (bound == nullptr) return k;
     if (const Library* lib = LibraryOf(resolved)) {
       if (line.launched ||

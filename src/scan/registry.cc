@@ -132,6 +132,11 @@ Status Registry::LoadPythonApis(const json& doc, const std::string& file,
     api.code = JsonString(j, "code");
     api.guard = JsonBool(j, "guard", false);
     api.replacement = JsonString(j, "replacement");
+    api.unless_argument = JsonString(j, "unless_argument");
+    if (auto p = j.find("unless_position"); j.is_object() && p != j.end() && p->is_number_integer())
+      api.unless_position = p->get<int>();
+    api.trigger = JsonString(j, "trigger");
+    api.only_with = JsonString(j, "only_with");
     if (api.name.empty() || (!api.guard && !FindRule(api.code)))
       return MakeError(ErrorCode::kInput, "python_apis entry names no known rule: " + j.dump(),
                        file);
@@ -140,6 +145,20 @@ Status Registry::LoadPythonApis(const json& doc, const std::string& file,
     api_tops_.emplace(TopOf(api.name));
     apis_.push_back(std::move(api));
   }
+  // A condition drops every finding of its code, so no other API may emit that code.
+  project_conditions_.clear();
+  for (const auto& api : apis_) {
+    if (api.only_with.empty()) continue;
+    for (const auto& other : apis_)
+      if (&other != &api && other.code == api.code)
+        return MakeError(ErrorCode::kInput,
+                         "python_apis: " + api.name + " has an only_with condition, so its code " +
+                             api.code + " cannot also be " + other.name + "'s",
+                         file);
+    project_conditions_.push_back(api);
+  }
+  if (project_conditions_.size() > 32)  // FileResult keeps them as bits of a 32-bit word.
+    return MakeError(ErrorCode::kInput, "python_apis: more than 32 only_with conditions", file);
   return OkStatus();
 }
 
@@ -265,7 +284,9 @@ void Registry::BuildTriggers() {
     std::string full = lower(api.name);
     bool covered = false;
     for (const auto& w : fixed) covered |= full.find(w) != std::string::npos;
-    if (!covered) add(std::string_view(api.name).substr(api.name.rfind('.') + 1));
+    if (!covered)
+      add(api.trigger.empty() ? std::string_view(api.name).substr(api.name.rfind('.') + 1)
+                              : std::string_view(api.trigger));
   }
   for (const auto& [kw, list] : keywords_) add(kw);
   for (const auto& r : strings_) {

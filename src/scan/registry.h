@@ -45,6 +45,19 @@ struct PythonApi {
   bool guard = false;       // Calling it is a CUDA availability check, not a finding.
   std::string replacement;  // Overrides the rule's when set.
   bool user = false;        // From a user rule file: reported at its imports too.
+  // A call that passes this argument, by keyword or at `unless_position` (0-based) among its
+  // positional ones, is not a finding (`torch.load(f, map_location=...)`, `torch.load(f, "cpu")`);
+  // a `*args` / `**kwargs` spread may pass it. Set, only calls are findings.
+  std::string unless_argument;
+  int unless_position = -1;
+  // Text that some analysed Python file of the project must contain for a use to be a finding
+  // (`torch.save(`: the checkpoints a project loads without map_location are a risk when it writes
+  // them itself, from a model it trains on CUDA; a project that only loads released weights is
+  // spared). Its code belongs to this API alone (checked at load). Empty: no condition.
+  std::string only_with;
+  // The word the prefilters look for; empty: the name's last component. A last component that
+  // most code writes (`load`) would send nearly every file to the lexer.
+  std::string trigger;
 };
 
 // A keyword argument that reaches CUDA-only code without naming it: `load_in_8bit=True`
@@ -116,6 +129,8 @@ class Registry {
 
   // Longest registered dotted prefix of `dotted` ("torch.cuda.amp.autocast.__enter__").
   const PythonApi* MatchApi(std::string_view dotted) const;
+  // The APIs whose findings need a project-wide text (PythonApi::only_with).
+  const std::vector<PythonApi>& ProjectConditions() const { return project_conditions_; }
   // The library whose module is a dotted prefix of `dotted`.
   const Library* LibraryForModule(std::string_view dotted) const;
   // The library that ships the pip / conda package `name` (any spelling).
@@ -160,6 +175,7 @@ class Registry {
   // `typing.List`) fail here without building a key string.
   std::set<std::string, std::less<>> api_tops_;
   std::set<std::string, std::less<>> module_tops_;
+  std::vector<PythonApi> project_conditions_;  // Copies of those apis_ entries.
   std::vector<UserRule> user_rules_;
   std::unordered_map<std::string, std::vector<PythonKeyword>> keywords_;
   std::vector<PythonKeyword> strings_;  // python_strings: only value, code and replacement.

@@ -156,6 +156,43 @@ TEST_F(RegistryCopy, KeywordAddedToTheDataAloneIsFound) {
   EXPECT_EQ(found[0].line, 2);
 }
 
+// An API whose call is portable when it passes an argument (`unless_argument`), reported only in
+// a project that holds a text (`only_with`), found by a trigger of its own: all from the data.
+TEST_F(RegistryCopy, ArgumentConditionsAndProjectConditionsComeFromTheData) {
+  rules_["python_apis"].push_back({{"name", "torch.special.fancy_open"},
+                                   {"code", "DT203"},
+                                   {"unless_argument", "safe"},
+                                   {"unless_position", 1},
+                                   {"trigger", "fancy_open"},
+                                   {"only_with", "fancy_close("}});
+  for (auto& api : rules_["python_apis"])  // The condition's code must be its API's alone.
+    if (api["code"] == "DT203" && api["name"] != "torch.special.fancy_open") api["code"] = "DT204";
+  Save();
+  const std::string calls =
+      "import torch\n"
+      "a = torch.special.fancy_open('x')\n"
+      "b = torch.special.fancy_open('x', True)\n"
+      "c = torch.special.fancy_open('x', safe=True)\n"
+      "d = torch.special.fancy_open('x', **opts)\n"
+      "e = torch.special.fancy_open\n";
+  auto without = ScanText("m.py", calls);
+  EXPECT_TRUE(without.empty()) << without.size();  // No file of the project holds fancy_close(.
+  auto with = ScanText("m.py", calls + "torch.special.fancy_close(a)\n");
+  ASSERT_EQ(with.size(), 1u);
+  EXPECT_EQ(with[0].code, "DT203");
+  EXPECT_EQ(with[0].line, 2);
+}
+
+TEST_F(RegistryCopy, AProjectConditionOnASharedCodeFailsTheLoad) {
+  rules_["python_apis"].push_back({{"name", "torch.special.fancy_open"},
+                                   {"code", "DT204"},  // Also torch.float64's.
+                                   {"only_with", "fancy_close("}});
+  Save();
+  auto reg = Registry::Load(dir_);
+  ASSERT_FALSE(reg.ok());
+  EXPECT_NE(reg.error().message.find("only_with"), std::string::npos) << reg.error().message;
+}
+
 TEST(RegistryTriggers, DerivedFromTheData) {
   auto reg = Registry::Load(DataDir());
   ASSERT_TRUE(reg.ok());
@@ -168,6 +205,8 @@ TEST(RegistryTriggers, DerivedFromTheData) {
   EXPECT_FALSE(has("device"));             // Not torch.cuda.device's last name.
   EXPECT_FALSE(has("cudnn"));              // Covered by "cud".
   EXPECT_TRUE(has(".to("));                // `.to(0)`: a device index with no other word.
+  EXPECT_TRUE(has("torch.load"));          // An entry's own trigger, not its last name ...
+  EXPECT_FALSE(has("load"));               // ... which most files write.
 }
 
 TEST(ScanRegistryTest, LibrariesAndPackages) {

@@ -155,6 +155,8 @@ struct FileResult {
   bool has_main = false;
   bool scanned = false;
   std::string skip_reason;
+  // Bit c: the file holds the text of the registry's project condition c (PythonApi::only_with).
+  std::uint32_t conditions_met = 0;
 };
 
 struct Context {
@@ -479,6 +481,9 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
   switch (r.kind) {
     case FileKind::kPython:
     case FileKind::kSetupPy: {
+      const auto& conditions = ctx.reg.ProjectConditions();
+      for (std::size_t c = 0; c < conditions.size(); ++c)
+        if (Contains(text, conditions[c].only_with)) r.conditions_met |= std::uint32_t{1} << c;
       PyScanOptions opt;
       opt.setup_py = r.kind == FileKind::kSetupPy;
       opt.package = PackageOf(item.rel);
@@ -716,6 +721,19 @@ void GuardBuiltSources(const std::vector<WalkItem>& items, std::vector<FileResul
       f.guarded = true;
       f.severity = Severity::kPortable;
     }
+  }
+}
+
+// Drops the findings of an API whose project condition (PythonApi::only_with) no analysed file
+// meets: `torch.load` without map_location where the project writes no checkpoint of its own.
+void DropUnmetConditions(const Registry& reg, std::vector<FileResult>& results) {
+  const auto& conditions = reg.ProjectConditions();
+  std::uint32_t met = 0;
+  for (const auto& r : results) met |= r.conditions_met;
+  for (std::size_t c = 0; c < conditions.size(); ++c) {
+    if ((met >> c) & 1u) continue;
+    for (auto& r : results)
+      std::erase_if(r.findings, [&](const Finding& f) { return f.code == conditions[c].code; });
   }
 }
 
@@ -1333,6 +1351,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const std::unordered_set<std::string> init_dirs = InitDirs(items);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
+  DropUnmetConditions(ctx.reg, results);
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;

@@ -386,3 +386,16 @@ def test_rule_docs_are_up_to_date(dualtrack, repo_root, tmp_path):
     generated = {p.name: p.read_text() for p in (tmp_path / "rules").iterdir()}
     committed = {p.name: p.read_text() for p in (repo_root / "docs" / "rules").iterdir()}
     assert generated == committed, "docs/rules is stale: run build/dualtrack rule --all --markdown docs/rules"
+
+
+def test_checkpoint_loads_count_only_where_the_project_writes_checkpoints(dualtrack, tmp_path):
+    # segment-anything loads released weights (CPU tensors) and saves nothing: its torch.load is not
+    # a finding. A project that saves its own checkpoints (from a model trained on CUDA) loads them
+    # back without map_location at its peril.
+    write(tmp_path / "infer" / "build.py", "import torch\nstate = torch.load(path)\nmodel = torch.nn.Linear(2, 2)\n")
+    doc = scan_json(dualtrack, tmp_path / "infer")
+    assert [f for f in doc["findings"] if f["code"] == "DT116"] == []
+    write(tmp_path / "infer" / "train.py", "import torch\nm = torch.nn.Linear(2, 2).cuda()\ntorch.save(m.state_dict(), 'm.pt')\n")
+    doc = scan_json(dualtrack, tmp_path / "infer")
+    found = [(f["file"], f["line"], f["severity"]) for f in doc["findings"] if f["code"] == "DT116"]
+    assert found == [("build.py", 2, "fixable")]
