@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/tensor.h"
+#include "util/json_fields.h"
 #include "util/json_number.h"
 #include "util/strings.h"
 
@@ -31,24 +32,21 @@ Status ReadMetrics(const fs::path& path, TensorFile& tf) {
     ++line_no;
     line = Trim(line);
     if (line.empty()) continue;
-    try {
-      // NaN and infinities (a diverged loss) come as "NaN" strings or Python's bare tokens.
-      auto j = nlohmann::json::parse(QuoteNonFiniteTokens(line));
-      if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("value") ||
-          !JsonNumberOrNonFinite(j["value"])) {
-        return MakeError(ErrorCode::kInput, "metrics row lacks a string name or a numeric value",
-                         path.string(), line_no);
-      }
-      MetricPoint p;
-      p.name = j["name"].get<std::string>();
-      p.value = *JsonNumberOrNonFinite(j["value"]);
-      p.step =
-          j.contains("step") && j["step"].is_number_integer() ? j["step"].get<std::int64_t>() : 0;
-      tf.metrics.push_back(std::move(p));
-    } catch (const nlohmann::json::exception& e) {
-      return MakeError(ErrorCode::kInput, std::string("metrics row is not valid JSON: ") + e.what(),
+    // NaN and infinities (a diverged loss) come as "NaN" strings or Python's bare tokens.
+    auto parsed = ParseJson(QuoteNonFiniteTokens(line), path.string(), line_no);
+    if (!parsed.ok()) return parsed.take_error();
+    const nlohmann::json& j = *parsed;
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("value") ||
+        !JsonNumberOrNonFinite(j["value"])) {
+      return MakeError(ErrorCode::kInput, "metrics row lacks a string name or a numeric value",
                        path.string(), line_no);
     }
+    MetricPoint p;
+    p.name = j["name"].get<std::string>();
+    p.value = *JsonNumberOrNonFinite(j["value"]);
+    p.step =
+        j.contains("step") && j["step"].is_number_integer() ? j["step"].get<std::int64_t>() : 0;
+    tf.metrics.push_back(std::move(p));
   }
   tf.has_metrics = true;
   return OkStatus();

@@ -1250,25 +1250,11 @@ class PythonScanner {
   // Whether the call whose bracket is at `open` passes `api.unless_argument`: by keyword, at its
   // position, or possibly through a `*args` / `**kwargs` spread.
   bool PassesArgument(std::size_t open, const LogicalLine& l, const PythonApi& api) const {
-    const std::size_t close = Matching(open, l.end);
-    int positional = 0;
-    for (std::size_t j = open + 1; j < close;) {
-      // One argument: from j to the next comma at this depth.
-      if (IsOp(T(j), "*") || IsOp(T(j), "**")) return true;
-      if (IsName(T(j)) && j + 1 < close && IsOp(T(j + 1), "=")) {
-        if (lex_.Text(T(j)) == api.unless_argument) return true;
-      } else {
-        if (positional++ == api.unless_position) return true;
-      }
-      int depth = 0;
-      for (; j < close; ++j) {
-        if (IsOpen(T(j))) ++depth;
-        if (IsClose(T(j))) --depth;
-        if (depth == 0 && IsOp(T(j), ",")) break;
-      }
-      ++j;
-    }
-    return false;
+    PyRef call;
+    ReadCall(open, l.end, call);
+    return call.spread || (api.unless_position >= 0 && call.positional > api.unless_position) ||
+           std::find(call.keywords.begin(), call.keywords.end(), api.unless_argument) !=
+               call.keywords.end();
   }
 
   // The name of the call whose argument list holds token k ("print", "warnings.warn"), the index

@@ -214,3 +214,15 @@ def test_deflated_npz_member_with_a_header_shorter_than_its_preamble(dualtrack, 
     good = tmp_path / "good.npz"
     np.savez_compressed(good, a=np.zeros(4, dtype=np.float32))
     assert_refused(dualtrack("compare", bad, good), "short.npz", "npz member 'a.npy'")
+
+
+@pytest.mark.parametrize("row, needle", [
+    ('{"step": 1, "name": "loss", "value": 0.5', "syntax error at byte"),
+    ('{"step": 1, "name": "loss", "value": 1e999}', "a number too large"),  # nlohmann's out_of_range.
+    ('{"step": 1, "name": "loss", "value": "low"}', "lacks a string name or a numeric value"),
+])
+def test_malformed_metrics_rows_name_the_file_and_line(dualtrack, tmp_path, row, needle):
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "metrics.jsonl").write_text('{"step": 0, "name": "loss", "value": 1.0}\n' + row + "\n")
+    assert_refused(dualtrack("compare", bundle, bundle), "metrics.jsonl:2", needle)
