@@ -118,6 +118,8 @@ class PythonScanner {
     line_guarded_.assign(n, false);
     line_scope_.assign(n, 0);
     scopes_.push_back(Scope{});
+    if (!always_ && opt_.cuda == nullptr && !opt_.collect_calls && !TriggerInCode())
+      return ImportsAndMain();
     BuildScopes();
     if (opt_.cuda != nullptr)
       for (const std::string& m : opt_.cuda->modules)
@@ -197,6 +199,47 @@ class PythonScanner {
 
   // The statement-level prefilter: the registry's trigger words.
   const Prefilter& StatementTriggers() const { return reg_.PythonPrefilter(); }
+
+  // Whether some trigger word occurs in code: in a token that is not a comment, and not a string
+  // statement (a docstring). Most files that hold a trigger word hold it only there ("CUDA" in a
+  // docstring, "double" in a comment); nothing in them can make a finding.
+  bool TriggerInCode() const {
+    std::size_t k = 0;  // The last token that starts at or before the match.
+    std::size_t li = 0;
+    const auto& tokens = lex_.tokens;
+    for (const auto& m : triggers_) {
+      while (k + 1 < tokens.size() && tokens[k + 1].offset <= m.start) ++k;
+      if (k >= tokens.size() || tokens[k].offset > m.start ||
+          m.start >= tokens[k].offset + tokens[k].size())
+        continue;  // Between tokens: a comment.
+      if (tokens[k].kind() != TokKind::kString) return true;
+      while (li + 1 < lex_.lines.size() && lex_.lines[li].end <= k) ++li;
+      const LogicalLine& l = lex_.lines[li];
+      for (std::size_t j = l.begin; j < l.end; ++j)
+        if (T(j).kind() != TokKind::kString) return true;
+    }
+    return false;
+  }
+
+  // What a file with no trigger word in its code contributes: its imports (guarded when optional,
+  // for reachability) and whether it is a script. The same as the analysis would find, at a
+  // fraction of its cost.
+  PyScanResult ImportsAndMain() {
+    MarkOptionalImports();
+    for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
+      const LogicalLine& l = lex_.lines[i];
+      std::string_view f = First(l);
+      if (f == "import" || f == "from") {
+        CollectImports(i);
+      } else if (f == "if" && l.end - l.begin > 1 && Is(T(l.begin + 1), "__name__")) {
+        for (auto k = l.begin; k < l.end; ++k)
+          if (T(k).kind() == TokKind::kString && StringBody(lex_.Text(T(k))) == "__main__")
+            result_.has_main = true;
+      }
+    }
+    for (PyImport& imp : result_.imports) imp.guarded = optional_line_[imp.line_index];
+    return std::move(result_);
+  }
 
   // --- Scopes -------------------------------------------------------------------------------
 

@@ -224,3 +224,40 @@ TEST(ScanPythonTest, InlineSuppression) {
 
 }  // namespace
 }  // namespace dt::scan
+
+namespace dt::scan {
+namespace {
+
+// A file whose trigger words are all in comments and docstrings gives no finding, and still
+// gives its imports (an optional one guarded) and whether it is a script: the same as the full
+// analysis, which it skips.
+TEST(ScanPythonTest, TriggerWordsOnlyInProseStillGiveImportsAndMain) {
+  const std::string src =
+      "\"\"\"Runs on CUDA when it can (see torch.cuda).\"\"\"\n"
+      "import os  # gpu, cuda\n"
+      "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n"
+      "from .util import helper\n"
+      "def main():\n    \"\"\"float64 on the GPU.\"\"\"\n    helper(os.getcwd())\n"
+      "if __name__ == '__main__':\n    main()\n";
+  std::vector<Finding> out;
+  FindingSink sink(testing::Reg(), "pkg/run.py", src, out);
+  PyScanOptions opt;
+  opt.package = "pkg";
+  auto r = ScanPython(src, sink, opt);
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(r.has_main);
+  ASSERT_EQ(r.imports.size(), 3u);
+  EXPECT_EQ(r.imports[0].module, "os");
+  EXPECT_FALSE(r.imports[0].guarded);
+  EXPECT_EQ(r.imports[1].module, "yaml");
+  EXPECT_TRUE(r.imports[1].guarded);
+  EXPECT_EQ(r.imports[2].module, "util");
+  EXPECT_EQ(r.imports[2].level, 1);
+  EXPECT_EQ(r.imports[2].names, (std::vector<std::string>{"helper"}));
+  // The same words in a string that is not a statement of its own are code.
+  EXPECT_EQ(testing::Codes(Py("import torch\nx = torch.zeros(2).to('cuda')\n")),
+            (std::vector<std::string>{"DT102@2"}));
+}
+
+}  // namespace
+}  // namespace dt::scan

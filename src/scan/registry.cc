@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -18,6 +19,80 @@ namespace {
 std::string_view TopOf(std::string_view dotted) { return dotted.substr(0, dotted.find('.')); }
 
 using nlohmann::json;
+
+bool Contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// What the registry's data says of one trigger word (Registry::BuildTriggers).
+struct TriggerNeed {
+  bool finding = false;                         // It can make a finding (else only guards read it).
+  bool alone = false;                           // Some finding needs nothing else.
+  std::vector<std::vector<std::string>> needs;  // Else: co-words, all of one alternative.
+};
+
+// The longest literal run of a glob within one dotted component, lower-cased ("trainingarguments"
+// of "transformers.*TrainingArguments", "8bit" of "*8bit*"); empty when no run has three bytes.
+// Code that matches the glob writes every component of the name somewhere (its import or its use)
+// and a value's literal bytes as they are, so the run occurs in the file's text.
+std::string GlobLiteral(std::string_view glob) {
+  std::string best;
+  std::string run;
+  bool in_class = false;
+  for (char c : glob) {
+    if (in_class) {
+      in_class = c != ']';
+      continue;
+    }
+    if (c == '*' || c == '?' || c == '[' || c == '.') {
+      if (run.size() > best.size()) best = run;
+      run.clear();
+      in_class = c == '[';
+      continue;
+    }
+    run += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
+  }
+  if (run.size() > best.size()) best = run;
+  return best.size() >= 3 ? best : std::string();
+}
+
+// The file-level words: those that can make a finding, lower-cased and merged, without the ones
+// that cannot change the answer. A word that contains a word admitting alone adds nothing, nor does
+// an alternative with a co-word that contains one (`triton.jit`'s `jit` needs `triton`, itself a
+// library's name).
+std::vector<FileTrigger> FileTriggersOf(const std::map<std::string, TriggerNeed>& words) {
+  std::map<std::string, TriggerNeed> merged;
+  for (const auto& [w, need] : words) {
+    if (!need.finding) continue;
+    TriggerNeed& m = merged[Lower(w)];
+    m.alone |= need.alone;
+    m.needs.insert(m.needs.end(), need.needs.begin(), need.needs.end());
+  }
+  std::vector<std::string> alone;
+  for (const auto& [w, need] : merged)
+    if (need.alone) alone.push_back(w);
+  // Whether `text` occurring means that a word admitting alone (other than `except`) occurs.
+  auto holds_alone = [&](const std::string& text, const std::string& except) {
+    for (const auto& a : alone)
+      if (a != except && Contains(text, a)) return true;
+    return false;
+  };
+  std::vector<FileTrigger> out;
+  for (auto& [w, need] : merged) {
+    if (holds_alone(w, w)) continue;
+    FileTrigger t{w, {}};
+    if (!need.alone) {
+      for (auto& alt : need.needs) {
+        bool redundant = false;
+        for (const auto& c : alt) redundant |= holds_alone(c, std::string());
+        if (!redundant) t.needs.push_back(std::move(alt));
+      }
+      if (t.needs.empty()) continue;
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
 
 Result<json> ReadJson(const std::filesystem::path& file) {
   auto text = ReadFile(file, std::uint64_t{16} << 20);
@@ -261,57 +336,72 @@ Result<Registry> Registry::Load(const std::filesystem::path& dir) {
 }
 
 void Registry::BuildTriggers() {
-  // The hand-written detectors' own words: CUDA spellings, float64, NCCL, architecture flags,
+  // What the data says of each word: whether it can make a finding at all (a guard word such as
+  // `hip` or `world_size` only decides whether another finding is guarded), and the co-words the
+  // finding needs.
+  std::map<std::string, TriggerNeed> words;
+  auto add = [&](std::string_view w, std::vector<std::string> co, bool finding) {
+    if (w.size() < 3) return;
+    TriggerNeed& n = words[std::string(w)];
+    if (!finding) return;
+    n.finding = true;
+    const std::string lw = Lower(w);
+    std::erase_if(co, [&](const std::string& c) { return c.empty() || Contains(lw, c); });
+    if (co.empty())
+      n.alone = true;
+    else
+      n.needs.push_back(std::move(co));
+  };
+  // The hand-written detectors' own words: CUDA spellings, `.double()`, NCCL, architecture flags,
   // GPU-index and device-map arguments, and `.to(`, whose device index (`.to(0)`,
   // `.to(device=device_id)`) may name no other word.
-  std::set<std::string> words = {"cud",        "nccl",          "float64",       "double",
-                                 "gencode",    "arch=compute_", "arch=sm_",      "gpu",
-                                 "device_map", "device_ids",    "output_device", "cpp_extension",
-                                 ".to("};
-  auto add = [&](std::string_view w) {
-    if (w.size() >= 3) words.emplace(w);
-  };
-  auto lower = [](std::string_view s) {
-    std::string out(s);
-    for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-    return out;
-  };
+  const std::vector<std::string> fixed = {
+      "cud", "nccl",       "gencode",    "arch=compute_", "arch=sm_",      ".double(",
+      "gpu", "device_map", "device_ids", "output_device", "cpp_extension", ".to("};
+  for (const auto& w : fixed) add(w, {}, true);
   // Code that reaches an API writes every component of its name somewhere (import line or dotted
   // use), so one component is enough: none when a word already covers the name (torch.cuda.*),
   // else the last, the most distinctive (`torch.compile`, `peft.prepare_model_for_kbit_training`).
-  std::vector<std::string> fixed(words.begin(), words.end());
+  // A use of the API also writes its module's top name (`torch`), which `compile` alone does not
+  // mean: the file is analysed when both occur.
   for (const auto& api : apis_) {
-    std::string full = lower(api.name);
+    std::string full = Lower(api.name);
     bool covered = false;
-    for (const auto& w : fixed) covered |= full.find(w) != std::string::npos;
-    if (!covered)
-      add(api.trigger.empty() ? std::string_view(api.name).substr(api.name.rfind('.') + 1)
-                              : std::string_view(api.trigger));
+    for (const auto& w : fixed) covered |= Contains(full, w);
+    if (covered) continue;
+    std::string_view word = api.trigger.empty()
+                                ? std::string_view(api.name).substr(api.name.rfind('.') + 1)
+                                : std::string_view(api.trigger);
+    add(word, {Lower(TopOf(api.name))}, !api.guard);
   }
-  for (const auto& [kw, list] : keywords_) add(kw);
+  // A keyword rule's finding needs its value and its callee to match: their literal parts occur.
+  for (const auto& [kw, list] : keywords_)
+    for (const auto& r : list) add(kw, {GlobLiteral(r.call), GlobLiteral(r.value)}, true);
   for (const auto& r : strings_) {
     // The literal part of the glob before its first wildcard.
     std::string_view v = r.value;
-    add(v.substr(0, v.find_first_of("*?[")));
+    add(v.substr(0, v.find_first_of("*?[")), {}, true);
   }
-  for (const auto& g : launch_guards_) add(g);
+  for (const auto& g : launch_guards_) add(g, {}, false);
   for (const auto& lib : libraries_) {
-    for (const auto& m : lib.modules) add(TopOf(m));
-    for (const auto& d : lib.kernel_decorators) add(d.substr(d.rfind('.') + 1));
+    for (const auto& m : lib.modules) add(TopOf(m), {}, true);
+    for (const auto& d : lib.kernel_decorators)
+      add(std::string_view(d).substr(d.rfind('.') + 1), {Lower(TopOf(d))}, true);
   }
   for (const auto& u : user_rules_) {
-    if (!u.python_api.empty()) add(u.python_api.substr(u.python_api.rfind('.') + 1));
-    if (!u.text.empty()) words.insert(u.text);
+    if (!u.python_api.empty()) add(u.python_api.substr(u.python_api.rfind('.') + 1), {}, true);
+    if (!u.text.empty()) words[u.text].finding = words[u.text].alone = true;
   }
   // A word that contains another adds nothing to a substring search.
   python_triggers_.clear();
-  for (const auto& w : words) {
+  for (const auto& [w, need] : words) {
     bool covered = false;
-    for (const auto& o : words)
+    for (const auto& [o, unused] : words)
       covered |= o != w && o.size() < w.size() && w.find(o) != std::string::npos;
     if (!covered) python_triggers_.push_back(w);
   }
   python_prefilter_ = std::make_shared<Prefilter>(python_triggers_);
+  file_triggers_ = FileTriggersOf(words);
 }
 
 const std::vector<PythonKeyword>* Registry::KeywordRules(std::string_view keyword) const {

@@ -107,6 +107,16 @@ struct UserRule {
   std::string files;  // Glob on the relative path; empty: every file.
 };
 
+// A Python trigger word, and what else a file must hold for the word to make the file worth
+// lexing and analysing (Registry::FileTriggers).
+struct FileTrigger {
+  std::string word;  // Lower-case.
+  // Alternatives, each a set of co-words that must all occur: {{"torch"}} for torch.compile's
+  // `compile` (re.compile is in every other file), {{"paged_"}, {"8bit"}, {"bnb"}} for `optim=`.
+  // Empty: the word alone is enough.
+  std::vector<std::vector<std::string>> needs;
+};
+
 class Registry {
  public:
   // Reads rules.json and libraries.json from `dir`.
@@ -163,6 +173,9 @@ class Registry {
   const std::vector<std::string>& PythonTriggers() const { return python_triggers_; }
   // The same words as a prefilter (shared by every file a scan lexes).
   const Prefilter& PythonPrefilter() const { return *python_prefilter_; }
+  // The words that decide whether a Python file is analysed at all: those that can make a finding
+  // (not the guard words such as `hip` or `world_size`), each with the co-words its finding needs.
+  const std::vector<FileTrigger>& FileTriggers() const { return file_triggers_; }
 
  private:
   std::vector<Rule> rules_;
@@ -184,6 +197,7 @@ class Registry {
   std::set<std::string> retired_;
   std::vector<std::string> python_triggers_;
   std::shared_ptr<Prefilter> python_prefilter_;
+  std::vector<FileTrigger> file_triggers_;
 
   // Load()'s parts: rules.json's sections (each records the codes its entries name in
   // `referenced`), the check that detectors and data agree on the codes, libraries.json.

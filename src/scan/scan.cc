@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "app/paths.h"
+#include "scan/admission.h"
 #include "scan/call_paths.h"
 #include "scan/cpp_scanner.h"
 #include "scan/env_scanners.h"
@@ -124,10 +125,6 @@ Result<Config> ReadConfig(const fs::path& root) {
   return cfg;
 }
 
-// The registry derives them from its data (API names, keywords, libraries, user rules) and the
-// detectors' own words, so that an API added to the data files alone is found.
-std::vector<std::string> PythonNeedles(const Registry& reg) { return reg.PythonTriggers(); }
-
 std::vector<std::string> CppNeedles(const Registry& reg) {
   std::vector<std::string> n = {
       "cuda",         "cublas",   "cudnn",    "nccl",     "cufft",      "curand",     "cusparse",
@@ -162,7 +159,7 @@ struct FileResult {
 struct Context {
   const Registry& reg;
   const std::unordered_set<std::string>* own_tops;
-  Prefilter python;  // With "__main__" among its needles when python_main.
+  FileAdmission python;  // Looks for "__main__" too when python_main.
   bool python_main;
   Prefilter cpp;
   std::uint64_t max_file_size;
@@ -192,17 +189,6 @@ std::size_t Find(std::string_view text, std::string_view needle, std::size_t fro
                        : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
 }
 
-bool EqualsFolded(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + 32);
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + 32);
-    if (x != y) return false;
-  }
-  return true;
-}
-
 bool Contains(std::string_view text, std::string_view needle) {
   return Find(text, needle) != std::string_view::npos;
 }
@@ -224,6 +210,18 @@ bool IsAscii(std::string_view text) {
 // them): only the lines that start with `import` / `from` (and their bracketed continuations) and
 // the `__main__` test are lexed, which is far cheaper than lexing the whole file. The test is
 // not looked for when the caller's search found no "__main__" (`may_have_main` false).
+// Whether a name token of code (not of a string or a comment) starts at `at`, the last line of
+// `text`: a code generator's template (`Template("""... if __name__ == "__main__": ...""")`) holds
+// lines that look like code. Lexes the text before it, which only the few files with such a line
+// pay for.
+bool IsCodeAt(std::string_view text, std::size_t at) {
+  thread_local Lexed lexed;
+  LexPython(text, lexed);
+  auto it = std::lower_bound(lexed.tokens.begin(), lexed.tokens.end(), at,
+                             [](const Token& t, std::size_t off) { return t.offset < off; });
+  return it != lexed.tokens.end() && it->offset == at && it->kind() == TokKind::kName;
+}
+
 void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg,
                  bool may_have_main = true) {
   std::string picked;
@@ -261,9 +259,10 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
     std::size_t b = text.rfind('\n', p);
     b = b == std::string_view::npos ? 0 : b + 1;
     std::size_t e = text.find('\n', p);
-    std::string_view line =
-        Trim(text.substr(b, (e == std::string_view::npos ? text.size() : e) - b));
-    if (StartsWith(line, "if __name__") && line.find("__main__") != std::string_view::npos) {
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = Trim(text.substr(b, e - b));
+    if (StartsWith(line, "if __name__") && line.find("__main__") != std::string_view::npos &&
+        IsCodeAt(text.substr(0, e), static_cast<std::size_t>(line.data() - text.data()))) {
       picked.append(line);
       picked.append(" pass\n");
       break;
@@ -445,33 +444,21 @@ bool Scannable(std::string_view text, FileResult& r) {
 }
 
 // Whether the file holds a trigger word of its kind (files without one need no analysis); sets
-// has_main when "__main__" occurs in a Python file.
+// has_main when "__main__" occurs in a Python file that holds none.
 bool HasTrigger(const Context& ctx, const WalkItem& item, std::string_view text,
                 const FileResult& r, bool& has_main) {
-  const Prefilter* pre = nullptr;
-  if (r.kind == FileKind::kPython || r.kind == FileKind::kNotebook) pre = &ctx.python;
+  has_main = false;
+  if (r.kind == FileKind::kPython || r.kind == FileKind::kNotebook) {
+    const bool admitted = ctx.python.Admits(text, has_main);
+    // The search looked for "__main__" too unless a trigger word starts with "__".
+    if (!admitted && !ctx.python_main && r.kind == FileKind::kPython)
+      has_main = Contains(text, "__main__");
+    return admitted;
+  }
   // A .cu file is CUDA source whatever it names (reported once when nothing else is).
   if (r.kind == FileKind::kCpp && !item.rel.ends_with(".cu") && !item.rel.ends_with(".cuh"))
-    pre = &ctx.cpp;
-  has_main = false;
-  if (pre == &ctx.python && ctx.python_main) {
-    // One search for the trigger words and "__main__" together: files without a trigger are
-    // common, and each needed a second pass for "__main__".
-    bool matched = false;
-    pre->ForEachMatch(text, [&](std::size_t start, std::size_t end) {
-      if (end - start == 8 && text.compare(start, 8, "__main__") == 0) {
-        has_main = true;
-        return false;
-      }
-      matched = !(end - start == 8 && EqualsFolded(text.substr(start, 8), "__main__"));
-      return matched;
-    });
-    return matched;
-  }
-  if (pre == nullptr) return true;
-  const bool matched = pre->Matches(text);
-  has_main = !matched && r.kind == FileKind::kPython && Contains(text, "__main__");
-  return matched;
+    return ctx.cpp.Matches(text);
+  return true;
 }
 
 // Runs the scanner of the file's kind over its text.
@@ -481,9 +468,6 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
   switch (r.kind) {
     case FileKind::kPython:
     case FileKind::kSetupPy: {
-      const auto& conditions = ctx.reg.ProjectConditions();
-      for (std::size_t c = 0; c < conditions.size(); ++c)
-        if (Contains(text, conditions[c].only_with)) r.conditions_met |= std::uint32_t{1} << c;
       PyScanOptions opt;
       opt.setup_py = r.kind == FileKind::kSetupPy;
       opt.package = PackageOf(item.rel);
@@ -566,8 +550,13 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
        (!Contains(text, "setuptools") && !Contains(text, "distutils"))))
     r.kind = FileKind::kPython;
   if (!Scannable(text, r)) return;
-  if (r.kind == FileKind::kPython || r.kind == FileKind::kSetupPy)
+  if (r.kind == FileKind::kPython || r.kind == FileKind::kSetupPy) {
     RecordOpNamespaces(ctx.op_refs, text, r.op_namespaces);
+    // A project condition (`torch.save(`) counts wherever it is written, analysed file or not.
+    const auto& conditions = ctx.reg.ProjectConditions();
+    for (std::size_t c = 0; c < conditions.size(); ++c)
+      if (Contains(text, conditions[c].only_with)) r.conditions_met |= std::uint32_t{1} << c;
+  }
   bool has_main = false;  // Whether "__main__" occurs, when the trigger search looked for it.
   if (!HasTrigger(ctx, item, text, r, has_main)) {
     // Its imports still matter (reachability, modules that reach an extension) and cost less to
@@ -767,26 +756,30 @@ bool ReadPython(const Context& ctx, const WalkItem& item,
   return true;
 }
 
-// Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
-// git submodules, local packages) through the project: files that import one, or a project symbol
-// that depends on one, are scanned again knowing it, which reports their imports and call sites
-// and the symbols of their own that now depend on CUDA. Rounds run until nothing new is found.
-void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
-                       std::vector<FileResult>& results,
-                       const std::unordered_set<std::string>& init_dirs, unsigned threads) {
-  CudaContext cuda;
+// The modules that exist only where a CUDA extension was built, as the files declare them, into
+// cuda.modules and cuda.cpu_built; returns the op namespaces (`torch.ops.ns`) among them.
+std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
+                                             const std::vector<FileResult>& results,
+                                             CudaContext& cuda) {
   std::set<std::string> modules;
   // A package that brings an extension (a local package in requirements, a submodule) is often
   // Python code around one compiled module: when the project holds Python sources under that name,
-  // only the builds' own names (CUDAExtension / load) say which module is compiled.
-  std::set<std::string> python_dirs;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (items[i].kind != FileKind::kPython) continue;
-    const std::string& rel = items[i].rel;
-    for (auto slash = rel.find('/'); slash != std::string::npos; slash = rel.find('/', slash + 1))
-      python_dirs.insert(rel.substr(0, slash));
-    python_dirs.insert(rel.substr(0, rel.size() - 3));  // "pkg/mod" for pkg/mod.py.
-  }
+  // only the builds' own names (CUDAExtension / load) say which module is compiled. Asked for the
+  // few declared modules only.
+  auto python_under = [&](const std::string& path) {
+    for (const auto& item : items) {
+      if (item.kind != FileKind::kPython) continue;
+      for (std::string_view base : {std::string_view(), std::string_view("src/")}) {
+        std::string_view rel = item.rel;
+        if (!rel.starts_with(base)) continue;
+        rel.remove_prefix(base.size());
+        if (rel.size() > path.size() && rel.starts_with(path) &&
+            (rel[path.size()] == '/' || rel.substr(path.size()) == ".py"))
+          return true;
+      }
+    }
+    return false;
+  };
   bool has_cu = false;  // An op library (TORCH_LIBRARY) counts when the project compiles CUDA.
   for (const auto& item : items) has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");
   std::vector<std::string> op_namespaces;
@@ -802,12 +795,60 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       std::string path = m.module;
       for (char& c : path)
         if (c == '.') c = '/';
-      bool python = python_dirs.count(path) > 0 || python_dirs.count("src/" + path) > 0;
-      if (built || !python) modules.insert(m.module);
+      if (built || !python_under(path)) modules.insert(m.module);
     }
   cuda.modules.assign(modules.begin(), modules.end());
   cuda.cpu_built.assign(cpu_built.begin(), cpu_built.end());
-  std::unordered_set<std::string> symbol_modules;  // Modules (any name variant) with symbols.
+  return op_namespaces;
+}
+
+// An import of a file, its module resolved to an absolute name.
+struct ImportedModule {
+  std::string_view module;
+  const std::vector<std::string>* names;
+};
+
+// The absolute module of each import of each Python file, resolved once (relative ones built into
+// `storage`, whose addresses stay put; others viewed in place).
+std::vector<std::vector<ImportedModule>> ResolveImports(
+    const std::vector<WalkItem>& items, const std::vector<FileResult>& results,
+    const std::unordered_set<std::string>& init_dirs, std::deque<std::string>& storage) {
+  std::vector<std::vector<ImportedModule>> imported(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const bool py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
+    if (!py || !results[i].skip_reason.empty()) continue;
+    std::string package;
+    bool package_known = false;
+    for (const auto& imp : results[i].imports) {
+      std::string_view mod = imp.module;
+      if (imp.level > 0) {
+        if (!package_known) package = PackageIn(items[i].rel, init_dirs);
+        package_known = true;
+        std::string base = package;
+        for (int up = 1; up < imp.level && !base.empty(); ++up) {
+          auto dot = base.rfind('.');
+          base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+        }
+        mod = storage.emplace_back(base.empty()         ? imp.module
+                                   : imp.module.empty() ? base
+                                                        : base + "." + imp.module);
+      }
+      imported[i].push_back(ImportedModule{mod, &imp.names});
+    }
+  }
+  return imported;
+}
+
+// Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
+// git submodules, local packages) through the project: files that import one, or a project symbol
+// that depends on one, are scanned again knowing it, which reports their imports and call sites
+// and the symbols of their own that now depend on CUDA. Rounds run until nothing new is found.
+void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
+                       std::vector<FileResult>& results,
+                       const std::unordered_set<std::string>& init_dirs, unsigned threads) {
+  CudaContext cuda;
+  const std::vector<std::string> op_namespaces = DeclaredCudaModules(items, results, cuda);
+  std::set<std::string, std::less<>> symbol_modules;  // Modules (any name variant) with symbols.
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
     for (const auto& mod : ModuleNames(items[i].rel)) {
@@ -833,34 +874,32 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       if (std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(), ns) !=
           results[i].op_namespaces.end())
         spells_ops[i] = 1;
-  // The absolute names each file imports (modules, and module.name for each imported name),
-  // resolved once: the rounds below only look them up.
-  std::vector<std::vector<std::pair<std::string, bool>>> imported(items.size());  // name, is module
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (!is_py(i) || !results[i].skip_reason.empty()) continue;
-    std::string package = PackageIn(items[i].rel, init_dirs);
-    for (const auto& imp : results[i].imports) {
-      std::string mod = imp.module;
-      if (imp.level > 0) {
-        std::string base = package;
-        for (int up = 1; up < imp.level && !base.empty(); ++up) {
-          auto dot = base.rfind('.');
-          base = dot == std::string::npos ? std::string() : base.substr(0, dot);
-        }
-        mod = base.empty() ? mod : mod.empty() ? base : base + "." + mod;
-      }
-      for (const auto& name : imp.names) imported[i].emplace_back(mod + "." + name, false);
-      imported[i].emplace_back(std::move(mod), true);
-    }
-  }
+  std::deque<std::string> storage;
+  const auto imported = ResolveImports(items, results, init_dirs, storage);
   // How many of a file's imports touch what is known; a file is scanned again when that grows.
+  // `mod.name` can be a CUDA module or a known symbol only when `mod` is a symbol's module, or a
+  // CUDA module or one of its ancestors: most imports are turned away before any key is built.
   std::vector<std::size_t> touched(items.size(), 0);
   auto touches = [&](std::size_t i) {
     std::size_t n = 0;
-    for (const auto& [name, is_module] : imported[i])
-      if (cuda.IsModule(name) ||
-          (is_module ? symbol_modules.count(name) : cuda.symbols.count(name)) > 0)
-        ++n;
+    std::string key;
+    for (const auto& [mod, names] : imported[i]) {
+      const bool in_cuda = cuda.IsModule(mod);
+      const bool symbols = symbol_modules.count(mod) > 0;
+      if (in_cuda || symbols) ++n;
+      if (in_cuda) {
+        n += names->size();
+        continue;
+      }
+      bool above = false;
+      for (const auto& m : cuda.modules)
+        above |= m.size() > mod.size() && m.starts_with(mod) && m[mod.size()] == '.';
+      if (!symbols && !above) continue;
+      for (const auto& name : *names) {
+        key.assign(mod).append(".").append(name);
+        if (cuda.IsModule(key) || cuda.symbols.count(key) > 0) ++n;
+      }
+    }
     return n + static_cast<std::size_t>(spells_ops[i]);
   };
   for (int round = 0; round < 16; ++round) {
@@ -1281,13 +1320,15 @@ Result<fs::path> ScanRoot(const ScanOptions& options) {
 // position is reported).
 Context MakeContext(const Registry& reg, const std::unordered_set<std::string>* own_tops,
                     std::uint64_t max_file_size) {
-  std::vector<std::string> python_needles = PythonNeedles(reg);
-  bool python_main = std::none_of(python_needles.begin(), python_needles.end(),
-                                  [](const std::string& n) { return StartsWith(n, "__"); });
-  if (python_main) python_needles.push_back("__main__");
-  return Context{
-      reg,          own_tops, Prefilter(python_needles), python_main, Prefilter(CppNeedles(reg)),
-      max_file_size};
+  const auto& words = reg.FileTriggers();
+  bool python_main = std::none_of(words.begin(), words.end(),
+                                  [](const FileTrigger& t) { return StartsWith(t.word, "__"); });
+  return Context{reg,
+                 own_tops,
+                 FileAdmission(words, python_main),
+                 python_main,
+                 Prefilter(CppNeedles(reg)),
+                 max_file_size};
 }
 
 // Which modules the entries reach (and, for several entries, how many reach each), with the

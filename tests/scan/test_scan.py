@@ -399,3 +399,21 @@ def test_checkpoint_loads_count_only_where_the_project_writes_checkpoints(dualtr
     doc = scan_json(dualtrack, tmp_path / "infer")
     found = [(f["file"], f["line"], f["severity"]) for f in doc["findings"] if f["code"] == "DT116"]
     assert found == [("build.py", 2, "fixable")]
+
+
+def test_a_checkpoint_writer_without_any_cuda_word_still_counts(dualtrack, tmp_path):
+    # The saving module names nothing CUDA (it is not analysed at all); its torch.save still
+    # makes the project's loads a risk.
+    write(tmp_path / "p" / "evaluate.py", "import torch\nstate = torch.load(path)\n")
+    write(tmp_path / "p" / "ckpt.py", "import torch\n\ndef save(m, path):\n    torch.save(m.state_dict(), path)\n")
+    doc = scan_json(dualtrack, tmp_path / "p")
+    assert [(f["file"], f["line"]) for f in doc["findings"] if f["code"] == "DT116"] == [("evaluate.py", 2)]
+
+
+def test_a_script_inside_a_template_string_is_no_entry(dualtrack, tmp_path):
+    # A code generator's template holds `if __name__ == "__main__":` as text; the module that
+    # holds it is no script. A real module test is, whether or not the file is analysed.
+    write(tmp_path / "p" / "gen.py", 'TEMPLATE = """\nimport sys\n\nif __name__ == "__main__":\n    main()\n"""\n')
+    write(tmp_path / "p" / "run.py", "import gen\n\nif __name__ == '__main__':\n    print(gen.TEMPLATE)\n")
+    doc = scan_json(dualtrack, tmp_path / "p")
+    assert doc["entries"] == ["run.py"]
