@@ -24,8 +24,10 @@ FileAdmission::FileAdmission(const std::vector<FileTrigger>& words, bool find_ma
   std::vector<std::string> needles;
   std::unordered_map<std::string, std::size_t> co_index;
   for (const auto& t : words) {
-    if (index_.count(t.word) > 0 || t.word.size() < 2) continue;
-    index_.emplace(t.word, texts_.size());
+    if (t.word.size() < 2 || std::find(texts_.begin(), texts_.end(), t.word) != texts_.end())
+      continue;
+    if (by_length_.size() <= t.word.size()) by_length_.resize(t.word.size() + 1);
+    by_length_[t.word.size()].push_back(texts_.size());
     texts_.push_back(t.word);
     needles.push_back(t.word);
     Word w;
@@ -68,21 +70,20 @@ bool FileAdmission::Admits(std::string_view text, bool& has_main) const {
   has_main = false;
   bool admitted = false;
   std::vector<signed char> seen(co_words_.size(), -1);  // Co-word searches, run when first needed.
-  std::string key;
   search_.ForEachMatch(text, [&](std::size_t start, std::size_t end) {
     if (find_main_ && end - start == 8 && std::memcmp(text.data() + start, "__main__", 8) == 0) {
       has_main = true;
       return false;
     }
-    key.resize(end - start);
-    std::transform(text.begin() + static_cast<std::ptrdiff_t>(start),
-                   text.begin() + static_cast<std::ptrdiff_t>(end), key.begin(), Fold);
-    auto it = index_.find(key);
-    if (it == index_.end()) return false;  // "__MAIN__": not the module test, not a word.
-    admitted = Satisfied(it->second, text, seen);
-    for (std::size_t l : words_[it->second].longer)
-      admitted = admitted || (FoldedAt(text, start, texts_[l]) && Satisfied(l, text, seen));
-    return admitted;
+    if (end - start >= by_length_.size()) return false;
+    for (std::size_t w : by_length_[end - start]) {
+      if (!FoldedAt(text, start, texts_[w])) continue;
+      admitted = Satisfied(w, text, seen);
+      for (std::size_t l : words_[w].longer)
+        admitted = admitted || (FoldedAt(text, start, texts_[l]) && Satisfied(l, text, seen));
+      break;
+    }
+    return admitted;  // "__MAIN__" matches no word: not the module test either.
   });
   return admitted;
 }

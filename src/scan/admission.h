@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "scan/prefilter.h"
@@ -41,8 +40,10 @@ class FileAdmission {
   bool find_main_;
   std::vector<std::string> texts_;  // Lower-case, parallel to words_.
   std::vector<Word> words_;
-  std::unordered_map<std::string, std::size_t> index_;  // Lower-case text -> words_.
-  std::vector<Prefilter> co_words_;                     // One needle each.
+  // words_ by length: a match is told apart by a folded compare with the few of its length,
+  // cheaper than hashing (most non-admitted files hold dozens of `compile` or `double`).
+  std::vector<std::vector<std::size_t>> by_length_;
+  std::vector<Prefilter> co_words_;  // One needle each.
 };
 
 }  // namespace dt::scan

@@ -108,7 +108,7 @@ class PythonScanner {
         always_(opt.setup_py || !sink.registry().user_rules().empty()),
         source_(src),
         lex_(LexInto(src)) {
-    if (!always_) triggers_ = StatementTriggers().FindAll(src);
+    if (!always_ && !opt.imports_only) triggers_ = StatementTriggers().FindAll(src);
   }
 
   PyScanResult Run() {
@@ -118,7 +118,8 @@ class PythonScanner {
     line_guarded_.assign(n, false);
     line_scope_.assign(n, 0);
     scopes_.push_back(Scope{});
-    if (!always_ && opt_.cuda == nullptr && !opt_.collect_calls && !TriggerInCode())
+    if (opt_.imports_only ||
+        (!always_ && opt_.cuda == nullptr && !opt_.collect_calls && !TriggerInCode()))
       return ImportsAndMain();
     BuildScopes();
     if (opt_.cuda != nullptr)
@@ -225,6 +226,7 @@ class PythonScanner {
   // for reachability) and whether it is a script. The same as the analysis would find, at a
   // fraction of its cost.
   PyScanResult ImportsAndMain() {
+    bind_ = false;  // No name of this file is looked up.
     MarkOptionalImports();
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
       const LogicalLine& l = lex_.lines[i];
@@ -495,8 +497,12 @@ class PythonScanner {
   bool IsExtensionModule(std::string_view module) const {
     if (opt_.cuda != nullptr && opt_.cuda->IsModule(module)) return true;
     std::string_view top = module.substr(0, module.find('.'));
-    if (top == "torch" || reg_.LibraryForModule(module) != nullptr || IsOwn(module)) return false;
-    return Contains(Lower(top), "cuda");
+    // Named like one: most modules are not, and are turned away before any lookup.
+    bool cuda = false;
+    for (std::size_t i = 0; i + 4 <= top.size() && !cuda; ++i)
+      cuda = (top[i] | 0x20) == 'c' && (top[i + 1] | 0x20) == 'u' && (top[i + 2] | 0x20) == 'd' &&
+             (top[i + 3] | 0x20) == 'a';
+    return cuda && reg_.LibraryForModule(module) == nullptr && !IsOwn(module);
   }
 
   bool IsCudaSymbol(const std::string& dotted) const {
@@ -585,16 +591,17 @@ class PythonScanner {
 
   void Bind(int scope, std::string_view local, const std::string& target, bool optional,
             const std::string& module) {
+    if (!bind_) return;
     scopes_[static_cast<std::size_t>(scope)].alias[local] = target;
     if (optional) optional_names_.insert(local);
-    if (IsExtensionModule(target))
-      scopes_[static_cast<std::size_t>(scope)].local_names.insert(local);
-    if (optional || IsExtensionModule(module) || IsExtensionModule(target) ||
-        LibraryOf(target) != nullptr || Contains(target, "cud") || Contains(target, "CUD") ||
-        reg_.MatchApi(target) != nullptr || IsCudaSymbol(target) ||
-        StartsWith(target, "torch.utils.cpp_extension"))
+    const bool extension = IsExtensionModule(target);
+    const bool symbol = IsCudaSymbol(target);
+    if (extension) scopes_[static_cast<std::size_t>(scope)].local_names.insert(local);
+    if (optional || extension || symbol || Contains(target, "cud") || Contains(target, "CUD") ||
+        (module != target && IsExtensionModule(module)) || LibraryOf(target) != nullptr ||
+        reg_.MatchApi(target) != nullptr || StartsWith(target, "torch.utils.cpp_extension"))
       hot_names_.insert(local);
-    if (IsExtensionModule(target) || IsCudaSymbol(target)) track_refs_ = true;
+    if (extension || symbol) track_refs_ = true;
   }
 
   // Functions decorated by a kernel decorator of the knowledge base (`@triton.jit`).
@@ -2580,6 +2587,7 @@ class PythonScanner {
   std::string_view source_;
   const Lexed& lex_;
   std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
+  bool bind_ = true;  // Whether imports bind names (ImportsAndMain needs only the imports).
   PyScanResult result_;
   std::vector<bool> optional_line_;
   // Names bound to an extension class (`extension = CppExtension`, then `= CUDAExtension` where

@@ -52,6 +52,9 @@ struct PyScanOptions {
   // when the knowledge base lists a library of the same name.
   const std::unordered_set<std::string>* own_tops = nullptr;
   const CudaContext* cuda = nullptr;
+  // Only the imports and the module test (PyScanResult::imports and has_main), no findings: what
+  // a file without a trigger word contributes.
+  bool imports_only = false;
 };
 
 // A module-level function (collect_calls).

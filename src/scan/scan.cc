@@ -271,7 +271,9 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
   if (picked.empty() || !IsValidUtf8(picked)) return;
   std::vector<Finding> none;
   FindingSink sink(reg, item.rel, picked, none);
-  auto py = ScanPython(picked, sink, false);
+  PyScanOptions opt;
+  opt.imports_only = true;
+  auto py = ScanPython(picked, sink, opt);
   r.imports = std::move(py.imports);
   r.has_main = py.has_main;
 }
