@@ -328,7 +328,7 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
   std::uint64_t size = item.size;
   if (size >= kMapFrom && size != kUnknownSize) return map();
   // Never blocks: a FIFO or device (named, or swapped in since the walk) is skipped with a note.
-  auto opened = OpenRegularFile(item.abs);
+  auto opened = OpenRegularFile(item.abs.c_str());
   if (!opened) {
     skip = "unreadable: " + opened.error().message;
     return std::nullopt;

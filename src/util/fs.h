@@ -41,9 +41,11 @@ class UniqueFd {
 
 // Opens a file for reading only when it is a regular file, without ever blocking: a FIFO, device
 // or socket (named, or swapped in after a directory listing) is an error naming the file, never a
-// hang. Opens with O_NONBLOCK, checks fstat, then clears O_NONBLOCK. Every reader goes through it.
-// `st` (optional) receives the fstat of the opened file.
+// hang. Opens with O_NONBLOCK (which reads of a regular file ignore) and checks fstat. Every reader
+// goes through it. `st` (optional) receives the fstat of the opened file.
 Result<UniqueFd> OpenRegularFile(const std::filesystem::path& path, struct stat* st = nullptr);
+// The same for a path that is already a C string (no std::filesystem::path to build per file).
+Result<UniqueFd> OpenRegularFile(const char* path, struct stat* st = nullptr);
 
 // "a FIFO", "a directory", "a character device", ... for error messages.
 std::string FileTypeName(mode_t mode);
