@@ -152,8 +152,6 @@ struct FileResult {
   bool has_main = false;
   bool scanned = false;
   std::string skip_reason;
-  // Bit c: the file holds the text of the registry's project condition c (PythonApi::only_with).
-  std::uint32_t conditions_met = 0;
 };
 
 struct Context {
@@ -164,6 +162,9 @@ struct Context {
   Prefilter cpp;
   std::uint64_t max_file_size;
   Prefilter op_refs{std::vector<std::string>{"torch.ops."}};
+  // Bit c: some file holds the text of the registry's project condition c (PythonApi::only_with).
+  // Shared by the scanning threads: once one file meets a condition, no other is searched for it.
+  mutable std::atomic<std::uint32_t> conditions_met{0};
 };
 
 // The namespaces of `torch.ops.<ns>` in a Python file, recorded while its text is in memory:
@@ -556,8 +557,12 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     RecordOpNamespaces(ctx.op_refs, text, r.op_namespaces);
     // A project condition (`torch.save(`) counts wherever it is written, analysed file or not.
     const auto& conditions = ctx.reg.ProjectConditions();
-    for (std::size_t c = 0; c < conditions.size(); ++c)
-      if (Contains(text, conditions[c].only_with)) r.conditions_met |= std::uint32_t{1} << c;
+    for (std::size_t c = 0; c < conditions.size(); ++c) {
+      const std::uint32_t bit = std::uint32_t{1} << c;
+      if ((ctx.conditions_met.load(std::memory_order_relaxed) & bit) == 0 &&
+          Contains(text, conditions[c].only_with))
+        ctx.conditions_met.fetch_or(bit, std::memory_order_relaxed);
+    }
   }
   bool has_main = false;  // Whether "__main__" occurs, when the trigger search looked for it.
   if (!HasTrigger(ctx, item, text, r, has_main)) {
@@ -717,10 +722,9 @@ void GuardBuiltSources(const std::vector<WalkItem>& items, std::vector<FileResul
 
 // Drops the findings of an API whose project condition (PythonApi::only_with) no analysed file
 // meets: `torch.load` without map_location where the project writes no checkpoint of its own.
-void DropUnmetConditions(const Registry& reg, std::vector<FileResult>& results) {
-  const auto& conditions = reg.ProjectConditions();
-  std::uint32_t met = 0;
-  for (const auto& r : results) met |= r.conditions_met;
+void DropUnmetConditions(const Context& ctx, std::vector<FileResult>& results) {
+  const auto& conditions = ctx.reg.ProjectConditions();
+  const std::uint32_t met = ctx.conditions_met.load();
   for (std::size_t c = 0; c < conditions.size(); ++c) {
     if ((met >> c) & 1u) continue;
     for (auto& r : results)
@@ -850,7 +854,9 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
                        const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext cuda;
   const std::vector<std::string> op_namespaces = DeclaredCudaModules(items, results, cuda);
-  std::set<std::string, std::less<>> symbol_modules;  // Modules (any name variant) with symbols.
+  // Modules (any name variant) with symbols, and views of them for the many lookups of the rounds.
+  std::set<std::string, std::less<>> symbol_modules;
+  std::unordered_set<std::string_view> symbol_module_views;
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
     for (const auto& mod : ModuleNames(items[i].rel)) {
@@ -859,7 +865,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
         added |= fresh || (ext && !it->second);
         it->second = it->second || ext;
       }
-      if (!results[i].cuda_symbols.empty()) symbol_modules.insert(mod);
+      if (!results[i].cuda_symbols.empty())
+        symbol_module_views.insert(*symbol_modules.insert(mod).first);
     }
     return added;
   };
@@ -887,7 +894,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     std::string key;
     for (const auto& [mod, names] : imported[i]) {
       const bool in_cuda = cuda.IsModule(mod);
-      const bool symbols = symbol_modules.count(mod) > 0;
+      const bool symbols = symbol_module_views.count(mod) > 0;
       if (in_cuda || symbols) ++n;
       if (in_cuda) {
         n += names->size();
@@ -1394,7 +1401,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const std::unordered_set<std::string> init_dirs = InitDirs(items);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
-  DropUnmetConditions(ctx.reg, results);
+  DropUnmetConditions(ctx, results);
 
   // Reachability over the project's own modules.
   std::vector<PyModule> modules;
