@@ -207,6 +207,7 @@ class PythonScanner {
   bool TriggerInCode() const {
     std::size_t k = 0;  // The last token that starts at or before the match.
     std::size_t li = 0;
+    std::size_t strings_only = static_cast<std::size_t>(-1);  // A line of strings alone.
     const auto& tokens = lex_.tokens;
     for (const auto& m : triggers_) {
       while (k + 1 < tokens.size() && tokens[k + 1].offset <= m.start) ++k;
@@ -215,9 +216,11 @@ class PythonScanner {
         continue;  // Between tokens: a comment.
       if (tokens[k].kind() != TokKind::kString) return true;
       while (li + 1 < lex_.lines.size() && lex_.lines[li].end <= k) ++li;
+      if (li == strings_only) continue;  // Read already (once per line: matches come in order).
       const LogicalLine& l = lex_.lines[li];
       for (std::size_t j = l.begin; j < l.end; ++j)
         if (T(j).kind() != TokKind::kString) return true;
+      strings_only = li;
     }
     return false;
   }

@@ -211,13 +211,10 @@ bool IsAscii(std::string_view text) {
 // them): only the lines that start with `import` / `from` (and their bracketed continuations) and
 // the `__main__` test are lexed, which is far cheaper than lexing the whole file. The test is
 // not looked for when the caller's search found no "__main__" (`may_have_main` false).
-// Whether a name token of code (not of a string or a comment) starts at `at`, the last line of
-// `text`: a code generator's template (`Template("""... if __name__ == "__main__": ...""")`) holds
-// lines that look like code. Lexes the text before it, which only the few files with such a line
-// pay for.
-bool IsCodeAt(std::string_view text, std::size_t at) {
-  thread_local Lexed lexed;
-  LexPython(text, lexed);
+// Whether a name token of code (not of a string or a comment) starts at `at` in `lexed`: a code
+// generator's template (`Template("""... if __name__ == "__main__": ...""")`) holds lines that look
+// like code.
+bool IsCodeAt(const Lexed& lexed, std::size_t at) {
   auto it = std::lower_bound(lexed.tokens.begin(), lexed.tokens.end(), at,
                              [](const Token& t, std::size_t off) { return t.offset < off; });
   return it != lexed.tokens.end() && it->offset == at && it->kind() == TokKind::kName;
@@ -255,6 +252,10 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
       p = take_line(at);  // Always moves past the match.
     }
   }
+  // The text is lexed once, for the first line that looks like a module test: only the few files
+  // with one pay for it, and a file full of such lines in strings pays once.
+  thread_local Lexed lexed;
+  bool lexed_now = false;
   for (std::size_t p = may_have_main ? Find(text, "__name__") : std::string_view::npos;
        p != std::string_view::npos; p = Find(text, "__name__", p + 1)) {
     std::size_t b = text.rfind('\n', p);
@@ -262,8 +263,11 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
     std::size_t e = text.find('\n', p);
     if (e == std::string_view::npos) e = text.size();
     std::string_view line = Trim(text.substr(b, e - b));
-    if (StartsWith(line, "if __name__") && line.find("__main__") != std::string_view::npos &&
-        IsCodeAt(text.substr(0, e), static_cast<std::size_t>(line.data() - text.data()))) {
+    if (!StartsWith(line, "if __name__") || line.find("__main__") == std::string_view::npos)
+      continue;
+    if (!lexed_now) LexPython(text, lexed);
+    lexed_now = true;
+    if (IsCodeAt(lexed, static_cast<std::size_t>(line.data() - text.data()))) {
       picked.append(line);
       picked.append(" pass\n");
       break;
@@ -770,21 +774,22 @@ std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
   std::set<std::string> modules;
   // A package that brings an extension (a local package in requirements, a submodule) is often
   // Python code around one compiled module: when the project holds Python sources under that name,
-  // only the builds' own names (CUDAExtension / load) say which module is compiled. Asked for the
-  // few declared modules only.
+  // only the builds' own names (CUDAExtension / load) say which module is compiled.
+  // Built on first need: most declared modules come from a build (`CUDAExtension`, `load()`).
+  std::set<std::string> python_dirs;
+  bool dirs_built = false;
   auto python_under = [&](const std::string& path) {
-    for (const auto& item : items) {
-      if (item.kind != FileKind::kPython) continue;
-      for (std::string_view base : {std::string_view(), std::string_view("src/")}) {
-        std::string_view rel = item.rel;
-        if (!rel.starts_with(base)) continue;
-        rel.remove_prefix(base.size());
-        if (rel.size() > path.size() && rel.starts_with(path) &&
-            (rel[path.size()] == '/' || rel.substr(path.size()) == ".py"))
-          return true;
+    if (!dirs_built)
+      for (const auto& item : items) {
+        if (item.kind != FileKind::kPython) continue;
+        const std::string& rel = item.rel;
+        for (auto slash = rel.find('/'); slash != std::string::npos;
+             slash = rel.find('/', slash + 1))
+          python_dirs.insert(rel.substr(0, slash));
+        python_dirs.insert(rel.substr(0, rel.size() - 3));  // "pkg/mod" for pkg/mod.py.
       }
-    }
-    return false;
+    dirs_built = true;
+    return python_dirs.count(path) > 0 || python_dirs.count("src/" + path) > 0;
   };
   bool has_cu = false;  // An op library (TORCH_LIBRARY) counts when the project compiles CUDA.
   for (const auto& item : items) has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");

@@ -417,3 +417,22 @@ def test_a_script_inside_a_template_string_is_no_entry(dualtrack, tmp_path):
     write(tmp_path / "p" / "run.py", "import gen\n\nif __name__ == '__main__':\n    print(gen.TEMPLATE)\n")
     doc = scan_json(dualtrack, tmp_path / "p")
     assert doc["entries"] == ["run.py"]
+
+
+def test_many_module_tests_in_strings_are_read_once(dualtrack, tmp_path):
+    # Hostile input: 100,000 template lines that look like module tests, all in one string. Each is
+    # checked against one lexing of the file (lexing the text before every such line took minutes).
+    body = 'if __name__ == "__main__":\n    main()\n' * 100_000
+    write(tmp_path / "p" / "gen.py", 'TEMPLATE = """\n' + body + '"""\n')
+    r = dualtrack("scan", tmp_path / "p", "--format", "json", "--fail-on", "never", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["entries"] == []
+
+
+def test_a_statement_of_many_strings_is_read_once(dualtrack, tmp_path):
+    # Hostile input: one statement of 300,000 adjacent string literals, each naming CUDA. Whether
+    # the statement is prose (strings alone) is read once, not once per string.
+    write(tmp_path / "p" / "strings.py", '"cuda" ' * 300_000 + "\n")
+    r = dualtrack("scan", tmp_path / "p", "--format", "json", "--fail-on", "never", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["findings"] == []
