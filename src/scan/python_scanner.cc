@@ -217,9 +217,7 @@ class PythonScanner {
       if (tokens[k].kind() != TokKind::kString) return true;
       while (li + 1 < lex_.lines.size() && lex_.lines[li].end <= k) ++li;
       if (li == strings_only) continue;  // Read already (once per line: matches come in order).
-      const LogicalLine& l = lex_.lines[li];
-      for (std::size_t j = l.begin; j < l.end; ++j)
-        if (T(j).kind() != TokKind::kString) return true;
+      if (!StringsOnly(lex_.lines[li])) return true;
       strings_only = li;
     }
     return false;
@@ -234,13 +232,10 @@ class PythonScanner {
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
       const LogicalLine& l = lex_.lines[i];
       std::string_view f = First(l);
-      if (f == "import" || f == "from") {
+      if (f == "import" || f == "from")
         CollectImports(i);
-      } else if (f == "if" && l.end - l.begin > 1 && Is(T(l.begin + 1), "__name__")) {
-        for (auto k = l.begin; k < l.end; ++k)
-          if (T(k).kind() == TokKind::kString && StringBody(lex_.Text(T(k))) == "__main__")
-            result_.has_main = true;
-      }
+      else
+        result_.has_main |= IsMainCheck(l);
     }
     for (PyImport& imp : result_.imports) imp.guarded = optional_line_[imp.line_index];
     return std::move(result_);
@@ -1129,11 +1124,7 @@ class PythonScanner {
       } else if (compound) {
         last_if[l.indent] = Truth::kNone;  // A for/try/with's own else is not an if's.
       }
-      if (f == "if" && l.end - l.begin > 1 && Is(T(l.begin + 1), "__name__")) {
-        for (auto k = l.begin; k < l.end; ++k)
-          if (T(k).kind() == TokKind::kString && StringBody(lex_.Text(T(k))) == "__main__")
-            result_.has_main = true;
-      }
+      result_.has_main |= IsMainCheck(l);
       if (compound) stack.push_back(Block{l.indent, block_guard});
       if (InKernel(li)) {
         KernelFinding(li);
@@ -1376,9 +1367,7 @@ class PythonScanner {
 
   void LineFindings(std::size_t li, const LogicalLine& l, int scope, bool guarded) {
     if (!Maybe(l.begin, l.end)) return;
-    bool docstring = true;
-    for (auto k = l.begin; k < l.end; ++k) docstring &= T(k).kind() == TokKind::kString;
-    if (docstring) return;
+    if (StringsOnly(l)) return;  // A docstring.
     LineRead line{li, l, scope, guarded};
     for (std::size_t k = l.begin; k < l.end; ++k) {
       const Token& t = T(k);
@@ -2509,6 +2498,13 @@ class PythonScanner {
     return StartsWith(rest, "Conv") || StartsWith(rest, "functional.conv") ||
            rest == "MultiheadAttention" || StartsWith(rest, "Transformer") ||
            rest == "functional.scaled_dot_product_attention";
+  }
+
+  // A statement of string literals alone: a docstring, prose.
+  bool StringsOnly(const LogicalLine& l) const {
+    for (auto k = l.begin; k < l.end; ++k)
+      if (T(k).kind() != TokKind::kString) return false;
+    return true;
   }
 
   // `if __name__ == "__main__":`.

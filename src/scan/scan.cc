@@ -207,10 +207,6 @@ bool IsAscii(std::string_view text) {
   return (high & 0x8080808080808080ULL) == 0;
 }
 
-// Python files keep their imports even when the prefilter skipped them (reachability needs
-// them): only the lines that start with `import` / `from` (and their bracketed continuations) and
-// the `__main__` test are lexed, which is far cheaper than lexing the whole file. The test is
-// not looked for when the caller's search found no "__main__" (`may_have_main` false).
 // Whether a name token of code (not of a string or a comment) starts at `at` in `lexed`: a code
 // generator's template (`Template("""... if __name__ == "__main__": ...""")`) holds lines that look
 // like code.
@@ -220,6 +216,10 @@ bool IsCodeAt(const Lexed& lexed, std::size_t at) {
   return it != lexed.tokens.end() && it->offset == at && it->kind() == TokKind::kName;
 }
 
+// Python files keep their imports even when the prefilter skipped them (reachability needs
+// them): only the lines that start with `import` / `from` (and their bracketed continuations) and
+// the `__main__` test are lexed, which is far cheaper than lexing the whole file. The test is
+// not looked for when the caller's search found no "__main__" (`may_have_main` false).
 void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg,
                  bool may_have_main = true) {
   std::string picked;
@@ -774,8 +774,8 @@ std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
   std::set<std::string> modules;
   // A package that brings an extension (a local package in requirements, a submodule) is often
   // Python code around one compiled module: when the project holds Python sources under that name,
-  // only the builds' own names (CUDAExtension / load) say which module is compiled.
-  // Built on first need: most declared modules come from a build (`CUDAExtension`, `load()`).
+  // only the builds' own names (CUDAExtension / load) say which module is compiled. The folders
+  // are listed on first need: most declared modules come from a build.
   std::set<std::string> python_dirs;
   bool dirs_built = false;
   auto python_under = [&](const std::string& path) {
