@@ -9,6 +9,12 @@ namespace {
 
 char Fold(char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); }
 
+// An ASCII letter, digit or underscore: a byte that continues a name. Other bytes end one (a
+// non-ASCII letter counts as an end, which can only admit more).
+bool NameByte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 // Whether text[at, at + lower.size()) equals `lower` with ASCII case folded.
 bool FoldedAt(std::string_view text, std::size_t at, std::string_view lower) {
   if (at + lower.size() > text.size()) return false;
@@ -31,6 +37,7 @@ FileAdmission::FileAdmission(const std::vector<FileTrigger>& words, bool find_ma
     texts_.push_back(t.word);
     needles.push_back(t.word);
     Word w;
+    w.whole = t.whole;
     for (const auto& alt : t.needs) {
       std::vector<std::size_t> ids;
       for (const auto& c : alt) {
@@ -48,6 +55,16 @@ FileAdmission::FileAdmission(const std::vector<FileTrigger>& words, bool find_ma
         words_[i].longer.push_back(j);
   if (find_main_) needles.emplace_back("__main__");
   search_ = Prefilter(needles);
+}
+
+bool FileAdmission::Counts(std::size_t w, std::string_view text, std::size_t start,
+                           std::vector<signed char>& seen) const {
+  if (words_[w].whole) {
+    const std::size_t end = start + texts_[w].size();
+    if ((start > 0 && NameByte(text[start - 1])) || (end < text.size() && NameByte(text[end])))
+      return false;
+  }
+  return Satisfied(w, text, seen);
 }
 
 bool FileAdmission::Satisfied(std::size_t w, std::string_view text,
@@ -78,9 +95,9 @@ bool FileAdmission::Admits(std::string_view text, bool& has_main) const {
     if (end - start >= by_length_.size()) return false;
     for (std::size_t w : by_length_[end - start]) {
       if (!FoldedAt(text, start, texts_[w])) continue;
-      admitted = Satisfied(w, text, seen);
+      admitted = Counts(w, text, start, seen);
       for (std::size_t l : words_[w].longer)
-        admitted = admitted || (FoldedAt(text, start, texts_[l]) && Satisfied(l, text, seen));
+        admitted = admitted || (FoldedAt(text, start, texts_[l]) && Counts(l, text, start, seen));
       break;
     }
     return admitted;  // "__MAIN__" matches no word: not the module test either.

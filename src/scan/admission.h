@@ -4,7 +4,8 @@
 // makes one only as part of torch's API (`re.compile` and NumPy's float64 are everywhere), and
 // guard words such as `hip` or `world_size` make none. Each word therefore comes with the co-words
 // its findings need (Registry::FileTriggers); a file is analysed when some word occurs together
-// with one of its sets of co-words.
+// with one of its sets of co-words; a word that finds only whole names (FileTrigger::whole) counts
+// only where it stands as one.
 #pragma once
 
 #include <cstddef>
@@ -30,10 +31,14 @@ class FileAdmission {
  private:
   struct Word {
     std::vector<std::vector<std::size_t>> needs;  // Indexes into co_words_.
+    bool whole = false;
     // Longer words that start with this one: the search reports only the shortest needle at a
     // position, so these are checked by hand where this one matches.
     std::vector<std::size_t> longer;
   };
+  // Whether word w, matched at `start`, counts there and has one set of its co-words.
+  bool Counts(std::size_t w, std::string_view text, std::size_t start,
+              std::vector<signed char>& seen) const;
   bool Satisfied(std::size_t w, std::string_view text, std::vector<signed char>& seen) const;
 
   Prefilter search_;  // The words, and "__main__" when find_main_.

@@ -34,6 +34,27 @@ TEST(FileAdmission, ALongerWordBehindAConditionalPrefix) {
   EXPECT_FALSE(Admits(a, "compile_other()\n"));
 }
 
+TEST(FileAdmission, AWholeNameWordCountsOnlyAsAName) {
+  FileTrigger compile{"compile", {{"torch"}}, true};
+  FileTrigger cupy{"cupy", {}, true};
+  FileAdmission a({compile, cupy, {"cud", {}, false}}, false);
+  // torch internals: `should_compile_graph` and `CompilePackage` are other names.
+  EXPECT_FALSE(Admits(a, "import torch\nif self.should_compile_graph():\n    CompilePackage()\n"));
+  EXPECT_TRUE(Admits(a, "import torch\nm = torch.compile(m)\n"));
+  EXPECT_TRUE(Admits(a, "import torch\nf = getattr(torch, 'compile')\n"));
+  EXPECT_TRUE(Admits(a, "torch.compile"));  // At the end of the text.
+  EXPECT_TRUE(Admits(a, "cupy"));           // The whole text.
+  EXPECT_FALSE(Admits(a, "import cupy_backends\nwarp_cupy = 1\n"));
+  EXPECT_TRUE(Admits(a, "import numpy, cupy as cp\n"));
+  EXPECT_TRUE(Admits(a, "import cupy.cuda\n"));
+  // A byte outside ASCII ends a name here: at worst a file is analysed for nothing.
+  EXPECT_TRUE(Admits(a,
+                     "x = \"\xc3\xa9"
+                     "cupy\"\n"));
+  // A word found inside longer names still is: `cud` of `is_cuda`.
+  EXPECT_TRUE(Admits(a, "ok = x.is_cuda\n"));
+}
+
 TEST(FileAdmission, MainIsSeenWhenNothingAdmits) {
   FileAdmission a({{"cud", {}}}, true);
   bool has_main = false;
@@ -45,23 +66,38 @@ TEST(FileAdmission, MainIsSeenWhenNothingAdmits) {
 
 // Admission agrees with its definition, by brute force, on random texts over the words' letters.
 TEST(FileAdmission, AgreesWithBruteForce) {
-  const std::vector<FileTrigger> words = {
-      {"gpu", {}}, {"jit", {{"tri"}, {"numba", "cud"}}}, {"double", {{"torch"}}}, {"tor", {}}};
+  const std::vector<FileTrigger> words = {{"gpu", {}},
+                                          {"jit", {{"tri"}, {"numba", "cud"}}, true},
+                                          {"double", {{"torch"}}, true},
+                                          {"tor", {}},
+                                          {"torch", {}, true}};
   FileAdmission a(words, false);
   std::mt19937 rng(7);
   const std::string alphabet = "gpujitrnumbacdoletTORCH ._\n";
-  auto holds = [](const std::string& text, const std::string& w) {
-    std::string lower = text;
-    for (char& c : lower)
+  auto lower_of = [](std::string text) {
+    for (char& c : text)
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-    return lower.find(w) != std::string::npos;
+    return text;
+  };
+  auto holds = [&](const std::string& text, const std::string& w) {
+    return lower_of(text).find(w) != std::string::npos;
+  };
+  // As a name: the letters around it (a-z after folding, '_') are not part of it.
+  auto holds_name = [&](const std::string& text, const std::string& w) {
+    const std::string lower = lower_of(text);
+    auto name_byte = [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; };
+    for (auto at = lower.find(w); at != std::string::npos; at = lower.find(w, at + 1))
+      if ((at == 0 || !name_byte(lower[at - 1])) &&
+          (at + w.size() == lower.size() || !name_byte(lower[at + w.size()])))
+        return true;
+    return false;
   };
   for (int round = 0; round < 3000; ++round) {
     std::string text(static_cast<std::size_t>(rng() % 40), ' ');
     for (char& c : text) c = alphabet[rng() % alphabet.size()];
     bool expect = false;
     for (const auto& w : words) {
-      if (!holds(text, w.word)) continue;
+      if (!(w.whole ? holds_name(text, w.word) : holds(text, w.word))) continue;
       bool ok = w.needs.empty();
       for (const auto& alt : w.needs) {
         bool all = true;
@@ -92,9 +128,19 @@ TEST(FileAdmission, TheRegistrysWords) {
   // Guard words make no finding of their own: `torch.version.hip`, the launch-mode names.
   EXPECT_EQ(find("hip"), nullptr);
   EXPECT_EQ(find("world_size"), nullptr);
-  // `triton.jit`'s `jit` needs `triton`, itself a word that admits alone.
+  // `triton.jit`'s `jit` needs the name `triton`, itself a word that admits alone.
   EXPECT_EQ(find("jit"), nullptr);
   ASSERT_NE(find("triton"), nullptr);
+  // Names count whole, other words anywhere: `cud` of `is_cuda`, a string rule's value prefix.
+  EXPECT_TRUE(find("compile")->whole);
+  EXPECT_TRUE(find("triton")->whole);
+  EXPECT_TRUE(find("nccl")->whole);
+  EXPECT_FALSE(find("cud")->whole);
+  ASSERT_NE(find("paged_adamw"), nullptr);
+  EXPECT_FALSE(find("paged_adamw")->whole);
+  // `bitsandbytes` as a name is not in `BitsAndBytesConfig`: transformers' config is its own word.
+  ASSERT_NE(find("bitsandbytesconfig"), nullptr);
+  EXPECT_TRUE(find("bitsandbytes")->whole);
   // The statement prefilter still knows the guard words.
   const auto& s = testing::Reg().PythonTriggers();
   EXPECT_NE(std::find(s.begin(), s.end(), "hip"), s.end());

@@ -29,6 +29,10 @@ struct TriggerNeed {
   bool finding = false;                         // It can make a finding (else only guards read it).
   bool alone = false;                           // Some finding needs nothing else.
   std::vector<std::vector<std::string>> needs;  // Else: co-words, all of one alternative.
+  // Per alternative of `needs`: its co-words are module names (`torch` of torch.compile), which
+  // the finding needs written as whole names.
+  std::vector<bool> names;
+  bool part = false;  // Some finding finds it inside a longer name or text (not only whole).
 };
 
 // The longest literal run of a glob within one dotted component, lower-cased ("trainingarguments"
@@ -57,20 +61,29 @@ std::string GlobLiteral(std::string_view glob) {
 }
 
 // The file-level words: those that can make a finding, lower-cased and merged, without the ones
-// that cannot change the answer. A word that contains a word admitting alone adds nothing, nor does
-// an alternative with a co-word that contains one (`triton.jit`'s `jit` needs `triton`, itself a
-// library's name).
+// that cannot change the answer. A word that contains a word admitting alone wherever it stands
+// adds nothing (`cudaextension` holds `cud`), nor does an alternative with a co-word that contains
+// one.
 std::vector<FileTrigger> FileTriggersOf(const std::map<std::string, TriggerNeed>& words) {
   std::map<std::string, TriggerNeed> merged;
   for (const auto& [w, need] : words) {
     if (!need.finding) continue;
     TriggerNeed& m = merged[Lower(w)];
     m.alone |= need.alone;
+    m.part |= need.part;
     m.needs.insert(m.needs.end(), need.needs.begin(), need.needs.end());
+    m.names.insert(m.names.end(), need.names.begin(), need.names.end());
   }
+  // A whole-name word inside a longer text does not occur (`bitsandbytes` in
+  // `BitsAndBytesConfig`): only the words found anywhere make the longer ones redundant, and a
+  // whole-name word makes redundant only a module name equal to it (`triton.jit`'s `jit` needs the
+  // name `triton`, which admits alone).
   std::vector<std::string> alone;
-  for (const auto& [w, need] : merged)
-    if (need.alone) alone.push_back(w);
+  std::set<std::string> alone_names;
+  for (const auto& [w, need] : merged) {
+    if (need.alone && need.part) alone.push_back(w);
+    if (need.alone && !need.part) alone_names.insert(w);
+  }
   // Whether `text` occurring means that a word admitting alone (other than `except`) occurs.
   auto holds_alone = [&](const std::string& text, const std::string& except) {
     for (const auto& a : alone)
@@ -80,11 +93,13 @@ std::vector<FileTrigger> FileTriggersOf(const std::map<std::string, TriggerNeed>
   std::vector<FileTrigger> out;
   for (auto& [w, need] : merged) {
     if (holds_alone(w, w)) continue;
-    FileTrigger t{w, {}};
+    FileTrigger t{w, {}, !need.part};
     if (!need.alone) {
-      for (auto& alt : need.needs) {
+      for (std::size_t a = 0; a < need.needs.size(); ++a) {
+        auto& alt = need.needs[a];
         bool redundant = false;
-        for (const auto& c : alt) redundant |= holds_alone(c, std::string());
+        for (const auto& c : alt)
+          redundant |= holds_alone(c, std::string()) || (need.names[a] && alone_names.count(c));
         if (!redundant) t.needs.push_back(std::move(alt));
       }
       if (t.needs.empty()) continue;
@@ -340,25 +355,32 @@ void Registry::BuildTriggers() {
   // `hip` or `world_size` only decides whether another finding is guarded), and the co-words the
   // finding needs.
   std::map<std::string, TriggerNeed> words;
-  auto add = [&](std::string_view w, std::vector<std::string> co, bool finding) {
+  // `whole`: the word's findings all need it as a whole name (an API's last name, a keyword, a
+  // module), not inside a longer one.
+  auto add = [&](std::string_view w, std::vector<std::string> co, bool finding, bool whole = true,
+                 bool co_names = false) {
     if (w.size() < 3) return;
     TriggerNeed& n = words[std::string(w)];
     if (!finding) return;
     n.finding = true;
+    n.part |= !whole;
     const std::string lw = Lower(w);
     std::erase_if(co, [&](const std::string& c) { return c.empty() || Contains(lw, c); });
-    if (co.empty())
+    if (co.empty()) {
       n.alone = true;
-    else
+    } else {
       n.needs.push_back(std::move(co));
+      n.names.push_back(co_names);
+    }
   };
   // The hand-written detectors' own words: CUDA spellings, `.double()`, NCCL, architecture flags,
   // GPU-index and device-map arguments, and `.to(`, whose device index (`.to(0)`,
-  // `.to(device=device_id)`) may name no other word.
+  // `.to(device=device_id)`) may name no other word. NCCL is found as the string "nccl" or the
+  // name `Backend.NCCL`, whole (`is_nccl_available` is a guard).
   const std::vector<std::string> fixed = {
       "cud", "nccl",       "gencode",    "arch=compute_", "arch=sm_",      ".double(",
       "gpu", "device_map", "device_ids", "output_device", "cpp_extension", ".to("};
-  for (const auto& w : fixed) add(w, {}, true);
+  for (const auto& w : fixed) add(w, {}, true, w == "nccl");
   // Code that reaches an API writes every component of its name somewhere (import line or dotted
   // use), so one component is enough: none when a word already covers the name (torch.cuda.*),
   // else the last, the most distinctive (`torch.compile`, `peft.prepare_model_for_kbit_training`).
@@ -372,7 +394,7 @@ void Registry::BuildTriggers() {
     std::string_view word = api.trigger.empty()
                                 ? std::string_view(api.name).substr(api.name.rfind('.') + 1)
                                 : std::string_view(api.trigger);
-    add(word, {Lower(TopOf(api.name))}, !api.guard);
+    add(word, {Lower(TopOf(api.name))}, !api.guard, true, true);
   }
   // A keyword rule's finding needs its value and its callee to match: their literal parts occur.
   for (const auto& [kw, list] : keywords_)
@@ -380,17 +402,20 @@ void Registry::BuildTriggers() {
   for (const auto& r : strings_) {
     // The literal part of the glob before its first wildcard.
     std::string_view v = r.value;
-    add(v.substr(0, v.find_first_of("*?[")), {}, true);
+    add(v.substr(0, v.find_first_of("*?[")), {}, true, false);
   }
   for (const auto& g : launch_guards_) add(g, {}, false);
   for (const auto& lib : libraries_) {
     for (const auto& m : lib.modules) add(TopOf(m), {}, true);
     for (const auto& d : lib.kernel_decorators)
-      add(std::string_view(d).substr(d.rfind('.') + 1), {Lower(TopOf(d))}, true);
+      add(std::string_view(d).substr(d.rfind('.') + 1), {Lower(TopOf(d))}, true, true, true);
   }
   for (const auto& u : user_rules_) {
     if (!u.python_api.empty()) add(u.python_api.substr(u.python_api.rfind('.') + 1), {}, true);
-    if (!u.text.empty()) words[u.text].finding = words[u.text].alone = true;
+    if (!u.text.empty()) {
+      TriggerNeed& n = words[u.text];
+      n.finding = n.alone = n.part = true;
+    }
   }
   // A word that contains another adds nothing to a substring search.
   python_triggers_.clear();

@@ -115,6 +115,10 @@ struct FileTrigger {
   // `compile` (re.compile is in every other file), {{"paged_"}, {"8bit"}, {"bnb"}} for `optim=`.
   // Empty: the word alone is enough.
   std::vector<std::vector<std::string>> needs;
+  // The word counts only as a whole name, with no letter, digit or `_` on either side: an API's
+  // last name (`compile` of torch.compile is not in `should_compile`), a keyword, a library's
+  // module. False for the words found inside longer text (`cud`, a string value's prefix).
+  bool whole = false;
 };
 
 class Registry {

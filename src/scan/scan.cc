@@ -162,6 +162,7 @@ struct Context {
   Prefilter cpp;
   std::uint64_t max_file_size;
   Prefilter op_refs{std::vector<std::string>{"torch.ops."}};
+  Prefilter import_word{std::vector<std::string>{"import"}};  // ImportsOnly's one search.
   // Bit c: some file holds the text of the registry's project condition c (PythonApi::only_with).
   // Shared by the scanning threads: once one file meets a condition, no other is searched for it.
   mutable std::atomic<std::uint32_t> conditions_met{0};
@@ -217,17 +218,29 @@ bool IsCodeAt(const Lexed& lexed, std::size_t at) {
 }
 
 // Python files keep their imports even when the prefilter skipped them (reachability needs
-// them): only the lines that start with `import` / `from` (and their bracketed continuations) and
-// the `__main__` test are lexed, which is far cheaper than lexing the whole file. The test is
-// not looked for when the caller's search found no "__main__" (`may_have_main` false).
-void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, const Registry& reg,
-                 bool may_have_main = true) {
-  std::string picked;
-  auto take_line = [&](std::size_t pos) {
+// them): only the statements that start with `import` / `from` (with their bracketed and
+// backslash continuations) and the `__main__` test are lexed, which is far cheaper than lexing the
+// whole file. They are found from one search for `import`, which every import statement holds on
+// its first line or on a line that a backslash continues (a search for `from` as well would meet
+// every sentence of the docstrings). The test is not looked for when the caller's search found no
+// "__main__" (`may_have_main` false).
+void ImportsOnly(const Context& ctx, std::string_view text, const WalkItem& item, FileResult& r,
+                 bool may_have_main) {
+  thread_local std::vector<std::uint32_t> at_import;
+  at_import.clear();
+  ctx.import_word.ForEachMatch(text, [&](std::size_t start, std::size_t) {
+    if (text.compare(start, 6, "import") == 0)
+      at_import.push_back(static_cast<std::uint32_t>(start));
+    return false;
+  });
+  // `import` statements first, then `from` ones, each in file order.
+  std::string picked, from_lines;
+  auto line_start = [&](std::size_t pos) {
     std::size_t b = text.rfind('\n', pos);
-    b = b == std::string_view::npos ? 0 : b + 1;
-    std::string_view t = Trim(text.substr(b, pos - b));
-    if (!t.empty()) return pos + 1;  // Not at the start of a statement.
+    return b == std::string_view::npos ? 0 : b + 1;
+  };
+  // Appends the statement that starts at `pos` to `out`; returns where it ends.
+  auto take = [&](std::size_t pos, std::string& out) {
     int open = 0;
     bool continued = false;  // A backslash continuation.
     std::size_t e = pos;
@@ -238,20 +251,32 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
       for (char c : line) open += c == '(' ? 1 : c == ')' ? -1 : 0;
       std::string_view t = Trim(line);
       continued = !t.empty() && t.back() == '\\';
-      picked.append(t);
-      picked.push_back('\n');
+      out.append(t);
+      out.push_back('\n');
       e = nl == std::string_view::npos ? text.size() : nl + 1;
     } while ((open > 0 || continued) && e < text.size());
     return e;
   };
-  for (std::string_view keyword : {std::string_view("import "), std::string_view("from ")}) {
-    std::size_t p = 0;
-    while (p < text.size()) {
-      std::size_t at = Find(text, keyword, p);
-      if (at == std::string_view::npos) break;
-      p = take_line(at);  // Always moves past the match.
+  std::size_t import_end = 0, from_end = 0;  // Where the last statement taken of each kind ends.
+  for (const std::uint32_t pos : at_import) {
+    std::size_t b = line_start(pos);
+    std::string_view before = Trim(text.substr(b, pos - b));
+    if (before.empty() && pos >= import_end && pos + 6 < text.size() && text[pos + 6] == ' ')
+      import_end = take(pos, picked);
+    // `from x import y`, or `from x \` with `import y` on the line it continues (which the
+    // loop above also took as an import statement of its own).
+    while (before.empty() && b >= 2) {
+      const std::size_t prev = line_start(b - 2);  // b - 1 is the newline that ends it.
+      std::string_view line = Trim(text.substr(prev, b - 1 - prev));
+      if (line.empty() || line.back() != '\\') break;
+      b = prev;
+      before = Trim(text.substr(b, pos - b));
     }
+    if (!StartsWith(before, "from ")) continue;
+    const std::size_t from = static_cast<std::size_t>(before.data() - text.data());
+    if (from >= from_end) from_end = take(from, from_lines);
   }
+  picked.append(from_lines);
   // The text is lexed once, for the first line that looks like a module test: only the few files
   // with one pay for it, and a file full of such lines in strings pays once.
   thread_local Lexed lexed;
@@ -275,7 +300,7 @@ void ImportsOnly(std::string_view text, const WalkItem& item, FileResult& r, con
   }
   if (picked.empty() || !IsValidUtf8(picked)) return;
   std::vector<Finding> none;
-  FindingSink sink(reg, item.rel, picked, none);
+  FindingSink sink(ctx.reg, item.rel, picked, none);
   PyScanOptions opt;
   opt.imports_only = true;
   auto py = ScanPython(picked, sink, opt);
@@ -572,7 +597,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   if (!HasTrigger(ctx, item, text, r, has_main)) {
     // Its imports still matter (reachability, modules that reach an extension) and cost less to
     // read now, from memory, than from the file again later.
-    if (r.kind == FileKind::kPython) ImportsOnly(text, item, r, ctx.reg, has_main);
+    if (r.kind == FileKind::kPython) ImportsOnly(ctx, text, item, r, has_main);
     return;
   }
   if (!IsAscii(text) && !IsValidUtf8(text)) {

@@ -300,6 +300,19 @@ def test_entry_without_trigger_words_with_continued_imports(dualtrack, tmp_path)
     assert got == {("helper.py", "DT103", True), ("unused.py", "DT103", False)}
 
 
+# The import-only pass finds import statements from the word `import` alone: `from x \` with its
+# `import` on the next line is one, and a docstring line that starts with "from" is not (one with
+# an unclosed bracket once swallowed every import after it).
+def test_entry_without_trigger_words_reads_only_import_statements(dualtrack, tmp_path):
+    write(tmp_path / "run.py", "'''Usage notes\nfrom (the paper\n'''\nfrom helper \\\n"
+                               "    import a\nimport os\n\nif __name__ == '__main__':\n    a()\n")
+    write(tmp_path / "helper.py", "import torch\ndef a():\n    torch.cuda.synchronize()\n")
+    doc = scan_json(dualtrack, tmp_path)
+    assert doc["entries"] == ["run.py"]
+    got = {(f["file"], f["code"], f["reachable"]) for f in doc["findings"]}
+    assert got == {("helper.py", "DT103", True)}
+
+
 # A user rule whose text starts with "__" keeps "__main__" out of the shared prefilter search
 # (the two could start at the same place); entries are then found by the separate search.
 def test_entry_found_when_a_user_rule_starts_like_main(dualtrack, tmp_path):
