@@ -373,10 +373,64 @@ void Prefilter::BuildTables() {
   for (std::size_t k = 0; k < kFingerprint; ++k)
     for (unsigned c = 0; c < 256; ++c)
       tables_.byte[k][c] = tables_.lo[k][c & 15u] & tables_.hi[k][c >> 4];
+  // The long needles by prefix (then length), in an open-addressing table at most half full.
+  std::vector<std::pair<std::uint32_t, std::string>> longs;
+  for (std::size_t b = 0; b < buckets_.size(); ++b)
+    for (std::size_t j = 0; j < buckets_[b].size(); ++j) {
+      if (buckets_[b][j].size() < 4) {
+        has_short_[b] = true;
+        continue;
+      }
+      longs.emplace_back(quick_[b][j].prefix, buckets_[b][j]);
+    }
+  std::sort(longs.begin(), longs.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second.size() < y.second.size();
+  });
+  std::size_t size = 16;
+  while (size < 2 * longs.size()) size *= 2;
+  slots_.assign(size, Slot{});
+  slot_mask_ = static_cast<std::uint32_t>(size - 1);
+  for (std::size_t i = 0; i < longs.size(); ++i) {
+    long_.push_back(longs[i].second);
+    std::size_t at = SlotOf(longs[i].first);
+    while (slots_[at].count != 0 && slots_[at].prefix != longs[i].first) at = (at + 1) & slot_mask_;
+    if (slots_[at].count == 0) {
+      slots_[at].prefix = longs[i].first;
+      slots_[at].first = static_cast<std::uint32_t>(i);
+    }
+    ++slots_[at].count;
+  }
 }
 
 std::size_t Prefilter::Verify(const unsigned char* p, std::size_t n, std::size_t pos,
                               unsigned bits) const {
+  if (pos + 4 > n) return VerifyEach(p, n, pos, bits, false);
+  // A needle under four bytes is shorter than any other that can match here.
+  for (unsigned b = bits; b != 0; b &= b - 1)
+    if (has_short_[static_cast<std::size_t>(__builtin_ctz(b))]) {
+      if (std::size_t end = VerifyEach(p, n, pos, bits, true); end != 0) return end;
+      break;
+    }
+  std::uint32_t word;
+  std::memcpy(&word, p + pos, 4);
+  word |= 0x20202020u;
+  for (std::size_t at = SlotOf(word); slots_[at].count != 0; at = (at + 1) & slot_mask_) {
+    if (slots_[at].prefix != word) continue;
+    for (std::uint32_t i = slots_[at].first; i < slots_[at].first + slots_[at].count; ++i) {
+      const std::string& needle = long_[i];
+      if (pos + needle.size() > n) break;  // Shortest first.
+      std::size_t k = 0;
+      while (k < needle.size() && kLower.t[p[pos + k]] == static_cast<unsigned char>(needle[k]))
+        ++k;
+      if (k == needle.size()) return pos + needle.size();
+    }
+    break;
+  }
+  return 0;
+}
+
+std::size_t Prefilter::VerifyEach(const unsigned char* p, std::size_t n, std::size_t pos,
+                                  unsigned bits, bool only_short) const {
   std::size_t best = 0;
   std::uint32_t word = 0;
   const bool whole_word = pos + 4 <= n;
@@ -388,6 +442,7 @@ std::size_t Prefilter::Verify(const unsigned char* p, std::size_t n, std::size_t
     for (std::size_t j = 0; j < bucket.size(); ++j) {
       const std::string& needle = bucket[j];
       std::size_t len = needle.size();
+      if (only_short && len >= 4) break;
       if (pos + len > n || (best != 0 && pos + len >= best)) break;  // Shortest first.
       if (whole_word && (word & quick_[b][j].mask) != quick_[b][j].prefix) continue;
       std::size_t k = 0;

@@ -74,6 +74,12 @@ class Prefilter {
   // The end of the shortest needle of the buckets `bits` that starts at `pos`, or 0.
   std::size_t Verify(const unsigned char* text, std::size_t n, std::size_t pos,
                      unsigned bits) const;
+  // The same by comparing with each needle of the buckets (near the end of the text).
+  std::size_t VerifyEach(const unsigned char* text, std::size_t n, std::size_t pos, unsigned bits,
+                         bool only_short) const;
+  std::size_t SlotOf(std::uint32_t prefix) const {
+    return static_cast<std::size_t>((prefix * 0x9E3779B1u) >> 16) & slot_mask_;
+  }
 
   Tables tables_;
   std::array<std::vector<std::string>, 8> buckets_;  // Needles, lower-cased, shortest first.
@@ -84,6 +90,21 @@ class Prefilter {
     std::uint32_t mask;
   };
   std::array<std::vector<Quick>, 8> quick_;
+  // The needles of four bytes or more, by their first four bytes folded with | 0x20: a candidate
+  // is verified by one probe of this table with its own four bytes, instead of a compare with
+  // every needle of its buckets (with ~90 needles in 8 buckets, a dozen per candidate). Slots
+  // hold the range of long_ whose needles share the prefix, shortest first; count 0 is empty.
+  struct Slot {
+    std::uint32_t prefix = 0;
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::string> long_;
+  std::uint32_t slot_mask_ = 0;
+  // Per bucket: whether it holds a needle shorter than four bytes (only those are compared one
+  // by one).
+  std::array<bool, 8> has_short_{};
   bool empty_ = true;
 };
 
