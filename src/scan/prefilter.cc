@@ -214,7 +214,11 @@ class BucketCost {
 
   double operator()(const std::vector<std::string>& needles) const {
     if (needles.empty()) return 0.0;
-    Masks m = MasksOf(needles);
+    return Of(MasksOf(needles));
+  }
+
+  // The cost of a non-empty bucket whose needles' masks are `m`.
+  double Of(const Masks& m) const {
     double c = Admits(m);
     for (std::string_view word : kCommon)
       for (std::size_t at = 0; at + Prefilter::kFingerprint <= word.size(); ++at)
@@ -275,25 +279,38 @@ class BucketCost {
 
 using Buckets = std::array<std::vector<std::string>, 8>;
 
-// Moves one needle to another bucket if that lowers the total cost; false when none does.
-bool ImproveOnce(const BucketCost& cost_of, Buckets& buckets, std::array<double, 8>& cost) {
+// Moves one needle to another bucket if that lowers the total cost; false when none does. Costs
+// are judged on masks (a bucket's masks are the union of its needles'), without copying needles.
+bool ImproveOnce(const BucketCost& cost_of, Buckets& buckets,
+                 std::array<std::vector<Masks>, 8>& masks, std::array<double, 8>& cost) {
+  auto unite = [](Masks a, const Masks& b) {
+    for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+      a.lo[k] = static_cast<std::uint16_t>(a.lo[k] | b.lo[k]);
+      a.hi[k] = static_cast<std::uint16_t>(a.hi[k] | b.hi[k]);
+    }
+    return a;
+  };
+  std::array<Masks, 8> whole{};
+  for (std::size_t b = 0; b < buckets.size(); ++b)
+    for (const Masks& m : masks[b]) whole[b] = unite(whole[b], m);
   for (std::size_t a = 0; a < buckets.size(); ++a) {
     for (std::size_t i = 0; i < buckets[a].size(); ++i) {
-      std::vector<std::string> rest = buckets[a];
-      std::string n = rest[i];
-      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-      double rest_cost = cost_of(rest);
+      Masks rest{};
+      for (std::size_t j = 0; j < masks[a].size(); ++j)
+        if (j != i) rest = unite(rest, masks[a][j]);
+      const double rest_cost = buckets[a].size() == 1 ? 0.0 : cost_of.Of(rest);
       for (std::size_t b = 0; b < buckets.size(); ++b) {
         if (b == a) continue;
-        buckets[b].push_back(n);
-        double joined = cost_of(buckets[b]);
+        const double joined = cost_of.Of(unite(whole[b], masks[a][i]));
         if (rest_cost + joined < (cost[a] + cost[b]) * (1 - 1e-9)) {
-          buckets[a] = std::move(rest);
+          buckets[b].push_back(std::move(buckets[a][i]));
+          masks[b].push_back(masks[a][i]);
+          buckets[a].erase(buckets[a].begin() + static_cast<std::ptrdiff_t>(i));
+          masks[a].erase(masks[a].begin() + static_cast<std::ptrdiff_t>(i));
           cost[a] = rest_cost;
           cost[b] = joined;
           return true;
         }
-        buckets[b].pop_back();
       }
     }
   }
@@ -305,6 +322,7 @@ bool ImproveOnce(const BucketCost& cost_of, Buckets& buckets, std::array<double,
 void AssignBuckets(const std::vector<std::string>& list, Buckets& buckets) {
   const BucketCost cost_of;
   std::array<double, 8> cost{};
+  std::array<std::vector<Masks>, 8> masks;
   for (const std::string& n : list) {
     std::size_t best = 0;
     double best_rise = 0;
@@ -318,9 +336,10 @@ void AssignBuckets(const std::vector<std::string>& list, Buckets& buckets) {
       }
     }
     buckets[best].push_back(n);
+    masks[best].push_back(MasksOf({n}));
     cost[best] = cost_of(buckets[best]);
   }
-  for (int moves = 0; moves < 200 && ImproveOnce(cost_of, buckets, cost); ++moves) {
+  for (int moves = 0; moves < 200 && ImproveOnce(cost_of, buckets, masks, cost); ++moves) {
   }
 }
 
