@@ -941,13 +941,17 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     }
     return n + static_cast<std::size_t>(spells_ops[i]);
   };
+  std::vector<std::size_t> now(items.size(), 0);
+  constexpr std::size_t kChunk = 1024;  // Files per task of the count (a project has thousands).
   for (int round = 0; round < 16; ++round) {
+    ParallelFor((items.size() + kChunk - 1) / kChunk, threads, [&](std::size_t c, unsigned) {
+      for (std::size_t i = c * kChunk; i < std::min(items.size(), (c + 1) * kChunk); ++i)
+        now[i] = is_py(i) && results[i].skip_reason.empty() ? touches(i) : 0;
+    });
     std::vector<std::size_t> again;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (!is_py(i) || !results[i].skip_reason.empty()) continue;
-      std::size_t n = touches(i);
-      if (n > touched[i]) {
-        touched[i] = n;
+      if (now[i] > touched[i]) {
+        touched[i] = now[i];
         again.push_back(i);
       }
     }
