@@ -38,21 +38,24 @@ TEST(FileAdmission, AWholeNameWordCountsOnlyAsAName) {
   FileTrigger compile{"compile", {{"torch"}}, true};
   FileTrigger cupy{"cupy", {}, true};
   FileAdmission a({compile, cupy, {"cud", {}, false}}, false);
-  // torch internals: `should_compile_graph` and `CompilePackage` are other names.
-  EXPECT_FALSE(Admits(a, "import torch\nif self.should_compile_graph():\n    CompilePackage()\n"));
-  EXPECT_TRUE(Admits(a, "import torch\nm = torch.compile(m)\n"));
-  EXPECT_TRUE(Admits(a, "import torch\nf = getattr(torch, 'compile')\n"));
-  EXPECT_TRUE(Admits(a, "torch.compile"));  // At the end of the text.
-  EXPECT_TRUE(Admits(a, "cupy"));           // The whole text.
-  EXPECT_FALSE(Admits(a, "import cupy_backends\nwarp_cupy = 1\n"));
-  EXPECT_TRUE(Admits(a, "import numpy, cupy as cp\n"));
-  EXPECT_TRUE(Admits(a, "import cupy.cuda\n"));
-  // A byte outside ASCII ends a name here: at worst a file is analysed for nothing.
-  EXPECT_TRUE(Admits(a,
-                     "x = \"\xc3\xa9"
-                     "cupy\"\n"));
-  // A word found inside longer names still is: `cud` of `is_cuda`.
-  EXPECT_TRUE(Admits(a, "ok = x.is_cuda\n"));
+  const std::pair<std::string_view, bool> cases[] = {
+      // torch internals: `should_compile_graph` and `CompilePackage` are other names.
+      {"import torch\nif self.should_compile_graph():\n    CompilePackage()\n", false},
+      {"import torch\nm = torch.compile(m)\n", true},
+      {"import torch\nf = getattr(torch, 'compile')\n", true},
+      {"torch.compile", true},  // At the end of the text.
+      {"cupy", true},           // The whole text.
+      {"import cupy_backends\nwarp_cupy = 1\n", false},
+      {"import numpy, cupy as cp\n", true},
+      {"import cupy.cuda\n", true},
+      // A byte outside ASCII ends a name here: at worst a file is analysed for nothing.
+      {"x = \"\xc3\xa9"
+       "cupy\"\n",
+       true},
+      // A word found inside longer names still is: `cud` of `is_cuda`.
+      {"ok = x.is_cuda\n", true},
+  };
+  for (const auto& [text, admitted] : cases) EXPECT_EQ(Admits(a, text), admitted) << text;
 }
 
 TEST(FileAdmission, MainIsSeenWhenNothingAdmits) {
