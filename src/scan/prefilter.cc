@@ -175,19 +175,33 @@ struct Masks {
   std::array<std::uint16_t, Prefilter::kFingerprint> lo{}, hi{};
 };
 
+// One needle's masks. A short needle accepts any byte after its end.
+Masks MaskOf(const std::string& n) {
+  Masks m;
+  for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+    if (k >= n.size()) {
+      m.lo[k] = m.hi[k] = 0xffff;
+      continue;
+    }
+    auto c = static_cast<unsigned char>(n[k] | 0x20);
+    m.lo[k] = static_cast<std::uint16_t>(1u << (c & 15u));
+    m.hi[k] = static_cast<std::uint16_t>(1u << (c >> 4));
+  }
+  return m;
+}
+
+// The masks of the needles of `a` and `b` together.
+Masks Unite(Masks a, const Masks& b) {
+  for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
+    a.lo[k] = static_cast<std::uint16_t>(a.lo[k] | b.lo[k]);
+    a.hi[k] = static_cast<std::uint16_t>(a.hi[k] | b.hi[k]);
+  }
+  return a;
+}
+
 Masks MasksOf(const std::vector<std::string>& needles) {
   Masks m;
-  for (const auto& n : needles) {
-    for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
-      if (k >= n.size()) {  // A short needle accepts any byte after its end.
-        m.lo[k] = m.hi[k] = 0xffff;
-        continue;
-      }
-      auto c = static_cast<unsigned char>(n[k] | 0x20);
-      m.lo[k] = static_cast<std::uint16_t>(m.lo[k] | 1u << (c & 15u));
-      m.hi[k] = static_cast<std::uint16_t>(m.hi[k] | 1u << (c >> 4));
-    }
-  }
+  for (const auto& n : needles) m = Unite(m, MaskOf(n));
   return m;
 }
 
@@ -212,13 +226,8 @@ class BucketCost {
     for (double& w : weight_) w /= sum;
   }
 
-  double operator()(const std::vector<std::string>& needles) const {
-    if (needles.empty()) return 0.0;
-    return Of(MasksOf(needles));
-  }
-
   // The cost of a non-empty bucket whose needles' masks are `m`.
-  double Of(const Masks& m) const {
+  double operator()(const Masks& m) const {
     double c = Admits(m);
     for (std::string_view word : kCommon)
       for (std::size_t at = 0; at + Prefilter::kFingerprint <= word.size(); ++at)
@@ -280,28 +289,22 @@ class BucketCost {
 using Buckets = std::array<std::vector<std::string>, 8>;
 
 // Moves one needle to another bucket if that lowers the total cost; false when none does. Costs
-// are judged on masks (a bucket's masks are the union of its needles'), without copying needles.
+// are judged on masks (`masks` holds each needle's, parallel to `buckets`), without copying
+// needles.
 bool ImproveOnce(const BucketCost& cost_of, Buckets& buckets,
                  std::array<std::vector<Masks>, 8>& masks, std::array<double, 8>& cost) {
-  auto unite = [](Masks a, const Masks& b) {
-    for (std::size_t k = 0; k < Prefilter::kFingerprint; ++k) {
-      a.lo[k] = static_cast<std::uint16_t>(a.lo[k] | b.lo[k]);
-      a.hi[k] = static_cast<std::uint16_t>(a.hi[k] | b.hi[k]);
-    }
-    return a;
-  };
   std::array<Masks, 8> whole{};
   for (std::size_t b = 0; b < buckets.size(); ++b)
-    for (const Masks& m : masks[b]) whole[b] = unite(whole[b], m);
+    for (const Masks& m : masks[b]) whole[b] = Unite(whole[b], m);
   for (std::size_t a = 0; a < buckets.size(); ++a) {
     for (std::size_t i = 0; i < buckets[a].size(); ++i) {
       Masks rest{};
       for (std::size_t j = 0; j < masks[a].size(); ++j)
-        if (j != i) rest = unite(rest, masks[a][j]);
-      const double rest_cost = buckets[a].size() == 1 ? 0.0 : cost_of.Of(rest);
+        if (j != i) rest = Unite(rest, masks[a][j]);
+      const double rest_cost = buckets[a].size() == 1 ? 0.0 : cost_of(rest);
       for (std::size_t b = 0; b < buckets.size(); ++b) {
         if (b == a) continue;
-        const double joined = cost_of.Of(unite(whole[b], masks[a][i]));
+        const double joined = cost_of(Unite(whole[b], masks[a][i]));
         if (rest_cost + joined < (cost[a] + cost[b]) * (1 - 1e-9)) {
           buckets[b].push_back(std::move(buckets[a][i]));
           masks[b].push_back(masks[a][i]);
@@ -323,21 +326,22 @@ void AssignBuckets(const std::vector<std::string>& list, Buckets& buckets) {
   const BucketCost cost_of;
   std::array<double, 8> cost{};
   std::array<std::vector<Masks>, 8> masks;
+  std::array<Masks, 8> whole{};  // The union of each bucket's masks.
   for (const std::string& n : list) {
+    const Masks m = MaskOf(n);
     std::size_t best = 0;
     double best_rise = 0;
     for (std::size_t b = 0; b < buckets.size(); ++b) {
-      buckets[b].push_back(n);
-      double rise = cost_of(buckets[b]) - cost[b];
-      buckets[b].pop_back();
+      double rise = cost_of(Unite(whole[b], m)) - cost[b];
       if (b == 0 || rise < best_rise) {
         best = b;
         best_rise = rise;
       }
     }
     buckets[best].push_back(n);
-    masks[best].push_back(MasksOf({n}));
-    cost[best] = cost_of(buckets[best]);
+    masks[best].push_back(m);
+    whole[best] = Unite(whole[best], m);
+    cost[best] = cost_of(whole[best]);
   }
   for (int moves = 0; moves < 200 && ImproveOnce(cost_of, buckets, masks, cost); ++moves) {
   }
