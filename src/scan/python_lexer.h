@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,18 @@ struct LogicalLine {
   std::uint32_t indent;  // Width of the leading whitespace of its first physical line.
 };
 
+// A token's text: a view whose comparison with a string literal is a length test and a memcmp of
+// constant size, which the compiler expands inline. The analysis compares tokens with keywords and
+// operators millions of times a scan; the generic comparison is an out-of-line memcmp call.
+struct TokenText : std::string_view {
+  using std::string_view::basic_string_view;
+  constexpr TokenText(std::string_view s) : std::string_view(s) {}  // NOLINT: a view is one.
+  template <std::size_t N>
+  bool operator==(const char (&literal)[N]) const {
+    return size() == N - 1 && std::memcmp(data(), literal, N - 1) == 0;
+  }
+};
+
 struct Lexed {
   std::string_view src;
   std::vector<Token> tokens;
@@ -37,7 +50,8 @@ struct Lexed {
   std::vector<std::uint32_t> line_starts;  // Byte offset of each physical line.
 
   // Strings: the whole literal, prefix and quotes included.
-  std::string_view Text(const Token& t) const { return src.substr(t.offset, t.size()); }
+  // Tokens lie inside src (the lexer makes them so): no bounds check.
+  TokenText Text(const Token& t) const { return TokenText(src.data() + t.offset, t.size()); }
   // 1-based line where the token starts (a binary search: called per finding, not per token).
   std::uint32_t Line(const Token& t) const;
   // 1-based byte column.

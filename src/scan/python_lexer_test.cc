@@ -122,5 +122,17 @@ TEST(ScanLexerTest, StringBodyStripsPrefixAndQuotes) {
   EXPECT_EQ(StringBody("'''a'''"), "a");
 }
 
+TEST(ScanLexerTest, TokenTextComparesWithLiteralsByLengthAndBytes) {
+  const Lexed lx = LexPython("import torch as t\n");
+  ASSERT_GE(lx.tokens.size(), 4u);
+  EXPECT_TRUE(lx.Text(lx.tokens[0]) == "import");
+  EXPECT_FALSE(lx.Text(lx.tokens[0]) == "impor");    // A prefix.
+  EXPECT_FALSE(lx.Text(lx.tokens[0]) == "imports");  // Longer.
+  EXPECT_TRUE(lx.Text(lx.tokens[3]) != "torch");
+  EXPECT_TRUE(lx.Text(lx.tokens[3]) == "t");
+  const std::string_view view = lx.Text(lx.tokens[1]);  // Still a view for everything else.
+  EXPECT_EQ(view, "torch");
+}
+
 }  // namespace
 }  // namespace dt::scan

@@ -66,13 +66,16 @@ class NameSet {
   bool MayHold(std::string_view name) const {
     return !name.empty() && (bits_[Slot(name) >> 6] >> (Slot(name) & 63) & 1) != 0;
   }
-
- private:
+  // Word w of the summary, for a test against the union of several sets.
+  std::uint64_t Bits(int w) const { return bits_[w]; }
+  // The summary bit of a non-empty name.
   static unsigned Slot(std::string_view n) {
     const std::size_t front = static_cast<unsigned char>(n.front());
     const std::size_t back = static_cast<unsigned char>(n.back());
     return static_cast<unsigned>(n.size() * 31 + front * 7 + back) & 255;
   }
+
+ private:
   std::uint64_t bits_[4] = {0, 0, 0, 0};
   std::unordered_set<std::string_view> set_;
 };
@@ -158,8 +161,12 @@ class PythonScanner {
   const Token& T(std::size_t k) const { return lex_.tokens[k]; }
 
   // Token tests (members: a token's text lives in the Lexed).
-  bool Is(const Token& t, std::string_view text) const { return lex_.Text(t) == text; }
-  bool IsOp(const Token& t, std::string_view text) const {
+  template <std::size_t N>
+  bool Is(const Token& t, const char (&text)[N]) const {
+    return lex_.Text(t) == text;
+  }
+  template <std::size_t N>
+  bool IsOp(const Token& t, const char (&text)[N]) const {
     return t.kind() == TokKind::kOp && lex_.Text(t) == text;
   }
   bool IsName(const Token& t) const { return t.kind() == TokKind::kName; }
@@ -191,9 +198,9 @@ class PythonScanner {
     LexPython(src, storage);
     return storage;
   }
-  std::string_view First(const LogicalLine& l) const { return lex_.Text(T(l.begin)); }
+  TokenText First(const LogicalLine& l) const { return lex_.Text(T(l.begin)); }
   // The keyword of a line, past `async`.
-  std::string_view Head(const LogicalLine& l) const {
+  TokenText Head(const LogicalLine& l) const {
     if (First(l) == "async" && l.end - l.begin > 1) return lex_.Text(T(l.begin + 1));
     return First(l);
   }
@@ -231,7 +238,7 @@ class PythonScanner {
     MarkOptionalImports();
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
       const LogicalLine& l = lex_.lines[i];
-      std::string_view f = First(l);
+      TokenText f = First(l);
       if (f == "import" || f == "from")
         CollectImports(i);
       else
@@ -251,7 +258,7 @@ class PythonScanner {
         stack.pop_back();
       line_scope_[li] = stack.back();
       for (int id : stack) scopes_[static_cast<std::size_t>(id)].last_line = li;
-      std::string_view head = Head(l);
+      TokenText head = Head(l);
       if (head != "def" && head != "class") continue;
       std::size_t name_tok = l.begin + (First(l) == "async" ? 2 : 1);
       if (name_tok >= l.end || !IsName(T(name_tok))) continue;
@@ -311,6 +318,7 @@ class PythonScanner {
   // The import target a name resolves to in scope `s`, or null (unbound or shadowed by a
   // parameter).
   const std::string* Lookup(std::string_view name, int s) const {
+    if (!alias_filter_.count(name)) return nullptr;  // Bound by no import of the file (most names).
     for (; s >= 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
       const Scope& sc = scopes_[static_cast<std::size_t>(s)];
       if (sc.params.count(name)) return nullptr;
@@ -320,7 +328,12 @@ class PythonScanner {
     return nullptr;
   }
 
+  void BindHandle(int scope, std::string_view name) {
+    scopes_[static_cast<std::size_t>(scope)].local_names.insert(name);
+    handle_filter_.insert(name);
+  }
   bool IsHandle(std::string_view name, int s) const {
+    if (!handle_filter_.count(name)) return false;
     for (; s >= 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
       const Scope& sc = scopes_[static_cast<std::size_t>(s)];
       if (sc.local_names.count(name)) return true;
@@ -369,7 +382,7 @@ class PythonScanner {
     const auto& lines = lex_.lines;
     const auto& l = lines[li];
     if (l.end - l.begin < 3 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), "=")) return false;
-    std::string_view name = lex_.Text(T(l.begin));
+    TokenText name = lex_.Text(T(l.begin));
     for (std::size_t j = li; j-- > 0 && lines[j].indent > 0;) {
       if (First(lines[j]) == "def") return false;
       if (First(lines[j]) != "global") continue;
@@ -396,7 +409,7 @@ class PythonScanner {
       bool required = false;  // An ImportError handler that only raises: no other path.
       bool fallback = false;  // A handler that does something else than raise or report.
       for (std::size_t k = j; k < lines.size() && lines[k].indent == indent; ++k) {
-        std::string_view f = First(lines[k]);
+        TokenText f = First(lines[k]);
         if (f != "except") break;
         bool bare = lines[k].end - lines[k].begin <= 2;
         const Handler handler = ReadHandler(k);
@@ -435,7 +448,7 @@ class PythonScanner {
         for (std::size_t k = i + 1; k < j; ++k) {
           // A handler that only re-raises or reports leaves the body's work undone on a Mac: the
           // body is no guard. Its imports stay optional (the module loads without them).
-          std::string_view head = First(lines[k]);
+          TokenText head = First(lines[k]);
           if (fallback || head == "import" || head == "from" || AcquiresGlobal(k))
             optional_line_[k] = true;
           // `HAS_XFORMERS = True` after the import: a flag that says the library loaded.
@@ -528,7 +541,7 @@ class PythonScanner {
 
   void CollectImports(std::size_t li) {
     const auto& l = lex_.lines[li];
-    std::string_view f = First(l);
+    TokenText f = First(l);
     if (f == "global") {
       for (std::size_t k = l.begin + 1; k < l.end; ++k)
         if (IsName(T(k))) globals_.insert(lex_.Text(T(k)));
@@ -544,7 +557,7 @@ class PythonScanner {
         k = Dotted(k, l.end, mod);
         if (mod.empty()) break;
         result_.imports.push_back(PyImport{mod, 0, {}, false, li});
-        std::string_view local = lex_.Text(T(first_tok));
+        TokenText local = lex_.Text(T(first_tok));
         std::string target(local);
         if (k + 1 < l.end && Is(T(k), "as") && IsName(T(k + 1))) {
           local = lex_.Text(T(k + 1));
@@ -574,7 +587,7 @@ class PythonScanner {
       for (; k < l.end; ++k) {
         if (!IsName(T(k))) continue;
         std::string name(lex_.Text(T(k)));
-        std::string_view local = lex_.Text(T(k));
+        TokenText local = lex_.Text(T(k));
         if (k + 2 < l.end && Is(T(k + 1), "as") && IsName(T(k + 2))) {
           local = lex_.Text(T(k + 2));
           k += 2;
@@ -591,10 +604,11 @@ class PythonScanner {
             const std::string& module) {
     if (!bind_) return;
     scopes_[static_cast<std::size_t>(scope)].alias[local] = target;
+    alias_filter_.insert(local);
     if (optional) optional_names_.insert(local);
     const bool extension = IsExtensionModule(target);
     const bool symbol = IsCudaSymbol(target);
-    if (extension) scopes_[static_cast<std::size_t>(scope)].local_names.insert(local);
+    if (extension) BindHandle(scope, local);
     if (optional || extension || symbol || Contains(target, "cud") || Contains(target, "CUD") ||
         (module != target && IsExtensionModule(module)) || LibraryOf(target) != nullptr ||
         reg_.MatchApi(target) != nullptr || StartsWith(target, "torch.utils.cpp_extension"))
@@ -658,11 +672,19 @@ class PythonScanner {
                          [](const Prefilter::Match& m, std::size_t v) { return m.start < v; });
     for (; it != triggers_.end() && it->start < f; ++it)
       if (it->end <= f) return true;
-    for (std::size_t k = b; k < e; ++k)
-      if (IsName(T(k)) &&
-          (hot_names_.count(lex_.Text(T(k))) || handle_names_.count(lex_.Text(T(k))) ||
-           (track_refs_ && top_filter_.count(lex_.Text(T(k))))))
+    // One summary test per name against the union of the sets; only a name that passes is hashed.
+    std::uint64_t any[4];
+    for (int w = 0; w < 4; ++w)
+      any[w] = hot_names_.Bits(w) | handle_names_.Bits(w) | (track_refs_ ? top_filter_.Bits(w) : 0);
+    for (std::size_t k = b; k < e; ++k) {
+      if (!IsName(T(k))) continue;
+      const TokenText name = lex_.Text(T(k));
+      const unsigned slot = NameSet::Slot(name);
+      if ((any[slot >> 6] >> (slot & 63) & 1) == 0) continue;
+      if (hot_names_.count(name) || handle_names_.count(name) ||
+          (track_refs_ && top_filter_.count(name)))
         return true;
+    }
     return false;
   }
 
@@ -782,12 +804,12 @@ class PythonScanner {
     if (minus_one_read_) return minus_one_ranks_;
     minus_one_read_ = true;
     for (const auto& l : lex_.lines) {
-      const std::string_view head = First(l);
+      const TokenText head = First(l);
       if (head != "if" && head != "elif" && head != "while") continue;
       for (auto k = l.begin + 1; k + 2 < l.end; ++k) {
         if (!IsName(T(k))) continue;
+        if (!reg_.IsLaunchGuardName(lex_.Text(T(k)))) continue;
         const std::string lower = Lower(lex_.Text(T(k)));
-        if (!reg_.IsLaunchGuardName(lower)) continue;
         std::size_t v = k + 1;
         const bool compared = IsOp(T(v), "==") || IsOp(T(v), "!=");
         if (Is(T(v), "not") && v + 1 < l.end) ++v;
@@ -855,7 +877,7 @@ class PythonScanner {
         const bool cuda =
             ((IsCudaDeviceString(t) || IsNccl(body)) && InComparison(k, b, e)) ||
             // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
-            (body.size() < 40 && reg_.IsLaunchGuardName(Lower(body))) ||
+            (body.size() < 40 && reg_.IsLaunchGuardName(body)) ||
             // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a build switch.
             IsCudaEnvName(body);
         if (cuda) found = Truth::kCuda;
@@ -863,29 +885,30 @@ class PythonScanner {
       }
       if (!IsName(t)) continue;
       bool after_dot = k > b && IsOp(T(k - 1), ".");
-      std::string lower = Lower(lex_.Text(t));
-      if (after_dot) {
-        if (lex_.Text(t) == "is_cuda" || guard_attrs_.count(lex_.Text(t)))
+      const TokenText name = lex_.Text(t);
+      // A flag or launcher word (`args.use_gpu`, `LOCAL_RANK`), else nothing.
+      auto flag_or_launch = [&] {
+        if (FlagWord(name, found)) return;
+        if (reg_.IsLaunchGuardName(name)) {
           found = Truth::kCuda;
-        else if (FlagWord(lower, found)) {
-        } else if (reg_.IsLaunchGuardName(lower)) {
-          found = Truth::kCuda;
-          launch = lower;
+          launch = Lower(name);
         }
+      };
+      if (after_dot) {
+        if (name == "is_cuda" || guard_attrs_.count(name))
+          found = Truth::kCuda;
+        else
+          flag_or_launch();
         continue;
       }
-      if (guard_names_.count(lex_.Text(t)) || optional_names_.count(lex_.Text(t))) {
+      if (guard_names_.count(name) || optional_names_.count(name)) {
         found = Truth::kCuda;
         continue;
       }
       // Every guard API is torch's: a name that is neither torch nor an import alias resolves to
       // none, and the chain need not be built.
-      if (lex_.Text(t) != "torch" && Lookup(lex_.Text(t), scope) == nullptr) {
-        if (FlagWord(lower, found)) continue;
-        if (reg_.IsLaunchGuardName(lower)) {
-          found = Truth::kCuda;
-          launch = lower;
-        }
+      if (name != "torch" && Lookup(name, scope) == nullptr) {
+        flag_or_launch();
         continue;
       }
       std::string resolved, head;
@@ -905,8 +928,8 @@ class PythonScanner {
         k = ce - 1;
         continue;
       }
-      if (FlagWord(lower, found)) continue;
-      if (reg_.IsLaunchGuardName(lower)) found = Truth::kCuda;
+      if (FlagWord(name, found)) continue;
+      if (reg_.IsLaunchGuardName(name)) found = Truth::kCuda;
     }
     return found;
   }
@@ -926,7 +949,18 @@ class PythonScanner {
 
   // Option and flag names: `args.cuda`, `use_gpu`, `n_gpu` hold where CUDA is chosen; `no_cuda`,
   // `cpu`, `force_cpu` where it is not. Sets `out` and returns true when the word is one.
-  static bool FlagWord(const std::string& lower, Truth& out) {
+  static bool FlagWord(std::string_view name, Truth& out) {
+    // Every flag word holds "cpu", "gpu" or "cuda": names without one (most) are never lowered.
+    bool may = false;
+    for (std::size_t i = 0; i + 2 < name.size() && !may; ++i) {
+      const char a = static_cast<char>(name[i] | 0x20), b = static_cast<char>(name[i + 1] | 0x20),
+                 c = static_cast<char>(name[i + 2] | 0x20);
+      may =
+          ((a == 'c' || a == 'g') && b == 'p' && c == 'u') ||
+          (a == 'c' && b == 'u' && c == 'd' && i + 3 < name.size() && (name[i + 3] | 0x20) == 'a');
+    }
+    if (!may) return false;
+    const std::string lower = Lower(name);
     if (lower == "cpu" || StartsWith(lower, "no_cuda") || StartsWith(lower, "no_gpu") ||
         StartsWith(lower, "use_cpu") || StartsWith(lower, "force_cpu") || lower == "cpu_only" ||
         StartsWith(lower, "disable_cuda")) {
@@ -1032,12 +1066,12 @@ class PythonScanner {
   // Variables assigned from a CUDA check and functions that return one.
   void CollectGuards(std::size_t li) {
     const auto& l = lex_.lines[li];
-    std::string_view f = Head(l);
+    TokenText f = Head(l);
     int scope = ScopeOf(li);
     if (f == "def") {
       std::size_t name_tok = l.begin + (First(l) == "async" ? 2 : 1);
       if (name_tok >= l.end) return;
-      std::string_view name = lex_.Text(T(name_tok));
+      TokenText name = lex_.Text(T(name_tok));
       for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
         const auto& body = lex_.lines[j];
         if (First(body) == "return" && Maybe(body.begin + 1, body.end) &&
@@ -1099,7 +1133,7 @@ class PythonScanner {
       while (stack.size() > 1 && stack.back().indent >= l.indent) stack.pop_back();
       int scope = ScopeOf(li);
       bool guarded = stack.size() > 1 ? stack.back().guarded : module_level_guard;
-      std::string_view f = Head(l);
+      TokenText f = Head(l);
       bool line_guard = guarded;
       bool compound = (f == "if" || f == "elif" || f == "else" || f == "while" || f == "for" ||
                        f == "with" || f == "def" || f == "class" || f == "try" || f == "except" ||
@@ -1132,12 +1166,13 @@ class PythonScanner {
       }
       line_guarded_[li] = line_guard || optional_line_[li];
       branches_.clear();
-      if (!line_guard && Maybe(l.begin, l.end)) GuardedBranches(l, scope);
       if (First(l) == "import" || First(l) == "from") {
+        if (!line_guard && Maybe(l.begin, l.end)) GuardedBranches(l, scope);
         required_import_ = required_line_[li];
         ImportFindings(l, scope, line_guard || optional_line_[li]);
         required_import_ = false;
-      } else {
+      } else if (Maybe(l.begin, l.end)) {  // Tested once: GuardedBranches adds no hot name.
+        if (!line_guard) GuardedBranches(l, scope);
         LineFindings(li, l, scope, line_guard || optional_line_[li]);
       }
     }
@@ -1365,8 +1400,8 @@ class PythonScanner {
     bool tainted = false;   // The line uses an extension handle or CUDA symbol unguarded.
   };
 
+  // A statement that passed Maybe().
   void LineFindings(std::size_t li, const LogicalLine& l, int scope, bool guarded) {
-    if (!Maybe(l.begin, l.end)) return;
     if (StringsOnly(l)) return;  // A docstring.
     LineRead line{li, l, scope, guarded};
     for (std::size_t k = l.begin; k < l.end; ++k) {
@@ -1505,7 +1540,7 @@ class PythonScanner {
 
   // A reference to one of this module's own definitions: the dependency graph, no finding.
   void OwnReference(std::size_t k, const LineRead& line, bool guarded) {
-    const std::string_view name = lex_.Text(T(k));
+    const TokenText name = lex_.Text(T(k));
     int from = line.scope > 0 ? scopes_[static_cast<std::size_t>(line.scope)].top : -1;
     std::string_view from_name =
         from >= 0 ? scopes_[static_cast<std::size_t>(from)].name : std::string_view();
@@ -1611,18 +1646,18 @@ class PythonScanner {
     std::size_t eq = l.begin;
     while (eq < l.end && !IsOp(T(eq), "=")) ++eq;
     if (eq != l.begin + 1 || eq >= l.end || !IsName(T(l.begin))) return;
-    std::string_view target = lex_.Text(T(l.begin));
+    TokenText target = lex_.Text(T(l.begin));
     bool constructed = false;
     if (line.tainted && eq + 1 < l.end && IsName(T(eq + 1)) &&
         IsHandle(lex_.Text(T(eq + 1)), scope)) {
       std::string dotted;
       std::size_t ce = Dotted(eq + 1, l.end, dotted);
-      std::string_view last = lex_.Text(T(ce - 1));
+      TokenText last = lex_.Text(T(ce - 1));
       constructed = ce < l.end && IsOp(T(ce), "(") && !last.empty() && last[0] >= 'A' &&
                     last[0] <= 'Z' && Matching(ce, l.end) == l.end - 1;
     }
     if (constructed) {
-      scopes_[static_cast<std::size_t>(scope)].local_names.insert(target);
+      BindHandle(scope, target);
       handle_names_.insert(target);
     }
     if (scope == 0) {
@@ -1682,9 +1717,9 @@ class PythonScanner {
               resolved.substr(resolved.rfind('.') + 1) + "()", guarded);
     // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
     if (l.end - l.begin > 2 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
-      std::string_view target = lex_.Text(T(l.begin));
+      TokenText target = lex_.Text(T(l.begin));
       int bind = globals_.count(target) ? 0 : scope;
-      scopes_[static_cast<std::size_t>(bind)].local_names.insert(target);
+      BindHandle(bind, target);
       handle_names_.insert(target);
       if (!guarded && scope == 0) cuda_tops_[target] |= true;
     }
@@ -1782,7 +1817,7 @@ class PythonScanner {
     if (k > l.begin &&
         (Is(T(k - 1), "not") || Is(T(k - 1), "if") || Is(T(k - 1), "and") || Is(T(k - 1), "or")))
       return false;
-    std::string_view head = Head(l);
+    TokenText head = Head(l);
     if ((head == "if" || head == "elif" || head == "while" || head == "assert") && k < FindColon(l))
       return false;
     return true;
@@ -1892,9 +1927,9 @@ class PythonScanner {
   // "cuda" (`def bias_act(x, impl="cuda")` ... `if impl == "cuda" and x.device.type == "cuda"`): a
   // dispatch key, not a device placement. A parameter named for a device stays a device default.
   bool IsDispatchDefault(std::size_t k, std::size_t li, const LogicalLine& l) const {
-    std::string_view head = Head(l);
+    TokenText head = Head(l);
     if (head != "def" || k < l.begin + 2 || !IsOp(T(k - 1), "=") || !IsName(T(k - 2))) return false;
-    std::string_view param = lex_.Text(T(k - 2));
+    TokenText param = lex_.Text(T(k - 2));
     std::string lower = Lower(param);
     if (Contains(lower, "device") || lower == "dev" || Contains(lower, "map_location"))
       return false;
@@ -2077,7 +2112,7 @@ class PythonScanner {
       if (l.end - l.begin != 3 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), "=") ||
           !IsCudaDeviceString(T(l.begin + 2)) || line_guarded_[li])
         continue;
-      std::string_view var = lex_.Text(T(l.begin));
+      TokenText var = lex_.Text(T(l.begin));
       int scope = ScopeOf(li);
       if (scope <= 0) continue;
       const Scope& sc = scopes_[static_cast<std::size_t>(scope)];
@@ -2141,7 +2176,7 @@ class PythonScanner {
       std::size_t h = li;
       while (h > 0 && lines[h].indent >= lines[li].indent) --h;
       if (lines[h].indent >= lines[li].indent) continue;
-      const std::string_view head = First(lines[h]);
+      const TokenText head = First(lines[h]);
       if (head != "if" && head != "elif" && head != "else") continue;
       bool main = false;
       for (auto k = lines[h].begin; k < lines[h].end; ++k) main |= Is(T(k), "__name__");
@@ -2184,7 +2219,7 @@ class PythonScanner {
     std::unordered_map<std::size_t, std::vector<Ref>> refs;
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
-      const std::string_view head = First(l);
+      const TokenText head = First(l);
       if (head == "def" || head == "class" || head == "import" || head == "from") continue;
       for (auto k = l.begin; k < l.end; ++k) {
         if (!IsName(T(k)) || (k > l.begin && IsOp(T(k - 1), "."))) continue;
@@ -2241,7 +2276,7 @@ class PythonScanner {
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
       if (l.indent == 0) in_main = IsMainCheck(l);
-      const std::string_view head = First(l);
+      const TokenText head = First(l);
       if (head == "import" || head == "from") continue;
       const std::unordered_set<std::string_view>* methods = nullptr;  // Of the class holding li.
       const PyRef where = RefContext(li, in_main, class_methods, methods);
@@ -2357,7 +2392,7 @@ class PythonScanner {
       if (r.in_def != r.target) result_.refs.push_back(std::move(r));  // Recursion says nothing.
       return k;
     }
-    const std::string_view name = lex_.Text(t);
+    const TokenText name = lex_.Text(t);
     if (Shadowed(name, scope)) return k;
     if (const std::string* target = Lookup(name, scope))
       return ImportedRef(k, l, scope, *target, where);
@@ -2449,7 +2484,7 @@ class PythonScanner {
         if (IsOp(t, "*") || IsOp(t, "**"))
           keyword_only = true;
         else if (IsName(t)) {
-          const std::string_view param = lex_.Text(t);
+          const TokenText param = lex_.Text(t);
           std::size_t v = k + 1;
           if (v < close && IsOp(T(v), ":")) {  // Past the annotation, to its default.
             int d = 0;
@@ -2616,6 +2651,10 @@ class PythonScanner {
   std::unordered_map<std::size_t, int> decorator_kernel_;  // Decorator line -> kernel scope.
   const Library* kernel_lib_ = nullptr;
   NameSet handle_names_;
+  // Every name an import binds, and every extension handle, in any scope: Lookup() and IsHandle()
+  // turn other names away with one test instead of a hash per enclosing scope.
+  NameSet alias_filter_;
+  NameSet handle_filter_;
   std::unordered_set<std::string_view> globals_;  // Names of `global` statements.
   // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines
   // that name its own module-level definitions are analysed too, to follow the dependency inside

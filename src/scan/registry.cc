@@ -207,6 +207,7 @@ Status Registry::LoadRules(const json& doc, const std::string& file,
   if (auto st = LoadPythonPatterns(doc, file, referenced); !st) return st;
   for (auto& name : StrList(doc, "launch_guards")) {
     if (name.size() < 64) launch_guard_lengths_ |= std::uint64_t{1} << name.size();
+    if (!name.empty()) launch_guard_ends_ |= std::uint64_t{1} << LaunchEndsSlot(name);
     launch_guards_.insert(std::move(name));
   }
   return OkStatus();
@@ -506,25 +507,25 @@ const Rule* Registry::FindRule(std::string_view code) const {
 
 const PythonApi* Registry::MatchApi(std::string_view dotted) const {
   if (api_tops_.find(TopOf(dotted)) == api_tops_.end()) return nullptr;
-  std::string key(dotted);
+  std::string_view key = dotted;
   while (true) {
     auto it = api_index_.find(key);
     if (it != api_index_.end()) return &apis_[it->second];
     auto dot = key.rfind('.');
     if (dot == std::string::npos) return nullptr;
-    key.resize(dot);
+    key = key.substr(0, dot);
   }
 }
 
 const Library* Registry::LibraryForModule(std::string_view dotted) const {
   if (module_tops_.find(TopOf(dotted)) == module_tops_.end()) return nullptr;
-  std::string key(dotted);
+  std::string_view key = dotted;
   while (true) {
     auto it = module_index_.find(key);
     if (it != module_index_.end()) return &libraries_[it->second];
     auto dot = key.rfind('.');
     if (dot == std::string::npos) return nullptr;
-    key.resize(dot);
+    key = key.substr(0, dot);
   }
 }
 

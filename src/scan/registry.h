@@ -163,10 +163,19 @@ class Registry {
   const std::vector<PythonKeyword>* KeywordRules(std::string_view keyword) const;
   // Names and attributes whose truth means a launch mode that brings CUDA with it (`ddp`,
   // `LOCAL_RANK`, `world_size`): a branch on them is guarded like one on torch.cuda.is_available().
+  // In any case (`LOCAL_RANK` is `local_rank`); the knowledge base lists them lower-case.
   bool IsLaunchGuardName(std::string_view name) const {
-    // Asked for every name of every condition: the lengths of the few guard names turn most away.
-    if (name.size() < 64 && (launch_guard_lengths_ >> name.size() & 1) == 0) return false;
-    return launch_guards_.find(name) != launch_guards_.end();
+    if (name.size() >= 64) return launch_guards_.find(Lower(name)) != launch_guards_.end();
+    // Asked for every name of every condition: the lengths of the few guard names turn most away
+    // before any lower-case copy is made.
+    if ((launch_guard_lengths_ >> name.size() & 1) == 0 ||
+        (launch_guard_ends_ >> LaunchEndsSlot(name) & 1) == 0)
+      return false;
+    char lower[64];
+    for (std::size_t i = 0; i < name.size(); ++i)
+      lower[i] =
+          name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] + ('a' - 'A')) : name[i];
+    return launch_guards_.find(std::string_view(lower, name.size())) != launch_guards_.end();
   }
   // The library whose kernel decorator `dotted` is (`triton.jit`), or null.
   const Library* KernelDecorator(std::string_view dotted) const;
@@ -185,9 +194,15 @@ class Registry {
   std::vector<Rule> rules_;
   std::unordered_map<std::string, std::size_t> rule_index_;
   std::vector<PythonApi> apis_;
-  std::unordered_map<std::string, std::size_t> api_index_;
+  // Looked up by views (each prefix of a dotted name in turn) without a string built per prefix.
+  struct ViewHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using ViewIndex = std::unordered_map<std::string, std::size_t, ViewHash, std::equal_to<>>;
+  ViewIndex api_index_;
   std::vector<Library> libraries_;
-  std::unordered_map<std::string, std::size_t> module_index_;
+  ViewIndex module_index_;
   // The first components of the two indexes' keys: most names a scanned file looks up (`os.path`,
   // `typing.List`) fail here without building a key string.
   std::set<std::string, std::less<>> api_tops_;
@@ -198,6 +213,13 @@ class Registry {
   std::vector<PythonKeyword> strings_;  // python_strings: only value, code and replacement.
   std::set<std::string, std::less<>> launch_guards_;
   std::uint64_t launch_guard_lengths_ = 0;  // Bit n: a launch guard name has n bytes (n < 64).
+  std::uint64_t launch_guard_ends_ = 0;     // Bit LaunchEndsSlot(name) of each launch guard name.
+  // A non-empty name's first and last letters, in any case, folded into 0..63.
+  static unsigned LaunchEndsSlot(std::string_view name) {
+    return ((static_cast<unsigned char>(name.front()) | 0x20) * 7 +
+            (static_cast<unsigned char>(name.back()) | 0x20)) &
+           63;
+  }
   std::set<std::string> retired_;
   std::vector<std::string> python_triggers_;
   std::shared_ptr<Prefilter> python_prefilter_;

@@ -222,5 +222,23 @@ TEST(ScanRegistryTest, LibrariesAndPackages) {
   }
 }
 
+TEST(ScanRegistryTest, LookupsByPrefixAndInAnyCase) {
+  const Registry& reg = testing::Reg();
+  // The longest registered prefix of a dotted name, found from views of it.
+  const PythonApi* api = reg.MatchApi("torch.cuda.synchronize.extra");
+  ASSERT_NE(api, nullptr);
+  EXPECT_EQ(api->name, "torch.cuda.synchronize");
+  EXPECT_EQ(reg.MatchApi("torch.cud"), nullptr);
+  EXPECT_EQ(reg.MatchApi(""), nullptr);
+  // Launcher names in any case; near misses of the same length and ends are not.
+  EXPECT_TRUE(reg.IsLaunchGuardName("local_rank"));
+  EXPECT_TRUE(reg.IsLaunchGuardName("LOCAL_RANK"));
+  EXPECT_TRUE(reg.IsLaunchGuardName("World_Size"));
+  EXPECT_FALSE(reg.IsLaunchGuardName("local_ranx"));
+  EXPECT_FALSE(reg.IsLaunchGuardName("lokal_rank"));
+  EXPECT_FALSE(reg.IsLaunchGuardName("local_rank_"));
+  EXPECT_FALSE(reg.IsLaunchGuardName(std::string(80, 'w')));
+}
+
 }  // namespace
 }  // namespace dt::scan
