@@ -151,6 +151,7 @@ struct FileResult {
   std::vector<std::string> op_namespaces;
   bool has_main = false;
   bool scanned = false;
+  std::size_t bytes = 0;  // Its size as read.
   std::string skip_reason;
 };
 
@@ -574,6 +575,7 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   if (!loaded) return;
   std::string_view text = *loaded;
   r.scanned = true;
+  r.bytes = text.size();
   if (text.empty()) return;
   // Only a build script that calls setuptools' (or distutils') setup() is one; a module that
   // happens to be called setup.py (pkg/setup.py with helpers) is code like any other.
@@ -889,14 +891,14 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   std::unordered_set<std::string_view> symbol_module_views;
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
+    if (results[i].cuda_symbols.empty()) return added;  // Most files: no module name is built.
     for (const auto& mod : ModuleNames(items[i].rel)) {
       for (const auto& [name, ext] : results[i].cuda_symbols) {
         auto [it, fresh] = cuda.symbols.emplace(mod + "." + name, ext);
         added |= fresh || (ext && !it->second);
         it->second = it->second || ext;
       }
-      if (!results[i].cuda_symbols.empty())
-        symbol_module_views.insert(*symbol_modules.insert(mod).first);
+      symbol_module_views.insert(*symbol_modules.insert(mod).first);
     }
     return added;
   };
@@ -956,8 +958,13 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       }
     }
     if (again.empty()) break;
-    ParallelFor(again.size(), threads, [&](std::size_t k, unsigned) {
-      const std::size_t i = again[k];
+    // Largest first, so that no thread is left alone with a big module at the end of a round.
+    std::vector<std::size_t> order = again;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return results[a].bytes > results[b].bytes;
+    });
+    ParallelFor(order.size(), threads, [&](std::size_t k, unsigned) {
+      const std::size_t i = order[k];
       PyScanOptions opt;
       opt.setup_py = items[i].kind == FileKind::kSetupPy;
       opt.cuda = &cuda;
@@ -1432,7 +1439,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const unsigned threads = DefaultThreads(options.threads);
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
-  const std::unordered_set<std::string> init_dirs = InitDirs(items);
+  std::unordered_set<std::string> init_dirs = InitDirs(items);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
   DropUnmetConditions(ctx, results);
@@ -1447,9 +1454,21 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   }
   auto entries = ChooseEntries(options, cfg, items, mains, abs_root);
   if (!entries) return entries.take_error();
-  const Reach reach =
+  Reach reach =
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
   Collect(items, results, *filter, entries->files, reach, report);
+  // The per-file state (every file's imports, paths, the import graph) is freed while the caller
+  // formats the report: on a large tree its frees take longer than the output.
+  struct Leftovers {
+    std::vector<WalkItem> items;
+    std::vector<FileResult> results;
+    std::vector<PyModule> modules;
+    Reach reach;
+    std::unordered_set<std::string> init_dirs;
+  };
+  ReleaseInBackground(std::make_shared<Leftovers>(Leftovers{std::move(items), std::move(results),
+                                                            std::move(modules), std::move(reach),
+                                                            std::move(init_dirs)}));
   if (report.files_scanned == 0) {
     return MakeError(ErrorCode::kInput,
                      "nothing was scanned: no Python, notebook, C/C++/CUDA, build or environment "

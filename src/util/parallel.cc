@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <system_error>
 #include <utility>
 
 namespace dt {
@@ -35,6 +37,32 @@ void ScopedThreads::Join() {
   if (stop_) std::exchange(stop_, nullptr)();
   for (auto& t : threads_)
     if (t.joinable()) t.join();
+}
+
+namespace {
+
+// The thread freeing the last garbage handed over; a static, so exit() joins it (before a leak
+// checker's own exit handler, registered earlier, looks at the heap).
+struct Releaser {
+  std::mutex mu;
+  std::thread thread;
+  ~Releaser() {
+    std::lock_guard lock(mu);
+    if (thread.joinable()) thread.join();
+  }
+};
+
+}  // namespace
+
+void ReleaseInBackground(std::shared_ptr<void> garbage) {
+  static Releaser releaser;
+  std::lock_guard lock(releaser.mu);
+  if (releaser.thread.joinable()) releaser.thread.join();
+  try {
+    releaser.thread = std::thread([g = std::move(garbage)]() mutable { g.reset(); });
+  } catch (const std::system_error&) {
+    // No thread: the lambda, and the garbage with it, is destroyed here.
+  }
 }
 
 }  // namespace dt

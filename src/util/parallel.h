@@ -1,11 +1,13 @@
-// The one way dualtrack runs work on several threads: a fan-out over indexes (ParallelFor) and
-// threads that live for a scope (ScopedThreads: joined however the scope ends). Hand-written
+// The one way dualtrack runs work on several threads: a fan-out over indexes (ParallelFor),
+// threads that live for a scope (ScopedThreads: joined however the scope ends) and the release of
+// large structures off the caller's thread (ReleaseInBackground). Hand-written
 // because the work is small and std::thread is all it needs (no pool library on both Debian and
 // Homebrew fits: TBB is heavy, BS::thread_pool is not packaged everywhere).
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -35,5 +37,11 @@ class ScopedThreads {
   std::vector<std::thread> threads_;
   std::function<void()> stop_;
 };
+
+// Destroys `garbage` on a thread of its own, so that a caller done with a large structure (a
+// scan's per-file state: every file's imports, millions of small allocations) goes on while it is
+// freed. One such thread at a time: the next call, and the process's exit, wait for the one
+// before; without a thread to be had, it is freed here.
+void ReleaseInBackground(std::shared_ptr<void> garbage);
 
 }  // namespace dt
