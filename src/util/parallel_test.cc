@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 namespace dt {
@@ -73,6 +75,35 @@ TEST(ScopedThreadsTest, JoinTwiceStopsOnce) {
   threads.Join();
   EXPECT_EQ(runs.load(), 3);
   EXPECT_EQ(stops, 1);
+}
+
+TEST(ReleaseInBackgroundTest, FreesOffTheCallersThreadAndTheNextCallWaitsForIt) {
+  std::atomic<int> freed{0};
+  std::thread::id freed_on;
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mu;
+  auto tracked = [&] {
+    return std::shared_ptr<int>(new int(7), [&](int* p) {
+      {
+        std::lock_guard lock(mu);
+        freed_on = std::this_thread::get_id();
+      }
+      delete p;
+      freed++;
+    });
+  };
+  auto first = tracked();
+  std::weak_ptr<int> watch = first;
+  ReleaseInBackground(std::move(first));
+  ReleaseInBackground(tracked());  // Joins the thread that frees the first.
+  EXPECT_TRUE(watch.expired());
+  EXPECT_GE(freed.load(), 1);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_NE(freed_on, caller);
+  }
+  ReleaseInBackground(nullptr);  // Joins the second; nothing to free is fine.
+  EXPECT_EQ(freed.load(), 2);
 }
 
 }  // namespace
