@@ -231,13 +231,11 @@ TEST(ScanRegistryTest, LookupsByPrefixAndInAnyCase) {
   EXPECT_EQ(reg.MatchApi("torch.cud"), nullptr);
   EXPECT_EQ(reg.MatchApi(""), nullptr);
   // Launcher names in any case; near misses of the same length and ends are not.
-  EXPECT_TRUE(reg.IsLaunchGuardName("local_rank"));
-  EXPECT_TRUE(reg.IsLaunchGuardName("LOCAL_RANK"));
-  EXPECT_TRUE(reg.IsLaunchGuardName("World_Size"));
-  EXPECT_FALSE(reg.IsLaunchGuardName("local_ranx"));
-  EXPECT_FALSE(reg.IsLaunchGuardName("lokal_rank"));
-  EXPECT_FALSE(reg.IsLaunchGuardName("local_rank_"));
-  EXPECT_FALSE(reg.IsLaunchGuardName(std::string(80, 'w')));
+  const std::pair<std::string, bool> names[] = {
+      {"local_rank", true},         {"LOCAL_RANK", true},  {"World_Size", true},
+      {"local_ranx", false},        {"lokal_rank", false}, {"local_rank_", false},
+      {std::string(80, 'w'), false}};
+  for (const auto& [name, launch] : names) EXPECT_EQ(reg.IsLaunchGuardName(name), launch) << name;
 }
 
 }  // namespace
