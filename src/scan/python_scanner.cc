@@ -41,6 +41,17 @@ bool Contains(std::string_view s, std::string_view part) {
   return s.find(part) != std::string_view::npos;
 }
 
+// Whether `s` holds `word` (lower-case letters) in any case, without a lower-case copy: `| 0x20`
+// maps only 'A'-'Z' onto the letters.
+bool ContainsFolded(std::string_view s, std::string_view word) {
+  for (std::size_t i = 0; i + word.size() <= s.size(); ++i) {
+    std::size_t k = 0;
+    while (k < word.size() && (s[i + k] | 0x20) == word[k]) ++k;
+    if (k == word.size()) return true;
+  }
+  return false;
+}
+
 bool IsNccl(std::string_view body) {
   return body.size() == 4 && (body[0] | 0x20) == 'n' && (body[1] | 0x20) == 'c' &&
          (body[2] | 0x20) == 'c' && (body[3] | 0x20) == 'l';
@@ -509,11 +520,8 @@ class PythonScanner {
     if (opt_.cuda != nullptr && opt_.cuda->IsModule(module)) return true;
     std::string_view top = module.substr(0, module.find('.'));
     // Named like one: most modules are not, and are turned away before any lookup.
-    bool cuda = false;
-    for (std::size_t i = 0; i + 4 <= top.size() && !cuda; ++i)
-      cuda = (top[i] | 0x20) == 'c' && (top[i + 1] | 0x20) == 'u' && (top[i + 2] | 0x20) == 'd' &&
-             (top[i + 3] | 0x20) == 'a';
-    return cuda && reg_.LibraryForModule(module) == nullptr && !IsOwn(module);
+    return ContainsFolded(top, "cuda") && reg_.LibraryForModule(module) == nullptr &&
+           !IsOwn(module);
   }
 
   bool IsCudaSymbol(const std::string& dotted) const {
@@ -951,15 +959,9 @@ class PythonScanner {
   // `cpu`, `force_cpu` where it is not. Sets `out` and returns true when the word is one.
   static bool FlagWord(std::string_view name, Truth& out) {
     // Every flag word holds "cpu", "gpu" or "cuda": names without one (most) are never lowered.
-    bool may = false;
-    for (std::size_t i = 0; i + 2 < name.size() && !may; ++i) {
-      const char a = static_cast<char>(name[i] | 0x20), b = static_cast<char>(name[i + 1] | 0x20),
-                 c = static_cast<char>(name[i + 2] | 0x20);
-      may =
-          ((a == 'c' || a == 'g') && b == 'p' && c == 'u') ||
-          (a == 'c' && b == 'u' && c == 'd' && i + 3 < name.size() && (name[i + 3] | 0x20) == 'a');
-    }
-    if (!may) return false;
+    if (!ContainsFolded(name, "cpu") && !ContainsFolded(name, "gpu") &&
+        !ContainsFolded(name, "cuda"))
+      return false;
     const std::string lower = Lower(name);
     if (lower == "cpu" || StartsWith(lower, "no_cuda") || StartsWith(lower, "no_gpu") ||
         StartsWith(lower, "use_cpu") || StartsWith(lower, "force_cpu") || lower == "cpu_only" ||
@@ -1166,13 +1168,13 @@ class PythonScanner {
       }
       line_guarded_[li] = line_guard || optional_line_[li];
       branches_.clear();
+      const bool maybe = Maybe(l.begin, l.end);  // Once: GuardedBranches adds no hot name.
+      if (!line_guard && maybe) GuardedBranches(l, scope);
       if (First(l) == "import" || First(l) == "from") {
-        if (!line_guard && Maybe(l.begin, l.end)) GuardedBranches(l, scope);
         required_import_ = required_line_[li];
         ImportFindings(l, scope, line_guard || optional_line_[li]);
         required_import_ = false;
-      } else if (Maybe(l.begin, l.end)) {  // Tested once: GuardedBranches adds no hot name.
-        if (!line_guard) GuardedBranches(l, scope);
+      } else if (maybe) {
         LineFindings(li, l, scope, line_guard || optional_line_[li]);
       }
     }
