@@ -35,6 +35,24 @@ constexpr std::size_t kCandidates = 64;
 // The vector kernels read 16 positions and the bytes after them that the fingerprint covers.
 constexpr std::size_t kLookahead = Prefilter::kFingerprint - 1;
 
+// A byte of a lower-cased needle as the vector search tests it: a letter after `| 0x20` (which
+// folds exactly the upper-case letters onto it), any other byte as it is.
+struct Anchor {
+  unsigned char byte;
+  unsigned char fold;
+};
+inline Anchor AnchorOf(char c) {
+  const auto b = static_cast<unsigned char>(c);
+  return Anchor{b, static_cast<unsigned char>(b >= 'a' && b <= 'z' ? 0x20 : 0)};
+}
+
+// Whether the bytes at `at`, ASCII-lower-cased, are `lower`.
+inline bool FoldedEqual(const unsigned char* at, std::string_view lower) {
+  for (std::size_t k = 0; k < lower.size(); ++k)
+    if (kLower.t[at[k]] != static_cast<unsigned char>(lower[k])) return false;
+  return true;
+}
+
 #if DT_PREFILTER_SSSE3
 bool HaveVectorUnit() {
   static const bool ok = __builtin_cpu_supports("ssse3");
@@ -126,11 +144,78 @@ __attribute__((target("ssse3"))) std::size_t Kernel16(const Prefilter::Tables& t
   return i;
 }
 
+bool HaveAvx2() {
+  static const bool ok = __builtin_cpu_supports("avx2");
+  return ok;
+}
+
 std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size_t n, std::size_t i,
                    Candidate* out, std::size_t& count) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  if (avx2) i = Kernel32(t, p, n, i, out, count);
+  if (HaveAvx2()) {
+    i = Kernel32(t, p, n, i, out, count);
+    // Stopped with a full candidate buffer: the caller empties it and calls again, so that dense
+    // candidates do not leave the rest of the text to the half-width kernel.
+    if (i + 32 + kLookahead <= n) return i;
+  }
   return Kernel16(t, p, n, i, out, count);  // The last 16-byte block, or all without AVX2.
+}
+
+// One needle: the blocks of positions whose byte equals the needle's first byte and whose byte
+// `last` further on equals its last are compared in full (both ends of a word together are rare
+// in source, so this does a fraction of the fingerprint kernel's work per byte). Each returns the
+// first match, or npos with `i` at the first position it did not test.
+__attribute__((target("avx2"))) std::size_t FindOne32(const unsigned char* p, std::size_t n,
+                                                      std::size_t& i, std::string_view needle) {
+  const std::size_t last = needle.size() - 1;
+  const Anchor a = AnchorOf(needle.front()), z = AnchorOf(needle.back());
+  const __m256i a_fold = _mm256_set1_epi8(static_cast<char>(a.fold));
+  const __m256i a_byte = _mm256_set1_epi8(static_cast<char>(a.byte));
+  const __m256i z_fold = _mm256_set1_epi8(static_cast<char>(z.fold));
+  const __m256i z_byte = _mm256_set1_epi8(static_cast<char>(z.byte));
+  for (; i + last + 32 <= n; i += 32) {
+    __m256i x = _mm256_cmpeq_epi8(
+        _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), a_fold),
+        a_byte);
+    __m256i y = _mm256_cmpeq_epi8(
+        _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + last)), z_fold),
+        z_byte);
+    for (auto mask = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(x, y)));
+         mask != 0; mask &= mask - 1) {
+      const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
+      if (FoldedEqual(p + at, needle)) return at;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::size_t FindOne16(const unsigned char* p, std::size_t n, std::size_t& i,
+                      std::string_view needle) {
+  const std::size_t last = needle.size() - 1;
+  const Anchor a = AnchorOf(needle.front()), z = AnchorOf(needle.back());
+  const __m128i a_fold = _mm_set1_epi8(static_cast<char>(a.fold));
+  const __m128i a_byte = _mm_set1_epi8(static_cast<char>(a.byte));
+  const __m128i z_fold = _mm_set1_epi8(static_cast<char>(z.fold));
+  const __m128i z_byte = _mm_set1_epi8(static_cast<char>(z.byte));
+  for (; i + last + 16 <= n; i += 16) {
+    __m128i x = _mm_cmpeq_epi8(
+        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), a_fold), a_byte);
+    __m128i y = _mm_cmpeq_epi8(
+        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + last)), z_fold),
+        z_byte);
+    for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(x, y))); mask != 0;
+         mask &= mask - 1) {
+      const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
+      if (FoldedEqual(p + at, needle)) return at;
+    }
+  }
+  return std::string_view::npos;
+}
+
+std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
+                          std::string_view needle) {
+  if (HaveAvx2())
+    if (std::size_t at = FindOne32(p, n, i, needle); at != std::string_view::npos) return at;
+  return FindOne16(p, n, i, needle);
 }
 #elif DT_PREFILTER_NEON
 bool HaveVectorUnit() { return true; }
@@ -161,8 +246,33 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
   }
   return i;
 }
+
+std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
+                          std::string_view needle) {
+  const std::size_t last = needle.size() - 1;
+  const Anchor a = AnchorOf(needle.front()), z = AnchorOf(needle.back());
+  const uint8x16_t a_fold = vdupq_n_u8(a.fold), a_byte = vdupq_n_u8(a.byte);
+  const uint8x16_t z_fold = vdupq_n_u8(z.fold), z_byte = vdupq_n_u8(z.byte);
+  for (; i + last + 16 <= n; i += 16) {
+    uint8x16_t m = vandq_u8(vceqq_u8(vorrq_u8(vld1q_u8(p + i), a_fold), a_byte),
+                            vceqq_u8(vorrq_u8(vld1q_u8(p + i + last), z_fold), z_byte));
+    // Four bits per position (the shift-right-narrow idiom for a NEON movemask).
+    std::uint64_t bits =
+        vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)), 0);
+    while (bits != 0) {
+      const unsigned k = static_cast<unsigned>(__builtin_ctzll(bits)) / 4;
+      bits &= ~(std::uint64_t{0xf} << (k * 4));
+      if (FoldedEqual(p + i + k, needle)) return i + k;
+    }
+  }
+  return std::string_view::npos;
+}
 #else
 bool HaveVectorUnit() { return false; }
+
+std::size_t FindOneVector(const unsigned char*, std::size_t, std::size_t&, std::string_view) {
+  return std::string_view::npos;
+}
 
 std::size_t Kernel(const Prefilter::Tables&, const unsigned char*, std::size_t, std::size_t i,
                    Candidate*, std::size_t&) {
@@ -389,6 +499,10 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
   list.erase(std::unique(list.begin(), list.end()), list.end());
   if (list.empty()) return;
   empty_ = false;
+  if (list.size() == 1) {
+    single_ = std::move(list.front());
+    return;
+  }
   AssignBuckets(list, buckets_);
   BuildTables();
 }
@@ -512,6 +626,22 @@ void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   std::size_t i = 0;
+  if (!single_.empty()) {
+    const std::size_t m = single_.size();
+    for (;; ++i) {
+      std::size_t at = vector_unit ? FindOneVector(p, n, i, single_) : std::string_view::npos;
+      if (at == std::string_view::npos) {
+        // The tail the vector blocks did not cover, or everything.
+        for (at = std::string_view::npos; i + m <= n && at == std::string_view::npos; ++i)
+          if (kLower.t[p[i]] == static_cast<unsigned char>(single_[0]) &&
+              FoldedEqual(p + i, single_))
+            at = i;
+        if (at == std::string_view::npos) return;
+      }
+      if (on(at, at + m)) return;
+      i = at;
+    }
+  }
   if (vector_unit) {
     Candidate found[kCandidates];
     for (;;) {

@@ -106,6 +106,9 @@ class Prefilter {
   // by one).
   std::array<bool, 8> has_short_{};
   bool empty_ = true;
+  // The needle when there is only one: searched by its first and last bytes (FindOneVector)
+  // instead of the fingerprint tables, which are then not built.
+  std::string single_;
 };
 
 }  // namespace dt::scan

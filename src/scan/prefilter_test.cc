@@ -63,7 +63,9 @@ TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomText) {
   const std::string alphabet = "cudaCUDnl<.tor_64";
   for (const std::vector<std::string>& needles :
        {std::vector<std::string>{"cuda", "nccl", "<<<"}, std::vector<std::string>{"cu", "dn"},
-        std::vector<std::string>{"cudnn", "torch.", "a"},
+        std::vector<std::string>{"cudnn", "torch.", "a"}, std::vector<std::string>{"cuda"},
+        std::vector<std::string>{"tor_"}, std::vector<std::string>{"<."},
+        std::vector<std::string>{"cUdA", "CUDA"},
         std::vector<std::string>{"cud", "nccl", "float64", "double", "multi_margin", "gencode",
                                  "compute_", "sm_", "cudnn", "torch.", "_6", "tor_", "Lun", "da4",
                                  "<<<", "cU", "oooo", "rc"}}) {
@@ -85,23 +87,28 @@ TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomText) {
 // ('@' and '`', '_' and DEL, '[' and '{'): a plain search decides.
 TEST(ScanPrefilterTest, AgreesWithPlainSearchOnRandomBytes) {
   std::mt19937 rng(11);
-  const std::vector<std::string> needles = {"@x",  "`Y",       "a_",   "_\x7f", "[{",
-                                            "Zz9", "\xff\xfe", "cuda", "<<<",   "..."};
-  Prefilter f(needles);
-  for (int round = 0; round < 3000; ++round) {
-    std::string text(rng() % 120, ' ');
-    for (char& c : text) {
-      // Mostly bytes near the needles' own, so that matches happen.
-      static const std::string near =
-          "@x`Yya_\x7f"
-          "[{Zz9\xff\xfe"
-          "cudaCUDA<.";
-      c = rng() % 4 == 0 ? static_cast<char>(rng() % 256) : near[rng() % near.size()];
+  const std::vector<std::string> all_needles = {"@x",  "`Y",       "a_",   "_\x7f", "[{",
+                                                "Zz9", "\xff\xfe", "cuda", "<<<",   "..."};
+  // All together (the fingerprint tables), and each alone (the first-and-last-byte search).
+  std::vector<std::vector<std::string>> sets = {all_needles};
+  for (const auto& n : all_needles) sets.push_back({n});
+  for (const auto& needles : sets) {
+    Prefilter f(needles);
+    for (int round = 0; round < 3000; ++round) {
+      std::string text(rng() % 120, ' ');
+      for (char& c : text) {
+        // Mostly bytes near the needles' own, so that matches happen.
+        static const std::string near =
+            "@x`Yya_\x7f"
+            "[{Zz9\xff\xfe"
+            "cudaCUDA<.";
+        c = rng() % 4 == 0 ? static_cast<char>(rng() % 256) : near[rng() % near.size()];
+      }
+      auto all = NaiveFindAll(needles, text);
+      ASSERT_EQ(Pairs(f.FindAll(text)), all);
+      ASSERT_EQ(Pairs(f.FindAllScalar(text)), all);
+      ASSERT_EQ(f.Matches(text), !all.empty());
     }
-    auto all = NaiveFindAll(needles, text);
-    ASSERT_EQ(Pairs(f.FindAll(text)), all);
-    ASSERT_EQ(Pairs(f.FindAllScalar(text)), all);
-    ASSERT_EQ(f.Matches(text), !all.empty());
   }
 }
 
@@ -124,6 +131,27 @@ TEST(ScanPrefilterTest, FindsEveryOccurrenceInLongText) {
   EXPECT_EQ(Pairs(f.FindAllScalar(text)), expect);
   EXPECT_FALSE(f.Matches(std::string(100000, 'c') + "u"));
   EXPECT_TRUE(f.Matches(std::string(100000, 'c') + "ud"));
+}
+
+// One needle is searched by its first and last bytes: every occurrence, overlapping ones too, at
+// every distance from the vector blocks' edges and as the very last bytes.
+TEST(ScanPrefilterTest, SingleNeedleEveryOccurrence) {
+  Prefilter f({"torch.ops."});
+  for (std::size_t len = 10; len < 100; ++len)
+    for (std::size_t at = 0; at + 10 <= len; ++at) {
+      std::string text(len, 't');
+      text.replace(at, 10, at % 2 == 0 ? "torch.ops." : "TORCH.OPS.");
+      std::vector<std::pair<std::size_t, std::size_t>> expect = {{at, at + 10}};
+      ASSERT_EQ(Pairs(f.FindAll(text)), expect) << len << " " << at;
+      ASSERT_EQ(Pairs(f.FindAllScalar(text)), expect) << len << " " << at;
+      text[at + 9] = ',';
+      ASSERT_FALSE(f.Matches(text)) << len << " " << at;
+    }
+  Prefilter run({"aa"});
+  std::vector<std::pair<std::size_t, std::size_t>> expect;
+  for (std::size_t i = 0; i + 1 < 70; ++i) expect.emplace_back(i, i + 2);
+  EXPECT_EQ(Pairs(run.FindAll(std::string(70, 'A'))), expect);
+  EXPECT_EQ(Pairs(run.FindAllScalar(std::string(70, 'a'))), expect);
 }
 
 // Bytes that `| 0x20` folds onto needle bytes (`_` | 0x20 is DEL, `@` is backquote) are near
