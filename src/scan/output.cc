@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -89,22 +90,53 @@ json Statistics(const ScanReport& report) {
 
 namespace {
 
+// A finding's field that is not text: null, a bool or an integer. The fast writer prints it
+// without building a JSON value (seven per finding, on reports of tens of thousands).
+struct Scalar {
+  enum Kind : std::uint8_t { kNull, kBool, kInt } kind = kNull;
+  std::int64_t value = 0;
+
+  static Scalar Of(bool b) { return Scalar{kBool, b ? 1 : 0}; }
+  static Scalar Of(std::int64_t v) { return Scalar{kInt, v}; }
+  template <class T>
+  static Scalar Of(const std::optional<T>& v) {
+    return v ? Of(*v) : Scalar{};
+  }
+  json Json() const {
+    if (kind == kBool) return json(value != 0);
+    if (kind == kInt) return json(value);
+    return json(nullptr);
+  }
+  // As nlohmann's dump writes it.
+  void AppendTo(std::string& out) const {
+    if (kind == kNull) {
+      out += "null";
+    } else if (kind == kBool) {
+      out += value != 0 ? "true" : "false";
+    } else {
+      char buf[24];
+      auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
+      out.append(buf, end);
+    }
+  }
+};
+
 // A finding's fields in the document, in key order (the order nlohmann writes): the one list that
 // the document, the fast writer and its UTF-8 check share. `str` gets the text fields, `scalar`
-// the others as JSON values.
-template <class Str, class Scalar>
-void ForEachFindingField(const Finding& f, Str&& str, Scalar&& scalar) {
-  scalar("cell", f.cell ? json(*f.cell) : json(nullptr));
+// the others.
+template <class Str, class ScalarField>
+void ForEachFindingField(const Finding& f, Str&& str, ScalarField&& scalar) {
+  scalar("cell", Scalar::Of(f.cell));
   str("class", FindingClassName(f.cls));
   str("code", f.code);
-  scalar("column", json(f.column));
+  scalar("column", Scalar::Of(f.column));
   str("file", f.file);
-  scalar("guarded", json(f.guarded));
-  scalar("line", json(f.line));
+  scalar("guarded", Scalar::Of(f.guarded));
+  scalar("line", Scalar::Of(f.line));
   str("message", f.message);
-  scalar("mps_only", json(f.mps_only));
-  scalar("reachable", f.reachable ? json(*f.reachable) : json(nullptr));
-  scalar("reached_by", f.reached_by ? json(*f.reached_by) : json(nullptr));
+  scalar("mps_only", Scalar::Of(f.mps_only));
+  scalar("reachable", Scalar::Of(f.reachable));
+  scalar("reached_by", Scalar::Of(f.reached_by));
   str("replacement", f.replacement);
   str("severity", SeverityName(f.severity));
   str("snippet", f.snippet);
@@ -120,7 +152,7 @@ json ReportJson(const ScanReport& report, bool with_findings) {
       json j = json::object();
       ForEachFindingField(
           f, [&](const char* k, std::string_view v) { j[k] = v; },
-          [&](const char* k, json v) { j[k] = std::move(v); });
+          [&](const char* k, Scalar v) { j[k] = v.Json(); });
       findings.push_back(std::move(j));
     }
     ++by_sev[std::string(SeverityName(f.severity))];
@@ -186,8 +218,12 @@ namespace {
 // everything else (UTF-8 included) as is.
 void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
+  std::size_t run = 0;  // Start of the bytes not yet copied: runs that need no escape go at once.
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"':
         out += "\\\"";
@@ -211,12 +247,10 @@ void AppendJsonString(std::string& out, std::string_view s) {
         out += "\\r";
         break;
       default:
-        if (c <= 0x1F)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out.push_back(ch);
+        out += fmt::format("\\u{:04x}", c);
     }
   }
+  out.append(s.data() + run, s.size() - run);
   out.push_back('"');
 }
 
@@ -235,9 +269,9 @@ void AppendFinding(std::string& out, const Finding& f) {
         key(k);
         AppendJsonString(out, v);
       },
-      [&](const char* k, const json& v) {
+      [&](const char* k, Scalar v) {
         key(k);
-        out += v.dump();
+        v.AppendTo(out);
       });
   out += "\n    }";
 }
@@ -248,7 +282,7 @@ bool FindingsAreUtf8(const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
     ForEachFindingField(
         f, [&](const char*, std::string_view v) { valid = valid && IsValidUtf8(v); },
-        [](const char*, const json&) {});
+        [](const char*, Scalar) {});
     if (!valid) return false;
   }
   return true;
