@@ -41,9 +41,9 @@ struct Anchor {
   unsigned char byte;
   unsigned char fold;
 };
-inline Anchor AnchorOf(char c) {
+inline Anchor AnchorOf(char c, bool fold) {
   const auto b = static_cast<unsigned char>(c);
-  return Anchor{b, static_cast<unsigned char>(b >= 'a' && b <= 'z' ? 0x20 : 0)};
+  return Anchor{b, static_cast<unsigned char>(fold && b >= 'a' && b <= 'z' ? 0x20 : 0)};
 }
 
 // Whether the bytes at `at`, ASCII-lower-cased, are `lower`.
@@ -51,6 +51,11 @@ inline bool FoldedEqual(const unsigned char* at, std::string_view lower) {
   for (std::size_t k = 0; k < lower.size(); ++k)
     if (kLower.t[at[k]] != static_cast<unsigned char>(lower[k])) return false;
   return true;
+}
+
+// Whether the needle (lower-cased when `fold`) is at `at`.
+inline bool NeedleAt(const unsigned char* at, std::string_view needle, bool fold) {
+  return fold ? FoldedEqual(at, needle) : std::memcmp(at, needle.data(), needle.size()) == 0;
 }
 
 #if DT_PREFILTER_SSSE3
@@ -165,9 +170,10 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
 // in source, so this does a fraction of the fingerprint kernel's work per byte). Each returns the
 // first match, or npos with `i` at the first position it did not test.
 __attribute__((target("avx2"))) std::size_t FindOne32(const unsigned char* p, std::size_t n,
-                                                      std::size_t& i, std::string_view needle) {
+                                                      std::size_t& i, std::string_view needle,
+                                                      bool fold) {
   const std::size_t last = needle.size() - 1;
-  const Anchor a = AnchorOf(needle.front()), z = AnchorOf(needle.back());
+  const Anchor a = AnchorOf(needle.front(), fold), z = AnchorOf(needle.back(), fold);
   const __m256i a_fold = _mm256_set1_epi8(static_cast<char>(a.fold));
   const __m256i a_byte = _mm256_set1_epi8(static_cast<char>(a.byte));
   const __m256i z_fold = _mm256_set1_epi8(static_cast<char>(z.fold));
@@ -182,16 +188,16 @@ __attribute__((target("avx2"))) std::size_t FindOne32(const unsigned char* p, st
     for (auto mask = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(x, y)));
          mask != 0; mask &= mask - 1) {
       const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
-      if (FoldedEqual(p + at, needle)) return at;
+      if (NeedleAt(p + at, needle, fold)) return at;
     }
   }
   return std::string_view::npos;
 }
 
 std::size_t FindOne16(const unsigned char* p, std::size_t n, std::size_t& i,
-                      std::string_view needle) {
+                      std::string_view needle, bool fold) {
   const std::size_t last = needle.size() - 1;
-  const Anchor a = AnchorOf(needle.front()), z = AnchorOf(needle.back());
+  const Anchor a = AnchorOf(needle.front(), fold), z = AnchorOf(needle.back(), fold);
   const __m128i a_fold = _mm_set1_epi8(static_cast<char>(a.fold));
   const __m128i a_byte = _mm_set1_epi8(static_cast<char>(a.byte));
   const __m128i z_fold = _mm_set1_epi8(static_cast<char>(z.fold));
@@ -205,17 +211,17 @@ std::size_t FindOne16(const unsigned char* p, std::size_t n, std::size_t& i,
     for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(x, y))); mask != 0;
          mask &= mask - 1) {
       const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
-      if (FoldedEqual(p + at, needle)) return at;
+      if (NeedleAt(p + at, needle, fold)) return at;
     }
   }
   return std::string_view::npos;
 }
 
 std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
-                          std::string_view needle) {
+                          std::string_view needle, bool fold) {
   if (HaveAvx2())
-    if (std::size_t at = FindOne32(p, n, i, needle); at != std::string_view::npos) return at;
-  return FindOne16(p, n, i, needle);
+    if (std::size_t at = FindOne32(p, n, i, needle, fold); at != std::string_view::npos) return at;
+  return FindOne16(p, n, i, needle, fold);
 }
 #elif DT_PREFILTER_NEON
 bool HaveVectorUnit() { return true; }
@@ -248,9 +254,9 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
 }
 
 std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
-                          std::string_view needle) {
+                          std::string_view needle, bool fold) {
   const std::size_t last = needle.size() - 1;
-  const Anchor a = AnchorOf(needle.front()), z = AnchorOf(needle.back());
+  const Anchor a = AnchorOf(needle.front(), fold), z = AnchorOf(needle.back(), fold);
   const uint8x16_t a_fold = vdupq_n_u8(a.fold), a_byte = vdupq_n_u8(a.byte);
   const uint8x16_t z_fold = vdupq_n_u8(z.fold), z_byte = vdupq_n_u8(z.byte);
   for (; i + last + 16 <= n; i += 16) {
@@ -262,7 +268,7 @@ std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
     while (bits != 0) {
       const unsigned k = static_cast<unsigned>(__builtin_ctzll(bits)) / 4;
       bits &= ~(std::uint64_t{0xf} << (k * 4));
-      if (FoldedEqual(p + i + k, needle)) return i + k;
+      if (NeedleAt(p + i + k, needle, fold)) return i + k;
     }
   }
   return std::string_view::npos;
@@ -270,7 +276,7 @@ std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
 #else
 bool HaveVectorUnit() { return false; }
 
-std::size_t FindOneVector(const unsigned char*, std::size_t, std::size_t&, std::string_view) {
+std::size_t FindOneVector(const unsigned char*, std::size_t, std::size_t&, std::string_view, bool) {
   return std::string_view::npos;
 }
 
@@ -629,7 +635,7 @@ void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
   if (!single_.empty()) {
     const std::size_t m = single_.size();
     for (;; ++i) {
-      std::size_t at = vector_unit ? FindOneVector(p, n, i, single_) : std::string_view::npos;
+      std::size_t at = vector_unit ? FindOneVector(p, n, i, single_, true) : std::string_view::npos;
       if (at == std::string_view::npos) {
         // The tail the vector blocks did not cover, or everything.
         for (at = std::string_view::npos; i + m <= n && at == std::string_view::npos; ++i)
@@ -693,6 +699,20 @@ std::vector<Prefilter::Match> Prefilter::FindAll(std::string_view text) const {
 }
 std::vector<Prefilter::Match> Prefilter::FindAllScalar(std::string_view text) const {
   return AllMatches(text, false);
+}
+
+std::size_t FindLiteral(std::string_view text, std::string_view needle, std::size_t from) {
+  const std::size_t n = text.size(), m = needle.size();
+  if (from > n || n - from < m) return std::string_view::npos;
+  if (m == 0) return from;
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  std::size_t i = from;
+  if (HaveVectorUnit())
+    if (std::size_t at = FindOneVector(p, n, i, needle, false); at != std::string_view::npos)
+      return at;
+  for (; i + m <= n; ++i)
+    if (p[i] == static_cast<unsigned char>(needle[0]) && NeedleAt(p + i, needle, false)) return i;
+  return std::string_view::npos;
 }
 
 void Prefilter::ForEachMatch(std::string_view text,

@@ -21,6 +21,11 @@
 
 namespace dt::scan {
 
+// The first position at or after `from` where `needle` occurs in `text` (exactly, bytes as they
+// are), or npos: the vector search Prefilter uses for a single needle. Faster than memmem and
+// string_view::find on source text, where a word's first and last bytes together are rare.
+std::size_t FindLiteral(std::string_view text, std::string_view needle, std::size_t from = 0);
+
 class Prefilter {
  public:
   // A match: the needle occupies text[start, end).

@@ -154,6 +154,24 @@ TEST(ScanPrefilterTest, SingleNeedleEveryOccurrence) {
   EXPECT_EQ(Pairs(run.FindAllScalar(std::string(70, 'a'))), expect);
 }
 
+// The exact search agrees with std::string::find from every start: case matters, any bytes.
+TEST(ScanPrefilterTest, FindLiteralAgreesWithFind) {
+  std::mt19937 rng(5);
+  const std::string near = "__main__MAIN_x\n\xff";
+  for (const std::string needle : {"__main__", "_m", "x", "\xff_", "import"}) {
+    for (int round = 0; round < 2000; ++round) {
+      std::string text(rng() % 100, ' ');
+      for (char& c : text) c = near[rng() % near.size()];
+      if (round % 7 == 0 && text.size() >= needle.size())
+        text.replace(rng() % (text.size() - needle.size() + 1), needle.size(), needle);
+      for (std::size_t from = 0; from <= text.size() + 1; ++from)
+        ASSERT_EQ(FindLiteral(text, needle, from), text.find(needle, from)) << text << " " << from;
+    }
+  }
+  EXPECT_EQ(FindLiteral("abc", ""), 0u);
+  EXPECT_EQ(FindLiteral("", "a"), std::string::npos);
+}
+
 // Bytes that `| 0x20` folds onto needle bytes (`_` | 0x20 is DEL, `@` is backquote) are near
 // misses the fingerprint lets through; verification must reject them.
 TEST(ScanPrefilterTest, FoldingOnlyLetters) {

@@ -30,6 +30,30 @@ TEST(ScanLexerTest, TripleQuotedDocstringSpansLines) {
   EXPECT_EQ(lx.Line(lx.tokens[lx.lines[2].begin]), 4u);
 }
 
+// String content is skipped sixteen bytes at a time: the byte that stops it (quote, backslash,
+// newline, an f-string's brace) is found at every distance from the start of a block.
+TEST(ScanLexerTest, StringsEndRightAtEveryLength) {
+  for (std::size_t k = 0; k < 40; ++k) {
+    const std::string body(k, 'a');
+    for (const std::string& lit : {"'" + body + "'", "\"" + body + "\\\"b\"", "f'" + body + "{x}'",
+                                   "'" + body + "{x}'", "r'" + body + "\\'z'"}) {
+      const std::string src = "x = " + lit + " + y\n";  // The tokens are views of it.
+      auto lx = LexPython(src);
+      EXPECT_EQ(Texts(lx), (std::vector<std::string>{"x", "=", lit, "+", "y"})) << lit;
+    }
+    // A newline inside a triple-quoted string counts as a line; one in a single-quoted string
+    // ends it.
+    const std::string triple = "s = '''" + body + "\n'''\nt = 1\n";
+    auto lx = LexPython(triple);
+    ASSERT_EQ(lx.lines.size(), 2u) << k;
+    EXPECT_EQ(lx.Line(lx.tokens[lx.lines[1].begin]), 3u) << k;
+    const std::string single = "s = '" + body + "\nt = 1\n";
+    lx = LexPython(single);
+    ASSERT_EQ(lx.lines.size(), 2u) << k;
+    EXPECT_EQ(lx.Text(lx.tokens[2]), "'" + body) << k;
+  }
+}
+
 TEST(ScanLexerTest, FStringWithNestedQuotesAndFormatSpec) {
   auto lx = LexPython("s = f\"{d['k']!r:>{w}} {{lit}} \\\"q\\\"\"\nz = 1\n");
   ASSERT_EQ(lx.lines.size(), 2u);

@@ -184,12 +184,10 @@ void RecordOpNamespaces(const Prefilter& op_refs, std::string_view text,
   });
 }
 
-// memmem is vectorised in the C library; string_view::find stops at every first byte.
+// string_view::find stops at every first byte, and the C library's memmem goes a byte at a time.
 std::size_t Find(std::string_view text, std::string_view needle, std::size_t from = 0) {
   if (from >= text.size()) return std::string_view::npos;
-  const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
-  return at == nullptr ? std::string_view::npos
-                       : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+  return FindLiteral(text, needle, from);
 }
 
 bool Contains(std::string_view text, std::string_view needle) {
