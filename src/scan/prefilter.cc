@@ -1,8 +1,10 @@
 #include "scan/prefilter.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string_view>
+#include <tuple>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -53,9 +55,51 @@ inline bool FoldedEqual(const unsigned char* at, std::string_view lower) {
   return true;
 }
 
-// Whether the needle (lower-cased when `fold`) is at `at`.
+// How common each byte is in source code: its place in a count over Python and C++ files, most
+// common first; bytes not in the list are rarer than all of them.
+struct Rarity {
+  std::array<std::uint8_t, 256> t{};
+  constexpr Rarity() {
+    constexpr std::string_view kCommonBytes =
+        " etsarnio\nlcd_,puf\"m.()g:hy'=b-vxw0k1[]ATNES2C#RPID`GL*>3F{}OM\\q";
+    for (auto& r : t) r = static_cast<std::uint8_t>(kCommonBytes.size());
+    for (std::size_t k = 0; k < kCommonBytes.size(); ++k)
+      t[static_cast<unsigned char>(kCommonBytes[k])] = static_cast<std::uint8_t>(k);
+  }
+};
+constexpr Rarity kRarity;
+
+}  // namespace
+
+// The offsets of two bytes of a needle that the vector search compares: its rarest byte, and the
+// rarest other one (of another value where there is one, then the farthest). Both at once are
+// far rarer than a word's first and last bytes (`__main__`'s underscores are in every
+// snake_case name).
+Prefilter::Offsets Prefilter::RareOffsets(std::string_view needle) {
+  auto rarity = [&](std::size_t k) { return kRarity.t[static_cast<unsigned char>(needle[k])]; };
+  Offsets o;
+  for (std::size_t k = 1; k < needle.size(); ++k)
+    if (rarity(k) > rarity(o.a)) o.a = static_cast<std::uint32_t>(k);
+  auto key = [&](std::size_t x) {
+    const std::size_t distance = x > o.a ? x - o.a : o.a - x;
+    return std::tuple(needle[x] != needle[o.a], rarity(x), distance);
+  };
+  o.b = static_cast<std::uint32_t>(o.a == 0 ? needle.size() - 1 : 0);
+  for (std::size_t k = 0; k < needle.size(); ++k)
+    if (k != o.a && key(k) > key(o.b)) o.b = static_cast<std::uint32_t>(k);
+  return o;
+}
+
+namespace {
+
+using Offsets = Prefilter::Offsets;
+
+// Whether the needle (lower-cased when `fold`) is at `at` (a loop: needles are a few bytes).
 inline bool NeedleAt(const unsigned char* at, std::string_view needle, bool fold) {
-  return fold ? FoldedEqual(at, needle) : std::memcmp(at, needle.data(), needle.size()) == 0;
+  if (fold) return FoldedEqual(at, needle);
+  for (std::size_t k = 0; k < needle.size(); ++k)
+    if (at[k] != static_cast<unsigned char>(needle[k])) return false;
+  return true;
 }
 
 #if DT_PREFILTER_SSSE3
@@ -165,25 +209,25 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
   return Kernel16(t, p, n, i, out, count);  // The last 16-byte block, or all without AVX2.
 }
 
-// One needle: the blocks of positions whose byte equals the needle's first byte and whose byte
-// `last` further on equals its last are compared in full (both ends of a word together are rare
-// in source, so this does a fraction of the fingerprint kernel's work per byte). Each returns the
-// first match, or npos with `i` at the first position it did not test.
+// One needle: the blocks of positions where two of its bytes (RareOffsets) are where they would
+// be are compared in full (the two together are rare in source, so this does a fraction of the
+// fingerprint kernel's work per byte). Each returns the first match, or npos with `i` at the
+// first position it did not test.
 __attribute__((target("avx2"))) std::size_t FindOne32(const unsigned char* p, std::size_t n,
                                                       std::size_t& i, std::string_view needle,
-                                                      bool fold) {
+                                                      Offsets o, bool fold) {
   const std::size_t last = needle.size() - 1;
-  const Anchor a = AnchorOf(needle.front(), fold), z = AnchorOf(needle.back(), fold);
+  const Anchor a = AnchorOf(needle[o.a], fold), z = AnchorOf(needle[o.b], fold);
   const __m256i a_fold = _mm256_set1_epi8(static_cast<char>(a.fold));
   const __m256i a_byte = _mm256_set1_epi8(static_cast<char>(a.byte));
   const __m256i z_fold = _mm256_set1_epi8(static_cast<char>(z.fold));
   const __m256i z_byte = _mm256_set1_epi8(static_cast<char>(z.byte));
   for (; i + last + 32 <= n; i += 32) {
     __m256i x = _mm256_cmpeq_epi8(
-        _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)), a_fold),
+        _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + o.a)), a_fold),
         a_byte);
     __m256i y = _mm256_cmpeq_epi8(
-        _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + last)), z_fold),
+        _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + o.b)), z_fold),
         z_byte);
     for (auto mask = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(x, y)));
          mask != 0; mask &= mask - 1) {
@@ -195,18 +239,19 @@ __attribute__((target("avx2"))) std::size_t FindOne32(const unsigned char* p, st
 }
 
 std::size_t FindOne16(const unsigned char* p, std::size_t n, std::size_t& i,
-                      std::string_view needle, bool fold) {
+                      std::string_view needle, Offsets o, bool fold) {
   const std::size_t last = needle.size() - 1;
-  const Anchor a = AnchorOf(needle.front(), fold), z = AnchorOf(needle.back(), fold);
+  const Anchor a = AnchorOf(needle[o.a], fold), z = AnchorOf(needle[o.b], fold);
   const __m128i a_fold = _mm_set1_epi8(static_cast<char>(a.fold));
   const __m128i a_byte = _mm_set1_epi8(static_cast<char>(a.byte));
   const __m128i z_fold = _mm_set1_epi8(static_cast<char>(z.fold));
   const __m128i z_byte = _mm_set1_epi8(static_cast<char>(z.byte));
   for (; i + last + 16 <= n; i += 16) {
     __m128i x = _mm_cmpeq_epi8(
-        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i)), a_fold), a_byte);
+        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + o.a)), a_fold),
+        a_byte);
     __m128i y = _mm_cmpeq_epi8(
-        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + last)), z_fold),
+        _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + o.b)), z_fold),
         z_byte);
     for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(x, y))); mask != 0;
          mask &= mask - 1) {
@@ -218,10 +263,11 @@ std::size_t FindOne16(const unsigned char* p, std::size_t n, std::size_t& i,
 }
 
 std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
-                          std::string_view needle, bool fold) {
+                          std::string_view needle, Offsets o, bool fold) {
   if (HaveAvx2())
-    if (std::size_t at = FindOne32(p, n, i, needle, fold); at != std::string_view::npos) return at;
-  return FindOne16(p, n, i, needle, fold);
+    if (std::size_t at = FindOne32(p, n, i, needle, o, fold); at != std::string_view::npos)
+      return at;
+  return FindOne16(p, n, i, needle, o, fold);
 }
 #elif DT_PREFILTER_NEON
 bool HaveVectorUnit() { return true; }
@@ -254,14 +300,14 @@ std::size_t Kernel(const Prefilter::Tables& t, const unsigned char* p, std::size
 }
 
 std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
-                          std::string_view needle, bool fold) {
+                          std::string_view needle, Offsets o, bool fold) {
   const std::size_t last = needle.size() - 1;
-  const Anchor a = AnchorOf(needle.front(), fold), z = AnchorOf(needle.back(), fold);
+  const Anchor a = AnchorOf(needle[o.a], fold), z = AnchorOf(needle[o.b], fold);
   const uint8x16_t a_fold = vdupq_n_u8(a.fold), a_byte = vdupq_n_u8(a.byte);
   const uint8x16_t z_fold = vdupq_n_u8(z.fold), z_byte = vdupq_n_u8(z.byte);
   for (; i + last + 16 <= n; i += 16) {
-    uint8x16_t m = vandq_u8(vceqq_u8(vorrq_u8(vld1q_u8(p + i), a_fold), a_byte),
-                            vceqq_u8(vorrq_u8(vld1q_u8(p + i + last), z_fold), z_byte));
+    uint8x16_t m = vandq_u8(vceqq_u8(vorrq_u8(vld1q_u8(p + i + o.a), a_fold), a_byte),
+                            vceqq_u8(vorrq_u8(vld1q_u8(p + i + o.b), z_fold), z_byte));
     // Four bits per position (the shift-right-narrow idiom for a NEON movemask).
     std::uint64_t bits =
         vget_lane_u64(vreinterpret_u64_u8(vshrn_n_u16(vreinterpretq_u16_u8(m), 4)), 0);
@@ -276,7 +322,8 @@ std::size_t FindOneVector(const unsigned char* p, std::size_t n, std::size_t& i,
 #else
 bool HaveVectorUnit() { return false; }
 
-std::size_t FindOneVector(const unsigned char*, std::size_t, std::size_t&, std::string_view, bool) {
+std::size_t FindOneVector(const unsigned char*, std::size_t, std::size_t&, std::string_view,
+                          Offsets, bool) {
   return std::string_view::npos;
 }
 
@@ -507,6 +554,7 @@ Prefilter::Prefilter(const std::vector<std::string>& needles) {
   empty_ = false;
   if (list.size() == 1) {
     single_ = std::move(list.front());
+    single_at_ = RareOffsets(single_);
     return;
   }
   AssignBuckets(list, buckets_);
@@ -635,7 +683,8 @@ void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
   if (!single_.empty()) {
     const std::size_t m = single_.size();
     for (;; ++i) {
-      std::size_t at = vector_unit ? FindOneVector(p, n, i, single_, true) : std::string_view::npos;
+      std::size_t at =
+          vector_unit ? FindOneVector(p, n, i, single_, single_at_, true) : std::string_view::npos;
       if (at == std::string_view::npos) {
         // The tail the vector blocks did not cover, or everything.
         for (at = std::string_view::npos; i + m <= n && at == std::string_view::npos; ++i)
@@ -708,7 +757,8 @@ std::size_t FindLiteral(std::string_view text, std::string_view needle, std::siz
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   std::size_t i = from;
   if (HaveVectorUnit())
-    if (std::size_t at = FindOneVector(p, n, i, needle, false); at != std::string_view::npos)
+    if (std::size_t at = FindOneVector(p, n, i, needle, Prefilter::RareOffsets(needle), false);
+        at != std::string_view::npos)
       return at;
   for (; i + m <= n; ++i)
     if (p[i] == static_cast<unsigned char>(needle[0]) && NeedleAt(p + i, needle, false)) return i;

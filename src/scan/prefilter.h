@@ -58,6 +58,12 @@ class Prefilter {
   // trigger words left a candidate at 4% of all positions).
   static constexpr std::size_t kFingerprint = 4;
 
+  // Two offsets of a needle whose bytes the one-needle search compares first (the rarest).
+  struct Offsets {
+    std::uint32_t a = 0, b = 0;
+  };
+  static Offsets RareOffsets(std::string_view needle);
+
   // Fingerprint tables, public for the vector kernels in prefilter.cc.
   struct Tables {
     // lo[k][n] / hi[k][n]: buckets whose needles may have, at offset k, a byte (folded with
@@ -114,6 +120,7 @@ class Prefilter {
   // The needle when there is only one: searched by its first and last bytes (FindOneVector)
   // instead of the fingerprint tables, which are then not built.
   std::string single_;
+  Offsets single_at_;
 };
 
 }  // namespace dt::scan

@@ -54,6 +54,29 @@ TEST(ScanLexerTest, StringsEndRightAtEveryLength) {
   }
 }
 
+// Names are read sixteen bytes at a time: every length, letters of both cases, digits, `_` and
+// UTF-8 bytes continue one; the byte after it (any of the ASCII punctuation) ends it.
+TEST(ScanLexerTest, NamesEndRightAtEveryLength) {
+  const std::string parts = "aZ_9\xc3\xa9";
+  for (std::size_t k = 1; k < 40; ++k) {
+    std::string name = "n";
+    for (std::size_t j = 1; j < k; ++j) name += parts[j % parts.size()];
+    if (static_cast<unsigned char>(name.back()) == 0xc3) name.back() = 'x';  // No split UTF-8.
+    for (char end : std::string("@`[{/:.( ")) {
+      const std::string src = "    " + name + end + "q\n";  // The tokens are views of it.
+      auto lx = LexPython(src);
+      ASSERT_GE(lx.tokens.size(), 2u) << name << end;
+      EXPECT_EQ(lx.Text(lx.tokens[0]), name) << end;
+      EXPECT_EQ(lx.lines[0].indent, 4u);
+    }
+  }
+  // Deep indentation is counted eight spaces at a time, then tabs and the rest.
+  const std::string deep = std::string(19, ' ') + "x\n";
+  EXPECT_EQ(LexPython(deep).lines[0].indent, 19u);
+  const std::string mixed = std::string(8, ' ') + "\t  y\n";
+  EXPECT_EQ(LexPython(mixed).lines[0].indent, 18u);
+}
+
 TEST(ScanLexerTest, FStringWithNestedQuotesAndFormatSpec) {
   auto lx = LexPython("s = f\"{d['k']!r:>{w}} {{lit}} \\\"q\\\"\"\nz = 1\n");
   ASSERT_EQ(lx.lines.size(), 2u);
