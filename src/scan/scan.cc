@@ -343,10 +343,14 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     mapped = std::move(*m);
     return mapped.view();
   };
-  // Reads until end of file or until `buffer` is full; the byte count or -errno.
-  auto fill = [&](std::size_t got) -> std::int64_t {
-    while (got < buffer.size()) {
-      ssize_t n = ::read(fd, buffer.data() + got, buffer.size() - got);
+  // The buffer only grows: resizing it per file would zero the bytes each larger file reads.
+  auto reserve = [&](std::size_t bytes) {
+    if (buffer.size() < bytes) buffer.resize(bytes);
+  };
+  // Reads until end of file or until `limit` bytes are in `buffer`; the byte count or -errno.
+  auto fill = [&](std::size_t got, std::size_t limit) -> std::int64_t {
+    while (got < limit) {
+      ssize_t n = ::read(fd, buffer.data() + got, limit - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return -errno;
       if (n == 0) break;
@@ -365,11 +369,11 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
   fd = opened->release();
   std::size_t got = 0;
   if (size == kUnknownSize) {
-    buffer.resize(kFirstRead);
-    std::int64_t n = fill(0);
+    reserve(kFirstRead);
+    std::int64_t n = fill(0, kFirstRead);
     if (n < 0) return fail(static_cast<int>(-n));
     got = static_cast<std::size_t>(n);
-    if (got < buffer.size()) {  // The whole file.
+    if (got < kFirstRead) {  // The whole file.
       close_fd();
       if (max_size > 0 && got > max_size) return too_large(got);
       return std::string_view(buffer.data(), got);
@@ -380,8 +384,9 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     if (max_size > 0 && size > max_size) return too_large(size);
     if (size >= kMapFrom) return map();
   }
-  buffer.resize(static_cast<std::size_t>(size) + 1);  // One more byte to see a file that grew.
-  std::int64_t n = fill(got);
+  const std::size_t limit = static_cast<std::size_t>(size) + 1;  // One more: a file that grew.
+  reserve(limit);
+  std::int64_t n = fill(got, limit);
   close_fd();
   if (n < 0) return fail(static_cast<int>(-n));
   return std::string_view(buffer.data(), static_cast<std::size_t>(n));
