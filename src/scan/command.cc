@@ -11,6 +11,7 @@
 #include "scan/registry.h"
 #include "scan/scan.h"
 #include "util/fs.h"
+#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -143,7 +144,7 @@ bool UseColor(const ScanArgs& a, const Io& io) {
 
 Result<std::string> FormatReport(const ScanReport& report, const ScanArgs& a,
                                  std::optional<Severity> threshold, const Io& io) {
-  if (a.format == "json") return ScanReportJsonText(report);
+  if (a.format == "json") return ScanReportJsonText(report, DefaultThreads(a.threads));
   if (a.format == "sarif") {
     auto reg = LoadRegistry();
     if (!reg) return reg.take_error();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "util/parallel.h"
 #include "util/strings.h"
 
 namespace dt::scan {
@@ -276,39 +278,52 @@ void AppendFinding(std::string& out, const Finding& f) {
   out += "\n    }";
 }
 
-// Whether every text field of every finding is UTF-8 (what the fast writer needs).
-bool FindingsAreUtf8(const std::vector<Finding>& findings) {
+// Whether every text field of a finding is UTF-8 (what the fast writer needs).
+bool FindingIsUtf8(const Finding& f) {
   bool valid = true;
-  for (const Finding& f : findings) {
-    ForEachFindingField(
-        f, [&](const char*, std::string_view v) { valid = valid && IsValidUtf8(v); },
-        [](const char*, Scalar) {});
-    if (!valid) return false;
-  }
-  return true;
+  ForEachFindingField(
+      f, [&](const char*, std::string_view v) { valid = valid && IsValidUtf8(v); },
+      [](const char*, Scalar) {});
+  return valid;
 }
 
 }  // namespace
 
-std::string ScanReportJsonText(const ScanReport& report) {
+std::string ScanReportJsonText(const ScanReport& report, unsigned threads) {
+  // The findings, in chunks formatted on up to `threads` threads (a large report is megabytes).
+  constexpr std::size_t kChunk = 1024;
+  const std::size_t n = report.findings.size();
+  std::vector<std::string> parts((n + kChunk - 1) / kChunk);
+  std::atomic<bool> utf8{true};
+  ParallelFor(parts.size(), std::max(1u, threads), [&](std::size_t c, unsigned) {
+    std::string& out = parts[c];
+    out.reserve(kChunk * 512);
+    for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk) && utf8; ++i) {
+      if (!FindingIsUtf8(report.findings[i])) utf8 = false;
+      if (i > 0) out += ",\n";
+      AppendFinding(out, report.findings[i]);
+    }
+  });
   // nlohmann rejects invalid UTF-8; leave such (unexpected) text to it rather than guess. A file
   // name that is not UTF-8 (any bytes are a valid name) becomes U+FFFD, never a failure.
-  if (!FindingsAreUtf8(report.findings))
+  if (!utf8)
     return ScanReportToJson(report).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   std::string text = ReportJson(report, false).dump(2, ' ', false, json::error_handler_t::replace);
   // Keys are sorted, so the top-level (two-space) "findings" occurs once.
   const std::string_view slot = "\n  \"findings\": [],\n";
   std::size_t at = text.find(slot);
-  if (at == std::string::npos || report.findings.empty()) return text + "\n";
-  std::string findings = "\n  \"findings\": [\n";
-  findings.reserve(report.findings.size() * 512);
-  for (std::size_t i = 0; i < report.findings.size(); ++i) {
-    if (i > 0) findings += ",\n";
-    AppendFinding(findings, report.findings[i]);
-  }
-  findings += "\n  ],\n";
-  text.replace(at, slot.size(), findings);
-  return text + "\n";
+  if (at == std::string::npos || n == 0) return text + "\n";
+  std::size_t size = text.size() + 32;
+  for (const auto& part : parts) size += part.size();
+  std::string out;
+  out.reserve(size);
+  out.append(text, 0, at);
+  out += "\n  \"findings\": [\n";
+  for (const auto& part : parts) out += part;
+  out += "\n  ],\n";
+  out.append(text, at + slot.size());
+  out += "\n";
+  return out;
 }
 
 namespace {

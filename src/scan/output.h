@@ -21,8 +21,9 @@ std::string FormatGithub(const ScanReport& report);
 // failure when its severity reaches `fail_on` (nullopt: never), one passing case when none.
 std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_on);
 // Byte-for-byte ScanReportToJson(report).dump(2) + "\n", but the findings (most of the document)
-// are written directly instead of through one nlohmann object per finding.
-std::string ScanReportJsonText(const ScanReport& report);
+// are written directly instead of through one nlohmann object per finding, in chunks on up to
+// `threads` threads.
+std::string ScanReportJsonText(const ScanReport& report, unsigned threads = 1);
 // Per code, class and file counts with the readiness of each file.
 nlohmann::json Statistics(const ScanReport& report);
 

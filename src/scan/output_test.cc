@@ -39,6 +39,32 @@ TEST(ScanOutputTest, JsonTextMatchesNlohmannDump) {
   EXPECT_EQ(ScanReportJsonText(report), ScanReportToJson(report).dump(2) + "\n");
 }
 
+// Thousands of findings are formatted in chunks on several threads: the same bytes, in order, and
+// one finding with invalid UTF-8 in a late chunk sends the whole document to nlohmann.
+TEST(ScanOutputTest, JsonTextInChunksOnThreads) {
+  ScanReport report;
+  report.root = "proj";
+  for (int i = 0; i < 2500; ++i) {
+    Finding f;
+    f.code = i % 3 == 0 ? "DT102" : "DT303";
+    f.cls = FindingClass::kExtension;
+    f.severity = i % 2 == 0 ? Severity::kBlocker : Severity::kPortable;
+    f.file = "m" + std::to_string(i % 17) + ".py";
+    f.line = i;
+    f.column = -i;
+    f.reached_by = i % 5 == 0 ? std::optional<std::int64_t>(std::int64_t{1} << 40) : std::nullopt;
+    f.message = "n\"" + std::to_string(i);
+    report.findings.push_back(std::move(f));
+  }
+  const std::string expect = ScanReportToJson(report).dump(2) + "\n";
+  EXPECT_EQ(ScanReportJsonText(report, 1), expect);
+  EXPECT_EQ(ScanReportJsonText(report, 3), expect);
+  report.findings[2400].snippet = "bad \xff byte";
+  EXPECT_EQ(ScanReportJsonText(report, 3),
+            ScanReportToJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                "\n");
+}
+
 Finding Make(std::string file, std::int64_t line, std::string code, std::string message) {
   Finding f;
   f.code = std::move(code);
