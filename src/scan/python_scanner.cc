@@ -69,10 +69,16 @@ class NameSet {
   bool insert(std::string_view name) {
     if (name.empty()) return false;
     bits_[Slot(name) >> 6] |= std::uint64_t{1} << (Slot(name) & 63);
-    return set_.insert(name).second;
+    if ((size_ + 1) * 2 > table_.size()) Grow();
+    return Place(name);
   }
   std::size_t count(std::string_view name) const {
-    return MayHold(name) && set_.count(name) > 0 ? 1 : 0;
+    if (!MayHold(name)) return 0;
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t i = Hash(name) & mask;; i = (i + 1) & mask) {
+      if (table_[i].data() == nullptr) return 0;
+      if (table_[i] == name) return 1;
+    }
   }
   bool MayHold(std::string_view name) const {
     return !name.empty() && (bits_[Slot(name) >> 6] >> (Slot(name) & 63) & 1) != 0;
@@ -87,8 +93,36 @@ class NameSet {
   }
 
  private:
+  // FNV-1a: names are a few bytes, for which the standard library's hash costs a call and more.
+  static std::size_t Hash(std::string_view n) {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (char c : n) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
+  bool Place(std::string_view name) {
+    const std::size_t mask = table_.size() - 1;
+    for (std::size_t i = Hash(name) & mask;; i = (i + 1) & mask) {
+      if (table_[i].data() == nullptr) {
+        table_[i] = name;
+        ++size_;
+        return true;
+      }
+      if (table_[i] == name) return false;
+    }
+  }
+  void Grow() {
+    std::vector<std::string_view> old(std::max<std::size_t>(16, table_.size() * 2));
+    old.swap(table_);
+    size_ = 0;
+    for (std::string_view n : old)
+      if (n.data() != nullptr) Place(n);
+  }
+
   std::uint64_t bits_[4] = {0, 0, 0, 0};
-  std::unordered_set<std::string_view> set_;
+  // Open addressing with linear probing, at most half full (a per-file set: one allocation as it
+  // grows instead of one per name). A name is never empty, so a null view marks a free slot.
+  std::vector<std::string_view> table_;
+  std::size_t size_ = 0;
 };
 
 Truth Flip(Truth t) {
