@@ -93,12 +93,7 @@ class NameSet {
   }
 
  private:
-  // FNV-1a: names are a few bytes, for which the standard library's hash costs a call and more.
-  static std::size_t Hash(std::string_view n) {
-    std::uint64_t h = 14695981039346656037ULL;
-    for (char c : n) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    return static_cast<std::size_t>(h ^ (h >> 29));
-  }
+  static std::size_t Hash(std::string_view n) { return HashName(n); }
   bool Place(std::string_view name) {
     const std::size_t mask = table_.size() - 1;
     for (std::size_t i = Hash(name) & mask;; i = (i + 1) & mask) {

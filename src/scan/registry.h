@@ -197,7 +197,7 @@ class Registry {
   // Looked up by views (each prefix of a dotted name in turn) without a string built per prefix.
   struct ViewHash {
     using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    std::size_t operator()(std::string_view s) const { return HashName(s); }
   };
   using ViewIndex = std::unordered_map<std::string, std::size_t, ViewHash, std::equal_to<>>;
   ViewIndex api_index_;

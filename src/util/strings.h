@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,8 +22,19 @@ std::string_view Trim(std::string_view s);
 std::string Lower(std::string_view s);
 std::string Upper(std::string_view s);
 std::vector<std::string_view> Split(std::string_view s, char sep);
-bool StartsWith(std::string_view s, std::string_view prefix);
-bool EndsWith(std::string_view s, std::string_view suffix);
+// Inline: the scanners call these millions of times per large tree.
+inline bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.starts_with(prefix);
+}
+inline bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
+
+// FNV-1a of the bytes: for hash tables of names and dotted paths, which are a few bytes long and
+// for which the standard library's hash costs a call and more.
+inline std::size_t HashName(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
 
 // True when `s` is valid UTF-8 (no overlongs, no surrogates).
 bool IsValidUtf8(std::string_view s);
