@@ -193,6 +193,17 @@ __attribute__((target("ssse3"))) std::size_t Kernel16(const Prefilter::Tables& t
   return i;
 }
 
+// The first position of a block's candidates (bit j of `mask`: position i + j) where the needle
+// is, or npos.
+inline std::size_t Confirm(std::uint32_t mask, std::size_t i, const unsigned char* p,
+                           std::string_view needle, bool fold) {
+  for (; mask != 0; mask &= mask - 1) {
+    const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
+    if (NeedleAt(p + at, needle, fold)) return at;
+  }
+  return std::string_view::npos;
+}
+
 bool HaveAvx2() {
   static const bool ok = __builtin_cpu_supports("avx2");
   return ok;
@@ -229,11 +240,8 @@ __attribute__((target("avx2"))) std::size_t FindOne32(const unsigned char* p, st
     __m256i y = _mm256_cmpeq_epi8(
         _mm256_or_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + o.b)), z_fold),
         z_byte);
-    for (auto mask = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(x, y)));
-         mask != 0; mask &= mask - 1) {
-      const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
-      if (NeedleAt(p + at, needle, fold)) return at;
-    }
+    const auto mask = static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(x, y)));
+    if (std::size_t at = Confirm(mask, i, p, needle, fold); at != std::string_view::npos) return at;
   }
   return std::string_view::npos;
 }
@@ -253,11 +261,8 @@ std::size_t FindOne16(const unsigned char* p, std::size_t n, std::size_t& i,
     __m128i y = _mm_cmpeq_epi8(
         _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + o.b)), z_fold),
         z_byte);
-    for (auto mask = static_cast<unsigned>(_mm_movemask_epi8(_mm_and_si128(x, y))); mask != 0;
-         mask &= mask - 1) {
-      const std::size_t at = i + static_cast<unsigned>(__builtin_ctz(mask));
-      if (NeedleAt(p + at, needle, fold)) return at;
-    }
+    const auto mask = static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_and_si128(x, y)));
+    if (std::size_t at = Confirm(mask, i, p, needle, fold); at != std::string_view::npos) return at;
   }
   return std::string_view::npos;
 }
@@ -332,6 +337,20 @@ std::size_t Kernel(const Prefilter::Tables&, const unsigned char*, std::size_t, 
   return i;
 }
 #endif
+
+// The first position at or after `from` where the needle (lower-cased when `fold`) is: the vector
+// blocks where `vector_unit`, then a byte at a time for the tail they leave, or for everything.
+std::size_t FindOne(const unsigned char* p, std::size_t n, std::size_t from,
+                    std::string_view needle, Offsets o, bool fold, bool vector_unit) {
+  std::size_t i = from;
+  if (vector_unit)
+    if (std::size_t at = FindOneVector(p, n, i, needle, o, fold); at != std::string_view::npos)
+      return at;
+  const auto first = static_cast<unsigned char>(needle[0]);
+  for (; i + needle.size() <= n; ++i)
+    if ((fold ? kLower.t[p[i]] : p[i]) == first && NeedleAt(p + i, needle, fold)) return i;
+  return std::string_view::npos;
+}
 
 // The needles of a bucket as nibble masks per fingerprint offset.
 struct Masks {
@@ -681,21 +700,11 @@ void Prefilter::Search(std::string_view text, bool vector_unit, On&& on) const {
   const std::size_t n = text.size();
   std::size_t i = 0;
   if (!single_.empty()) {
-    const std::size_t m = single_.size();
-    for (;; ++i) {
-      std::size_t at =
-          vector_unit ? FindOneVector(p, n, i, single_, single_at_, true) : std::string_view::npos;
-      if (at == std::string_view::npos) {
-        // The tail the vector blocks did not cover, or everything.
-        for (at = std::string_view::npos; i + m <= n && at == std::string_view::npos; ++i)
-          if (kLower.t[p[i]] == static_cast<unsigned char>(single_[0]) &&
-              FoldedEqual(p + i, single_))
-            at = i;
-        if (at == std::string_view::npos) return;
-      }
-      if (on(at, at + m)) return;
-      i = at;
+    for (std::size_t at = FindOne(p, n, 0, single_, single_at_, true, vector_unit);
+         at != std::string_view::npos && !on(at, at + single_.size());
+         at = FindOne(p, n, at + 1, single_, single_at_, true, vector_unit)) {
     }
+    return;
   }
   if (vector_unit) {
     Candidate found[kCandidates];
@@ -751,18 +760,10 @@ std::vector<Prefilter::Match> Prefilter::FindAllScalar(std::string_view text) co
 }
 
 std::size_t FindLiteral(std::string_view text, std::string_view needle, std::size_t from) {
-  const std::size_t n = text.size(), m = needle.size();
-  if (from > n || n - from < m) return std::string_view::npos;
-  if (m == 0) return from;
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  std::size_t i = from;
-  if (HaveVectorUnit())
-    if (std::size_t at = FindOneVector(p, n, i, needle, Prefilter::RareOffsets(needle), false);
-        at != std::string_view::npos)
-      return at;
-  for (; i + m <= n; ++i)
-    if (p[i] == static_cast<unsigned char>(needle[0]) && NeedleAt(p + i, needle, false)) return i;
-  return std::string_view::npos;
+  if (from > text.size() || text.size() - from < needle.size()) return std::string_view::npos;
+  if (needle.empty()) return from;
+  return FindOne(reinterpret_cast<const unsigned char*>(text.data()), text.size(), from, needle,
+                 Prefilter::RareOffsets(needle), false, HaveVectorUnit());
 }
 
 void Prefilter::ForEachMatch(std::string_view text,

@@ -23,7 +23,7 @@ namespace dt::scan {
 
 // The first position at or after `from` where `needle` occurs in `text` (exactly, bytes as they
 // are), or npos: the vector search Prefilter uses for a single needle. Faster than memmem and
-// string_view::find on source text, where a word's first and last bytes together are rare.
+// string_view::find on source text, where a word's two rarest bytes together are rare.
 std::size_t FindLiteral(std::string_view text, std::string_view needle, std::size_t from = 0);
 
 class Prefilter {
@@ -117,8 +117,8 @@ class Prefilter {
   // by one).
   std::array<bool, 8> has_short_{};
   bool empty_ = true;
-  // The needle when there is only one: searched by its first and last bytes (FindOneVector)
-  // instead of the fingerprint tables, which are then not built.
+  // The needle when there is only one: searched by its two rarest bytes (single_at_) instead of
+  // the fingerprint tables, which are then not built.
   std::string single_;
   Offsets single_at_;
 };

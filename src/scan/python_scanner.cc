@@ -75,7 +75,7 @@ class NameSet {
   std::size_t count(std::string_view name) const {
     if (!MayHold(name)) return 0;
     const std::size_t mask = table_.size() - 1;
-    for (std::size_t i = Hash(name) & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = HashName(name) & mask;; i = (i + 1) & mask) {
       if (table_[i].data() == nullptr) return 0;
       if (table_[i] == name) return 1;
     }
@@ -93,10 +93,9 @@ class NameSet {
   }
 
  private:
-  static std::size_t Hash(std::string_view n) { return HashName(n); }
   bool Place(std::string_view name) {
     const std::size_t mask = table_.size() - 1;
-    for (std::size_t i = Hash(name) & mask;; i = (i + 1) & mask) {
+    for (std::size_t i = HashName(name) & mask;; i = (i + 1) & mask) {
       if (table_[i].data() == nullptr) {
         table_[i] = name;
         ++size_;
