@@ -17,6 +17,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -307,42 +308,87 @@ void ImportsOnly(const Context& ctx, std::string_view text, const WalkItem& item
   r.has_main = py.has_main;
 }
 
+// The folder of the last file a thread opened, held open: files come in walk order, several from
+// each folder, and opening one by its name inside the folder spares the kernel the lookup of every
+// folder above it (a tenth of the scan's system time went to those lookups).
+class FolderCache {
+ public:
+  FolderCache() = default;
+  FolderCache(const FolderCache&) = delete;
+  FolderCache& operator=(const FolderCache&) = delete;
+  ~FolderCache() { Close(); }
+
+  // A descriptor of `dir`, or -1 when it cannot be opened (the caller then opens by full path).
+  int Get(std::string_view dir) {
+    if (known_ && dir == dir_) return fd_;
+    Close();
+    dir_.assign(dir);
+    known_ = true;
+#ifdef O_PATH
+    fd_ = ::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);  // Needs no read permission.
+#else
+    fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+#endif
+    return fd_;
+  }
+
+ private:
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    known_ = false;
+  }
+  std::string dir_;
+  int fd_ = -1;
+  bool known_ = false;
+};
+
+// Opens a walked file (see OpenRegularFile), by name inside its folder where it can.
+Result<UniqueFd> OpenWalked(const std::string& abs, struct stat* st) {
+  thread_local FolderCache folder;
+  const auto slash = abs.rfind('/');
+  if (slash != std::string::npos && slash > 0 && slash + 1 < abs.size()) {
+    const int dir = folder.Get(std::string_view(abs).substr(0, slash));
+    if (dir >= 0) return OpenRegularFileAt(dir, abs.c_str() + slash + 1, abs.c_str(), st);
+  }
+  return OpenRegularFile(abs.c_str(), st);
+}
+
 // Small files are read into a per-thread buffer (cheaper than a mapping); large ones are mapped.
-// Files the walk did not stat are read without an fstat until they prove larger than the first
-// read; `max_size` (0: none) is checked here. nullopt with `skip` set when the file is not read.
+// The open's fstat (which rejects FIFOs and devices) gives the size, so a small file takes one
+// read of exactly its size, with no second read to meet the end of the file, and a large one is
+// mapped through the same descriptor. `max_size` (0: none) is checked here. nullopt with `skip`
+// set when the file is not read.
 std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_size,
                                      MappedFile& mapped, std::string& skip) {
   // From 64 KiB a mapping (a page fault maps 16 pages) costs less than read()'s copy: measured
-  // on the scan benchmark, 1 MiB and 16 KiB thresholds both took more system time. The first
-  // read is smaller, so that a large file wastes little of it before it is mapped.
-  constexpr std::size_t kFirstRead = 16 << 10;
+  // on the scan benchmark, 1 MiB and 16 KiB thresholds both took more system time.
   constexpr std::uint64_t kMapFrom = 64 << 10;
+  // A file whose size says 0 may still hold bytes (some virtual file systems): read in steps.
+  constexpr std::size_t kStep = 16 << 10;
   thread_local std::string buffer;
-  int fd = -1;
-  auto close_fd = [&] {
-    if (fd >= 0) ::close(fd);
-    fd = -1;  // Never closed twice: another thread may have the number by then.
-  };
-  auto fail = [&](int err) {
-    close_fd();
-    skip = "unreadable: " + ErrnoMessage(err);
+  struct stat st {};
+  // Never blocks: a FIFO or device (named, or swapped in since the walk) is skipped with a note.
+  auto opened = OpenWalked(item.abs, &st);
+  if (!opened) {
+    skip = "unreadable: " + opened.error().message;
     return std::nullopt;
-  };
-  auto too_large = [&](std::uint64_t size) {
-    close_fd();
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (max_size > 0 && size > max_size) {
     skip = "larger than --max-file-size (" + std::to_string(size) + " bytes)";
     return std::nullopt;
-  };
-  auto map = [&]() -> std::optional<std::string_view> {
-    close_fd();
-    auto m = MappedFile::Open(item.abs);
+  }
+  if (size >= kMapFrom) {
+    auto m = MappedFile::FromFd(std::move(*opened), st, item.abs);
     if (!m) {
       skip = "unreadable: " + m.error().message;
       return std::nullopt;
     }
     mapped = std::move(*m);
     return mapped.view();
-  };
+  }
+  UniqueFd fd = std::move(*opened);
   // The buffer only grows: resizing it per file would zero the bytes each larger file reads.
   auto reserve = [&](std::size_t bytes) {
     if (buffer.size() < bytes) buffer.resize(bytes);
@@ -350,7 +396,7 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
   // Reads until end of file or until `limit` bytes are in `buffer`; the byte count or -errno.
   auto fill = [&](std::size_t got, std::size_t limit) -> std::int64_t {
     while (got < limit) {
-      ssize_t n = ::read(fd, buffer.data() + got, limit - got);
+      ssize_t n = ::read(fd.get(), buffer.data() + got, limit - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return -errno;
       if (n == 0) break;
@@ -358,37 +404,27 @@ std::optional<std::string_view> Load(const WalkItem& item, std::uint64_t max_siz
     }
     return static_cast<std::int64_t>(got);
   };
-  std::uint64_t size = item.size;
-  if (size >= kMapFrom && size != kUnknownSize) return map();
-  // Never blocks: a FIFO or device (named, or swapped in since the walk) is skipped with a note.
-  auto opened = OpenRegularFile(item.abs.c_str());
-  if (!opened) {
-    skip = "unreadable: " + opened.error().message;
+  // The file as its fstat found it: bytes appended since are not read (a mapping ends there too).
+  std::size_t limit = size > 0 ? static_cast<std::size_t>(size) : kStep;
+  std::int64_t n = 0;
+  for (;;) {
+    reserve(limit);
+    n = fill(static_cast<std::size_t>(n), limit);
+    if (n < 0) {
+      skip = "unreadable: " + ErrnoMessage(static_cast<int>(-n));
+      return std::nullopt;
+    }
+    if (size > 0 || static_cast<std::size_t>(n) < limit) break;
+    if (max_size > 0 && static_cast<std::uint64_t>(n) > max_size) {
+      skip = "larger than --max-file-size (" + std::to_string(n) + " bytes)";
+      return std::nullopt;
+    }
+    limit *= 2;
+  }
+  if (max_size > 0 && static_cast<std::uint64_t>(n) > max_size) {
+    skip = "larger than --max-file-size (" + std::to_string(n) + " bytes)";
     return std::nullopt;
   }
-  fd = opened->release();
-  std::size_t got = 0;
-  if (size == kUnknownSize) {
-    reserve(kFirstRead);
-    std::int64_t n = fill(0, kFirstRead);
-    if (n < 0) return fail(static_cast<int>(-n));
-    got = static_cast<std::size_t>(n);
-    if (got < kFirstRead) {  // The whole file.
-      close_fd();
-      if (max_size > 0 && got > max_size) return too_large(got);
-      return std::string_view(buffer.data(), got);
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return fail(errno);
-    size = std::max<std::uint64_t>(static_cast<std::uint64_t>(st.st_size), got);
-    if (max_size > 0 && size > max_size) return too_large(size);
-    if (size >= kMapFrom) return map();
-  }
-  const std::size_t limit = static_cast<std::size_t>(size) + 1;  // One more: a file that grew.
-  reserve(limit);
-  std::int64_t n = fill(got, limit);
-  close_fd();
-  if (n < 0) return fail(static_cast<int>(-n));
   return std::string_view(buffer.data(), static_cast<std::size_t>(n));
 }
 
@@ -1161,7 +1197,10 @@ Walked WalkAndScan(const Context& ctx, const ScanOptions& options, const WalkOpt
                    const fs::path& abs_root, unsigned threads, std::vector<Skipped>& skipped) {
   std::error_code ec;
   BatchQueue queue;
-  std::vector<std::vector<Scanned>> done(threads);
+  // Per thread, in chunks of fixed capacity: a growing vector would move (and fault in the pages
+  // of) every result made so far each time it doubled.
+  constexpr std::size_t kChunk = 256;
+  std::vector<std::vector<std::vector<Scanned>>> done(threads);
   std::size_t walked = 0;
   {
     // Closing the queue ends the scanning threads however the walk ends.
@@ -1171,8 +1210,14 @@ Walked WalkAndScan(const Context& ctx, const ScanOptions& options, const WalkOpt
           Batch batch;
           while (queue.Pop(batch)) {
             for (std::size_t k = 0; k < batch.items.size(); ++k) {
-              done[t].push_back(Scanned{batch.first + k, std::move(batch.items[k]), FileResult{}});
-              ScanOne(ctx, done[t].back().item, done[t].back().result);
+              auto& chunks = done[t];
+              if (chunks.empty() || chunks.back().size() == kChunk) {
+                chunks.emplace_back();
+                chunks.back().reserve(kChunk);
+              }
+              Scanned& x = chunks.back().emplace_back(
+                  Scanned{batch.first + k, std::move(batch.items[k]), FileResult{}});
+              ScanOne(ctx, x.item, x.result);
             }
           }
         },
@@ -1200,22 +1245,46 @@ Walked WalkAndScan(const Context& ctx, const ScanOptions& options, const WalkOpt
   // Back into walk order, which is path order for one root (the walker sorts so); several roots,
   // or symlinked folders the walker could not place, need a sort. The same file named twice
   // (overlapping paths) counts once.
-  std::vector<Scanned> scanned(walked);
-  for (auto& d : done)
-    for (auto& x : d) scanned[x.seq] = std::move(x);
-  done.clear();
-  auto by_rel = [](const Scanned& a, const Scanned& b) { return a.item.rel < b.item.rel; };
-  if (!std::is_sorted(scanned.begin(), scanned.end(), by_rel))
-    std::stable_sort(scanned.begin(), scanned.end(), by_rel);
   Walked out;
-  out.items.reserve(scanned.size());
-  out.results.reserve(scanned.size());
-  for (auto& x : scanned) {
-    if (!out.items.empty() && out.items.back().rel == x.item.rel) continue;
-    out.items.push_back(std::move(x.item));
-    if (x.result.scanned || !x.result.skip_reason.empty()) out.items.back().kind = x.result.kind;
-    out.results.push_back(std::move(x.result));
+  out.items.resize(walked);
+  out.results.resize(walked);
+  for (auto& chunks : done) {
+    for (auto& chunk : chunks)
+      for (auto& x : chunk) {
+        out.items[x.seq] = std::move(x.item);
+        out.results[x.seq] = std::move(x.result);
+      }
+    chunks = {};
   }
+  auto by_rel = [](const WalkItem& a, const WalkItem& b) { return a.rel < b.rel; };
+  if (!std::is_sorted(out.items.begin(), out.items.end(), by_rel)) {
+    std::vector<std::size_t> order(walked);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return out.items[a].rel < out.items[b].rel;
+    });
+    Walked sorted;
+    sorted.items.reserve(walked);
+    sorted.results.reserve(walked);
+    for (std::size_t i : order) {
+      sorted.items.push_back(std::move(out.items[i]));
+      sorted.results.push_back(std::move(out.results[i]));
+    }
+    out = std::move(sorted);
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.items.size(); ++i) {
+    if (kept > 0 && out.items[kept - 1].rel == out.items[i].rel) continue;
+    if (i != kept) {
+      out.items[kept] = std::move(out.items[i]);
+      out.results[kept] = std::move(out.results[i]);
+    }
+    const FileResult& r = out.results[kept];
+    if (r.scanned || !r.skip_reason.empty()) out.items[kept].kind = r.kind;
+    ++kept;
+  }
+  out.items.resize(kept);
+  out.results.resize(kept);
   return out;
 }
 

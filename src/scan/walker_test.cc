@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "util/fs.h"
 
@@ -48,6 +49,51 @@ TEST_F(ScanWalkerTest, FilesComeInPathOrder) {
   EXPECT_TRUE(std::is_sorted(order.begin(), order.end())) << ::testing::PrintToString(order);
   EXPECT_EQ(order.front(), "B.py");
   EXPECT_EQ(order.back(), "b/z.h");
+}
+
+// Files are read by size (small ones into a buffer, from 64 KiB mapped) and opened by name inside
+// their folder: every size across those steps, in folders several deep and side by side, is read
+// whole, on one thread and on several.
+TEST_F(ScanWalkerTest, ScanReadsEveryFileWhateverItsSizeOrFolder) {
+  const std::size_t sizes[] = {0, 1, (16 << 10) - 1, 16 << 10, (64 << 10) - 1, 64 << 10, 200000};
+  std::map<std::string, std::int64_t> expected;  // File -> line of its finding.
+  int n = 0;
+  for (std::size_t size : sizes) {
+    for (const char* folder : {"", "a/", "a/b/c/", "z/"}) {
+      const std::string rel = std::string(folder) + "m" + std::to_string(n++) + ".py";
+      const std::string head = "import torch\n", tail = "torch.cuda.synchronize()\n";
+      std::string text = head;
+      std::int64_t line = 2;
+      while (text.size() + tail.size() + 40 < size) {
+        text += "x = 1  # padding\n";
+        ++line;
+      }
+      if (text.size() + tail.size() + 2 <= size) {  // A comment brings it to the exact size.
+        text += "#" + std::string(size - text.size() - tail.size() - 2, 'p') + "\n";
+        ++line;
+      }
+      text += tail;
+      if (size > 40) {
+        ASSERT_EQ(text.size(), size);
+      }
+      expected[rel] = line;
+      fs::create_directories((dir_ / rel).parent_path());
+      ASSERT_TRUE(WriteFileAtomic(dir_ / rel, text).ok());
+    }
+  }
+  ASSERT_TRUE(WriteFileAtomic(dir_ / "a" / "empty.py", "").ok());
+  for (unsigned threads : {1u, 3u}) {
+    ScanOptions opt;
+    opt.paths = {dir_};
+    opt.threads = threads;
+    auto r = Scan(opt);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    std::map<std::string, std::int64_t> found;
+    for (const auto& f : r->findings)
+      if (f.code == "DT103") found[f.file] = f.line;
+    EXPECT_EQ(found, expected) << "threads " << threads;
+    EXPECT_TRUE(r->skipped.empty());
+  }
 }
 
 TEST(ScanWalkerKindsTest, YamlAndGitmodulesKinds) {

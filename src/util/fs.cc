@@ -70,11 +70,16 @@ Error NotRegular(const std::filesystem::path& path, mode_t mode) {
 }  // namespace
 
 Result<UniqueFd> OpenRegularFile(const char* path, struct stat* st_out) {
+  return OpenRegularFileAt(AT_FDCWD, path, path, st_out);
+}
+
+Result<UniqueFd> OpenRegularFileAt(int dir_fd, const char* name, const char* path,
+                                   struct stat* st_out) {
   // O_NONBLOCK: opening a FIFO without a writer, or some devices, would otherwise wait forever.
   // The check is on the opened file (fstat), so a file swapped for a FIFO after a listing or a
   // stat is caught too. The flag stays: reads and maps of a regular file ignore it (POSIX), and
   // clearing it cost two system calls per file of a scan.
-  UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  UniqueFd fd(::openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (fd.get() < 0) return IoError(path, "cannot open", errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return IoError(path, "cannot stat", errno);
@@ -386,16 +391,22 @@ void ReleaseSlot(int i) {
 }  // namespace
 
 Result<MappedFile> MappedFile::Open(const std::filesystem::path& path) {
-  MappedFile m;
-  auto fd = OpenRegularFile(path, &m.stat_);
+  struct stat st {};
+  auto fd = OpenRegularFile(path, &st);
   if (!fd) return fd.take_error();
-  m.fd_ = std::move(*fd);
-  m.path_ = path.string();
+  return FromFd(std::move(*fd), st, path.string());
+}
+
+Result<MappedFile> MappedFile::FromFd(UniqueFd fd, const struct stat& st, std::string path) {
+  MappedFile m;
+  m.stat_ = st;
+  m.fd_ = std::move(fd);
+  m.path_ = std::move(path);
   m.size_ = static_cast<std::size_t>(m.stat_.st_size);
   if (m.size_ == 0) return m;
   InstallSigbusGuard();
   void* p = ::mmap(nullptr, m.size_, PROT_READ, MAP_PRIVATE, m.fd_.get(), 0);
-  if (p == MAP_FAILED) return IoError(path, "cannot map", errno);
+  if (p == MAP_FAILED) return IoError(m.path_, "cannot map", errno);
   const auto begin = reinterpret_cast<std::uintptr_t>(p);
   m.slot_ = ClaimSlot(begin, begin + m.size_);
   if (m.slot_ >= 0) {
@@ -410,13 +421,12 @@ Result<MappedFile> MappedFile::Open(const std::filesystem::path& path) {
   while (got < m.size_) {
     ssize_t n = ::pread(m.fd_.get(), m.copy_.get() + got, m.size_ - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return IoError(path, "cannot read", errno);
+    if (n < 0) return IoError(m.path_, "cannot read", errno);
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
   }
   if (got != m.size_) {
-    return MakeError(ErrorCode::kInput, "the file changed while it was read (it shrank)",
-                     path.string());
+    return MakeError(ErrorCode::kInput, "the file changed while it was read (it shrank)", m.path_);
   }
   m.data_ = m.copy_.get();
   return m;

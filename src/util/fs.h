@@ -46,6 +46,10 @@ class UniqueFd {
 Result<UniqueFd> OpenRegularFile(const std::filesystem::path& path, struct stat* st = nullptr);
 // The same for a path that is already a C string (no std::filesystem::path to build per file).
 Result<UniqueFd> OpenRegularFile(const char* path, struct stat* st = nullptr);
+// The same for `name` inside the directory open as `dir_fd` (openat: the kernel looks up one name,
+// not every folder of a long path); `path` is the file's full path, for errors.
+Result<UniqueFd> OpenRegularFileAt(int dir_fd, const char* name, const char* path,
+                                   struct stat* st = nullptr);
 
 // "a FIFO", "a directory", "a character device", ... for error messages.
 std::string FileTypeName(mode_t mode);
@@ -89,6 +93,9 @@ Status WriteFileAtomic(const std::filesystem::path& path,
 class MappedFile {
  public:
   static Result<MappedFile> Open(const std::filesystem::path& path);
+  // Maps a regular file already opened (OpenRegularFile) and fstat'ed as `st`; `path` names it in
+  // errors. Saves the second open (and path lookup) of a caller that decides by size.
+  static Result<MappedFile> FromFd(UniqueFd fd, const struct stat& st, std::string path);
 
   MappedFile() = default;
   MappedFile(MappedFile&& other) noexcept;

@@ -1,5 +1,6 @@
 #include "util/fs.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,52 @@ TEST_F(FsTest, MappedFileSeesTheBytes) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->size(), 0u);
   EXPECT_FALSE(MappedFile::Open(dir_).ok());
+}
+
+// Opening by name inside an open folder is the same open: the file's bytes, the folder's own
+// name never needed, errors naming the full path, and a non-file refused.
+TEST_F(FsTest, OpenRegularFileAtOpensANameInsideAFolder) {
+  std::ofstream(dir_ / "a.py") << "import torch\n";
+  fs::create_directories(dir_ / "sub");
+  const int folder = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(folder, 0);
+  struct stat st {};
+  const std::string full = (dir_ / "a.py").string();
+  auto fd = OpenRegularFileAt(folder, "a.py", full.c_str(), &st);
+  ASSERT_TRUE(fd.ok());
+  EXPECT_EQ(st.st_size, 13);
+  char buf[32] = {};
+  EXPECT_EQ(::read(fd->get(), buf, sizeof buf), 13);
+  EXPECT_EQ(std::string_view(buf, 13), "import torch\n");
+  auto missing = OpenRegularFileAt(folder, "b.py", "/somewhere/b.py");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().ToString().find("/somewhere/b.py: cannot open"), std::string::npos)
+      << missing.error().ToString();
+  auto sub = OpenRegularFileAt(folder, "sub", (dir_ / "sub").c_str());
+  ASSERT_FALSE(sub.ok());
+  EXPECT_NE(sub.error().message.find("directory"), std::string::npos);
+  ::close(folder);
+}
+
+// A map made from a descriptor the caller opened (and fstat'ed) holds the same bytes as one that
+// opens by path, and still notices a file rewritten under it.
+TEST_F(FsTest, MappedFileFromAnOpenDescriptor) {
+  fs::path p = dir_ / "big.py";
+  std::string text(100000, 'x');
+  text += "\ntorch.cuda.synchronize()\n";
+  std::ofstream(p, std::ios::binary) << text;
+  struct stat st {};
+  auto fd = OpenRegularFile(p, &st);
+  ASSERT_TRUE(fd.ok());
+  auto m = MappedFile::FromFd(std::move(*fd), st, p.string());
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->view(), text);
+  EXPECT_EQ(m->path(), p.string());
+  EXPECT_TRUE(m->CheckUnchanged().ok());
+  std::ofstream(p, std::ios::binary | std::ios::app) << "more\n";
+  auto changed = m->CheckUnchanged();
+  ASSERT_FALSE(changed.ok());
+  EXPECT_NE(changed.error().ToString().find("big.py"), std::string::npos);
 }
 
 }  // namespace
