@@ -879,40 +879,47 @@ std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
   return op_namespaces;
 }
 
-// An import of a file, its module resolved to an absolute name.
+// An import of a file, its module resolved to an absolute name, and the name's hash (HashName),
+// taken once for the rounds' tests of which modules changed.
 struct ImportedModule {
   std::string_view module;
   const std::vector<std::string>* names;
+  std::size_t hash;
 };
 
 // The absolute module of each import of each Python file, resolved once (relative ones built into
-// `storage`, whose addresses stay put; others viewed in place).
+// `storage`, a deque per worker whose addresses stay put; others viewed in place).
 std::vector<std::vector<ImportedModule>> ResolveImports(
     const std::vector<WalkItem>& items, const std::vector<FileResult>& results,
-    const std::unordered_set<std::string>& init_dirs, std::deque<std::string>& storage) {
+    const std::unordered_set<std::string>& init_dirs, unsigned threads,
+    std::vector<std::deque<std::string>>& storage) {
   std::vector<std::vector<ImportedModule>> imported(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const bool py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
-    if (!py || !results[i].skip_reason.empty()) continue;
-    std::string package;
-    bool package_known = false;
-    for (const auto& imp : results[i].imports) {
-      std::string_view mod = imp.module;
-      if (imp.level > 0) {
-        if (!package_known) package = PackageIn(items[i].rel, init_dirs);
-        package_known = true;
-        std::string base = package;
-        for (int up = 1; up < imp.level && !base.empty(); ++up) {
-          auto dot = base.rfind('.');
-          base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+  storage.resize(std::max(1u, threads));
+  constexpr std::size_t kChunk = 1024;  // Files per task (a project has thousands).
+  ParallelFor((items.size() + kChunk - 1) / kChunk, threads, [&](std::size_t c, unsigned worker) {
+    for (std::size_t i = c * kChunk; i < std::min(items.size(), (c + 1) * kChunk); ++i) {
+      const bool py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
+      if (!py || !results[i].skip_reason.empty()) continue;
+      std::string package;
+      bool package_known = false;
+      for (const auto& imp : results[i].imports) {
+        std::string_view mod = imp.module;
+        if (imp.level > 0) {
+          if (!package_known) package = PackageIn(items[i].rel, init_dirs);
+          package_known = true;
+          std::string base = package;
+          for (int up = 1; up < imp.level && !base.empty(); ++up) {
+            auto dot = base.rfind('.');
+            base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+          }
+          mod = storage[worker].emplace_back(base.empty()         ? imp.module
+                                             : imp.module.empty() ? base
+                                                                  : base + "." + imp.module);
         }
-        mod = storage.emplace_back(base.empty()         ? imp.module
-                                   : imp.module.empty() ? base
-                                                        : base + "." + imp.module);
+        imported[i].push_back(ImportedModule{mod, &imp.names, HashName(mod)});
       }
-      imported[i].push_back(ImportedModule{mod, &imp.names});
     }
-  }
+  });
   return imported;
 }
 
@@ -928,16 +935,23 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   // Modules (any name variant) with symbols, and views of them for the many lookups of the rounds.
   std::set<std::string, std::less<>> symbol_modules;
   std::unordered_set<std::string_view> symbol_module_views;
+  // The hashes (HashName) of the modules whose symbols grew since the last count: a file's count
+  // depends on what is known only through its imported modules' symbols, so only the importers
+  // of these can count more in the next round.
+  std::unordered_set<std::size_t> changed;
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
     if (results[i].cuda_symbols.empty()) return added;  // Most files: no module name is built.
     for (const auto& mod : ModuleNames(items[i].rel)) {
+      bool grew = false;
       for (const auto& [name, ext] : results[i].cuda_symbols) {
         auto [it, fresh] = cuda.symbols.emplace(mod + "." + name, ext);
         added |= fresh || (ext && !it->second);
+        grew |= fresh;
         it->second = it->second || ext;
       }
-      symbol_module_views.insert(*symbol_modules.insert(mod).first);
+      grew |= symbol_module_views.insert(*symbol_modules.insert(mod).first).second;
+      if (grew) changed.insert(HashName(mod));
     }
     return added;
   };
@@ -954,8 +968,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       if (std::find(results[i].op_namespaces.begin(), results[i].op_namespaces.end(), ns) !=
           results[i].op_namespaces.end())
         spells_ops[i] = 1;
-  std::deque<std::string> storage;
-  const auto imported = ResolveImports(items, results, init_dirs, storage);
+  std::vector<std::deque<std::string>> storage;
+  const auto imported = ResolveImports(items, results, init_dirs, threads, storage);
   // How many of a file's imports touch what is known; a file is scanned again when that grows.
   // `mod.name` can be a CUDA module or a known symbol only when `mod` is a symbol's module, or a
   // CUDA module or one of its ancestors: most imports are turned away before any key is built.
@@ -963,7 +977,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   auto touches = [&](std::size_t i) {
     std::size_t n = 0;
     std::string key;
-    for (const auto& [mod, names] : imported[i]) {
+    for (const auto& [mod, names, hash] : imported[i]) {
       const bool in_cuda = cuda.IsModule(mod);
       const bool symbols = symbol_module_views.count(mod) > 0;
       if (in_cuda || symbols) ++n;
@@ -982,13 +996,27 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     }
     return n + static_cast<std::size_t>(spells_ops[i]);
   };
+  // Whether an import of file i is of a module in `changed` (after the first round, the only
+  // files whose count can grow).
+  auto imports_changed = [&](std::size_t i) {
+    for (const auto& imp : imported[i])
+      if (changed.count(imp.hash) > 0) return true;
+    return false;
+  };
   std::vector<std::size_t> now(items.size(), 0);
   constexpr std::size_t kChunk = 1024;  // Files per task of the count (a project has thousands).
   for (int round = 0; round < 16; ++round) {
     ParallelFor((items.size() + kChunk - 1) / kChunk, threads, [&](std::size_t c, unsigned) {
-      for (std::size_t i = c * kChunk; i < std::min(items.size(), (c + 1) * kChunk); ++i)
-        now[i] = is_py(i) && results[i].skip_reason.empty() ? touches(i) : 0;
+      for (std::size_t i = c * kChunk; i < std::min(items.size(), (c + 1) * kChunk); ++i) {
+        if (!is_py(i) || !results[i].skip_reason.empty())
+          now[i] = 0;
+        else if (round == 0 || imports_changed(i))
+          now[i] = touches(i);
+        else
+          now[i] = touched[i];
+      }
     });
+    changed.clear();
     std::vector<std::size_t> again;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (now[i] > touched[i]) {

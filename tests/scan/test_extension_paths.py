@@ -87,6 +87,38 @@ def test_cuda_only_extension_class_in_a_variable_makes_callers_cuda_only(dualtra
     assert (1, "DT312") in at(findings, "train.py")
 
 
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_extension_followed_through_a_chain_of_wrappers(dualtrack, tmp_path, threads):
+    # Each wrapper is known to depend on the extension only once the file it imports from has
+    # been read again, one round per level (a relative import at level 3). train.py imports from
+    # levels 2 and 4, so what it counts grows twice: its findings name both. unrelated.py imports
+    # another name of a changed module: read again, it still has nothing.
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "setup(name='pkg', ext_modules=[CUDAExtension(name='pkg._C', sources=['pkg/k.cu'])])\n")
+    (tmp_path / "pkg" / "k.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    levels = {"pkg/a.py": "from pkg import _C", "pkg/b.py": "from pkg.a import level1",
+              "pkg/sub/c.py": "from ..b import level2", "pkg/d.py": "from pkg.sub.c import level3"}
+    for n, (file, imp) in enumerate(levels.items(), start=1):
+        callee = imp.split()[-1] if n > 1 else "_C.op"
+        (tmp_path / file).write_text(f"{imp}\n\n\ndef level{n}(x):\n    return {callee}(x)\n")
+    (tmp_path / "train.py").write_text(
+        "from pkg.b import level2\nfrom pkg.d import level4\nimport os\n\nlevel2(1)\nlevel4(2)\n")
+    (tmp_path / "unrelated.py").write_text("from pkg.b import other\nimport os\n\nother(1)\n")
+    findings = scan(dualtrack, tmp_path, "--threads", threads)
+    assert at(findings, "pkg/a.py") == [(1, "DT305"), (5, "DT305")]
+    for file in ("pkg/b.py", "pkg/sub/c.py", "pkg/d.py"):
+        assert at(findings, file) == [(1, "DT312"), (5, "DT312")], file
+    train = {(f["line"], f["code"]): f["message"] for f in findings if f["file"] == "train.py"}
+    assert sorted(train) == [(1, "DT312"), (2, "DT312"), (5, "DT312"), (6, "DT312")]
+    assert "pkg.b.level2" in train[(5, "DT312")] and "pkg.d.level4" in train[(6, "DT312")]
+    assert at(findings, "unrelated.py") == []
+
+
 @pytest.mark.parametrize("with_cu", [True, False])
 def test_torch_ops_namespace_registered_by_the_project(dualtrack, tmp_path, with_cu):
     # TORCH_LIBRARY(ns, m) in the project's C++ makes torch.ops.ns.* its extension's ops, with no
