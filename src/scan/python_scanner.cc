@@ -555,6 +555,10 @@ class PythonScanner {
   bool IsCudaSymbol(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
   }
+  // A module or package with CUDA symbols inside: its attribute chains are resolved.
+  bool HoldsCudaSymbols(const std::string& dotted) const {
+    return opt_.cuda != nullptr && opt_.cuda->symbol_packages.count(dotted) > 0;
+  }
   // Whether a symbol is defined in this file's own package (`pkg.ops.a` seen from pkg/ops/b.py)
   // and this file is itself one of the kernel library's modules (it defines kernels): calls
   // between those are the library's plumbing, reported where other code depends on it. A module
@@ -645,9 +649,10 @@ class PythonScanner {
     const bool extension = IsExtensionModule(target);
     const bool symbol = IsCudaSymbol(target);
     if (extension) BindHandle(scope, local);
-    if (optional || extension || symbol || Contains(target, "cud") || Contains(target, "CUD") ||
-        (module != target && IsExtensionModule(module)) || LibraryOf(target) != nullptr ||
-        reg_.MatchApi(target) != nullptr || StartsWith(target, "torch.utils.cpp_extension"))
+    if (optional || extension || symbol || HoldsCudaSymbols(target) || Contains(target, "cud") ||
+        Contains(target, "CUD") || (module != target && IsExtensionModule(module)) ||
+        LibraryOf(target) != nullptr || reg_.MatchApi(target) != nullptr ||
+        StartsWith(target, "torch.utils.cpp_extension"))
       hot_names_.insert(local);
     if (extension || symbol) track_refs_ = true;
   }

@@ -36,6 +36,9 @@ struct CudaContext {
   // "pkg.mod.name" of project code that needs CUDA-only code: true when it reaches a compiled
   // extension, false when only GPU kernels (Triton).
   std::unordered_map<std::string, bool> symbols;
+  // The modules that hold one of `symbols`, and the packages above them: a name bound to one
+  // (`from pkg import ops`, `import pkg.ops`) reaches a symbol through an attribute (`ops.run()`).
+  std::unordered_set<std::string> symbol_packages;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;

@@ -259,5 +259,31 @@ TEST(ScanPythonTest, TriggerWordsOnlyInProseStillGiveImportsAndMain) {
             (std::vector<std::string>{"DT102@2"}));
 }
 
+TEST(ScanPythonTest, CudaSymbolReachedThroughItsModule) {
+  // pkg.ops.run reaches a CUDA extension; the file binds pkg.ops (or pkg) and calls run on it.
+  CudaContext cuda;
+  cuda.symbols.emplace("pkg.ops.run", true);
+  cuda.symbol_packages = {"pkg", "pkg.ops"};
+  const std::string src =
+      "from pkg import ops\nimport pkg.ops as o\nimport pkg.ops\nimport pkg.util as u\n"
+      "ops.run(1)\no.run(2)\npkg.ops.run(3)\nops.other(4)\nu.run(5)\n"
+      "def f(x):\n    return o.run(x)\n";
+  std::vector<Finding> out;
+  FindingSink sink(testing::Reg(), "model.py", src, out);
+  PyScanOptions opt;
+  opt.cuda = &cuda;
+  auto r = ScanPython(src, sink, opt);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT312@5", "DT312@6", "DT312@7", "DT312@11"}));
+  // f calls it unguarded: f is a symbol of this module now.
+  ASSERT_EQ(r.cuda_symbols.size(), 1u);
+  EXPECT_EQ(r.cuda_symbols[0].first, "f");
+  // Without the modules known, nothing: a bound module is not a symbol.
+  cuda.symbol_packages.clear();
+  out.clear();
+  FindingSink sink2(testing::Reg(), "model.py", src, out);
+  (void)ScanPython(src, sink2, opt);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{}));
+}
+
 }  // namespace
 }  // namespace dt::scan

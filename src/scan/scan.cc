@@ -939,6 +939,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   // depends on what is known only through its imported modules' symbols, so only the importers
   // of these can count more in the next round.
   std::unordered_set<std::size_t> changed;
+  std::unordered_set<std::string_view> package_views;  // Views of cuda.symbol_packages.
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
     if (results[i].cuda_symbols.empty()) return added;  // Most files: no module name is built.
@@ -951,7 +952,14 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
         it->second = it->second || ext;
       }
       grew |= symbol_module_views.insert(*symbol_modules.insert(mod).first).second;
-      if (grew) changed.insert(HashName(mod));
+      if (!grew) continue;
+      // The module and the packages above it: an import of any of them may count more now.
+      for (std::size_t end = mod.size(); end != std::string::npos && end > 0;
+           end = mod.rfind('.', end - 1)) {
+        const std::string_view up = std::string_view(mod).substr(0, end);
+        changed.insert(HashName(up));
+        package_views.insert(*cuda.symbol_packages.emplace(up).first);
+      }
     }
     return added;
   };
@@ -971,8 +979,9 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   std::vector<std::deque<std::string>> storage;
   const auto imported = ResolveImports(items, results, init_dirs, threads, storage);
   // How many of a file's imports touch what is known; a file is scanned again when that grows.
-  // `mod.name` can be a CUDA module or a known symbol only when `mod` is a symbol's module, or a
-  // CUDA module or one of its ancestors: most imports are turned away before any key is built.
+  // `mod.name` can be a CUDA module, a known symbol or a module with symbols only when `mod` holds
+  // symbols or is a package above such a module or a CUDA module: most imports are turned away
+  // before any key is built.
   std::vector<std::size_t> touched(items.size(), 0);
   auto touches = [&](std::size_t i) {
     std::size_t n = 0;
@@ -985,13 +994,15 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
         n += names->size();
         continue;
       }
-      bool above = false;
+      bool above = package_views.count(mod) > 0;  // Holds symbols, or a package above them.
       for (const auto& m : cuda.modules)
         above |= m.size() > mod.size() && m.starts_with(mod) && m[mod.size()] == '.';
-      if (!symbols && !above) continue;
+      if (!above) continue;
+      // `from pkg import ops` binds a module with symbols, reached as `ops.run()`.
       for (const auto& name : *names) {
         key.assign(mod).append(".").append(name);
-        if (cuda.IsModule(key) || cuda.symbols.count(key) > 0) ++n;
+        if (cuda.IsModule(key) || cuda.symbols.count(key) > 0 || symbol_module_views.count(key) > 0)
+          ++n;
       }
     }
     return n + static_cast<std::size_t>(spells_ops[i]);

@@ -119,6 +119,35 @@ def test_extension_followed_through_a_chain_of_wrappers(dualtrack, tmp_path, thr
     assert at(findings, "unrelated.py") == []
 
 
+def test_wrappers_reached_through_a_module_attribute(dualtrack, tmp_path):
+    # The wrappers' modules are imported, not their functions: `from pkg import ops` then
+    # `ops.run()`, `import pkg.ops as o`, `import pkg.ops` then `pkg.ops.run()`. A function that
+    # calls one is a wrapper too, and its importers are reported.
+    make_extension_project(
+        tmp_path,
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "modules = [CUDAExtension('pkg._fused', ['pkg/fused.cu'])]\n",
+        "_fused", "run")
+    (tmp_path / "pkg" / "sub").mkdir()
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub" / "more.py").write_text(
+        "from pkg import ops\n\n\ndef deeper(x):\n    return ops.run(x)\n")
+    (tmp_path / "model.py").write_text(
+        "from pkg import ops\nimport pkg.ops as o\nimport pkg.ops\nfrom pkg.sub import more\n"
+        "import os\n\nops.run(1)\no.run(2)\npkg.ops.run(3)\nmore.deeper(4)\nos.getcwd()\n\n\n"
+        "def forward(x):\n    return o.run(x)\n")
+    (tmp_path / "train.py").write_text("from model import forward\n\nforward(1)\n")
+    (tmp_path / "other.py").write_text("from pkg import ops\n\nprint(ops.__name__)\n")
+    findings = scan(dualtrack, tmp_path)
+    model = {(f["line"], f["code"]): f["message"] for f in findings if f["file"] == "model.py"}
+    assert sorted(model) == [(7, "DT312"), (8, "DT312"), (9, "DT312"), (10, "DT312"),
+                             (15, "DT312")]
+    assert "pkg.ops.run" in model[(8, "DT312")] and "pkg.sub.more.deeper" in model[(10, "DT312")]
+    assert at(findings, "pkg/sub/more.py") == [(5, "DT312")]
+    assert at(findings, "train.py") == [(1, "DT312"), (3, "DT312")]
+    assert at(findings, "other.py") == []
+
+
 @pytest.mark.parametrize("with_cu", [True, False])
 def test_torch_ops_namespace_registered_by_the_project(dualtrack, tmp_path, with_cu):
     # TORCH_LIBRARY(ns, m) in the project's C++ makes torch.ops.ns.* its extension's ops, with no
