@@ -108,6 +108,7 @@ void DeclareScanOptions(CLI::App& app, ScanArgs& a) {
 Result<ScanOptions> ToScanOptions(const ScanArgs& a) {
   ScanOptions opt = a.tree.Options();
   opt.threads = a.threads;
+  opt.process_exits_after = true;  // run() returns to main(), which exits.
   auto size = ParseSize(a.max_size);
   if (!size) return size.take_error();
   opt.max_file_size = *size;

@@ -1569,7 +1569,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
   Collect(items, results, *filter, entries->files, reach, report);
   // The per-file state (every file's imports, paths, the import graph) is freed while the caller
-  // formats the report: on a large tree its frees take longer than the output.
+  // formats the report (on a large tree its frees take longer than the output), or not at all
+  // when the process exits after the report.
   struct Leftovers {
     std::vector<WalkItem> items;
     std::vector<FileResult> results;
@@ -1577,9 +1578,13 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     Reach reach;
     std::unordered_set<std::string> init_dirs;
   };
-  ReleaseInBackground(std::make_shared<Leftovers>(Leftovers{std::move(items), std::move(results),
-                                                            std::move(modules), std::move(reach),
-                                                            std::move(init_dirs)}));
+  auto leftovers = std::make_shared<Leftovers>(Leftovers{std::move(items), std::move(results),
+                                                         std::move(modules), std::move(reach),
+                                                         std::move(init_dirs)});
+  if (options.process_exits_after)
+    KeepUntilExit(std::move(leftovers));
+  else
+    ReleaseInBackground(std::move(leftovers));
   if (report.files_scanned == 0) {
     return MakeError(ErrorCode::kInput,
                      "nothing was scanned: no Python, notebook, C/C++/CUDA, build or environment "

@@ -84,6 +84,9 @@ struct ScanOptions {
   std::uint64_t max_file_size = std::uint64_t{16} << 20;
   unsigned threads = 0;                           // 0: hardware concurrency.
   std::optional<std::filesystem::path> data_dir;  // Defaults to dt::DataDir()/scan.
+  // The process ends once the report is written (the scan command): the per-file state is left
+  // to the system at exit (KeepUntilExit) instead of freed in the background.
+  bool process_exits_after = false;
 };
 
 // What a command line that scans a tree (scan, fix) selects, as given: paths (none: "."),

@@ -54,6 +54,13 @@ struct Releaser {
 
 }  // namespace
 
+void KeepUntilExit(std::shared_ptr<void> garbage) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::shared_ptr<void>>();  // Never destroyed, on purpose.
+  std::lock_guard lock(mu);
+  kept->push_back(std::move(garbage));
+}
+
 void ReleaseInBackground(std::shared_ptr<void> garbage) {
   static Releaser releaser;
   std::lock_guard lock(releaser.mu);

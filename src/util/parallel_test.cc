@@ -106,5 +106,20 @@ TEST(ReleaseInBackgroundTest, FreesOffTheCallersThreadAndTheNextCallWaitsForIt) 
   EXPECT_EQ(freed.load(), 2);
 }
 
+TEST(KeepUntilExitTest, KeepsTheObjectAliveAndNeverFreesIt) {
+  // Counts the deleter's runs: none while the process lives.
+  static std::atomic<int> freed{0};
+  auto kept = std::shared_ptr<int>(new int(7), [](int* p) {
+    delete p;
+    freed++;
+  });
+  std::weak_ptr<int> watch = kept;
+  KeepUntilExit(std::move(kept));
+  KeepUntilExit(nullptr);  // Nothing to keep is fine.
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(*watch.lock(), 7);
+  EXPECT_EQ(freed.load(), 0);
+}
+
 }  // namespace
 }  // namespace dt
