@@ -21,6 +21,13 @@ std::vector<Finding> Py(const std::string& src) {
   return out;
 }
 
+// Scans `src` as the file `rel` with `opt`, its findings appended to `out`.
+PyScanResult PyAs(const std::string& src, const std::string& rel, const PyScanOptions& opt,
+                  std::vector<Finding>& out) {
+  FindingSink sink(Reg(), rel, src, out);
+  return ScanPython(src, sink, opt);
+}
+
 TEST(ScanPythonTest, ResolvesAliases) {
   auto fs =
       Py("import torch.cuda as tc\nfrom torch import cuda\ntc.synchronize()\ncuda.empty_cache()\n");
@@ -240,10 +247,9 @@ TEST(ScanPythonTest, TriggerWordsOnlyInProseStillGiveImportsAndMain) {
       "def main():\n    \"\"\"float64 on the GPU.\"\"\"\n    helper(os.getcwd())\n"
       "if __name__ == '__main__':\n    main()\n";
   std::vector<Finding> out;
-  FindingSink sink(testing::Reg(), "pkg/run.py", src, out);
   PyScanOptions opt;
   opt.package = "pkg";
-  auto r = ScanPython(src, sink, opt);
+  auto r = PyAs(src, "pkg/run.py", opt, out);
   EXPECT_TRUE(out.empty());
   EXPECT_TRUE(r.has_main);
   ASSERT_EQ(r.imports.size(), 3u);
@@ -269,10 +275,9 @@ TEST(ScanPythonTest, CudaSymbolReachedThroughItsModule) {
       "ops.run(1)\no.run(2)\npkg.ops.run(3)\nops.other(4)\nu.run(5)\n"
       "def f(x):\n    return o.run(x)\n";
   std::vector<Finding> out;
-  FindingSink sink(testing::Reg(), "model.py", src, out);
   PyScanOptions opt;
   opt.cuda = &cuda;
-  auto r = ScanPython(src, sink, opt);
+  auto r = PyAs(src, "model.py", opt, out);
   EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT312@5", "DT312@6", "DT312@7", "DT312@11"}));
   // f calls it unguarded: f is a symbol of this module now.
   ASSERT_EQ(r.cuda_symbols.size(), 1u);
@@ -280,8 +285,7 @@ TEST(ScanPythonTest, CudaSymbolReachedThroughItsModule) {
   // Without the modules known, nothing: a bound module is not a symbol.
   cuda.symbol_packages.clear();
   out.clear();
-  FindingSink sink2(testing::Reg(), "model.py", src, out);
-  (void)ScanPython(src, sink2, opt);
+  (void)PyAs(src, "model.py", opt, out);
   EXPECT_EQ(Codes(out), (std::vector<std::string>{}));
 }
 
