@@ -122,6 +122,9 @@ TEST(SpawnTest, ForwardsASignalSentToUsAndRestoresOurHandler) {
   o.own_process_group = true;
   // The interrupt reaches us, not the child (its own process group): we pass it on.
   o.on_started = [](pid_t) { ::kill(::getpid(), SIGINT); };
+  // What we had before: SIG_DFL under gtest, SIG_IGN when started as a background job.
+  struct sigaction before {};
+  ::sigaction(SIGINT, nullptr, &before);
   auto r = Spawn(o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->forwarded_signal, SIGINT);
@@ -130,7 +133,7 @@ TEST(SpawnTest, ForwardsASignalSentToUsAndRestoresOurHandler) {
   EXPECT_LT(r->wall_s, 5.0);
   struct sigaction now {};
   ::sigaction(SIGINT, nullptr, &now);
-  EXPECT_EQ(now.sa_handler, SIG_DFL);  // gtest's default disposition is back.
+  EXPECT_EQ(now.sa_handler, before.sa_handler);  // Our own disposition is back.
 }
 
 TEST(SpawnTest, AMissingProgramPathIsAnErrorNamingTheCommand) {
