@@ -295,10 +295,10 @@ std::string ScanReportJsonText(const ScanReport& report, unsigned threads) {
   const std::size_t n = report.findings.size();
   std::vector<std::string> parts((n + kChunk - 1) / kChunk);
   std::atomic<bool> utf8{true};
-  ParallelFor(parts.size(), std::max(1u, threads), [&](std::size_t c, unsigned) {
-    std::string& out = parts[c];
+  ParallelForChunks(n, kChunk, threads, [&](std::size_t b, std::size_t e, unsigned) {
+    std::string& out = parts[b / kChunk];
     out.reserve(kChunk * 512);
-    for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk) && utf8; ++i) {
+    for (std::size_t i = b; i < e && utf8; ++i) {
       if (!FindingIsUtf8(report.findings[i])) utf8 = false;
       if (i > 0) out += ",\n";
       AppendFinding(out, report.findings[i]);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "scan/sink.h"
+#include "util/strings.h"
 
 namespace dt::scan {
 
@@ -38,7 +39,7 @@ struct CudaContext {
   std::unordered_map<std::string, bool> symbols;
   // The modules that hold one of `symbols`, and the packages above them: a name bound to one
   // (`from pkg import ops`, `import pkg.ops`) reaches a symbol through an attribute (`ops.run()`).
-  std::unordered_set<std::string> symbol_packages;
+  std::unordered_set<std::string, NameHash, std::equal_to<>> symbol_packages;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;

@@ -195,11 +195,7 @@ class Registry {
   std::unordered_map<std::string, std::size_t> rule_index_;
   std::vector<PythonApi> apis_;
   // Looked up by views (each prefix of a dotted name in turn) without a string built per prefix.
-  struct ViewHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return HashName(s); }
-  };
-  using ViewIndex = std::unordered_map<std::string, std::size_t, ViewHash, std::equal_to<>>;
+  using ViewIndex = std::unordered_map<std::string, std::size_t, NameHash, std::equal_to<>>;
   ViewIndex api_index_;
   std::vector<Library> libraries_;
   ViewIndex module_index_;

@@ -896,30 +896,31 @@ std::vector<std::vector<ImportedModule>> ResolveImports(
   std::vector<std::vector<ImportedModule>> imported(items.size());
   storage.resize(std::max(1u, threads));
   constexpr std::size_t kChunk = 1024;  // Files per task (a project has thousands).
-  ParallelFor((items.size() + kChunk - 1) / kChunk, threads, [&](std::size_t c, unsigned worker) {
-    for (std::size_t i = c * kChunk; i < std::min(items.size(), (c + 1) * kChunk); ++i) {
-      const bool py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
-      if (!py || !results[i].skip_reason.empty()) continue;
-      std::string package;
-      bool package_known = false;
-      for (const auto& imp : results[i].imports) {
-        std::string_view mod = imp.module;
-        if (imp.level > 0) {
-          if (!package_known) package = PackageIn(items[i].rel, init_dirs);
-          package_known = true;
-          std::string base = package;
-          for (int up = 1; up < imp.level && !base.empty(); ++up) {
-            auto dot = base.rfind('.');
-            base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+  ParallelForChunks(
+      items.size(), kChunk, threads, [&](std::size_t b, std::size_t e, unsigned worker) {
+        for (std::size_t i = b; i < e; ++i) {
+          const bool py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
+          if (!py || !results[i].skip_reason.empty()) continue;
+          std::string package;
+          bool package_known = false;
+          for (const auto& imp : results[i].imports) {
+            std::string_view mod = imp.module;
+            if (imp.level > 0) {
+              if (!package_known) package = PackageIn(items[i].rel, init_dirs);
+              package_known = true;
+              std::string base = package;
+              for (int up = 1; up < imp.level && !base.empty(); ++up) {
+                auto dot = base.rfind('.');
+                base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+              }
+              mod = storage[worker].emplace_back(base.empty()         ? imp.module
+                                                 : imp.module.empty() ? base
+                                                                      : base + "." + imp.module);
+            }
+            imported[i].push_back(ImportedModule{mod, &imp.names, HashName(mod)});
           }
-          mod = storage[worker].emplace_back(base.empty()         ? imp.module
-                                             : imp.module.empty() ? base
-                                                                  : base + "." + imp.module);
         }
-        imported[i].push_back(ImportedModule{mod, &imp.names, HashName(mod)});
-      }
-    }
-  });
+      });
   return imported;
 }
 
@@ -932,14 +933,12 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
                        const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext cuda;
   const std::vector<std::string> op_namespaces = DeclaredCudaModules(items, results, cuda);
-  // Modules (any name variant) with symbols, and views of them for the many lookups of the rounds.
-  std::set<std::string, std::less<>> symbol_modules;
-  std::unordered_set<std::string_view> symbol_module_views;
+  // Modules (any name variant) with symbols, looked up by views in the rounds.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> symbol_modules;
   // The hashes (HashName) of the modules whose symbols grew since the last count: a file's count
   // depends on what is known only through its imported modules' symbols, so only the importers
   // of these can count more in the next round.
   std::unordered_set<std::size_t> changed;
-  std::unordered_set<std::string_view> package_views;  // Views of cuda.symbol_packages.
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
     if (results[i].cuda_symbols.empty()) return added;  // Most files: no module name is built.
@@ -951,14 +950,14 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
         grew |= fresh;
         it->second = it->second || ext;
       }
-      grew |= symbol_module_views.insert(*symbol_modules.insert(mod).first).second;
+      grew |= symbol_modules.insert(mod).second;
       if (!grew) continue;
       // The module and the packages above it: an import of any of them may count more now.
       for (std::size_t end = mod.size(); end != std::string::npos && end > 0;
            end = mod.rfind('.', end - 1)) {
         const std::string_view up = std::string_view(mod).substr(0, end);
         changed.insert(HashName(up));
-        package_views.insert(*cuda.symbol_packages.emplace(up).first);
+        cuda.symbol_packages.emplace(up);
       }
     }
     return added;
@@ -988,21 +987,21 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     std::string key;
     for (const auto& [mod, names, hash] : imported[i]) {
       const bool in_cuda = cuda.IsModule(mod);
-      const bool symbols = symbol_module_views.count(mod) > 0;
+      const bool symbols = symbol_modules.count(mod) > 0;
       if (in_cuda || symbols) ++n;
       if (in_cuda) {
         n += names->size();
         continue;
       }
-      bool above = package_views.count(mod) > 0;  // Holds symbols, or a package above them.
+      // Holds symbols, or is a package above them.
+      bool above = cuda.symbol_packages.count(mod) > 0;
       for (const auto& m : cuda.modules)
         above |= m.size() > mod.size() && m.starts_with(mod) && m[mod.size()] == '.';
       if (!above) continue;
       // `from pkg import ops` binds a module with symbols, reached as `ops.run()`.
       for (const auto& name : *names) {
         key.assign(mod).append(".").append(name);
-        if (cuda.IsModule(key) || cuda.symbols.count(key) > 0 || symbol_module_views.count(key) > 0)
-          ++n;
+        if (cuda.IsModule(key) || cuda.symbols.count(key) > 0 || symbol_modules.count(key) > 0) ++n;
       }
     }
     return n + static_cast<std::size_t>(spells_ops[i]);
@@ -1017,8 +1016,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   std::vector<std::size_t> now(items.size(), 0);
   constexpr std::size_t kChunk = 1024;  // Files per task of the count (a project has thousands).
   for (int round = 0; round < 16; ++round) {
-    ParallelFor((items.size() + kChunk - 1) / kChunk, threads, [&](std::size_t c, unsigned) {
-      for (std::size_t i = c * kChunk; i < std::min(items.size(), (c + 1) * kChunk); ++i) {
+    ParallelForChunks(items.size(), kChunk, threads, [&](std::size_t b, std::size_t e, unsigned) {
+      for (std::size_t i = b; i < e; ++i) {
         if (!is_py(i) || !results[i].skip_reason.empty())
           now[i] = 0;
         else if (round == 0 || imports_changed(i))

@@ -24,6 +24,14 @@ void ParallelFor(std::size_t n, unsigned threads,
   worker(0);
 }
 
+void ParallelForChunks(std::size_t n, std::size_t chunk, unsigned threads,
+                       const std::function<void(std::size_t, std::size_t, unsigned)>& fn) {
+  chunk = std::max<std::size_t>(1, chunk);
+  ParallelFor((n + chunk - 1) / chunk, threads, [&](std::size_t c, unsigned worker) {
+    fn(c * chunk, std::min(n, (c + 1) * chunk), worker);
+  });
+}
+
 ScopedThreads::ScopedThreads(unsigned count, const std::function<void(unsigned)>& fn,
                              std::function<void()> stop)
     : stop_(std::move(stop)) {

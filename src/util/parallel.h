@@ -22,6 +22,12 @@ unsigned DefaultThreads(unsigned requested = 0);
 void ParallelFor(std::size_t n, unsigned threads,
                  const std::function<void(std::size_t i, unsigned worker)>& fn);
 
+// ParallelFor over [0, n) in chunks of `chunk` indexes, one task per chunk: fn(begin, end,
+// worker), for loops whose items are too cheap to be a task each.
+void ParallelForChunks(
+    std::size_t n, std::size_t chunk, unsigned threads,
+    const std::function<void(std::size_t begin, std::size_t end, unsigned worker)>& fn);
+
 // Threads running fn(t), t in [0, count), for the life of the object. Before joining, `stop` is
 // called once (close a queue, set a flag), so a scope that ends early never leaves a thread behind.
 class ScopedThreads {

@@ -77,6 +77,24 @@ TEST(ScopedThreadsTest, JoinTwiceStopsOnce) {
   EXPECT_EQ(stops, 1);
 }
 
+TEST(ParallelForTest, ChunksCoverEveryIndexOnceInWholeChunks) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{1001}}) {
+    std::vector<std::atomic<int>> seen(n);
+    std::atomic<int> short_chunks{0};
+    ParallelForChunks(n, 8, 3, [&](std::size_t b, std::size_t e, unsigned worker) {
+      EXPECT_LT(worker, 3u);
+      EXPECT_EQ(b % 8, 0u);
+      EXPECT_LT(b, e);
+      EXPECT_LE(e, n);
+      if (e - b != 8) short_chunks++;
+      for (std::size_t i = b; i < e; ++i) seen[i]++;
+    });
+    for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 1) << "n=" << n << " i=" << i;
+    EXPECT_EQ(short_chunks.load(), n % 8 ? 1 : 0) << "n=" << n;
+  }
+}
+
 TEST(ReleaseInBackgroundTest, FreesOffTheCallersThreadAndTheNextCallWaitsForIt) {
   std::atomic<int> freed{0};
   std::thread::id freed_on;

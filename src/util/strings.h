@@ -36,6 +36,13 @@ inline std::size_t HashName(std::string_view s) {
   return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
+// HashName as a hash table's hasher that takes views of a std::string key (with std::equal_to<>):
+// a lookup by std::string_view builds no string.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return HashName(s); }
+};
+
 // True when `s` is valid UTF-8 (no overlongs, no surrogates).
 bool IsValidUtf8(std::string_view s);
 
