@@ -134,8 +134,8 @@ const CudaCall* FindCudaCall(std::string_view name) {
 
 // Codes whose findings the fixer rewrites; DT204 only with --unsafe-fixes.
 constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106",
-                                         "DT107", "DT108", "DT112", "DT113", "DT115", "DT205",
-                                         "DT204", "DT201", "DT202", "DT206"};
+                                         "DT107", "DT108", "DT112", "DT113", "DT115", "DT116",
+                                         "DT205", "DT204", "DT201", "DT202", "DT206"};
 // Fixes that may change results: float64 -> float32, attention libraries -> SDPA, bitsandbytes
 // quantisation -> float16 weights.
 constexpr std::string_view kUnsafe[] = {"DT204", "DT201", "DT202", "DT206"};
@@ -196,7 +196,7 @@ class Fixer {
     FileFix out;
     for (const scan::Finding& f : findings) {
       if (f.guarded) continue;  // Another path exists already.
-      Outcome o{f.code, f.line, f.cell, false, IsUnsafeFix(f.code), ""};
+      Outcome o{f.code, f.line, f.cell, false, IsUnsafeFix(f.code), false, ""};
       if (!HasFix(f.code)) {
         o.note = "no automatic fix for " + f.code + " (see `dualtrack rule " + f.code + "`)";
       } else if (o.unsafe && !opt_.unsafe) {
@@ -205,6 +205,7 @@ class Fixer {
         const std::size_t before = edits_.size();
         o.note = FixOne(f);
         o.fixed = edits_.size() > before;
+        o.no_edit_needed = !o.fixed && InImport(TokenAt(f.line, f.column));
       }
       out.outcomes.push_back(std::move(o));
     }
@@ -454,6 +455,7 @@ class Fixer {
     if (f.code == "DT106") return FixBackendFlag(k);
     if (f.code == "DT113") return FixIndex(k);
     if (f.code == "DT206") return FixQuantised(k);
+    if (f.code == "DT116") return FixLoad(k);
     if (f.code == "DT201") return FixAttentionImport(k);
     if (f.code == "DT202") return FixAttention(k);
     if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "="))
@@ -586,6 +588,88 @@ class Fixer {
                "(" + std::string(Text(k)) + " if torch.cuda.is_available() else " + gloo + ")")
                ? "\"nccl\" -> nccl with CUDA, else gloo"
                : "overlaps another fix";
+  }
+
+  // Whether token k stands in an import statement.
+  bool InImport(std::size_t k) const {
+    if (k == kNone) return false;
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    return line != lex_.lines.end() &&
+           (Text(line->begin) == "import" || Text(line->begin) == "from");
+  }
+
+  // The `load(` of the torch.load call at or after token k in its statement, or kNone.
+  std::size_t LoadCall(std::size_t k) const {
+    if (k == kNone) return kNone;
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    if (line == lex_.lines.end()) return kNone;
+    for (std::size_t t = k; t + 1 < line->end; ++t)
+      if (IsName(t) && Text(t) == "load" && IsOp(t + 1, "(")) return t;
+    return kNone;
+  }
+
+  // Whether what torch.load returns only feeds load_state_dict: the call is an argument of
+  // `.load_state_dict(`, or its statement binds a name (`ckpt = torch.load(f)`, also subscripted)
+  // that a later `load_state_dict(...)` of the file passes on. Where the tensors land then does not
+  // matter: load_state_dict copies them onto the module's (or the optimizer's) own device.
+  bool LoadFeedsStateDict(std::size_t k) const {
+    const std::size_t load = LoadCall(k);
+    if (load == kNone) return false;
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(), [&](const scan::LogicalLine& l) {
+      return l.begin <= load && load < l.end;
+    });
+    int depth = 0;
+    for (std::size_t t = load; t-- > line->begin;) {
+      if (IsClose(t)) ++depth;
+      if (IsOpen(t) && depth-- == 0 && t > 0 && Text(t - 1) == "load_state_dict") return true;
+    }
+    if (line->end - line->begin < 3 || !IsName(line->begin) || !IsOp(line->begin + 1, "="))
+      return false;
+    const std::string_view name = Text(line->begin);
+    bool used = false;
+    for (std::size_t t = line->end; t + 1 < lex_.tokens.size(); ++t) {
+      if (!(Text(t) == "load_state_dict" && IsOp(t + 1, "("))) {
+        // Any other use of the name: the tensors are read where they land.
+        if (IsName(t) && Text(t) == name && !(t > 0 && IsOp(t - 1, "."))) {
+          if (!used) return false;
+        }
+        continue;
+      }
+      const std::size_t close = Matching(t + 1);
+      if (close == kNone) return false;
+      for (std::size_t a = t + 2; a < close; ++a) used |= IsName(a) && Text(a) == name;
+      t = close;
+    }
+    return used;
+  }
+
+  // torch.load(f) -> torch.load(f, map_location="cpu") where it feeds load_state_dict; elsewhere
+  // map_location=(None if torch.cuda.is_available() else _dualtrack_device()): with CUDA every
+  // tensor still returns to the device it was saved from, as before.
+  std::string FixLoad(std::size_t k) {
+    const std::size_t load = LoadCall(k);
+    if (load == kNone) return "not a torch.load(...) call";
+    const std::size_t close = Matching(load + 1);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(load + 1, close);
+    for (const auto& a : args)
+      if (IsKeywordArg(a) && Text(a.first) == "map_location") return "map_location already given";
+    std::size_t positional = 0;
+    for (const auto& a : args) positional += IsKeywordArg(a) || IsOp(a.first, "**") ? 0 : 1;
+    if (positional != 1) return "not one positional argument";
+    const bool feeds = LoadFeedsStateDict(k);
+    std::string where = "\"cpu\"";
+    if (!feeds) {
+      needed_.insert("torch");
+      where = "(None if torch.cuda.is_available() else " + DeviceAt(Begin(load)) + ")";
+    }
+    if (!Add(End(args.back().second - 1), End(args.back().second - 1), ", map_location=" + where,
+             !feeds))
+      return "overlaps another fix";
+    return feeds ? "torch.load(f) -> map_location=\"cpu\" (only load_state_dict reads it)"
+                 : "torch.load(f) -> map_location: as saved with CUDA, else the device in use";
   }
 
   // choices=["cuda", "cpu"] -> choices=["cuda", "cpu", "mps"], in the statement of the finding.

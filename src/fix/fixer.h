@@ -30,7 +30,10 @@ struct Outcome {
   std::optional<std::int64_t> cell;  // Notebooks: the code cell the line is in.
   bool fixed = false;
   bool unsafe = false;  // Fixed only because --unsafe-fixes was given, or left because it was not.
-  std::string note;     // What was done, or why it was left ("a device index: ...").
+  // Left because nothing needs changing: an import of torch.cuda names (they exist in every
+  // build of torch; their uses are what the fix rewrites).
+  bool no_edit_needed = false;
+  std::string note;  // What was done, or why it was left ("a device index: ...").
 };
 
 struct FileFix {

@@ -419,6 +419,45 @@ TEST(FixTest, APositionThatHoldsNoTokenIsLeft) {
   EXPECT_TRUE(Has(fix.outcomes[0].note, "changed since the scan"));
 }
 
+TEST(FixTest, CheckpointLoadsGetAMapLocation) {
+  // Where the result only feeds load_state_dict, its location does not matter: "cpu" is safe.
+  const std::string src =
+      "import torch\n"
+      "ckpt = torch.load(path)\n"
+      "model.load_state_dict(ckpt['model'])\n"
+      "opt.load_state_dict(ckpt['optimizer'])\n"
+      "model.load_state_dict(torch.load('w.pt'))\n"
+      "torch.save(model.state_dict(), 'out.pt')\n";
+  const FileFix fix = FixOf(src);
+  EXPECT_TRUE(Has(fix.text, "ckpt = torch.load(path, map_location=\"cpu\")\n")) << fix.text;
+  EXPECT_TRUE(Has(fix.text, "model.load_state_dict(torch.load('w.pt', map_location=\"cpu\"))"))
+      << fix.text;
+  EXPECT_FALSE(Has(fix.text, "_dualtrack_device")) << fix.text;  // No helper for "cpu".
+  ExpectIdempotent(src);
+  // Tensors used where they land: with CUDA they still go back to the device they were saved
+  // from (map_location None), without it to the device in use.
+  const std::string used =
+      "import torch\n"
+      "state = torch.load(path)\n"
+      "loss = state['anchors'].sum()\n"
+      "torch.save(state, 'out.pt')\n";
+  const FileFix fixed = FixOf(used);
+  ASSERT_FALSE(fixed.outcomes.empty());
+  EXPECT_TRUE(fixed.outcomes[0].fixed);
+  EXPECT_FALSE(fixed.outcomes[0].unsafe);
+  EXPECT_TRUE(Has(fixed.text,
+                  "torch.load(path, map_location=(None if torch.cuda.is_available() else "
+                  "_dualtrack_device()))"))
+      << fixed.text;
+  ExpectIdempotent(used);
+  // A map_location already given, positionally or by keyword, is kept.
+  for (const char* given : {"torch.load(p, 'cpu')", "torch.load(p, map_location=dev)"}) {
+    const std::string s = std::string("import torch\nck = ") + given +
+                          "\nm.load_state_dict(ck)\ntorch.save(ck, 'o.pt')\n";
+    EXPECT_EQ(Fixed(s), s) << given;
+  }
+}
+
 // The rule pages say which rules have a fix and show it: the registry's record of that agrees
 // with the fixer, and every example's "after" is what the fixer writes for its "before".
 TEST(FixTest, TheRegistryAndTheFixerAgree) {

@@ -133,10 +133,15 @@ void ForEachFindingField(const Finding& f, Str&& str, ScalarField&& scalar) {
   str("code", f.code);
   scalar("column", Scalar::Of(f.column));
   str("file", f.file);
+  if (f.fix.empty())
+    scalar("fix", Scalar{});
+  else
+    str("fix", f.fix);
   scalar("guarded", Scalar::Of(f.guarded));
   scalar("line", Scalar::Of(f.line));
   str("message", f.message);
   scalar("mps_only", Scalar::Of(f.mps_only));
+  scalar("placement", Scalar::Of(f.placement));
   scalar("reachable", Scalar::Of(f.reachable));
   scalar("reached_by", Scalar::Of(f.reached_by));
   str("replacement", f.replacement);

@@ -122,7 +122,7 @@ TEST(ScanPythonTest, GuardForms) {
          "n = f'{torch.cuda.memory_reserved() / 1e9:.3g}G'\n");
   ASSERT_EQ(Codes(fs),
             (std::vector<std::string>{"DT104@5", "DT105@7", "DT105@9", "DT104@11", "DT103@13",
-                                      "DT103@15", "DT103@17", "DT115@18", "DT115@19"}));
+                                      "DT103@15", "DT103@17", "DT107@18", "DT107@19"}));
   std::vector<bool> guarded;
   for (const auto& f : fs) guarded.push_back(f.guarded);
   EXPECT_EQ(guarded, (std::vector<bool>{true, true, false, true, true, false, true, true, false}));

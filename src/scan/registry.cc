@@ -153,6 +153,12 @@ Result<Rule> ParseRule(const json& j, const std::string& file) {
                        file);
     r.mps_only = m->get<bool>();
   }
+  if (auto m = j.find("placement"); m != j.end()) {
+    if (!m->is_boolean())
+      return MakeError(ErrorCode::kInput, "rule " + r.code + ": placement must be true or false",
+                       file);
+    r.placement = m->get<bool>();
+  }
   if (auto fix = j.find("fix"); fix != j.end()) {
     if (!fix->is_object())
       return MakeError(ErrorCode::kInput, "rule " + r.code + ": fix must be an object", file);

@@ -31,6 +31,9 @@ struct Rule {
   // The construct runs on the CPU and fails only on MPS (float64, an operator without an MPS
   // kernel): the Mac can run the experiment as written, on its CPU; MPS needs the edit first.
   bool mps_only = false;
+  // It puts tensors or modules on a device (`.cuda()`, `device="cuda"`): once `dualtrack fix`
+  // rewrites it, the work runs on the run-time choice, which is MPS on a Mac.
+  bool placement = false;
   // `dualtrack fix` rewrites it: "safe" (the behaviour on CUDA is unchanged) or "unsafe" (only with
   // --unsafe-fixes: results may change); empty when it has no fix. An example for the rule's page.
   std::string fix;

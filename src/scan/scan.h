@@ -42,11 +42,16 @@ struct Finding {
   std::string message;
   std::string snippet;  // The trimmed source line.
   bool guarded = false;
-  bool mps_only = false;  // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
+  bool placement = false;  // The rule's `placement`: it puts work on a device.
+  bool mps_only = false;   // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
   // With several entries (a test suite, a folder of scripts): how many of them reach the file.
   std::optional<std::int64_t> reached_by;
   std::string replacement;
+  // `dualtrack fix` rewrites it: "safe" (the behaviour on CUDA is kept), "unsafe" (only with
+  // --unsafe-fixes: results may change), or empty (an edit by hand). The rule's, as the registry
+  // says; the fixer may still leave a construct it cannot rewrite safely (`--show-left`).
+  std::string fix;
 };
 
 // A Python module that only exists where a CUDA extension was built, as one file declares it.

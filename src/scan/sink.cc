@@ -201,6 +201,8 @@ void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t c
   f.guarded = guarded;
   f.mps_only = rule->mps_only || mps_only;
   f.replacement = replacement.empty() ? rule->replacement : std::string(replacement);
+  f.fix = rule->fix;
+  f.placement = rule->placement;
   out_.push_back(std::move(f));
 }
 

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <map>
 #include <sstream>
 #include <system_error>
+#include <tuple>
 
 #include "bundle/bundle.h"
 #include "coverage/coverage.h"
 #include "env/env.h"
+#include "fix/plan.h"
 #include "scan/scan.h"
 #include "util/scoped_dir.h"
 #include "util/strings.h"
@@ -19,7 +22,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What `dualtrack fix --apply` would do with each unguarded Python finding, by the fixer's own
+// plan (nothing is written): a rule with a safe fix may still leave a construct it cannot rewrite
+// safely (DDP's `device_ids`, `.cuda(i, True)`), which is then an edit by hand.
+std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::string>, FixKind> PlannedFixes(
+    const scan::ScanReport& report) {
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::string>, FixKind> out;
+  std::ostringstream warnings;  // A file changed since the scan keeps the rule's own fix.
+  auto plan = fix::PlanFixes(report, fix::FixOptions{}, warnings);
+  if (!plan.ok()) return out;
+  for (const fix::PlannedFinding& p : plan->findings) {
+    const fix::Outcome& o = p.outcome;
+    out[{p.file, o.cell.value_or(0), o.line, o.code}] = o.fixed            ? FixKind::kSafe
+                                                        : o.no_edit_needed ? FixKind::kNotNeeded
+                                                        : o.unsafe         ? FixKind::kUnsafe
+                                                                           : FixKind::kNone;
+  }
+  return out;
+}
+
 ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::string>& select) {
+  const auto planned = PlannedFixes(report);
   ScanEvidence s;
   s.source = "scan of " + report.root;
   s.root = report.root;
@@ -53,7 +76,12 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
     x.reachable = f.reachable;
     x.replacement = f.replacement;
     x.mps_only = f.mps_only;
+    x.placement = f.placement;
     x.reached_by = f.reached_by;
+    if (f.fix == "safe") x.fix = FixKind::kSafe;
+    if (f.fix == "unsafe") x.fix = FixKind::kUnsafe;
+    if (auto it = planned.find({f.file, f.cell.value_or(0), f.line, f.code}); it != planned.end())
+      x.fix = it->second;
     s.findings.push_back(std::move(x));
   }
   return s;

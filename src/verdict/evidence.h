@@ -27,6 +27,11 @@ struct Location {
   std::int64_t line = 0;  // 0 when unknown.
 };
 
+// What `dualtrack fix --apply` does with a finding: rewrites it (safe), rewrites it only with
+// --unsafe-fixes (results may change), leaves it to an edit by hand (none), or leaves it because
+// nothing needs changing (an import of names whose uses it rewrites).
+enum class FixKind { kNone, kSafe, kUnsafe, kNotNeeded };
+
 // One `dualtrack.scan/1` finding.
 struct Finding {
   std::string code;
@@ -39,8 +44,12 @@ struct Finding {
   std::optional<bool> guarded;
   std::optional<bool> reachable;  // nullopt for files that are not Python.
   std::string replacement;
-  bool mps_only = false;  // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
+  bool mps_only = false;   // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
+  bool placement = false;  // Puts work on a device (`.cuda()`, `device="cuda"`).
   std::optional<std::int64_t> reached_by;  // Of several entries, how many reach the file.
+  // The scan's `fix` (the rule's); audit refines it with the fixer's own plan, so a construct the
+  // fixer leaves (`.cuda(i, True)`) is an edit by hand.
+  FixKind fix = FixKind::kNone;
 };
 
 // The scan's `path` record (named entries only): what the experiment's path says about the Mac's

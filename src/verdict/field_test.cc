@@ -265,13 +265,31 @@ TEST(VerdictFieldTest, WithoutEntriesPythonBlockersAreOnThePathBuildFilesAreNot)
 
 // ---- Both directions.
 
-TEST(VerdictSymmetryTest, HardWiredDeviceOnThePathIsDevOnly) {
-  // mac-ready means "runs as written, or with only a device flag": x.cuda() needs an edit first.
-  Evidence ev = WithScan({F("DT101", "device", "fixable", "train.py", 10, true, false, "x.cuda()")},
-                         "train.py");
+TEST(VerdictSymmetryTest, HardWiredDeviceIsMacReadyAfterTheAutomaticEdits) {
+  // A hard-wired device is not a stop condition and `dualtrack fix` removes it: mac-ready after
+  // the fix, said in the first line, with the fix as the first next step.
+  Finding cuda = F("DT101", "device", "fixable", "train.py", 10, true, false, "x.cuda()");
+  cuda.fix = FixKind::kSafe;
+  cuda.placement = true;
+  Evidence ev = WithScan({cuda}, "train.py");
+  ev.project = ".";
   Report r = Decide(ev);
-  EXPECT_EQ(r.verdict, Verdict::kDevOnly);
-  EXPECT_TRUE(AnyReasonHas(r, "mechanical edit"));
+  EXPECT_EQ(r.verdict, Verdict::kMacReady);
+  EXPECT_EQ(r.automatic_edits, 1u);
+  ASSERT_FALSE(r.reasons.empty());
+  EXPECT_EQ(r.reasons.front().rfind("mac-ready after `dualtrack fix . --apply` (1 automatic "
+                                    "edit(s): train.py:10)",
+                                    0),
+            0u)
+      << r.reasons.front();
+  ASSERT_FALSE(r.next_steps.empty());
+  EXPECT_NE(r.next_steps.front().action.find("dualtrack fix . --apply"), std::string::npos)
+      << r.next_steps.front().action;
+  // A construct the fixer leaves (`.cuda(i, True)`) is an edit by hand: dev-only.
+  ev.scan->findings[0].fix = FixKind::kNone;
+  Report left = Decide(ev);
+  EXPECT_EQ(left.verdict, Verdict::kDevOnly);
+  EXPECT_TRUE(AnyReasonHas(left, "edit by hand"));
 }
 
 TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
@@ -305,7 +323,7 @@ TEST(VerdictSymmetryTest, NothingInTheWayIsMacReadyPredicted) {
   Report r = Decide(ev);
   EXPECT_EQ(r.verdict, Verdict::kMacReady);
   EXPECT_EQ(r.level, EvidenceLevel::kPredicted);
-  EXPECT_TRUE(AnyReasonHas(r, "Predicted mac-ready"));
+  EXPECT_TRUE(AnyReasonHas(r, "mac-ready with the device option: python train.py --device mps"));
   // The checklist still says what has to be measured on a Mac, with the real command.
   bool run_on_mac = false;
   for (const NextStep& n : r.next_steps) {
@@ -369,7 +387,7 @@ TEST(VerdictRootCauseTest, TheLineThatCreatesFloat64LeadsItsUses) {
   cov.ops.push_back(bwd);
   ev.coverage = cov;
   Report r = Decide(std::move(ev));
-  ASSERT_EQ(r.verdict, Verdict::kCudaOnly);
+  ASSERT_EQ(r.verdict, Verdict::kDevOnly);  // The CPU fallback; float64 is an edit, not a stop.
   ASSERT_FALSE(r.next_steps.empty());
   const NextStep& first = r.next_steps.front();
   EXPECT_EQ(first.location.file, "utils/metrics.py");

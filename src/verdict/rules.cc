@@ -8,6 +8,7 @@
 #include <set>
 
 #include "util/strings.h"
+#include "verdict/facts.h"
 
 namespace dt::verdict {
 
@@ -79,32 +80,7 @@ const char* ToString(StopId id) {
   return "unknown";
 }
 
-const Track* CandidateTrack(const Evidence& ev) {
-  for (const Track& t : ev.tracks) {
-    if (t.IsMps()) return &t;
-  }
-  for (const Track& t : ev.tracks) {
-    if (!t.IsCuda()) return &t;
-  }
-  return nullptr;
-}
-
-bool IsMultiGpuFinding(const Finding& f) {
-  const std::string text = Lower(f.code + " " + f.message + " " + f.snippet);
-  for (const char* word : {"nccl", "distributeddataparallel", "fullyshardeddataparallel", "fsdp",
-                           "torchrun", "nproc_per_node", "init_process_group", "ddp"}) {
-    if (text.find(word) != std::string::npos) {
-      // The portable backend runs everywhere PyTorch does; it is not a reason to stay on CUDA.
-      if (text.find("gloo") != std::string::npos && text.find("nccl") == std::string::npos) {
-        return false;
-      }
-      return true;
-    }
-  }
-  return false;
-}
-
-RuleResult CheckBlockerOnPath(const Evidence& ev) {
+RuleResult CheckBlockerOnPath(const Evidence& ev, const Facts& facts) {
   RuleResult r;
   r.id = StopId::kBlockerOnPath;
   r.title = "Irreplaceable CUDA dependency on the reachable path, with no other path";
@@ -151,7 +127,7 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
       r.evidence.push_back(FromFinding(f));
     }
   }
-  const Track* cand = CandidateTrack(ev);
+  const Track* cand = facts.candidate;
   if (cand != nullptr && cand->exception && !cand->exception->location.file.empty()) {
     for (const Finding& f : ev.scan->findings) {
       if (f.severity == scan::Severity::kBlocker && f.file == cand->exception->location.file &&
@@ -178,11 +154,11 @@ RuleResult CheckBlockerOnPath(const Evidence& ev) {
   return r;
 }
 
-RuleResult CheckNoMpsImplementation(const Evidence& ev) {
+RuleResult CheckNoMpsImplementation(const Evidence& ev, const Facts& facts) {
   RuleResult r;
   r.id = StopId::kNoMpsImplementation;
   r.title = "Key operation or library with no MPS, Metal or CPU implementation";
-  const Track* cand = CandidateTrack(ev);
+  const Track* cand = facts.candidate;
   bool decided = false;
   if (cand != nullptr && cand->IsMps() && cand->has_ops) {
     decided = true;
@@ -196,20 +172,19 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
     }
   }
   if (!decided && ev.coverage) {
+    // Predicted: an operator the tables know nothing of is a note; a dtype MPS lacks (float64,
+    // which the CPU fallback does not cover) is an edit before the work runs on MPS, not a missing
+    // implementation: the same operator runs in float32.
     decided = true;
     std::set<std::string> seen;
     for (const CoverageOp& op : ev.coverage->ops) {
       for (const std::string& issue : op.dtype_issues) {
         const std::string key = op.op + Where(op.location) + issue;
         if (!seen.insert(key).second) continue;
-        // MPS has no float64 at all: the CPU fallback does not cover dtypes, so the step fails.
-        r.evidence.push_back(
-            {fmt::format("{} ({}): {}", op.op, fmt::join(op.dtypes, ", "), issue), op.location,
-             Lower(issue).find("float64") != std::string::npos
-                 ? "compute in float32 instead of float64"
-                 : "",
-             Lower(issue).find("float64") != std::string::npos ? ItemKind::kFloat64
-                                                               : ItemKind::kDtype});
+        const bool f64 = Lower(issue).find("float64") != std::string::npos;
+        r.notes.push_back({fmt::format("{} ({}): {}", op.op, fmt::join(op.dtypes, ", "), issue),
+                           op.location, f64 ? "compute in float32 instead of float64" : "",
+                           ItemKind::kDtype});
       }
       if (op.cls == coverage::OpClass::kAbsent && op.count > 0) {
         r.notes.push_back(
@@ -231,28 +206,32 @@ RuleResult CheckNoMpsImplementation(const Evidence& ev) {
   }
   if (!r.evidence.empty()) {
     r.state = RuleState::kHolds;
-    // Name the root cause when the run recorded where the float64 tensor was made in that file.
-    std::string root;
-    for (const EvidenceItem& n : r.notes) {
-      if (n.kind == ItemKind::kFloat64 && n.location.file == r.evidence.front().location.file) {
-        root = fmt::format(" (float64 made at {})", Where(n.location));
-        break;
-      }
-    }
+    r.summary =
+        fmt::format("{} operation(s) of the task failed on MPS, even with the CPU fallback: {}",
+                    r.evidence.size(), Where(r.evidence.front().location));
+    return r;
+  }
+  r.state = RuleState::kClear;
+  std::size_t dtype = 0;
+  std::string root;  // Where the run made the first float64 tensor: the line to edit.
+  for (const EvidenceItem& n : r.notes) {
+    dtype += n.kind == ItemKind::kDtype ? 1 : 0;
+    if (n.kind == ItemKind::kFloat64 && root.empty()) root = Where(n.location);
+  }
+  if (r.level == EvidenceLevel::kMeasured) {
+    r.summary = "No operator failed on the MPS track.";
+  } else if (dtype > 0) {
     r.summary = fmt::format(
-        "{} operation(s) of the task cannot run on MPS, even with the CPU "
-        "fallback: {}{}",
-        r.evidence.size(), Where(r.evidence.front().location), root);
+        "Every traced operator has an MPS kernel, a composite or a CPU fallback; {} use a dtype "
+        "MPS lacks{}: an edit before they run on MPS.",
+        dtype, root.empty() ? "" : " (float64 first made at " + root + ")");
   } else {
-    r.state = RuleState::kClear;
-    r.summary = r.level == EvidenceLevel::kMeasured
-                    ? "No operator failed on the MPS track."
-                    : "Every traced operator has an MPS kernel, a composite or a CPU fallback.";
+    r.summary = "Every traced operator has an MPS kernel, a composite or a CPU fallback.";
   }
   return r;
 }
 
-RuleResult CheckOutsideTolerance(const Evidence& ev) {
+RuleResult CheckOutsideTolerance(const Evidence& ev, const Facts& facts) {
   RuleResult r;
   r.id = StopId::kOutsideTolerance;
   r.title = "Results outside tolerance (after CPU fallback)";
@@ -261,7 +240,7 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
     r.summary = "No comparison of two tracks: unknown.";
     return r;
   }
-  const Track* cand = CandidateTrack(ev);
+  const Track* cand = facts.candidate;
   std::int64_t fallbacks = 0;
   if (cand != nullptr) {
     for (const OpRow& op : cand->ops) fallbacks += op.status == bundle::OpStatus::kFallback ? 1 : 0;
@@ -296,12 +275,12 @@ RuleResult CheckOutsideTolerance(const Evidence& ev) {
   return r;
 }
 
-RuleResult CheckCandidateUnfinished(const Evidence& ev) {
+RuleResult CheckCandidateUnfinished(const Evidence& /*ev*/, const Facts& facts) {
   RuleResult r;
   r.id = StopId::kCandidateUnfinished;
   r.title = "The candidate track started but did not finish";
   r.level = EvidenceLevel::kMeasured;
-  const Track* cand = CandidateTrack(ev);
+  const Track* cand = facts.candidate;
   if (cand == nullptr) {
     r.summary = "No candidate (non-CUDA) track: unknown.";
     return r;
@@ -326,7 +305,7 @@ RuleResult CheckCandidateUnfinished(const Evidence& ev) {
   return r;
 }
 
-RuleResult CheckMultiGpu(const Evidence& ev) {
+RuleResult CheckMultiGpu(const Evidence& ev, const Facts& /*facts*/) {
   RuleResult r;
   r.id = StopId::kMultiGpu;
   r.title = "Multi-GPU communication, a cluster or GPU-memory management needed";
@@ -378,9 +357,10 @@ RuleResult CheckMultiGpu(const Evidence& ev) {
   return r;
 }
 
-std::vector<RuleResult> CheckStopConditions(const Evidence& ev) {
-  return {CheckBlockerOnPath(ev), CheckNoMpsImplementation(ev), CheckOutsideTolerance(ev),
-          CheckCandidateUnfinished(ev), CheckMultiGpu(ev)};
+std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts) {
+  return {CheckBlockerOnPath(ev, facts), CheckNoMpsImplementation(ev, facts),
+          CheckOutsideTolerance(ev, facts), CheckCandidateUnfinished(ev, facts),
+          CheckMultiGpu(ev, facts)};
 }
 
 const char* ToString(ValidityState s) {

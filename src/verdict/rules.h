@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "verdict/evidence.h"
+#include "verdict/facts.h"
 
 namespace dt::verdict {
 
@@ -64,27 +65,21 @@ struct RuleResult {
   std::vector<EvidenceItem> notes;     // Considered and not stopping (guarded, optional, unused).
 };
 
-// The track the verdict is about: the MPS track if there is one, else the first track that is not
-// CUDA; nullptr when there is none.
-const Track* CandidateTrack(const Evidence& ev);
-
-// Whether a finding is about multi-GPU communication (DDP, FSDP, NCCL, torchrun).
-bool IsMultiGpuFinding(const Finding& f);
-
 // A blocker finding on the reachable path, unguarded, with no other path in the code.
-RuleResult CheckBlockerOnPath(const Evidence& ev);
-// An operation or library of the task with no MPS, Metal or CPU implementation (predicted from
-// coverage; measured from a failed operator of the MPS track).
-RuleResult CheckNoMpsImplementation(const Evidence& ev);
+RuleResult CheckBlockerOnPath(const Evidence& ev, const Facts& facts);
+// An operation of the task with no MPS, Metal or CPU implementation: measured, an operator that
+// failed on the MPS track. The coverage prediction only notes dtypes MPS lacks (float64): an edit
+// before the work runs on MPS, not a missing implementation.
+RuleResult CheckNoMpsImplementation(const Evidence& ev, const Facts& facts);
 // Results outside tolerance (after any CPU fallback) in a comparison of the tracks.
-RuleResult CheckOutsideTolerance(const Evidence& ev);
+RuleResult CheckOutsideTolerance(const Evidence& ev, const Facts& facts);
 // The candidate track started but did not finish.
-RuleResult CheckCandidateUnfinished(const Evidence& ev);
+RuleResult CheckCandidateUnfinished(const Evidence& ev, const Facts& facts);
 // Multi-GPU communication, a cluster or GPU-memory management needed on the reachable path.
-RuleResult CheckMultiGpu(const Evidence& ev);
+RuleResult CheckMultiGpu(const Evidence& ev, const Facts& facts);
 
 // All stop conditions, in the order the report shows them.
-std::vector<RuleResult> CheckStopConditions(const Evidence& ev);
+std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts);
 
 // Validity first: the tracks (and the baseline) must share git commit, data-slice digest and seed.
 struct ValidityField {

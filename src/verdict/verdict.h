@@ -78,6 +78,9 @@ struct ExperimentRow {
 struct Report {
   Verdict verdict = Verdict::kDevOnly;
   EvidenceLevel level = EvidenceLevel::kPredicted;
+  // The unguarded findings on the path that `dualtrack fix --apply` rewrites: a mac-ready verdict
+  // with some is "mac-ready after `dualtrack fix --apply`".
+  std::size_t automatic_edits = 0;
   std::vector<std::string> reasons;
   Validity validity;
   std::vector<RuleResult> stops;

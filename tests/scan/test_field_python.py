@@ -182,8 +182,10 @@ def test_profiler_and_memory_stats(field):
     doc = field("profiler-and-memory-stats")
     f = one(doc, "bench.py", 14, "DT114")
     assert f["class"] == "device"
-    f = one(doc, "bench.py", 17, "DT115")
-    assert f["severity"] == "portable"
+    # Returns 0 without CUDA, so it does not fail; it reports nothing on a Mac: fixable (portable
+    # or fixable, never blocker, says the field case), rewritten by `dualtrack fix`.
+    f = one(doc, "bench.py", 17, "DT107")
+    assert f["severity"] in ("portable", "fixable") and f["fix"] == "safe"
 
 
 def test_setup_py_prose_is_not_a_package(field):

@@ -1,7 +1,8 @@
 """The registry's claims about torch.cuda APIs, checked against real PyTorch.
 
 data/scan/rules.json says which torch.cuda calls do nothing without CUDA (severity portable: the
-code runs on a Mac as written) and which raise there (fixable: an edit is needed). The CPU build
+code runs on a Mac as written) and which raise there or quietly lose what they are for on a Mac
+(fixable: an edit is needed). The CPU build
 of torch installed for the tests behaves as the macOS build does here (neither has CUDA), so each
 claim is checked by calling the API: a wrong entry makes a verdict wrong in one direction or the
 other.
@@ -81,15 +82,27 @@ def test_portable_apis_run_without_cuda(name):
     assert call(name), f"{name} raises without CUDA, but the registry says it does nothing there"
 
 
+# Fixable although they run without CUDA: they quietly lose what the recipe uses them for on a Mac.
+# CUDA AMP turns itself off (the Mac trains in float32, unscaled), the memory statistics read 0
+# (torch.mps has the counters); `dualtrack fix` points both at the device in use.
+QUIET_ON_A_MAC = {"torch.cuda.amp.autocast", "torch.cuda.amp.GradScaler",
+                  "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
+                  "torch.cuda.memory_reserved", "torch.cuda.max_memory_reserved",
+                  "torch.cuda.memory_stats"}
+
+
 @pytest.mark.parametrize("name", apis("fixable"))
 def test_fixable_apis_fail_without_cuda(name):
     # A fixable API that quietly works off CUDA would be portable: the verdict would ask for an
     # edit the code does not need. (torch.cuda.get_arch_list returns [] and is the known case.)
     if name in {"torch.cuda.get_arch_list"}:
         pytest.skip("returns [] without CUDA; kept fixable: code that reads it expects GPUs")
+    if name in QUIET_ON_A_MAC:
+        assert call(name), f"{name} is listed as running without CUDA, but it raises"
+        return
     assert not call(name), f"{name} works without CUDA, but the registry asks for an edit"
 
 
 def test_the_check_covers_both_kinds():
-    assert len(apis("portable")) >= 10
+    assert len(apis("portable")) >= 8
     assert len(apis("fixable")) >= 10

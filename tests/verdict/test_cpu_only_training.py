@@ -1,7 +1,7 @@
-"""cpu-only-training: an experiment that trains a convolution or attention model, and whose device
-choice is CUDA or the CPU, trains on a Mac's CPU only: dev-only (development runs), with the MPS
-branch of the device choice as the way up. Patterns of cleanrl's ppo_atari (dev-only, labelled) and
-pygcn / ppo-cartpole (a small model: mac-ready, labelled)."""
+"""The kind of model is never a reason against the Mac: an experiment that trains a convolution
+model and whose device choice is CUDA or the CPU runs on the Mac as written, and only a predicted
+or measured "cannot finish" would count (issue #35; cleanrl's ppo_atari, pygcn and ppo-cartpole
+are all mac-ready in the field corpus's labels)."""
 
 import json
 
@@ -31,19 +31,18 @@ def audit(dualtrack, root):
     return json.loads(out.stdout)["experiments"][0]
 
 
-@pytest.mark.parametrize("other, layer, verdict", [
-    ('"cpu"', CONV, "dev-only"),
-    ('"mps" if torch.backends.mps.is_available() else "cpu"', CONV, "mac-ready"),
-    ('"cpu"', LINEAR, "mac-ready"),
+@pytest.mark.parametrize("other, layer", [
+    ('"cpu"', CONV),
+    ('"mps" if torch.backends.mps.is_available() else "cpu"', CONV),
+    ('"cpu"', LINEAR),
 ])
-def test_training_a_conv_net_where_the_mac_gets_only_the_cpu(dualtrack, tmp_path, other, layer, verdict):
+def test_the_kind_of_model_is_no_reason_against_the_mac(dualtrack, tmp_path, other, layer):
     (tmp_path / "train.py").write_text(TRAIN.format(other=other, layer=layer))
     exp = audit(dualtrack, tmp_path)
     reasons = " ".join(exp["report"]["reasons"])
-    assert exp["verdict"] == verdict, reasons
-    if verdict == "dev-only":
-        assert "trains on the CPU only" in reasons
-        assert "torch.nn.Conv2d (train.py:5)" in reasons
+    assert exp["verdict"] == "mac-ready", reasons
+    assert exp["report"]["reasons"][0].startswith("mac-ready as written"), reasons
+    assert "trains on the CPU only" not in reasons and "Conv2d" not in reasons
 
 
 def test_the_scan_reports_what_the_path_says(dualtrack, tmp_path):
@@ -100,7 +99,8 @@ def test_a_model_chosen_at_run_time_is_one_of_the_projects(dualtrack, tmp_path):
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "cnn.py").write_text(CNN)
     (tmp_path / "train.py").write_text(DYNAMIC)
+    out = dualtrack("scan", tmp_path, "--entry", "train.py", "--format", "json", "--fail-on", "never")
+    path = json.loads(out.stdout)["path"]
+    assert path["model"] == {"file": "models/cnn.py", "line": 7, "api": "torch.nn.Conv2d"}
     exp = audit(dualtrack, tmp_path)
-    reasons = " ".join(exp["report"]["reasons"])
-    assert exp["verdict"] == "dev-only", reasons
-    assert "torch.nn.Conv2d (models/cnn.py:7)" in reasons
+    assert exp["verdict"] == "mac-ready", exp["report"]["reasons"]

@@ -297,6 +297,11 @@ def test_audit_portable_variant_moves_the_verdict_up(dualtrack, example_dir, tmp
         assert not {"scan", "run", "coverage"} & set(doc["evidence"]["missing"]), doc["evidence"]["missing"]
     assert RANK[portable["verdict"]] > RANK[default["verdict"]], (default["reasons"],
                                                                   portable["reasons"])
+    # The portable run computes in float32 and without multi_margin_loss: what its trace showed in
+    # the way (float64 operators, CPU fallbacks) is gone.
+    def traced(doc):
+        return [r for r in doc["reasons"] if "traced operator(s)" in r]
+    assert traced(default) and not traced(portable), (default["reasons"], portable["reasons"])
 
 
 def test_audit_errors(dualtrack, tmp_path):

@@ -1,15 +1,4 @@
 import torch
-from torch.cuda.amp import GradScaler, autocast  # expect: DT115
-
-scaler = torch.cuda.amp.GradScaler()  # expect: DT115
-use_amp = torch.cuda.is_available()
-
-
-def train_step(model, opt, x, y):
-    with torch.cuda.amp.autocast():  # expect: DT115
-        loss = model(x).sum()
-    scaler.scale(loss).backward()
-    return loss
 
 
 def train_step_generic(model, x):

@@ -12,8 +12,6 @@ def seed_everything(seed):
 
 
 def log_memory(step):
-    used = torch.cuda.max_memory_allocated() / 2**30  # expect: DT115
-    print(f"step {step}: {used:.1f} GiB")
     torch.cuda.empty_cache()  # expect: DT115
     if torch.cuda.is_available():
         torch.cuda.manual_seed(step)  # expect-guarded: DT115
