@@ -248,7 +248,8 @@ class PyModel {
   std::size_t Matching(std::size_t open, std::size_t e) const;
   // The first top-level `:` of the line, or its end.
   std::size_t FindColon(const LogicalLine& l) const;
-  // The index of the opening bracket whose contents hold token k, or -1.
+  // The opening bracket whose contents hold token k (a call's, for the message of `print(...)` or
+  // `warnings.warn(...)`): its index, or -1 when none does.
   std::size_t EnclosingOpen(std::size_t k, std::size_t b) const;
   // The arguments of the call that starts at `open` (when it is one): positional ones, keywords
   // and spreads, counted at the call's own depth.
@@ -325,7 +326,7 @@ class PyModel {
   bool IsCudaSymbol(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
   }
-  // Whether CUDA symbol `dotted` reaches a compiled extension (not only GPU kernels).
+  // Whether CUDA symbol `dotted` (IsCudaSymbol) reaches a compiled extension, not only GPU kernels.
   bool ReachesExtension(const std::string& dotted) const {
     auto it = opt_.cuda->symbols.find(dotted);
     return it != opt_.cuda->symbols.end() && it->second;

@@ -3,6 +3,11 @@
 // after them.
 #include "scan/python_scanner.h"
 
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "scan/python_model.h"
 #include "scan/python_rules.h"
 
