@@ -1,0 +1,572 @@
+// Guards in the semantic model: the condition evaluator, the names and attributes that hold a
+// CUDA check, each line's guard state (if / elif / else / while blocks, early returns), and the
+// guards found after the rules ran (library branches, device fallbacks, definitions called only
+// behind checks).
+//
+// A new guard form goes here: a new kind of test in Subject() (what a test names) or ShapeOf()
+// (how it reads), a new block form in GuardBuilder::LineGuards().
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "scan/python_model.h"
+
+namespace dt::scan {
+
+namespace {
+
+bool IsCudaEnvName(std::string_view body) {
+  if (body.size() < 4 || body.size() > 40 || body.find("CUDA") == std::string_view::npos)
+    return false;
+  for (char c : body)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
+// Option and flag names: `args.cuda`, `use_gpu`, `n_gpu` hold where CUDA is chosen; `no_cuda`,
+// `cpu`, `force_cpu` where it is not. Sets `out` and returns true when the word is one.
+bool FlagWord(std::string_view name, Truth& out) {
+  // Every flag word holds "cpu", "gpu" or "cuda": names without one (most) are never lowered.
+  if (!py::ContainsFolded(name, "cpu") && !py::ContainsFolded(name, "gpu") &&
+      !py::ContainsFolded(name, "cuda"))
+    return false;
+  const std::string lower = Lower(name);
+  if (lower == "cpu" || StartsWith(lower, "no_cuda") || StartsWith(lower, "no_gpu") ||
+      StartsWith(lower, "use_cpu") || StartsWith(lower, "force_cpu") || lower == "cpu_only" ||
+      StartsWith(lower, "disable_cuda")) {
+    out = Truth::kNoCuda;
+    return true;
+  }
+  if (py::Contains(lower, "cuda") || py::Contains(lower, "gpu")) {
+    out = Truth::kCuda;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// --- The condition evaluator ---------------------------------------------------------------------
+
+// Splits [b, e) at the top-level keyword `word` ("or", "and").
+std::vector<std::pair<std::size_t, std::size_t>> CondEvaluator::SplitTop(
+    std::size_t b, std::size_t e, std::string_view word) const {
+  std::vector<std::pair<std::size_t, std::size_t>> parts;
+  int depth = 0;
+  std::size_t start = b;
+  for (std::size_t k = b; k < e; ++k) {
+    if (m_.IsOpen(m_.T(k)))
+      ++depth;
+    else if (m_.IsClose(m_.T(k)))
+      --depth;
+    else if (depth == 0 && m_.IsName(m_.T(k)) && m_.Text(m_.T(k)) == word) {
+      parts.emplace_back(start, k);
+      start = k + 1;
+    }
+  }
+  parts.emplace_back(start, e);
+  return parts;
+}
+
+// What condition [b, e) says about CUDA: `not` binds to its operand, a conjunction holds where
+// any of its terms does, a disjunction only where all of them do.
+Truth CondEvaluator::Cond(std::size_t b, std::size_t e, int scope) const {
+  if (b >= e) return Truth::kNone;
+  // Most conditions have neither word: one pass rules both out before any split is built.
+  bool has_or = false, has_and = false;
+  int depth = 0;  // Counted as SplitTop counts it.
+  for (std::size_t k = b; k < e; ++k) {
+    if (m_.IsOpen(m_.T(k)))
+      ++depth;
+    else if (m_.IsClose(m_.T(k)))
+      --depth;
+    else if (depth == 0 && m_.IsName(m_.T(k))) {
+      has_or |= m_.Text(m_.T(k)) == "or";
+      has_and |= m_.Text(m_.T(k)) == "and";
+    }
+  }
+  if (has_or) {
+    auto ors = SplitTop(b, e, "or");
+    // `not cuda or not flash` holds wherever CUDA is absent: what runs when it fails (an else,
+    // the code after an early return) runs only with CUDA. `cuda or x` says nothing on its own.
+    bool any_no = false, all_cuda = true;
+    for (auto [x, y] : ors) {
+      Truth t = Cond(x, y, scope);
+      if (t == Truth::kCuda && any_no) return Truth::kNone;
+      any_no |= t == Truth::kNoCuda;
+      all_cuda &= t == Truth::kCuda;
+    }
+    return any_no ? Truth::kNoCuda : all_cuda ? Truth::kCuda : Truth::kNone;
+  }
+  if (has_and) {
+    auto ands = SplitTop(b, e, "and");
+    bool neg_all = true;
+    for (auto [x, y] : ands) {
+      Truth t = Cond(x, y, scope);
+      if (t == Truth::kCuda) return Truth::kCuda;
+      neg_all &= t == Truth::kNoCuda;
+    }
+    // `not a and not b` fails where either holds: it says nothing about CUDA on its own.
+    (void)neg_all;
+    return Truth::kNone;
+  }
+  if (m_.IsName(m_.T(b)) && m_.Text(m_.T(b)) == "not") return Flip(Cond(b + 1, e, scope));
+  if (m_.IsOp(m_.T(b), "(") && m_.Matching(b, e) == e - 1) return Cond(b + 1, e - 1, scope);
+  return Atom(b, e, scope);
+}
+
+bool CondEvaluator::ListHoldsMinusOne(std::size_t open, std::size_t e) const {
+  std::size_t close = m_.Matching(open, e);
+  for (std::size_t k = open + 1; k + 1 < close; ++k)
+    if (m_.IsOp(m_.T(k), "-") && m_.T(k + 1).kind() == TokKind::kNumber &&
+        m_.Text(m_.T(k + 1)) == "1")
+      return true;
+  return false;
+}
+
+// The launcher's variables this file compares with -1 (`RANK != -1`, `local_rank not in [-1,
+// 0]`): here -1 is the single process, so 0 is a launched worker. Read on the first `== 0` test
+// of such a variable: most files have none.
+const std::unordered_set<std::string>& CondEvaluator::MinusOneRanks() const {
+  if (minus_one_read_) return minus_one_ranks_;
+  minus_one_read_ = true;
+  for (const auto& l : m_.lines()) {
+    const TokenText head = m_.First(l);
+    if (head != "if" && head != "elif" && head != "while") continue;
+    for (auto k = l.begin + 1; k + 2 < l.end; ++k) {
+      if (!m_.IsName(m_.T(k))) continue;
+      if (!m_.reg().IsLaunchGuardName(m_.Text(m_.T(k)))) continue;
+      const std::string lower = Lower(m_.Text(m_.T(k)));
+      std::size_t v = k + 1;
+      const bool compared = m_.IsOp(m_.T(v), "==") || m_.IsOp(m_.T(v), "!=");
+      if (m_.Is(m_.T(v), "not") && v + 1 < l.end) ++v;
+      if ((compared && m_.IsOp(m_.T(v + 1), "-") && v + 2 < l.end && m_.Text(m_.T(v + 2)) == "1") ||
+          (m_.Is(m_.T(v), "in") && v + 1 < l.end && m_.IsOpen(m_.T(v + 1)) &&
+           ListHoldsMinusOne(v + 1, l.end)))
+        minus_one_ranks_.insert(lower);
+    }
+  }
+  return minus_one_ranks_;
+}
+
+// One comparison or test.
+// Not behind Maybe(): flags such as `args.use_cpu` carry no trigger word, and conditions are
+// short.
+CondEvaluator::TestShape CondEvaluator::ShapeOf(std::size_t b, std::size_t e) const {
+  TestShape shape;
+  for (std::size_t k = b; k < e; ++k) {
+    const Token& t = m_.T(k);
+    const TokenText text = m_.Text(t);
+    if (t.kind() == TokKind::kOp && (text == "==" || text == "!=" || text == "<" || text == "<=" ||
+                                     text == ">" || text == ">=")) {
+      std::size_t v = k + 1;
+      if (v < e && m_.IsOp(m_.T(v), "-")) ++v;
+      if (v < e && m_.T(v).kind() == TokKind::kNumber) {
+        shape.numeric = (text == "==" || text == "<" || text == "<=") ? -1 : 1;
+        shape.eq_zero = text == "==" && v == k + 1 && m_.Text(m_.T(v)) == "0";
+        continue;
+      }
+    }
+    if (m_.IsOp(t, "!=")) shape.negated = true;
+    if (m_.Is(t, "is") && k + 1 < e && m_.Is(m_.T(k + 1), "None")) shape.negated = true;
+    if (m_.Is(t, "in") && k + 1 < e && m_.IsOpen(m_.T(k + 1)) && ListHoldsMinusOne(k + 1, e)) {
+      // `local_rank not in [-1, 0]`: only a launched worker; `in [-1, 0]` also holds in a single
+      // process, so it says nothing about the launch.
+      if (!(k > b && m_.Is(m_.T(k - 1), "not"))) {
+        shape.says_nothing = true;
+        return shape;
+      }
+      shape.numeric = 1;
+      continue;
+    }
+    if (m_.Is(t, "not") && k > b && k + 1 < e && m_.Is(m_.T(k + 1), "in")) shape.negated = true;
+  }
+  return shape;
+}
+
+// What the test's operands name: a device string compared, a CUDA check or flag, a launcher's
+// variable (then in `launch`, lower-case).
+Truth CondEvaluator::Subject(std::size_t b, std::size_t e, int scope, std::string& launch) const {
+  const Registry& reg = m_.reg();
+  Truth found = Truth::kNone;
+  for (std::size_t k = b; k < e && found == Truth::kNone; ++k) {
+    const Token& t = m_.T(k);
+    if (t.kind() == TokKind::kString) {
+      std::string_view body = StringBody(m_.Text(t));
+      const bool cuda =
+          ((m_.IsCudaDeviceString(t) || py::IsNccl(body)) && m_.InComparison(k, b, e)) ||
+          // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
+          (body.size() < 40 && reg.IsLaunchGuardName(body)) ||
+          // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a build switch.
+          IsCudaEnvName(body);
+      if (cuda) found = Truth::kCuda;
+      continue;
+    }
+    if (!m_.IsName(t)) continue;
+    bool after_dot = k > b && m_.IsOp(m_.T(k - 1), ".");
+    const TokenText name = m_.Text(t);
+    // A flag or launcher word (`args.use_gpu`, `LOCAL_RANK`), else nothing.
+    auto flag_or_launch = [&] {
+      if (FlagWord(name, found)) return;
+      if (reg.IsLaunchGuardName(name)) {
+        found = Truth::kCuda;
+        launch = Lower(name);
+      }
+    };
+    if (after_dot) {
+      if (name == "is_cuda" || m_.IsGuardAttr(name))
+        found = Truth::kCuda;
+      else
+        flag_or_launch();
+      continue;
+    }
+    if (m_.IsGuardName(name) || m_.IsOptionalName(name)) {
+      found = Truth::kCuda;
+      continue;
+    }
+    // Every guard API is torch's: a name that is neither torch nor an import alias resolves to
+    // none, and the chain need not be built.
+    if (name != "torch" && m_.Lookup(name, scope) == nullptr) {
+      flag_or_launch();
+      continue;
+    }
+    std::string resolved, head;
+    std::size_t ce = m_.Chain(k, e, scope, resolved, head);
+    if (const PythonApi* api = reg.MatchApi(resolved); api != nullptr && api->guard) {
+      found = Truth::kCuda;
+      break;
+    }
+    // Without a device type it reports CUDA autocast only (torch 2.13: False inside
+    // torch.autocast("cpu")); with one it says nothing about CUDA.
+    if (resolved == "torch.is_autocast_enabled" && ce + 1 < e && m_.IsOp(m_.T(ce), "(") &&
+        m_.IsOp(m_.T(ce + 1), ")")) {
+      found = Truth::kCuda;
+      break;
+    }
+    if (StartsWith(resolved, "torch.")) {  // Other torch APIs (mps checks) say nothing of CUDA.
+      k = ce - 1;
+      continue;
+    }
+    if (FlagWord(name, found)) continue;
+    if (reg.IsLaunchGuardName(name)) found = Truth::kCuda;
+  }
+  return found;
+}
+
+Truth CondEvaluator::Atom(std::size_t b, std::size_t e, int scope) const {
+  const TestShape shape = ShapeOf(b, e);
+  if (shape.says_nothing) return Truth::kNone;
+  std::string launch;  // The launcher's variable the test reads, lower-case.
+  const Truth found = Subject(b, e, scope, launch);
+  if (found == Truth::kNone) return found;
+  // `local_rank == 0` where the file's single process is rank -1 (`local_rank not in [-1, 0]`):
+  // the first launched worker, not the single process.
+  if (shape.eq_zero && !launch.empty() && MinusOneRanks().count(launch)) return found;
+  if (shape.numeric != 0) return shape.numeric < 0 ? Flip(found) : found;
+  return shape.negated ? Flip(found) : found;
+}
+
+// --- Guard names and line guards -----------------------------------------------------------------
+
+class GuardBuilder {
+ public:
+  explicit GuardBuilder(PyModel& model) : m_(model), lex_(model.lex_) {}
+
+  void Build() {
+    const std::size_t n = lex_.lines.size();
+    // A second round finds guards defined from guards found later in the file (`ok = has_cuda()`
+    // above `def has_cuda()`); it is needed only when the first found any.
+    for (int round = 0; round < 2; ++round) {
+      const std::size_t known = m_.guard_names_.size() + m_.guard_attrs_.size();
+      for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
+      if (m_.guard_names_.size() + m_.guard_attrs_.size() == known) break;
+    }
+    LineGuards();
+  }
+
+ private:
+  const Token& T(std::size_t k) const { return lex_.tokens[k]; }
+
+  // Variables assigned from a CUDA check and functions that return one.
+  void CollectGuards(std::size_t li) {
+    const auto& l = lex_.lines[li];
+    TokenText f = m_.Head(l);
+    int scope = m_.ScopeOf(li);
+    if (f == "def") {
+      std::size_t name_tok = l.begin + (m_.First(l) == "async" ? 2 : 1);
+      if (name_tok >= l.end) return;
+      TokenText name = lex_.Text(T(name_tok));
+      for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
+        const auto& body = lex_.lines[j];
+        if (m_.First(body) == "return" && m_.Maybe(body.begin + 1, body.end) &&
+            m_.Cond(body.begin + 1, body.end, m_.ScopeOf(j)) == Truth::kCuda) {
+          m_.guard_attrs_.insert(name);
+          m_.guard_names_.insert(name);
+          m_.hot_names_.insert(name);
+          return;
+        }
+      }
+      return;
+    }
+    // NAME = expr, or self.NAME = expr.
+    std::size_t eq = l.begin;
+    while (eq < l.end && !m_.IsOp(T(eq), "=")) ++eq;
+    if (eq >= l.end || eq == l.begin) return;
+    // Only an assignment whose value names a trigger word or a hot name can be a check.
+    if (!m_.Maybe(eq + 1, l.end) || m_.Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
+    const Token& target = T(eq - 1);
+    if (!m_.IsName(target)) return;
+    if (eq - 1 == l.begin)
+      m_.guard_names_.insert(lex_.Text(target));
+    else if (eq - 1 > l.begin && m_.IsOp(T(eq - 2), "."))
+      m_.guard_attrs_.insert(lex_.Text(target));
+    m_.hot_names_.insert(lex_.Text(target));
+  }
+
+  // Whether the body of the `if` at line li only leaves (return / continue / break, after at most
+  // a message): then the lines after it in the same block run only when the test failed. A raise
+  // or exit is not a fallback: the program stops, so it guards nothing.
+  bool LeavesBlock(std::size_t li) const {
+    const auto& l = lex_.lines[li];
+    std::size_t colon = m_.FindColon(l);
+    auto leaves = [&](std::size_t b) {
+      return m_.Is(T(b), "return") || m_.Is(T(b), "continue") || m_.Is(T(b), "break");
+    };
+    if (colon + 1 < l.end) return leaves(colon + 1);
+    std::size_t j = li + 1;
+    std::size_t last = li;
+    for (; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) last = j;
+    if (last == li || last - li > 3) return false;
+    return leaves(lex_.lines[last].begin);
+  }
+
+  struct Block {
+    std::uint32_t indent;
+    bool guarded;
+  };
+
+  // Each line's guard: the blocks around it (an if / elif / while whose test holds only with
+  // CUDA, the else of one that holds only without it) and the early returns before it in its
+  // block (`if not torch.cuda.is_available(): return`).
+  void LineGuards() {
+    m_.checked_line_.assign(lex_.lines.size(), false);
+    std::vector<Block> stack = {Block{0, false}};
+    bool module_level_guard = false;
+    // Per indent: what the last if/elif there said about CUDA.
+    std::unordered_map<std::uint32_t, Truth> last_if;
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const auto& l = lex_.lines[li];
+      while (stack.size() > 1 && stack.back().indent >= l.indent) stack.pop_back();
+      int scope = m_.ScopeOf(li);
+      bool guarded = stack.size() > 1 ? stack.back().guarded : module_level_guard;
+      TokenText f = m_.Head(l);
+      bool line_guard = guarded;
+      bool compound = (f == "if" || f == "elif" || f == "else" || f == "while" || f == "for" ||
+                       f == "with" || f == "def" || f == "class" || f == "try" || f == "except" ||
+                       f == "finally" || f == "match" || f == "case") &&
+                      m_.FindColon(l) < l.end;
+      bool block_guard = guarded;
+      if (f == "if" || f == "elif" || f == "while") {
+        std::size_t colon = m_.FindColon(l);
+        Truth t = m_.Cond(l.begin + 1, colon, scope);
+        if (t == Truth::kCuda) block_guard = line_guard = true;
+        if (f == "elif" && last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
+        last_if[l.indent] = t;
+        if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
+          // `if not torch.cuda.is_available(): return` guards the rest of its block.
+          if (stack.size() > 1)
+            stack.back().guarded = true;
+          else
+            module_level_guard = true;
+        }
+      } else if (f == "else") {
+        if (last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
+      } else if (compound) {
+        last_if[l.indent] = Truth::kNone;  // A for/try/with's own else is not an if's.
+      }
+      m_.has_main_ |= m_.IsMainCheck(l);
+      if (compound) stack.push_back(Block{l.indent, block_guard});
+      m_.checked_line_[li] = line_guard;
+      // A kernel's lines make one finding at its decorator, whatever guards them.
+      if (!m_.InKernel(li)) m_.line_guarded_[li] = line_guard || m_.optional_line_[li];
+    }
+  }
+
+  PyModel& m_;
+  const Lexed& lex_;
+};
+
+void PyModel::BuildGuards() { GuardBuilder(*this).Build(); }
+
+// --- Guard queries -------------------------------------------------------------------------------
+
+// The branches of conditional expressions that run only with CUDA: `A` of `A if check else B`,
+// `B` of `A if not check else B`. Only that branch is guarded, not the whole statement.
+void PyModel::GuardedBranches(const LogicalLine& l, int scope,
+                              std::vector<std::pair<std::size_t, std::size_t>>& out) const {
+  out.clear();
+  for (std::size_t k = l.begin + 1; k < l.end; ++k) {
+    if (!Is(T(k), "if")) continue;
+    std::size_t e = k + 1;
+    int depth = 0;
+    for (; e < l.end; ++e) {
+      if (IsOpen(T(e))) ++depth;
+      if (IsClose(T(e)) && --depth < 0) break;
+      if (depth == 0 && Is(T(e), "else")) break;
+    }
+    Truth t = Cond(k + 1, e, scope);
+    if (t == Truth::kNone) continue;
+    if (t == Truth::kCuda) {
+      // Back to the start of the element: an open bracket, a comma or `=` at this depth.
+      std::size_t b = k;
+      int d = 0;
+      while (b > l.begin) {
+        const Token& p = T(b - 1);
+        if (IsClose(p))
+          ++d;
+        else if ((IsOpen(p) && d-- == 0) ||
+                 (d == 0 && (IsOp(p, ",") || IsOp(p, "=") || Is(p, "return") || Is(p, "lambda") ||
+                             IsOp(p, ":"))))
+          break;
+        --b;
+      }
+      out.emplace_back(b, k);
+    } else if (e < l.end && Is(T(e), "else")) {
+      std::size_t f = e + 1;
+      int d = 0;
+      for (; f < l.end; ++f) {
+        if (IsOpen(T(f))) ++d;
+        if (IsClose(T(f)) && --d < 0) break;
+        if (d == 0 && (IsOp(T(f), ",") || Is(T(f), "if") || Is(T(f), "for"))) break;
+      }
+      out.emplace_back(e + 1, f);
+    }
+  }
+}
+
+// A branch that imports a CUDA-only library itself (`elif engine:  import tensorrt as trt`, `if
+// args.flash_attn: from flash_attn import ...`) is one backend among others, taken only when the
+// user picks it (a weights format, an option): the branch runs only where that CUDA path is
+// chosen, so its lines are guarded, as a device check's body is. Imports at the top of a function
+// or module, or under `if __name__ == "__main__":`, are not branches.
+std::vector<LineRange> GuardLibraryBranches(PyModel& m) {
+  std::vector<LineRange> ranges;
+  const auto& lines = m.lines();
+  for (PyImport& imp : m.imports()) {
+    const std::size_t li = imp.line_index;
+    if (lines[li].indent == 0 || m.IsGuarded(li) || m.IsOptionalLine(li)) continue;
+    if (m.LibraryOf(m.Absolute(imp.level, imp.module)) == nullptr) continue;
+    std::size_t h = li;
+    while (h > 0 && lines[h].indent >= lines[li].indent) --h;
+    if (lines[h].indent >= lines[li].indent) continue;
+    const TokenText head = m.First(lines[h]);
+    if (head != "if" && head != "elif" && head != "else") continue;
+    bool main = false;
+    for (auto k = lines[h].begin; k < lines[h].end; ++k) main |= m.Is(m.T(k), "__name__");
+    if (main) continue;
+    std::size_t last = h + 1;
+    while (last + 1 < lines.size() && lines[last + 1].indent > lines[h].indent) ++last;
+    for (std::size_t k = h + 1; k <= last; ++k) m.MarkGuarded(k);
+    ranges.push_back({m.Line(m.T(lines[h + 1].begin)), m.Line(m.T(lines[last].end - 1))});
+  }
+  return ranges;
+}
+
+// `device = "cuda"` in a function that then tests the same variable against
+// torch.cuda.is_available() and returns or reassigns when it fails (stable-baselines'
+// get_device): the CUDA default has a fallback, like `"cuda" if available else "cpu"`.
+std::vector<LineRange> DeviceFallbackLines(const PyModel& m) {
+  std::vector<LineRange> ranges;
+  const auto& lines = m.lines();
+  for (std::size_t li = 0; li < lines.size(); ++li) {
+    const auto& l = lines[li];
+    if (l.end - l.begin != 3 || !m.IsName(m.T(l.begin)) || !m.IsOp(m.T(l.begin + 1), "=") ||
+        !m.IsCudaDeviceString(m.T(l.begin + 2)) || m.IsGuarded(li))
+      continue;
+    TokenText var = m.Text(m.T(l.begin));
+    int scope = m.ScopeOf(li);
+    if (scope <= 0) continue;
+    const PyScope& sc = m.scope(scope);
+    for (std::size_t j = li + 1; j <= sc.last_line && j < lines.size(); ++j) {
+      const auto& c = lines[j];
+      if (m.First(c) != "if" || m.ScopeOf(j) != scope) continue;
+      std::size_t colon = m.FindColon(c);
+      bool names_var = false, checks = false;
+      for (std::size_t k = c.begin + 1; k < colon; ++k) {
+        names_var |= m.IsName(m.T(k)) && m.Text(m.T(k)) == var;
+        if (m.IsName(m.T(k)) && m.Is(m.T(k), "is_available")) checks = true;
+      }
+      if (!names_var || !checks) continue;
+      // The first statement of the body: after the colon, or the next, deeper line.
+      std::size_t body = colon + 1, body_end = c.end;
+      if (body >= c.end) {
+        if (j + 1 >= lines.size() || lines[j + 1].indent <= c.indent) continue;
+        body = lines[j + 1].begin;
+        body_end = lines[j + 1].end;
+      }
+      bool fallback =
+          m.Is(m.T(body), "return") || (m.IsName(m.T(body)) && m.Text(m.T(body)) == var &&
+                                        body + 1 < body_end && m.IsOp(m.T(body + 1), "="));
+      if (fallback) {
+        ranges.push_back({m.Line(m.T(l.begin)), m.Line(m.T(l.end - 1))});
+        break;
+      }
+    }
+  }
+  return ranges;
+}
+
+// The definitions with an import (of a module that the import graph then reaches only behind the
+// check, when every call of the definition is behind one).
+std::unordered_set<std::size_t> ImportingTops(const PyModel& m) {
+  std::unordered_set<std::size_t> importing;
+  for (const PyImport& imp : m.imports()) {
+    const int top = m.TopOf(imp.line_index);
+    if (top >= 0 && !m.IsGuarded(imp.line_index)) importing.insert(static_cast<std::size_t>(top));
+  }
+  return importing;
+}
+
+std::unordered_set<std::size_t> CalledOnlyUnderChecks(
+    const PyModel& m, const std::unordered_map<std::string_view, std::size_t>& defs) {
+  // Each definition's references: the line's guard, or the function the reference sits in.
+  struct Ref {
+    bool guarded;
+    int in_top;  // Module-level definition holding the reference; -1 at module level.
+  };
+  std::unordered_map<std::size_t, std::vector<Ref>> refs;
+  for (std::size_t li = 0; li < m.lines().size(); ++li) {
+    const auto& l = m.lines()[li];
+    const TokenText head = m.First(l);
+    if (head == "def" || head == "class" || head == "import" || head == "from") continue;
+    for (auto k = l.begin; k < l.end; ++k) {
+      if (!m.IsName(m.T(k)) || (k > l.begin && m.IsOp(m.T(k - 1), "."))) continue;
+      auto it = defs.find(m.Text(m.T(k)));
+      if (it == defs.end()) continue;
+      const int top = m.TopOf(li);
+      if (top == static_cast<int>(it->second)) continue;  // Recursion says nothing.
+      refs[it->second].push_back(Ref{m.IsGuarded(li), top});
+    }
+  }
+  std::unordered_set<std::size_t> guarded;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& [s, calls] : refs) {  // A function never named here has no entry.
+      if (guarded.count(s)) continue;
+      const bool all = std::all_of(calls.begin(), calls.end(), [&](const Ref& r) {
+        return r.guarded || (r.in_top >= 0 && guarded.count(static_cast<std::size_t>(r.in_top)));
+      });
+      if (all) {
+        guarded.insert(s);
+        grew = true;
+      }
+    }
+  }
+  return guarded;
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,213 @@
+// Extension rules: compiled CUDA extensions built (`load()`, `CUDAExtension`) and used (their
+// modules and the handles bound to them), and the module-level names of this file that reach
+// CUDA-only code, for the rest of the project (PyScanResult::cuda_symbols).
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scan/python_rules.h"
+
+namespace dt::scan {
+
+// Its definition depends on CUDA unless the module also has a CPU build: then its ops run on the
+// Mac's CPU and fail only on MPS (the finding says so and is mps_only), and the ops without a CPU
+// kernel are the C++ scanner's (DT320).
+void ExtensionUse(PyRuleContext& cx, const Token& at, const std::string& dotted, bool guarded,
+                  int scope) {
+  const PyModel& m = cx.model;
+  const bool cpu = m.IsCpuBuilt(dotted);
+  cx.sink.Add("DT305", m.Line(at), m.Column(at),
+              cpu ? dotted + " (built for the CPU only where CUDA is missing)" : dotted, guarded,
+              {}, cpu);
+  if (!cpu) NoteCudaAt(cx, scope, guarded, true);
+}
+
+void NoteCuda(PyRuleContext& cx, int top, bool guarded, bool ext) {
+  if (guarded || top < 0) return;
+  cx.cuda_tops[cx.model.scope(top).name] |= ext;
+}
+
+void NoteCudaAt(PyRuleContext& cx, int scope, bool guarded, bool ext) {
+  NoteCuda(cx, scope > 0 ? cx.model.scope(scope).top : -1, guarded, ext);
+}
+
+void HandleUse(PyRuleContext& cx, std::size_t k, LineRead& line, bool guarded) {
+  const PyModel& m = cx.model;
+  const LogicalLine& l = line.l;
+  const Token& t = m.T(k);
+  bool assigned = k + 1 < l.end && m.IsOp(m.T(k + 1), "=") && k == l.begin;
+  bool none_test = k + 1 < l.end && m.Is(m.T(k + 1), "is");
+  if (assigned || none_test) return;
+  bool use_guard = guarded || m.IsFallbackName(m.Text(t));
+  std::string resolved, head;
+  m.Chain(k, l.end, line.scope, resolved, head);
+  ExtensionUse(cx, t, resolved, use_guard, line.scope);
+  // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
+  line.tainted |= !use_guard && !m.IsCpuBuilt(resolved);
+}
+
+void OwnReference(PyRuleContext& cx, std::size_t k, const LineRead& line, bool guarded) {
+  const PyModel& m = cx.model;
+  const TokenText name = m.Text(m.T(k));
+  int from = line.scope > 0 ? m.scope(line.scope).top : -1;
+  std::string_view from_name = from >= 0 ? m.scope(from).name : std::string_view();
+  if (from_name != name) cx.ref_guards[name] |= guarded ? 1 : 2;
+  if (guarded) return;
+  if (from_name.empty())
+    cx.module_refs[line.li].push_back(name);
+  else if (from_name != name)
+    cx.local_refs[from_name].insert(name);
+}
+
+// An object built from an extension's class is a handle too (`raster = Rasterizer(...)`, then
+// `raster(...)`); what a function returns (a tensor) is not. A module-level
+// `name = BallQuery.apply` is a symbol of this module.
+void HandleAssignment(PyRuleContext& cx, LineRead& line) {
+  PyModel& m = cx.model;
+  const LogicalLine& l = line.l;
+  const int scope = line.scope;
+  // find, not []: a lookup must not add an empty entry for every line.
+  auto refs = cx.module_refs.find(line.li);
+  if (!line.tainted && refs == cx.module_refs.end()) return;
+  std::size_t eq = l.begin;
+  while (eq < l.end && !m.IsOp(m.T(eq), "=")) ++eq;
+  if (eq != l.begin + 1 || eq >= l.end || !m.IsName(m.T(l.begin))) return;
+  TokenText target = m.Text(m.T(l.begin));
+  bool constructed = false;
+  if (line.tainted && eq + 1 < l.end && m.IsName(m.T(eq + 1)) &&
+      m.IsHandle(m.Text(m.T(eq + 1)), scope)) {
+    std::string dotted;
+    std::size_t ce = m.Dotted(eq + 1, l.end, dotted);
+    TokenText last = m.Text(m.T(ce - 1));
+    constructed = ce < l.end && m.IsOp(m.T(ce), "(") && !last.empty() && last[0] >= 'A' &&
+                  last[0] <= 'Z' && m.Matching(ce, l.end) == l.end - 1;
+  }
+  if (constructed) m.BindValueHandle(scope, target);
+  if (scope == 0) {
+    if (constructed) cx.cuda_tops[target] |= true;
+    if (refs != cx.module_refs.end())
+      for (auto ref : refs->second) cx.local_refs[target].insert(ref);
+  }
+}
+
+// `ext = CUDAExtension` (a variable called later) and `load(...)` / `load_inline(...)` /
+// `CUDAExtension(...)` builds.
+void ExtensionBuildChain(PyRuleContext& cx, std::size_t k, std::size_t ce,
+                         const std::string& resolved, const LineRead& line, bool use_guard) {
+  PyModel& m = cx.model;
+  const LogicalLine& l = line.l;
+  if ((EndsWith(resolved, "cpp_extension.CUDAExtension") ||
+       EndsWith(resolved, "cpp_extension.CppExtension")) &&
+      ce == l.end && k == l.begin + 2 && m.IsName(m.T(l.begin)) && m.IsOp(m.T(l.begin + 1), "=")) {
+    ExtensionVar& var = cx.extension_vars[m.Text(m.T(l.begin))];
+    (EndsWith(resolved, "CUDAExtension") ? var.cuda : var.cpp) = true;
+    m.AddHotName(m.Text(m.T(l.begin)));
+  }
+  if (resolved == "torch.utils.cpp_extension.load" ||
+      resolved == "torch.utils.cpp_extension.load_inline" ||
+      resolved == "torch.utils.cpp_extension.CUDAExtension") {
+    ExtensionBuild(cx, k, ce, l, line.scope, use_guard, resolved);
+  }
+}
+
+// `load(name=..., sources=[... .cu], with_cuda=True)`, `load_inline(cuda_sources=...)` and
+// `CUDAExtension(name=...)`: a CUDA build. Declares the module it makes and binds the value a
+// JIT build returns (`_ext = load(...)`) as an extension handle.
+void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const LogicalLine& l,
+                    int scope, bool guarded, const std::string& resolved) {
+  PyModel& m = cx.model;
+  if (ce >= l.end || !m.IsOp(m.T(ce), "(")) return;
+  std::size_t close = m.Matching(ce, l.end);
+  bool cuda = EndsWith(resolved, "CUDAExtension");
+  std::string name;
+  std::vector<std::string> sources;
+  for (std::size_t j = ce + 1; j < close; ++j) {
+    const Token& t = m.T(j);
+    if (t.kind() == TokKind::kString) {
+      std::string_view body = StringBody(m.Text(t));
+      if (EndsWith(body, ".cu") || EndsWith(body, ".cuh")) cuda = true;
+      for (std::string_view ext : {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"})
+        if (EndsWith(body, ext)) {
+          sources.emplace_back(body.substr(body.rfind('/') + 1));
+          break;
+        }
+      bool positional = j == ce + 1 && (j + 1 == close || m.IsOp(m.T(j + 1), ","));
+      if (((j > ce + 2 && m.IsOp(m.T(j - 1), "=") && m.Is(m.T(j - 2), "name")) || positional) &&
+          name.empty())
+        name = std::string(body);
+      continue;
+    }
+    if (!m.IsName(t)) continue;
+    if ((m.Text(t) == "with_cuda" && j + 2 < close && m.Is(m.T(j + 2), "True")) ||
+        m.Text(t) == "extra_cuda_cflags" || m.Text(t) == "cuda_sources")
+      cuda = true;
+  }
+  if (!cuda) return;
+  m.TrackRefs();
+  // A build at run time under a device check (`load()` only where x.is_cuda) keeps its sources
+  // off the Mac. A setup script's condition (`if CUDA_HOME:`, an opt-in switch) only decides
+  // whether the wheel has the extension; whether the project runs without it is decided where
+  // the extension is used, so the wrapper's own findings stay unguarded.
+  for (auto& src : sources)
+    cx.result.extension_sources.emplace_back(std::move(src), guarded && !cx.opt.setup_py);
+  if (!name.empty()) {
+    auto ev = cx.extension_vars.find(m.Text(m.T(k)));
+    bool cpu_build = ev != cx.extension_vars.end() && ev->second.cpp;
+    cx.sink.DeclareCudaModule(name, m.Line(m.T(k)),
+                              std::string(m.Text(m.T(k))) + "() in " + cx.sink.rel(), cpu_build);
+  }
+  if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
+  cx.sink.Add("DT301", m.Line(m.T(k)), m.Column(m.T(k)),
+              resolved.substr(resolved.rfind('.') + 1) + "()", guarded);
+  // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
+  if (l.end - l.begin > 2 && m.IsName(m.T(l.begin)) && m.IsOp(m.T(l.begin + 1), "=")) {
+    TokenText target = m.Text(m.T(l.begin));
+    int bind = m.IsGlobal(target) ? 0 : scope;
+    m.BindValueHandle(bind, target);
+    if (!guarded && scope == 0) cx.cuda_tops[target] |= true;
+  }
+}
+
+// A private module-level function or class (`_FusedGELUFunction`) that this file only uses under
+// a CUDA check runs only with CUDA: its body is guarded, and it depends on nothing for the rest
+// of the project. Public names may be called unguarded from other modules, so they stay as they
+// are.
+void GuardPrivateDefinitions(PyRuleContext& cx) {
+  PyModel& m = cx.model;
+  if (!m.track_refs()) return;  // Without it, lines that name the definition were not all read.
+  for (std::size_t s = 1; s < m.scopes().size(); ++s) {
+    const PyScope& sc = m.scopes()[s];
+    if (sc.parent != 0 || sc.name.empty() || sc.name[0] != '_') continue;
+    auto it = cx.ref_guards.find(sc.name);
+    if (it == cx.ref_guards.end() || it->second != 1) continue;
+    const auto [first, last] = m.ScopeLines(s);
+    cx.sink.GuardLines(first, last);
+    m.MarkGuardedTop(s);
+    cx.cuda_tops.erase(sc.name);
+    cx.local_refs.erase(sc.name);
+  }
+}
+
+void PropagateLocal(PyRuleContext& cx) {
+  // Extension builds (load / CUDAExtension) are found per call.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const auto& [from, refs] : cx.local_refs) {
+      for (auto ref : refs) {
+        auto it = cx.cuda_tops.find(ref);
+        if (it == cx.cuda_tops.end()) continue;
+        auto [f, fresh] = cx.cuda_tops.emplace(from, it->second);
+        if (fresh || (it->second && !f->second)) {
+          f->second = f->second || it->second;
+          changed = true;
+        }
+      }
+    }
+  }
+  for (auto [name, ext] : cx.cuda_tops) cx.result.cuda_symbols.emplace_back(name, ext);
+  std::sort(cx.result.cuda_symbols.begin(), cx.result.cuda_symbols.end());
+}
+
+}  // namespace dt::scan

@@ -1,0 +1,259 @@
+// Library rules: imports of CUDA-only libraries and extension modules, the registry's Python APIs
+// and keyword arguments, the project's CUDA symbols, and GPU kernels (Triton).
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "scan/python_rules.h"
+
+namespace dt::scan {
+
+namespace {
+
+// A CUDA-only library's import: required (DT210) when its ImportError handler only raises.
+const char* LibraryImportCode(bool required, bool guarded) {
+  return required && !guarded ? "DT210" : "DT201";
+}
+
+// DT312 for project code reaching a compiled extension, DT209 for code reaching GPU kernels only.
+const char* SymbolCode(bool ext) { return ext ? "DT312" : "DT209"; }
+
+// `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
+void ModuleFinding(PyRuleContext& cx, const std::string& mod, const Token& at, int scope,
+                   bool guarded, bool required) {
+  const PyModel& m = cx.model;
+  if (m.IsExtensionModule(mod)) {
+    ExtensionUse(cx, at, mod, guarded, scope);
+  } else if (const Library* lib = m.LibraryOf(mod)) {
+    cx.sink.Add(LibraryImportCode(required, guarded), m.Line(at), m.Column(at),
+                lib->name + " (" + mod.substr(0, mod.find('.')) + ")", guarded, lib->alternative);
+  } else if (const PythonApi* api = m.reg().MatchApi(mod);
+             StartsWith(mod, "torch.cuda") || (api != nullptr && api->user)) {
+    ApiFinding(cx, mod, at, guarded);
+  }
+}
+
+// `from x import a, b`: extension modules and CUDA symbols among the names, then the module's
+// library, then torch.cuda names and the registry's user APIs.
+void FromImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool guarded,
+                        bool required) {
+  const PyModel& m = cx.model;
+  std::size_t k = l.begin + 1;
+  int level = 0;
+  while (k < l.end && m.T(k).kind() == TokKind::kOp && (m.Is(m.T(k), ".") || m.Is(m.T(k), "..."))) {
+    level += static_cast<int>(m.Text(m.T(k)).size());
+    ++k;
+  }
+  std::size_t mod_tok = k < l.end ? k : l.begin;
+  std::string mod;
+  std::size_t e = k < l.end && m.Is(m.T(k), "import") ? k : m.Dotted(k, l.end, mod);
+  std::string abs = m.Absolute(level, mod);
+  if (abs.empty() || (level > 0 && abs == mod && cx.opt.package.empty() && cx.opt.cuda == nullptr))
+    return;  // A relative import of the project's own code, with nothing known about it yet.
+  if (m.IsExtensionModule(abs)) {
+    ExtensionUse(cx, m.T(mod_tok), abs, guarded, scope);
+    return;
+  }
+  bool any = false;
+  for (k = e + 1; k < l.end; ++k) {
+    if (!m.IsName(m.T(k)) || m.Is(m.T(k), "as") || (k > l.begin && m.Is(m.T(k - 1), "as")))
+      continue;
+    std::string full = abs + "." + std::string(m.Text(m.T(k)));
+    bool ext = true;
+    if (m.IsExtensionModule(full)) {
+      ExtensionUse(cx, m.T(k), full, guarded, scope);
+      any = true;
+      continue;
+    } else if (m.IsCudaSymbol(full)) {
+      ext = m.ReachesExtension(full);
+      if (!m.SiblingSymbol(full))
+        cx.sink.Add(SymbolCode(ext), m.Line(m.T(k)), m.Column(m.T(k)), full, guarded);
+    } else {
+      continue;
+    }
+    NoteCudaAt(cx, scope, guarded, ext);
+    any = true;
+  }
+  if (any || level > 0) return;
+  if (const Library* lib = m.LibraryOf(abs)) {
+    cx.sink.Add(LibraryImportCode(required, guarded), m.Line(m.T(mod_tok)), m.Column(m.T(mod_tok)),
+                lib->name + " (" + abs.substr(0, abs.find('.')) + ")", guarded, lib->alternative);
+    return;
+  }
+  // torch.cuda APIs are reported where they are imported too; other APIs (CUDAExtension,
+  // torch.compile, transformers' BitsAndBytesConfig) where they are used.
+  bool cuda_module = StartsWith(abs, "torch.cuda") || abs == "torch.backends.cudnn";
+  for (k = e + 1; k < l.end; ++k) {
+    if (!m.IsName(m.T(k)) || m.Is(m.T(k), "as") || (k > l.begin && m.Is(m.T(k - 1), "as")))
+      continue;
+    std::string full = abs + "." + std::string(m.Text(m.T(k)));
+    const PythonApi* api = m.reg().MatchApi(full);
+    if (cuda_module || (api != nullptr && api->user)) ApiFinding(cx, full, m.T(k), guarded);
+  }
+}
+
+// Whether the call whose bracket is at `open` passes `api.unless_argument`: by keyword, at its
+// position, or possibly through a `*args` / `**kwargs` spread.
+bool PassesArgument(const PyModel& m, std::size_t open, const LogicalLine& l,
+                    const PythonApi& api) {
+  PyRef call;
+  m.ReadCall(open, l.end, call);
+  return call.spread || (api.unless_position >= 0 && call.positional > api.unless_position) ||
+         std::find(call.keywords.begin(), call.keywords.end(), api.unless_argument) !=
+             call.keywords.end();
+}
+
+// Whether token k lies in the annotation of `name: Type` or `name: Type = value` (after the
+// colon, before any `=`).
+bool InVariableAnnotation(const PyModel& m, std::size_t k, const LogicalLine& l) {
+  if (l.end - l.begin < 3 || !m.IsName(m.T(l.begin)) || !m.IsOp(m.T(l.begin + 1), ":") ||
+      k < l.begin + 2)
+    return false;
+  for (std::size_t j = l.begin + 2; j < k; ++j)
+    if (m.IsOp(m.T(j), "=")) return false;
+  return true;
+}
+
+}  // namespace
+
+void KernelFinding(PyRuleContext& cx, std::size_t li) {
+  const PyModel& m = cx.model;
+  if (m.InKernelBody(li)) return;  // Body lines: the kernel was reported at its decorator.
+  const int kernel = m.KernelDecoratedAt(li);
+  if (kernel < 0) return;
+  const PyScope& sc = m.scope(kernel);
+  if (li != sc.kernel_line) return;
+  const Token& at = m.T(m.lines()[li].begin);
+  bool guarded = m.IsOptionalLine(li);
+  const Library* lib = m.kernel_lib();
+  cx.sink.Add("DT207", m.Line(at), m.Column(at), std::string(sc.name), guarded,
+              lib ? std::string_view(lib->alternative) : std::string_view());
+  NoteCuda(cx, sc.top, guarded, false);
+}
+
+void ImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool guarded,
+                    bool required) {
+  const PyModel& m = cx.model;
+  if (m.First(l) != "import") {
+    FromImportFindings(cx, l, scope, guarded, required);
+    return;
+  }
+  for (std::size_t k = l.begin + 1; k < l.end;) {
+    std::string mod;
+    std::size_t e = m.Dotted(k, l.end, mod);
+    if (mod.empty()) break;
+    ModuleFinding(cx, mod, m.T(k), scope, guarded, required);
+    k = e;
+    if (k + 1 < l.end && m.Is(m.T(k), "as")) k += 2;
+    if (k < l.end && m.IsOp(m.T(k), ","))
+      ++k;
+    else
+      break;
+  }
+}
+
+// `open`: the call's opening bracket in `l`, when the use is a call; an API that names an
+// argument that makes the call portable (`unless_argument`) is a finding only in a call that
+// does not pass it.
+bool ApiFinding(PyRuleContext& cx, const std::string& resolved, const Token& at, bool guarded,
+                const LogicalLine* l, std::size_t open) {
+  const PyModel& m = cx.model;
+  if (const PythonApi* api = m.reg().MatchApi(resolved)) {
+    if (api->guard) return true;
+    if (!api->unless_argument.empty() &&
+        (l == nullptr || open >= l->end || !m.IsOp(m.T(open), "(") ||
+         PassesArgument(m, open, *l, *api)))
+      return true;
+    cx.sink.Add(api->code, m.Line(at), m.Column(at), resolved, guarded, api->replacement);
+    return true;
+  }
+  if (StartsWith(resolved, "torch.cuda.")) {
+    auto third = resolved.find('.', 11);
+    cx.sink.Add("DT110", m.Line(at), m.Column(at), resolved.substr(0, third), guarded);
+    return true;
+  }
+  return false;
+}
+
+void KeywordFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int scope,
+                    bool guarded) {
+  const PyModel& m = cx.model;
+  const auto* rules = m.reg().KeywordRules(m.Text(m.T(k)));
+  if (rules == nullptr || k + 2 >= l.end) return;
+  const Token& v = m.T(k + 2);
+  std::string value =
+      v.kind() == TokKind::kString ? std::string(StringBody(m.Text(v))) : std::string(m.Text(v));
+  bool single = k + 3 >= l.end || m.IsOp(m.T(k + 3), ",") || m.IsClose(m.T(k + 3));
+  std::string callee;
+  bool callee_done = false;
+  for (const auto& r : *rules) {
+    if (!r.value.empty() && (!single || !GlobMatch(r.value, value))) continue;
+    if (!r.call.empty()) {
+      if (!callee_done) {
+        callee = m.Callee(m.EnclosingOpen(k, l.begin), l.begin, scope);
+        callee_done = true;
+      }
+      if (callee.empty() || !GlobMatch(r.call, callee)) continue;
+    }
+    std::string name =
+        std::string(m.Text(m.T(k))) + "=" + (single ? std::string(m.Text(v)) : std::string("..."));
+    if (!callee.empty()) name = callee.substr(callee.rfind('.') + 1) + "(" + name + ")";
+    cx.sink.Add(r.code, m.Line(m.T(k)), m.Column(m.T(k)), name, guarded, r.replacement);
+    return;
+  }
+}
+
+// A dotted chain through torch or an import alias: CUDA symbols, op-library calls, extension
+// builds, device counts, registry APIs and CUDA-only libraries.
+std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* bound,
+                          LineRead& line, bool guarded) {
+  const PyModel& m = cx.model;
+  const LogicalLine& l = line.l;
+  const int scope = line.scope;
+  const Token& t = m.T(k);
+  std::string resolved, head;
+  std::size_t ce = m.Chain(k, l.end, scope, resolved, head);
+  bool assigned = ce == k + 1 && ce < l.end && m.IsOp(m.T(ce), "=");  // `name = None` fallback.
+  bool none_test = ce < l.end && m.Is(m.T(ce), "is");
+  if (assigned || none_test) return k;
+  bool use_guard = guarded || m.IsFallbackName(m.Text(t));
+  if (m.IsCudaSymbol(resolved) || (bound && m.IsCudaSymbol(*bound))) {
+    const std::string& symbol = m.IsCudaSymbol(resolved) ? resolved : *bound;
+    const bool ext = m.ReachesExtension(symbol);
+    // A def line's names are its annotations and defaults' callees, and `name: Type` only
+    // declares a type: neither is a call of the symbol.
+    if (!m.SiblingSymbol(symbol) && m.Head(l) != "def" && !InVariableAnnotation(m, k, l))
+      cx.sink.Add(SymbolCode(ext), m.Line(t), m.Column(t), resolved, use_guard);
+    NoteCudaAt(cx, scope, use_guard, ext);
+    line.tainted |= !use_guard;
+    return ce - 1;
+  }
+  if (StartsWith(resolved, "torch.ops.") && m.IsExtensionModule(resolved) && ce > k + 4) {
+    ExtensionUse(cx, t, resolved, use_guard, scope);
+    line.tainted |= !use_guard;
+    return ce - 1;
+  }
+  ExtensionBuildChain(cx, k, ce, resolved, line, use_guard);
+  if (ce < l.end && m.IsOp(m.T(ce), "(") && EndsWith(resolved, "cuda.device_count") &&
+      StartsWith(resolved, "torch.") && CountAsValue(m, k, ce, l)) {
+    // The number of GPUs as a value (a worker count, a batch split): 0 without CUDA.
+    cx.sink.Add("DT115", m.Line(t), m.Column(t), resolved + "()", use_guard);
+    return ce - 1;
+  }
+  // `dist.get_backend() == dist.Backend.NCCL`, `x.dtype != torch.float64`: a value compared
+  // is a test of what the program has, not a use of it.
+  bool compared = (k > l.begin && (m.IsOp(m.T(k - 1), "==") || m.IsOp(m.T(k - 1), "!="))) ||
+                  (ce < l.end && (m.IsOp(m.T(ce), "==") || m.IsOp(m.T(ce), "!=")));
+  if (compared || ApiFinding(cx, resolved, t, use_guard, &l, ce)) return ce - 1;
+  if (bound == nullptr) return k;
+  if (const Library* lib = m.LibraryOf(resolved)) {
+    if (line.launched || (m.kernel_lib() == lib && (m.InLaunch(line.li) || m.IsLaunchScope(scope))))
+      return k;
+    cx.sink.Add("DT202", m.Line(t), m.Column(t), resolved, use_guard,
+                lib->AlternativeFor(resolved));
+    return ce - 1;
+  }
+  return k;
+}
+
+}  // namespace dt::scan
