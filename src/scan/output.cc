@@ -141,6 +141,7 @@ void ForEachFindingField(const Finding& f, Str&& str, ScalarField&& scalar) {
   scalar("line", Scalar::Of(f.line));
   str("message", f.message);
   scalar("mps_only", Scalar::Of(f.mps_only));
+  scalar("option_default", Scalar::Of(f.option_default));
   scalar("placement", Scalar::Of(f.placement));
   scalar("reachable", Scalar::Of(f.reachable));
   scalar("reached_by", Scalar::Of(f.reached_by));

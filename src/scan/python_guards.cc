@@ -199,8 +199,9 @@ Truth CondEvaluator::Subject(std::size_t b, std::size_t e, int scope, std::strin
       std::string_view body = StringBody(m_.Text(t));
       const bool cuda =
           ((m_.IsCudaDeviceString(t) || py::IsNccl(body)) && m_.InComparison(k, b, e)) ||
-          // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1): the launcher's variables.
-          (body.size() < 40 && reg.IsLaunchGuardName(body)) ||
+          // os.environ["WORLD_SIZE"], os.environ.get("LOCAL_RANK", -1), "SLURM_PROCID" in
+          // os.environ: the launcher's variables.
+          (body.size() < 40 && (reg.IsLaunchGuardName(body) || reg.IsLaunchEnv(body))) ||
           // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a build switch.
           IsCudaEnvName(body);
       if (cuda) found = Truth::kCuda;
@@ -258,6 +259,18 @@ Truth CondEvaluator::Subject(std::size_t b, std::size_t e, int scope, std::strin
 }
 
 Truth CondEvaluator::Atom(std::size_t b, std::size_t e, int scope) const {
+  // A command-line option with a literal default: off on the default path, the branch runs only
+  // when the user opts in (as a CUDA check's body runs only where CUDA is chosen); on, it runs by
+  // default, whatever its name says (`args.use_gpu` defaulting to True is no guard).
+  // A device flag (`args.use_cpu`, `opt.cuda`) is a device choice whatever its default: the
+  // user picks the device with it, and FlagWord() reads it below.
+  Truth device_flag = Truth::kNone;
+  const bool flag =
+      b + 2 < e && m_.IsName(m_.T(b + 2)) && FlagWord(m_.Text(m_.T(b + 2)), device_flag);
+  if (!flag) {
+    if (const std::optional<bool> holds = m_.OptionTest(b, e))
+      return *holds ? Truth::kNone : Truth::kCuda;
+  }
   const TestShape shape = ShapeOf(b, e);
   if (shape.says_nothing) return Truth::kNone;
   std::string launch;  // The launcher's variable the test reads, lower-case.
@@ -300,15 +313,17 @@ class GuardBuilder {
       std::size_t name_tok = l.begin + (m_.First(l) == "async" ? 2 : 1);
       if (name_tok >= l.end) return;
       TokenText name = lex_.Text(T(name_tok));
-      for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
+      bool check = ReturnsTrueOnlyPastChecks(li);
+      for (std::size_t j = li + 1;
+           !check && j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
         const auto& body = lex_.lines[j];
-        if (m_.First(body) == "return" && m_.Maybe(body.begin + 1, body.end) &&
-            m_.Cond(body.begin + 1, body.end, m_.ScopeOf(j)) == Truth::kCuda) {
-          m_.guard_attrs_.insert(name);
-          m_.guard_names_.insert(name);
-          m_.hot_names_.insert(name);
-          return;
-        }
+        check = m_.First(body) == "return" && m_.Maybe(body.begin + 1, body.end) &&
+                m_.Cond(body.begin + 1, body.end, m_.ScopeOf(j)) == Truth::kCuda;
+      }
+      if (check) {
+        m_.guard_attrs_.insert(name);
+        m_.guard_names_.insert(name);
+        m_.hot_names_.insert(name);
       }
       return;
     }
@@ -316,8 +331,10 @@ class GuardBuilder {
     std::size_t eq = l.begin;
     while (eq < l.end && !m_.IsOp(T(eq), "=")) ++eq;
     if (eq >= l.end || eq == l.begin) return;
-    // Only an assignment whose value names a trigger word or a hot name can be a check.
-    if (!m_.Maybe(eq + 1, l.end) || m_.Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
+    // Only an assignment whose value names a trigger word or a hot name, or reads a launcher's
+    // environment variable (`int(os.environ.get("RANK", -1)) != -1`), can be a check.
+    if (!m_.Maybe(eq + 1, l.end) && !ReadsLaunchEnv(eq + 1, l.end)) return;
+    if (m_.Cond(eq + 1, l.end, scope) != Truth::kCuda) return;
     const Token& target = T(eq - 1);
     if (!m_.IsName(target)) return;
     if (eq - 1 == l.begin)
@@ -325,6 +342,53 @@ class GuardBuilder {
     else if (eq - 1 > l.begin && m_.IsOp(T(eq - 2), "."))
       m_.guard_attrs_.insert(lex_.Text(target));
     m_.hot_names_.insert(lex_.Text(target));
+  }
+
+  // Whether tokens [b, e) hold a launcher's environment variable as a string ("RANK"); asked only
+  // in files that read the environment.
+  bool ReadsLaunchEnv(std::size_t b, std::size_t e) {
+    if (!environ_read_) {
+      environ_read_ = true;
+      reads_environ_ = m_.source().find("environ") != std::string_view::npos ||
+                       m_.source().find("getenv") != std::string_view::npos;
+    }
+    if (!reads_environ_) return false;
+    for (std::size_t k = b; k < e; ++k)
+      if (T(k).kind() == TokKind::kString && m_.reg().IsLaunchEnv(StringBody(m_.Text(T(k)))))
+        return true;
+    return false;
+  }
+
+  // `def is_dist_avail_and_initialized(): if not dist.is_available(): return False / if not
+  // dist.is_initialized(): return False / return True`: it returns True only past every check, and
+  // one of them holds only where CUDA (or a launch) is: the function is a check itself.
+  bool ReturnsTrueOnlyPastChecks(std::size_t li) const {
+    const auto& lines = lex_.lines;
+    if (li + 1 >= lines.size() || lines[li + 1].indent <= lines[li].indent) return false;
+    const std::uint32_t indent = lines[li + 1].indent;
+    bool checked = false, returns_true = false;
+    for (std::size_t j = li + 1; j < lines.size() && lines[j].indent >= indent; ++j) {
+      const auto& l = lines[j];
+      if (l.indent > indent) continue;  // A checked body, read with its `if`.
+      if (returns_true) return false;   // Something after `return True`.
+      const TokenText head = m_.First(l);
+      if (head == "if") {
+        const std::size_t colon = m_.FindColon(l);
+        // Its body only returns False (on the line itself or the next).
+        const bool one_line = colon + 1 < l.end;
+        const std::size_t b = one_line ? colon + 1 : lines[j + 1 < lines.size() ? j + 1 : j].begin;
+        const std::size_t e = one_line ? l.end : lines[j + 1 < lines.size() ? j + 1 : j].end;
+        if (!(e == b + 2 && m_.Is(T(b), "return") && m_.Is(T(b + 1), "False"))) return false;
+        if (!one_line && j + 2 < lines.size() && lines[j + 2].indent > indent) return false;
+        checked |= m_.Cond(l.begin + 1, colon, m_.ScopeOf(j)) == Truth::kNoCuda;
+      } else if (head == "return") {
+        returns_true = l.end == l.begin + 2 && m_.Is(T(l.begin + 1), "True");
+        if (!returns_true) return false;
+      } else if (!m_.StringsOnly(l)) {
+        return false;
+      }
+    }
+    return checked && returns_true;
   }
 
   // Whether the body of the `if` at line li only leaves (return / continue / break, after at most
@@ -341,6 +405,8 @@ class GuardBuilder {
     std::size_t last = li;
     for (; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) last = j;
     if (last == li || last - li > 3) return false;
+    // The body's own last statement: a `return` inside a function the body defines leaves nothing.
+    if (lex_.lines[last].indent != lex_.lines[li + 1].indent) return false;
     return leaves(lex_.lines[last].begin);
   }
 
@@ -356,8 +422,10 @@ class GuardBuilder {
     m_.checked_line_.assign(lex_.lines.size(), false);
     std::vector<Block> stack = {Block{0, false}};
     bool module_level_guard = false;
-    // Per indent: what the last if/elif there said about CUDA.
+    // Per indent: what the last if/elif there said about CUDA, and whether every test of the
+    // chain held only with CUDA (or a launch).
     std::unordered_map<std::uint32_t, Truth> last_if;
+    std::unordered_map<std::uint32_t, bool> chain_cuda;
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
       while (stack.size() > 1 && stack.back().indent >= l.indent) stack.pop_back();
@@ -376,6 +444,7 @@ class GuardBuilder {
         if (t == Truth::kCuda) block_guard = line_guard = true;
         if (f == "elif" && last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
         last_if[l.indent] = t;
+        chain_cuda[l.indent] = t == Truth::kCuda && (f != "elif" || chain_cuda[l.indent]);
         if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
           // `if not torch.cuda.is_available(): return` guards the rest of its block.
           if (stack.size() > 1)
@@ -385,8 +454,18 @@ class GuardBuilder {
         }
       } else if (f == "else") {
         if (last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
+        // `if "RANK" in os.environ: ... elif "SLURM_PROCID" in os.environ: ... else: return`:
+        // what follows the chain runs only where one of its launch (or CUDA) tests held.
+        if (chain_cuda[l.indent] && LeavesBlock(li)) {
+          if (stack.size() > 1)
+            stack.back().guarded = true;
+          else
+            module_level_guard = true;
+        }
+        chain_cuda[l.indent] = false;
       } else if (compound) {
         last_if[l.indent] = Truth::kNone;  // A for/try/with's own else is not an if's.
+        chain_cuda[l.indent] = false;
       }
       m_.has_main_ |= m_.IsMainCheck(l);
       if (compound) stack.push_back(Block{l.indent, block_guard});
@@ -398,6 +477,7 @@ class GuardBuilder {
 
   PyModel& m_;
   const Lexed& lex_;
+  bool environ_read_ = false, reads_environ_ = false;
 };
 
 void PyModel::BuildGuards() { GuardBuilder(*this).Build(); }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -125,6 +126,15 @@ class NameSet {
   std::size_t size_ = 0;
 };
 
+// A literal a setting holds by default (`default=-1`, `action="store_true"`, `"cuda"`): what a
+// condition on the setting says on the default path.
+struct PyValue {
+  enum Kind { kUnknown, kNumber, kBool, kNone, kString } kind = kUnknown;
+  double number = 0;      // kNumber, and kBool as 0 / 1.
+  std::string_view text;  // kString: the body, a view into the source.
+  bool Truthy() const;
+};
+
 // A function, class or the module: names resolve in their own scope first (a parameter called
 // CUDA_HOME is not the import of it elsewhere).
 struct PyScope {
@@ -205,6 +215,7 @@ class PyModel {
   // --- Tokens and lines --------------------------------------------------------------------------
 
   const Lexed& lex() const { return lex_; }
+  std::string_view source() const { return source_; }
   const std::vector<LogicalLine>& lines() const { return lex_.lines; }
   const Registry& reg() const { return reg_; }
   const Token& T(std::size_t k) const { return lex_.tokens[k]; }
@@ -389,6 +400,17 @@ class PyModel {
   // A line found to run only behind a check after the lines were read.
   void MarkGuarded(std::size_t li) { line_guarded_[li] = true; }
 
+  // --- Settings (python_options.cc) --------------------------------------------------------------
+
+  // What test [b, e) says on the default path when it reads a command-line option
+  // (`opt.tcnn`, `args.gpu is not None`, `args.batch_size == -1`): whether it holds with the
+  // option's default; nullopt when it reads no option with a literal default.
+  std::optional<bool> OptionTest(std::size_t b, std::size_t e) const;
+  // Whether physical line `line` declares a setting the user overrides: an `add_argument(...)`, or
+  // a module setting before `exec(open(configurator).read())`.
+  bool IsOptionLine(std::uint32_t line) const;
+  const std::vector<std::uint32_t>& option_lines() const { return option_lines_; }
+
   // --- What the rules find as they read the lines ------------------------------------------------
 
   // Whether this file reaches CUDA-only code (an extension, a kernel, a CUDA symbol): then lines
@@ -412,6 +434,13 @@ class PyModel {
   static const Lexed& LexInto(std::string_view src);
   bool TriggerInCode() const;
   void BuildGuards();  // python_guards.cc
+  // python_options.cc
+  void CollectOptions();
+  void ReadOption(std::size_t open, std::size_t e, std::uint32_t first_line,
+                  std::uint32_t last_line);
+  std::string DeclaredOption(std::size_t open, std::size_t e) const;
+  const PyValue* OptionDefault(std::size_t k) const;
+  void GuardValuesReadOnlyBehindChecks();
   const std::string* LookupBound(std::string_view name, int s) const;
   bool IsHandleBound(std::string_view name, int s) const;
   void BindHandle(int scope, std::string_view name) {
@@ -457,6 +486,11 @@ class PyModel {
   // Names whose mention can make a line interesting (library, extension, optional and guard
   // names); lines with none of them and none of the trigger words are skipped without analysis.
   NameSet hot_names_;
+  // Command-line options by destination (`dist_backend`) with their defaults, the names that hold
+  // a parsed namespace, and the physical lines that declare a setting (sorted).
+  std::unordered_map<std::string, PyValue> options_;
+  std::unordered_set<std::string_view> namespaces_;
+  std::vector<std::uint32_t> option_lines_;
 };
 
 // --- Guards found after the rules ran (python_guards.cc) -----------------------------------------

@@ -376,7 +376,9 @@ void PyModel::Build() {
   PyModelBuilder builder(*this);
   builder.Start();
   builder.Build();
+  CollectOptions();
   BuildGuards();
+  GuardValuesReadOnlyBehindChecks();
 }
 
 }  // namespace dt::scan

@@ -230,5 +230,105 @@ TEST_F(PyModelTest, KernelsAndTheirLaunches) {
   ASSERT_NE(m.kernel_lib(), nullptr);
 }
 
+// ---- Settings: options with their defaults, launch facts through assignments, early exits, and
+// values judged where they are read.
+
+TEST_F(PyModelTest, AnOptionOffByDefaultGuardsItsBranch) {
+  const PyModel& m = Build(
+      "import argparse, torch\n"
+      "p = argparse.ArgumentParser()\n"
+      "p.add_argument('--tcnn', action='store_true')\n"
+      "p.add_argument('--batch-size', type=int, default=16)\n"
+      "p.add_argument('--gpu', default=None, type=int)\n"
+      "p.add_argument('--amp', action='store_false')\n"
+      "p.add_argument('--use-cpu', action='store_true')\n"
+      "opt = p.parse_args()\n"
+      "if opt.tcnn:\n    import tinycudann\n"                                // 9: off by default
+      "if opt.batch_size == -1:\n    torch.cuda.mem_get_info()\n"            // 11
+      "if opt.gpu is not None:\n    torch.cuda.set_device(opt.gpu)\n"        // 13
+      "if opt.amp:\n    torch.cuda.synchronize()\n"                          // 15: on by default
+      "if not opt.use_cpu:\n    x.cuda()\n"                                  // 17: a device flag
+      "if not opt.tcnn:\n    pass\nelse:\n    torch.cuda.synchronize()\n");  // 19
+  EXPECT_EQ(CondAt(m, 9), Truth::kCuda);
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 10)));
+  EXPECT_EQ(CondAt(m, 11), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 13), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 15), Truth::kNone);
+  EXPECT_FALSE(m.IsChecked(LineAt(m, 16)));
+  EXPECT_EQ(CondAt(m, 17), Truth::kCuda);  // `not use_cpu`: CUDA chosen, as FlagWord reads it.
+  EXPECT_EQ(CondAt(m, 19), Truth::kNoCuda);
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 22)));
+  for (std::uint32_t line : {3u, 4u, 5u, 6u, 7u}) EXPECT_TRUE(m.IsOptionLine(line)) << line;
+  EXPECT_FALSE(m.IsOptionLine(8));
+}
+
+TEST_F(PyModelTest, AnAttributeAssignedInTheFileIsNoLongerItsDefault) {
+  const PyModel& m = Build(
+      "import argparse, torch\n"
+      "p = argparse.ArgumentParser()\n"
+      "p.add_argument('--fast', action='store_true')\n"
+      "args = p.parse_args()\n"
+      "args.fast = torch.cuda.is_available()\n"
+      "if args.fast:\n    torch.cuda.synchronize()\n");
+  EXPECT_EQ(CondAt(m, 6), Truth::kCuda);  // A CUDA check now, through the assignment.
+}
+
+TEST_F(PyModelTest, LaunchFactsFlowThroughAssignments) {
+  const PyModel& m = Build(
+      "import os, torch\n"
+      "ddp_mode = int(os.environ.get('RANK', -1)) != -1\n"
+      "if ddp_mode:\n    torch.cuda.set_device(0)\n"
+      "if 'SLURM_PROCID' in os.environ:\n    torch.cuda.device_count()\n");
+  EXPECT_EQ(CondAt(m, 3), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 5), Truth::kCuda);
+}
+
+TEST_F(PyModelTest, EarlyExitsGuardWhatFollows) {
+  const PyModel& m = Build(
+      "import os, torch\n"
+      "import torch.distributed as dist\n"
+      "def initialized():\n"
+      "    if not dist.is_available():\n        return False\n"
+      "    if not dist.is_initialized():\n        return False\n"
+      "    return True\n"
+      "def sync(t):\n"
+      "    if not initialized():\n        return\n"
+      "    torch.cuda.synchronize()\n"  // 12
+      "def setup(args):\n"
+      "    if 'RANK' in os.environ:\n        args.rank = 0\n"
+      "    elif 'SLURM_PROCID' in os.environ:\n        args.rank = 1\n"
+      "    else:\n        print('single process')\n        return\n"
+      "    torch.cuda.set_device(args.rank)\n"  // 21
+      "def lr(opt):\n"
+      "    if torch.cuda.is_available():\n        f = 1\n"
+      "    else:\n        def f(x):\n            return x\n"
+      "    torch.cuda.synchronize()\n");  // 28
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 12)));
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 21)));
+  EXPECT_FALSE(m.IsChecked(LineAt(m, 19)));  // The single-process branch itself.
+  EXPECT_FALSE(m.IsChecked(LineAt(m, 28)));  // A return inside a nested def leaves nothing.
+}
+
+TEST_F(PyModelTest, AValueReadOnlyBehindChecksIsGuarded) {
+  const PyModel& m = Build(
+      "import argparse, os, torch\n"
+      "backend = 'nccl'\n"
+      "device = 'cuda'\n"
+      "exec(open('configurator.py').read())\n"
+      "p = argparse.ArgumentParser()\n"
+      "p.add_argument('--dist-backend', default='nccl')\n"
+      "p.add_argument('--world-size', default=-1, type=int)\n"
+      "args = p.parse_args()\n"
+      "ddp = int(os.environ.get('RANK', -1)) != -1\n"
+      "if ddp:\n    torch.distributed.init_process_group(backend=backend)\n"
+      "if args.world_size > 1:\n    torch.distributed.init_process_group(args.dist_backend)\n"
+      "x = torch.zeros(2, device=device)\n");
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 2)));   // read only in `if ddp:`
+  EXPECT_FALSE(m.IsChecked(LineAt(m, 3)));  // read unguarded at 14
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 6)));   // read only under world_size > 1
+  EXPECT_TRUE(m.IsOptionLine(2));           // before the configurator
+  EXPECT_TRUE(m.IsOptionLine(3));
+}
+
 }  // namespace
 }  // namespace dt::scan

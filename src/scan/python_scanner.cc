@@ -40,6 +40,7 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   model.Build();
   PyRuleContext cx{model, sink, options, result};
   RunRules(cx);
+  if (!model.option_lines().empty()) sink.MarkOptionDefaults(model.option_lines());
   GuardPasses(cx);
   if (options.collect_calls) CollectCalls(model, options, result);
   for (PyImport& imp : model.imports()) imp.guarded = model.RunsBehindCheck(imp.line_index);

@@ -211,6 +211,7 @@ Status Registry::LoadRules(const json& doc, const std::string& file,
   }
   if (auto st = LoadPythonApis(doc, file, referenced); !st) return st;
   if (auto st = LoadPythonPatterns(doc, file, referenced); !st) return st;
+  for (auto& name : StrList(doc, "launch_env")) launch_env_.insert(std::move(name));
   for (auto& name : StrList(doc, "launch_guards")) {
     if (name.size() < 64) launch_guard_lengths_ |= std::uint64_t{1} << name.size();
     if (!name.empty()) launch_guard_ends_ |= std::uint64_t{1} << LaunchEndsSlot(name);

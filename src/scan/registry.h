@@ -180,6 +180,9 @@ class Registry {
           name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] + ('a' - 'A')) : name[i];
     return launch_guards_.find(std::string_view(lower, name.size())) != launch_guards_.end();
   }
+  // Environment variables only a multi-process launcher sets (`"RANK"`, `"SLURM_PROCID"`), as a
+  // string in a condition: `if "RANK" in os.environ:`. Exact spelling.
+  bool IsLaunchEnv(std::string_view body) const { return launch_env_.count(body) > 0; }
   // The library whose kernel decorator `dotted` is (`triton.jit`), or null.
   const Library* KernelDecorator(std::string_view dotted) const;
 
@@ -211,6 +214,7 @@ class Registry {
   std::unordered_map<std::string, std::vector<PythonKeyword>> keywords_;
   std::vector<PythonKeyword> strings_;  // python_strings: only value, code and replacement.
   std::set<std::string, std::less<>> launch_guards_;
+  std::set<std::string, std::less<>> launch_env_;
   std::uint64_t launch_guard_lengths_ = 0;  // Bit n: a launch guard name has n bytes (n < 64).
   std::uint64_t launch_guard_ends_ = 0;     // Bit LaunchEndsSlot(name) of each launch guard name.
   // A non-empty name's first and last letters, in any case, folded into 0..63.

@@ -43,6 +43,9 @@ struct Finding {
   std::string snippet;  // The trimmed source line.
   bool guarded = false;
   bool placement = false;  // The rule's `placement`: it puts work on a device.
+  // It stands in the default of a setting the user overrides: a command-line option
+  // (`add_argument("--device", default="cuda")`), a module setting a configurator overrides.
+  bool option_default = false;
   bool mps_only = false;   // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
   // With several entries (a test suite, a folder of scripts): how many of them reach the file.

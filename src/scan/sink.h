@@ -3,6 +3,7 @@
 // finding per line and code; reports suppressions that name no rule or suppress nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -53,6 +54,14 @@ class FindingSink {
         out_[i].guarded = true;
         out_[i].severity = Severity::kPortable;
       }
+  }
+
+  // Marks this file's findings on the given physical lines (sorted) as settings the user overrides
+  // (`Finding::option_default`).
+  void MarkOptionDefaults(const std::vector<std::uint32_t>& lines) {
+    for (std::size_t i = base_; i < out_.size(); ++i)
+      if (std::binary_search(lines.begin(), lines.end(), static_cast<std::uint32_t>(out_[i].line)))
+        out_[i].option_default = true;
   }
 
   // Knowing the file's absolute path lets a scanner look at the files around it (a submodule's

@@ -44,8 +44,9 @@ struct Finding {
   std::optional<bool> guarded;
   std::optional<bool> reachable;  // nullopt for files that are not Python.
   std::string replacement;
-  bool mps_only = false;   // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
-  bool placement = false;  // Puts work on a device (`.cuda()`, `device="cuda"`).
+  bool mps_only = false;        // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
+  bool placement = false;       // Puts work on a device (`.cuda()`, `device="cuda"`).
+  bool option_default = false;  // The default of a setting the user overrides (`--device`).
   std::optional<std::int64_t> reached_by;  // Of several entries, how many reach the file.
   // The scan's `fix` (the rule's); audit refines it with the fixer's own plan, so a construct the
   // fixer leaves (`.cuda(i, True)`) is an edit by hand.

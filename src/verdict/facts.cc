@@ -120,8 +120,11 @@ bool IsMultiGpuFinding(const Finding& f) {
 
 bool IsDeviceOptionDefault(const Finding& f) {
   if (f.cls != scan::FindingClass::kDevice) return false;
-  return f.snippet.find("add_argument") != std::string::npos || f.snippet.rfind("def ", 0) == 0 ||
-         f.snippet.rfind("async def ", 0) == 0 || IsConfigTreeDefault(f.snippet);
+  // The scan knows a setting's default (an option, a configurator's module setting); a parameter
+  // default or a config tree is read from the statement.
+  return f.option_default || f.snippet.find("add_argument") != std::string::npos ||
+         f.snippet.rfind("def ", 0) == 0 || f.snippet.rfind("async def ", 0) == 0 ||
+         IsConfigTreeDefault(f.snippet);
 }
 
 Facts GatherFacts(const Evidence& ev) {

@@ -572,6 +572,7 @@ json ReportJson(const Report& r, bool findings_inline) {
       {"generator", std::string("dualtrack ") + kVersion},
       {"verdict", ToString(r.verdict)},
       {"evidence_level", ToString(r.level)},
+      {"automatic_edits", r.automatic_edits},
       {"reasons", r.reasons},
       {"validity",
        {{"state", ToString(r.validity.state)},

@@ -319,6 +319,24 @@ void AddContextReasons(const Evidence& ev, const Facts& facts, Report& rep) {
         "Linux GPU: " +
         PlaceList(ext));
   }
+  // CUDA-only libraries and extensions the path reaches only behind a check, a fallback or an
+  // option that is off by default (`if opt.tcnn: from net_tcnn import ...`): the Mac runs without
+  // them; choosing them stays on the Linux GPU.
+  if (ev.scan) {
+    std::vector<const Finding*> optional;
+    for (const Finding& f : ev.scan->findings) {
+      if (f.guarded.value_or(false) && OnPath(f, *ev.scan) &&
+          (f.cls == scan::FindingClass::kLibrary || f.cls == scan::FindingClass::kExtension) &&
+          !f.mps_only)
+        optional.push_back(&f);
+    }
+    if (!optional.empty()) {
+      rep.reasons.push_back(
+          "Optional CUDA-only code on the path (behind a check, a fallback or an option that is "
+          "off by default), kept on the Linux GPU when chosen: " +
+          FindingPlaces(optional));
+    }
+  }
   const RuleResult& multi = FindStop(rep.stops, StopId::kMultiGpu);
   if (multi.state != RuleState::kHolds && !multi.notes.empty()) {
     rep.reasons.push_back(

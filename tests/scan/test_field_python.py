@@ -288,3 +288,70 @@ def test_raise_is_not_a_fallback(dualtrack_bin, tmp_path):
         "    torch.cuda.synchronize()\n")
     _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
     assert [(f["line"], f["guarded"]) for f in doc["findings"]] == [(5, False)]
+
+
+# ---- Values judged where they are used (issue #35): launch modes derived through assignments,
+# settings read only behind checks, early returns, options off by default.
+
+def _lines(doc, file):
+    return {(f["line"], f["code"]): f for f in doc["findings"] if f["file"] == file}
+
+
+def test_launch_mode_flows_into_the_values_it_reads(field):
+    doc = field("launch-mode-dataflow")
+    train = _lines(doc, "train.py")
+    # `backend = 'nccl'` is read only inside `if ddp:`, and ddp holds only when torchrun set RANK.
+    assert train[(9, "DT205")]["guarded"]
+    for line, code in ((18, "DT102"), (19, "DT104"), (23, "DT113")):
+        assert train[(line, code)]["guarded"], (line, code)
+    # The device is a setting the configurator overrides: unguarded, fixable, an option default.
+    device = train[(10, "DT102")]
+    assert not device["guarded"] and device["severity"] == "fixable"
+    assert device["option_default"] and device["fix"] == "safe"
+    # --dist-backend defaults to nccl but is read only under `if args.distributed:`.
+    finetune = _lines(doc, "finetune.py")
+    assert finetune[(9, "DT205")]["guarded"] and finetune[(9, "DT205")]["option_default"]
+    # Nothing else: the single-process run never reaches NCCL.
+    assert not [f for f in doc["findings"] if not f["guarded"] and f["line"] != 10]
+
+
+def test_distributed_helpers_that_return_early(field):
+    doc = field("dist-early-return")
+    misc = _lines(doc, "util/misc.py")
+    # After `if not is_dist_avail_and_initialized(): return`.
+    assert misc[(30, "DT102")]["guarded"] and misc[(30, "DT204")]["guarded"]
+    assert misc[(44, "DT115")]["guarded"]  # the SLURM branch
+    # After `else: ... return`: only when a launcher set the variables.
+    for line, code in ((51, "DT104"), (52, "DT205")):
+        assert misc[(line, code)]["guarded"], (line, code)
+    main = _lines(doc, "main.py")
+    option = main[(11, "DT102")]
+    assert not option["guarded"] and option["severity"] == "fixable" and option["option_default"]
+
+
+def test_an_option_off_by_default_gates_a_cuda_only_module(field):
+    doc = field("option-gated-module", "--entry", "main.py")
+    tcnn = [f for f in doc["findings"] if f["file"] == "net_tcnn.py"]
+    assert {(f["line"], f["class"]) for f in tcnn} == {(1, "library"), (8, "library"),
+                                                       (9, "library")}
+    assert all(f["guarded"] for f in tcnn), tcnn
+    choice = _lines(doc, "main.py")[(15, "DT102")]
+    assert choice["guarded"]
+
+
+def test_mechanical_edits_only(field):
+    doc = field("mechanical-only")
+    train = _lines(doc, "train.py")
+    assert train[(26, "DT106")]["severity"] == "portable"
+    for line in (27, 29, 31, 32, 33, 39, 40):
+        found = [f for (l, _), f in train.items() if l == line]
+        assert len(found) == 1, line
+        f = found[0]
+        assert f["class"] == "device" and not f["guarded"], f
+        assert f["severity"] == "fixable" and f["fix"] == "safe", f
+
+
+def test_feature_probes_inside_expressions(field):
+    doc = field("feature-probe-expression")
+    assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
+    assert {f["line"] for f in doc["findings"]} <= {9, 10, 11, 12, 13}

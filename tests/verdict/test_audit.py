@@ -251,3 +251,48 @@ def test_field_nccl_fallback_does_not_stop(dualtrack, tmp_path):
     report = _field_verdict(dualtrack, tmp_path, "nccl-with-fallback", "comm.py")
     stops = {s["id"]: s for s in report["stop_conditions"]}
     assert stops["multi-gpu"]["state"] != "holds", stops["multi-gpu"]
+
+
+# ---- Judged after the safe automatic edits (issue #35): a hard-wired device is not a reason
+# against the Mac; the first line says how the experiment gets there.
+
+@pytest.mark.parametrize("case,entry,how", [
+    ("launch-mode-dataflow", "train.py", "mac-ready with the device option"),
+    ("launch-mode-dataflow", "finetune.py", "mac-ready as written"),
+    ("dist-early-return", "main.py", "mac-ready with the device option"),
+    ("option-gated-module", "main.py", "mac-ready as written"),
+    ("feature-probe-expression", "train.py", "mac-ready as written"),
+])
+def test_field_mac_ready(dualtrack, tmp_path, case, entry, how):
+    report = _field_verdict(dualtrack, tmp_path, case, entry)
+    assert report["verdict"] == "mac-ready", report["reasons"]
+    assert report["evidence_level"] == "predicted"
+    assert report["reasons"][0].startswith(how), report["reasons"]
+    stops = {s["id"]: s for s in report["stop_conditions"]}
+    assert stops["multi-gpu"]["state"] != "holds", stops["multi-gpu"]
+
+
+def test_field_mechanical_only_is_mac_ready_after_fix(dualtrack, tmp_path):
+    import shutil
+    project = tmp_path / "project"
+    shutil.copytree(FIELD / "mechanical-only", project)
+    report = _field_verdict(dualtrack, tmp_path, "mechanical-only", "train.py")
+    first = report["reasons"][0]
+    assert report["verdict"] == "mac-ready", report["reasons"]
+    assert first.startswith("mac-ready after `dualtrack fix ") and "(7 automatic edit(s)" in first, first
+    assert report["automatic_edits"] == 7
+    assert "dualtrack fix " in report["next_steps"][0]["action"], report["next_steps"][0]
+    # After the edits: the same verdict, with no edit left to make.
+    r = dualtrack("fix", project, "--apply", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = dualtrack("audit", project, "--entry", "train.py", "--format", "json",
+                  "-o", tmp_path / "after" / "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    after = json.loads(r.stdout)["experiments"][0]["report"]
+    assert after["verdict"] == "mac-ready", after["reasons"]
+    assert after["automatic_edits"] == 0 and after["reasons"][0].startswith("mac-ready as written")
+
+
+def test_field_option_gated_module_names_what_stays_on_cuda(dualtrack, tmp_path):
+    report = _field_verdict(dualtrack, tmp_path, "option-gated-module", "main.py")
+    assert any("net_tcnn.py:1" in r for r in report["reasons"]), report["reasons"]
