@@ -23,42 +23,12 @@
 #include "scan/prefilter.h"
 #include "scan/python_lexer.h"
 #include "scan/python_scanner.h"
+#include "scan/python_settings.h"
+#include "scan/python_tokens.h"
 #include "scan/registry.h"
 #include "util/strings.h"
 
 namespace dt::scan {
-
-// Text tests the model and the rules share.
-namespace py {
-
-inline bool IsDigits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
-inline bool Contains(std::string_view s, std::string_view part) {
-  return s.find(part) != std::string_view::npos;
-}
-
-// Whether `s` holds `word` (lower-case letters) in any case, without a lower-case copy: `| 0x20`
-// maps only 'A'-'Z' onto the letters.
-inline bool ContainsFolded(std::string_view s, std::string_view word) {
-  for (std::size_t i = 0; i + word.size() <= s.size(); ++i) {
-    std::size_t k = 0;
-    while (k < word.size() && (s[i + k] | 0x20) == word[k]) ++k;
-    if (k == word.size()) return true;
-  }
-  return false;
-}
-
-inline bool IsNccl(std::string_view body) {
-  return body.size() == 4 && (body[0] | 0x20) == 'n' && (body[1] | 0x20) == 'c' &&
-         (body[2] | 0x20) == 'c' && (body[3] | 0x20) == 'l';
-}
-
-}  // namespace py
 
 // Whether a guard expression holds only where CUDA is present (or chosen), only where it is not,
 // or says nothing either way.
@@ -126,15 +96,6 @@ class NameSet {
   std::size_t size_ = 0;
 };
 
-// A literal a setting holds by default (`default=-1`, `action="store_true"`, `"cuda"`): what a
-// condition on the setting says on the default path.
-struct PyValue {
-  enum Kind { kUnknown, kNumber, kBool, kNone, kString } kind = kUnknown;
-  double number = 0;      // kNumber, and kBool as 0 / 1.
-  std::string_view text;  // kString: the body, a view into the source.
-  bool Truthy() const;
-};
-
 // A function, class or the module: names resolve in their own scope first (a parameter called
 // CUDA_HOME is not the import of it elsewhere).
 struct PyScope {
@@ -195,7 +156,7 @@ class CondEvaluator {
 // The model of one file. Its tokens live in the thread's lexer storage, reused from file to file
 // (a scanner thread lexes thousands), so a thread holds one model at a time; the names it keeps
 // are views into the source, which outlives it.
-class PyModel {
+class PyModel : public PyTokens {
  public:
   PyModel(std::string_view src, const Registry& reg, const PyScanOptions& opt);
   PyModel(const PyModel&) = delete;
@@ -212,61 +173,10 @@ class PyModel {
   // Every fact: scopes, bindings, imports, kernels, guards, and each line's guard state.
   void Build();
 
-  // --- Tokens and lines --------------------------------------------------------------------------
+  // --- Tokens and lines: see PyTokens (python_tokens.h) ---------------------------------------
 
-  const Lexed& lex() const { return lex_; }
-  std::string_view source() const { return source_; }
-  const std::vector<LogicalLine>& lines() const { return lex_.lines; }
   const Registry& reg() const { return reg_; }
-  const Token& T(std::size_t k) const { return lex_.tokens[k]; }
-  TokenText Text(const Token& t) const { return lex_.Text(t); }
-  std::uint32_t Line(const Token& t) const { return lex_.Line(t); }
-  std::uint32_t Column(const Token& t) const { return lex_.Column(t); }
-  template <std::size_t N>
-  bool Is(const Token& t, const char (&text)[N]) const {
-    return lex_.Text(t) == text;
-  }
-  template <std::size_t N>
-  bool IsOp(const Token& t, const char (&text)[N]) const {
-    return t.kind() == TokKind::kOp && lex_.Text(t) == text;
-  }
-  bool IsName(const Token& t) const { return t.kind() == TokKind::kName; }
-  bool IsOpen(const Token& t) const {
-    if (t.kind() != TokKind::kOp || t.size() != 1) return false;
-    char c = lex_.src[t.offset];
-    return c == '(' || c == '[' || c == '{';
-  }
-  bool IsClose(const Token& t) const {
-    if (t.kind() != TokKind::kOp || t.size() != 1) return false;
-    char c = lex_.src[t.offset];
-    return c == ')' || c == ']' || c == '}';
-  }
-  TokenText First(const LogicalLine& l) const { return lex_.Text(T(l.begin)); }
-  // The keyword of a line, past `async`.
-  TokenText Head(const LogicalLine& l) const {
-    if (First(l) == "async" && l.end - l.begin > 1) return lex_.Text(T(l.begin + 1));
-    return First(l);
-  }
-  // "cuda", "cuda:0", and f"cuda:{rank}".
-  bool IsCudaDeviceString(const Token& t) const;
-  // A statement of string literals alone: a docstring, prose.
-  bool StringsOnly(const LogicalLine& l) const;
-  // `if __name__ == "__main__":`.
-  bool IsMainCheck(const LogicalLine& l) const;
-  // Reads a dotted name starting at token k; returns the end index.
-  std::size_t Dotted(std::size_t k, std::size_t end, std::string& out) const;
-  // The index of the bracket closing the one at `open`, or e.
-  std::size_t Matching(std::size_t open, std::size_t e) const;
-  // The first top-level `:` of the line, or its end.
-  std::size_t FindColon(const LogicalLine& l) const;
-  // The opening bracket whose contents hold token k (a call's, for the message of `print(...)` or
-  // `warnings.warn(...)`): its index, or -1 when none does.
-  std::size_t EnclosingOpen(std::size_t k, std::size_t b) const;
-  // The arguments of the call that starts at `open` (when it is one): positional ones, keywords
-  // and spreads, counted at the call's own depth.
-  void ReadCall(std::size_t open, std::size_t e, PyRef& r) const;
-  // Whether the (string) token k of [b, e) is compared, or tested for membership.
-  bool InComparison(std::size_t k, std::size_t b, std::size_t e) const;
+  std::string_view source() const { return source_; }
 
   // --- Scopes ------------------------------------------------------------------------------------
 
@@ -402,14 +312,12 @@ class PyModel {
 
   // --- Settings (python_options.cc) --------------------------------------------------------------
 
-  // What test [b, e) says on the default path when it reads a command-line option
-  // (`opt.tcnn`, `args.gpu is not None`, `args.batch_size == -1`): whether it holds with the
-  // option's default; nullopt when it reads no option with a literal default.
-  std::optional<bool> OptionTest(std::size_t b, std::size_t e) const;
-  // Whether physical line `line` declares a setting the user overrides: an `add_argument(...)`, or
-  // a module setting before `exec(open(configurator).read())`.
-  bool IsOptionLine(std::uint32_t line) const;
-  const std::vector<std::uint32_t>& option_lines() const { return option_lines_; }
+  // The file's command-line options and settings (python_settings.h).
+  const PySettings& settings() const { return settings_; }
+  // What test [b, e) says on the default path when it reads a command-line option.
+  std::optional<bool> OptionTest(std::size_t b, std::size_t e) const {
+    return settings_.Test(*this, b, e);
+  }
 
   // --- What the rules find as they read the lines ------------------------------------------------
 
@@ -433,14 +341,8 @@ class PyModel {
 
   static const Lexed& LexInto(std::string_view src);
   bool TriggerInCode() const;
-  void BuildGuards();  // python_guards.cc
-  // python_options.cc
-  void CollectOptions();
-  void ReadOption(std::size_t open, std::size_t e, std::uint32_t first_line,
-                  std::uint32_t last_line);
-  std::string DeclaredOption(std::size_t open, std::size_t e) const;
-  const PyValue* OptionDefault(std::size_t k) const;
-  void GuardValuesReadOnlyBehindChecks();
+  void BuildGuards();                      // python_guards.cc
+  void GuardValuesReadOnlyBehindChecks();  // python_settings.cc
   const std::string* LookupBound(std::string_view name, int s) const;
   bool IsHandleBound(std::string_view name, int s) const;
   void BindHandle(int scope, std::string_view name) {
@@ -452,7 +354,6 @@ class PyModel {
   const PyScanOptions& opt_;
   bool always_;  // setup.py strings and user rules bypass the cheap line test.
   std::string_view source_;
-  const Lexed& lex_;
   std::vector<Prefilter::Match> triggers_;  // Where the trigger words occur in the source.
   CondEvaluator cond_{*this};
   bool bind_ = true;  // Whether imports bind names (BuildImports needs only the imports).
@@ -486,11 +387,7 @@ class PyModel {
   // Names whose mention can make a line interesting (library, extension, optional and guard
   // names); lines with none of them and none of the trigger words are skipped without analysis.
   NameSet hot_names_;
-  // Command-line options by destination (`dist_backend`) with their defaults, the names that hold
-  // a parsed namespace, and the physical lines that declare a setting (sorted).
-  std::unordered_map<std::string, PyValue> options_;
-  std::unordered_set<std::string_view> namespaces_;
-  std::vector<std::uint32_t> option_lines_;
+  PySettings settings_;
 };
 
 // --- Guards found after the rules ran (python_guards.cc) -----------------------------------------

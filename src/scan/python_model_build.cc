@@ -376,7 +376,7 @@ void PyModel::Build() {
   PyModelBuilder builder(*this);
   builder.Start();
   builder.Build();
-  CollectOptions();
+  settings_.Collect(*this);
   BuildGuards();
   GuardValuesReadOnlyBehindChecks();
 }

@@ -40,7 +40,8 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   model.Build();
   PyRuleContext cx{model, sink, options, result};
   RunRules(cx);
-  if (!model.option_lines().empty()) sink.MarkOptionDefaults(model.option_lines());
+  if (!model.settings().option_lines().empty())
+    sink.MarkOptionDefaults(model.settings().option_lines());
   GuardPasses(cx);
   if (options.collect_calls) CollectCalls(model, options, result);
   for (PyImport& imp : model.imports()) imp.guarded = model.RunsBehindCheck(imp.line_index);

@@ -1,8 +1,7 @@
-// Settings in the semantic model: command-line options (argparse) with their defaults, the names
-// that hold the parsed namespace, module settings a configurator overrides, and where values are
-// used. A value is judged where it is used: a branch on an option that is off by default runs only
-// when the user opts in, and a CUDA value that is read only behind checks is as guarded as the
-// lines that read it.
+// Settings in the semantic model (python_settings.h), and values judged where they are used: a CUDA
+// value read only behind checks is as guarded as the lines that read it.
+#include "scan/python_settings.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <optional>
@@ -68,33 +67,33 @@ bool PyValue::Truthy() const {
 }
 
 // One `add_argument(...)` call whose bracket opens at `open`: its destination and default.
-void PyModel::ReadOption(std::size_t open, std::size_t e, std::uint32_t first_line,
-                         std::uint32_t last_line) {
-  const std::string dest = DeclaredOption(open, e);
+void PySettings::Read(const PyModel& m, std::size_t open, std::size_t e, std::uint32_t first_line,
+                      std::uint32_t last_line) {
+  const std::string dest = Declared(m, open, e);
   if (dest.empty()) return;  // A positional argument, or a name built at run time.
-  const std::size_t close = Matching(open, e);
+  const std::size_t close = m.Matching(open, e);
   PyValue def;
   def.kind = PyValue::kNone;  // argparse's default without `default=`.
   bool has_default = false;
   int depth = 0;
   for (std::size_t k = open + 1; k < close; ++k) {
-    const Token& t = T(k);
-    if (IsOpen(t)) ++depth;
-    if (IsClose(t)) --depth;
-    if (depth != 0 || !IsName(t) || k + 1 >= close || !IsOp(T(k + 1), "=")) continue;
+    const Token& t = m.T(k);
+    if (m.IsOpen(t)) ++depth;
+    if (m.IsClose(t)) --depth;
+    if (depth != 0 || !m.IsName(t) || k + 1 >= close || !m.IsOp(m.T(k + 1), "=")) continue;
     // The keyword's value: up to the next comma at this depth.
     std::size_t v = k + 2, ve = v;
     for (int d = 0; ve < close; ++ve) {
-      if (IsOpen(T(ve))) ++d;
-      if (IsClose(T(ve))) --d;
-      if (d == 0 && IsOp(T(ve), ",")) break;
+      if (m.IsOpen(m.T(ve))) ++d;
+      if (m.IsClose(m.T(ve))) --d;
+      if (d == 0 && m.IsOp(m.T(ve), ",")) break;
     }
-    const TokenText key = Text(t);
+    const TokenText key = m.Text(t);
     if (key == "default") {
-      def = Literal(*this, v, ve);
+      def = Literal(m, v, ve);
       has_default = true;
     } else if (key == "action" && ve == v + 1 && !has_default) {
-      const std::string_view action = StringBody(Text(T(v)));
+      const std::string_view action = StringBody(m.Text(m.T(v)));
       if (action == "store_true") def = PyValue{PyValue::kBool, 0, {}};
       if (action == "store_false") def = PyValue{PyValue::kBool, 1, {}};
     }
@@ -104,35 +103,37 @@ void PyModel::ReadOption(std::size_t open, std::size_t e, std::uint32_t first_li
   for (std::uint32_t l = first_line; l <= last_line; ++l) option_lines_.push_back(l);
 }
 
-void PyModel::CollectOptions() {
+void PySettings::Collect(const PyModel& m) {
   // Most files parse no options: one search of the source decides.
-  const bool argparse = source_.find("add_argument") != std::string_view::npos;
-  const bool configurator = source_.find("exec(") != std::string_view::npos;
+  const bool argparse = m.source().find("add_argument") != std::string_view::npos;
+  const bool configurator = m.source().find("exec(") != std::string_view::npos;
   if (!argparse && !configurator) return;
   std::vector<std::size_t> module_settings;  // Module-level `NAME = literal` lines, in order.
-  for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
-    const LogicalLine& l = lex_.lines[li];
-    const std::uint32_t first = Line(T(l.begin)), last = Line(T(l.end - 1));
+  for (std::size_t li = 0; li < m.lines().size(); ++li) {
+    const LogicalLine& l = m.lines()[li];
+    const std::uint32_t first = m.Line(m.T(l.begin)), last = m.Line(m.T(l.end - 1));
     if (argparse) {
       for (std::size_t k = l.begin; k + 1 < l.end; ++k) {
-        if (IsName(T(k)) && Text(T(k)) == "add_argument" && IsOp(T(k + 1), "("))
-          ReadOption(k + 1, l.end, first, last);
+        if (m.IsName(m.T(k)) && m.Text(m.T(k)) == "add_argument" && m.IsOp(m.T(k + 1), "("))
+          Read(m, k + 1, l.end, first, last);
         // NAME = ....parse_args(...), NAME, rest = ....parse_known_args(...)
-        if (IsName(T(k)) && (Text(T(k)) == "parse_args" || Text(T(k)) == "parse_known_args") &&
-            IsName(T(l.begin)) && (IsOp(T(l.begin + 1), "=") || IsOp(T(l.begin + 1), ",")))
-          namespaces_.insert(Text(T(l.begin)));
+        if (m.IsName(m.T(k)) &&
+            (m.Text(m.T(k)) == "parse_args" || m.Text(m.T(k)) == "parse_known_args") &&
+            m.IsName(m.T(l.begin)) &&
+            (m.IsOp(m.T(l.begin + 1), "=") || m.IsOp(m.T(l.begin + 1), ",")))
+          namespaces_.insert(m.Text(m.T(l.begin)));
       }
     }
     if (!configurator || l.indent != 0) continue;
-    if (l.end - l.begin >= 3 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=") &&
-        Literal(*this, l.begin + 2, l.end).kind != PyValue::kUnknown) {
+    if (l.end - l.begin >= 3 && m.IsName(m.T(l.begin)) && m.IsOp(m.T(l.begin + 1), "=") &&
+        Literal(m, l.begin + 2, l.end).kind != PyValue::kUnknown) {
       module_settings.push_back(li);
-    } else if (First(l) == "exec" && l.end - l.begin > 3 && Text(T(l.begin + 2)) == "open") {
+    } else if (m.First(l) == "exec" && l.end - l.begin > 3 && m.Text(m.T(l.begin + 2)) == "open") {
       // `exec(open('configurator.py').read())`: the module settings before it are the command
       // line's defaults (nanoGPT's configurator); a later `NAME = ...` is not overridden.
       for (std::size_t s : module_settings) {
-        const LogicalLine& sl = lex_.lines[s];
-        for (std::uint32_t p = Line(T(sl.begin)); p <= Line(T(sl.end - 1)); ++p)
+        const LogicalLine& sl = m.lines()[s];
+        for (std::uint32_t p = m.Line(m.T(sl.begin)); p <= m.Line(m.T(sl.end - 1)); ++p)
           option_lines_.push_back(p);
       }
       module_settings.clear();
@@ -141,41 +142,43 @@ void PyModel::CollectOptions() {
   if (!options_.empty()) {
     // Attributes assigned in the file (`args.distributed = args.world_size > 1`) are no longer
     // their option's default.
-    for (const LogicalLine& l : lex_.lines) {
-      if (l.end - l.begin >= 4 && IsName(T(l.begin)) && IsOp(T(l.begin + 1), ".") &&
-          IsName(T(l.begin + 2)) && IsOp(T(l.begin + 3), "="))
-        options_.erase(std::string(Text(T(l.begin + 2))));
+    for (const LogicalLine& l : m.lines()) {
+      if (l.end - l.begin >= 4 && m.IsName(m.T(l.begin)) && m.IsOp(m.T(l.begin + 1), ".") &&
+          m.IsName(m.T(l.begin + 2)) && m.IsOp(m.T(l.begin + 3), "="))
+        options_.erase(std::string(m.Text(m.T(l.begin + 2))));
     }
   }
   std::sort(option_lines_.begin(), option_lines_.end());
 }
 
-const PyValue* PyModel::OptionDefault(std::size_t k) const {
+const PyValue* PySettings::Default(const PyModel& m, std::size_t k) const {
   // NS . dest, NS a parsed namespace (or a parameter named like one).
-  if (options_.empty() || k < 2 || !IsOp(T(k - 1), ".") || !IsName(T(k - 2))) return nullptr;
-  if (k >= 3 && IsOp(T(k - 3), ".")) return nullptr;  // a.args.x
-  const TokenText ns = Text(T(k - 2));
+  if (options_.empty() || k < 2 || !m.IsOp(m.T(k - 1), ".") || !m.IsName(m.T(k - 2)))
+    return nullptr;
+  if (k >= 3 && m.IsOp(m.T(k - 3), ".")) return nullptr;  // a.args.x
+  const TokenText ns = m.Text(m.T(k - 2));
   if (!namespaces_.count(ns) && !IsNamespaceParam(ns)) return nullptr;
-  auto it = options_.find(std::string(Text(T(k))));
+  auto it = options_.find(std::string(m.Text(m.T(k))));
   return it == options_.end() ? nullptr : &it->second;
 }
 
-std::optional<bool> PyModel::OptionTest(std::size_t b, std::size_t e) const {
+std::optional<bool> PySettings::Test(const PyModel& m, std::size_t b, std::size_t e) const {
   // `NS.dest`, `NS.dest is [not] None`, `NS.dest <op> literal`, under the default.
-  if (e < b + 3 || !IsName(T(b)) || !IsOp(T(b + 1), ".") || !IsName(T(b + 2))) return std::nullopt;
-  const PyValue* def = OptionDefault(b + 2);
+  if (e < b + 3 || !m.IsName(m.T(b)) || !m.IsOp(m.T(b + 1), ".") || !m.IsName(m.T(b + 2)))
+    return std::nullopt;
+  const PyValue* def = Default(m, b + 2);
   if (def == nullptr || def->kind == PyValue::kUnknown) return std::nullopt;
   std::size_t k = b + 3;
   bool holds;
   if (k == e) {
     holds = def->Truthy();
-  } else if (Is(T(k), "is")) {
-    const bool negated = k + 1 < e && Is(T(k + 1), "not");
-    if (k + (negated ? 2 : 1) + 1 != e || !Is(T(e - 1), "None")) return std::nullopt;
+  } else if (m.Is(m.T(k), "is")) {
+    const bool negated = k + 1 < e && m.Is(m.T(k + 1), "not");
+    if (k + (negated ? 2 : 1) + 1 != e || !m.Is(m.T(e - 1), "None")) return std::nullopt;
     holds = (def->kind == PyValue::kNone) != negated;
-  } else if (T(k).kind() == TokKind::kOp) {
-    const TokenText op = Text(T(k));
-    const PyValue v = Literal(*this, k + 1, e);
+  } else if (m.T(k).kind() == TokKind::kOp) {
+    const TokenText op = m.Text(m.T(k));
+    const PyValue v = Literal(m, k + 1, e);
     if (v.kind == PyValue::kUnknown) return std::nullopt;
     // A device string keeps its meaning: `args.device == "cuda"` is a check of the device.
     if (v.kind == PyValue::kString && (StartsWith(v.text, "cuda") || py::IsNccl(v.text)))
@@ -209,7 +212,7 @@ std::optional<bool> PyModel::OptionTest(std::size_t b, std::size_t e) const {
   return holds;
 }
 
-bool PyModel::IsOptionLine(std::uint32_t line) const {
+bool PySettings::IsOptionLine(std::uint32_t line) const {
   return std::binary_search(option_lines_.begin(), option_lines_.end(), line);
 }
 
@@ -235,10 +238,8 @@ void PyModel::GuardValuesReadOnlyBehindChecks() {
     }
     for (std::size_t k = l.begin; k + 1 < l.end; ++k) {
       if (!(IsName(T(k)) && Text(T(k)) == "add_argument" && IsOp(T(k + 1), "("))) continue;
-      std::string dest = DeclaredOption(k + 1, l.end);
-      if (dest.empty()) break;
-      auto it = options_.find(dest);
-      if (it != options_.end()) candidates.push_back({li, it->first, true, -1});
+      const std::string_view dest = settings_.Key(settings_.Declared(*this, k + 1, l.end));
+      if (!dest.empty()) candidates.push_back({li, dest, true, -1});
       break;
     }
   }
@@ -275,30 +276,33 @@ void PyModel::GuardValuesReadOnlyBehindChecks() {
   }
 }
 
-// The destination of the `add_argument(` call whose bracket opens at `open`, as ReadOption names
-// it.
-std::string PyModel::DeclaredOption(std::size_t open, std::size_t e) const {
-  const std::size_t close = Matching(open, e);
+std::string PySettings::Declared(const PyModel& m, std::size_t open, std::size_t e) const {
+  const std::size_t close = m.Matching(open, e);
   std::string dest, long_name, short_name;
   int depth = 0;
   for (std::size_t k = open + 1; k < close; ++k) {
-    const Token& t = T(k);
-    if (IsOpen(t)) ++depth;
-    if (IsClose(t)) --depth;
+    const Token& t = m.T(k);
+    if (m.IsOpen(t)) ++depth;
+    if (m.IsClose(t)) --depth;
     if (depth != 0) continue;
-    if (t.kind() == TokKind::kString && (IsOp(T(k - 1), "(") || IsOp(T(k - 1), ","))) {
-      const std::string_view body = StringBody(Text(t));
+    if (t.kind() == TokKind::kString && (m.IsOp(m.T(k - 1), "(") || m.IsOp(m.T(k - 1), ","))) {
+      const std::string_view body = StringBody(m.Text(t));
       if (StartsWith(body, "--") && long_name.empty()) long_name = std::string(body.substr(2));
       if (StartsWith(body, "-") && !StartsWith(body, "--") && short_name.empty())
         short_name = std::string(body.substr(1));
-    } else if (IsName(t) && Text(t) == "dest" && k + 2 < close && IsOp(T(k + 1), "=") &&
-               T(k + 2).kind() == TokKind::kString) {
-      dest = std::string(StringBody(Text(T(k + 2))));
+    } else if (m.IsName(t) && m.Text(t) == "dest" && k + 2 < close && m.IsOp(m.T(k + 1), "=") &&
+               m.T(k + 2).kind() == TokKind::kString) {
+      dest = std::string(StringBody(m.Text(m.T(k + 2))));
     }
   }
   if (dest.empty()) dest = !long_name.empty() ? long_name : short_name;
   std::replace(dest.begin(), dest.end(), '-', '_');
   return dest;
+}
+
+std::string_view PySettings::Key(const std::string& dest) const {
+  auto it = options_.find(dest);
+  return it == options_.end() ? std::string_view() : std::string_view(it->first);
 }
 
 }  // namespace dt::scan
