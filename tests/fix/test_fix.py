@@ -10,6 +10,7 @@ import py_compile
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,11 @@ def test_a_missing_path_is_an_input_error(dualtrack, tmp_path):
     out = dualtrack("fix", tmp_path / "nope")
     assert out.returncode == 2
     assert "nope" in out.stderr
+
+
+def test_feature_probes_leave_nothing_to_fix(dualtrack):
+    # Field case feature-probe-expression: every CUDA call stands behind its own probe.
+    field = Path(__file__).resolve().parents[1] / "scan" / "fixtures" / "field" / "feature-probe-expression"
+    r = dualtrack("fix", field)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "" and "would fix 0 findings" in r.stderr
