@@ -638,9 +638,23 @@ static std::string ExperimentsTitle(const Report& r) {
   return fmt::format("{} ({} experiment(s))", project, r.experiments.size());
 }
 
+namespace {
+
+// "mac-ready after `dualtrack fix --apply` (7 automatic edits)": the verdict word, and how the
+// experiment gets there when the automatic edits are all that stand in the way.
+std::string VerdictWords(const Report& r) {
+  std::string words = ToString(r.verdict);
+  if (r.verdict == Verdict::kMacReady && r.automatic_edits > 0)
+    words +=
+        fmt::format(" after `dualtrack fix --apply` ({} automatic edit(s))", r.automatic_edits);
+  return words;
+}
+
+}  // namespace
+
 std::string RenderText(const Report& r) {
   std::ostringstream os;
-  os << "verdict: " << ToString(r.verdict) << " (" << ToString(r.level) << ")\n";
+  os << "verdict: " << VerdictWords(r) << " (" << ToString(r.level) << ")\n";
   if (r.validity.state == ValidityState::kDiffers) os << "VALIDITY: " << r.validity.summary << '\n';
   for (const std::string& reason : r.reasons) os << "  - " << reason << '\n';
   os << "checklist:\n";
@@ -674,8 +688,9 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
     os << "\nThe report below is for the experiment **" << EscapeMarkdown(ev.experiment)
        << "**.\n\n";
   }
-  os << "# dualtrack report: **" << ToString(r.verdict) << "** (" << ToString(r.level)
-     << " evidence)\n\n";
+  os << "# dualtrack report: **" << ToString(r.verdict) << "**"
+     << EscapeMarkdown(VerdictWords(r).substr(std::string_view(ToString(r.verdict)).size())) << " ("
+     << ToString(r.level) << " evidence)\n\n";
   if (r.validity.state == ValidityState::kDiffers) {
     os << "> **Validity: " << EscapeMarkdown(r.validity.summary)
        << "** A `mac-ready` verdict is not possible.\n\n";
@@ -967,7 +982,7 @@ void HtmlTop(std::ostringstream& os, const Report& r) {
        << "</strong> A mac-ready verdict is not possible until the tracks share them.</div>\n";
   }
   os << "<section class=\"banner " << HtmlEscape(ToString(r.verdict))
-     << "\" id=\"verdict\"><span class=\"v\">" << HtmlEscape(ToString(r.verdict))
+     << "\" id=\"verdict\"><span class=\"v\">" << HtmlEscape(VerdictWords(r))
      << "</span><span class=\"lvl\">evidence: " << ToString(r.level) << "</span><ul>";
   for (const std::string& reason : r.reasons) os << "<li>" << HtmlEscape(reason) << "</li>";
   os << "</ul></section>\n";
