@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The tree's formatting and lint, as CI checks them: clang-format (the repository's .clang-format)
 # on the C++ sources, clang-tidy (.clang-tidy, every warning an error) on the non-test C++ sources
-# against build/compile_commands.json, ruff (pyproject.toml's [tool.ruff]) on the Python package, benchmarks and
-# tools, and mypy ([tool.mypy]) on the package. `scripts/lint.sh --fix` rewrites instead of
-# checking (mypy only checks).
+# against build/compile_commands.json, scripts/limits.py (the house limits on function and class
+# length) on the non-test C++ sources, ruff (pyproject.toml's [tool.ruff]) on the Python package,
+# benchmarks and tools, and mypy ([tool.mypy]) on the package. `scripts/lint.sh --fix` rewrites
+# instead of checking (mypy and the limits only check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -37,6 +38,9 @@ if [ -n "$tidy" ] && "$tidy" --version | grep -q 'version 14\.' && [ -f build/co
 else
   echo "clang-tidy 14 or build/compile_commands.json not found: C++ lint not checked" >&2
 fi
+
+# The house limits: no function over 120 lines, no class over 700 with its out-of-line members.
+"$PYTHON" scripts/limits.py src
 
 if [ $fix = 1 ]; then
   "$PYTHON" -m ruff format "${python[@]}"

@@ -188,7 +188,70 @@ class Unpickler {
     return items;
   }
 
+  // One opcode, by family; an opcode torch.save does not write is refused before anything runs.
   Status Step(unsigned char op, std::size_t at) {
+    switch (op) {
+      case 0x80:  // PROTO
+      case 0x95:  // FRAME
+      case '.':   // STOP
+        return Framing(op, at);
+      case '(':
+      case '}':
+      case ']':
+      case ')':
+      case 'N':
+      case 0x88:
+      case 0x89:
+        return PushConstant(op);
+      case 'J':
+      case 'K':
+      case 'M':
+      case 0x8a:  // LONG1
+      case 'G':   // BINFLOAT
+        return PushNumber(op, at);
+      case 'X':
+      case 0x8c:
+      case 0x8d:
+      case 'B':
+      case 'C':
+        return PushString(op, at);
+      case 'q':
+      case 'r':
+      case 0x94:
+        return MemoPut(op, at);
+      case 'h':
+      case 'j':
+        return MemoGet(op, at);
+      case 'c':   // GLOBAL
+      case 0x93:  // STACK_GLOBAL
+        return Global(op, at);
+      case 't':
+      case 0x85:
+      case 0x86:
+      case 0x87:
+        return MakeTuple(op);
+      case 'a':
+      case 'e':
+      case 's':
+      case 'u':
+        return Fill(op, at);
+      case '0':
+      case '1':
+      case '2':
+        return StackOp(op, at);
+      case 'Q':
+        return PersistentLoad(at);
+      case 'R':
+        return Reduce(at);
+      case 'b':
+        return Build(at);
+      default:
+        return Unsupported(op, at);
+    }
+  }
+
+  // PROTO, FRAME, STOP.
+  Status Framing(unsigned char op, std::size_t at) {
     switch (op) {
       case 0x80:  // PROTO
         if (!Need(1)) return FailAt(at, "truncated PROTO");
@@ -199,9 +262,15 @@ class Unpickler {
         if (!Need(8)) return FailAt(at, "truncated FRAME");
         p_ += 8;
         return OkStatus();
-      case '.':
+      default:  // '.'
         stopped_ = true;
         return OkStatus();
+    }
+  }
+
+  // MARK, the empty dict, list and tuple, None, True and False.
+  Status PushConstant(unsigned char op) {
+    switch (op) {
       case '(': {
         Obj m;
         m.kind = Kind::kMark;
@@ -216,13 +285,18 @@ class Unpickler {
       }
       case 'N':
         return Push(Obj{});
-      case 0x88:
-      case 0x89: {
+      default: {  // 0x88, 0x89
         Obj o;
         o.kind = Kind::kBool;
         o.i = op == 0x88;
         return Push(std::move(o));
       }
+    }
+  }
+
+  // BININT, BININT1, BININT2, LONG1, BINFLOAT.
+  Status PushNumber(unsigned char op, std::size_t at) {
+    switch (op) {
       case 'J':
       case 'K':
       case 'M': {
@@ -245,7 +319,7 @@ class Unpickler {
         o.i = static_cast<std::int64_t>(v);
         return Push(std::move(o));
       }
-      case 'G': {
+      default: {  // 'G'
         if (!Need(8)) return FailAt(at, "truncated BINFLOAT");
         std::uint64_t v = 0;
         for (int i = 0; i < 8; ++i) v = (v << 8) | p_[i];
@@ -255,92 +329,99 @@ class Unpickler {
         std::memcpy(&o.f, &v, 8);
         return Push(std::move(o));
       }
-      case 'X':
-      case 0x8c:
-      case 0x8d:
-      case 'B':
-      case 'C': {
-        int w = (op == 'X' || op == 'B') ? 4 : (op == 0x8d) ? 8 : 1;
-        if (!Need(static_cast<std::size_t>(w))) return FailAt(at, "truncated string length");
-        std::uint64_t n = Le(w);
-        if (!Need(n)) return FailAt(at, "string runs past the end of the pickle");
-        Obj o;
-        o.kind = (op == 'B' || op == 'C') ? Kind::kBytes : Kind::kStr;
-        o.s.assign(reinterpret_cast<const char*>(p_), n);
-        p_ += n;
-        return Push(std::move(o));
-      }
-      case 'q':
-      case 'r':
-      case 0x94: {
-        std::uint64_t idx;
-        if (op == 0x94) {
-          idx = memo_.size();
-        } else {
-          int n = op == 'q' ? 1 : 4;
-          if (!Need(static_cast<std::size_t>(n))) return FailAt(at, "truncated PUT");
-          idx = Le(n);
-        }
-        if (stack_.empty()) return FailAt(at, "PUT on an empty stack");
-        if (memo_.size() >= kMaxObjects) return FailAt(at, "memo too large");
-        memo_[idx] = stack_.back();
-        return OkStatus();
-      }
-      case 'h':
-      case 'j': {
-        int n = op == 'h' ? 1 : 4;
-        if (!Need(static_cast<std::size_t>(n))) return FailAt(at, "truncated GET");
-        std::uint64_t idx = Le(n);
-        auto it = memo_.find(idx);
-        if (it == memo_.end()) return FailAt(at, "GET of an unknown memo entry");
-        stack_.push_back(it->second);
-        return OkStatus();
-      }
-      case 'c': {  // GLOBAL "module\nname\n"
-        const unsigned char* nl1 = static_cast<const unsigned char*>(
-            std::memchr(p_, '\n', static_cast<std::size_t>(end_ - p_)));
-        if (!nl1) return FailAt(at, "truncated GLOBAL");
-        const unsigned char* nl2 = static_cast<const unsigned char*>(
-            std::memchr(nl1 + 1, '\n', static_cast<std::size_t>(end_ - nl1 - 1)));
-        if (!nl2) return FailAt(at, "truncated GLOBAL");
-        std::string g(reinterpret_cast<const char*>(p_), static_cast<std::size_t>(nl1 - p_));
-        g += '.';
-        g.append(reinterpret_cast<const char*>(nl1 + 1), static_cast<std::size_t>(nl2 - nl1 - 1));
-        p_ = nl2 + 1;
-        return PushGlobal(g, at);
-      }
-      case 0x93: {  // STACK_GLOBAL
-        auto name = Pop();
-        if (!name) return name.take_error();
-        auto mod = Pop();
-        if (!mod) return mod.take_error();
-        if (objs_[*name].kind != Kind::kStr || objs_[*mod].kind != Kind::kStr) {
-          return FailAt(at, "STACK_GLOBAL of non-strings");
-        }
-        return PushGlobal(objs_[*mod].s + "." + objs_[*name].s, at);
-      }
-      case 't': {
-        auto items = PopMark();
-        if (!items) return items.take_error();
-        Obj o;
-        o.kind = Kind::kTuple;
-        o.items = std::move(*items);
-        return Push(std::move(o));
-      }
-      case 0x85:
-      case 0x86:
-      case 0x87: {
-        std::size_t n = op - 0x84u;
-        Obj o;
-        o.kind = Kind::kTuple;
-        o.items.resize(n);
-        for (std::size_t i = n; i-- > 0;) {
-          auto v = Pop();
-          if (!v) return v.take_error();
-          o.items[i] = *v;
-        }
-        return Push(std::move(o));
-      }
+    }
+  }
+
+  // BINUNICODE, SHORT_BINUNICODE, BINUNICODE8, BINBYTES, SHORT_BINBYTES.
+  Status PushString(unsigned char op, std::size_t at) {
+    int w = (op == 'X' || op == 'B') ? 4 : (op == 0x8d) ? 8 : 1;
+    if (!Need(static_cast<std::size_t>(w))) return FailAt(at, "truncated string length");
+    std::uint64_t n = Le(w);
+    if (!Need(n)) return FailAt(at, "string runs past the end of the pickle");
+    Obj o;
+    o.kind = (op == 'B' || op == 'C') ? Kind::kBytes : Kind::kStr;
+    o.s.assign(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return Push(std::move(o));
+  }
+
+  // BINPUT, LONG_BINPUT, MEMOIZE.
+  Status MemoPut(unsigned char op, std::size_t at) {
+    std::uint64_t idx;
+    if (op == 0x94) {
+      idx = memo_.size();
+    } else {
+      int n = op == 'q' ? 1 : 4;
+      if (!Need(static_cast<std::size_t>(n))) return FailAt(at, "truncated PUT");
+      idx = Le(n);
+    }
+    if (stack_.empty()) return FailAt(at, "PUT on an empty stack");
+    if (memo_.size() >= kMaxObjects) return FailAt(at, "memo too large");
+    memo_[idx] = stack_.back();
+    return OkStatus();
+  }
+
+  // BINGET, LONG_BINGET.
+  Status MemoGet(unsigned char op, std::size_t at) {
+    int n = op == 'h' ? 1 : 4;
+    if (!Need(static_cast<std::size_t>(n))) return FailAt(at, "truncated GET");
+    std::uint64_t idx = Le(n);
+    auto it = memo_.find(idx);
+    if (it == memo_.end()) return FailAt(at, "GET of an unknown memo entry");
+    stack_.push_back(it->second);
+    return OkStatus();
+  }
+
+  // GLOBAL "module\nname\n", STACK_GLOBAL: only the allowed names (PushGlobal).
+  Status Global(unsigned char op, std::size_t at) {
+    if (op == 'c') {
+      const unsigned char* nl1 = static_cast<const unsigned char*>(
+          std::memchr(p_, '\n', static_cast<std::size_t>(end_ - p_)));
+      if (!nl1) return FailAt(at, "truncated GLOBAL");
+      const unsigned char* nl2 = static_cast<const unsigned char*>(
+          std::memchr(nl1 + 1, '\n', static_cast<std::size_t>(end_ - nl1 - 1)));
+      if (!nl2) return FailAt(at, "truncated GLOBAL");
+      std::string g(reinterpret_cast<const char*>(p_), static_cast<std::size_t>(nl1 - p_));
+      g += '.';
+      g.append(reinterpret_cast<const char*>(nl1 + 1), static_cast<std::size_t>(nl2 - nl1 - 1));
+      p_ = nl2 + 1;
+      return PushGlobal(g, at);
+    }
+    auto name = Pop();
+    if (!name) return name.take_error();
+    auto mod = Pop();
+    if (!mod) return mod.take_error();
+    if (objs_[*name].kind != Kind::kStr || objs_[*mod].kind != Kind::kStr) {
+      return FailAt(at, "STACK_GLOBAL of non-strings");
+    }
+    return PushGlobal(objs_[*mod].s + "." + objs_[*name].s, at);
+  }
+
+  // TUPLE (the items above the MARK), TUPLE1, TUPLE2, TUPLE3.
+  Status MakeTuple(unsigned char op) {
+    if (op == 't') {
+      auto items = PopMark();
+      if (!items) return items.take_error();
+      Obj o;
+      o.kind = Kind::kTuple;
+      o.items = std::move(*items);
+      return Push(std::move(o));
+    }
+    std::size_t n = op - 0x84u;
+    Obj o;
+    o.kind = Kind::kTuple;
+    o.items.resize(n);
+    for (std::size_t i = n; i-- > 0;) {
+      auto v = Pop();
+      if (!v) return v.take_error();
+      o.items[i] = *v;
+    }
+    return Push(std::move(o));
+  }
+
+  // APPEND, APPENDS to a list; SETITEM, SETITEMS of a dict.
+  Status Fill(unsigned char op, std::size_t at) {
+    switch (op) {
       case 'a': {
         auto v = Pop();
         if (!v) return v.take_error();
@@ -367,7 +448,7 @@ class Unpickler {
         }
         return Add(stack_.back(), {*k, *v}, at);
       }
-      case 'u': {
+      default: {  // 'u'
         auto items = PopMark();
         if (!items) return items.take_error();
         if (items->size() % 2 != 0) return FailAt(at, "SETITEMS with an odd number of items");
@@ -376,37 +457,42 @@ class Unpickler {
         }
         return Add(stack_.back(), *items, at);
       }
+    }
+  }
+
+  // POP, POP_MARK, DUP.
+  Status StackOp(unsigned char op, std::size_t at) {
+    switch (op) {
       case '0':
         return Pop().ok() ? OkStatus() : Status(Fail("POP on an empty stack"));
       case '1': {
         auto items = PopMark();
         return items ? OkStatus() : Status(items.take_error());
       }
-      case '2':
+      default:  // '2'
         if (stack_.empty()) return FailAt(at, "DUP on an empty stack");
         stack_.push_back(stack_.back());
         return OkStatus();
-      case 'Q':
-        return PersistentLoad(at);
-      case 'R':
-        return Reduce(at);
-      case 'b': {  // BUILD: state for an object; torch's rebuilt objects ignore it here.
-        auto state = Pop();
-        if (!state) return state.take_error();
-        if (stack_.empty()) return FailAt(at, "BUILD on an empty stack");
-        Kind k = objs_[stack_.back()].kind;
-        if (k != Kind::kTensor && k != Kind::kDict) {
-          return FailAt(at, "BUILD on an object torch.save does not write");
-        }
-        return OkStatus();
-      }
-      default: {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "0x%02x", op);
-        return FailAt(at, std::string("unsupported pickle opcode ") + buf +
-                              " (not one torch.save writes; refused without running it)");
-      }
     }
+  }
+
+  // BUILD: state for an object; torch's rebuilt objects ignore it here.
+  Status Build(std::size_t at) {
+    auto state = Pop();
+    if (!state) return state.take_error();
+    if (stack_.empty()) return FailAt(at, "BUILD on an empty stack");
+    Kind k = objs_[stack_.back()].kind;
+    if (k != Kind::kTensor && k != Kind::kDict) {
+      return FailAt(at, "BUILD on an object torch.save does not write");
+    }
+    return OkStatus();
+  }
+
+  Status Unsupported(unsigned char op, std::size_t at) const {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%02x", op);
+    return FailAt(at, std::string("unsupported pickle opcode ") + buf +
+                          " (not one torch.save writes; refused without running it)");
   }
 
   Status Add(int target, const std::vector<int>& items, std::size_t at) {

@@ -184,36 +184,36 @@ struct Edit {
   bool uses_helpers = true;  // The helpers must be defined before it (an import's wrap need not).
 };
 
-class Fixer {
+// What the fix of one source works on: the text it edits, the tokens the scan read (a notebook
+// cell with its magics blanked: the same length, the same offsets), the edits made so far, the
+// helpers they need, and the module's own device variable.
+struct Work {
+  Work(std::string_view src, std::string_view lexed, const FixOptions& opt)
+      : src(src), opt(opt), lex(scan::LexPython(lexed)) {}
+  std::string_view src;
+  const FixOptions& opt;
+  Lexed lex;
+  std::vector<Edit> edits;
+  std::set<std::string> needed;  // Helpers, and "torch" for fixes that name it.
+  std::string device_var;        // The module's own device variable, if it has one to reuse.
+  std::uint32_t device_var_end = 0;
+};
+
+// The token and edit machinery of the fixes, over one Work: token queries, edits (none may overlap
+// another), the helpers and `import torch` the edits need, and what a plain "cuda" device becomes.
+// The rule groups below derive from it and share its Work.
+class Editor {
  public:
-  // `lexed` is what the scan read (a notebook cell with its magics blanked), `src` what is edited:
-  // the same length, the same offsets.
-  Fixer(std::string_view src, std::string_view lexed, const FixOptions& opt)
-      : src_(src), opt_(opt), lex_(scan::LexPython(lexed)) {}
+  explicit Editor(Work& work)
+      : src_(work.src),
+        opt_(work.opt),
+        lex_(work.lex),
+        edits_(work.edits),
+        needed_(work.needed),
+        device_var_(work.device_var),
+        device_var_end_(work.device_var_end) {}
 
-  FileFix Run(const std::vector<scan::Finding>& findings) {
-    FindDeviceVariable();
-    FileFix out;
-    for (const scan::Finding& f : findings) {
-      if (f.guarded) continue;  // Another path exists already.
-      Outcome o{f.code, f.line, f.cell, false, IsUnsafeFix(f.code), false, ""};
-      if (!HasFix(f.code)) {
-        o.note = "no automatic fix for " + f.code + " (see `dualtrack rule " + f.code + "`)";
-      } else if (o.unsafe && !opt_.unsafe) {
-        o.note = "an unsafe fix (results may change): pass --unsafe-fixes";
-      } else {
-        const std::size_t before = edits_.size();
-        o.note = FixOne(f);
-        o.fixed = edits_.size() > before;
-        o.no_edit_needed = !o.fixed && InImport(TokenAt(f.line, f.column));
-      }
-      out.outcomes.push_back(std::move(o));
-    }
-    out.text = Apply();
-    return out;
-  }
-
- private:
+ protected:
   // --- Tokens ---------------------------------------------------------------------------------
   std::string_view Text(std::size_t k) const { return lex_.Text(lex_.tokens[k]); }
   bool IsOp(std::size_t k, std::string_view op) const {
@@ -442,55 +442,20 @@ class Fixer {
     return "_dualtrack_device()";
   }
 
-  // --- Rules ----------------------------------------------------------------------------------
-  // Returns what was done, or why nothing was.
-  std::string FixOne(const scan::Finding& f) {
-    const std::size_t k = TokenAt(f.line, f.column);
-    if (k == kNone) return "the finding's position holds no token: the file changed since the scan";
-    if (f.code == "DT101") return WithSiblings(k, f.code, &Fixer::FixDotCuda);
-    if (f.code == "DT102") return WithSiblings(k, f.code, &Fixer::FixDeviceString);
-    if (f.code == "DT205") return FixNccl(k);
-    if (f.code == "DT112") return FixChoices(k);
-    if (f.code == "DT204") return WithSiblings(k, f.code, &Fixer::FixFloat64);
-    if (f.code == "DT106") return FixBackendFlag(k);
-    if (f.code == "DT113") return FixIndex(k);
-    if (f.code == "DT206") return FixQuantised(k);
-    if (f.code == "DT116") return FixLoad(k);
-    if (f.code == "DT201") return FixAttentionImport(k);
-    if (f.code == "DT202") return FixAttention(k);
-    if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "="))
-      return FixOnlyWithCuda(k);
-    if (IsName(k)) return FixCudaApi(k);
-    return "not a call this fix knows";
-  }
+  std::string_view src_;
+  const FixOptions& opt_;
+  const Lexed& lex_;
+  std::vector<Edit>& edits_;
+  std::set<std::string>& needed_;
+  std::string& device_var_;
+  std::uint32_t& device_var_end_;
+};
 
-  // The scan reports one finding per rule and statement: `a.cuda(), b.cuda()` is one DT101. The
-  // fix of the reported construct also fixes its like in the same statement, unless a conditional
-  // expression there may put one of them behind a check.
-  std::string WithSiblings(std::size_t k, std::string_view code,
-                           std::string (Fixer::*fix)(std::size_t)) {
-    std::string note = (this->*fix)(k);
-    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
-                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
-    if (line == lex_.lines.end()) return note;
-    for (std::size_t t = line->begin; t < line->end; ++t)
-      if (Text(t) == "if" || Text(t) == "while" || Text(t) == "lambda") return note;
-    for (std::size_t t = line->begin; t < line->end; ++t)
-      if (t != k && Like(code, t)) (void)(this->*fix)(t);
-    return note;
-  }
-
-  // Whether token t starts a construct the fix of `code` rewrites.
-  bool Like(std::string_view code, std::size_t t) const {
-    const bool method = t > 0 && IsOp(t - 1, ".") && IsOp(t + 1, "(");
-    if (code == "DT101") return method && Text(t) == "cuda";
-    if (code == "DT102") return IsString(t) && scan::StringBody(Text(t)).starts_with("cuda");
-    if (code == "DT204")
-      return (method && Text(t) == "double" && IsOp(t + 2, ")")) ||
-             ((Text(t) == "float64" || Text(t) == "double") && t >= 2 && IsOp(t - 1, ".") &&
-              Text(t - 2) == "torch");
-    return false;
-  }
+// Device placement (DT101, DT102, DT112, DT113): .cuda(), "cuda" strings, integer device
+// indices and device_map values become the device in use; "mps" joins a device option's choices.
+class DeviceFixes : protected Editor {
+ public:
+  using Editor::Editor;
 
   // x.cuda() -> x.to(_dualtrack_device()); x.cuda(non_blocking=True) keeps its keyword.
   std::string FixDotCuda(std::size_t k) {
@@ -562,6 +527,50 @@ class Fixer {
                                          : "overlaps another fix";
   }
 
+  // An integer device index: x.to(args.gpu) -> x.to(_dualtrack_device(args.gpu)), and the values
+  // of device_map={"": local_rank}. With CUDA the same device (cuda:N); DDP's device_ids stay (off
+  // CUDA they must be None, not a device).
+  std::string FixIndex(std::size_t k) {
+    if (Text(k) == "device_map" && IsOp(k + 1, "=") && IsOp(k + 2, "{")) return FixDeviceMap(k + 2);
+    if (!(k >= 3 && IsOp(k - 1, "(") && Text(k - 2) == "to" && IsOp(k - 3, ".")))
+      return "a device index outside .to(...) (DDP's device_ids): left for review";
+    const std::size_t close = Matching(k - 1);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(k - 1, close);
+    if (args.empty() || args[0].first != k) return "not the first argument of .to(...)";
+    return WrapInDevice(args[0]) ? "x.to(i) -> x.to(_dualtrack_device(i))" : "overlaps another fix";
+  }
+
+  // choices=["cuda", "cpu"] -> choices=["cuda", "cpu", "mps"], in the statement of the finding.
+  std::string FixChoices(std::size_t k) {
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    if (line == lex_.lines.end()) return "no statement at the finding";
+    for (std::size_t c = line->begin; c + 2 < line->end; ++c) {
+      if (Text(c) != "choices" || !IsOp(c + 1, "=") ||
+          !(IsOp(c + 2, "[") || IsOp(c + 2, "(") || IsOp(c + 2, "{")))
+        continue;
+      const std::size_t close = Matching(c + 2);
+      if (close == kNone) return "unbalanced brackets";
+      char quote = '"';
+      for (std::size_t t = c + 3; t < close; ++t) {
+        if (!IsString(t)) return "the choices are not all strings";
+        if (scan::StringBody(Text(t)) == "mps") return "mps is already a choice";
+        quote = Text(t).back();
+        if (IsOp(t + 1, ",")) ++t;
+      }
+      if (close == c + 3) return "an empty choices list";
+      const std::size_t last = close - 1;
+      const std::string item = std::string(1, quote) + "mps" + std::string(1, quote);
+      const bool trailing_comma = IsOp(last, ",");
+      return Add(End(last), End(last), trailing_comma ? " " + item + "," : ", " + item)
+                 ? "added \"mps\" to the choices"
+                 : "overlaps another fix";
+    }
+    return "no choices= list in the statement";
+  }
+
+ private:
   // torch.device("cuda", i) / torch.device("cuda", index=i) -> torch.device(_dualtrack_device(i)).
   std::string FixDeviceWithIndex(std::size_t open) {
     const std::size_t close = Matching(open);
@@ -577,6 +586,101 @@ class Fixer {
                : "overlaps another fix";
   }
 
+  std::string FixDeviceMap(std::size_t open) {
+    const std::size_t close = Matching(open);
+    if (close == kNone) return "unbalanced brackets";
+    std::size_t wrapped = 0;
+    for (const auto& entry : Args(open, close)) {
+      std::size_t colon = kNone;
+      int depth = 0;
+      for (std::size_t t = entry.first; t < entry.second && colon == kNone; ++t) {
+        if (IsOpen(t))
+          ++depth;
+        else if (IsClose(t))
+          --depth;
+        else if (depth == 0 && IsOp(t, ":"))
+          colon = t;
+      }
+      if (colon == kNone || colon + 1 >= entry.second)
+        return "a device_map that is not key: value pairs";
+      if (colon + 2 == entry.second && IsString(colon + 1)) continue;  // "auto", "cpu", "disk".
+      wrapped += WrapInDevice({colon + 1, entry.second}) ? 1 : 0;
+    }
+    return wrapped > 0 ? "device_map values -> _dualtrack_device(i)"
+                       : "no device index in the device_map";
+  }
+
+  bool WrapInDevice(std::pair<std::size_t, std::size_t> range) {
+    needed_.insert("_dualtrack_device");
+    return Add(Begin(range.first), Begin(range.first), "_dualtrack_device(") &&
+           Add(End(range.second - 1), End(range.second - 1), ")");
+  }
+};
+
+// CUDA API calls and CUDA-only settings (DT103-DT108, DT115, DT205): torch.cuda calls through a
+// device-generic stand-in, flags and settings made only with CUDA, nccl only with CUDA.
+class CudaFixes : protected Editor {
+ public:
+  using Editor::Editor;
+
+  // torch.cuda.<api>(...) calls: amp, synchronisation, memory, seeds, device management.
+  std::string FixCudaApi(std::size_t k) {
+    const auto [b, e] = ChainAround(k);
+    if (!IsOp(e, "(")) return "not a call (a reference is left as it is)";
+    const std::string_view name = Text(e - 1);
+    std::string text;
+    if (name == "autocast") {
+      text = "_dualtrack_autocast";
+      needed_.insert("_dualtrack_autocast");
+      needed_.insert("_dualtrack_device");
+    } else if (name == "GradScaler") {
+      text = "_dualtrack_grad_scaler";
+      needed_.insert("_dualtrack_grad_scaler");
+      needed_.insert("_dualtrack_device");
+    } else if (const CudaCall* c = FindCudaCall(name)) {
+      bool in_cuda = false;  // The chain names torch.cuda (or a name imported from it).
+      for (std::size_t t = b; t + 1 < e; t += 2) in_cuda |= Text(t) == "cuda";
+      if (!in_cuda && e - b > 1) return "not a torch.cuda call";
+      text = "_dualtrack_cuda(\"" + std::string(c->name) + "\"";
+      if (!c->mps.empty()) text += ", \"" + std::string(c->mps) + "\"";
+      if (!c->fallback.empty())
+        text += std::string(c->mps.empty() ? ", None" : "") + ", " + std::string(c->fallback);
+      text += ")";
+      needed_.insert("_dualtrack_cuda");
+    } else {
+      return "no device-generic stand-in for torch.cuda." + std::string(name) + " yet";
+    }
+    return Add(Begin(b), End(e - 1), text) ? std::string(name) + "(...) -> " + text + "(...)"
+                                           : "overlaps another fix";
+  }
+
+  // fp16=True (Hugging Face), pin_memory=True (DataLoader) -> ...=torch.cuda.is_available().
+  std::string FixOnlyWithCuda(std::size_t k) {
+    const std::string_view name = Text(k);
+    if ((name != "fp16" && name != "pin_memory") || !IsOp(k + 1, "=") || Text(k + 2) != "True")
+      return "not fp16=True or pin_memory=True";
+    needed_.insert("torch");
+    return Add(Begin(k + 2), End(k + 2), "torch.cuda.is_available()")
+               ? std::string(name) + "=True -> only with CUDA"
+               : "overlaps another fix";
+  }
+
+  // torch.backends.cudnn.benchmark = True -> if torch.cuda.is_available(): torch.backends...: the
+  // setting of one physical line, set where it means something.
+  std::string FixBackendFlag(std::size_t k) {
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin == k; });
+    if (line == lex_.lines.end()) return "not a statement of its own";
+    const auto [b, e] = ChainAround(k);
+    if (b != k || !IsOp(e, "=") || e + 1 >= line->end)
+      return "not a setting (an assignment to the flag)";
+    if (lex_.Line(lex_.tokens[line->begin]) != lex_.Line(lex_.tokens[line->end - 1]))
+      return "a setting over several lines: left for review";
+    needed_.insert("torch");
+    return Add(Begin(k), Begin(k), "if torch.cuda.is_available(): ") ? "set only with CUDA"
+                                                                     : "overlaps another fix";
+  }
+
   // backend="nccl" -> ("nccl" if torch.cuda.is_available() else "gloo").
   std::string FixNccl(std::size_t k) {
     if (!IsString(k) || scan::IsFString(Text(k)) || scan::StringBody(Text(k)) != "nccl")
@@ -589,16 +693,41 @@ class Fixer {
                ? "\"nccl\" -> nccl with CUDA, else gloo"
                : "overlaps another fix";
   }
+};
 
-  // Whether token k stands in an import statement.
-  bool InImport(std::size_t k) const {
-    if (k == kNone) return false;
-    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
-                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
-    return line != lex_.lines.end() &&
-           (Text(line->begin) == "import" || Text(line->begin) == "from");
+// Checkpoint loads (DT116): torch.load gets a map_location.
+class LoadFixes : protected Editor {
+ public:
+  using Editor::Editor;
+
+  // torch.load(f) -> torch.load(f, map_location="cpu") where it feeds load_state_dict; elsewhere
+  // map_location=(None if torch.cuda.is_available() else _dualtrack_device()): with CUDA every
+  // tensor still returns to the device it was saved from, as before.
+  std::string FixLoad(std::size_t k) {
+    const std::size_t load = LoadCall(k);
+    if (load == kNone) return "not a torch.load(...) call";
+    const std::size_t close = Matching(load + 1);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(load + 1, close);
+    for (const auto& a : args)
+      if (IsKeywordArg(a) && Text(a.first) == "map_location") return "map_location already given";
+    std::size_t positional = 0;
+    for (const auto& a : args) positional += IsKeywordArg(a) || IsOp(a.first, "**") ? 0 : 1;
+    if (positional != 1) return "not one positional argument";
+    const bool feeds = LoadFeedsStateDict(k);
+    std::string where = "\"cpu\"";
+    if (!feeds) {
+      needed_.insert("torch");
+      where = "(None if torch.cuda.is_available() else " + DeviceAt(Begin(load)) + ")";
+    }
+    if (!Add(End(args.back().second - 1), End(args.back().second - 1), ", map_location=" + where,
+             !feeds))
+      return "overlaps another fix";
+    return feeds ? "torch.load(f) -> map_location=\"cpu\" (only load_state_dict reads it)"
+                 : "torch.load(f) -> map_location: as saved with CUDA, else the device in use";
   }
 
+ private:
   // The `load(` of the torch.load call at or after token k in its statement, or kNone.
   std::size_t LoadCall(std::size_t k) const {
     if (k == kNone) return kNone;
@@ -644,277 +773,14 @@ class Fixer {
     }
     return used;
   }
+};
 
-  // torch.load(f) -> torch.load(f, map_location="cpu") where it feeds load_state_dict; elsewhere
-  // map_location=(None if torch.cuda.is_available() else _dualtrack_device()): with CUDA every
-  // tensor still returns to the device it was saved from, as before.
-  std::string FixLoad(std::size_t k) {
-    const std::size_t load = LoadCall(k);
-    if (load == kNone) return "not a torch.load(...) call";
-    const std::size_t close = Matching(load + 1);
-    if (close == kNone) return "unbalanced brackets";
-    const auto args = Args(load + 1, close);
-    for (const auto& a : args)
-      if (IsKeywordArg(a) && Text(a.first) == "map_location") return "map_location already given";
-    std::size_t positional = 0;
-    for (const auto& a : args) positional += IsKeywordArg(a) || IsOp(a.first, "**") ? 0 : 1;
-    if (positional != 1) return "not one positional argument";
-    const bool feeds = LoadFeedsStateDict(k);
-    std::string where = "\"cpu\"";
-    if (!feeds) {
-      needed_.insert("torch");
-      where = "(None if torch.cuda.is_available() else " + DeviceAt(Begin(load)) + ")";
-    }
-    if (!Add(End(args.back().second - 1), End(args.back().second - 1), ", map_location=" + where,
-             !feeds))
-      return "overlaps another fix";
-    return feeds ? "torch.load(f) -> map_location=\"cpu\" (only load_state_dict reads it)"
-                 : "torch.load(f) -> map_location: as saved with CUDA, else the device in use";
-  }
-
-  // choices=["cuda", "cpu"] -> choices=["cuda", "cpu", "mps"], in the statement of the finding.
-  std::string FixChoices(std::size_t k) {
-    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
-                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
-    if (line == lex_.lines.end()) return "no statement at the finding";
-    for (std::size_t c = line->begin; c + 2 < line->end; ++c) {
-      if (Text(c) != "choices" || !IsOp(c + 1, "=") ||
-          !(IsOp(c + 2, "[") || IsOp(c + 2, "(") || IsOp(c + 2, "{")))
-        continue;
-      const std::size_t close = Matching(c + 2);
-      if (close == kNone) return "unbalanced brackets";
-      char quote = '"';
-      for (std::size_t t = c + 3; t < close; ++t) {
-        if (!IsString(t)) return "the choices are not all strings";
-        if (scan::StringBody(Text(t)) == "mps") return "mps is already a choice";
-        quote = Text(t).back();
-        if (IsOp(t + 1, ",")) ++t;
-      }
-      if (close == c + 3) return "an empty choices list";
-      const std::size_t last = close - 1;
-      const std::string item = std::string(1, quote) + "mps" + std::string(1, quote);
-      const bool trailing_comma = IsOp(last, ",");
-      return Add(End(last), End(last), trailing_comma ? " " + item + "," : ", " + item)
-                 ? "added \"mps\" to the choices"
-                 : "overlaps another fix";
-    }
-    return "no choices= list in the statement";
-  }
-
-  // fp16=True (Hugging Face), pin_memory=True (DataLoader) -> ...=torch.cuda.is_available().
-  std::string FixOnlyWithCuda(std::size_t k) {
-    const std::string_view name = Text(k);
-    if ((name != "fp16" && name != "pin_memory") || !IsOp(k + 1, "=") || Text(k + 2) != "True")
-      return "not fp16=True or pin_memory=True";
-    needed_.insert("torch");
-    return Add(Begin(k + 2), End(k + 2), "torch.cuda.is_available()")
-               ? std::string(name) + "=True -> only with CUDA"
-               : "overlaps another fix";
-  }
-
-  // torch.cuda.<api>(...) calls: amp, synchronisation, memory, seeds, device management.
-  std::string FixCudaApi(std::size_t k) {
-    const auto [b, e] = ChainAround(k);
-    if (!IsOp(e, "(")) return "not a call (a reference is left as it is)";
-    const std::string_view name = Text(e - 1);
-    std::string text;
-    if (name == "autocast") {
-      text = "_dualtrack_autocast";
-      needed_.insert("_dualtrack_autocast");
-      needed_.insert("_dualtrack_device");
-    } else if (name == "GradScaler") {
-      text = "_dualtrack_grad_scaler";
-      needed_.insert("_dualtrack_grad_scaler");
-      needed_.insert("_dualtrack_device");
-    } else if (const CudaCall* c = FindCudaCall(name)) {
-      bool in_cuda = false;  // The chain names torch.cuda (or a name imported from it).
-      for (std::size_t t = b; t + 1 < e; t += 2) in_cuda |= Text(t) == "cuda";
-      if (!in_cuda && e - b > 1) return "not a torch.cuda call";
-      text = "_dualtrack_cuda(\"" + std::string(c->name) + "\"";
-      if (!c->mps.empty()) text += ", \"" + std::string(c->mps) + "\"";
-      if (!c->fallback.empty())
-        text += std::string(c->mps.empty() ? ", None" : "") + ", " + std::string(c->fallback);
-      text += ")";
-      needed_.insert("_dualtrack_cuda");
-    } else {
-      return "no device-generic stand-in for torch.cuda." + std::string(name) + " yet";
-    }
-    return Add(Begin(b), End(e - 1), text) ? std::string(name) + "(...) -> " + text + "(...)"
-                                           : "overlaps another fix";
-  }
-
-  // torch.backends.cudnn.benchmark = True -> if torch.cuda.is_available(): torch.backends...: the
-  // setting of one physical line, set where it means something.
-  std::string FixBackendFlag(std::size_t k) {
-    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
-                             [&](const scan::LogicalLine& l) { return l.begin == k; });
-    if (line == lex_.lines.end()) return "not a statement of its own";
-    const auto [b, e] = ChainAround(k);
-    if (b != k || !IsOp(e, "=") || e + 1 >= line->end)
-      return "not a setting (an assignment to the flag)";
-    if (lex_.Line(lex_.tokens[line->begin]) != lex_.Line(lex_.tokens[line->end - 1]))
-      return "a setting over several lines: left for review";
-    needed_.insert("torch");
-    return Add(Begin(k), Begin(k), "if torch.cuda.is_available(): ") ? "set only with CUDA"
-                                                                     : "overlaps another fix";
-  }
-
-  // An integer device index: x.to(args.gpu) -> x.to(_dualtrack_device(args.gpu)), and the values
-  // of device_map={"": local_rank}. With CUDA the same device (cuda:N); DDP's device_ids stay (off
-  // CUDA they must be None, not a device).
-  std::string FixIndex(std::size_t k) {
-    if (Text(k) == "device_map" && IsOp(k + 1, "=") && IsOp(k + 2, "{")) return FixDeviceMap(k + 2);
-    if (!(k >= 3 && IsOp(k - 1, "(") && Text(k - 2) == "to" && IsOp(k - 3, ".")))
-      return "a device index outside .to(...) (DDP's device_ids): left for review";
-    const std::size_t close = Matching(k - 1);
-    if (close == kNone) return "unbalanced brackets";
-    const auto args = Args(k - 1, close);
-    if (args.empty() || args[0].first != k) return "not the first argument of .to(...)";
-    return WrapInDevice(args[0]) ? "x.to(i) -> x.to(_dualtrack_device(i))" : "overlaps another fix";
-  }
-
-  std::string FixDeviceMap(std::size_t open) {
-    const std::size_t close = Matching(open);
-    if (close == kNone) return "unbalanced brackets";
-    std::size_t wrapped = 0;
-    for (const auto& entry : Args(open, close)) {
-      std::size_t colon = kNone;
-      int depth = 0;
-      for (std::size_t t = entry.first; t < entry.second && colon == kNone; ++t) {
-        if (IsOpen(t))
-          ++depth;
-        else if (IsClose(t))
-          --depth;
-        else if (depth == 0 && IsOp(t, ":"))
-          colon = t;
-      }
-      if (colon == kNone || colon + 1 >= entry.second)
-        return "a device_map that is not key: value pairs";
-      if (colon + 2 == entry.second && IsString(colon + 1)) continue;  // "auto", "cpu", "disk".
-      wrapped += WrapInDevice({colon + 1, entry.second}) ? 1 : 0;
-    }
-    return wrapped > 0 ? "device_map values -> _dualtrack_device(i)"
-                       : "no device index in the device_map";
-  }
-
-  bool WrapInDevice(std::pair<std::size_t, std::size_t> range) {
-    needed_.insert("_dualtrack_device");
-    return Add(Begin(range.first), Begin(range.first), "_dualtrack_device(") &&
-           Add(End(range.second - 1), End(range.second - 1), ")");
-  }
-
-  // A plain string literal -> `value`, in the same quotes.
-  std::string ReplaceString(std::size_t k, std::string_view value) {
-    const std::string_view text = Text(k);
-    if (scan::IsFString(text) || scan::IsBytes(text) || text.size() < 2 ||
-        text.front() != text.back())
-      return "not a plain string";
-    const std::string quote(1, text.back());
-    return Add(Begin(k), End(k), quote + std::string(value) + quote)
-               ? "\"" + std::string(scan::StringBody(text)) + "\" -> \"" + std::string(value) + "\""
-               : "overlaps another fix";
-  }
-
-  // Unsafe: bitsandbytes through Hugging Face. load_in_8bit=True / load_in_4bit=True -> float16
-  // weights (torch_dtype=torch.float16, or the flag off where the call names a dtype already);
-  // optim="paged_adamw_8bit" and the like -> "adamw_torch".
-  std::string FixQuantised(std::size_t k) {
-    const std::string_view name = Text(k);
-    if (IsString(k))
-      return ReplaceString(
-          k, scan::StringBody(name).starts_with("rmsprop") ? "rmsprop" : "adamw_torch");
-    if (!IsName(k) || !IsOp(k + 1, "=")) return "not a keyword argument this fix knows";
-    if (name == "optim" && IsString(k + 2)) return ReplaceString(k + 2, "adamw_torch");
-    if ((name != "load_in_8bit" && name != "load_in_4bit") || Text(k + 2) != "True")
-      return "no float16 stand-in for this bitsandbytes use";
-    std::size_t open = k;
-    int depth = 0;
-    while (open > 0 && !(depth == 0 && IsOp(open - 1, "("))) {
-      --open;
-      if (IsClose(open))
-        ++depth;
-      else if (IsOpen(open))
-        --depth;
-    }
-    if (open >= 2 && Text(open - 2) == "BitsAndBytesConfig")
-      return "inside BitsAndBytesConfig: drop the quantization_config by hand";
-    bool has_dtype = false;
-    if (open > 0)
-      if (const std::size_t close = Matching(open - 1); close != kNone)
-        for (const auto& a : Args(open - 1, close)) {
-          if (IsKeywordArg(a) && Text(a.first) == "quantization_config")
-            return "the call also passes a quantization_config: left for review";
-          has_dtype |=
-              IsKeywordArg(a) && (Text(a.first) == "torch_dtype" || Text(a.first) == "dtype");
-        }
-    if (has_dtype)
-      return Add(Begin(k + 2), End(k + 2), "False") ? std::string(name) + "=False"
-                                                    : "overlaps another fix";
-    needed_.insert("torch");
-    return Add(Begin(k), End(k + 2), "torch_dtype=torch.float16")
-               ? std::string(name) + "=True -> torch_dtype=torch.float16"
-               : "overlaps another fix";
-  }
-
-  // Unsafe: xformers.ops.memory_efficient_attention(q, k, v, ...) and flash_attn_func(q, k, v, ...)
-  // -> _dualtrack_attention(q, k, v, ...) (scaled_dot_product_attention); attn_implementation=
-  // "flash_attention_2" and use_flash_attention_2=True -> attn_implementation="sdpa".
-  std::string FixAttention(std::size_t k) {
-    if (IsString(k)) return ReplaceString(k, "sdpa");
-    if (Text(k) == "attn_implementation" && IsOp(k + 1, "=") && IsString(k + 2))
-      return ReplaceString(k + 2, "sdpa");
-    if (Text(k) == "use_flash_attention_2" && IsOp(k + 1, "=") && Text(k + 2) == "True")
-      return Add(Begin(k), End(k + 2), "attn_implementation=\"sdpa\"")
-                 ? "-> attn_implementation=\"sdpa\""
-                 : "overlaps another fix";
-    std::vector<Edit> edits;
-    std::string note = AttentionEdits(k, edits);
-    if (!note.empty()) return note;
-    const bool unbind = edits.front().text == "torch.unbind";
-    for (Edit& e : edits)
-      if (!Add(e.begin, e.end, std::move(e.text))) return "overlaps another fix";
-    needed_.insert(unbind ? "torch" : "_dualtrack_attention");
-    return unbind ? "unbind -> torch.unbind"
-                  : "attention -> _dualtrack_attention (scaled_dot_product_attention)";
-  }
-
-  // The edits that turn the attention call whose chain starts at k into _dualtrack_attention;
-  // a non-empty note says why it cannot be.
-  std::string AttentionEdits(std::size_t k, std::vector<Edit>& edits) const {
-    const auto [b, e] = ChainAround(k);
-    if (!IsOp(e, "(")) return "not a call (a reference is left as it is)";
-    if (Text(e - 1) == "unbind") {  // xformers.ops.unbind: torch.unbind without the copy it saves.
-      edits.push_back(Edit{Begin(b), End(e - 1), "torch.unbind"});
-      return "";
-    }
-    const AttentionApi* api = FindAttention(Text(e - 1));
-    if (api == nullptr) return "no SDPA stand-in for this library call";
-    const std::size_t close = Matching(e);
-    if (close == kNone) return "unbalanced brackets";
-    const auto args = Args(e, close);
-    edits.push_back(Edit{Begin(b), End(e - 1), "_dualtrack_attention"});
-    for (std::size_t a = 0; a < args.size(); ++a) {
-      if (IsKeywordArg(args[a])) {
-        const auto* kw = std::find_if(
-            std::begin(api->keywords), std::end(api->keywords),
-            [&](const auto& p) { return !p.first.empty() && p.first == Text(args[a].first); });
-        if (kw == std::end(api->keywords))
-          return "argument " + std::string(Text(args[a].first)) +
-                 "= has no SDPA equivalent: left for review";
-        if (kw->first != kw->second)
-          edits.push_back(Edit{Begin(args[a].first), End(args[a].first), std::string(kw->second)});
-      } else if (IsOp(args[a].first, "*") || IsOp(args[a].first, "**")) {
-        return "unpacked arguments: left for review";
-      } else if (a >= 6) {
-        return "more positional arguments than SDPA takes: left for review";
-      } else if (a >= 3 && api->positional[a - 3] != kAttentionApis[0].positional[a - 3]) {
-        edits.push_back(Edit{Begin(args[a].first), Begin(args[a].first),
-                             std::string(api->positional[a - 3]) + "="});
-      }
-    }
-    if (args.size() < 3) return "fewer than query, key and value: left for review";
-    return "";
-  }
+// The unsafe fixes, which may change results (DT201, DT202, DT204, DT206): attention libraries
+// -> scaled_dot_product_attention, bitsandbytes quantisation -> float16 weights, float64 ->
+// float32.
+class UnsafeFixes : protected Editor {
+ public:
+  using Editor::Editor;
 
   // Unsafe: an import of xformers / flash-attn whose every use in the module is an attention call
   // the fix rewrites -> the import inside try/except ImportError, its names None without it.
@@ -979,6 +845,69 @@ class Fixer {
     return "import inside try/except ImportError";
   }
 
+  // Unsafe: xformers.ops.memory_efficient_attention(q, k, v, ...) and flash_attn_func(q, k, v, ...)
+  // -> _dualtrack_attention(q, k, v, ...) (scaled_dot_product_attention); attn_implementation=
+  // "flash_attention_2" and use_flash_attention_2=True -> attn_implementation="sdpa".
+  std::string FixAttention(std::size_t k) {
+    if (IsString(k)) return ReplaceString(k, "sdpa");
+    if (Text(k) == "attn_implementation" && IsOp(k + 1, "=") && IsString(k + 2))
+      return ReplaceString(k + 2, "sdpa");
+    if (Text(k) == "use_flash_attention_2" && IsOp(k + 1, "=") && Text(k + 2) == "True")
+      return Add(Begin(k), End(k + 2), "attn_implementation=\"sdpa\"")
+                 ? "-> attn_implementation=\"sdpa\""
+                 : "overlaps another fix";
+    std::vector<Edit> edits;
+    std::string note = AttentionEdits(k, edits);
+    if (!note.empty()) return note;
+    const bool unbind = edits.front().text == "torch.unbind";
+    for (Edit& e : edits)
+      if (!Add(e.begin, e.end, std::move(e.text))) return "overlaps another fix";
+    needed_.insert(unbind ? "torch" : "_dualtrack_attention");
+    return unbind ? "unbind -> torch.unbind"
+                  : "attention -> _dualtrack_attention (scaled_dot_product_attention)";
+  }
+
+  // Unsafe: bitsandbytes through Hugging Face. load_in_8bit=True / load_in_4bit=True -> float16
+  // weights (torch_dtype=torch.float16, or the flag off where the call names a dtype already);
+  // optim="paged_adamw_8bit" and the like -> "adamw_torch".
+  std::string FixQuantised(std::size_t k) {
+    const std::string_view name = Text(k);
+    if (IsString(k))
+      return ReplaceString(
+          k, scan::StringBody(name).starts_with("rmsprop") ? "rmsprop" : "adamw_torch");
+    if (!IsName(k) || !IsOp(k + 1, "=")) return "not a keyword argument this fix knows";
+    if (name == "optim" && IsString(k + 2)) return ReplaceString(k + 2, "adamw_torch");
+    if ((name != "load_in_8bit" && name != "load_in_4bit") || Text(k + 2) != "True")
+      return "no float16 stand-in for this bitsandbytes use";
+    std::size_t open = k;
+    int depth = 0;
+    while (open > 0 && !(depth == 0 && IsOp(open - 1, "("))) {
+      --open;
+      if (IsClose(open))
+        ++depth;
+      else if (IsOpen(open))
+        --depth;
+    }
+    if (open >= 2 && Text(open - 2) == "BitsAndBytesConfig")
+      return "inside BitsAndBytesConfig: drop the quantization_config by hand";
+    bool has_dtype = false;
+    if (open > 0)
+      if (const std::size_t close = Matching(open - 1); close != kNone)
+        for (const auto& a : Args(open - 1, close)) {
+          if (IsKeywordArg(a) && Text(a.first) == "quantization_config")
+            return "the call also passes a quantization_config: left for review";
+          has_dtype |=
+              IsKeywordArg(a) && (Text(a.first) == "torch_dtype" || Text(a.first) == "dtype");
+        }
+    if (has_dtype)
+      return Add(Begin(k + 2), End(k + 2), "False") ? std::string(name) + "=False"
+                                                    : "overlaps another fix";
+    needed_.insert("torch");
+    return Add(Begin(k), End(k + 2), "torch_dtype=torch.float16")
+               ? std::string(name) + "=True -> torch_dtype=torch.float16"
+               : "overlaps another fix";
+  }
+
   // Unsafe: torch.float64 / torch.double -> torch.float32, x.double() -> x.float().
   std::string FixFloat64(std::size_t k) {
     if (Text(k) == "double" && k > 0 && IsOp(k - 1, ".") && IsOp(k + 1, "(") && IsOp(k + 2, ")"))
@@ -992,13 +921,150 @@ class Fixer {
     return "not torch.float64 or .double()";
   }
 
-  std::string_view src_;
-  const FixOptions& opt_;
-  Lexed lex_;
-  std::vector<Edit> edits_;
-  std::set<std::string> needed_;  // Helpers, and "torch" for fixes that name it.
-  std::string device_var_;        // The module's own device variable, if it has one to reuse.
-  std::uint32_t device_var_end_ = 0;
+ private:
+  // The edits that turn the attention call whose chain starts at k into _dualtrack_attention;
+  // a non-empty note says why it cannot be.
+  std::string AttentionEdits(std::size_t k, std::vector<Edit>& edits) const {
+    const auto [b, e] = ChainAround(k);
+    if (!IsOp(e, "(")) return "not a call (a reference is left as it is)";
+    if (Text(e - 1) == "unbind") {  // xformers.ops.unbind: torch.unbind without the copy it saves.
+      edits.push_back(Edit{Begin(b), End(e - 1), "torch.unbind"});
+      return "";
+    }
+    const AttentionApi* api = FindAttention(Text(e - 1));
+    if (api == nullptr) return "no SDPA stand-in for this library call";
+    const std::size_t close = Matching(e);
+    if (close == kNone) return "unbalanced brackets";
+    const auto args = Args(e, close);
+    edits.push_back(Edit{Begin(b), End(e - 1), "_dualtrack_attention"});
+    for (std::size_t a = 0; a < args.size(); ++a) {
+      if (IsKeywordArg(args[a])) {
+        const auto* kw = std::find_if(
+            std::begin(api->keywords), std::end(api->keywords),
+            [&](const auto& p) { return !p.first.empty() && p.first == Text(args[a].first); });
+        if (kw == std::end(api->keywords))
+          return "argument " + std::string(Text(args[a].first)) +
+                 "= has no SDPA equivalent: left for review";
+        if (kw->first != kw->second)
+          edits.push_back(Edit{Begin(args[a].first), End(args[a].first), std::string(kw->second)});
+      } else if (IsOp(args[a].first, "*") || IsOp(args[a].first, "**")) {
+        return "unpacked arguments: left for review";
+      } else if (a >= 6) {
+        return "more positional arguments than SDPA takes: left for review";
+      } else if (a >= 3 && api->positional[a - 3] != kAttentionApis[0].positional[a - 3]) {
+        edits.push_back(Edit{Begin(args[a].first), Begin(args[a].first),
+                             std::string(api->positional[a - 3]) + "="});
+      }
+    }
+    if (args.size() < 3) return "fewer than query, key and value: left for review";
+    return "";
+  }
+
+  // A plain string literal -> `value`, in the same quotes.
+  std::string ReplaceString(std::size_t k, std::string_view value) {
+    const std::string_view text = Text(k);
+    if (scan::IsFString(text) || scan::IsBytes(text) || text.size() < 2 ||
+        text.front() != text.back())
+      return "not a plain string";
+    const std::string quote(1, text.back());
+    return Add(Begin(k), End(k), quote + std::string(value) + quote)
+               ? "\"" + std::string(scan::StringBody(text)) + "\" -> \"" + std::string(value) + "\""
+               : "overlaps another fix";
+  }
+};
+
+// The fix of one source: each finding to the rule group that fixes it, then the edits applied.
+class Fixer : protected Editor {
+ public:
+  explicit Fixer(Work& work)
+      : Editor(work), device_(work), cuda_(work), load_(work), unsafe_(work) {}
+
+  FileFix Run(const std::vector<scan::Finding>& findings) {
+    FindDeviceVariable();
+    FileFix out;
+    for (const scan::Finding& f : findings) {
+      if (f.guarded) continue;  // Another path exists already.
+      Outcome o{f.code, f.line, f.cell, false, IsUnsafeFix(f.code), false, ""};
+      if (!HasFix(f.code)) {
+        o.note = "no automatic fix for " + f.code + " (see `dualtrack rule " + f.code + "`)";
+      } else if (o.unsafe && !opt_.unsafe) {
+        o.note = "an unsafe fix (results may change): pass --unsafe-fixes";
+      } else {
+        const std::size_t before = edits_.size();
+        o.note = FixOne(f);
+        o.fixed = edits_.size() > before;
+        o.no_edit_needed = !o.fixed && InImport(TokenAt(f.line, f.column));
+      }
+      out.outcomes.push_back(std::move(o));
+    }
+    out.text = Apply();
+    return out;
+  }
+
+ private:
+  // Returns what was done, or why nothing was.
+  std::string FixOne(const scan::Finding& f) {
+    const std::size_t k = TokenAt(f.line, f.column);
+    if (k == kNone) return "the finding's position holds no token: the file changed since the scan";
+    if (f.code == "DT101") return WithSiblings(k, f.code, device_, &DeviceFixes::FixDotCuda);
+    if (f.code == "DT102") return WithSiblings(k, f.code, device_, &DeviceFixes::FixDeviceString);
+    if (f.code == "DT205") return cuda_.FixNccl(k);
+    if (f.code == "DT112") return device_.FixChoices(k);
+    if (f.code == "DT204") return WithSiblings(k, f.code, unsafe_, &UnsafeFixes::FixFloat64);
+    if (f.code == "DT106") return cuda_.FixBackendFlag(k);
+    if (f.code == "DT113") return device_.FixIndex(k);
+    if (f.code == "DT206") return unsafe_.FixQuantised(k);
+    if (f.code == "DT116") return load_.FixLoad(k);
+    if (f.code == "DT201") return unsafe_.FixAttentionImport(k);
+    if (f.code == "DT202") return unsafe_.FixAttention(k);
+    if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "="))
+      return cuda_.FixOnlyWithCuda(k);
+    if (IsName(k)) return cuda_.FixCudaApi(k);
+    return "not a call this fix knows";
+  }
+
+  // The scan reports one finding per rule and statement: `a.cuda(), b.cuda()` is one DT101. The
+  // fix of the reported construct also fixes its like in the same statement, unless a conditional
+  // expression there may put one of them behind a check.
+  template <class Rules>
+  std::string WithSiblings(std::size_t k, std::string_view code, Rules& rules,
+                           std::string (Rules::*fix)(std::size_t)) {
+    std::string note = (rules.*fix)(k);
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    if (line == lex_.lines.end()) return note;
+    for (std::size_t t = line->begin; t < line->end; ++t)
+      if (Text(t) == "if" || Text(t) == "while" || Text(t) == "lambda") return note;
+    for (std::size_t t = line->begin; t < line->end; ++t)
+      if (t != k && Like(code, t)) (void)(rules.*fix)(t);
+    return note;
+  }
+
+  // Whether token t starts a construct the fix of `code` rewrites.
+  bool Like(std::string_view code, std::size_t t) const {
+    const bool method = t > 0 && IsOp(t - 1, ".") && IsOp(t + 1, "(");
+    if (code == "DT101") return method && Text(t) == "cuda";
+    if (code == "DT102") return IsString(t) && scan::StringBody(Text(t)).starts_with("cuda");
+    if (code == "DT204")
+      return (method && Text(t) == "double" && IsOp(t + 2, ")")) ||
+             ((Text(t) == "float64" || Text(t) == "double") && t >= 2 && IsOp(t - 1, ".") &&
+              Text(t - 2) == "torch");
+    return false;
+  }
+
+  // Whether token k stands in an import statement.
+  bool InImport(std::size_t k) const {
+    if (k == kNone) return false;
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    return line != lex_.lines.end() &&
+           (Text(line->begin) == "import" || Text(line->begin) == "from");
+  }
+
+  DeviceFixes device_;
+  CudaFixes cuda_;
+  LoadFixes load_;
+  UnsafeFixes unsafe_;
 };
 
 }  // namespace
@@ -1029,7 +1095,8 @@ bool IsUnsafeFix(std::string_view code) {
 
 FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& findings,
                   const FixOptions& options) {
-  return Fixer(source, source, options).Run(findings);
+  Work work(source, source, options);
+  return Fixer(work).Run(findings);
 }
 
 Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Finding>& findings,
@@ -1064,7 +1131,8 @@ Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Findi
     std::vector<scan::Finding> mine;
     for (const auto& f : findings)
       if (f.cell && *f.cell == index) mine.push_back(f);
-    FileFix cell_fix = Fixer(source, lexed, opt).Run(mine);
+    Work work(source, lexed, opt);
+    FileFix cell_fix = Fixer(work).Run(mine);
     for (auto& o : cell_fix.outcomes) out.outcomes.push_back(std::move(o));
     // What this cell defines and imports serves the cells after it.
     const std::string& now = cell_fix.text;
