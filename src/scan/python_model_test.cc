@@ -258,7 +258,8 @@ TEST_F(PyModelTest, AnOptionOffByDefaultGuardsItsBranch) {
   EXPECT_EQ(CondAt(m, 17), Truth::kCuda);  // `not use_cpu`: CUDA chosen, as FlagWord reads it.
   EXPECT_EQ(CondAt(m, 19), Truth::kNoCuda);
   EXPECT_TRUE(m.IsChecked(LineAt(m, 22)));
-  for (std::uint32_t line : {3u, 4u, 5u, 6u, 7u}) EXPECT_TRUE(m.settings().IsOptionLine(line)) << line;
+  for (std::uint32_t line : {3u, 4u, 5u, 6u, 7u})
+    EXPECT_TRUE(m.settings().IsOptionLine(line)) << line;
   EXPECT_FALSE(m.settings().IsOptionLine(8));
 }
 
@@ -323,10 +324,10 @@ TEST_F(PyModelTest, AValueReadOnlyBehindChecksIsGuarded) {
       "if ddp:\n    torch.distributed.init_process_group(backend=backend)\n"
       "if args.world_size > 1:\n    torch.distributed.init_process_group(args.dist_backend)\n"
       "x = torch.zeros(2, device=device)\n");
-  EXPECT_TRUE(m.IsChecked(LineAt(m, 2)));   // read only in `if ddp:`
-  EXPECT_FALSE(m.IsChecked(LineAt(m, 3)));  // read unguarded at 14
-  EXPECT_TRUE(m.IsChecked(LineAt(m, 6)));   // read only under world_size > 1
-  EXPECT_TRUE(m.settings().IsOptionLine(2));           // before the configurator
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 2)));     // read only in `if ddp:`
+  EXPECT_FALSE(m.IsChecked(LineAt(m, 3)));    // read unguarded at 14
+  EXPECT_TRUE(m.IsChecked(LineAt(m, 6)));     // read only under world_size > 1
+  EXPECT_TRUE(m.settings().IsOptionLine(2));  // before the configurator
   EXPECT_TRUE(m.settings().IsOptionLine(3));
 }
 

@@ -924,6 +924,29 @@ std::vector<std::vector<ImportedModule>> ResolveImports(
   return imported;
 }
 
+// Scans the files `order` names again, knowing the CUDA modules and symbols found so far.
+void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
+                       std::vector<FileResult>& results,
+                       const std::unordered_set<std::string>& init_dirs, unsigned threads,
+                       const CudaContext& cuda, const std::vector<std::size_t>& order) {
+  ParallelFor(order.size(), threads, [&](std::size_t k, unsigned) {
+    const std::size_t i = order[k];
+    PyScanOptions opt;
+    opt.setup_py = items[i].kind == FileKind::kSetupPy;
+    opt.cuda = &cuda;
+    ReadPython(ctx, items[i], init_dirs, opt,
+               [&](std::string_view src, FindingSink& sink, std::vector<Finding>& findings,
+                   PyScanResult& py) {
+                 results[i].suppressions.clear();
+                 sink.CheckSuppressions(results[i].suppressions);
+                 UserTextRules(ctx.reg, src, items[i].rel, findings);
+                 results[i].findings = std::move(findings);
+                 results[i].cuda_symbols = std::move(py.cuda_symbols);
+                 results[i].scanned = true;
+               });
+  });
+}
+
 // Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
 // git submodules, local packages) through the project: files that import one, or a project symbol
 // that depends on one, are scanned again knowing it, which reports their imports and call sites
@@ -1040,22 +1063,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       return results[a].bytes > results[b].bytes;
     });
-    ParallelFor(order.size(), threads, [&](std::size_t k, unsigned) {
-      const std::size_t i = order[k];
-      PyScanOptions opt;
-      opt.setup_py = items[i].kind == FileKind::kSetupPy;
-      opt.cuda = &cuda;
-      ReadPython(ctx, items[i], init_dirs, opt,
-                 [&](std::string_view src, FindingSink& sink, std::vector<Finding>& findings,
-                     PyScanResult& py) {
-                   results[i].suppressions.clear();
-                   sink.CheckSuppressions(results[i].suppressions);
-                   UserTextRules(ctx.reg, src, items[i].rel, findings);
-                   results[i].findings = std::move(findings);
-                   results[i].cuda_symbols = std::move(py.cuda_symbols);
-                   results[i].scanned = true;
-                 });
-    });
+    RescanKnowingCuda(ctx, items, results, init_dirs, threads, cuda, order);
     bool grew = false;
     for (std::size_t i : again) grew |= add_symbols(i);
     if (!grew && round > 0) break;

@@ -46,7 +46,7 @@ struct Finding {
   // It stands in the default of a setting the user overrides: a command-line option
   // (`add_argument("--device", default="cuda")`), a module setting a configurator overrides.
   bool option_default = false;
-  bool mps_only = false;   // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
+  bool mps_only = false;  // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
   // With several entries (a test suite, a folder of scripts): how many of them reach the file.
   std::optional<std::int64_t> reached_by;

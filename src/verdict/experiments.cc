@@ -141,9 +141,10 @@ bool IsTestFile(const std::string& rel, const std::string& text) {
   return text.find("unittest.main(") != std::string::npos;
 }
 
-std::vector<std::string> PickEntries(const fs::path& project) {
-  std::vector<std::string> found;
-  // Console scripts: [project.scripts] of pyproject.toml, console_scripts of setup.py.
+namespace {
+
+// Console scripts: [project.scripts] of pyproject.toml, console_scripts of setup.py.
+void ConsoleScripts(const fs::path& project, std::vector<std::string>& found) {
   if (IsFile(project / "pyproject.toml")) {
     try {
       toml::table table = toml::parse_file((project / "pyproject.toml").string());
@@ -157,16 +158,20 @@ std::vector<std::string> PickEntries(const fs::path& project) {
     }
   }
   if (IsFile(project / "setup.py")) {
-    static const std::regex kConsole(R"re(["'][\w.-]+\s*=\s*([\w.]+:[\w.]+)["'])re");
+    // `"name = pkg.module:func"`; no raw string, which lizard (scripts/limits.py) misreads.
+    static const std::regex kConsole("[\"'][\\w.-]+\\s*=\\s*([\\w.]+:[\\w.]+)[\"']");
     const std::string text = ReadSmall(project / "setup.py");
     for (std::sregex_iterator it(text.begin(), text.end(), kConsole), end; it != end; ++it) {
       AddModuleScript(project, (*it)[1].str(), found);
     }
   }
-  // Scripts named in the README's commands.
+}
+
+// Scripts named in the README's commands.
+void ReadmeScripts(const fs::path& project, std::vector<std::string>& found) {
   std::error_code ec;
   static const std::regex kCommand(
-      R"re((?:python[0-9.]*|torchrun|accelerate\s+launch|deepspeed)\b[^\n`]*?([\w./-]+\.py)\b)re");
+      "(?:python[0-9.]*|torchrun|accelerate\\s+launch|deepspeed)\\b[^\\n`]*?([\\w./-]+\\.py)\\b");
   for (const auto& entry : fs::directory_iterator(project, ec)) {
     const std::string name = Lower(entry.path().filename().string());
     if (!StartsWith(name, "readme") || !entry.is_regular_file(ec)) continue;
@@ -177,7 +182,11 @@ std::vector<std::string> PickEntries(const fs::path& project) {
       if (!rel.empty() && !StartsWith(rel, "..") && IsFile(project / rel)) found.push_back(rel);
     }
   }
-  // Top-level scripts whose names say what a user runs, with a __main__ block.
+}
+
+// Top-level scripts whose names say what a user runs, with a __main__ block.
+void NamedScripts(const fs::path& project, std::vector<std::string>& found) {
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(project, ec)) {
     const std::string name = entry.path().filename().string();
     if (!EndsWith(name, ".py") || !entry.is_regular_file(ec)) continue;
@@ -191,6 +200,15 @@ std::vector<std::string> PickEntries(const fs::path& project) {
     if (ReadSmall(entry.path()).find("__main__") == std::string::npos) continue;
     found.push_back(name);
   }
+}
+
+}  // namespace
+
+std::vector<std::string> PickEntries(const fs::path& project) {
+  std::vector<std::string> found;
+  ConsoleScripts(project, found);
+  ReadmeScripts(project, found);
+  NamedScripts(project, found);
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const std::string& rel : found) {
