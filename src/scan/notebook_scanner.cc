@@ -19,8 +19,102 @@ std::string BlankMagics(std::string source) {
   return source;
 }
 
-Status ScanNotebook(std::string_view text, const Registry& reg, const std::string& rel,
-                    std::vector<Finding>& out) {
+namespace {
+
+// The file line where each source line of each cell starts: [cell index][line in cell]. A JSON
+// parser keeps no positions, so the cells' "source" strings are found by a small walk over the
+// text's tokens (strings, brackets, commas, colons): only the path cells[i].source[k] matters.
+// Depth is a vector, not recursion, so no nesting can exhaust the stack.
+std::vector<std::vector<std::int64_t>> SourceFileLines(std::string_view text) {
+  struct Frame {
+    bool array = false;
+    bool want_key = true;   // Objects: the next string is a key.
+    std::string key;        // Objects: the key of the value being read.
+    std::size_t index = 0;  // Arrays: the element being read.
+  };
+  std::vector<Frame> stack;
+  std::vector<std::vector<std::int64_t>> out;
+  std::int64_t line = 1;
+  bool line_open = false;  // The cell's last element ended without a newline.
+  // The value now read is cells[i].source (depth 3) or one of its strings (depth 4).
+  auto in_source = [&](std::size_t depth) {
+    return stack.size() == depth && !stack[0].array && stack[0].key == "cells" && stack[1].array &&
+           !stack[2].array && stack[2].key == "source" && (depth == 3 || stack[3].array);
+  };
+  auto on_string = [&](std::string_view raw, std::int64_t at) {
+    if (!stack.empty() && !stack.back().array && stack.back().want_key) {
+      stack.back().key.assign(raw);
+      return;
+    }
+    const bool whole = in_source(3), part = in_source(4);
+    if (!whole && !part) return;
+    const std::size_t cell = stack[1].index;
+    if (out.size() <= cell) out.resize(cell + 1);
+    auto& lines = out[cell];
+    if (whole || (part && stack[3].index == 0)) line_open = false;
+    // Each escaped newline ends a source line; one that ends the string starts no new line here.
+    if (!line_open) lines.push_back(at);
+    line_open = true;
+    for (std::size_t k = 0; k + 1 < raw.size(); ++k) {
+      if (raw[k] != '\\') continue;
+      if (raw[k + 1] == 'n') {
+        if (k + 2 < raw.size())
+          lines.push_back(at);
+        else
+          line_open = false;
+      }
+      ++k;
+    }
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    switch (c) {
+      case '\n':
+        ++line;
+        break;
+      case '"': {
+        const std::int64_t at = line;
+        std::size_t j = i + 1;
+        while (j < text.size() && text[j] != '"') {
+          if (text[j] == '\\') ++j;
+          if (j < text.size() && text[j] == '\n') ++line;
+          ++j;
+        }
+        on_string(text.substr(i + 1, std::min(j, text.size()) - i - 1), at);
+        i = j;
+        break;
+      }
+      case '{':
+      case '[':
+        stack.push_back(Frame{c == '[', c == '{', {}, 0});
+        break;
+      case '}':
+      case ']':
+        if (!stack.empty()) stack.pop_back();
+        break;
+      case ':':
+        if (!stack.empty()) stack.back().want_key = false;
+        break;
+      case ',':
+        if (!stack.empty()) {
+          if (stack.back().array) {
+            ++stack.back().index;
+          } else {
+            stack.back().want_key = true;
+            stack.back().key.clear();
+          }
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<NotebookSource> JoinNotebook(std::string_view text, const std::string& rel) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
@@ -29,6 +123,8 @@ Status ScanNotebook(std::string_view text, const Registry& reg, const std::strin
   }
   if (!doc.is_object() || !doc.contains("cells") || !doc["cells"].is_array())
     return MakeError(ErrorCode::kInput, "not a notebook: no \"cells\" list", rel);
+  const auto file_lines = SourceFileLines(text);
+  NotebookSource out;
   std::int64_t index = 0;
   for (const auto& cell : doc["cells"]) {
     ++index;
@@ -48,11 +144,44 @@ Status ScanNotebook(std::string_view text, const Registry& reg, const std::strin
     } else {
       continue;
     }
-    source = BlankMagics(std::move(source));
-    FindingSink sink(reg, rel, source, out, index);
-    (void)ScanPython(source, sink, false);
-    UserTextRules(reg, source, rel, out, index);
+    if (source.empty()) continue;
+    if (source.back() != '\n') source += '\n';
+    const auto* where = static_cast<std::size_t>(index - 1) < file_lines.size()
+                            ? &file_lines[static_cast<std::size_t>(index - 1)]
+                            : nullptr;
+    std::int64_t n = 0;
+    for (char ch : source) {
+      if (ch != '\n') continue;
+      const auto k = static_cast<std::size_t>(n);
+      out.lines.push_back({index, n + 1, where && k < where->size() ? (*where)[k] : 0});
+      ++n;
+    }
+    out.python += BlankMagics(std::move(source));
   }
+  return out;
+}
+
+void PlaceInCells(const std::vector<NotebookLine>& lines, std::vector<Finding>& findings) {
+  for (Finding& f : findings) {
+    if (f.line < 1 || static_cast<std::size_t>(f.line) > lines.size()) continue;
+    const NotebookLine& at = lines[static_cast<std::size_t>(f.line - 1)];
+    f.cell = at.cell;
+    f.line = at.line;
+    if (at.file_line > 0) f.file_line = at.file_line;
+  }
+}
+
+Status ScanNotebook(std::string_view text, const Registry& reg, const std::string& rel,
+                    std::vector<Finding>& out) {
+  auto nb = JoinNotebook(text, rel);
+  if (!nb) return nb.take_error();
+  std::vector<Finding> found;
+  FindingSink sink(reg, rel, nb->python, found);
+  (void)ScanPython(nb->python, sink, false);
+  UserTextRules(reg, nb->python, rel, found);
+  PlaceInCells(nb->lines, found);
+  out.insert(out.end(), std::make_move_iterator(found.begin()),
+             std::make_move_iterator(found.end()));
   return OkStatus();
 }
 

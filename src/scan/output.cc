@@ -133,6 +133,7 @@ void ForEachFindingField(const Finding& f, Str&& str, ScalarField&& scalar) {
   str("code", f.code);
   scalar("column", Scalar::Of(f.column));
   str("file", f.file);
+  scalar("file_line", Scalar::Of(f.file_line));
   if (f.fix.empty())
     scalar("fix", Scalar{});
   else
@@ -583,7 +584,9 @@ std::string FormatSarif(const ScanReport& report, const Registry& reg) {
     std::string level = f.severity == Severity::kPortable  ? "note"
                         : f.severity == Severity::kFixable ? "warning"
                                                            : "error";
-    json region = {{"startLine", f.line}, {"startColumn", f.column}};
+    // SARIF knows file lines only: a notebook finding points at the line of the .ipynb file.
+    json region = {{"startLine", f.file_line.value_or(f.line)}, {"startColumn", f.column}};
+    if (f.file_line) region.erase("startColumn");
     json res = {
         {"ruleId", f.code},
         {"ruleIndex", rule_index[f.code]},
@@ -737,10 +740,11 @@ std::string FormatGithub(const ScanReport& report) {
     std::string level = f.severity == Severity::kPortable  ? "notice"
                         : f.severity == Severity::kFixable ? "warning"
                                                            : "error";
-    out += fmt::format("::{} file={},line={},col={},title={}::{}{}\n", level, esc(prefix + f.file),
-                       f.line, f.column, esc(f.code + " " + std::string(SeverityName(f.severity))),
-                       msg_esc(f.message),
-                       f.replacement.empty() ? "" : msg_esc(". Suggested: " + f.replacement));
+    out +=
+        fmt::format("::{} file={},line={},col={},title={}::{}{}\n", level, esc(prefix + f.file),
+                    f.file_line.value_or(f.line), f.file_line ? 1 : f.column,
+                    esc(f.code + " " + std::string(SeverityName(f.severity))), msg_esc(f.message),
+                    f.replacement.empty() ? "" : msg_esc(". Suggested: " + f.replacement));
   }
   for (const auto& s : report.suppressions)
     out += fmt::format(
@@ -804,7 +808,8 @@ std::string FormatJunit(const ScanReport& report, std::optional<Severity> fail_o
   for (const auto& f : report.findings) {
     const std::string file = XmlEscape(prefix + f.file);
     out += fmt::format("    <testcase classname=\"{}\" name=\"{} {}\" file=\"{}\" line=\"{}\">\n",
-                       file, XmlEscape(f.code), XmlEscape(Location(f, prefix)), file, f.line);
+                       file, XmlEscape(f.code), XmlEscape(Location(f, prefix)), file,
+                       f.file_line.value_or(f.line));
     std::string body = f.snippet;
     if (!f.replacement.empty())
       body += (body.empty() ? "" : "\n") + std::string("Suggested: ") + f.replacement;

@@ -148,6 +148,9 @@ struct FileResult {
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
+  // Notebooks: where each line of the joined code cells comes from. Their findings keep lines of
+  // the joined source (what the call paths and reruns see) until Collect places them in cells.
+  std::vector<NotebookLine> notebook_lines;
   // The op namespaces it spells (`torch.ops.ns`): callers of an op library need no import.
   std::vector<std::string> op_namespaces;
   bool has_main = false;
@@ -465,6 +468,7 @@ std::string PackageIn(std::string_view rel, const std::unordered_set<std::string
 // folder, src/ and sys.path insertions make suffixes common in research code).
 std::vector<std::string> ModuleNames(std::string_view rel) {
   std::string m(rel);
+  if (EndsWith(m, ".ipynb")) return {};  // A notebook is run, never imported.
   if (EndsWith(m, "/__init__.py"))
     m.resize(m.size() - 12);
   else if (EndsWith(m, ".py"))
@@ -533,6 +537,28 @@ bool HasTrigger(const Context& ctx, const WalkItem& item, std::string_view text,
   return true;
 }
 
+// A notebook's code cells, joined, scanned as one Python module (not a package's: a notebook
+// runs with its own folder on sys.path, like a script).
+void ScanNotebookFile(const Context& ctx, const WalkItem& item, std::string_view text,
+                      FileResult& r) {
+  auto nb = JoinNotebook(text, item.rel);
+  if (!nb) {
+    r.scanned = false;
+    r.skip_reason = nb.error().message;
+    return;
+  }
+  FindingSink sink(ctx.reg, item.rel, nb->python, r.findings);
+  sink.set_path(item.abs);
+  PyScanOptions opt;
+  opt.own_tops = ctx.own_tops;
+  auto py = ScanPython(nb->python, sink, opt);
+  r.imports = std::move(py.imports);
+  r.cuda_modules = std::move(sink.cuda_modules());
+  sink.CheckSuppressions(r.suppressions);
+  UserTextRules(ctx.reg, nb->python, item.rel, r.findings);
+  r.notebook_lines = std::move(nb->lines);
+}
+
 // Runs the scanner of the file's kind over its text.
 void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text, FileResult& r) {
   FindingSink sink(ctx.reg, item.rel, text, r.findings);
@@ -552,11 +578,7 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       break;
     }
     case FileKind::kNotebook:
-      if (auto st = ScanNotebook(text, ctx.reg, item.rel, r.findings); !st) {
-        r.scanned = false;
-        r.skip_reason = st.error().message;
-      }
-      return;
+      return ScanNotebookFile(ctx, item, text, r);
     case FileKind::kCpp:
       ScanCpp(text, sink);
       break;
@@ -635,7 +657,8 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
     }
   }
   bool has_main = false;  // Whether "__main__" occurs, when the trigger search looked for it.
-  if (!HasTrigger(ctx, item, text, r, has_main)) {
+  // Notebooks are always read: few, and an entry's imports matter whatever its words.
+  if (r.kind != FileKind::kNotebook && !HasTrigger(ctx, item, text, r, has_main)) {
     // Its imports still matter (reachability, modules that reach an extension) and cost less to
     // read now, from memory, than from the file again later.
     if (r.kind == FileKind::kPython) ImportsOnly(ctx, text, item, r, has_main);
@@ -822,10 +845,17 @@ bool ReadPython(const Context& ctx, const WalkItem& item,
   std::string skip;
   auto text = Load(item, 0, mapped, skip);
   if (!text || (!IsAscii(*text) && !IsValidUtf8(*text))) return false;
-  const std::string_view src = NormalizeLineEnds(*text);
+  std::string_view src = NormalizeLineEnds(*text);
+  std::optional<NotebookSource> nb;
+  if (item.kind == FileKind::kNotebook) {
+    auto joined = JoinNotebook(src, item.rel);
+    if (!joined) return false;
+    nb = std::move(*joined);
+    src = nb->python;
+  }
   std::vector<Finding> findings;
   FindingSink sink(ctx.reg, item.rel, src, findings);
-  opt.package = PackageIn(item.rel, init_dirs);
+  opt.package = nb ? "" : PackageIn(item.rel, init_dirs);
   opt.own_tops = ctx.own_tops;
   PyScanResult py = ScanPython(src, sink, opt);
   fn(src, sink, findings, py);
@@ -986,7 +1016,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     return added;
   };
   auto is_py = [&](std::size_t i) {
-    return items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy;
+    return items[i].kind == FileKind::kPython || items[i].kind == FileKind::kSetupPy ||
+           items[i].kind == FileKind::kNotebook;
   };
   for (std::size_t i = 0; i < items.size(); ++i)
     if (is_py(i)) add_symbols(i);
@@ -1082,8 +1113,8 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items,
   collect.collect_calls = true;
   std::vector<std::size_t> files;  // Reachable Python files, in item order.
   for (std::size_t i = 0; i < items.size(); ++i)
-    if (items[i].kind == FileKind::kPython && results[i].skip_reason.empty() &&
-        reachable.count(items[i].rel))
+    if ((items[i].kind == FileKind::kPython || items[i].kind == FileKind::kNotebook) &&
+        results[i].skip_reason.empty() && reachable.count(items[i].rel))
       files.push_back(i);
   std::vector<CallModule> modules(files.size());
   std::vector<char> read(files.size(), 0);
@@ -1349,7 +1380,8 @@ Result<Entries> ChooseEntries(const ScanOptions& options, const Config& cfg,
     auto it = std::lower_bound(items.begin(), items.end(), rel,
                                [](const WalkItem& a, const std::string& r) { return a.rel < r; });
     return it != items.end() && it->rel == rel &&
-           (it->kind == FileKind::kPython || it->kind == FileKind::kSetupPy);
+           (it->kind == FileKind::kPython || it->kind == FileKind::kSetupPy ||
+            it->kind == FileKind::kNotebook);
   };
   Entries out;
   std::vector<std::string>& entries = out.files;
@@ -1436,9 +1468,15 @@ void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
     auto& r = results[i];
     if (!r.skip_reason.empty()) report.skipped.push_back({items[i].rel, r.skip_reason});
     if (r.scanned) ++report.files_scanned;
+    // setup.py is build code, not runtime; a notebook is a script.
+    const bool is_py = items[i].kind == FileKind::kPython || items[i].kind == FileKind::kNotebook;
+    if (!r.notebook_lines.empty()) {
+      PlaceInCells(r.notebook_lines, r.findings);
+      for (auto& s : r.suppressions)
+        if (s.line >= 1 && static_cast<std::size_t>(s.line) <= r.notebook_lines.size())
+          s.line = r.notebook_lines[static_cast<std::size_t>(s.line - 1)].file_line;
+    }
     for (auto& s : r.suppressions) report.suppressions.push_back(std::move(s));
-    bool is_py = items[i].kind == FileKind::kPython;  // setup.py is build code, not runtime.
-    bool is_nb = items[i].kind == FileKind::kNotebook;
     for (auto& f : r.findings) {
       if (!filter.Keeps(f.code)) continue;
       if (is_py && !entries.empty()) {
@@ -1455,7 +1493,6 @@ void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
           f.severity = Severity::kPortable;
         }
       }
-      if (is_nb && !entries.empty()) f.reachable = false;
       report.findings.push_back(std::move(f));
     }
   }
@@ -1566,7 +1603,9 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   std::vector<PyModule> modules;
   std::vector<std::string> mains;
   for (std::size_t i = 0; i < items.size(); ++i) {
-    if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy) continue;
+    if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy &&
+        items[i].kind != FileKind::kNotebook)
+      continue;
     modules.push_back(PyModule{items[i].rel, std::move(results[i].imports)});
     if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
   }

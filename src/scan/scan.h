@@ -39,6 +39,9 @@ struct Finding {
   std::int64_t line = 0;             // 1-based; within the cell for notebooks.
   std::int64_t column = 0;           // 1-based, in bytes.
   std::optional<std::int64_t> cell;  // 1-based code-cell index of a notebook.
+  // Notebooks: the line of the .ipynb file that holds the source line (what SARIF and GitHub
+  // annotations, which know only file lines, point at).
+  std::optional<std::int64_t> file_line;
   std::string message;
   std::string snippet;  // The trimmed source line.
   bool guarded = false;

@@ -51,7 +51,7 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
   if (report.path) {
     auto place = [](const std::optional<scan::PathPlace>& at) -> std::optional<Location> {
       if (!at) return std::nullopt;
-      return Location{at->file, at->line};
+      return Location{at->file, at->line, std::nullopt};
     };
     ScanPath p;
     p.cuda_choice = place(report.path->cuda_choice);
@@ -70,6 +70,7 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
     x.severity = f.severity;
     x.file = f.file;
     x.line = f.line;
+    x.cell = f.cell;
     x.message = f.message;
     x.snippet = f.snippet;
     x.guarded = f.guarded;
@@ -131,7 +132,7 @@ CoverageEvidence FromCoverage(const coverage::CoverageReport& r) {
     x.dtypes = op.dtypes;
     x.dtype_issues = op.dtype_issues;
     x.count = op.count;
-    if (op.location) x.location = {op.location->file, op.location->line};
+    if (op.location) x.location = {op.location->file, op.location->line, std::nullopt};
     x.native_since = op.native_since;
     c.ops.push_back(std::move(x));
   }

@@ -12,6 +12,13 @@
 
 namespace dt::verdict {
 
+std::string Where(const Location& l) {
+  if (l.file.empty()) return {};
+  if (l.line <= 0) return l.file;
+  if (l.cell) return fmt::format("{}:cell {}:{}", l.file, *l.cell, l.line);
+  return fmt::format("{}:{}", l.file, l.line);
+}
+
 namespace {
 
 using nlohmann::json;
@@ -248,6 +255,7 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
       r.Enum(f, "severity", w, scan::ParseSeverity, "portable, fixable, replace or blocker");
   x.file = r.Str(f, "file", w);
   x.line = r.Int(f, "line", w);
+  if (f.contains("cell")) x.cell = r.OptInt(f, "cell", w);
   x.message = r.Str(f, "message", w);
   x.snippet = r.Str(f, "snippet", w);
   x.guarded = r.OptBool(f, "guarded", w);
@@ -542,7 +550,7 @@ void ReadTracerRecords(Reader& r, const json& doc, const std::string& source, Tr
   const json& f64 = r.Arr(doc, "float64", "");
   for (std::size_t i = 0; i < f64.size(); ++i) {
     const std::string w = fmt::format("float64[{}]", i);
-    t.float64.push_back({r.Str(f64[i], "file", w), r.Int(f64[i], "line", w)});
+    t.float64.push_back({r.Str(f64[i], "file", w), r.Int(f64[i], "line", w), std::nullopt});
   }
   if (const json* env = r.Field(doc, "env", "");
       env != nullptr && env->is_object() && !env->empty()) {
@@ -559,7 +567,8 @@ void TakeOps(bundle::Bundle& bundle, Track& t) {
     op.device = std::move(row.device);
     op.dtypes = std::move(row.dtypes);
     op.count = row.count;
-    if (row.location) op.location = {std::move(row.location->file), row.location->line};
+    if (row.location)
+      op.location = {std::move(row.location->file), row.location->line, std::nullopt};
     op.status = row.status;
     op.error = row.error.value_or("");
     t.ops.push_back(std::move(op));

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bundle/bundle.h"
@@ -23,9 +24,17 @@ namespace dt::verdict {
 using coverage::EvidenceLevel;
 
 struct Location {
+  Location() = default;
+  // NOLINTNEXTLINE(google-explicit-constructor): `{file, line}` is how callers spell one.
+  Location(std::string f, std::int64_t l = 0, std::optional<std::int64_t> c = std::nullopt)
+      : file(std::move(f)), line(l), cell(c) {}
   std::string file;
-  std::int64_t line = 0;  // 0 when unknown.
+  std::int64_t line = 0;             // 0 when unknown; within the cell for notebooks.
+  std::optional<std::int64_t> cell;  // Notebooks: the cell the line is in.
 };
+
+// "train.py:42", "demo.ipynb:cell 3:2", "setup.py"; empty without a file.
+std::string Where(const Location& l);
 
 // What `dualtrack fix --apply` does with a finding: rewrites it (safe), rewrites it only with
 // --unsafe-fixes (results may change), leaves it to an edit by hand (none), or leaves it because
@@ -39,6 +48,7 @@ struct Finding {
   std::optional<scan::Severity> severity;  // None when the document does not say.
   std::string file;
   std::int64_t line = 0;
+  std::optional<std::int64_t> cell;  // Notebooks: the code cell; `line` is within it.
   std::string message;
   std::string snippet;
   std::optional<bool> guarded;

@@ -304,6 +304,10 @@ std::string MacCommand(const Experiment& e) {
   if (e.run) {
     if (auto w = SplitCommandLine(*e.run); w.ok()) words = *w;
   }
+  // A notebook runs top to bottom under Jupyter; it has no device option to set.
+  if (words.empty() && EndsWith(e.entry, ".ipynb"))
+    return "jupyter nbconvert --to notebook --execute " +
+           (e.entry.find_first_of(" \t'\"") == std::string::npos ? e.entry : "'" + e.entry + "'");
   if (words.empty() && !e.entry.empty()) words = {e.entry};
   if (words.empty()) return {};
   if (!StartsWith(fs::path(words[0]).filename().string(), "python")) {

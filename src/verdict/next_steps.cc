@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "verdict/experiments.h"
 #include "verdict/narrative.h"
@@ -42,12 +43,15 @@ class StepBuilder {
     for (NextStep& s : steps_) {
       if (s.also.empty()) continue;
       std::sort(s.also.begin(), s.also.end(), [](const Location& a, const Location& b) {
-        return a.file != b.file ? a.file < b.file : a.line < b.line;
+        return std::tie(a.file, a.cell, a.line) < std::tie(b.file, b.cell, b.line);
       });
       std::vector<std::string> where;
       for (const Location& l : s.also) {
-        where.push_back(l.file == s.location.file && l.line > 0 ? std::to_string(l.line)
-                                                                : Where(l));
+        if (l.file != s.location.file || l.line <= 0)
+          where.push_back(Where(l));
+        else
+          where.push_back(l.cell ? fmt::format("cell {}:{}", *l.cell, l.line)
+                                 : std::to_string(l.line));
       }
       s.action += fmt::format(" (also {}: {})", s.also.size() == 1 ? "this line" : "these lines",
                               fmt::join(where, ", "));
@@ -148,22 +152,22 @@ void FixStep(const Evidence& ev, const Facts& facts, const Report& rep, StepBuil
 void EditSteps(const Facts& facts, StepBuilder& b) {
   for (const PathFinding& p : facts.path) {
     const Finding& f = *p.finding;
-    const Location loc{f.file, f.line};
+    const Location loc{f.file, f.line, f.cell};
     const std::string what = f.snippet.empty() ? f.code : "`" + f.snippet + "`";
     if (p.need == Need::kManualEdit) {
       b.Add(2, "cuda-parts-marked",
-            fmt::format("Edit by hand at {}:{} ({}): {}", f.file, f.line, f.code,
+            fmt::format("Edit by hand at {} ({}): {}", Where(loc), f.code,
                         f.replacement.empty() ? f.message : f.replacement),
             loc, "man:" + f.code + ":" + f.file);
     } else if (p.need == Need::kMpsEdit) {
       // The same group as the traced run's float64 steps: one step per file either way.
       b.Add(2, "cuda-parts-marked",
-            fmt::format("For MPS, {} at {}:{}",
-                        f.replacement.empty() ? "edit " + what : f.replacement, f.file, f.line),
+            fmt::format("For MPS, {} at {}", f.replacement.empty() ? "edit " + what : f.replacement,
+                        Where(loc)),
             loc, "f64:" + f.file);
     } else if (p.need == Need::kReplacement && !f.replacement.empty()) {
       b.Add(2, "cuda-parts-marked",
-            fmt::format("Replace {} by {} at {}:{}", what, f.replacement, f.file, f.line), loc,
+            fmt::format("Replace {} by {} at {}", what, f.replacement, Where(loc)), loc,
             "rep:" + f.code + ":" + f.file);
     }
   }

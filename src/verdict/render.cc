@@ -28,11 +28,6 @@ json OptJson(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? json(*v) : json(nullptr);
 }
 
-std::string Where(const Location& l) {
-  if (l.file.empty()) return {};
-  return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
-}
-
 json ItemsJson(const std::vector<EvidenceItem>& items) {
   json arr = json::array();
   for (const EvidenceItem& e : items) {
@@ -812,7 +807,7 @@ void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
             "reachable | replacement |\n|---|---|---|---|---|---|---|\n";
       for (const Finding& f : ev.scan->findings) {
         if (f.cls != cls) continue;
-        os << "| " << CodeCell(f.file + ":" + std::to_string(f.line)) << " | " << f.code << " | "
+        os << "| " << CodeCell(Where({f.file, f.line, f.cell})) << " | " << f.code << " | "
            << SeverityText(f.severity) << " | " << EscapeMarkdown(f.message) << " | "
            << Bool(f.guarded) << " | " << (f.reachable ? (*f.reachable ? "yes" : "no") : "n/a")
            << " | " << EscapeMarkdown(f.replacement) << " |\n";

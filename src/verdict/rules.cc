@@ -14,11 +14,6 @@ namespace dt::verdict {
 
 namespace {
 
-std::string Where(const Location& l) {
-  if (l.file.empty()) return {};
-  return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
-}
-
 std::string Describe(const Finding& f) {
   std::string text = fmt::format("{} {}", f.code, f.message.empty() ? f.snippet : f.message);
   if (!f.snippet.empty() && !f.message.empty()) text += fmt::format(" (`{}`)", f.snippet);
@@ -27,7 +22,7 @@ std::string Describe(const Finding& f) {
 
 EvidenceItem FromFinding(const Finding& f, const std::string& prefix = {},
                          ItemKind kind = ItemKind::kOther) {
-  return {prefix + Describe(f), {f.file, f.line}, f.replacement, kind};
+  return {prefix + Describe(f), {f.file, f.line, f.cell}, f.replacement, kind};
 }
 
 // A Python finding whose reachability the scan could not compute (it had no entry scripts) is taken

@@ -63,10 +63,6 @@ const char* ToString(CheckId id) {
 
 const char* ToString(Place p) { return p == Place::kMac ? "mac" : "linux-gpu"; }
 const char* Title(Place p) { return p == Place::kMac ? "Mac (MPS)" : "Linux GPU (CUDA)"; }
-std::string Where(const Location& l) {
-  if (l.file.empty()) return {};
-  return l.line > 0 ? fmt::format("{}:{}", l.file, l.line) : l.file;
-}
 
 std::string PlaceList(const std::vector<EvidenceItem>& items, std::size_t max) {
   std::vector<std::pair<std::string, std::size_t>> files;  // first place, places in that file
@@ -102,7 +98,7 @@ const RuleResult& FindStop(const std::vector<RuleResult>& rules, StopId id) {
 std::string FindingPlaces(const std::vector<const Finding*>& findings, std::size_t max) {
   std::vector<EvidenceItem> items;
   items.reserve(findings.size());
-  for (const Finding* f : findings) items.push_back({f->code, {f->file, f->line}});
+  for (const Finding* f : findings) items.push_back({f->code, {f->file, f->line, f->cell}});
   return PlaceList(items, max);
 }
 

@@ -355,3 +355,29 @@ def test_feature_probes_inside_expressions(field):
     doc = field("feature-probe-expression")
     assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
     assert {f["line"] for f in doc["findings"]} <= {9, 10, 11, 12, 13}
+
+
+def test_notebook_locations_name_cells_and_file_lines(field, dualtrack_bin):
+    """../shared/field/notebook-entry: cell 3 line 2 and cell 4 line 1; SARIF and GitHub, which
+    know file lines only, point at the lines of demo.ipynb that hold the code."""
+    doc = field("notebook-entry", "--entry", "demo.ipynb")
+    nb = FIELD / "notebook-entry" / "demo.ipynb"
+    lines = nb.read_text().splitlines()
+    found = sorted((f["cell"], f["line"], f["code"], f["guarded"], f["severity"], f["reachable"])
+                   for f in doc["findings"])
+    assert found == [(3, 2, "DT101", False, "fixable", True), (4, 1, "DT101", False, "fixable", True)]
+    grep = [i + 1 for i, text in enumerate(lines) if "cuda()" in text]
+    assert sorted(f["file_line"] for f in doc["findings"]) == grep
+    r = subprocess.run([str(dualtrack_bin), "scan", str(FIELD / "notebook-entry"), "--format", "sarif",
+                        "--fail-on", "never"], capture_output=True, text=True, timeout=60)
+    sarif = json.loads(r.stdout)
+    starts = sorted(res["locations"][0]["physicalLocation"]["region"]["startLine"]
+                    for res in sarif["runs"][0]["results"])
+    assert starts == grep
+    r = subprocess.run([str(dualtrack_bin), "scan", str(FIELD / "notebook-entry"), "--format", "github",
+                        "--fail-on", "never"], capture_output=True, text=True, timeout=60)
+    assert sorted(int(l.split(",line=")[1].split(",")[0]) for l in r.stdout.splitlines()
+                  if l.startswith("::warning")) == grep
+    r = subprocess.run([str(dualtrack_bin), "scan", str(FIELD / "notebook-entry"), "--fail-on", "never"],
+                       capture_output=True, text=True, timeout=60)
+    assert "demo.ipynb:cell 3:2:" in r.stdout and "demo.ipynb:cell 4:1:" in r.stdout

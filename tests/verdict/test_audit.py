@@ -296,3 +296,60 @@ def test_field_mechanical_only_is_mac_ready_after_fix(dualtrack, tmp_path):
 def test_field_option_gated_module_names_what_stays_on_cuda(dualtrack, tmp_path):
     report = _field_verdict(dualtrack, tmp_path, "option-gated-module", "main.py")
     assert any("net_tcnn.py:1" in r for r in report["reasons"]), report["reasons"]
+
+
+SCAN_FIELD = Path(__file__).resolve().parents[1] / "scan" / "fixtures" / "field"
+
+
+def test_field_notebook_is_an_experiment(dualtrack, tmp_path):
+    """../shared/field/notebook-entry: `--entry demo.ipynb` judges the notebook, its cells in
+    order; locations name the cell and the line in it."""
+    project = tmp_path / "nb"
+    shutil.copytree(SCAN_FIELD / "notebook-entry", project)
+    r = dualtrack("audit", project, "--entry", "demo.ipynb", "--format", "json",
+                  "-o", tmp_path / "out" / "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)["experiments"][0]["report"]
+    assert report["verdict"] == "mac-ready", report["reasons"]
+    assert report["automatic_edits"] == 2, report["reasons"]
+    first = report["reasons"][0]
+    assert first.startswith("mac-ready after `dualtrack fix ") and "demo.ipynb:cell 3:2" in first, first
+    assert "dualtrack fix " in report["next_steps"][0]["action"]
+    # The Markdown report names cells too, never the joined line.
+    md = (tmp_path / "out" / "r.md").read_text()
+    assert "demo.ipynb:cell 3:2" in md
+    # After the two edits nothing stands in the way, as written.
+    assert dualtrack("fix", project, "--apply", cwd=tmp_path).returncode == 0
+    r = dualtrack("audit", project, "--entry", "demo.ipynb", "--format", "json",
+                  "-o", tmp_path / "after" / "r.html", cwd=tmp_path)
+    after = json.loads(r.stdout)["experiments"][0]["report"]
+    assert after["verdict"] == "mac-ready" and after["automatic_edits"] == 0, after["reasons"]
+
+
+def test_notebook_entry_reaches_the_modules_it_imports(dualtrack, tmp_path):
+    """A notebook's imports (any cell) put the project's modules on its path; a module only a
+    script imports stays off it."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "net.py").write_text("import torch\n\ndef build():\n    return torch.nn.Linear(2, 2).cuda()\n")
+    (project / "other.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    nb = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# demo\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": ["%matplotlib inline\n", "import torch\n"]},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "from net import build\nm = build()\ntorch.cuda.synchronize()"}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (project / "demo.ipynb").write_text(json.dumps(nb, indent=1))
+    r = dualtrack("scan", project, "--entry", "demo.ipynb", "--format", "json", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    by_file = {(f["file"], f["code"]): f for f in doc["findings"]}
+    assert by_file[("net.py", "DT101")]["reachable"] is True
+    assert by_file[("other.py", "DT101")]["reachable"] is False
+    sync = by_file[("demo.ipynb", "DT103")]
+    # cell 3 (Markdown cells count), line 3 of it; the whole source is one JSON string, so the
+    # file line is that string's line.
+    assert (sync["cell"], sync["line"], sync["reachable"]) == (3, 3, True), sync
+    text = (project / "demo.ipynb").read_text().splitlines()
+    assert "torch.cuda.synchronize()" in text[sync["file_line"] - 1]
