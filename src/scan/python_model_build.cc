@@ -119,12 +119,55 @@ class PyModelBuilder {
     // It only reports (a print, a log call, a traceback, then at most `continue`): the work of the
     // try body is lost, not replaced.
     bool only_reports = false;
+    // Its other path is CUDA as well: it imports a module or a name that exists only where a CUDA
+    // extension was built, or JIT-builds CUDA sources (`load(..., sources=['k.cu'])`). A
+    // `try/except ImportError` whose fallback is the same kernels is no guard.
+    bool cuda_fallback = false;
   };
+
+  // Whether a handler's statement (logical line b) reaches CUDA-only code.
+  bool CudaStatement(std::size_t b) const {
+    const TokenText head = m_.First(lex_.lines[b]);
+    const auto& l = lex_.lines[b];
+    if (head == "from" || head == "import") {
+      // `from .backend import _backend`, `from pkg import _C`, `import fused_cuda as k`.
+      std::size_t t = l.begin + 1;
+      int level = 0;
+      while (t < l.end && (m_.IsOp(T(t), ".") || m_.IsOp(T(t), "..."))) {
+        level += m_.IsOp(T(t), "...") ? 3 : 1;
+        ++t;
+      }
+      std::string mod;
+      for (; t < l.end && !m_.Is(T(t), "import") && !m_.Is(T(t), "as") && !m_.IsOp(T(t), ","); ++t)
+        mod += lex_.Text(T(t));
+      const std::string base = m_.Absolute(level, mod);
+      if (head == "import") return !base.empty() && m_.IsExtensionModule(base);
+      if (!base.empty() && m_.IsExtensionModule(base)) return true;
+      for (++t; t < l.end; ++t) {
+        if (!m_.IsName(T(t)) || m_.Is(T(t - 1), "as")) continue;
+        const std::string name =
+            base.empty() ? std::string(lex_.Text(T(t))) : base + "." + std::string(lex_.Text(T(t)));
+        if (m_.IsExtensionModule(name) || m_.IsCudaSymbol(name)) return true;
+      }
+      return false;
+    }
+    // A JIT build of CUDA code: a `.cu` source, CUDA flags, or `with_cuda=True`.
+    bool build = false, cuda = false;
+    for (auto t = l.begin; t < l.end; ++t) {
+      const TokenText text = lex_.Text(T(t));
+      build |= text == "load" || text == "load_inline" || text == "CUDAExtension";
+      cuda |= text == "extra_cuda_cflags" || text == "cuda_sources" ||
+              (text == "with_cuda" && t + 2 < l.end && m_.Is(T(t + 2), "True")) ||
+              ((text.ends_with(".cu'") || text.ends_with(".cu\"")) && text.size() > 4);
+    }
+    return build && cuda;
+  }
 
   Handler ReadHandler(std::size_t k) const {
     const auto& lines = lex_.lines;
     const std::uint32_t indent = lines[k].indent;
     bool reports_or_pass = true, reports_or_continue = true, reported = false;
+    bool cuda_fallback = false;
     std::string_view last;
     for (std::size_t b = k + 1; b < lines.size() && lines[b].indent > indent; ++b) {
       last = m_.First(lines[b]);
@@ -132,8 +175,10 @@ class PyModelBuilder {
       reported |= report;
       reports_or_pass &= report || last == "raise" || last == "pass";
       reports_or_continue &= report || last == "continue";
+      cuda_fallback |= CudaStatement(b);
     }
     Handler h;
+    h.cuda_fallback = cuda_fallback;
     h.ends_in_raise = last == "raise";
     h.only_raises = reports_or_pass && h.ends_in_raise;
     h.only_reports = reports_or_continue && reported;
@@ -196,7 +241,8 @@ class PyModelBuilder {
         if (f != "except") break;
         bool bare = lines[k].end - lines[k].begin <= 2;
         const Handler handler = ReadHandler(k);
-        NoteFallbackNames(k, indent);
+        // Names a CUDA fallback binds are CUDA whichever branch bound them.
+        if (!handler.cuda_fallback) NoteFallbackNames(k, indent);
         bool catches = bare;
         for (auto t = lines[k].begin; t < lines[k].end; ++t)
           if (m_.Is(T(t), "ImportError") || m_.Is(T(t), "ModuleNotFoundError") ||
@@ -204,7 +250,7 @@ class PyModelBuilder {
             catches = true;
         // `except ImportError: raise AssertionError("xFormers is required")` catches the failure
         // only to say the library is required: the import is not optional.
-        if (catches && handler.only_raises)
+        if (catches && (handler.only_raises || handler.cuda_fallback))
           required = true;
         else
           optional |= catches;

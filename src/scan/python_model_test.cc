@@ -130,6 +130,30 @@ TEST_F(PyModelTest, LineGuardedByALaunchModeCheck) {
   EXPECT_TRUE(m.IsChecked(LineAt(m, 9)));
 }
 
+TEST_F(PyModelTest, OptionalImportWhoseFallbackIsACudaBuildIsNoGuard) {
+  // The fallback JIT-builds the same CUDA sources: no branch runs without CUDA.
+  const PyModel& m = Build(
+      "try:\n"
+      "    import fastops._ext as _ext\n"
+      "except ImportError:\n"
+      "    from torch.utils.cpp_extension import load\n"
+      "    _ext = load('_ext', sources=['a.cpp', 'k.cu'], with_cuda=True)\n"
+      "y = _ext.run(x)\n");
+  EXPECT_FALSE(m.IsOptionalLine(LineAt(m, 2)));
+  EXPECT_FALSE(m.IsGuarded(LineAt(m, 2)));
+  EXPECT_FALSE(m.IsFallbackName("_ext"));
+  EXPECT_FALSE(m.IsFallbackName("load"));
+  // A fallback that builds for the CPU only is one.
+  const PyModel& cpu = Build(
+      "try:\n"
+      "    import fastops._ext as _ext\n"
+      "except ImportError:\n"
+      "    from torch.utils.cpp_extension import load\n"
+      "    _ext = load('_ext', sources=['a.cpp'])\n");
+  EXPECT_TRUE(cpu.IsOptionalLine(LineAt(cpu, 2)));
+  EXPECT_TRUE(cpu.IsFallbackName("_ext"));
+}
+
 TEST_F(PyModelTest, OptionalImportWithANonCudaFallback) {
   const PyModel& m = Build(
       "import torch\n"

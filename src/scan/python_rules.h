@@ -46,6 +46,9 @@ struct PyRuleContext {
   // Per module-level name: 1 when referenced under a guard, 2 when unguarded (bits or-ed).
   std::unordered_map<std::string_view, int> ref_guards{};
   std::vector<std::pair<std::size_t, std::size_t>> branches{};  // Guarded token ranges of the line.
+  // Objects built from a project class that wraps an extension (`GaussianRasterizer(...)`): a call
+  // of the object runs the extension; its other methods may not.
+  std::unordered_set<std::string_view> wrapper_objects{};
 };
 
 // What LineFindings knows of the statement it reads.

@@ -41,7 +41,11 @@ void HandleUse(PyRuleContext& cx, std::size_t k, LineRead& line, bool guarded) {
   if (assigned || none_test) return;
   bool use_guard = guarded || m.IsFallbackName(m.Text(t));
   std::string resolved, head;
-  m.Chain(k, l.end, line.scope, resolved, head);
+  const std::size_t ce = m.Chain(k, l.end, line.scope, resolved, head);
+  // A wrapper object's own call runs the extension; an attribute of it is the project's code.
+  if (cx.wrapper_objects.count(m.Text(t)) > 0 &&
+      (ce != k + 1 || ce >= l.end || !m.IsOp(m.T(ce), "(")))
+    return;
   ExtensionUse(cx, t, resolved, use_guard, line.scope);
   // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
   line.tainted |= !use_guard && !m.IsCpuBuilt(resolved);
@@ -75,8 +79,17 @@ void HandleAssignment(PyRuleContext& cx, LineRead& line) {
   if (eq != l.begin + 1 || eq >= l.end || !m.IsName(m.T(l.begin))) return;
   TokenText target = m.Text(m.T(l.begin));
   bool constructed = false;
-  if (line.tainted && eq + 1 < l.end && m.IsName(m.T(eq + 1)) &&
-      m.IsHandle(m.Text(m.T(eq + 1)), scope)) {
+  // The class is an extension's (`_C.Rasterizer`) or a project class that wraps one
+  // (`GaussianRasterizer`, a CUDA symbol reaching a compiled extension).
+  bool wrapper = false;
+  auto extension_class = [&]() {
+    if (m.IsHandle(m.Text(m.T(eq + 1)), scope)) return true;
+    std::string resolved, head;
+    m.Chain(eq + 1, l.end, scope, resolved, head);
+    wrapper = m.IsCudaSymbol(resolved) && m.ReachesExtension(resolved);
+    return wrapper;
+  };
+  if (line.tainted && eq + 1 < l.end && m.IsName(m.T(eq + 1)) && extension_class()) {
     std::string dotted;
     std::size_t ce = m.Dotted(eq + 1, l.end, dotted);
     TokenText last = m.Text(m.T(ce - 1));
@@ -84,6 +97,7 @@ void HandleAssignment(PyRuleContext& cx, LineRead& line) {
                   last[0] <= 'Z' && m.Matching(ce, l.end) == l.end - 1;
   }
   if (constructed) m.BindValueHandle(scope, target);
+  if (constructed && wrapper) cx.wrapper_objects.insert(target);
   if (scope == 0) {
     if (constructed) cx.cuda_tops[target] |= true;
     if (refs != cx.module_refs.end())

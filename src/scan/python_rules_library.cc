@@ -68,6 +68,12 @@ void FromImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool
       ext = m.ReachesExtension(full);
       if (!m.SiblingSymbol(full))
         cx.sink.Add(SymbolCode(ext), m.Line(m.T(k)), m.Column(m.T(k)), full, guarded);
+      // A module-level import re-exports the symbol (`from .grid import GridEncoder` in a
+      // package's __init__.py): importers of this module reach it under the bound name.
+      if (scope == 0 && !guarded) {
+        const bool aliased = k + 2 < l.end && m.Is(m.T(k + 1), "as") && m.IsName(m.T(k + 2));
+        cx.cuda_tops[m.Text(m.T(aliased ? k + 2 : k))] |= ext;
+      }
     } else {
       continue;
     }

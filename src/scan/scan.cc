@@ -885,7 +885,12 @@ std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
         python_dirs.insert(rel.substr(0, rel.size() - 3));  // "pkg/mod" for pkg/mod.py.
       }
     dirs_built = true;
-    return python_dirs.count(path) > 0 || python_dirs.count("src/" + path) > 0;
+    if (python_dirs.count(path) > 0) return true;
+    // A sub-project's package (`ops_lib/fastops` for `fastops`, `src/pkg`): installed from its
+    // own folder, imported by its name.
+    const std::string tail = "/" + path;
+    return std::any_of(python_dirs.begin(), python_dirs.end(),
+                       [&](const std::string& d) { return d.ends_with(tail); });
   };
   bool has_cu = false;  // An op library (TORCH_LIBRARY) counts when the project compiles CUDA.
   for (const auto& item : items) has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");

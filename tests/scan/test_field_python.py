@@ -381,3 +381,46 @@ def test_notebook_locations_name_cells_and_file_lines(field, dualtrack_bin):
     r = subprocess.run([str(dualtrack_bin), "scan", str(FIELD / "notebook-entry"), "--fail-on", "never"],
                        capture_output=True, text=True, timeout=60)
     assert "demo.ipynb:cell 3:2:" in r.stdout and "demo.ipynb:cell 4:1:" in r.stdout
+
+
+def test_jit_extension_package_fallback_is_cuda_too(field):
+    """../shared/field/jit-extension-package: the optional import's fallback is the same kernels
+    (a JIT build in backend.py), so the try/except is no guard; the package re-exports the
+    encoder, and the network that imports it by the package's name depends on the extension."""
+    doc = field("jit-extension-package", "--entry", "train.py")
+    build = one(doc, "fastgrid/backend.py", 12, "DT301")  # the load() statement, lines 12-19
+    assert not build["guarded"] and build["class"] == "extension"
+    for line in (6, 15, 23):                          # the import and both calls
+        f = one(doc, "fastgrid/grid.py", line, "DT305")
+        assert not f["guarded"] and f["severity"] != "portable", f
+    assert not one(doc, "fastgrid/grid.py", 8, "DT312")["guarded"]
+    for line in (3, 9):                               # through the package's re-export
+        f = one(doc, "network.py", line, "DT312")
+        assert not f["guarded"] and f["reachable"] and f["class"] == "extension"
+    assert {f["line"] for f in doc["findings"] if f["file"] == "fastgrid/src/grid.cu"} >= {5}
+    assert one(doc, "fastgrid/src/bindings.cpp", 3, "DT307")["class"] == "extension"
+    assert one(doc, "train.py", 11, "DT102")["guarded"]
+
+
+def test_subproject_extension_is_followed_by_package_name(field):
+    """../shared/field/subproject-extension: ops_lib/ is a sub-project with its own setup.py; the
+    research code imports its package as `fastops`. Its ImportError fallback is a JIT build of the
+    same CUDA sources (with_cuda=True): no guard."""
+    doc = field("subproject-extension", "--entry", "train.py")
+    for line, code in ((13, "DT302"), (19, "DT301")):
+        assert one(doc, "ops_lib/setup.py", line, code)["class"] == "extension"
+    assert one(doc, "requirements.txt", 3, "DT322")["class"] == "extension"
+    assert not one(doc, "ops_lib/fastops/ops.py", 8, "DT305")["guarded"]
+    assert not one(doc, "ops_lib/fastops/ops.py", 13, "DT301")["guarded"]   # the fallback build
+    for line in (25, 36):
+        assert not one(doc, "ops_lib/fastops/ops.py", line, "DT305")["guarded"]
+    # `fastops` is a Python package around the compiled fastops._ext, not a compiled module.
+    assert not at(doc, "ops_lib/fastops/__init__.py", 1) or \
+        all(f["code"] != "DT305" for f in at(doc, "ops_lib/fastops/__init__.py", 1))
+    for line in (3, 13, 15):
+        f = one(doc, "models/pointnet2_ssg.py", line, "DT312")
+        assert not f["guarded"] and f["reachable"], f
+    assert one(doc, "ops_lib/fastops/_ext-src/src/sampling.cpp", 9, "DT320")
+    assert one(doc, "ops_lib/fastops/_ext-src/src/sampling_gpu.cu", 4, "DT303")
+    for line in (7, 10):
+        assert one(doc, "train.py", line, "DT101")["severity"] == "fixable"

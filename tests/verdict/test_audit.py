@@ -229,6 +229,8 @@ def _field_verdict(dualtrack, tmp_path, case, entry):
     ("submodule-extension", "train.py", "cuda-only"),
     ("triton-kernel", "model.py", "cuda-only"),
     ("hf-int8-fp16", "finetune.py", "dev-only"),
+    ("../../../scan/fixtures/field/jit-extension-package", "train.py", "cuda-only"),
+    ("../../../scan/fixtures/field/subproject-extension", "train.py", "cuda-only"),
 ])
 def test_field_verdicts(dualtrack, tmp_path, case, entry, verdict):
     report = _field_verdict(dualtrack, tmp_path, case, entry)
