@@ -244,6 +244,9 @@ class PyModel : public PyTokens {
   bool IsCpuBuilt(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->IsCpuBuilt(dotted);
   }
+  bool IsReexported(const std::string& dotted) const {
+    return opt_.cuda != nullptr && opt_.cuda->reexported.count(dotted) > 0;
+  }
   bool IsCudaSymbol(const std::string& dotted) const {
     return opt_.cuda != nullptr && opt_.cuda->symbols.count(dotted) > 0;
   }

@@ -49,6 +49,8 @@ struct PyRuleContext {
   // Objects built from a project class that wraps an extension (`GaussianRasterizer(...)`): a call
   // of the object runs the extension; its other methods may not.
   std::unordered_set<std::string_view> wrapper_objects{};
+  // Names a package's __init__.py re-exports from its modules (CudaContext::reexported).
+  std::unordered_map<std::string_view, bool> reexports{};
 };
 
 // What LineFindings knows of the statement it reads.

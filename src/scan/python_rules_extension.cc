@@ -221,6 +221,11 @@ void PropagateLocal(PyRuleContext& cx) {
     }
   }
   for (auto [name, ext] : cx.cuda_tops) cx.result.cuda_symbols.emplace_back(name, ext);
+  for (auto [name, ext] : cx.reexports) {
+    if (cx.cuda_tops.count(name) > 0) continue;  // Also a symbol of the file's own.
+    cx.result.cuda_symbols.emplace_back(name, ext);
+    cx.result.reexports.emplace_back(name);
+  }
   std::sort(cx.result.cuda_symbols.begin(), cx.result.cuda_symbols.end());
 }
 

@@ -68,12 +68,20 @@ void FromImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool
       ext = m.ReachesExtension(full);
       if (!m.SiblingSymbol(full))
         cx.sink.Add(SymbolCode(ext), m.Line(m.T(k)), m.Column(m.T(k)), full, guarded);
-      // A module-level import re-exports the symbol (`from .grid import GridEncoder` in a
-      // package's __init__.py): importers of this module reach it under the bound name.
-      if (scope == 0 && !guarded) {
-        const bool aliased = k + 2 < l.end && m.Is(m.T(k + 1), "as") && m.IsName(m.T(k + 2));
-        cx.cuda_tops[m.Text(m.T(aliased ? k + 2 : k))] |= ext;
+      if (m.IsReexported(full)) {  // Reported; this file's definitions do not become symbols.
+        any = true;
+        continue;
       }
+      // A package's __init__.py re-exports its modules' symbols (`from .grid import
+      // GridEncoder`): importers of the package reach them under the bound name. Only relative
+      // imports of the package's own modules: an absolute import there is a dependency, and
+      // following every one of those (a library's top-level namespace) would make each name it
+      // gathers a CUDA symbol. One hop (CudaContext::reexported): importers are reported, their
+      // own definitions do not become symbols through it.
+      const bool aliased = k + 2 < l.end && m.Is(m.T(k + 1), "as") && m.IsName(m.T(k + 2));
+      const TokenText bound = m.Text(m.T(aliased ? k + 2 : k));
+      if (scope == 0 && !guarded && level > 0 && cx.opt.package_init && !bound.starts_with("_"))
+        cx.reexports[bound] |= ext;
     } else {
       continue;
     }
@@ -230,7 +238,7 @@ std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* b
     // declares a type: neither is a call of the symbol.
     if (!m.SiblingSymbol(symbol) && m.Head(l) != "def" && !InVariableAnnotation(m, k, l))
       cx.sink.Add(SymbolCode(ext), m.Line(t), m.Column(t), resolved, use_guard);
-    NoteCudaAt(cx, scope, use_guard, ext);
+    if (!m.IsReexported(symbol)) NoteCudaAt(cx, scope, use_guard, ext);
     line.tainted |= !use_guard;
     return ce - 1;
   }

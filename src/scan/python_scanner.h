@@ -40,6 +40,11 @@ struct CudaContext {
   // The modules that hold one of `symbols`, and the packages above them: a name bound to one
   // (`from pkg import ops`, `import pkg.ops`) reaches a symbol through an attribute (`ops.run()`).
   std::unordered_set<std::string, NameHash, std::equal_to<>> symbol_packages;
+  // Of `symbols`, those a package's __init__.py re-exports (`from .grid import GridEncoder`):
+  // their importers are reported, but the importers' own definitions do not become symbols in
+  // turn (a library's namespace package re-exports hundreds of names, and following each one
+  // through every importer makes half a library "CUDA").
+  std::unordered_set<std::string> reexported;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
@@ -52,6 +57,8 @@ struct PyScanOptions {
   // one of the project's (PyScanResult::defs / refs), for the call paths of CallPaths().
   bool collect_calls = false;
   std::string package;  // Dotted package of the file, for relative imports ("pkg.sub").
+  // The file is a package's __init__.py: its relative imports re-export names of the package.
+  bool package_init = false;
   // Top-level names of the project's own packages and modules: never a third-party library, even
   // when the knowledge base lists a library of the same name.
   const std::unordered_set<std::string>* own_tops = nullptr;
@@ -109,6 +116,7 @@ struct PyScanResult {
   // Top-level functions, classes and module-level names of this file that reach CUDA-only code
   // (an extension, or another such symbol) with no other path.
   std::vector<std::pair<std::string, bool>> cuda_symbols;  // With CudaContext::symbols' flag.
+  std::vector<std::string> reexports;  // Of cuda_symbols, the re-exported names.
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).
   std::vector<std::pair<std::string, bool>> extension_sources;

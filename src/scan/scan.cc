@@ -145,6 +145,7 @@ struct FileResult {
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
   // Its module-level names that reach CUDA-only code (true: a compiled extension, false: kernels).
   std::vector<std::pair<std::string, bool>> cuda_symbols;
+  std::vector<std::string> reexports;  // Of cuda_symbols, those re-exported (CudaContext).
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
@@ -569,6 +570,7 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       PyScanOptions opt;
       opt.setup_py = r.kind == FileKind::kSetupPy;
       opt.package = PackageOf(item.rel);
+      opt.package_init = item.rel.ends_with("__init__.py");
       opt.own_tops = ctx.own_tops;
       auto py = ScanPython(text, sink, opt);
       r.imports = std::move(py.imports);
@@ -856,6 +858,7 @@ bool ReadPython(const Context& ctx, const WalkItem& item,
   std::vector<Finding> findings;
   FindingSink sink(ctx.reg, item.rel, src, findings);
   opt.package = nb ? "" : PackageIn(item.rel, init_dirs);
+  opt.package_init = item.rel.ends_with("__init__.py");
   opt.own_tops = ctx.own_tops;
   PyScanResult py = ScanPython(src, sink, opt);
   fn(src, sink, findings, py);
@@ -977,6 +980,7 @@ void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
                  UserTextRules(ctx.reg, src, items[i].rel, findings);
                  results[i].findings = std::move(findings);
                  results[i].cuda_symbols = std::move(py.cuda_symbols);
+                 results[i].reexports = std::move(py.reexports);
                  results[i].scanned = true;
                });
   });
@@ -1002,6 +1006,7 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
     if (results[i].cuda_symbols.empty()) return added;  // Most files: no module name is built.
     for (const auto& mod : ModuleNames(items[i].rel)) {
       bool grew = false;
+      for (const auto& name : results[i].reexports) cuda.reexported.insert(mod + "." + name);
       for (const auto& [name, ext] : results[i].cuda_symbols) {
         auto [it, fresh] = cuda.symbols.emplace(mod + "." + name, ext);
         added |= fresh || (ext && !it->second);
