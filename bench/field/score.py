@@ -156,7 +156,9 @@ def scan(binary, path, timeout):
         findings.append(
             {
                 "file": norm_path(str(f["file"])),
-                "line": int(f["line"] or 0),
+                # A notebook's labels give lines of the .ipynb file (what a reader sees in
+                # `grep -n`); the scan's `file_line` is that line, `line` the line in the cell.
+                "line": int(f.get("file_line") or f["line"] or 0),
                 "code": f.get("code", ""),
                 "class": f.get("class"),
                 "guarded": bool(f.get("guarded")),

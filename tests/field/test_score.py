@@ -206,3 +206,20 @@ def test_missing_checkout_is_reported_not_fatal(corpus):
     assert names["other"]["error"] == "no checkout"
     assert names["fake"]["matched"] == 3
     assert res["totals"]["repositories_failed"] == 1
+
+
+def test_notebook_labels_match_the_file_line(corpus):
+    """Labels of a notebook give lines of the .ipynb file; a finding's `line` is within its cell
+    and its `file_line` is the file's: the match uses the file line."""
+    nb = finding("demo.ipynb", 2)
+    nb.update({"cell": 3, "file_line": 29})
+    (corpus / "scan.json").write_text(json.dumps({"schema": "dualtrack.scan/1", "findings": [nb]}))
+    labels = dict(LABELS, scope=["demo.ipynb"], findings=[
+        {"file": "demo.ipynb", "line": 29, "class": "device", "guarded": False,
+         "severity": "fixable", "what": "cell 3: model.cuda()"}])
+    (corpus / "labels" / "fake.json").write_text(json.dumps(labels))
+    (corpus / "repos" / "fake" / "demo.ipynb").write_text("{}\n" * 40)
+    p, res = score(corpus, "--no-audit")
+    assert p.returncode == 0, p.stderr
+    r = res["repositories"][0]
+    assert (r["labels"], r["matched"], r["sample_tp"]) == (1, 1, 1)
