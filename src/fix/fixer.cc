@@ -135,7 +135,7 @@ const CudaCall* FindCudaCall(std::string_view name) {
 // Codes whose findings the fixer rewrites; DT204 only with --unsafe-fixes.
 constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106",
                                          "DT107", "DT108", "DT112", "DT113", "DT115", "DT116",
-                                         "DT205", "DT204", "DT201", "DT202", "DT206"};
+                                         "DT205", "DT211", "DT204", "DT201", "DT202", "DT206"};
 // Fixes that may change results: float64 -> float32, attention libraries -> SDPA, bitsandbytes
 // quantisation -> float16 weights.
 constexpr std::string_view kUnsafe[] = {"DT204", "DT201", "DT202", "DT206"};
@@ -1008,7 +1008,7 @@ class Fixer : protected Editor {
     if (k == kNone) return "the finding's position holds no token: the file changed since the scan";
     if (f.code == "DT101") return WithSiblings(k, f.code, device_, &DeviceFixes::FixDotCuda);
     if (f.code == "DT102") return WithSiblings(k, f.code, device_, &DeviceFixes::FixDeviceString);
-    if (f.code == "DT205") return cuda_.FixNccl(k);
+    if (f.code == "DT205" || f.code == "DT211") return cuda_.FixNccl(k);
     if (f.code == "DT112") return device_.FixChoices(k);
     if (f.code == "DT204") return WithSiblings(k, f.code, unsafe_, &UnsafeFixes::FixFloat64);
     if (f.code == "DT106") return cuda_.FixBackendFlag(k);

@@ -1,6 +1,7 @@
 #include "scan/call_paths.h"
 
 #include <algorithm>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -153,23 +154,118 @@ std::vector<char> Reach(const std::vector<CallModule>& modules, const DefIndex& 
   return reached;
 }
 
+// A module-level class of the project: its methods, and the mentions of its name (a call builds
+// an object, a base or an annotation hands the class on), each with where it sits.
+struct ClassUse {
+  std::vector<int> methods;
+  std::vector<Edge> mentions;  // `to` unused.
+  bool registered = false;     // Built from where no mention shows (a registry decorator).
+};
+
+// The classes whose methods are defs, and every mention of each class's name.
+std::vector<ClassUse> ClassUses(const std::vector<CallModule>& modules, const DefIndex& x) {
+  std::vector<ClassUse> classes;
+  std::map<std::pair<std::size_t, std::string_view>, std::size_t> index;  // (module, class)
+  std::unordered_map<std::string_view, std::vector<std::size_t>> by_name;
+  for (std::size_t id = 0; id < x.defs.size(); ++id) {
+    const auto [m, d] = x.defs[id];
+    const PyTopDef& def = modules[m].defs[d];
+    if (!def.method) continue;
+    const std::string_view cls = std::string_view(def.name).substr(0, def.name.rfind('.'));
+    auto [it, fresh] = index.emplace(std::make_pair(m, cls), classes.size());
+    if (fresh) {
+      classes.emplace_back();
+      by_name[cls].push_back(it->second);
+    }
+    classes[it->second].methods.push_back(static_cast<int>(id));
+    classes[it->second].registered |= def.class_registered;
+  }
+  if (classes.empty()) return classes;
+  for (std::size_t m = 0; m < modules.size(); ++m) {
+    for (const PyRef& r : modules[m].refs) {
+      int from = kRoot;
+      if (r.in_main && !modules[m].entry) continue;
+      if (!r.in_def.empty()) {
+        auto it = x.local[m].find(r.in_def);
+        if (it != x.local[m].end()) from = it->second;
+      }
+      // `Cls(...)`, `mod.Cls(...)`, `mod.Cls.build(...)`: the class named by the last or the
+      // next-to-last part of the target.
+      const std::string_view t = r.target;
+      // `self.m()` inside the class names a method ("Class.m"), not the class.
+      if (r.own && t.find('.') != std::string_view::npos) continue;
+      for (int part = 0; part < 2; ++part) {
+        std::string_view head = t;
+        for (int drop = 0; drop < part && !head.empty(); ++drop) {
+          const auto dot = head.rfind('.');
+          head = dot == std::string_view::npos ? std::string_view() : head.substr(0, dot);
+        }
+        if (head.empty()) break;
+        const auto dot = head.rfind('.');
+        const std::string_view name = dot == std::string_view::npos ? head : head.substr(dot + 1);
+        auto it = by_name.find(name);
+        if (it == by_name.end()) continue;
+        for (std::size_t c : it->second) {
+          const std::size_t cm = x.defs[static_cast<std::size_t>(classes[c].methods[0])].first;
+          const bool means = r.own ? cm == m && dot == std::string_view::npos
+                             : r.text || dot == std::string_view::npos
+                                 ? r.text
+                                 : MayMean(modules[cm], head.substr(0, dot));
+          if (means) classes[c].mentions.push_back(Edge{from, 0, r.guarded});
+        }
+      }
+    }
+  }
+  return classes;
+}
+
+// A mention of the class from a place that runs, not behind a check.
+bool RunsUnguarded(const Edge& e, const std::vector<char>& reached,
+                   const std::vector<char>& guarded) {
+  if (e.guarded) return false;
+  return e.from == kRoot ||
+         (reached[static_cast<std::size_t>(e.from)] && !guarded[static_cast<std::size_t>(e.from)]);
+}
+
 // Guarded: the greatest set where every call from a reached place is behind a check, or sits in
-// a function itself only called behind one.
+// a function itself only called behind one. A method is called from anywhere its object goes,
+// but an object exists only where its class is built: the methods of a class mentioned only
+// behind checks (`elif prefetch_mode == 'cuda': CUDAPrefetcher(...)`) are guarded with it.
 std::vector<char> Guarded(const DefIndex& x, const std::vector<Edge>& edges,
-                          const std::vector<char>& reached, const std::vector<char>& open) {
+                          const std::vector<ClassUse>& classes, const std::vector<char>& reached,
+                          const std::vector<char>& open) {
   const std::size_t n = x.defs.size();
+  std::vector<char> pinned(n, 0);  // A method of a class built only behind checks, so far.
+  for (const ClassUse& c : classes) {
+    if (c.registered || c.mentions.empty()) continue;
+    for (int id : c.methods) pinned[static_cast<std::size_t>(id)] = 1;
+  }
   std::vector<char> guarded(n, 0);
   for (std::size_t id = 0; id < n; ++id)
-    guarded[id] = static_cast<char>(reached[id] && !x.root[id] && !open[id]);
+    guarded[id] = static_cast<char>(reached[id] && !x.root[id] && (!open[id] || pinned[id]));
   for (bool changed = true; changed;) {
     changed = false;
     for (const Edge& e : edges) {
       const std::size_t to = static_cast<std::size_t>(e.to);
-      if (!guarded[to] || e.guarded) continue;
+      if (!guarded[to] || e.guarded || pinned[to]) continue;
       if (e.from != kRoot &&
           (!reached[static_cast<std::size_t>(e.from)] || guarded[static_cast<std::size_t>(e.from)]))
         continue;
       guarded[to] = 0;
+      changed = true;
+    }
+    for (const ClassUse& c : classes) {
+      const std::size_t first = static_cast<std::size_t>(c.methods[0]);
+      if (!pinned[first]) continue;
+      if (std::none_of(c.mentions.begin(), c.mentions.end(),
+                       [&](const Edge& e) { return RunsUnguarded(e, reached, guarded); }))
+        continue;
+      // Built where it runs: its methods are as guarded as their own calls make them.
+      for (int id : c.methods) {
+        const std::size_t i = static_cast<std::size_t>(id);
+        pinned[i] = 0;
+        if (open[i]) guarded[i] = 0;
+      }
       changed = true;
     }
   }
@@ -225,7 +321,7 @@ CallPathResult CallPaths(const std::vector<CallModule>& modules) {
   const std::vector<Edge> edges = CallEdges(modules, x);
   std::vector<char> open(x.defs.size(), 0);
   const std::vector<char> reached = Reach(modules, x, edges, open);
-  const std::vector<char> guarded = Guarded(x, edges, reached, open);
+  const std::vector<char> guarded = Guarded(x, edges, ClassUses(modules, x), reached, open);
   CallPathResult result;
   result.defs.resize(modules.size());
   for (std::size_t m = 0; m < modules.size(); ++m) result.defs[m].resize(modules[m].defs.size());

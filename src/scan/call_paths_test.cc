@@ -154,5 +154,34 @@ TEST(CallPathsTest, ACudaDefaultIsOverriddenOnlyWhenEveryCallPassesIt) {
   EXPECT_FALSE(CallPaths({fid, train}).overridden[0][0]);
 }
 
+TEST(CallPathsTest, AClassBuiltOnlyBehindAChecksGuardsAllItsMethods) {
+  // `elif prefetch_mode == "cuda": CUDAPrefetcher(loader)`: __init__ and next() run only where the
+  // object exists, however generic their names (`prefetcher.next()` from anywhere).
+  CallModule prefetch = Module({"prefetch"});
+  PyTopDef init = Def("CUDAPrefetcher.__init__");
+  init.method = true;
+  PyTopDef next = Def("CUDAPrefetcher.next");
+  next.method = true;
+  prefetch.defs = {init, next};
+  prefetch.attrs = {"next"};
+  CallModule train = Module({"train"}, true);
+  train.defs = {Def("train_pipeline")};
+  train.refs = {Ref("prefetch.CUDAPrefetcher", "train_pipeline", /*guarded=*/true),
+                Own("train_pipeline")};
+  auto paths = CallPaths({prefetch, train});
+  EXPECT_TRUE(paths.defs[0][0].reached && paths.defs[0][0].guarded);
+  EXPECT_TRUE(paths.defs[0][1].reached && paths.defs[0][1].guarded);
+  // One unchecked mention (a base class, a second construction) and the methods run anywhere.
+  train.refs.push_back(Ref("prefetch.CUDAPrefetcher", "train_pipeline"));
+  paths = CallPaths({prefetch, train});
+  EXPECT_FALSE(paths.defs[0][0].guarded);
+  EXPECT_FALSE(paths.defs[0][1].guarded);
+  // A class a registry decorator builds is built where no mention shows: never pinned.
+  train.refs.pop_back();
+  prefetch.defs[0].class_registered = prefetch.defs[1].class_registered = true;
+  paths = CallPaths({prefetch, train});
+  EXPECT_FALSE(paths.defs[0][0].guarded);
+}
+
 }  // namespace
 }  // namespace dt::scan

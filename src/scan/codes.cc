@@ -21,6 +21,9 @@ const std::vector<std::string_view>& DetectorCodes() {
       "DT207",
       "DT209",
       "DT210",
+      "DT211",
+      "DT212",
+      "DT213",
       "DT220",
       "DT221",
       "DT406",
@@ -28,6 +31,7 @@ const std::vector<std::string_view>& DetectorCodes() {
       "DT302",
       "DT305",
       "DT312",
+      "DT313",
       // C/C++/CUDA and CMake.
       "DT303",
       "DT304",

@@ -100,20 +100,25 @@ class CallCollector {
       const bool method = cls != nullptr && !cls->is_def && cls->parent == 0;
       if (sc.parent != 0 && !method) continue;
       const auto [first, last] = m_.ScopeLines(s);
-      bool registered = false;
-      for (std::size_t li = sc.first_line; li < sc.def_line; ++li)
-        for (auto k = m_.lines()[li].begin; k < m_.lines()[li].end; ++k)
-          if (m_.IsName(T(k))) registered |= IsRegisteringWord(Lower(m_.Text(T(k))));
       // Test functions are called by the test runner, by name.
-      registered |= StartsWith(sc.name, "test");
+      const bool registered = Decorated(sc) || StartsWith(sc.name, "test");
       std::string name(sc.name);
       if (method) {
         name = std::string(cls->name) + "." + name;
         class_methods[sc.parent].insert(sc.name);
       }
-      result_.defs.push_back(PyTopDef{std::move(name), first, last, registered, method});
+      result_.defs.push_back(
+          PyTopDef{std::move(name), first, last, registered, method, method && Decorated(*cls)});
     }
     return class_methods;
+  }
+
+  // Whether a decorator of the def or class may register it under a name.
+  bool Decorated(const PyScope& sc) const {
+    for (std::size_t li = sc.first_line; li < sc.def_line; ++li)
+      for (auto k = m_.lines()[li].begin; k < m_.lines()[li].end; ++k)
+        if (m_.IsName(T(k)) && IsRegisteringWord(Lower(m_.Text(T(k))))) return true;
+    return false;
   }
 
   // Whether a framework places the model on its device (accelerate, Lightning, HF's Trainer).

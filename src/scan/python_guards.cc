@@ -410,6 +410,121 @@ class GuardBuilder {
     return leaves(lex_.lines[last].begin);
   }
 
+  // The line of the `raise` / `sys.exit()` that ends the body of the `if` / `else` at line li
+  // (after at most a message), or li's own when the body is on its line; npos otherwise.
+  std::size_t StopsBlock(std::size_t li) const {
+    const auto& l = lex_.lines[li];
+    const std::size_t colon = m_.FindColon(l);
+    auto stops = [&](std::size_t b, std::size_t e) {
+      if (m_.Is(T(b), "raise")) return true;
+      // sys.exit(...), exit(...), quit(...), os._exit(...)
+      std::size_t k = b;
+      if (k + 2 < e && m_.IsName(T(k)) && m_.IsOp(T(k + 1), ".") &&
+          (m_.Is(T(k), "sys") || m_.Is(T(k), "os")))
+        k += 2;
+      const bool exit_name = m_.Is(T(k), "exit") || m_.Is(T(k), "quit") || m_.Is(T(k), "_exit");
+      return exit_name && k + 1 < e && m_.IsOp(T(k + 1), "(");
+    };
+    if (colon + 1 < l.end) return stops(colon + 1, l.end) ? li : std::string::npos;
+    std::size_t last = li;
+    for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j)
+      last = j;
+    if (last == li || last - li > 4) return std::string::npos;
+    if (lex_.lines[last].indent != lex_.lines[li + 1].indent) return std::string::npos;
+    const auto& body = lex_.lines[last];
+    return stops(body.begin, body.end) ? last : std::string::npos;
+  }
+
+  // Whether test [b, e) is about the tensors at hand (`x.is_cuda`, `x.device.type == "cuda"`),
+  // which a function checks of its inputs, rather than about the machine or the launch.
+  bool TensorTest(std::size_t b, std::size_t e) const {
+    for (std::size_t k = b + 1; k < e; ++k)
+      if (m_.IsOp(T(k - 1), ".") && (m_.Is(T(k), "is_cuda") || m_.Is(T(k), "device") ||
+                                     m_.Is(T(k), "type") || m_.Is(T(k), "is_mps")))
+        return true;
+    return false;
+  }
+
+  // `x.device.type == "cpu"` (or `!=`).
+  bool TestsCpuDevice(std::size_t b, std::size_t e) const {
+    for (std::size_t k = b; k < e; ++k)
+      if (T(k).kind() == TokKind::kString && StringBody(m_.Text(T(k))) == "cpu" &&
+          m_.InComparison(k, b, e))
+        return TensorTest(b, e);
+    return false;
+  }
+
+  // The module-level definition holding line li dispatches to a path beside its kernel.
+  void NoteReferenceDispatch(std::size_t li) {
+    m_.reference_dispatch_ = true;
+    if (const int top = m_.TopOf(li); top >= 0) m_.reference_tops_.insert(m_.scope(top).name);
+  }
+
+  // Whether test [b, e) reads a launch variable (`args.distributed`, `"RANK" in os.environ`).
+  bool ReadsLaunch(std::size_t b, std::size_t e) const {
+    for (std::size_t k = b; k < e; ++k) {
+      const Token& t = T(k);
+      if (m_.IsName(t) && m_.reg().IsLaunchGuardName(m_.Text(t))) return true;
+      if (t.kind() == TokKind::kString && m_.reg().IsLaunchEnv(StringBody(m_.Text(t)))) return true;
+      if (m_.Is(t, "is_initialized")) return true;
+    }
+    return false;
+  }
+
+  // Whether the statement at li names distributed training (`"Only DistributedDataParallel is
+  // supported."`): the requirement it states is a launch.
+  bool NamesLaunch(std::size_t li) const {
+    const auto& l = lex_.lines[li];
+    for (auto k = l.begin; k < l.end; ++k) {
+      const std::string lower = Lower(m_.Text(T(k)));
+      if (lower.find("distributed") != std::string::npos ||
+          lower.find("ddp") != std::string::npos || lower.find("torchrun") != std::string::npos)
+        return true;
+    }
+    return false;
+  }
+
+  // `assert torch.cuda.is_available()`: the run stops here without CUDA.
+  bool AssertsCuda(std::size_t li, int scope) const {
+    const auto& l = lex_.lines[li];
+    if (!m_.Is(T(l.begin), "assert")) return false;
+    std::size_t e = l.begin + 1;
+    for (int depth = 0; e < l.end; ++e) {
+      if (m_.IsOpen(T(e)))
+        ++depth;
+      else if (m_.IsClose(T(e)))
+        --depth;
+      else if (depth == 0 && m_.IsOp(T(e), ","))
+        break;
+    }
+    // CUDA's presence or an initialised process group; launch variables in an assert check
+    // consistency (`assert rank < world_size`), not the launch itself.
+    bool machine = false;
+    for (std::size_t k = l.begin + 1; k < e && !machine; ++k)
+      machine = m_.Is(T(k), "is_available") || m_.Is(T(k), "device_count") ||
+                m_.Is(T(k), "is_initialized");
+    return machine && !TensorTest(l.begin + 1, e) && m_.Cond(l.begin + 1, e, scope) == Truth::kCuda;
+  }
+
+  // Whether test [b, e) is about the machine or the launch: CUDA's presence, a device flag, a
+  // launch variable; not a tensor's device, a value (`assert (w.cpu() == w0).all()`) or an
+  // option's other choices (`if opt.task == "speed"`).
+  bool MachineTest(std::size_t b, std::size_t e) const {
+    if (TensorTest(b, e)) return false;
+    if (ReadsLaunch(b, e)) return true;
+    for (std::size_t k = b; k < e; ++k) {
+      if (!m_.IsName(T(k))) continue;
+      if (m_.Is(T(k), "is_available") || m_.Is(T(k), "device_count")) return true;
+      // A device flag (`args.cuda`, `use_gpu`), not a call (`w.cpu()`) or an optional import's
+      // name (`selective_scan_cuda is None`: the extension, not the machine).
+      Truth flag = Truth::kNone;
+      if (FlagWord(m_.Text(T(k)), flag) && !(k + 1 < e && m_.IsOp(T(k + 1), "(")) &&
+          !m_.IsOptionalName(m_.Text(T(k))))
+        return true;
+    }
+    return false;
+  }
+
   struct Block {
     std::uint32_t indent;
     bool guarded;
@@ -426,6 +541,22 @@ class GuardBuilder {
     // chain held only with CUDA (or a launch).
     std::unordered_map<std::uint32_t, Truth> last_if;
     std::unordered_map<std::uint32_t, bool> chain_cuda;
+    std::unordered_map<std::uint32_t, bool> chain_launch;  // A test of the chain read a launch.
+    std::unordered_map<std::uint32_t, bool> chain_tensor;  // A test of the chain read a tensor.
+    // Every test of the chain is about the machine or the launch (not an option's choice).
+    std::unordered_map<std::uint32_t, bool> chain_machine;
+    m_.requirement_.assign(lex_.lines.size(), PyModel::Requirement::kNone);
+    // What follows a stated requirement in its block runs only where it holds.
+    auto guard_rest = [&] {
+      if (stack.size() > 1)
+        stack.back().guarded = true;
+      else
+        module_level_guard = true;
+    };
+    auto require = [&](std::size_t at, bool launch) {
+      m_.requirement_[at] =
+          launch || NamesLaunch(at) ? PyModel::Requirement::kLaunch : PyModel::Requirement::kCuda;
+    };
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
       while (stack.size() > 1 && stack.back().indent >= l.indent) stack.pop_back();
@@ -445,24 +576,47 @@ class GuardBuilder {
         if (f == "elif" && last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
         last_if[l.indent] = t;
         chain_cuda[l.indent] = t == Truth::kCuda && (f != "elif" || chain_cuda[l.indent]);
+        const bool launch = ReadsLaunch(l.begin + 1, colon);
+        const bool tensor = TensorTest(l.begin + 1, colon);
+        chain_launch[l.indent] = launch || (f == "elif" && chain_launch[l.indent]);
+        chain_tensor[l.indent] = tensor || (f == "elif" && chain_tensor[l.indent]);
+        const bool machine = MachineTest(l.begin + 1, colon);
+        chain_machine[l.indent] = machine && (f != "elif" || chain_machine[l.indent]);
+        // `if x.device.type == "cpu": return reference(x)`: a path beside the kernel. (A CPU
+        // test guards nothing: MPS tensors fail it too.)
+        if (tensor && (t == Truth::kNoCuda || TestsCpuDevice(l.begin + 1, colon)))
+          NoteReferenceDispatch(li);
         if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
           // `if not torch.cuda.is_available(): return` guards the rest of its block.
-          if (stack.size() > 1)
-            stack.back().guarded = true;
-          else
-            module_level_guard = true;
+          guard_rest();
+        } else if (std::size_t at = f == "if" && t == Truth::kNoCuda && machine && !guarded
+                                        ? StopsBlock(li)
+                                        : std::string::npos;
+                   at != std::string::npos) {
+          // `if not torch.cuda.is_available(): raise ...`: a requirement.
+          require(at, launch);
+          guard_rest();
         }
       } else if (f == "else") {
         if (last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
+        // `if x.is_cuda: kernel(x) else: reference(x)`.
+        if (chain_tensor[l.indent] && last_if[l.indent] == Truth::kCuda) NoteReferenceDispatch(li);
         // `if "RANK" in os.environ: ... elif "SLURM_PROCID" in os.environ: ... else: return`:
         // what follows the chain runs only where one of its launch (or CUDA) tests held.
         if (chain_cuda[l.indent] && LeavesBlock(li)) {
-          if (stack.size() > 1)
-            stack.back().guarded = true;
-          else
-            module_level_guard = true;
+          guard_rest();
+        } else if (std::size_t at = chain_cuda[l.indent] && chain_machine[l.indent] && !guarded
+                                        ? StopsBlock(li)
+                                        : std::string::npos;
+                   at != std::string::npos) {
+          // `if args.distributed: ... else: raise NotImplementedError(...)`: a requirement.
+          require(at, chain_launch[l.indent]);
+          guard_rest();
         }
         chain_cuda[l.indent] = false;
+      } else if (f == "assert" && !guarded && AssertsCuda(li, scope)) {
+        // Unlike an early raise, an assert may be compiled out (`python -O`): it guards nothing.
+        require(li, ReadsLaunch(l.begin + 1, l.end));
       } else if (compound) {
         last_if[l.indent] = Truth::kNone;  // A for/try/with's own else is not an if's.
         chain_cuda[l.indent] = false;

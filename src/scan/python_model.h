@@ -297,6 +297,21 @@ class PyModel : public PyTokens {
   // Whether line li runs only behind a CUDA check (an if / elif / else / while on it or around it,
   // an early return before it); optional imports not counted.
   bool IsChecked(std::size_t li) const { return checked_line_[li]; }
+  // Where the run stops unless CUDA is there or chosen (`assert torch.cuda.is_available()`, `if
+  // not torch.cuda.is_available(): raise`), or unless a multi-process launcher started it (`else:
+  // raise NotImplementedError("Only DistributedDataParallel is supported.")` after `if
+  // args.distributed:`): a requirement, which also guards what follows it.
+  enum class Requirement : char { kNone, kCuda, kLaunch };
+  // A function of the file dispatches on its tensors' device to a path beside the kernel (`if
+  // input.device.type == "cpu": return upfirdn2d_native(...)`): the project has a reference
+  // implementation, so the file's kernels are replaced, not required.
+  bool HasReferenceDispatch() const { return reference_dispatch_; }
+  // The module-level definitions that hold such a dispatch: they have another path, so they do
+  // not become CUDA symbols of the module.
+  bool IsReferenceTop(std::string_view name) const { return reference_tops_.count(name) > 0; }
+  Requirement RequirementAt(std::size_t li) const {
+    return li < requirement_.size() ? requirement_[li] : Requirement::kNone;
+  }
   // Whether the statement runs only behind a CUDA check or in an optional import's try body
   // (kernel lines excepted), or in a branch found later to be one (GuardLibraryBranches).
   bool IsGuarded(std::size_t li) const { return line_guarded_[li]; }
@@ -319,8 +334,17 @@ class PyModel : public PyTokens {
   const PySettings& settings() const { return settings_; }
   // What test [b, e) says on the default path when it reads a command-line option.
   std::optional<bool> OptionTest(std::size_t b, std::size_t e) const {
-    return settings_.Test(*this, b, e);
+    if (auto holds = settings_.Test(*this, b, e)) return holds;
+    return ProjectFlagTest(b, e);
   }
+  // `self.args.alternate_corr` where another file of the project declares `--alternate_corr` off
+  // by default: false on the default path (python_settings.cc).
+  std::optional<bool> ProjectFlagTest(std::size_t b, std::size_t e) const;
+  // The NAMEs of the `a.args.NAME` chains the file's if / elif / while tests read that are not its
+  // own options: a file that reads one another file declares off by default is read again knowing
+  // it (FollowProjectFlags in scan.cc).
+  std::vector<std::string> FlagReads() const;
+  std::size_t NamespaceChain(std::size_t k, std::size_t e) const;
 
   // --- What the rules find as they read the lines ------------------------------------------------
 
@@ -363,9 +387,12 @@ class PyModel : public PyTokens {
   std::vector<PyImport> imports_;
   bool has_main_ = false;  // Has `if __name__ == "__main__":`.
   std::vector<bool> optional_line_;
-  std::vector<bool> required_line_;  // In a `try:` whose ImportError handler only raises.
-  std::vector<bool> checked_line_;   // See IsChecked().
-  std::vector<bool> line_guarded_;   // See IsGuarded().
+  std::vector<bool> required_line_;       // In a `try:` whose ImportError handler only raises.
+  std::vector<bool> checked_line_;        // See IsChecked().
+  std::vector<Requirement> requirement_;  // See RequirementAt().
+  bool reference_dispatch_ = false;       // See HasReferenceDispatch().
+  std::unordered_set<std::string_view> reference_tops_;  // See IsReferenceTop().
+  std::vector<bool> line_guarded_;                       // See IsGuarded().
   std::unordered_set<std::size_t> guarded_tops_;  // Definitions called only behind such checks.
   std::vector<int> line_scope_;
   std::unordered_set<int> launch_scopes_;  // Functions that launch a kernel of this file.

@@ -83,6 +83,21 @@ std::size_t NameFindings(PyRuleContext& cx, std::size_t k, LineRead& line, bool 
   return ChainFindings(cx, k, bound, line, guarded);
 }
 
+// A statement that stops the run unless CUDA (DT213) or a multi-process launch (DT212) is there:
+// named by its head (`assert`, `raise NotImplementedError`, `sys.exit`).
+void RequirementFinding(PyRuleContext& cx, const LogicalLine& l, bool launch, bool guarded) {
+  const PyModel& m = cx.model;
+  std::string name(m.Text(m.T(l.begin)));
+  std::size_t k = l.begin + 1;
+  while (k < l.end && (m.IsName(m.T(k)) || m.IsOp(m.T(k), ".")) && name.size() < 60) {
+    if (!m.IsOp(m.T(k), ".") && !m.IsOp(m.T(k - 1), ".")) name += ' ';
+    name += m.Text(m.T(k));
+    ++k;
+  }
+  cx.sink.Add(launch ? "DT212" : "DT213", m.Line(m.T(l.begin)), m.Column(m.T(l.begin)), name,
+              guarded);
+}
+
 // A statement that passed Maybe().
 void LineFindings(PyRuleContext& cx, std::size_t li, const LogicalLine& l, int scope,
                   bool guarded) {
@@ -142,6 +157,9 @@ void RunRules(PyRuleContext& cx) {
     cx.branches.clear();
     const bool maybe = m.Maybe(l.begin, l.end);  // Once: GuardedBranches adds no hot name.
     if (!line_guard && maybe) m.GuardedBranches(l, scope, cx.branches);
+    if (const auto req = m.RequirementAt(li); req != PyModel::Requirement::kNone) {
+      RequirementFinding(cx, l, req == PyModel::Requirement::kLaunch, line_guard);
+    }
     if (m.First(l) == "import" || m.First(l) == "from") {
       ImportFindings(cx, l, scope, line_guard || m.IsOptionalLine(li), m.IsRequiredLine(li));
     } else if (maybe) {

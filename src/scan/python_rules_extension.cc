@@ -172,7 +172,7 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
                               std::string(m.Text(m.T(k))) + "() in " + cx.sink.rel(), cpu_build);
   }
   if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
-  cx.sink.Add("DT301", m.Line(m.T(k)), m.Column(m.T(k)),
+  cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(m.T(k)), m.Column(m.T(k)),
               resolved.substr(resolved.rfind('.') + 1) + "()", guarded);
   // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
   if (l.end - l.begin > 2 && m.IsName(m.T(l.begin)) && m.IsOp(m.T(l.begin + 1), "=")) {
@@ -209,6 +209,7 @@ void PropagateLocal(PyRuleContext& cx) {
   while (changed) {
     changed = false;
     for (const auto& [from, refs] : cx.local_refs) {
+      if (cx.model.IsReferenceTop(from)) continue;  // Its dispatch has another path.
       for (auto ref : refs) {
         auto it = cx.cuda_tops.find(ref);
         if (it == cx.cuda_tops.end()) continue;
@@ -220,7 +221,8 @@ void PropagateLocal(PyRuleContext& cx) {
       }
     }
   }
-  for (auto [name, ext] : cx.cuda_tops) cx.result.cuda_symbols.emplace_back(name, ext);
+  for (auto [name, ext] : cx.cuda_tops)
+    if (!cx.model.IsReferenceTop(name)) cx.result.cuda_symbols.emplace_back(name, ext);
   for (auto [name, ext] : cx.reexports) {
     if (cx.cuda_tops.count(name) > 0) continue;  // Also a symbol of the file's own.
     cx.result.cuda_symbols.emplace_back(name, ext);

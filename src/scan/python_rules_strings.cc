@@ -192,7 +192,11 @@ void StringFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int s
   }
   if (py::IsNccl(body)) {
     if (m.InComparison(k, l.begin, l.end) || IsProse(m, k, l)) return;
-    cx.sink.Add("DT205", m.Line(t), m.Column(t), std::string(m.Text(t)), guarded);
+    // In an unchecked `init_process_group(...)`: every run is a process group (DT211).
+    const std::size_t open = m.EnclosingOpen(k, l.begin);
+    const bool init = !guarded && open != static_cast<std::size_t>(-1) &&
+                      EndsWith(m.Callee(open, l.begin, scope), "init_process_group");
+    cx.sink.Add(init ? "DT211" : "DT205", m.Line(t), m.Column(t), std::string(m.Text(t)), guarded);
     return;
   }
   if (CommandFinding(cx, k, l, scope, guarded) || body.size() > 200) return;

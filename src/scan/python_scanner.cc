@@ -38,6 +38,8 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
     return result;
   }
   model.Build();
+  result.off_flags = model.settings().OffFlags();
+  result.flag_reads = model.FlagReads();
   PyRuleContext cx{model, sink, options, result};
   RunRules(cx);
   if (!model.settings().option_lines().empty())

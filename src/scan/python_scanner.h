@@ -45,6 +45,9 @@ struct CudaContext {
   // turn (a library's namespace package re-exports hundreds of names, and following each one
   // through every importer makes half a library "CUDA").
   std::unordered_set<std::string> reexported;
+  // The options some file of the project declares off by default (PySettings::OffFlags): a test
+  // of `self.args.NAME` in another file is an opt-in (RAFT's `--alternate_corr`).
+  std::unordered_set<std::string, NameHash, std::equal_to<>> off_flags;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
@@ -79,6 +82,9 @@ struct PyTopDef {
   // A method of a module-level class, named "Class.method": called through `self.method()` in its
   // class, or from anywhere through an attribute, or by a framework (`forward`).
   bool method = false;
+  // The method's class is registered by a decorator (`@ARCH_REGISTRY.register()`): it may be
+  // built from where no mention of its name can be seen.
+  bool class_registered = false;
 };
 
 // A mention of a name that may be a module-level function of the project (collect_calls): a call, a
@@ -116,7 +122,9 @@ struct PyScanResult {
   // Top-level functions, classes and module-level names of this file that reach CUDA-only code
   // (an extension, or another such symbol) with no other path.
   std::vector<std::pair<std::string, bool>> cuda_symbols;  // With CudaContext::symbols' flag.
-  std::vector<std::string> reexports;  // Of cuda_symbols, the re-exported names.
+  std::vector<std::string> reexports;   // Of cuda_symbols, the re-exported names.
+  std::vector<std::string> off_flags;   // PySettings::OffFlags().
+  std::vector<std::string> flag_reads;  // PyModel::FlagReads().
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).
   std::vector<std::pair<std::string, bool>> extension_sources;

@@ -212,6 +212,67 @@ std::optional<bool> PySettings::Test(const PyModel& m, std::size_t b, std::size_
   return holds;
 }
 
+namespace {
+
+// Names that hold a parsed command line or a config (`self.args`, `opt`, `hps`).
+bool IsNamespaceWord(std::string_view part) {
+  return part == "args" || part == "opt" || part == "opts" || part == "hparams" || part == "hps" ||
+         part == "flags" || part == "FLAGS" || part == "options" || part == "cfg" ||
+         part == "config";
+}
+
+}  // namespace
+
+// The end of the dotted chain `a.b.NAME` that starts at name token k (before e) when it passes
+// through a namespace word before its last part; k otherwise.
+std::size_t PyModel::NamespaceChain(std::size_t k, std::size_t e) const {
+  bool through_namespace = false;
+  std::size_t j = k;
+  while (j + 2 < e + 1 && IsName(T(j))) {
+    if (j + 2 >= e || !IsOp(T(j + 1), ".") || !IsName(T(j + 2))) break;
+    through_namespace |= IsNamespaceWord(Text(T(j)));
+    j += 2;
+  }
+  return through_namespace && j > k ? j + 1 : k;
+}
+
+std::optional<bool> PyModel::ProjectFlagTest(std::size_t b, std::size_t e) const {
+  if (opt_.cuda == nullptr || opt_.cuda->off_flags.empty() || e < b + 3) return std::nullopt;
+  // A bare chain `a.args.NAME`, its last part an option off by default elsewhere.
+  if (NamespaceChain(b, e) != e) return std::nullopt;
+  if (opt_.cuda->off_flags.find(Text(T(e - 1))) == opt_.cuda->off_flags.end()) return std::nullopt;
+  return false;
+}
+
+std::vector<std::string> PyModel::FlagReads() const {
+  std::vector<std::string> out;
+  for (const auto& l : lines()) {
+    const TokenText head = First(l);
+    if (head != "if" && head != "elif" && head != "while") continue;
+    const std::size_t colon = FindColon(l);
+    for (std::size_t k = l.begin + 1; k < colon; ++k) {
+      if (!IsName(T(k)) || (k > l.begin && IsOp(T(k - 1), "."))) continue;
+      const std::size_t end = NamespaceChain(k, colon);
+      if (end == k) continue;
+      const std::string name(Text(T(end - 1)));
+      if (settings_.Key(name).empty()) out.push_back(name);  // Not one of the file's own.
+      k = end - 1;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::string> PySettings::OffFlags() const {
+  std::vector<std::string> out;
+  for (const auto& [dest, value] : options_)
+    if (value.kind != PyValue::kUnknown && value.kind != PyValue::kString && !value.Truthy())
+      out.push_back(dest);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool PySettings::IsOptionLine(std::uint32_t line) const {
   return std::binary_search(option_lines_.begin(), option_lines_.end(), line);
 }

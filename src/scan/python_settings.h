@@ -44,6 +44,10 @@ class PySettings {
   // The stored spelling of option `dest` (a view that lives as long as this), or "".
   std::string_view Key(const std::string& dest) const;
   bool empty() const { return options_.empty(); }
+  // The destinations of the options that are off by default (`action="store_true"`,
+  // `default=False` / `None` / 0): a test of one elsewhere in the project (`self.args.dest`) is
+  // an opt-in too.
+  std::vector<std::string> OffFlags() const;
 
  private:
   void Read(const PyModel& m, std::size_t open, std::size_t e, std::uint32_t first_line,

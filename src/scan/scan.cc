@@ -145,7 +145,9 @@ struct FileResult {
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
   // Its module-level names that reach CUDA-only code (true: a compiled extension, false: kernels).
   std::vector<std::pair<std::string, bool>> cuda_symbols;
-  std::vector<std::string> reexports;  // Of cuda_symbols, those re-exported (CudaContext).
+  std::vector<std::string> reexports;   // Of cuda_symbols, those re-exported (CudaContext).
+  std::vector<std::string> off_flags;   // Of its options (PySettings::OffFlags).
+  std::vector<std::string> flag_reads;  // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
@@ -576,6 +578,8 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.imports = std::move(py.imports);
       r.has_main = py.has_main;
       r.cuda_symbols = std::move(py.cuda_symbols);
+      r.off_flags = std::move(py.off_flags);
+      r.flag_reads = std::move(py.flag_reads);
       r.extension_sources = std::move(py.extension_sources);
       break;
     }
@@ -866,10 +870,12 @@ bool ReadPython(const Context& ctx, const WalkItem& item,
 }
 
 // The modules that exist only where a CUDA extension was built, as the files declare them, into
-// cuda.modules and cuda.cpu_built; returns the op namespaces (`torch.ops.ns`) among them.
+// cuda.modules and cuda.cpu_built, and the project's options off by default into cuda.off_flags;
+// returns the op namespaces (`torch.ops.ns`) among the modules.
 std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
                                              const std::vector<FileResult>& results,
                                              CudaContext& cuda) {
+  for (const FileResult& r : results) cuda.off_flags.insert(r.off_flags.begin(), r.off_flags.end());
   std::set<std::string> modules;
   // A package that brings an extension (a local package in requirements, a submodule) is often
   // Python code around one compiled module: when the project holds Python sources under that name,
@@ -984,6 +990,28 @@ void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
                  results[i].scanned = true;
                });
   });
+}
+
+// Options another file declares off by default (`--use_amp`, `--alternate_corr`), read by a file
+// as `self.args.use_amp` in a test: the files with findings that read one are scanned again knowing
+// them, so that the branch reads as an opt-in there too.
+void FollowProjectFlags(const Context& ctx, const std::vector<WalkItem>& items,
+                        std::vector<FileResult>& results,
+                        const std::unordered_set<std::string>& init_dirs, unsigned threads) {
+  CudaContext flags;
+  for (const FileResult& r : results)
+    flags.off_flags.insert(r.off_flags.begin(), r.off_flags.end());
+  if (flags.off_flags.empty()) return;
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (results[i].findings.empty()) continue;
+    for (const std::string& name : results[i].flag_reads)
+      if (flags.off_flags.count(name) > 0) {
+        order.push_back(i);
+        break;
+      }
+  }
+  if (!order.empty()) RescanKnowingCuda(ctx, items, results, init_dirs, threads, flags, order);
 }
 
 // Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
@@ -1605,6 +1633,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
   std::unordered_set<std::string> init_dirs = InitDirs(items);
+  FollowProjectFlags(ctx, items, results, init_dirs, threads);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
   DropUnmetConditions(ctx, results);
@@ -1623,6 +1652,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   if (!entries) return entries.take_error();
   Reach reach =
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
+  for (FileResult& r : results) SettleGuardedCodes(ctx.reg, r.findings);
   Collect(items, results, *filter, entries->files, reach, report);
   // The per-file state (every file's imports, paths, the import graph) is freed while the caller
   // formats the report (on a large tree its frees take longer than the output), or not at all

@@ -167,6 +167,21 @@ std::uint32_t CodePointColumn(std::string_view line, std::uint32_t byte_column) 
 
 }  // namespace
 
+void SettleGuardedCodes(const Registry& reg, std::vector<Finding>& findings) {
+  static constexpr std::string_view kEveryRun = ": every run";
+  for (Finding& f : findings) {
+    if (!f.guarded || f.code != "DT211") continue;
+    const Rule* plain = reg.FindRule("DT205");
+    if (plain == nullptr) continue;
+    const std::string name = f.message.substr(0, f.message.find(kEveryRun));
+    f.code = plain->code;
+    f.cls = plain->cls;
+    f.message = FormatMessage(*plain, name);
+    f.replacement = plain->replacement;
+    f.fix = plain->fix;
+  }
+}
+
 void FindingSink::Add(std::string_view code, std::uint32_t line, std::uint32_t column,
                       std::string_view name, bool guarded, std::string_view replacement,
                       bool mps_only) {

@@ -16,6 +16,12 @@
 
 namespace dt::scan {
 
+// A code that names an unguarded construct becomes its plain code once a later pass (the call
+// paths, a function called only behind checks) finds the line guarded: an `init_process_group
+// ("nccl")` reached only behind a launch check is the multi-GPU mode (DT205), not every run
+// (DT211).
+void SettleGuardedCodes(const Registry& reg, std::vector<Finding>& findings);
+
 class FindingSink {
  public:
   FindingSink(const Registry& reg, std::string rel, std::string_view source,

@@ -285,11 +285,17 @@ TEST(VerdictSymmetryTest, HardWiredDeviceIsMacReadyAfterTheAutomaticEdits) {
   ASSERT_FALSE(r.next_steps.empty());
   EXPECT_NE(r.next_steps.front().action.find("dualtrack fix . --apply"), std::string::npos)
       << r.next_steps.front().action;
-  // A construct the fixer leaves (`.cuda(i, True)`) is an edit by hand: dev-only.
+  // A construct the fixer leaves (`.cuda(i, True)`) is an edit by hand that keeps the recipe:
+  // still mac-ready, with the edit named in the first line.
   ev.scan->findings[0].fix = FixKind::kNone;
   Report left = Decide(ev);
-  EXPECT_EQ(left.verdict, Verdict::kDevOnly);
-  EXPECT_TRUE(AnyReasonHas(left, "edit by hand"));
+  EXPECT_EQ(left.verdict, Verdict::kMacReady);
+  ASSERT_FALSE(left.reasons.empty());
+  EXPECT_EQ(left.reasons.front().rfind("mac-ready after 1 edit(s) by hand that keep the recipe "
+                                       "(train.py:10)",
+                                       0),
+            0u)
+      << left.reasons.front();
 }
 
 TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
@@ -305,7 +311,10 @@ TEST(VerdictSymmetryTest, ConfigTreeDefaultIsAnOptionNotAnEdit) {
        {"args.device = \"cuda\"", "self.cfg.device = \"cuda\"", "_C.MODEL.DEVICE == \"cuda\""}) {
     Evidence ev = WithScan({F("DT102", "device", "fixable", "train.py", 3, true, false, snippet)},
                            "train.py");
-    EXPECT_EQ(Decide(ev).verdict, Verdict::kDevOnly) << snippet;
+    const Report r = Decide(ev);
+    EXPECT_EQ(r.verdict, Verdict::kMacReady) << snippet;
+    EXPECT_TRUE(AnyReasonHas(r, "edit(s) by hand")) << snippet;
+    EXPECT_FALSE(AnyReasonHas(r, "device option")) << snippet;
   }
 }
 

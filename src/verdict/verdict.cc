@@ -124,10 +124,11 @@ std::string PathName(const Evidence& ev) {
   return ev.entry.empty() ? std::string("the project") : ev.entry + "'s path";
 }
 
-// What stands in the way of a predicted mac-ready once the automatic edits are made: edits by hand,
-// replacements that change the recipe, constructs that fail on MPS when the work runs there,
-// predicted CPU fallbacks, and a declared run that gave no evidence. Device options and the
-// automatic edits do not; guarded, unreachable, non-Python and portable findings never do.
+// What stands in the way of a predicted mac-ready once the automatic edits are made: replacements
+// that change the recipe, constructs that fail on MPS when the work runs there,
+// predicted CPU fallbacks, and a declared run that gave no evidence. Device options, the
+// automatic edits and device edits by hand that keep the recipe do not (ReadyHeadline names them);
+// guarded, unreachable, non-Python and portable findings never do.
 std::vector<std::string> Obstacles(const Evidence& ev, const Facts& facts,
                                    const std::vector<RuleResult>& stops) {
   std::vector<std::string> out;
@@ -137,11 +138,7 @@ std::vector<std::string> Obstacles(const Evidence& ev, const Facts& facts,
         "numerics of the recipe: {}",
         r.size(), FindingPlaces(r)));
   }
-  if (auto m = facts.With(Need::kManualEdit); !m.empty()) {
-    out.push_back(fmt::format(
-        "{} line(s) on the path need an edit by hand (`dualtrack fix` does not make it safely): {}",
-        m.size(), FindingPlaces(m)));
-  }
+
   // The traced run shows which operators really compute in float64; a float64 construct the scan
   // sees may stay on the CPU (a schedule cast to float32 before it reaches the device), so it is
   // said beside the verdict (MpsOnlyEdits) rather than held against it.
@@ -180,6 +177,7 @@ std::vector<std::string> Obstacles(const Evidence& ev, const Facts& facts,
 std::string ReadyHeadline(const Evidence& ev, const Facts& facts) {
   const std::size_t edits = facts.Count(Need::kAutomaticEdit);
   const std::size_t options = facts.Count(Need::kDeviceOption);
+  const std::size_t by_hand = facts.Count(Need::kManualEdit);
   std::string how;
   if (edits > 0) {
     how = fmt::format("mac-ready after {} ({} automatic edit(s): {})", FixCommand(ev), edits,
@@ -188,7 +186,14 @@ std::string ReadyHeadline(const Evidence& ev, const Facts& facts) {
     how = fmt::format("mac-ready with the device option: {} (the \"cuda\" default at {})",
                       MacRunCommand(ev), FindingPlaces(facts.With(Need::kDeviceOption)));
   } else {
-    how = "mac-ready as written";
+    how = by_hand > 0 ? "mac-ready" : "mac-ready as written";
+  }
+  // Device edits `fix` does not make (a CUDA stream, an `assert torch.cuda.is_available()`) keep
+  // the recipe: they are work to do, named here, not a reason the formal runs stay on CUDA.
+  if (by_hand > 0) {
+    how += fmt::format("{} {} edit(s) by hand that keep the recipe ({})",
+                       edits + options > 0 ? ", and" : " after", by_hand,
+                       FindingPlaces(facts.With(Need::kManualEdit)));
   }
   std::size_t guarded = 0, off_path = 0;
   for (const Finding& f : ev.scan->findings) {

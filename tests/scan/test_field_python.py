@@ -279,7 +279,9 @@ def test_launch_mode_guards(dualtrack_bin, tmp_path):
     assert all(f["guarded"] for f in doc["findings"]), doc["findings"]
 
 
-def test_raise_is_not_a_fallback(dualtrack_bin, tmp_path):
+def test_raise_is_a_requirement_not_a_fallback(dualtrack_bin, tmp_path):
+    # The raise is no other path: the run stops there without CUDA (DT213, unguarded); what
+    # follows runs only with CUDA (guarded), as the labelling rules read an early raise.
     (tmp_path / "r.py").write_text(
         "import torch\n"
         "def f():\n"
@@ -287,7 +289,8 @@ def test_raise_is_not_a_fallback(dualtrack_bin, tmp_path):
         "        raise RuntimeError('this needs a GPU')\n"
         "    torch.cuda.synchronize()\n")
     _, doc = scan(dualtrack_bin, tmp_path, "--fail-on", "never")
-    assert [(f["line"], f["guarded"]) for f in doc["findings"]] == [(5, False)]
+    assert [(f["line"], f["code"], f["guarded"]) for f in doc["findings"]] == [
+        (4, "DT213", False), (5, "DT103", True)]
 
 
 # ---- Values judged where they are used (issue #35): launch modes derived through assignments,

@@ -12,7 +12,7 @@ def to_gpu(x):
 def main(model):
     if not torch.cuda.is_available():
         sys.exit("this script needs a GPU")
-    model.cuda()  # expect: DT101
+    model.cuda()  # expect-guarded: DT101 (after the exit, only with CUDA; the exit is DT213)
     use_cuda = torch.cuda.is_available()
     batch = torch.zeros(4)
     batch = batch.cuda() if use_cuda else batch  # expect-guarded: DT101

@@ -1,0 +1,29 @@
+import sys
+
+import torch
+
+
+def train():
+    assert torch.cuda.is_available(), "CPU training is not allowed."  # expect: DT213
+    if not torch.cuda.is_available():
+        raise RuntimeError("this needs a GPU")  # expect: DT213
+    # What follows a requirement runs only with CUDA: a second check states nothing new.
+    if torch.cuda.device_count() == 0:
+        sys.exit("no GPU")
+
+
+def evaluate():
+    if torch.cuda.device_count() == 0:
+        sys.exit("no GPU")  # expect: DT213
+
+
+def check(x):
+    assert x.is_cuda  # the function's check of its input tensor, not of the machine
+    assert (x.cpu() == 0).all()
+
+
+def choose(opt):
+    if opt.task == "speed":
+        pass
+    else:
+        raise NotImplementedError(opt.task)
