@@ -332,7 +332,7 @@ TEST(FixTest, Float64OnlyWithUnsafeFixes) {
   const std::string src =
       "import torch\n"
       "\n"
-      "x = torch.zeros(2, dtype=torch.float64)\n"
+      "x = torch.zeros(2, dtype=torch.float64, device=device)\n"
       "y = x.double()\n"
       "a, b = x.double(), torch.ones(1, dtype=torch.double)\n"
       "c = x.mean().double()\n";
@@ -342,7 +342,7 @@ TEST(FixTest, Float64OnlyWithUnsafeFixes) {
   EXPECT_TRUE(safe.outcomes[0].unsafe);
   EXPECT_TRUE(Has(safe.outcomes[0].note, "--unsafe-fixes"));
   const std::string out = Fixed(src, /*unsafe=*/true);
-  EXPECT_TRUE(Has(out, "x = torch.zeros(2, dtype=torch.float32)\n"));
+  EXPECT_TRUE(Has(out, "x = torch.zeros(2, dtype=torch.float32, device=device)\n"));
   EXPECT_TRUE(Has(out, "y = x.float()\n"));
   EXPECT_TRUE(
       Has(out, "a, b = x.float(), torch.ones(1, dtype=torch.float32)\n"));  // One finding, both.

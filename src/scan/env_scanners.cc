@@ -1578,3 +1578,29 @@ void UserTextRules(const Registry& reg, std::string_view text, const std::string
 }
 
 }  // namespace dt::scan
+
+namespace dt::scan {
+
+void YamlFlags(std::string_view text, std::vector<std::string>& off, std::vector<std::string>& on) {
+  ForEachLine(text, [&](std::uint32_t, std::string_view raw) {
+    if (raw.size() > 4096) return;
+    const YamlLine y = ReadYamlLine(raw);
+    if (y.key.empty() || y.value.empty()) return;
+    const std::string v = Lower(y.value);
+    bool is_on;
+    if (v == "false" || v == "no" || v == "off" || v == "null" || v == "~" || v == "0") {
+      is_on = false;
+    } else if (v == "true" || v == "yes" || v == "on" || IsInteger(y.value, false)) {
+      is_on = true;
+    } else {
+      return;
+    }
+    (is_on ? on : off).emplace_back(y.key);
+  });
+  for (auto* list : {&off, &on}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+}
+
+}  // namespace dt::scan

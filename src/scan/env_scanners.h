@@ -26,6 +26,9 @@ void ScanShell(std::string_view text, FindingSink& sink);
 void ScanCompose(std::string_view text, FindingSink& sink);
 // A YAML config of a run: keys and values that select CUDA devices or a CUDA-only library.
 void ScanConfigYaml(std::string_view text, FindingSink& sink);
+// The keys of a run-configuring YAML file whose values are off (false, no, off, null, 0) or on
+// (true, yes, on, a non-zero integer): settings the project reads as `cfg.key`.
+void YamlFlags(std::string_view text, std::vector<std::string>& off, std::vector<std::string>& on);
 // .gitmodules: one finding per submodule, and its import names declared as CUDA modules.
 void ScanGitmodules(std::string_view text, FindingSink& sink);
 

@@ -270,6 +270,8 @@ Truth CondEvaluator::Atom(std::size_t b, std::size_t e, int scope) const {
   if (!flag) {
     if (const std::optional<bool> holds = m_.OptionTest(b, e))
       return *holds ? Truth::kNone : Truth::kCuda;
+    if (const std::optional<bool> holds = m_.ParamFlagTest(b, e, scope))
+      return *holds ? Truth::kNone : Truth::kCuda;
   }
   const TestShape shape = ShapeOf(b, e);
   if (shape.says_nothing) return Truth::kNone;

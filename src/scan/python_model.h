@@ -109,6 +109,11 @@ struct PyScope {
   std::size_t last_line = 0;  // Its last logical line.
   std::unordered_map<std::string_view, std::string> alias;
   std::unordered_set<std::string_view> params;
+  // Parameters that default to a literal False (`sparse: bool = False`) and no call in the file
+  // sets to anything else: feature switches off unless a caller turns them on. In a class: the
+  // attributes its __init__ copies from such a parameter (`self.sparse = sparse`).
+  std::unordered_set<std::string_view> off_params;
+  std::unordered_set<std::string_view> off_attrs;
   std::unordered_set<std::string_view> local_names;  // Extension handles bound in this scope.
   bool kernel = false;  // A GPU kernel (a `@triton.jit` function): one finding, no body findings.
   std::size_t kernel_line = 0;  // The decorator line its finding is reported at.
@@ -340,6 +345,9 @@ class PyModel : public PyTokens {
   // `self.args.alternate_corr` where another file of the project declares `--alternate_corr` off
   // by default: false on the default path (python_settings.cc).
   std::optional<bool> ProjectFlagTest(std::size_t b, std::size_t e) const;
+  // `sparse` or `self.sparse` in scope `scope`, a switch off by default (PyScope::off_params):
+  // false on the default path.
+  std::optional<bool> ParamFlagTest(std::size_t b, std::size_t e, int scope) const;
   // The NAMEs of the `a.args.NAME` chains the file's if / elif / while tests read that are not its
   // own options: a file that reads one another file declares off by default is read again knowing
   // it (FollowProjectFlags in scan.cc).

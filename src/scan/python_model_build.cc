@@ -90,6 +90,7 @@ class PyModelBuilder {
         m_.top_filter_.insert(lex_.Text(T(name_tok)));
       }
     }
+    SettleOffParams(scopes);
   }
 
   void CollectParams(const LogicalLine& l, std::size_t k, PyScope& s) const {
@@ -101,8 +102,44 @@ class PyModelBuilder {
       if (m_.IsClose(t) && --depth == 0) return;
       if (depth != 1 || !m_.IsName(t)) continue;
       const Token& prev = T(k - 1);
-      if (m_.IsOp(prev, "(") || m_.IsOp(prev, ",") || m_.IsOp(prev, "*") || m_.IsOp(prev, "**"))
-        s.params.insert(lex_.Text(t));
+      if (!(m_.IsOp(prev, "(") || m_.IsOp(prev, ",") || m_.IsOp(prev, "*") || m_.IsOp(prev, "**")))
+        continue;
+      s.params.insert(lex_.Text(t));
+      // `name=False` or `name: bool = False`, the default ending the parameter.
+      std::size_t d = k + 1;
+      if (d + 2 < l.end && m_.IsOp(T(d), ":") && m_.IsName(T(d + 1))) d += 2;
+      if (d + 2 < l.end && m_.IsOp(T(d), "=") && m_.Is(T(d + 1), "False") &&
+          (m_.IsOp(T(d + 2), ",") || m_.IsOp(T(d + 2), ")")))
+        s.off_params.insert(lex_.Text(t));
+    }
+  }
+
+  // Switches a caller of the file turns on (`f(x, sparse=True)`, `sparse=flag`) are not off;
+  // a class's __init__ that copies an off switch into `self.NAME` makes NAME off in the class.
+  void SettleOffParams(std::vector<PyScope>& scopes) const {
+    bool any = false;
+    for (const PyScope& s : scopes) any |= !s.off_params.empty();
+    if (!any) return;
+    std::unordered_set<std::string_view> set_on;
+    for (const LogicalLine& l : lex_.lines) {
+      if (m_.Head(l) == "def") continue;
+      for (std::size_t k = l.begin + 1; k + 2 < l.end; ++k)
+        if (m_.IsName(T(k)) && m_.IsOp(T(k + 1), "=") &&
+            (m_.IsOp(T(k - 1), "(") || m_.IsOp(T(k - 1), ",")) && !m_.Is(T(k + 2), "False"))
+          set_on.insert(lex_.Text(T(k)));
+    }
+    for (PyScope& s : scopes)
+      for (auto it = s.off_params.begin(); it != s.off_params.end();)
+        it = set_on.count(*it) ? s.off_params.erase(it) : std::next(it);
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const LogicalLine& l = lex_.lines[li];
+      const int sc = m_.line_scope_[li];
+      if (sc <= 0 || l.end - l.begin != 5) continue;
+      const PyScope& def = scopes[static_cast<std::size_t>(sc)];
+      if (def.name != "__init__" || def.parent <= 0 || def.off_params.empty()) continue;
+      if (m_.Is(T(l.begin), "self") && m_.IsOp(T(l.begin + 1), ".") &&
+          m_.IsOp(T(l.begin + 3), "=") && def.off_params.count(lex_.Text(T(l.begin + 4))))
+        scopes[static_cast<std::size_t>(def.parent)].off_attrs.insert(lex_.Text(T(l.begin + 2)));
     }
   }
 

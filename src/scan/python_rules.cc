@@ -12,6 +12,18 @@ namespace dt::scan {
 
 namespace {
 
+// The module wrappers whose device keywords are CUDA device indexes.
+bool IsParallelWrapper(std::string_view callee) {
+  for (std::string_view w :
+       {"DataParallel", "DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP"})
+    if (callee == w || EndsWith(callee, "." + std::string(w))) return true;
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
 bool InBranch(const PyRuleContext& cx, std::size_t k) {
   for (auto [b, e] : cx.branches)
     if (k >= b && k < e) return true;
@@ -32,13 +44,21 @@ void KeywordArgFindings(PyRuleContext& cx, std::size_t k, const LineRead& line, 
       m.IsOp(m.T(k + 2), "{")) {
     DeviceMap(cx, k, l, guarded);
   }
-  if ((m.Text(t) == "device_ids" || m.Text(t) == "output_device") && k + 2 < l.end &&
-      m.IsOp(m.T(k + 1), "=")) {
+  if ((m.Text(t) == "device_ids" || m.Text(t) == "output_device" || m.Text(t) == "device_id") &&
+      k + 2 < l.end && m.IsOp(m.T(k + 1), "=")) {
     // DDP(model, device_ids=[local_rank], output_device=local_rank): CUDA device indexes.
     std::size_t v = k + 2;
     bool list = m.IsOp(m.T(v), "[");
     if (list) ++v;
-    IntegerDevice(cx, v, l, guarded, std::string(m.Text(t)) + (list ? "=[" : "="), list ? "]" : "");
+    const std::size_t before = cx.sink.count();
+    if (m.Text(t) != "device_id")
+      IntegerDevice(cx, v, l, guarded, std::string(m.Text(t)) + (list ? "=[" : "="),
+                    list ? "]" : "");
+    if (cx.sink.count() == before && !m.Is(m.T(k + 2), "None") &&
+        IsParallelWrapper(m.Callee(m.EnclosingOpen(k, l.begin), l.begin, line.scope)))
+      // DataParallel(model, device_ids=args.gpus): whatever the value, the wrapper reads GPU
+      // indexes there.
+      cx.sink.Add("DT113", m.Line(t), m.Column(t), std::string(m.Text(t)) + "=...", guarded);
   }
 }
 

@@ -217,6 +217,42 @@ void KeywordFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int 
   }
 }
 
+// `torch.tensor([...], dtype=torch.float64)` made on the CPU and neither moved nor registered as
+// module state in its statement: a float64 constant (a Butcher tableau, a reference value) that
+// reaches the device only where a later line moves it, usually with a cast
+// (`.to(device, dtype=y.dtype)`). MPS lacks float64 tensors, not float64 arithmetic on the CPU.
+bool CpuFloat64Constant(const PyModel& m, std::size_t k, const LogicalLine& l, int scope) {
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  if (k < l.begin + 2 || !m.IsOp(m.T(k - 1), "=") || m.Text(m.T(k - 2)) != "dtype") return false;
+  const std::size_t open = m.EnclosingOpen(k, l.begin);
+  if (open == kNone || !m.IsOp(m.T(open), "(")) return false;
+  const std::string callee = m.Callee(open, l.begin, scope);
+  const std::string_view last = std::string_view(callee).substr(callee.rfind('.') + 1);
+  bool factory = false;
+  for (std::string_view f : {"tensor", "zeros", "ones", "empty", "full", "arange", "linspace",
+                             "logspace", "as_tensor", "eye", "rand", "randn"})
+    factory |= last == f;
+  if (!factory || !StartsWith(callee, "torch.")) return false;
+  const std::size_t close = m.Matching(open, l.end);
+  int depth = 0;
+  for (std::size_t a = open + 1; a < close; ++a) {
+    if (m.IsOpen(m.T(a))) ++depth;
+    if (m.IsClose(m.T(a))) --depth;
+    if (depth == 0 && m.Is(m.T(a), "device") && a + 1 < close && m.IsOp(m.T(a + 1), "="))
+      return false;
+  }
+  if (close + 2 < l.end && m.IsOp(m.T(close + 1), ".") &&
+      (m.Is(m.T(close + 2), "to") || m.Is(m.T(close + 2), "cuda")))
+    return false;
+  for (std::size_t o = m.EnclosingOpen(open, l.begin); o != kNone;
+       o = m.EnclosingOpen(o, l.begin)) {
+    const std::string outer = m.Callee(o, l.begin, scope);
+    if (EndsWith(outer, "register_buffer") || EndsWith(outer, "Parameter")) return false;
+    if (o == l.begin) break;
+  }
+  return true;
+}
+
 // A dotted chain through torch or an import alias: CUDA symbols, op-library calls, extension
 // builds, device counts, registry APIs and CUDA-only libraries.
 std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* bound,
@@ -258,7 +294,10 @@ std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* b
   // is a test of what the program has, not a use of it.
   bool compared = (k > l.begin && (m.IsOp(m.T(k - 1), "==") || m.IsOp(m.T(k - 1), "!="))) ||
                   (ce < l.end && (m.IsOp(m.T(ce), "==") || m.IsOp(m.T(ce), "!=")));
-  if (compared || ApiFinding(cx, resolved, t, use_guard, &l, ce)) return ce - 1;
+  if (compared || ((resolved == "torch.float64" || resolved == "torch.double") &&
+                   CpuFloat64Constant(m, k, l, scope)))
+    return ce - 1;
+  if (ApiFinding(cx, resolved, t, use_guard, &l, ce)) return ce - 1;
   if (bound == nullptr) return k;
   if (const Library* lib = m.LibraryOf(resolved)) {
     if (line.launched || (m.kernel_lib() == lib && (m.InLaunch(line.li) || m.IsLaunchScope(scope))))

@@ -124,6 +124,7 @@ struct PyScanResult {
   std::vector<std::pair<std::string, bool>> cuda_symbols;  // With CudaContext::symbols' flag.
   std::vector<std::string> reexports;   // Of cuda_symbols, the re-exported names.
   std::vector<std::string> off_flags;   // PySettings::OffFlags().
+  std::vector<std::string> on_flags;    // PySettings::OnFlags().
   std::vector<std::string> flag_reads;  // PyModel::FlagReads().
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).

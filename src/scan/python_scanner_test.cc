@@ -136,8 +136,13 @@ TEST(ScanPythonTest, ComparedValuesAndDeviceIndexesByKey) {
          "if x.dtype != torch.float64:\n    pass\n"
          "kwargs['device_ids'] = [comm.get_local_rank()]\n"
          "m = DDP(model, device_ids=[comm.get_local_rank()])\n"
-         "n = DDP(model, device_ids=[comm.get_rank_name()])\n");
-  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@7", "DT113@8"}));
+         "n = DDP(model, device_ids=[comm.get_rank_name()])\n"
+         "o = nn.DataParallel(model, device_ids=args.gpus)\n"
+         "p = Other(model, device_ids=args.gpus)\n"
+         "q = DDP(model, device_ids=None)\n");
+  // A parallel wrapper reads GPU indexes in device_ids whatever the value; another callee's
+  // keyword is an index only when it reads as one.
+  EXPECT_EQ(Codes(fs), (std::vector<std::string>{"DT113@7", "DT113@8", "DT113@9", "DT113@10"}));
 }
 
 TEST(ScanPythonTest, IntegerLiteralDeviceNeedsNoTriggerWord) {

@@ -103,7 +103,82 @@ void PySettings::Read(const PyModel& m, std::size_t open, std::size_t e, std::ui
   for (std::uint32_t l = first_line; l <= last_line; ++l) option_lines_.push_back(l);
 }
 
+namespace {
+
+// Calls that build a configuration from keywords: `HParams(fp16_run=False, ...)`,
+// `EasyDict(...)`, `dict(...)`, `Namespace(...)`, `parser.set_defaults(...)`.
+bool IsConfigConstructor(std::string_view name) {
+  for (std::string_view c : {"HParams", "EasyDict", "edict", "AttrDict", "dict", "Namespace",
+                             "SimpleNamespace", "ConfigDict", "set_defaults", "CfgNode"})
+    if (name == c) return true;
+  return false;
+}
+
+// A class whose fields are settings: its name says so (`TrainConfig`, `ModelArgs`).
+bool IsConfigClassName(std::string_view name) {
+  const std::string lower = Lower(name);
+  for (std::string_view w : {"config", "args", "options", "params", "settings", "cfg"})
+    if (lower.find(w) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// Settings declared as data rather than options: the literal keywords of a config constructor
+// and the literal fields of a class (annotated fields of any class, as dataclasses and pydantic
+// models declare them; plain ones in a class named as a config). Their names are settings the
+// run reads as `cfg.name`; a falsy default is an opt-in elsewhere in the project.
+void PySettings::CollectData(const PyModel& m) {
+  for (std::size_t li = 0; li < m.lines().size(); ++li) {
+    const LogicalLine& l = m.lines()[li];
+    const std::uint32_t first = m.Line(m.T(l.begin)), last = m.Line(m.T(l.end - 1));
+    const int scope = m.ScopeOf(li);
+    if (scope >= 0 && !m.scope(scope).is_def && m.IsName(m.T(l.begin)) && l.end - l.begin >= 3) {
+      // A class body's `name: T = literal` or, in a config class, `name = literal`.
+      std::size_t eq = l.begin + 1;
+      const bool annotated = m.IsOp(m.T(eq), ":");
+      if (annotated)
+        while (eq < l.end && !m.IsOp(m.T(eq), "=")) ++eq;
+      if (eq < l.end && m.IsOp(m.T(eq), "=") &&
+          (annotated || IsConfigClassName(m.scope(scope).name))) {
+        const PyValue v = Literal(m, eq + 1, l.end);
+        if (v.kind != PyValue::kUnknown) {
+          data_[std::string(m.Text(m.T(l.begin)))] = v;
+          for (std::uint32_t p = first; p <= last; ++p) option_lines_.push_back(p);
+        }
+      }
+      continue;
+    }
+    for (std::size_t k = l.begin; k + 1 < l.end; ++k) {
+      if (!m.IsName(m.T(k)) || !m.IsOp(m.T(k + 1), "(") || !IsConfigConstructor(m.Text(m.T(k))))
+        continue;
+      const std::size_t close = m.Matching(k + 1, l.end);
+      int depth = 0;
+      for (std::size_t a = k + 2; a < close; ++a) {
+        if (m.IsOpen(m.T(a))) ++depth;
+        if (m.IsClose(m.T(a))) --depth;
+        if (depth != 0 || !m.IsName(m.T(a)) || a + 2 >= close || !m.IsOp(m.T(a + 1), "=") ||
+            !(m.IsOp(m.T(a - 1), ",") || m.IsOp(m.T(a - 1), "(")))
+          continue;
+        std::size_t ve = a + 2;
+        for (int d = 0; ve < close; ++ve) {
+          if (m.IsOpen(m.T(ve))) ++d;
+          if (m.IsClose(m.T(ve))) --d;
+          if (d == 0 && m.IsOp(m.T(ve), ",")) break;
+        }
+        const PyValue v = Literal(m, a + 2, ve);
+        if (v.kind != PyValue::kUnknown) {
+          data_[std::string(m.Text(m.T(a)))] = v;
+        }
+        a = ve - 1;
+      }
+      break;
+    }
+  }
+}
+
 void PySettings::Collect(const PyModel& m) {
+  CollectData(m);
   // Most files parse no options: one search of the source decides.
   const bool argparse = m.source().find("add_argument") != std::string_view::npos;
   const bool configurator = m.source().find("exec(") != std::string_view::npos;
@@ -244,6 +319,27 @@ std::optional<bool> PyModel::ProjectFlagTest(std::size_t b, std::size_t e) const
   return false;
 }
 
+std::optional<bool> PyModel::ParamFlagTest(std::size_t b, std::size_t e, int scope) const {
+  if (scope <= 0) return std::nullopt;
+  if (e == b + 1 && IsName(T(b))) {
+    // The nearest function that has the name as a parameter decides.
+    for (int s = scope; s > 0; s = scopes_[static_cast<std::size_t>(s)].parent) {
+      const PyScope& sc = scopes_[static_cast<std::size_t>(s)];
+      if (!sc.is_def || !sc.params.count(Text(T(b)))) continue;
+      if (sc.off_params.count(Text(T(b)))) return false;
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+  if (e == b + 3 && Is(T(b), "self") && IsOp(T(b + 1), ".") && IsName(T(b + 2))) {
+    const PyScope& def = scopes_[static_cast<std::size_t>(scope)];
+    if (!def.is_def || def.parent <= 0) return std::nullopt;
+    const PyScope& cls = scopes_[static_cast<std::size_t>(def.parent)];
+    if (!cls.is_def && cls.off_attrs.count(Text(T(b + 2)))) return false;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> PyModel::FlagReads() const {
   std::vector<std::string> out;
   for (const auto& l : lines()) {
@@ -264,12 +360,14 @@ std::vector<std::string> PyModel::FlagReads() const {
   return out;
 }
 
-std::vector<std::string> PySettings::OffFlags() const {
+std::vector<std::string> PySettings::Flags(bool on) const {
   std::vector<std::string> out;
-  for (const auto& [dest, value] : options_)
-    if (value.kind != PyValue::kUnknown && value.kind != PyValue::kString && !value.Truthy())
-      out.push_back(dest);
+  for (const auto* table : {&options_, &data_})
+    for (const auto& [dest, value] : *table)
+      if (value.kind != PyValue::kUnknown && value.kind != PyValue::kString && value.Truthy() == on)
+        out.push_back(dest);
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

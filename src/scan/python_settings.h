@@ -47,16 +47,22 @@ class PySettings {
   // The destinations of the options that are off by default (`action="store_true"`,
   // `default=False` / `None` / 0): a test of one elsewhere in the project (`self.args.dest`) is
   // an opt-in too.
-  std::vector<std::string> OffFlags() const;
+  std::vector<std::string> OffFlags() const { return Flags(false); }
+  // The settings on by default: a name declared off in one file and on in another is no opt-in.
+  std::vector<std::string> OnFlags() const { return Flags(true); }
 
  private:
   void Read(const PyModel& m, std::size_t open, std::size_t e, std::uint32_t first_line,
             std::uint32_t last_line);
+  void CollectData(const PyModel& m);
+  std::vector<std::string> Flags(bool on) const;
   const PyValue* Default(const PyModel& m, std::size_t k) const;
 
   // Options by destination with their defaults; the names that hold a parsed namespace; the
   // physical lines that declare a setting (sorted).
   std::unordered_map<std::string, PyValue> options_;
+  // Settings declared as data (CollectData): config constructors' keywords, class fields.
+  std::unordered_map<std::string, PyValue> data_;
   std::unordered_set<std::string_view> namespaces_;
   std::vector<std::uint32_t> option_lines_;
 };

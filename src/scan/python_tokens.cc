@@ -11,8 +11,10 @@ bool PyTokens::IsCudaDeviceString(const Token& t) const {
   if (!StartsWith(body, "cuda:")) return false;
   std::string_view rest = body.substr(5);
   // "cuda:0", f"cuda:{rank}", and the "cuda:{}" / "cuda:%d" of .format() and %.
-  return py::IsDigits(rest) || StartsWith(rest, "{") || rest == "%d" || rest == "%s" ||
-         rest == "%i";
+  // "cuda:" alone is the head of a built name ('cuda:' + str(args.gpu)): a quoted "cuda:" in a
+  // message is prose, which the rules drop before they look at device strings.
+  return rest.empty() || py::IsDigits(rest) || StartsWith(rest, "{") || rest == "%d" ||
+         rest == "%s" || rest == "%i";
 }
 
 bool PyTokens::StringsOnly(const LogicalLine& l) const {

@@ -147,6 +147,7 @@ struct FileResult {
   std::vector<std::pair<std::string, bool>> cuda_symbols;
   std::vector<std::string> reexports;   // Of cuda_symbols, those re-exported (CudaContext).
   std::vector<std::string> off_flags;   // Of its options (PySettings::OffFlags).
+  std::vector<std::string> on_flags;    // PySettings::OnFlags.
   std::vector<std::string> flag_reads;  // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
@@ -579,6 +580,7 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.has_main = py.has_main;
       r.cuda_symbols = std::move(py.cuda_symbols);
       r.off_flags = std::move(py.off_flags);
+      r.on_flags = std::move(py.on_flags);
       r.flag_reads = std::move(py.flag_reads);
       r.extension_sources = std::move(py.extension_sources);
       break;
@@ -614,6 +616,7 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       break;
     case FileKind::kConfigYaml:
       ScanConfigYaml(text, sink);
+      YamlFlags(text, r.off_flags, r.on_flags);
       break;
     case FileKind::kGitmodules:
       ScanGitmodules(text, sink);
@@ -869,13 +872,23 @@ bool ReadPython(const Context& ctx, const WalkItem& item,
   return true;
 }
 
+// The settings some file declares off by default and none declares on (a YAML config, a
+// dataclass and an argparse option may all name one), into cuda.off_flags.
+void ProjectOffFlags(const std::vector<FileResult>& results, CudaContext& cuda) {
+  std::unordered_set<std::string> on;
+  for (const FileResult& r : results) on.insert(r.on_flags.begin(), r.on_flags.end());
+  for (const FileResult& r : results)
+    for (const std::string& f : r.off_flags)
+      if (on.count(f) == 0) cuda.off_flags.insert(f);
+}
+
 // The modules that exist only where a CUDA extension was built, as the files declare them, into
 // cuda.modules and cuda.cpu_built, and the project's options off by default into cuda.off_flags;
 // returns the op namespaces (`torch.ops.ns`) among the modules.
 std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
                                              const std::vector<FileResult>& results,
                                              CudaContext& cuda) {
-  for (const FileResult& r : results) cuda.off_flags.insert(r.off_flags.begin(), r.off_flags.end());
+  ProjectOffFlags(results, cuda);
   std::set<std::string> modules;
   // A package that brings an extension (a local package in requirements, a submodule) is often
   // Python code around one compiled module: when the project holds Python sources under that name,
@@ -999,8 +1012,7 @@ void FollowProjectFlags(const Context& ctx, const std::vector<WalkItem>& items,
                         std::vector<FileResult>& results,
                         const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext flags;
-  for (const FileResult& r : results)
-    flags.off_flags.insert(r.off_flags.begin(), r.off_flags.end());
+  ProjectOffFlags(results, flags);
   if (flags.off_flags.empty()) return;
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < items.size(); ++i) {

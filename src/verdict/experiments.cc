@@ -4,8 +4,10 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <system_error>
 
 #include "util/fs.h"
@@ -41,6 +43,81 @@ void AddModuleScript(const fs::path& project, std::string target, std::vector<st
       return;
     }
   }
+}
+
+// A shell script's Python program: the first `python X.py`, `python -m pkg.mod`, `torchrun X.py`,
+// `accelerate launch X.py` or `deepspeed X.py` command in it, with `VAR="python X.py"` assignments
+// expanded where `$VAR` is used. Paths are tried from the project root, then from the script's
+// folder. Written by hand: no library reads shell, and entry discovery needs only this much.
+std::string ShellProgram(const fs::path& project, const std::string& rel) {
+  const std::string text = ReadSmall(project / rel);
+  std::map<std::string, std::string> vars;
+  static const std::regex kAssign(R"(^\s*(?:export\s+)?([A-Za-z_]\w*)=(.*)$)");
+  static const std::regex kVar(R"(\$\{?([A-Za-z_]\w*)\}?)");
+  const fs::path dir = fs::path(rel).parent_path();
+  auto resolve = [&](const std::string& word) -> std::string {
+    for (const fs::path& base : {fs::path(), dir}) {
+      std::string cand = (base / word).lexically_normal().generic_string();
+      if (StartsWith(cand, "./")) cand = cand.substr(2);
+      if (!cand.empty() && !StartsWith(cand, "..") && IsFile(project / cand)) return cand;
+    }
+    return {};
+  };
+  std::string line;
+  std::istringstream in(text);
+  for (std::string raw; std::getline(in, raw);) {
+    if (!raw.empty() && raw.back() == '\r') raw.pop_back();
+    if (!raw.empty() && raw.back() == '\\') {  // a continued command
+      line += raw.substr(0, raw.size() - 1) + " ";
+      continue;
+    }
+    line += raw;
+    std::string cur = std::move(line);
+    line.clear();
+    const std::string_view trimmed = Trim(cur);
+    if (trimmed.empty() || trimmed.front() == '#') continue;
+    std::smatch m;
+    if (std::regex_match(cur, m, kAssign)) {
+      // `bin="python x.py"` is one word; `CUDA_VISIBLE_DEVICES=0 python x.py` is a command.
+      auto value = SplitCommandLine(m[2].str());
+      if (value.ok() && value->size() == 1) {
+        vars[m[1].str()] = value->front();
+        continue;
+      }
+    }
+    std::string expanded;
+    auto last = cur.cbegin();
+    for (std::sregex_iterator it(cur.begin(), cur.end(), kVar), end; it != end; ++it) {
+      expanded.append(last, (*it)[0].first);
+      auto v = vars.find((*it)[1].str());
+      if (v != vars.end()) expanded += v->second;
+      last = (*it)[0].second;
+    }
+    expanded.append(last, cur.cend());
+    auto words = SplitCommandLine(expanded);
+    if (!words.ok()) continue;
+    bool launcher = false;
+    for (std::size_t i = 0; i < words->size(); ++i) {
+      const std::string& w = (*words)[i];
+      const std::string base = fs::path(w).filename().string();
+      if (w == "|" || w == "&&" || w == "||" || w == ";") launcher = false;
+      if (StartsWith(base, "python") || base == "torchrun" || base == "deepspeed" ||
+          (base == "launch" && i > 0 && (*words)[i - 1] == "accelerate")) {
+        launcher = true;
+        continue;
+      }
+      if (!launcher) continue;
+      if (w == "-m" && i + 1 < words->size() && !StartsWith((*words)[i + 1], "torch.")) {
+        std::vector<std::string> found;
+        AddModuleScript(project, (*words)[i + 1], found);
+        if (!found.empty()) return found.front();
+      }
+      if (EndsWith(w, ".py")) {
+        if (std::string script = resolve(w); !script.empty()) return script;
+      }
+    }
+  }
+  return {};
 }
 
 std::optional<std::string> TomlString(const toml::node_view<const toml::node>& node) {
@@ -249,6 +326,13 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
     for (const Experiment& d : config.experiments) {
       if (d.entry == entry) {
         out.push_back(d);
+        return;
+      }
+    }
+    // A shell script is judged through the Python program it starts (never run from here).
+    if (EndsWith(entry, ".sh") || EndsWith(entry, ".bash")) {
+      if (std::string script = ShellProgram(project, entry); !script.empty()) {
+        out.push_back({Stem(entry), script, std::nullopt, "", source + " " + entry});
         return;
       }
     }

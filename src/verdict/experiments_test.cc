@@ -155,6 +155,30 @@ TEST(VerdictExperimentsTest, RunGoesToTheExperimentItStarts) {
   EXPECT_EQ((*exps)[0].entry, "");
 }
 
+TEST(VerdictExperimentsTest, ShellEntryIsJudgedThroughItsPythonProgram) {
+  Project p;
+  p.Write("train.py", kMain);
+  p.Write("tools/eval.py", kMain);
+  p.Write("bench/run.sh",
+          "#!/bin/bash\n# python notes.py in a comment is no command\n"
+          "bin=\"python train.py\"\necho run\n$bin --lr=0.1 \\\n  --steps 10 2>&1 | tee log\n");
+  p.Write("bench/eval.sh", "cd ..\nCUDA_VISIBLE_DEVICES=0 python3 -u ../tools/eval.py --x\n");
+  p.Write("bench/mod.sh", "torchrun --nproc_per_node 2 -m tools.eval --y\n");
+  p.Write("bench/none.sh", "echo nothing to run\n");
+  auto exps = ResolveExperiments(p.dir(), {},
+                                 {"bench/run.sh", "bench/eval.sh", "bench/mod.sh", "bench/none.sh"},
+                                 std::nullopt);
+  ASSERT_TRUE(exps.ok());
+  ASSERT_EQ(exps->size(), 4u);
+  EXPECT_EQ((*exps)[0].name, "run");
+  EXPECT_EQ((*exps)[0].entry, "train.py");
+  EXPECT_FALSE((*exps)[0].run.has_value());  // Read, never run: the project's code is untrusted.
+  EXPECT_EQ((*exps)[1].entry, "tools/eval.py");  // Resolved from the script's folder.
+  EXPECT_EQ((*exps)[2].entry, "tools/eval.py");  // `-m tools.eval`.
+  EXPECT_EQ((*exps)[2].name, "mod");
+  EXPECT_EQ((*exps)[3].entry, "bench/none.sh");  // No Python program: the script itself.
+}
+
 TEST(VerdictExperimentsTest, MacCommandNamesTheRealEntryOnMps) {
   EXPECT_EQ(MacCommand({"t", "train.py", "train.py --device cpu --steps 2", "", ""}),
             "python train.py --device mps --steps 2");

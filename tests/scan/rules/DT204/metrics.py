@@ -4,7 +4,7 @@ import torch
 
 def pairwise(x):
     x = x.to(torch.float64)  # expect: DT204
-    acc = torch.zeros(3, dtype=torch.double)  # expect: DT204
+    acc = torch.zeros(3, dtype=torch.double, device=x.device)  # expect: DT204
     return torch.cdist(x, x), acc
 
 
