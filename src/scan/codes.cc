@@ -32,6 +32,7 @@ const std::vector<std::string_view>& DetectorCodes() {
       "DT305",
       "DT312",
       "DT313",
+      "DT314",
       // C/C++/CUDA and CMake.
       "DT303",
       "DT304",

@@ -337,21 +337,17 @@ class PyModel : public PyTokens {
 
   // The file's command-line options and settings (python_settings.h).
   const PySettings& settings() const { return settings_; }
-  // What test [b, e) says on the default path when it reads a command-line option.
-  std::optional<bool> OptionTest(std::size_t b, std::size_t e) const {
-    if (auto holds = settings_.Test(*this, b, e)) return holds;
-    return ProjectFlagTest(b, e);
-  }
-  // `self.args.alternate_corr` where another file of the project declares `--alternate_corr` off
-  // by default: false on the default path (python_settings.cc).
+  // What test [b, e) says on the default path when it reads a setting: a launch flag (false), the
+  // file's option, a flag another file declares off (`self.args.alternate_corr`), a parameter
+  // switch off by default (`sparse` / `self.sparse`, PyScope::off_params).
+  std::optional<bool> OptionTest(std::size_t b, std::size_t e) const;
   std::optional<bool> ProjectFlagTest(std::size_t b, std::size_t e) const;
-  // `sparse` or `self.sparse` in scope `scope`, a switch off by default (PyScope::off_params):
-  // false on the default path.
+  bool IsLaunchFlagTest(std::size_t b, std::size_t e) const;  // CudaContext::launch_flags.
   std::optional<bool> ParamFlagTest(std::size_t b, std::size_t e, int scope) const;
-  // The NAMEs of the `a.args.NAME` chains the file's if / elif / while tests read that are not its
-  // own options: a file that reads one another file declares off by default is read again knowing
-  // it (FollowProjectFlags in scan.cc).
+  // The NAMEs of `a.args.NAME` tests (files reading a flag declared off elsewhere are rescanned);
+  // attributes set False somewhere, True only behind a launcher's test: launch flags.
   std::vector<std::string> FlagReads() const;
+  std::vector<std::string> LaunchFlags() const;
   std::size_t NamespaceChain(std::size_t k, std::size_t e) const;
 
   // --- What the rules find as they read the lines ------------------------------------------------

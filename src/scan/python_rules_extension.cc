@@ -203,6 +203,24 @@ void GuardPrivateDefinitions(PyRuleContext& cx) {
   }
 }
 
+namespace {
+
+// A module-level function named as a pure-PyTorch version of a kernel (`ms_deform_attn_pytorch`,
+// `attention_ref`, `naive_scan`) that uses no CUDA itself.
+bool HasReferenceImplementation(const PyRuleContext& cx) {
+  for (const PyScope& sc : cx.model.scopes()) {
+    if (sc.parent != 0 || !sc.is_def || cx.cuda_tops.count(sc.name) > 0) continue;
+    const std::string name = Lower(sc.name);
+    for (std::string_view suffix : {"_pytorch", "_ref", "_reference", "_naive", "_python"})
+      if (EndsWith(name, suffix)) return true;
+    for (std::string_view prefix : {"ref_", "reference_", "naive_", "pytorch_"})
+      if (StartsWith(name, prefix)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 void PropagateLocal(PyRuleContext& cx) {
   // Extension builds (load / CUDAExtension) are found per call.
   bool changed = true;
@@ -221,6 +239,10 @@ void PropagateLocal(PyRuleContext& cx) {
       }
     }
   }
+  // A file that keeps a pure-PyTorch version of its kernel beside the extension calls: the
+  // project has the replacement, so its definitions' callers are replacements (DT314), no dead
+  // end (DT312).
+  if (!cx.cuda_tops.empty() && HasReferenceImplementation(cx)) cx.result.reference_impl = true;
   for (auto [name, ext] : cx.cuda_tops)
     if (!cx.model.IsReferenceTop(name)) cx.result.cuda_symbols.emplace_back(name, ext);
   for (auto [name, ext] : cx.reexports) {

@@ -18,6 +18,15 @@ const char* LibraryImportCode(bool required, bool guarded) {
 // DT312 for project code reaching a compiled extension, DT209 for code reaching GPU kernels only.
 const char* SymbolCode(bool ext) { return ext ? "DT312" : "DT209"; }
 
+// DT312, or DT314 where the project keeps the kernel in pure PyTorch too (CudaContext::referenced);
+// a file that uses such a symbol passes the mark on to its own definitions.
+const char* SymbolCodeFor(PyRuleContext& cx, const std::string& symbol, bool ext) {
+  if (!ext || cx.opt.cuda == nullptr || cx.opt.cuda->referenced.count(symbol) == 0)
+    return SymbolCode(ext);
+  cx.result.reference_impl = true;
+  return "DT314";
+}
+
 // `import x.y`: an extension module, a CUDA-only library or a torch.cuda module.
 void ModuleFinding(PyRuleContext& cx, const std::string& mod, const Token& at, int scope,
                    bool guarded, bool required) {
@@ -67,7 +76,7 @@ void FromImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool
     } else if (m.IsCudaSymbol(full)) {
       ext = m.ReachesExtension(full);
       if (!m.SiblingSymbol(full))
-        cx.sink.Add(SymbolCode(ext), m.Line(m.T(k)), m.Column(m.T(k)), full, guarded);
+        cx.sink.Add(SymbolCodeFor(cx, full, ext), m.Line(m.T(k)), m.Column(m.T(k)), full, guarded);
       if (m.IsReexported(full)) {  // Reported; this file's definitions do not become symbols.
         any = true;
         continue;
@@ -273,7 +282,7 @@ std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* b
     // A def line's names are its annotations and defaults' callees, and `name: Type` only
     // declares a type: neither is a call of the symbol.
     if (!m.SiblingSymbol(symbol) && m.Head(l) != "def" && !InVariableAnnotation(m, k, l))
-      cx.sink.Add(SymbolCode(ext), m.Line(t), m.Column(t), resolved, use_guard);
+      cx.sink.Add(SymbolCodeFor(cx, symbol, ext), m.Line(t), m.Column(t), resolved, use_guard);
     if (!m.IsReexported(symbol)) NoteCudaAt(cx, scope, use_guard, ext);
     line.tainted |= !use_guard;
     return ce - 1;

@@ -39,6 +39,7 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   }
   model.Build();
   result.off_flags = model.settings().OffFlags();
+  result.launch_flags = model.LaunchFlags();
   result.on_flags = model.settings().OnFlags();
   result.flag_reads = model.FlagReads();
   PyRuleContext cx{model, sink, options, result};

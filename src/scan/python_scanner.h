@@ -45,9 +45,15 @@ struct CudaContext {
   // turn (a library's namespace package re-exports hundreds of names, and following each one
   // through every importer makes half a library "CUDA").
   std::unordered_set<std::string> reexported;
+  // Of `symbols`, those whose kernels the project keeps in pure PyTorch as well (a module-level
+  // `*_ref` / `*_pytorch` function beside the extension calls): their callers have a replacement.
+  std::unordered_set<std::string> referenced;
   // The options some file of the project declares off by default (PySettings::OffFlags): a test
   // of `self.args.NAME` in another file is an opt-in (RAFT's `--alternate_corr`).
   std::unordered_set<std::string, NameHash, std::equal_to<>> off_flags;
+  // Attributes some file sets to True only behind a launcher's test (PyModel::LaunchFlags): a
+  // test of one is a launch-mode test, whatever an option of the same name declares.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> launch_flags;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
@@ -122,9 +128,13 @@ struct PyScanResult {
   // Top-level functions, classes and module-level names of this file that reach CUDA-only code
   // (an extension, or another such symbol) with no other path.
   std::vector<std::pair<std::string, bool>> cuda_symbols;  // With CudaContext::symbols' flag.
-  std::vector<std::string> reexports;   // Of cuda_symbols, the re-exported names.
-  std::vector<std::string> off_flags;   // PySettings::OffFlags().
-  std::vector<std::string> on_flags;    // PySettings::OnFlags().
+  std::vector<std::string> reexports;     // Of cuda_symbols, the re-exported names.
+  std::vector<std::string> off_flags;     // PySettings::OffFlags().
+  std::vector<std::string> on_flags;      // PySettings::OnFlags().
+  std::vector<std::string> launch_flags;  // PyModel::LaunchFlags().
+  // Its CUDA symbols reach kernels the file also keeps in pure PyTorch (`*_ref`, `*_pytorch`), or
+  // symbols that do (CudaContext::referenced).
+  bool reference_impl = false;
   std::vector<std::string> flag_reads;  // PyModel::FlagReads().
   // Source files (base names) of the extension builds in this file, each with whether the build is
   // guarded (inside try/except with a fallback, or behind a device check).

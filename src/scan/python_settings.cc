@@ -311,6 +311,18 @@ std::size_t PyModel::NamespaceChain(std::size_t k, std::size_t e) const {
   return through_namespace && j > k ? j + 1 : k;
 }
 
+std::optional<bool> PyModel::OptionTest(std::size_t b, std::size_t e) const {
+  if (IsLaunchFlagTest(b, e)) return false;
+  if (auto holds = settings_.Test(*this, b, e)) return holds;
+  return ProjectFlagTest(b, e);
+}
+
+bool PyModel::IsLaunchFlagTest(std::size_t b, std::size_t e) const {
+  if (opt_.cuda == nullptr || opt_.cuda->launch_flags.empty() || e < b + 3) return false;
+  return NamespaceChain(b, e) == e &&
+         opt_.cuda->launch_flags.find(Text(T(e - 1))) != opt_.cuda->launch_flags.end();
+}
+
 std::optional<bool> PyModel::ProjectFlagTest(std::size_t b, std::size_t e) const {
   if (opt_.cuda == nullptr || opt_.cuda->off_flags.empty() || e < b + 3) return std::nullopt;
   // A bare chain `a.args.NAME`, its last part an option off by default elsewhere.
@@ -340,6 +352,25 @@ std::optional<bool> PyModel::ParamFlagTest(std::size_t b, std::size_t e, int sco
   return std::nullopt;
 }
 
+std::vector<std::string> PyModel::LaunchFlags() const {
+  enum : int { kOnGuarded = 1, kOnAnywhere = 2, kOff = 4 };
+  std::unordered_map<std::string_view, int> seen;
+  for (std::size_t li = 0; li < lines().size(); ++li) {
+    const LogicalLine& l = lines()[li];
+    if (l.end - l.begin != 5 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), ".") ||
+        !IsName(T(l.begin + 2)) || !IsOp(T(l.begin + 3), "="))
+      continue;
+    const bool on = Is(T(l.begin + 4), "True");
+    if (!on && !Is(T(l.begin + 4), "False")) continue;
+    seen[Text(T(l.begin + 2))] |= !on ? kOff : IsGuarded(li) ? kOnGuarded : kOnAnywhere;
+  }
+  std::vector<std::string> out;
+  for (const auto& [name, bits] : seen)
+    if (bits == (kOnGuarded | kOff)) out.emplace_back(name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> PyModel::FlagReads() const {
   std::vector<std::string> out;
   for (const auto& l : lines()) {
@@ -350,8 +381,8 @@ std::vector<std::string> PyModel::FlagReads() const {
       if (!IsName(T(k)) || (k > l.begin && IsOp(T(k - 1), "."))) continue;
       const std::size_t end = NamespaceChain(k, colon);
       if (end == k) continue;
-      const std::string name(Text(T(end - 1)));
-      if (settings_.Key(name).empty()) out.push_back(name);  // Not one of the file's own.
+      // Also the file's own options: another file may set one at run time (a launch flag).
+      out.emplace_back(Text(T(end - 1)));
       k = end - 1;
     }
   }

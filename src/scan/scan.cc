@@ -145,10 +145,12 @@ struct FileResult {
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
   // Its module-level names that reach CUDA-only code (true: a compiled extension, false: kernels).
   std::vector<std::pair<std::string, bool>> cuda_symbols;
-  std::vector<std::string> reexports;   // Of cuda_symbols, those re-exported (CudaContext).
-  std::vector<std::string> off_flags;   // Of its options (PySettings::OffFlags).
-  std::vector<std::string> on_flags;    // PySettings::OnFlags.
-  std::vector<std::string> flag_reads;  // PyModel::FlagReads.
+  std::vector<std::string> reexports;     // Of cuda_symbols, those re-exported (CudaContext).
+  std::vector<std::string> off_flags;     // Of its options (PySettings::OffFlags).
+  std::vector<std::string> on_flags;      // PySettings::OnFlags.
+  std::vector<std::string> launch_flags;  // PyModel::LaunchFlags.
+  bool reference_impl = false;            // PyScanResult::reference_impl.
+  std::vector<std::string> flag_reads;    // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
@@ -581,6 +583,8 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.cuda_symbols = std::move(py.cuda_symbols);
       r.off_flags = std::move(py.off_flags);
       r.on_flags = std::move(py.on_flags);
+      r.launch_flags = std::move(py.launch_flags);
+      r.reference_impl = py.reference_impl;
       r.flag_reads = std::move(py.flag_reads);
       r.extension_sources = std::move(py.extension_sources);
       break;
@@ -877,9 +881,14 @@ bool ReadPython(const Context& ctx, const WalkItem& item,
 void ProjectOffFlags(const std::vector<FileResult>& results, CudaContext& cuda) {
   std::unordered_set<std::string> on;
   for (const FileResult& r : results) on.insert(r.on_flags.begin(), r.on_flags.end());
-  for (const FileResult& r : results)
+  for (const FileResult& r : results) {
     for (const std::string& f : r.off_flags)
       if (on.count(f) == 0) cuda.off_flags.insert(f);
+    for (const std::string& f : r.launch_flags) {
+      cuda.launch_flags.insert(f);
+      cuda.off_flags.insert(f);  // Files that read one are read again (FollowProjectFlags).
+    }
+  }
 }
 
 // The modules that exist only where a CUDA extension was built, as the files declare them, into
@@ -918,9 +927,14 @@ std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
   for (const auto& item : items) has_cu |= item.rel.ends_with(".cu") || item.rel.ends_with(".cuh");
   std::vector<std::string> op_namespaces;
   std::set<std::string> cpu_built;
-  for (const auto& r : results)
+  for (const auto& r : results) {
+    // A build script that stops where CUDA is missing (`else: raise NotImplementedError`, DT213)
+    // builds no CPU variant, whatever its default extension class says.
+    const bool refuses_cpu =
+        std::any_of(r.findings.begin(), r.findings.end(),
+                    [](const Finding& f) { return f.code == "DT213" && !f.guarded; });
     for (const auto& m : r.cuda_modules) {
-      if (m.cpu_build) cpu_built.insert(m.module);
+      if (m.cpu_build && !refuses_cpu) cpu_built.insert(m.module);
       if (m.module.starts_with("torch.ops.")) {
         if (has_cu && modules.insert(m.module).second) op_namespaces.push_back(m.module);
         continue;
@@ -931,6 +945,7 @@ std::vector<std::string> DeclaredCudaModules(const std::vector<WalkItem>& items,
         if (c == '.') c = '/';
       if (built || !python_under(path)) modules.insert(m.module);
     }
+  }
   cuda.modules.assign(modules.begin(), modules.end());
   cuda.cpu_built.assign(cpu_built.begin(), cpu_built.end());
   return op_namespaces;
@@ -1000,6 +1015,7 @@ void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
                  results[i].findings = std::move(findings);
                  results[i].cuda_symbols = std::move(py.cuda_symbols);
                  results[i].reexports = std::move(py.reexports);
+                 results[i].reference_impl = py.reference_impl;
                  results[i].scanned = true;
                });
   });
@@ -1037,9 +1053,8 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
   const std::vector<std::string> op_namespaces = DeclaredCudaModules(items, results, cuda);
   // Modules (any name variant) with symbols, looked up by views in the rounds.
   std::unordered_set<std::string, NameHash, std::equal_to<>> symbol_modules;
-  // The hashes (HashName) of the modules whose symbols grew since the last count: a file's count
-  // depends on what is known only through its imported modules' symbols, so only the importers
-  // of these can count more in the next round.
+  // Hashes (HashName) of the modules whose symbols grew since the last count: only their
+  // importers can count more in the next round.
   std::unordered_set<std::size_t> changed;
   auto add_symbols = [&](std::size_t i) {
     bool added = false;
@@ -1048,10 +1063,11 @@ void FollowCudaModules(const Context& ctx, std::vector<WalkItem>& items,
       bool grew = false;
       for (const auto& name : results[i].reexports) cuda.reexported.insert(mod + "." + name);
       for (const auto& [name, ext] : results[i].cuda_symbols) {
+        if (results[i].reference_impl) cuda.referenced.insert(mod + "." + name);
         auto [it, fresh] = cuda.symbols.emplace(mod + "." + name, ext);
         added |= fresh || (ext && !it->second);
         grew |= fresh;
-        it->second = it->second || ext;
+        it->second |= ext;
       }
       grew |= symbol_modules.insert(mod).second;
       if (!grew) continue;

@@ -74,6 +74,28 @@ def test_extension_class_chosen_at_build_time_has_a_cpu_build(dualtrack, tmp_pat
     assert setup[7]["code"] == "DT301" and setup[7]["guarded"]
 
 
+def test_a_build_that_refuses_the_cpu_has_no_cpu_build(dualtrack, tmp_path):
+    # Deformable-DETR's setup.py: CppExtension by default, but without CUDA the script raises
+    # before it builds anything. No CPU build exists: the callers need CUDA.
+    make_extension_project(
+        tmp_path,
+        "import torch\n"
+        "from torch.utils.cpp_extension import CppExtension, CUDAExtension\n"
+        "def get_extensions():\n"
+        "    extension = CppExtension\n"
+        "    if torch.cuda.is_available():\n"
+        "        extension = CUDAExtension\n"
+        "    else:\n"
+        "        raise NotImplementedError('Cuda is not available')\n"
+        "    return [extension('pkg._C', ['pkg/csrc/vision.cpp'])]\n",
+        "_C", "deform_attn_forward")
+    findings = scan(dualtrack, tmp_path)
+    ops = [f for f in findings if f["file"] == "pkg/ops.py"]
+    assert [(f["line"], f["code"]) for f in ops] == [(1, "DT305"), (5, "DT305")]
+    assert not any(f["mps_only"] or "CPU only" in f["message"] for f in ops)
+    assert (1, "DT312") in at(findings, "train.py")
+
+
 def test_cuda_only_extension_class_in_a_variable_makes_callers_cuda_only(dualtrack, tmp_path):
     make_extension_project(
         tmp_path,
