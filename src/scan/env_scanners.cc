@@ -1577,10 +1577,6 @@ void UserTextRules(const Registry& reg, std::string_view text, const std::string
   }
 }
 
-}  // namespace dt::scan
-
-namespace dt::scan {
-
 void YamlFlags(std::string_view text, std::vector<std::string>& off, std::vector<std::string>& on) {
   ForEachLine(text, [&](std::uint32_t, std::string_view raw) {
     if (raw.size() > 4096) return;

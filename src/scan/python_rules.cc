@@ -20,10 +20,6 @@ bool IsParallelWrapper(std::string_view callee) {
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 bool InBranch(const PyRuleContext& cx, std::size_t k) {
   for (auto [b, e] : cx.branches)
     if (k >= b && k < e) return true;

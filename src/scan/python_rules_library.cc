@@ -242,14 +242,11 @@ bool CpuFloat64Constant(const PyModel& m, std::size_t k, const LogicalLine& l, i
                              "logspace", "as_tensor", "eye", "rand", "randn"})
     factory |= last == f;
   if (!factory || !StartsWith(callee, "torch.")) return false;
+  PyRef call;
+  m.ReadCall(open, l.end, call);
+  if (std::find(call.keywords.begin(), call.keywords.end(), "device") != call.keywords.end())
+    return false;
   const std::size_t close = m.Matching(open, l.end);
-  int depth = 0;
-  for (std::size_t a = open + 1; a < close; ++a) {
-    if (m.IsOpen(m.T(a))) ++depth;
-    if (m.IsClose(m.T(a))) --depth;
-    if (depth == 0 && m.Is(m.T(a), "device") && a + 1 < close && m.IsOp(m.T(a + 1), "="))
-      return false;
-  }
   if (close + 2 < l.end && m.IsOp(m.T(close + 1), ".") &&
       (m.Is(m.T(close + 2), "to") || m.Is(m.T(close + 2), "cuda")))
     return false;

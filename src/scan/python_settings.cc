@@ -49,6 +49,26 @@ PyValue Literal(const PyModel& m, std::size_t b, std::size_t e) {
   return v;
 }
 
+// Calls fn(key, v, ve) for each `key=value` at the top level of the call whose brackets are
+// [open, close]: the value is tokens [v, ve), up to the next comma at its depth.
+template <class Fn>
+void ForEachKeyword(const PyModel& m, std::size_t open, std::size_t close, Fn fn) {
+  int depth = 0;
+  for (std::size_t k = open + 1; k < close; ++k) {
+    if (m.IsOpen(m.T(k))) ++depth;
+    if (m.IsClose(m.T(k))) --depth;
+    if (depth != 0 || !m.IsName(m.T(k)) || k + 1 >= close || !m.IsOp(m.T(k + 1), "=")) continue;
+    std::size_t ve = k + 2;
+    for (int d = 0; ve < close; ++ve) {
+      if (m.IsOpen(m.T(ve))) ++d;
+      if (m.IsClose(m.T(ve))) --d;
+      if (d == 0 && m.IsOp(m.T(ve), ",")) break;
+    }
+    fn(k, k + 2, ve);
+    k = ve - 1;
+  }
+}
+
 }  // namespace
 
 bool PyValue::Truthy() const {
@@ -71,24 +91,11 @@ void PySettings::Read(const PyModel& m, std::size_t open, std::size_t e, std::ui
                       std::uint32_t last_line) {
   const std::string dest = Declared(m, open, e);
   if (dest.empty()) return;  // A positional argument, or a name built at run time.
-  const std::size_t close = m.Matching(open, e);
   PyValue def;
   def.kind = PyValue::kNone;  // argparse's default without `default=`.
   bool has_default = false;
-  int depth = 0;
-  for (std::size_t k = open + 1; k < close; ++k) {
-    const Token& t = m.T(k);
-    if (m.IsOpen(t)) ++depth;
-    if (m.IsClose(t)) --depth;
-    if (depth != 0 || !m.IsName(t) || k + 1 >= close || !m.IsOp(m.T(k + 1), "=")) continue;
-    // The keyword's value: up to the next comma at this depth.
-    std::size_t v = k + 2, ve = v;
-    for (int d = 0; ve < close; ++ve) {
-      if (m.IsOpen(m.T(ve))) ++d;
-      if (m.IsClose(m.T(ve))) --d;
-      if (d == 0 && m.IsOp(m.T(ve), ",")) break;
-    }
-    const TokenText key = m.Text(t);
+  ForEachKeyword(m, open, m.Matching(open, e), [&](std::size_t k, std::size_t v, std::size_t ve) {
+    const TokenText key = m.Text(m.T(k));
     if (key == "default") {
       def = Literal(m, v, ve);
       has_default = true;
@@ -97,8 +104,7 @@ void PySettings::Read(const PyModel& m, std::size_t open, std::size_t e, std::ui
       if (action == "store_true") def = PyValue{PyValue::kBool, 0, {}};
       if (action == "store_false") def = PyValue{PyValue::kBool, 1, {}};
     }
-    k = ve - 1;
-  }
+  });
   options_[dest] = def;
   for (std::uint32_t l = first_line; l <= last_line; ++l) option_lines_.push_back(l);
 }
@@ -152,26 +158,13 @@ void PySettings::CollectData(const PyModel& m) {
     for (std::size_t k = l.begin; k + 1 < l.end; ++k) {
       if (!m.IsName(m.T(k)) || !m.IsOp(m.T(k + 1), "(") || !IsConfigConstructor(m.Text(m.T(k))))
         continue;
-      const std::size_t close = m.Matching(k + 1, l.end);
-      int depth = 0;
-      for (std::size_t a = k + 2; a < close; ++a) {
-        if (m.IsOpen(m.T(a))) ++depth;
-        if (m.IsClose(m.T(a))) --depth;
-        if (depth != 0 || !m.IsName(m.T(a)) || a + 2 >= close || !m.IsOp(m.T(a + 1), "=") ||
-            !(m.IsOp(m.T(a - 1), ",") || m.IsOp(m.T(a - 1), "(")))
-          continue;
-        std::size_t ve = a + 2;
-        for (int d = 0; ve < close; ++ve) {
-          if (m.IsOpen(m.T(ve))) ++d;
-          if (m.IsClose(m.T(ve))) --d;
-          if (d == 0 && m.IsOp(m.T(ve), ",")) break;
-        }
-        const PyValue v = Literal(m, a + 2, ve);
-        if (v.kind != PyValue::kUnknown) {
-          data_[std::string(m.Text(m.T(a)))] = v;
-        }
-        a = ve - 1;
-      }
+      ForEachKeyword(m, k + 1, m.Matching(k + 1, l.end),
+                     [&](std::size_t a, std::size_t v, std::size_t ve) {
+                       if (!(m.IsOp(m.T(a - 1), ",") || m.IsOp(m.T(a - 1), "("))) return;
+                       const PyValue value = Literal(m, v, ve);
+                       if (value.kind != PyValue::kUnknown)
+                         data_[std::string(m.Text(m.T(a)))] = value;
+                     });
       break;
     }
   }

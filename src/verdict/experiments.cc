@@ -31,6 +31,18 @@ bool IsFile(const fs::path& p) {
 
 std::string Stem(const std::string& rel) { return fs::path(rel).stem().string(); }
 
+// A path relative to the project, normalised, without a leading "./".
+std::string NormalRel(const fs::path& p) {
+  std::string rel = p.lexically_normal().generic_string();
+  return StartsWith(rel, "./") ? rel.substr(2) : rel;
+}
+
+// `rel` normalised when it names a file inside the project; "" otherwise.
+std::string ProjectFile(const fs::path& project, const fs::path& rel) {
+  std::string cand = NormalRel(rel);
+  return !cand.empty() && !StartsWith(cand, "..") && IsFile(project / cand) ? cand : "";
+}
+
 // "pkg.mod:main" -> pkg/mod.py, pkg/mod/__init__.py or src/pkg/mod.py, whichever exists.
 void AddModuleScript(const fs::path& project, std::string target, std::vector<std::string>& out) {
   target = std::string(Trim(target.substr(0, target.find(':'))));
@@ -57,9 +69,7 @@ std::string ShellProgram(const fs::path& project, const std::string& rel) {
   const fs::path dir = fs::path(rel).parent_path();
   auto resolve = [&](const std::string& word) -> std::string {
     for (const fs::path& base : {fs::path(), dir}) {
-      std::string cand = (base / word).lexically_normal().generic_string();
-      if (StartsWith(cand, "./")) cand = cand.substr(2);
-      if (!cand.empty() && !StartsWith(cand, "..") && IsFile(project / cand)) return cand;
+      if (std::string cand = ProjectFile(project, base / word); !cand.empty()) return cand;
     }
     return {};
   };
@@ -254,9 +264,8 @@ void ReadmeScripts(const fs::path& project, std::vector<std::string>& found) {
     if (!StartsWith(name, "readme") || !entry.is_regular_file(ec)) continue;
     const std::string text = ReadSmall(entry.path());
     for (std::sregex_iterator it(text.begin(), text.end(), kCommand), end; it != end; ++it) {
-      std::string rel = fs::path((*it)[1].str()).lexically_normal().generic_string();
-      if (StartsWith(rel, "./")) rel = rel.substr(2);
-      if (!rel.empty() && !StartsWith(rel, "..") && IsFile(project / rel)) found.push_back(rel);
+      if (std::string rel = ProjectFile(project, (*it)[1].str()); !rel.empty())
+        found.push_back(rel);
     }
   }
 }
@@ -301,10 +310,7 @@ std::string RunScript(const std::vector<std::string>& words) {
   for (std::size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
     if (w == "-m" || w == "-c") return {};
-    if (EndsWith(w, ".py")) {
-      std::string rel = fs::path(w).lexically_normal().generic_string();
-      return StartsWith(rel, "./") ? rel.substr(2) : rel;
-    }
+    if (EndsWith(w, ".py")) return NormalRel(w);
   }
   return {};
 }
@@ -313,10 +319,6 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
                                                    const ProjectConfig& config,
                                                    const std::vector<std::string>& entries,
                                                    const std::optional<std::string>& run) {
-  auto normal = [](const std::string& e) {
-    std::string rel = fs::path(e).lexically_normal().generic_string();
-    return StartsWith(rel, "./") ? rel.substr(2) : rel;
-  };
   std::vector<Experiment> out;
   auto add = [&](const std::string& entry, const std::string& source) {
     for (const Experiment& e : out) {
@@ -340,7 +342,7 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
   };
   if (!entries.empty()) {
     for (const std::string& e : entries) {
-      const std::string rel = normal(e);
+      const std::string rel = NormalRel(e);
       std::error_code ec;
       if (!IsFile(project / rel) && !fs::is_directory(project / rel, ec)) {
         return MakeError(ErrorCode::kUsage, "--entry: no such file or folder in the project",
@@ -351,7 +353,7 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
   } else if (!config.experiments.empty()) {
     out = config.experiments;
   } else if (!config.entry.empty()) {
-    for (const std::string& e : config.entry) add(normal(e), "[tool.dualtrack] entry");
+    for (const std::string& e : config.entry) add(NormalRel(e), "[tool.dualtrack] entry");
   } else {
     for (const std::string& e : PickEntries(project)) add(e, "picked");
   }
