@@ -14,6 +14,7 @@ Python 3 standard library only. See bench/field/README.md for the method.
 """
 
 import argparse
+import io
 import json
 import os
 import tokenize
@@ -232,6 +233,10 @@ def statement_end(root, rel, line):
     path = os.path.join(root, rel)
     if rel.endswith(".sh") or os.path.basename(rel).startswith("Dockerfile"):
         return shell_command_end(path, line)
+    if rel.endswith(".ipynb"):
+        if path not in _STATEMENTS:
+            _STATEMENTS[path] = notebook_statements(path)
+        return max(line, _STATEMENTS[path].get(line, line))
     if not rel.endswith(".py"):
         return line
     if path not in _STATEMENTS:
@@ -257,6 +262,50 @@ def statement_end(root, rel, line):
             pass
         _STATEMENTS[path] = ends
     return max(line, _STATEMENTS[path].get(line, line))
+
+
+def code_statements(code, first):
+    """{first line: last line} of each statement of `code`, its line 1 being physical line
+    `first` (Python's own tokenizer)."""
+    ends = {}
+    start = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                continue
+            if start is None:
+                start = tok.start[0]
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                ends[first + start - 1] = first + tok.start[0] - 1
+                start = None
+    except (SyntaxError, tokenize.TokenError):
+        pass
+    return ends
+
+
+def notebook_statements(path):
+    """The statements of a notebook's code cells, in physical lines of the .ipynb file: with
+    nbformat's layout each element of a cell's `source` list is one line of the file, after the
+    line holding `"source": [`. Magics and shell lines are blanked before tokenizing."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        cells = json.loads(text).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return {}
+    starts = [
+        i + 1 for i, ln in enumerate(text.split("\n")) if ln.strip().startswith('"source": [')
+    ]
+    if len(starts) != len(cells):
+        return {}
+    ends = {}
+    for cell, at in zip(cells, starts):
+        src = cell.get("source") if isinstance(cell, dict) else None
+        if cell.get("cell_type") != "code" or not isinstance(src, list):
+            continue
+        code = "".join("\n" if ln.lstrip().startswith(("%", "!")) else ln for ln in src)
+        ends.update(code_statements(code, at + 1))
+    return ends
 
 
 def shell_command_end(path, line):

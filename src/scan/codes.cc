@@ -52,6 +52,8 @@ const std::vector<std::string_view>& DetectorCodes() {
       "DT405",
       "DT407",
       "DT408",
+      "DT409",
+      "DT410",
       "DT420",
   };
   return kCodes;

@@ -61,9 +61,13 @@ std::string_view StripHashComment(std::string_view line) {
 bool IsNvidiaRuntimePackage(std::string_view norm) {
   // nvidia-ml-py / pynvml are pure-Python NVML bindings that install anywhere.
   if (StartsWith(norm, "nvidia-ml-py")) return false;
+  // conda-forge / nvidia channel libraries: libcublas, libcufft, libnpp, libnvjpeg, libnvjitlink.
   return StartsWith(norm, "nvidia-") || norm == "cudatoolkit" || norm == "pytorch-cuda" ||
          norm == "cuda-toolkit" || norm == "cudnn" || norm == "nccl" || norm == "cuda" ||
-         StartsWith(norm, "cuda-") || norm == "cutensor" || StartsWith(norm, "libcu");
+         StartsWith(norm, "cuda-") || norm == "cutensor" || StartsWith(norm, "libcu") ||
+         StartsWith(norm, "libnpp") || StartsWith(norm, "libnvjpeg") ||
+         StartsWith(norm, "libnvjitlink") || StartsWith(norm, "libnvrtc") ||
+         StartsWith(norm, "libnccl");
 }
 
 namespace fs = std::filesystem;
@@ -747,8 +751,8 @@ void PipInstallArgs(const std::string& line, std::size_t from, std::uint32_t n, 
   }
 }
 
-constexpr std::string_view kNvidiaTools[] = {"nvidia-smi", "nvcc",   "nsys",
-                                             "ncu",        "nvprof", "cuda-gdb"};
+constexpr std::string_view kNvidiaTools[] = {"nvidia-smi", "nvcc",     "nsys",         "ncu",
+                                             "nvprof",     "cuda-gdb", "nvidia-docker"};
 
 // A tool by name or by path (`/usr/local/cuda/bin/nvcc`).
 bool IsNvidiaTool(std::string_view w) {
@@ -996,6 +1000,66 @@ std::size_t NvidiaToolRun(std::string_view line, std::string_view& tool) {
   return std::string_view::npos;
 }
 
+// Where a SLURM job asks for GPUs: `#SBATCH --gres=gpu:4`, `srun --gpus-per-node=8 ...`,
+// `sbatch --gpus 2`; npos when it does not. `text` gets the option as written.
+std::size_t SlurmGpuRequestAt(std::string_view line, std::string& text) {
+  if (!StartsWith(Trim(line), "#SBATCH") && FindWord(line, "sbatch") == std::string_view::npos &&
+      FindWord(line, "srun") == std::string_view::npos &&
+      FindWord(line, "salloc") == std::string_view::npos)
+    return std::string_view::npos;
+  for (std::string_view opt : {"--gres=gpu", "--gres gpu", "--gpus-per-node", "--gpus-per-task",
+                               "--gpus=", "--gpus ", "--gres=shard"}) {
+    const std::size_t p = line.find(opt);
+    if (p == std::string_view::npos) continue;
+    std::size_t e = p;
+    while (e < line.size() && line[e] != ' ' && line[e] != '\t' && line[e] != '\\') ++e;
+    if (opt.back() == ' ') {  // `--gpus 2`: the value too.
+      e = p + opt.size();
+      while (e < line.size() && line[e] != ' ' && line[e] != '\t') ++e;
+    }
+    text = std::string(line.substr(p, e - p));
+    return p;
+  }
+  return std::string_view::npos;
+}
+
+// A path into the CUDA toolkit set for the build or the loader: `ENV CUDA_HOME=/usr/local/cuda`,
+// `export LD_LIBRARY_PATH=/usr/local/cuda/lib64:...`, `ENV PATH /usr/local/cuda/bin:$PATH`; npos
+// when the line sets none. Reading a variable (`$CUDA_HOME/bin/nvcc`) is not setting it.
+std::size_t CudaToolkitPathAt(std::string_view line, std::string& text) {
+  const std::string_view t = Trim(line);
+  const std::string upper = Upper(t.substr(0, 7));
+  // An ENV instruction, an `export` (also one echoed into a shell profile), a PATH assignment.
+  if (!StartsWith(upper, "ENV ") && line.find("export ") == std::string_view::npos &&
+      line.find("PATH=") == std::string_view::npos)
+    return std::string_view::npos;
+  for (std::string_view var : {"CUDA_HOME", "CUDA_ROOT", "CUDA_PATH", "CUDA_TOOLKIT_ROOT_DIR"})
+    if (std::size_t p = FindWord(line, var);
+        p != std::string_view::npos && (p == 0 || line[p - 1] != '$') &&
+        p + var.size() < line.size() &&
+        (line[p + var.size()] == '=' || line[p + var.size()] == ' ')) {
+      text = std::string(var);
+      return p;
+    }
+  if (std::size_t p = line.find("/usr/local/cuda"); p != std::string_view::npos) {
+    text = "/usr/local/cuda";
+    return p;
+  }
+  if (std::size_t p = line.find("/usr/local/nvidia"); p != std::string_view::npos) {
+    text = "/usr/local/nvidia";
+    return p;
+  }
+  return std::string_view::npos;
+}
+
+// `docker run --gpus all`, `docker run --runtime=nvidia`: the container reserves an NVIDIA GPU.
+std::size_t DockerGpuAt(std::string_view line) {
+  if (FindWord(line, "docker") == std::string_view::npos) return std::string_view::npos;
+  for (std::string_view opt : {"--gpus", "--runtime=nvidia", "--runtime nvidia"})
+    if (std::size_t p = line.find(opt); p != std::string_view::npos) return p;
+  return std::string_view::npos;
+}
+
 void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
                ShellGuards* guards = nullptr, std::size_t from = 0) {
   std::string line = BlankQuoted(raw);
@@ -1009,6 +1073,13 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
     sink.Add("DT405", n, col(p), tool, g(p) || guards->InConditionAt(p));
   if (std::size_t p = line.find("CUDA_VISIBLE_DEVICES"); p != std::string::npos)
     sink.Add("DT406", n, col(p), "CUDA_VISIBLE_DEVICES", g(p));
+  std::string text;
+  if (std::size_t p = SlurmGpuRequestAt(line, text); p != std::string::npos)
+    sink.Add("DT409", n, col(p), text, g(p));
+  if (std::size_t p = CudaToolkitPathAt(raw, text); p != std::string::npos)
+    sink.Add("DT410", n, col(p), text, g(p));
+  if (std::size_t p = DockerGpuAt(line); p != std::string::npos)
+    sink.Add("DT420", n, col(p), "docker run " + ArgToken(line, p), g(p));
   if (std::size_t p = line.find("TORCH_CUDA_ARCH_LIST"); p != std::string::npos)
     sink.Add("DT302", n, col(p), "TORCH_CUDA_ARCH_LIST", g(p));
   else if (std::size_t q = line.find("-gencode"); q != std::string::npos)
@@ -1058,6 +1129,11 @@ void ScanShell(std::string_view text, FindingSink& sink) {
   ShellGuards guards;
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
+    std::string text;
+    // `#SBATCH --gres=gpu:4`: a directive, not a comment.
+    if (StartsWith(t, "#SBATCH") && SlurmGpuRequestAt(t, text) != std::string_view::npos)
+      sink.Add("DT409", n, Col(raw, t) + static_cast<std::uint32_t>(SlurmGpuRequestAt(t, text)),
+               text, false);
     if (t.empty() || t[0] == '#') return;
     ShellLine(raw, n, sink, &guards);
   });

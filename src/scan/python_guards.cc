@@ -501,10 +501,17 @@ class GuardBuilder {
     }
     // CUDA's presence or an initialised process group; launch variables in an assert check
     // consistency (`assert rank < world_size`), not the launch itself.
-    bool machine = false;
-    for (std::size_t k = l.begin + 1; k < e && !machine; ++k)
-      machine = m_.Is(T(k), "is_available") || m_.Is(T(k), "device_count") ||
-                m_.Is(T(k), "is_initialized");
+    bool machine = false, compares = false, number = false;
+    for (std::size_t k = l.begin + 1; k < e; ++k) {
+      machine |= m_.Is(T(k), "is_available") || m_.Is(T(k), "device_count") ||
+                 m_.Is(T(k), "is_initialized");
+      compares |= m_.IsOp(T(k), "<") || m_.IsOp(T(k), "<=") || m_.IsOp(T(k), ">") ||
+                  m_.IsOp(T(k), ">=") || m_.IsOp(T(k), "==") || m_.IsOp(T(k), "!=");
+      number |= T(k).kind() == TokKind::kNumber;
+    }
+    // `assert num_gpu <= torch.cuda.device_count()` checks a setting against the machine (it holds
+    // with no GPU and num_gpu 0); `device_count() > 0` states the requirement.
+    if (compares && !number) return false;
     return machine && !TensorTest(l.begin + 1, e) && m_.Cond(l.begin + 1, e, scope) == Truth::kCuda;
   }
 
@@ -527,43 +534,119 @@ class GuardBuilder {
     return false;
   }
 
+  // Whether test [b, e) is only a command-line or config option off by default (`if
+  // args.alternate_corr:`, `if args.seed is not None:`), not a launch flag: it guards its body
+  // only where the body is the CUDA mode the option turns on. (A function's parameter switch,
+  // `def __init__(self, sparse=False)`, exists to pick an implementation: it stays a guard.)
+  bool OptInTest(std::size_t b, std::size_t e) const {
+    if (m_.IsLaunchFlagTest(b, e)) return false;
+    const std::optional<bool> holds = m_.OptionTest(b, e);
+    return holds && !*holds;
+  }
+
+  // Whether every statement of the body of the compound statement at li names CUDA (a trigger
+  // word or a hot name: `corr_fn = AlternateCorrBlock(...)`, `scaler =
+  // torch.cuda.amp.GradScaler()`); `if args.seed is not None: random.seed(...); cudnn.deterministic
+  // = True` is a seed, not a mode. A body with an `else:` / `elif` beside it is one of the option's
+  // two paths: the mode. Compound statements of the body count by their header (`with
+  // torch.cuda.amp.autocast():`).
+  bool BodyAllCuda(std::size_t li) const {
+    const auto& l = lex_.lines[li];
+    const std::size_t colon = m_.FindColon(l);
+    if (colon + 1 < l.end) return m_.Maybe(colon + 1, l.end);
+    std::size_t j = li + 1;
+    bool all = true;
+    for (; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
+      const auto& body = lex_.lines[j];
+      if (body.indent != lex_.lines[li + 1].indent) continue;
+      all = all && (m_.StringsOnly(body) || m_.Is(T(body.begin), "pass") ||
+                    m_.Maybe(body.begin, body.end));
+    }
+    if (j < lex_.lines.size() && lex_.lines[j].indent == l.indent &&
+        (m_.Head(lex_.lines[j]) == "else" || m_.Head(lex_.lines[j]) == "elif"))
+      return true;
+    return all && j > li + 1;
+  }
+
+  // `except torch.cuda.OutOfMemoryError:`, `if "CUDA out of memory" in str(e):`: entered only
+  // after CUDA ran out of memory.
+  bool CudaOomTest(std::size_t b, std::size_t e) const {
+    for (std::size_t k = b; k < e; ++k) {
+      const Token& t = T(k);
+      if (m_.Is(t, "not")) return false;  // `if "CUDA out of memory" not in str(e): raise`.
+      if (m_.Is(t, "OutOfMemoryError") && k >= b + 2 && m_.Is(T(k - 2), "cuda")) return true;
+      if (t.kind() == TokKind::kString &&
+          StringBody(m_.Text(t)).find("CUDA out of memory") != std::string_view::npos)
+        return true;
+    }
+    return false;
+  }
+
   struct Block {
     std::uint32_t indent;
     bool guarded;
+    std::string_view def;  // The module-level function whose body this is; empty otherwise.
+    bool stop = false;     // Guarded only by a stop before it (PyModel::StopGuarded()).
   };
+
+  // Whether line l is a statement that only calls a function that stops the run without CUDA
+  // (`utils.init_distributed_mode(args)` whose `else:` exits, PyScanResult::requiring): what
+  // follows the call runs only where CUDA is, as after the stop itself.
+  // Each such statement's function name is kept (PyScanResult::calls): the files that call one
+  // that another file declares requiring are scanned again knowing it.
+  bool CallsRequiring(const LogicalLine& l) {
+    if (l.end - l.begin < 3 || !m_.IsName(T(l.begin))) return false;
+    std::size_t k = l.begin;
+    while (k + 2 < l.end && m_.IsOp(T(k + 1), ".") && m_.IsName(T(k + 2))) k += 2;
+    if (k + 1 >= l.end || !m_.IsOp(T(k + 1), "(") || m_.Matching(k + 1, l.end) + 1 != l.end)
+      return false;
+    const TokenText name = m_.Text(T(k));
+    m_.statement_calls_.insert(name);
+    if (std::find(m_.requiring_.begin(), m_.requiring_.end(), name) != m_.requiring_.end())
+      return true;
+    return m_.opt_.cuda != nullptr && m_.opt_.cuda->requiring.count(name) > 0;
+  }
 
   // Each line's guard: the blocks around it (an if / elif / while whose test holds only with
   // CUDA, the else of one that holds only without it) and the early returns before it in its
   // block (`if not torch.cuda.is_available(): return`).
   void LineGuards() {
     m_.checked_line_.assign(lex_.lines.size(), false);
-    std::vector<Block> stack = {Block{0, false}};
-    bool module_level_guard = false;
+    std::vector<Block> stack = {Block{0, false, {}}};
+    bool module_level_guard = false, module_level_stop = false;
     // Per indent: what the last if/elif there said about CUDA, and whether every test of the
     // chain held only with CUDA (or a launch).
     std::unordered_map<std::uint32_t, Truth> last_if;
     std::unordered_map<std::uint32_t, bool> chain_cuda;
     std::unordered_map<std::uint32_t, bool> chain_launch;  // A test of the chain read a launch.
+    // A test of the chain held only with CUDA and read no launch (`elif torch.cuda.is_available():
+    // single-GPU run`): a stop after it requires CUDA, not a launcher.
+    std::unordered_map<std::uint32_t, bool> chain_device;
     std::unordered_map<std::uint32_t, bool> chain_tensor;  // A test of the chain read a tensor.
     // Every test of the chain is about the machine or the launch (not an option's choice).
     std::unordered_map<std::uint32_t, bool> chain_machine;
     m_.requirement_.assign(lex_.lines.size(), PyModel::Requirement::kNone);
+    m_.stop_line_.assign(lex_.lines.size(), false);
     // What follows a stated requirement in its block runs only where it holds.
-    auto guard_rest = [&] {
-      if (stack.size() > 1)
-        stack.back().guarded = true;
-      else
-        module_level_guard = true;
+    // A stop (a raise, exit or assert) rather than an early return: PyModel::StopGuarded().
+    auto guard_rest = [&](bool stop) {
+      bool& g = stack.size() > 1 ? stack.back().guarded : module_level_guard;
+      (stack.size() > 1 ? stack.back().stop : module_level_stop) = stop && !g;
+      g = true;
     };
     auto require = [&](std::size_t at, bool launch) {
       m_.requirement_[at] =
           launch || NamesLaunch(at) ? PyModel::Requirement::kLaunch : PyModel::Requirement::kCuda;
+      // In a module-level function's own body: every call of it stops there without CUDA.
+      if (stack.size() == 2 && !stack.back().def.empty())
+        m_.requiring_.emplace_back(stack.back().def);
     };
     for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
       const auto& l = lex_.lines[li];
       while (stack.size() > 1 && stack.back().indent >= l.indent) stack.pop_back();
       int scope = m_.ScopeOf(li);
       bool guarded = stack.size() > 1 ? stack.back().guarded : module_level_guard;
+      const bool stop = guarded && (stack.size() > 1 ? stack.back().stop : module_level_stop);
       TokenText f = m_.Head(l);
       bool line_guard = guarded;
       bool compound = (f == "if" || f == "elif" || f == "else" || f == "while" || f == "for" ||
@@ -573,7 +656,10 @@ class GuardBuilder {
       bool block_guard = guarded;
       if (f == "if" || f == "elif" || f == "while") {
         std::size_t colon = m_.FindColon(l);
-        Truth t = m_.Cond(l.begin + 1, colon, scope);
+        Truth t =
+            CudaOomTest(l.begin + 1, colon) ? Truth::kCuda : m_.Cond(l.begin + 1, colon, scope);
+        if (t == Truth::kCuda && OptInTest(l.begin + 1, colon) && !BodyAllCuda(li))
+          t = Truth::kNone;
         if (t == Truth::kCuda) block_guard = line_guard = true;
         if (f == "elif" && last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
         last_if[l.indent] = t;
@@ -581,6 +667,8 @@ class GuardBuilder {
         const bool launch = ReadsLaunch(l.begin + 1, colon);
         const bool tensor = TensorTest(l.begin + 1, colon);
         chain_launch[l.indent] = launch || (f == "elif" && chain_launch[l.indent]);
+        chain_device[l.indent] =
+            (t == Truth::kCuda && !launch) || (f == "elif" && chain_device[l.indent]);
         chain_tensor[l.indent] = tensor || (f == "elif" && chain_tensor[l.indent]);
         const bool machine = MachineTest(l.begin + 1, colon);
         chain_machine[l.indent] = machine && (f != "elif" || chain_machine[l.indent]);
@@ -588,16 +676,17 @@ class GuardBuilder {
         // test guards nothing: MPS tensors fail it too.)
         if (tensor && (t == Truth::kNoCuda || TestsCpuDevice(l.begin + 1, colon)))
           NoteReferenceDispatch(li);
+        m_.tensor_dispatch_ |= tensor && t == Truth::kCuda;
         if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
           // `if not torch.cuda.is_available(): return` guards the rest of its block.
-          guard_rest();
+          guard_rest(false);
         } else if (std::size_t at = f == "if" && t == Truth::kNoCuda && machine && !guarded
                                         ? StopsBlock(li)
                                         : std::string::npos;
                    at != std::string::npos) {
           // `if not torch.cuda.is_available(): raise ...`: a requirement.
           require(at, launch);
-          guard_rest();
+          guard_rest(true);
         }
       } else if (f == "else") {
         if (last_if[l.indent] == Truth::kNoCuda) block_guard = line_guard = true;
@@ -606,26 +695,35 @@ class GuardBuilder {
         // `if "RANK" in os.environ: ... elif "SLURM_PROCID" in os.environ: ... else: return`:
         // what follows the chain runs only where one of its launch (or CUDA) tests held.
         if (chain_cuda[l.indent] && LeavesBlock(li)) {
-          guard_rest();
+          guard_rest(false);
         } else if (std::size_t at = chain_cuda[l.indent] && chain_machine[l.indent] && !guarded
                                         ? StopsBlock(li)
                                         : std::string::npos;
                    at != std::string::npos) {
           // `if args.distributed: ... else: raise NotImplementedError(...)`: a requirement.
-          require(at, chain_launch[l.indent]);
-          guard_rest();
+          require(at, chain_launch[l.indent] && !chain_device[l.indent]);
+          guard_rest(true);
         }
         chain_cuda[l.indent] = false;
       } else if (f == "assert" && !guarded && AssertsCuda(li, scope)) {
-        // Unlike an early raise, an assert may be compiled out (`python -O`): it guards nothing.
+        // As an early raise: what follows runs only where the assertion held.
         require(li, ReadsLaunch(l.begin + 1, l.end));
+        guard_rest(true);
+      } else if (!compound && !guarded && CallsRequiring(l)) {
+        guard_rest(true);
       } else if (compound) {
+        if (f == "except" && CudaOomTest(l.begin + 1, l.end)) block_guard = true;
         last_if[l.indent] = Truth::kNone;  // A for/try/with's own else is not an if's.
         chain_cuda[l.indent] = false;
       }
       m_.has_main_ |= m_.IsMainCheck(l);
-      if (compound) stack.push_back(Block{l.indent, block_guard});
+      if (compound) {
+        std::string_view def;
+        if (f == "def" && stack.size() == 1 && l.begin + 1 < l.end) def = m_.Text(T(l.begin + 1));
+        stack.push_back(Block{l.indent, block_guard, def, stop});
+      }
       m_.checked_line_[li] = line_guard;
+      m_.stop_line_[li] = stop;
       // A kernel's lines make one finding at its decorator, whatever guards them.
       if (!m_.InKernel(li)) m_.line_guarded_[li] = line_guard || m_.optional_line_[li];
     }
@@ -768,10 +866,12 @@ std::unordered_set<std::size_t> ImportingTops(const PyModel& m) {
 }
 
 std::unordered_set<std::size_t> CalledOnlyUnderChecks(
-    const PyModel& m, const std::unordered_map<std::string_view, std::size_t>& defs) {
+    const PyModel& m, const std::unordered_map<std::string_view, std::size_t>& defs,
+    std::unordered_set<std::size_t>* past_stops) {
   // Each definition's references: the line's guard, or the function the reference sits in.
   struct Ref {
     bool guarded;
+    bool stop;   // Guarded only by a stop before it (PyModel::StopGuarded()).
     int in_top;  // Module-level definition holding the reference; -1 at module level.
   };
   std::unordered_map<std::size_t, std::vector<Ref>> refs;
@@ -785,22 +885,34 @@ std::unordered_set<std::size_t> CalledOnlyUnderChecks(
       if (it == defs.end()) continue;
       const int top = m.TopOf(li);
       if (top == static_cast<int>(it->second)) continue;  // Recursion says nothing.
-      refs[it->second].push_back(Ref{m.IsGuarded(li), top});
+      refs[it->second].push_back(Ref{m.IsGuarded(li), m.StopGuarded(li), top});
     }
   }
-  std::unordered_set<std::size_t> guarded;
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const auto& [s, calls] : refs) {  // A function never named here has no entry.
-      if (guarded.count(s)) continue;
-      const bool all = std::all_of(calls.begin(), calls.end(), [&](const Ref& r) {
-        return r.guarded || (r.in_top >= 0 && guarded.count(static_cast<std::size_t>(r.in_top)));
-      });
-      if (all) {
-        guarded.insert(s);
-        grew = true;
+  // The definitions called only behind checks; with `stops` false, behind checks other than a
+  // stop before the call (the rest are reached on the run's only path once the stop goes).
+  auto fixpoint = [&](bool stops) {
+    std::unordered_set<std::size_t> guarded;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const auto& [s, calls] : refs) {  // A function never named here has no entry.
+        if (guarded.count(s)) continue;
+        const bool all = std::all_of(calls.begin(), calls.end(), [&](const Ref& r) {
+          return (r.guarded && (stops || !r.stop)) ||
+                 (r.in_top >= 0 && guarded.count(static_cast<std::size_t>(r.in_top)));
+        });
+        if (all) {
+          guarded.insert(s);
+          grew = true;
+        }
       }
     }
+    return guarded;
+  };
+  std::unordered_set<std::size_t> guarded = fixpoint(true);
+  if (past_stops != nullptr) {
+    const std::unordered_set<std::size_t> checked = fixpoint(false);
+    for (std::size_t s : guarded)
+      if (checked.count(s) == 0) past_stops->insert(s);
   }
   return guarded;
 }

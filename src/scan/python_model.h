@@ -302,6 +302,9 @@ class PyModel : public PyTokens {
   // Whether line li runs only behind a CUDA check (an if / elif / else / while on it or around it,
   // an early return before it); optional imports not counted.
   bool IsChecked(std::size_t li) const { return checked_line_[li]; }
+  // Whether line li is checked only because a stop before it (`assert torch.cuda.is_available()`,
+  // a call of a function that exits without CUDA) ends the run elsewhere: the run's only path.
+  bool StopGuarded(std::size_t li) const { return li < stop_line_.size() && stop_line_[li]; }
   // Where the run stops unless CUDA is there or chosen (`assert torch.cuda.is_available()`, `if
   // not torch.cuda.is_available(): raise`), or unless a multi-process launcher started it (`else:
   // raise NotImplementedError("Only DistributedDataParallel is supported.")` after `if
@@ -311,9 +314,16 @@ class PyModel : public PyTokens {
   // input.device.type == "cpu": return upfirdn2d_native(...)`): the project has a reference
   // implementation, so the file's kernels are replaced, not required.
   bool HasReferenceDispatch() const { return reference_dispatch_; }
+  // Some test takes a path for CUDA tensors (`if x.is_cuda: return kernel(x)`): the default CUDA
+  // run uses it, the Mac another.
+  bool TensorDispatch() const { return tensor_dispatch_; }
   // The module-level definitions that hold such a dispatch: they have another path, so they do
   // not become CUDA symbols of the module.
   bool IsReferenceTop(std::string_view name) const { return reference_tops_.count(name) > 0; }
+  // The module-level functions whose own body stops the run without CUDA (PyScanResult::requiring).
+  const std::vector<std::string>& Requiring() const { return requiring_; }
+  // The functions called as whole statements outside checks (`init_distributed_mode(args)`).
+  const std::unordered_set<std::string_view>& StatementCalls() const { return statement_calls_; }
   Requirement RequirementAt(std::size_t li) const {
     return li < requirement_.size() ? requirement_[li] : Requirement::kNone;
   }
@@ -344,10 +354,6 @@ class PyModel : public PyTokens {
   std::optional<bool> ProjectFlagTest(std::size_t b, std::size_t e) const;
   bool IsLaunchFlagTest(std::size_t b, std::size_t e) const;  // CudaContext::launch_flags.
   std::optional<bool> ParamFlagTest(std::size_t b, std::size_t e, int scope) const;
-  // The NAMEs of `a.args.NAME` tests (files reading a flag declared off elsewhere are rescanned);
-  // attributes set False somewhere, True only behind a launcher's test: launch flags.
-  std::vector<std::string> FlagReads() const;
-  std::vector<std::string> LaunchFlags() const;
   std::size_t NamespaceChain(std::size_t k, std::size_t e) const;
 
   // --- What the rules find as they read the lines ------------------------------------------------
@@ -393,10 +399,14 @@ class PyModel : public PyTokens {
   std::vector<bool> optional_line_;
   std::vector<bool> required_line_;       // In a `try:` whose ImportError handler only raises.
   std::vector<bool> checked_line_;        // See IsChecked().
+  std::vector<bool> stop_line_;           // See StopGuarded().
   std::vector<Requirement> requirement_;  // See RequirementAt().
-  bool reference_dispatch_ = false;       // See HasReferenceDispatch().
-  std::unordered_set<std::string_view> reference_tops_;  // See IsReferenceTop().
-  std::vector<bool> line_guarded_;                       // See IsGuarded().
+  std::vector<std::string> requiring_;    // See Requiring().
+  std::unordered_set<std::string_view> statement_calls_;  // See StatementCalls().
+  bool reference_dispatch_ = false;                       // See HasReferenceDispatch().
+  bool tensor_dispatch_ = false;                          // See TensorDispatch().
+  std::unordered_set<std::string_view> reference_tops_;   // See IsReferenceTop().
+  std::vector<bool> line_guarded_;                        // See IsGuarded().
   std::unordered_set<std::size_t> guarded_tops_;  // Definitions called only behind such checks.
   std::vector<int> line_scope_;
   std::unordered_set<int> launch_scopes_;  // Functions that launch a kernel of this file.
@@ -424,6 +434,12 @@ class PyModel : public PyTokens {
   PySettings settings_;
 };
 
+// The NAMEs of `a.args.NAME` tests (files reading a flag declared off elsewhere are rescanned);
+// attributes set False somewhere, True only behind a launcher's test: launch flags
+// (python_settings.cc).
+std::vector<std::string> FlagReads(const PyModel& m);
+std::vector<std::string> LaunchFlags(const PyModel& m);
+
 // --- Guards found after the rules ran (python_guards.cc) -----------------------------------------
 
 // The branches that import a CUDA-only library themselves: marks their lines guarded and returns
@@ -434,8 +450,10 @@ std::vector<LineRange> DeviceFallbackLines(const PyModel& m);
 // The module-level definitions that import something unguarded.
 std::unordered_set<std::size_t> ImportingTops(const PyModel& m);
 // Of `defs` (name -> module-level scope), those whose every reference in this file runs behind a
-// CUDA check, directly or from another such definition.
+// CUDA check, directly or from another such definition; into `past_stops`, those of them that
+// some reference reaches only past a stop (`assert torch.cuda.is_available()` before the call).
 std::unordered_set<std::size_t> CalledOnlyUnderChecks(
-    const PyModel& m, const std::unordered_map<std::string_view, std::size_t>& defs);
+    const PyModel& m, const std::unordered_map<std::string_view, std::size_t>& defs,
+    std::unordered_set<std::size_t>* past_stops = nullptr);
 
 }  // namespace dt::scan

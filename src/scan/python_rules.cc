@@ -70,6 +70,7 @@ std::size_t NameFindings(PyRuleContext& cx, std::size_t k, LineRead& line, bool 
   }
   if (m.Text(t) == "def" || m.Text(t) == "class") return k + 1;  // Its name is no use.
   KeywordArgFindings(cx, k, line, guarded);
+  NumpyMovedBeforeCast(cx, k, l, guarded);  // `from_flattened_numpy(x).to(device).float()`.
   if (m.IsKernelName(m.Text(t)) && k + 1 < l.end && m.IsOp(m.T(k + 1), "[")) {
     cx.sink.Add("DT207", m.Line(t), m.Column(t), std::string(m.Text(t)) + "[grid](...)", guarded);
     NoteCudaAt(cx, line.scope, guarded, false);
@@ -151,10 +152,12 @@ void GuardCalledOnlyUnderChecks(PyRuleContext& cx) {
     if (importing.count(s) || cx.sink.AnyUnguarded(first, last)) defs.emplace(sc.name, s);
   }
   if (defs.empty()) return;
-  for (std::size_t s : CalledOnlyUnderChecks(m, defs)) {
+  std::unordered_set<std::size_t> past_stops;
+  for (std::size_t s : CalledOnlyUnderChecks(m, defs, &past_stops)) {
     m.MarkGuardedTop(s);
     const auto [first, last] = m.ScopeLines(s);
-    cx.sink.GuardLines(first, last);
+    // Past a stop, an NCCL process group is still every run's (DT211).
+    cx.sink.GuardLines(first, last, past_stops.count(s) > 0);
   }
 }
 

@@ -73,6 +73,9 @@ void GuardPasses(PyRuleContext& cx);
 
 // --- python_rules_device.cc ----------------------------------------------------------------------
 
+// `th.from_numpy(arr).to(device)[t].float()`: a numpy array (float64 unless told otherwise) moved
+// to the device before the cast that the code itself makes (DT204); the cast belongs before `.to`.
+void NumpyMovedBeforeCast(PyRuleContext& cx, std::size_t k, const LogicalLine& l, bool guarded);
 // `.cuda()`, `.double()`, `.to(i)`: methods of any object.
 void AttributeFindings(PyRuleContext& cx, std::size_t k, const LogicalLine& l, bool guarded);
 // `.to(args.gpu)`, `.to(local_rank)`, `.to(0)`: an integer device index is a CUDA device.

@@ -64,11 +64,42 @@ bool InChoices(const PyModel& m, std::size_t k, const LogicalLine& l, std::size_
 
 }  // namespace
 
+void NumpyMovedBeforeCast(PyRuleContext& cx, std::size_t k, const LogicalLine& l, bool guarded) {
+  const PyModel& m = cx.model;
+  const TokenText name = m.Text(m.T(k));
+  if (name.find("numpy") == std::string_view::npos || !name.starts_with("from_") ||
+      k + 1 >= l.end || !m.IsOp(m.T(k + 1), "("))
+    return;
+  // from_numpy(arr) . to ( device ) [index]* . float ( ...
+  std::size_t j = m.Matching(k + 1, l.end) + 1;
+  if (j + 2 >= l.end || !m.IsOp(m.T(j), ".") || !m.Is(m.T(j + 1), "to") || !m.IsOp(m.T(j + 2), "("))
+    return;
+  const std::size_t to_close = m.Matching(j + 2, l.end);
+  for (std::size_t a = j + 3; a < to_close; ++a)  // `.to(torch.float32)` casts: no move first.
+    if (m.IsName(m.T(a)) && (m.Text(m.T(a)).starts_with("float") || m.Is(m.T(a), "dtype"))) return;
+  j = to_close + 1;
+  while (j < l.end && m.IsOp(m.T(j), "[")) j = m.Matching(j, l.end) + 1;
+  if (j + 2 >= l.end || !m.IsOp(m.T(j), ".") || !m.IsOp(m.T(j + 2), "(")) return;
+  const TokenText cast = m.Text(m.T(j + 1));
+  bool to_float = cast == "float" || cast == "half";
+  if (cast == "type" || cast == "to") {
+    const std::size_t close = m.Matching(j + 2, l.end);
+    for (std::size_t a = j + 3; a < close && !to_float; ++a)
+      to_float = m.IsName(m.T(a)) && (m.Text(m.T(a)) == "float32" || m.Text(m.T(a)) == "float16" ||
+                                      m.Text(m.T(a)) == "bfloat16" || m.Text(m.T(a)) == "float");
+  }
+  if (to_float)
+    cx.sink.Add("DT204", m.Line(m.T(k)), m.Column(m.T(k)),
+                std::string(name) + "(...) moved to the device before its cast to float32",
+                guarded);
+}
+
 void AttributeFindings(PyRuleContext& cx, std::size_t k, const LogicalLine& l, bool guarded) {
   const PyModel& m = cx.model;
   const Token& t = m.T(k);
   const bool call = k + 1 < l.end && m.IsOp(m.T(k + 1), "(");
   if (!call) return;
+  NumpyMovedBeforeCast(cx, k, l, guarded);
   if (m.Text(t) == "cuda") {
     cx.sink.Add("DT101", m.Line(t), m.Column(t), ".cuda()", guarded);
   } else if (m.Text(t) == "double" && k + 2 < l.end && m.IsOp(m.T(k + 2), ")")) {

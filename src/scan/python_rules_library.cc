@@ -103,15 +103,18 @@ void FromImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool
                 lib->name + " (" + abs.substr(0, abs.find('.')) + ")", guarded, lib->alternative);
     return;
   }
-  // torch.cuda APIs are reported where they are imported too; other APIs (CUDAExtension,
-  // torch.compile, transformers' BitsAndBytesConfig) where they are used.
+  // torch.cuda APIs are reported where they are imported too, and so is CUDAExtension (the
+  // build's dependency on nvcc starts at its import); other APIs (torch.compile, transformers'
+  // BitsAndBytesConfig) where they are used.
   bool cuda_module = StartsWith(abs, "torch.cuda") || abs == "torch.backends.cudnn";
   for (k = e + 1; k < l.end; ++k) {
     if (!m.IsName(m.T(k)) || m.Is(m.T(k), "as") || (k > l.begin && m.Is(m.T(k - 1), "as")))
       continue;
     std::string full = abs + "." + std::string(m.Text(m.T(k)));
     const PythonApi* api = m.reg().MatchApi(full);
-    if (cuda_module || (api != nullptr && api->user)) ApiFinding(cx, full, m.T(k), guarded);
+    if (cuda_module || (api != nullptr && api->user) ||
+        full == "torch.utils.cpp_extension.CUDAExtension")
+      ApiFinding(cx, full, m.T(k), guarded);
   }
 }
 

@@ -14,6 +14,8 @@ namespace {
 
 // The NVIDIA tool a string names, alone or as the last part of a path; empty when none.
 std::string_view NvidiaTool(std::string_view body) {
+  // A command line names its program first: "nvidia-smi -L", "nvcc --version".
+  body = body.substr(0, body.find(' '));
   std::string_view base = body.substr(
       body.find_last_of('/') == std::string_view::npos ? 0 : body.find_last_of('/') + 1);
   for (std::string_view tool :
@@ -163,6 +165,14 @@ bool CommandFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int 
     cx.sink.Add("DT302", m.Line(t), m.Column(t), "nvcc flags", guarded);
     return true;
   }
+  // A CUDA source the code builds: sources=["k.cu"] on its own line, srcs = ["csrc/x.cu"] for a
+  // CUDAExtension further down, glob("src/cuda/*.cu").
+  if ((EndsWith(body, ".cu") || EndsWith(body, ".cuh")) && body.size() > 3 &&
+      body.find(' ') == std::string_view::npos && !IsProse(m, k, l)) {
+    cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(t), m.Column(t),
+                std::string(body.substr(body.rfind('/') + 1)), guarded);
+    return true;
+  }
   // A program the code runs: os.path.join(CUDA_HOME, "bin", "nvcc"), [cuda_dir + "/bin/nvcc",
   // "-V"].
   if (std::string_view tool = NvidiaTool(body); !tool.empty() && !IsProse(m, k, l)) {
@@ -180,8 +190,34 @@ bool CommandFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int 
   return false;
 }
 
-void StringFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int scope,
-                   bool guarded) {
+// `parser.add_argument("--use_cuda", default=True)`: a switch that turns CUDA on unless the user
+// turns it off (action="store_false" too). A switch off by default (`--cuda`, store_true) or one
+// that turns CUDA off (`--no_cuda`, `--cpu`) selects nothing by default.
+bool CudaSwitchOnByDefault(const PyModel& m, std::size_t k, const LogicalLine& l, int scope) {
+  std::string dest(StringBody(m.Text(m.T(k))));
+  if (!dest.starts_with("--") || k == 0 || !m.IsOp(m.T(k - 1), "(")) return false;
+  dest = Lower(dest.substr(2));
+  for (char& c : dest)
+    if (c == '-') c = '_';
+  const bool cuda_word = dest.find("cuda") != std::string::npos || dest == "gpu" ||
+                         dest == "use_gpu" || dest == "gpu_mode";
+  if (!cuda_word || dest.starts_with("no_") || dest.starts_with("disable") ||
+      dest.find("cpu") != std::string::npos)
+    return false;
+  if (!EndsWith(m.Callee(k - 1, l.begin, scope), "add_argument")) return false;
+  const std::size_t close = m.Matching(k - 1, l.end);
+  for (std::size_t a = k + 1; a + 2 < close; ++a) {
+    if (m.Is(m.T(a), "default") && m.IsOp(m.T(a + 1), "=") && m.Is(m.T(a + 2), "True")) return true;
+    if (m.Is(m.T(a), "action") && m.IsOp(m.T(a + 1), "=") &&
+        StringBody(m.Text(m.T(a + 2))) == "store_false")
+      return true;
+  }
+  return false;
+}
+
+void StringFinding(PyRuleContext& cx, std::size_t k, const LineRead& line, bool guarded) {
+  const LogicalLine& l = line.l;
+  const int scope = line.scope;
   const PyModel& m = cx.model;
   const Token& t = m.T(k);
   if (IsBytes(m.Text(t))) return;
@@ -192,14 +228,21 @@ void StringFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int s
   }
   if (py::IsNccl(body)) {
     if (m.InComparison(k, l.begin, l.end) || IsProse(m, k, l)) return;
-    // In an unchecked `init_process_group(...)`: every run is a process group (DT211).
+    // In an unchecked `init_process_group(...)`: every run is a process group (DT211). Past a
+    // stop (`assert torch.cuda.is_available()`) it is still every run's.
     const std::size_t open = m.EnclosingOpen(k, l.begin);
-    const bool init = !guarded && open != static_cast<std::size_t>(-1) &&
+    const bool init = (!guarded || m.StopGuarded(line.li)) &&
+                      open != static_cast<std::size_t>(-1) &&
                       EndsWith(m.Callee(open, l.begin, scope), "init_process_group");
-    cx.sink.Add(init ? "DT211" : "DT205", m.Line(t), m.Column(t), std::string(m.Text(t)), guarded);
+    cx.sink.Add(init ? "DT211" : "DT205", m.Line(t), m.Column(t), std::string(m.Text(t)),
+                guarded && !init);
     return;
   }
   if (CommandFinding(cx, k, l, scope, guarded) || body.size() > 200) return;
+  if (CudaSwitchOnByDefault(m, k, l, scope)) {
+    cx.sink.Add("DT120", m.Line(t), m.Column(t), std::string(body) + " (on by default)", guarded);
+    return;
+  }
   if (const PythonKeyword* r = m.reg().StringRule(body); r != nullptr && !IsProse(m, k, l)) {
     cx.sink.Add(r->code, m.Line(t), m.Column(t), std::string(m.Text(t)), guarded, r->replacement);
     return;
@@ -229,7 +272,7 @@ void StringTokenFindings(PyRuleContext& cx, std::size_t k, const LineRead& line,
     return;
   }
   if (IsFString(m.Text(m.T(k)))) FStringFindings(cx, k, line.scope, guarded);
-  StringFinding(cx, k, l, line.scope, guarded);
+  StringFinding(cx, k, line, guarded);
 }
 
 bool IsProse(const PyModel& m, std::size_t k, const LogicalLine& l) {

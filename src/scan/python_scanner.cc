@@ -39,9 +39,12 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   }
   model.Build();
   result.off_flags = model.settings().OffFlags();
-  result.launch_flags = model.LaunchFlags();
+  result.launch_flags = LaunchFlags(model);
+  result.requiring = model.Requiring();
+  result.tensor_dispatch = model.TensorDispatch();
+  result.calls.assign(model.StatementCalls().begin(), model.StatementCalls().end());
   result.on_flags = model.settings().OnFlags();
-  result.flag_reads = model.FlagReads();
+  result.flag_reads = FlagReads(model);
   PyRuleContext cx{model, sink, options, result};
   RunRules(cx);
   if (!model.settings().option_lines().empty())

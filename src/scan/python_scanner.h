@@ -54,6 +54,9 @@ struct CudaContext {
   // Attributes some file sets to True only behind a launcher's test (PyModel::LaunchFlags): a
   // test of one is a launch-mode test, whatever an option of the same name declares.
   std::unordered_set<std::string, NameHash, std::equal_to<>> launch_flags;
+  // Module-level functions some file defines that stop the run without CUDA
+  // (PyScanResult::requiring): a statement calling one guards what follows it.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> requiring;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
@@ -132,6 +135,11 @@ struct PyScanResult {
   std::vector<std::string> off_flags;     // PySettings::OffFlags().
   std::vector<std::string> on_flags;      // PySettings::OnFlags().
   std::vector<std::string> launch_flags;  // PyModel::LaunchFlags().
+  // Module-level functions whose body stops the run unless CUDA is there (`if not
+  // torch.cuda.is_available(): sys.exit(1)`, an `else:` exit after launch and CUDA tests).
+  std::vector<std::string> requiring;
+  std::vector<std::string> calls;  // PyModel::StatementCalls().
+  bool tensor_dispatch = false;    // PyModel::TensorDispatch().
   // Its CUDA symbols reach kernels the file also keeps in pure PyTorch (`*_ref`, `*_pytorch`), or
   // symbols that do (CudaContext::referenced).
   bool reference_impl = false;

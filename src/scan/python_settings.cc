@@ -345,17 +345,17 @@ std::optional<bool> PyModel::ParamFlagTest(std::size_t b, std::size_t e, int sco
   return std::nullopt;
 }
 
-std::vector<std::string> PyModel::LaunchFlags() const {
+std::vector<std::string> LaunchFlags(const PyModel& m) {
   enum : int { kOnGuarded = 1, kOnAnywhere = 2, kOff = 4 };
   std::unordered_map<std::string_view, int> seen;
-  for (std::size_t li = 0; li < lines().size(); ++li) {
-    const LogicalLine& l = lines()[li];
-    if (l.end - l.begin != 5 || !IsName(T(l.begin)) || !IsOp(T(l.begin + 1), ".") ||
-        !IsName(T(l.begin + 2)) || !IsOp(T(l.begin + 3), "="))
+  for (std::size_t li = 0; li < m.lines().size(); ++li) {
+    const LogicalLine& l = m.lines()[li];
+    if (l.end - l.begin != 5 || !m.IsName(m.T(l.begin)) || !m.IsOp(m.T(l.begin + 1), ".") ||
+        !m.IsName(m.T(l.begin + 2)) || !m.IsOp(m.T(l.begin + 3), "="))
       continue;
-    const bool on = Is(T(l.begin + 4), "True");
-    if (!on && !Is(T(l.begin + 4), "False")) continue;
-    seen[Text(T(l.begin + 2))] |= !on ? kOff : IsGuarded(li) ? kOnGuarded : kOnAnywhere;
+    const bool on = m.Is(m.T(l.begin + 4), "True");
+    if (!on && !m.Is(m.T(l.begin + 4), "False")) continue;
+    seen[m.Text(m.T(l.begin + 2))] |= !on ? kOff : m.IsGuarded(li) ? kOnGuarded : kOnAnywhere;
   }
   std::vector<std::string> out;
   for (const auto& [name, bits] : seen)
@@ -364,18 +364,18 @@ std::vector<std::string> PyModel::LaunchFlags() const {
   return out;
 }
 
-std::vector<std::string> PyModel::FlagReads() const {
+std::vector<std::string> FlagReads(const PyModel& m) {
   std::vector<std::string> out;
-  for (const auto& l : lines()) {
-    const TokenText head = First(l);
+  for (const auto& l : m.lines()) {
+    const TokenText head = m.First(l);
     if (head != "if" && head != "elif" && head != "while") continue;
-    const std::size_t colon = FindColon(l);
+    const std::size_t colon = m.FindColon(l);
     for (std::size_t k = l.begin + 1; k < colon; ++k) {
-      if (!IsName(T(k)) || (k > l.begin && IsOp(T(k - 1), "."))) continue;
-      const std::size_t end = NamespaceChain(k, colon);
+      if (!m.IsName(m.T(k)) || (k > l.begin && m.IsOp(m.T(k - 1), "."))) continue;
+      const std::size_t end = m.NamespaceChain(k, colon);
       if (end == k) continue;
       // Also the file's own options: another file may set one at run time (a launch flag).
-      out.emplace_back(Text(T(end - 1)));
+      out.emplace_back(m.Text(m.T(end - 1)));
       k = end - 1;
     }
   }

@@ -149,6 +149,9 @@ struct FileResult {
   std::vector<std::string> off_flags;     // Of its options (PySettings::OffFlags).
   std::vector<std::string> on_flags;      // PySettings::OnFlags.
   std::vector<std::string> launch_flags;  // PyModel::LaunchFlags.
+  std::vector<std::string> requiring;     // PyScanResult::requiring.
+  std::vector<std::string> calls;         // PyScanResult::calls.
+  bool tensor_dispatch = false;           // PyScanResult::tensor_dispatch.
   bool reference_impl = false;            // PyScanResult::reference_impl.
   std::vector<std::string> flag_reads;    // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
@@ -584,6 +587,9 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.off_flags = std::move(py.off_flags);
       r.on_flags = std::move(py.on_flags);
       r.launch_flags = std::move(py.launch_flags);
+      r.requiring = std::move(py.requiring);
+      r.calls = std::move(py.calls);
+      r.tensor_dispatch = py.tensor_dispatch;
       r.reference_impl = py.reference_impl;
       r.flag_reads = std::move(py.flag_reads);
       r.extension_sources = std::move(py.extension_sources);
@@ -804,6 +810,116 @@ std::unordered_set<std::string> OwnTops(const fs::path& root) {
   return out;
 }
 
+// Whether an import (`import alt_cuda_corr`, `from groundingdino import _C`, `from ._C import
+// fwd`) loads `module` or something inside it.
+bool ImportLoads(const PyImport& imp, const std::string& package, const std::string& module) {
+  std::string abs = imp.module;
+  if (imp.level > 0) {
+    std::string base = package;
+    for (int up = 1; up < imp.level && !base.empty(); ++up)
+      base = base.substr(0, base.rfind('.') == std::string::npos ? 0 : base.rfind('.'));
+    abs = base.empty() ? abs : abs.empty() ? base : base + "." + abs;
+  }
+  auto loads = [&](const std::string& name) {
+    return name == module || name.starts_with(module + ".");
+  };
+  if (loads(abs)) return true;
+  return std::any_of(imp.names.begin(), imp.names.end(),
+                     [&](const std::string& n) { return loads(abs.empty() ? n : abs + "." + n); });
+}
+
+// Whether the uses of extension code (calls of a compiled module, of project code that needs
+// one; imports aside) are all behind checks: in file `j` itself (`in_file`), or in the project's
+// other files, where at least one such use must be.
+bool ExtensionUsesGuarded(const std::vector<FileResult>& results, std::size_t j, bool in_file) {
+  std::size_t uses = 0;
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if ((k == j) != in_file) continue;
+    for (const Finding& f : results[k].findings) {
+      const bool use = f.code == "DT305" || f.code == "DT312" || f.code == "DT314";
+      if (!use || f.snippet.starts_with("import ") || f.snippet.starts_with("from ")) continue;
+      if (!f.guarded) return false;
+      ++uses;
+    }
+  }
+  return in_file || uses > 0;
+}
+
+// Whether the project imports file j's module only behind checks (and somewhere): a wrapper
+// module (`window_process.py`, which imports the extension at its top) that the model imports in
+// `try: ... except ImportError`.
+bool ImportedOnlyGuarded(const std::vector<WalkItem>& items, const std::vector<FileResult>& results,
+                         const std::unordered_set<std::string>& init_dirs, std::size_t j) {
+  const std::vector<std::string> names = ModuleNames(items[j].rel);
+  std::size_t imports = 0;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    if (k == j || items[k].kind != FileKind::kPython) continue;
+    const std::string package = PackageIn(items[k].rel, init_dirs);
+    for (const PyImport& imp : results[k].imports)
+      for (const std::string& name : names)
+        if (ImportLoads(imp, package, name)) {
+          if (!imp.guarded) return false;
+          ++imports;
+          break;
+        }
+  }
+  return imports > 0;
+}
+
+// An extension that the project's code only imports behind a check or with a fallback (`try:
+// import alt_cuda_corr / except ImportError`, an opt-in option): the Mac takes the other path, so
+// the build script that declares it and the C/C++/CUDA files beside its sources are guarded, as
+// the imports are. An extension nothing imports stays as it is.
+void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<FileResult>& results,
+                             const std::unordered_set<std::string>& init_dirs) {
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto& declared = results[i].cuda_modules;
+    if (items[i].kind != FileKind::kSetupPy || declared.empty()) continue;
+    bool optional = true;
+    for (const CudaModule& mod : declared) {
+      std::size_t imports = 0, guarded = 0;
+      for (std::size_t j = 0; j < items.size(); ++j) {
+        if (j == i || items[j].kind != FileKind::kPython) continue;
+        const std::string package = PackageIn(items[j].rel, init_dirs);
+        for (const PyImport& imp : results[j].imports)
+          if (ImportLoads(imp, package, mod.module)) {
+            ++imports;
+            // And its uses are behind checks too: in the importing file, or (a wrapper class
+            // the file exports) where the rest of the project uses what depends on it. An
+            // optional import whose module is then called unchecked has no other path.
+            // A kernel the importer takes for CUDA tensors (`if x.is_cuda: return kernel(x)`)
+            // is the default CUDA run's, replaced on the Mac: it stays in the way.
+            const bool import_guarded =
+                !results[j].tensor_dispatch &&
+                (imp.guarded || ImportedOnlyGuarded(items, results, init_dirs, j));
+            guarded += import_guarded && (ExtensionUsesGuarded(results, j, true) ||
+                                          ExtensionUsesGuarded(results, j, false))
+                           ? 1
+                           : 0;
+          }
+      }
+      optional = optional && imports > 0 && guarded == imports;
+    }
+    if (!optional) continue;
+    std::set<std::string> dirs;  // The folders of the sources it builds.
+    for (const auto& [name, unused] : results[i].extension_sources)
+      for (std::size_t j = 0; j < items.size(); ++j)
+        if (items[j].kind == FileKind::kCpp &&
+            (items[j].rel == name || items[j].rel.ends_with("/" + name)))
+          dirs.insert(items[j].rel.substr(0, items[j].rel.rfind('/') + 1));
+    for (std::size_t j = 0; j < items.size(); ++j) {
+      const std::string& rel = items[j].rel;
+      const bool beside =
+          items[j].kind == FileKind::kCpp && dirs.count(rel.substr(0, rel.rfind('/') + 1)) > 0;
+      if (j != i && !beside) continue;
+      for (auto& f : results[j].findings) {
+        f.guarded = true;
+        f.severity = Severity::kPortable;
+      }
+    }
+  }
+}
+
 // C/C++/CUDA sources that only guarded builds compile (`try: load(..., sources=[...cu]) except:
 // fallback`) are guarded: the Mac takes the fallback, so their kernels do not stop it.
 void GuardBuiltSources(const std::vector<WalkItem>& items, std::vector<FileResult>& results) {
@@ -884,6 +1000,7 @@ void ProjectOffFlags(const std::vector<FileResult>& results, CudaContext& cuda) 
   for (const FileResult& r : results) {
     for (const std::string& f : r.off_flags)
       if (on.count(f) == 0) cuda.off_flags.insert(f);
+    cuda.requiring.insert(r.requiring.begin(), r.requiring.end());
     for (const std::string& f : r.launch_flags) {
       cuda.launch_flags.insert(f);
       cuda.off_flags.insert(f);  // Files that read one are read again (FollowProjectFlags).
@@ -1016,6 +1133,7 @@ void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
                  results[i].cuda_symbols = std::move(py.cuda_symbols);
                  results[i].reexports = std::move(py.reexports);
                  results[i].reference_impl = py.reference_impl;
+                 results[i].tensor_dispatch = py.tensor_dispatch;
                  results[i].scanned = true;
                });
   });
@@ -1029,15 +1147,16 @@ void FollowProjectFlags(const Context& ctx, const std::vector<WalkItem>& items,
                         const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext flags;
   ProjectOffFlags(results, flags);
-  if (flags.off_flags.empty()) return;
+  if (flags.off_flags.empty() && flags.requiring.empty()) return;
+  auto reads = [&](const std::vector<std::string>& names, const auto& set) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return set.count(n) > 0; });
+  };
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (results[i].findings.empty()) continue;
-    for (const std::string& name : results[i].flag_reads)
-      if (flags.off_flags.count(name) > 0) {
-        order.push_back(i);
-        break;
-      }
+    if (reads(results[i].flag_reads, flags.off_flags) || reads(results[i].calls, flags.requiring))
+      order.push_back(i);
   }
   if (!order.empty()) RescanKnowingCuda(ctx, items, results, init_dirs, threads, flags, order);
 }
@@ -1664,6 +1783,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   FollowProjectFlags(ctx, items, results, init_dirs, threads);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
+  GuardOptionalExtensions(items, results, init_dirs);
   DropUnmetConditions(ctx, results);
 
   // Reachability over the project's own modules.

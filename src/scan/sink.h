@@ -53,10 +53,12 @@ class FindingSink {
   }
 
   // Marks this file's findings on lines [first, last] guarded (severity portable): code that only
-  // runs behind a check found after the lines were scanned.
-  void GuardLines(std::uint32_t first, std::uint32_t last) {
+  // runs behind a check found after the lines were scanned. With `keep_every_run`, findings of
+  // what every run does (DT211) stay as they are.
+  void GuardLines(std::uint32_t first, std::uint32_t last, bool keep_every_run = false) {
     for (std::size_t i = base_; i < out_.size(); ++i)
-      if (out_[i].line >= first && out_[i].line <= last) {
+      if (out_[i].line >= first && out_[i].line <= last &&
+          !(keep_every_run && out_[i].code == "DT211")) {
         out_[i].guarded = true;
         out_[i].severity = Severity::kPortable;
       }

@@ -5,9 +5,14 @@ import torch
 
 def train():
     assert torch.cuda.is_available(), "CPU training is not allowed."  # expect: DT213
+    # What follows a requirement runs only with CUDA: a second check states nothing new.
+    if not torch.cuda.is_available():
+        raise RuntimeError("this needs a GPU")
+
+
+def finetune():
     if not torch.cuda.is_available():
         raise RuntimeError("this needs a GPU")  # expect: DT213
-    # What follows a requirement runs only with CUDA: a second check states nothing new.
     if torch.cuda.device_count() == 0:
         sys.exit("no GPU")
 
@@ -17,7 +22,9 @@ def evaluate():
         sys.exit("no GPU")  # expect: DT213
 
 
-def check(x):
+def check(x, num_gpu):
+    # A setting checked against the machine holds with no GPU and num_gpu 0.
+    assert num_gpu <= torch.cuda.device_count()
     assert x.is_cuda  # the function's check of its input tensor, not of the machine
     assert (x.cpu() == 0).all()
 
