@@ -1131,9 +1131,9 @@ void ScanShell(std::string_view text, FindingSink& sink) {
     std::string_view t = Trim(raw);
     std::string text;
     // `#SBATCH --gres=gpu:4`: a directive, not a comment.
-    if (StartsWith(t, "#SBATCH") && SlurmGpuRequestAt(t, text) != std::string_view::npos)
-      sink.Add("DT409", n, Col(raw, t) + static_cast<std::uint32_t>(SlurmGpuRequestAt(t, text)),
-               text, false);
+    if (std::size_t p = StartsWith(t, "#SBATCH") ? SlurmGpuRequestAt(t, text) : std::string::npos;
+        p != std::string::npos)
+      sink.Add("DT409", n, Col(raw, t) + static_cast<std::uint32_t>(p), text, false);
     if (t.empty() || t[0] == '#') return;
     ShellLine(raw, n, sink, &guards);
   });

@@ -810,16 +810,21 @@ std::unordered_set<std::string> OwnTops(const fs::path& root) {
   return out;
 }
 
+// The absolute module of a relative import (`from ..ops import x` in package `pkg.models` is
+// `pkg.ops`); `package` is the file's (PackageIn).
+std::string AbsoluteImport(const PyImport& imp, const std::string& package) {
+  std::string base = package;
+  for (int up = 1; up < imp.level && !base.empty(); ++up) {
+    auto dot = base.rfind('.');
+    base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+  }
+  return base.empty() ? imp.module : imp.module.empty() ? base : base + "." + imp.module;
+}
+
 // Whether an import (`import alt_cuda_corr`, `from groundingdino import _C`, `from ._C import
 // fwd`) loads `module` or something inside it.
 bool ImportLoads(const PyImport& imp, const std::string& package, const std::string& module) {
-  std::string abs = imp.module;
-  if (imp.level > 0) {
-    std::string base = package;
-    for (int up = 1; up < imp.level && !base.empty(); ++up)
-      base = base.substr(0, base.rfind('.') == std::string::npos ? 0 : base.rfind('.'));
-    abs = base.empty() ? abs : abs.empty() ? base : base + "." + abs;
-  }
+  const std::string abs = imp.level > 0 ? AbsoluteImport(imp, package) : imp.module;
   auto loads = [&](const std::string& name) {
     return name == module || name.starts_with(module + ".");
   };
@@ -1097,14 +1102,7 @@ std::vector<std::vector<ImportedModule>> ResolveImports(
             if (imp.level > 0) {
               if (!package_known) package = PackageIn(items[i].rel, init_dirs);
               package_known = true;
-              std::string base = package;
-              for (int up = 1; up < imp.level && !base.empty(); ++up) {
-                auto dot = base.rfind('.');
-                base = dot == std::string::npos ? std::string() : base.substr(0, dot);
-              }
-              mod = storage[worker].emplace_back(base.empty()         ? imp.module
-                                                 : imp.module.empty() ? base
-                                                                      : base + "." + imp.module);
+              mod = storage[worker].emplace_back(AbsoluteImport(imp, package));
             }
             imported[i].push_back(ImportedModule{mod, &imp.names, HashName(mod)});
           }
