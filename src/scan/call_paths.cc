@@ -192,8 +192,12 @@ std::vector<ClassUse> ClassUses(const std::vector<CallModule>& modules, const De
       // `Cls(...)`, `mod.Cls(...)`, `mod.Cls.build(...)`: the class named by the last or the
       // next-to-last part of the target.
       const std::string_view t = r.target;
-      // `self.m()` inside the class names a method ("Class.m"), not the class.
-      if (r.own && t.find('.') != std::string_view::npos) continue;
+      // `self.m()` inside the class names a method ("Class.m"), not the class; another class's
+      // `Other.apply(...)` (an autograd Function's) is a use of Other.
+      if (r.own && t.find('.') != std::string_view::npos) {
+        const std::string_view in = r.in_def;
+        if (!r.in_class || in.substr(0, in.find('.')) == t.substr(0, t.find('.'))) continue;
+      }
       for (int part = 0; part < 2; ++part) {
         std::string_view head = t;
         for (int drop = 0; drop < part && !head.empty(); ++drop) {

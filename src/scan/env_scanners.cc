@@ -1556,6 +1556,56 @@ std::vector<std::string> FindImporters(const std::string& root,
   return found;
 }
 
+// Of the submodule `paths`, those the project installs as packages (a compiled extension is built
+// where it is installed): named on a requirement or environment line (`- submodules/diff-raster`
+// under `pip:`), or on a line of a build file, script or install text that runs pip or setup.py
+// (`pip install submodules/x`, README's "cd x then `pip install .`"). A submodule imported only as
+// source (`sys.path.insert(0, "tacotron2")`) is Python the checkout lacks, not a build.
+std::vector<bool> InstalledSubmodules(const std::string& root,
+                                      const std::vector<std::string>& paths) {
+  std::vector<bool> installed(paths.size(), false);
+  std::error_code ec;
+  std::size_t seen = 0;
+  for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end && seen < 20000; it.increment(ec), ++seen) {
+    const std::string name = it->path().filename().string();
+    const std::string rel = it->path().lexically_relative(root).generic_string();
+    if (it->is_directory(ec)) {
+      if (name.empty() || name[0] == '.' || name == "node_modules" || name == "__pycache__" ||
+          std::find(paths.begin(), paths.end(), rel) != paths.end())
+        it.disable_recursion_pending();
+      continue;
+    }
+    const std::string lower = Lower(name);
+    const bool listing = StartsWith(lower, "requirements") || StartsWith(lower, "environment") ||
+                         EndsWith(lower, ".yml") || EndsWith(lower, ".yaml");
+    const bool runs = StartsWith(lower, "dockerfile") || EndsWith(lower, ".sh") ||
+                      lower == "setup.py" || lower == "makefile" || EndsWith(lower, ".md") ||
+                      EndsWith(lower, ".rst") || lower == "install" || EndsWith(lower, ".txt");
+    if (!listing && !runs) continue;
+    auto text = ReadFile(it->path(), std::uint64_t{1} << 20);
+    if (!text) continue;
+    ForEachLine(*text, [&](std::uint32_t, std::string_view line) {
+      const bool installs = listing || line.find("pip") != std::string_view::npos ||
+                            line.find("setup.py") != std::string_view::npos;
+      if (!installs) return;
+      for (std::size_t k = 0; k < paths.size(); ++k) {
+        if (installed[k]) continue;
+        const std::size_t at = line.find(paths[k]);
+        const std::size_t after = at + paths[k].size();
+        installed[k] =
+            at != std::string_view::npos &&
+            (at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) ||
+                          line[at - 1] == '_' || line[at - 1] == '-')) &&
+            (after >= line.size() || !(std::isalnum(static_cast<unsigned char>(line[after])) ||
+                                       line[after] == '_' || line[after] == '-'));
+      }
+    });
+  }
+  return installed;
+}
+
 }  // namespace
 
 void ScanGitmodules(std::string_view text, FindingSink& sink) {
@@ -1609,6 +1659,11 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
                                 [](const auto& v) { return !v.empty(); });
   std::vector<std::string> importers =
       any_unseen ? FindImporters(root, unseen_names, paths) : std::vector<std::string>(mods.size());
+  std::vector<std::string> mod_paths;  // One per module, as `mods` (paths skips empty ones).
+  mod_paths.reserve(mods.size());
+  for (const auto& m : mods) mod_paths.push_back(m.path);
+  const std::vector<bool> installed =
+      any_unseen ? InstalledSubmodules(root, mod_paths) : std::vector<bool>(mods.size(), true);
   for (std::size_t k = 0; k < mods.size(); ++k) {
     const Module& m = mods[k];
     const std::string& path = m.path;
@@ -1620,9 +1675,10 @@ void ScanGitmodules(std::string_view text, FindingSink& sink) {
       why = "not inspected";
     } else if (!ev.exists || ev.empty) {
       const std::string& importer = importers[k];
-      if (importer.empty()) continue;
+      if (importer.empty() || !installed[k]) continue;
       why =
-          "its folder is empty in this checkout (clone with --recursive to scan it); imported by " +
+          "its folder is empty in this checkout (clone with --recursive to scan it); installed as "
+          "a package and imported by " +
           importer;
     } else if (ev.cuda_extension) {
       why = "its setup.py builds a CUDAExtension";

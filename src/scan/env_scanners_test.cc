@@ -357,8 +357,16 @@ TEST_F(ScanEnvTreeTest, SubmodulesAreExtensions) {
       "\turl = https://github.com/example/diff-raster.git\n"
       "[submodule \"knn\"]\n\tpath = third_party/fast-knn\n\turl = x\n"
       "[submodule \"docs-theme\"]\n\tpath = docs/theme\n\turl = y\n"
-      "[submodule \"3rdparty/lm-eval\"]\n\tpath = 3rdparty/lm-eval\n\turl = z\n";
+      "[submodule \"3rdparty/lm-eval\"]\n\tpath = 3rdparty/lm-eval\n\turl = z\n"
+      "[submodule \"tacotron2\"]\n\tpath = tacotron2\n\turl = t\n";
   std::filesystem::create_directories(dir_ / "submodules/diff-raster");  // Not checked out.
+  // Not checked out, imported as source from sys.path and never installed: plain Python the
+  // checkout lacks, no build.
+  std::filesystem::create_directories(dir_ / "tacotron2");
+  Write("mel.py",
+        "import sys\nsys.path.insert(0, 'tacotron2')\nfrom tacotron2.layers import STFT\n");
+  // diff-raster is installed, which builds its extension.
+  Write("environment.yml", "dependencies:\n  - pip:\n    - submodules/diff-raster\n");
   Write("third_party/fast-knn/setup.py",
         "from torch.utils.cpp_extension import CUDAExtension\nsetup(name='fast_knn_pkg',\n"
         "  ext_modules=[CUDAExtension(name='fast_knn._C', sources=['k.cu'])])\n");

@@ -1,5 +1,6 @@
 #include "scan/import_graph.h"
 
+#include <algorithm>
 #include <deque>
 #include <string_view>
 #include <unordered_map>
@@ -82,10 +83,13 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
       visit(it->second);
     }
   recording = behind_checks != nullptr;
+  std::vector<std::string> sys_path;  // Folders the modules run so far put on sys.path.
   while (!queue.empty()) {
     from = queue.front();
     const PyModule& m = modules[from];
     queue.pop_front();
+    for (const std::string& p : m.sys_path)
+      if (std::find(sys_path.begin(), sys_path.end(), p) == sys_path.end()) sys_path.push_back(p);
     std::string_view dir = DirOf(m.rel);
     for (const auto& imp : m.imports) {
       edge_guarded = imp.guarded;
@@ -96,6 +100,7 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
         bases.push_back(base);
       } else {
         bases = {"", dir, "src"};
+        for (const std::string& p : sys_path) bases.push_back(p == "." ? std::string_view() : p);
       }
       std::string mod = ModulePath(imp.module);
       for (const auto& base : bases) {

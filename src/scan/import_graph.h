@@ -13,6 +13,9 @@ namespace dt::scan {
 struct PyModule {
   std::string rel;  // "pkg/mod.py".
   std::vector<PyImport> imports;
+  // Folders the module puts on sys.path, relative to the project ("models", "." for the root):
+  // imports anywhere in the process resolve against them too, once the module ran.
+  std::vector<std::string> sys_path = {};
 };
 
 // Relative paths of the modules reachable from `entries` (relative paths, included themselves).

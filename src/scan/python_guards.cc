@@ -414,6 +414,18 @@ class GuardBuilder {
 
   // The line of the `raise` / `sys.exit()` that ends the body of the `if` / `else` at line li
   // (after at most a message), or li's own when the body is on its line; npos otherwise.
+  // `if not x.is_cuda: raise NotImplementedError` at li: the code says it has no implementation
+  // for other tensors, a requirement. (A bare `assert x.is_cuda` checks its input; it names no
+  // gap.)
+  void TensorRequirement(std::size_t li) {
+    const std::size_t at = StopsBlock(li);
+    if (at == std::string::npos) return;
+    const LogicalLine& l = lex_.lines[at];
+    if (l.end - l.begin >= 2 && m_.Is(T(l.begin), "raise") &&
+        m_.Is(T(l.begin + 1), "NotImplementedError"))
+      m_.requirement_[at] = PyModel::Requirement::kCuda;
+  }
+
   std::size_t StopsBlock(std::size_t li) const {
     const auto& l = lex_.lines[li];
     const std::size_t colon = m_.FindColon(l);
@@ -677,6 +689,7 @@ class GuardBuilder {
         if (tensor && (t == Truth::kNoCuda || TestsCpuDevice(l.begin + 1, colon)))
           NoteReferenceDispatch(li);
         m_.tensor_dispatch_ |= tensor && t == Truth::kCuda;
+        if (f == "if" && tensor && t == Truth::kNoCuda && !guarded) TensorRequirement(li);
         if (f == "if" && t == Truth::kNoCuda && LeavesBlock(li)) {
           // `if not torch.cuda.is_available(): return` guards the rest of its block.
           guard_rest(false);

@@ -121,12 +121,22 @@ class PyModelBuilder {
     for (const PyScope& s : scopes) any |= !s.off_params.empty();
     if (!any) return;
     std::unordered_set<std::string_view> set_on;
-    for (const LogicalLine& l : lex_.lines) {
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const LogicalLine& l = lex_.lines[li];
       if (m_.Head(l) == "def") continue;
-      for (std::size_t k = l.begin + 1; k + 2 < l.end; ++k)
-        if (m_.IsName(T(k)) && m_.IsOp(T(k + 1), "=") &&
-            (m_.IsOp(T(k - 1), "(") || m_.IsOp(T(k - 1), ",")) && !m_.Is(T(k + 2), "False"))
-          set_on.insert(lex_.Text(T(k)));
+      const int sc = m_.line_scope_[li];
+      for (std::size_t k = l.begin + 1; k + 2 < l.end; ++k) {
+        if (!m_.IsName(T(k)) || !m_.IsOp(T(k + 1), "=") ||
+            !(m_.IsOp(T(k - 1), "(") || m_.IsOp(T(k - 1), ",")) || m_.Is(T(k + 2), "False"))
+          continue;
+        // `Block(..., fused=fused)` in a layer's __init__ whose own `fused` is off: it hands
+        // down its switch, off as it is.
+        if (k + 3 < l.end && sc > 0 && lex_.Text(T(k + 2)) == lex_.Text(T(k)) &&
+            (m_.IsOp(T(k + 3), ",") || m_.IsOp(T(k + 3), ")")) &&
+            scopes[static_cast<std::size_t>(sc)].off_params.count(lex_.Text(T(k))))
+          continue;
+        set_on.insert(lex_.Text(T(k)));
+      }
     }
     for (PyScope& s : scopes)
       for (auto it = s.off_params.begin(); it != s.off_params.end();)
@@ -210,7 +220,9 @@ class PyModelBuilder {
       last = m_.First(lines[b]);
       const bool report = IsReportHead(last);
       reported |= report;
-      reports_or_pass &= report || last == "raise" || last == "pass";
+      // `if not getattr(builtins, "__SETUP__", False): raise ImportError(...)`: a condition on
+      // the raise binds nothing either.
+      reports_or_pass &= report || last == "raise" || last == "pass" || last == "if";
       reports_or_continue &= report || last == "continue";
       cuda_fallback |= CudaStatement(b);
     }

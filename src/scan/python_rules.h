@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -51,6 +52,8 @@ struct PyRuleContext {
   std::unordered_set<std::string_view> wrapper_objects{};
   // Names a package's __init__.py re-exports from its modules (CudaContext::reexported).
   std::unordered_map<std::string_view, bool> reexports{};
+  // Calls of JIT-build helpers (WrapperBuild): the helper's last name and the call's line.
+  std::vector<std::pair<std::string, std::uint32_t>> jit_call_lines{};
 };
 
 // What LineFindings knows of the statement it reads.
@@ -127,6 +130,11 @@ void ExtensionBuildChain(PyRuleContext& cx, std::size_t k, std::size_t ce,
                          const std::string& resolved, const LineRead& line, bool use_guard);
 void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const LogicalLine& l,
                     int scope, bool guarded, const std::string& resolved);
+// A call of a JIT-build helper with CUDA build arguments, found at its keyword `kw`
+// (`extra_cuda_cflags=`, `cuda_sources=`).
+void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool guarded);
+// Into the result, once the guard passes ran: the helpers called, and those called unguarded.
+void RecordJitCalls(PyRuleContext& cx);
 void GuardPrivateDefinitions(PyRuleContext& cx);
 // Module-level names reaching CUDA-only code through other module-level names of this file.
 void PropagateLocal(PyRuleContext& cx);

@@ -67,19 +67,45 @@ bool InChoices(const PyModel& m, std::size_t k, const LogicalLine& l, std::size_
 void NumpyMovedBeforeCast(PyRuleContext& cx, std::size_t k, const LogicalLine& l, bool guarded) {
   const PyModel& m = cx.model;
   const TokenText name = m.Text(m.T(k));
-  if (name.find("numpy") == std::string_view::npos || !name.starts_with("from_") ||
-      k + 1 >= l.end || !m.IsOp(m.T(k + 1), "("))
+  if (k + 1 >= l.end || !m.IsOp(m.T(k + 1), "(")) return;
+  // `torch.tensor(np.linspace(0, 1, n))` copies numpy's dtype as from_numpy does.
+  const bool factory = (name == "tensor" || name == "as_tensor") && k >= 2 &&
+                       m.IsOp(m.T(k - 1), ".") && m.IsName(m.T(k - 2)) &&
+                       (m.Text(m.T(k - 2)) == "torch" || m.Text(m.T(k - 2)) == "th");
+  if (!factory && (name.find("numpy") == std::string_view::npos || !name.starts_with("from_")))
     return;
   // from_numpy(arr) . to ( device ) [index]* . float ( ...
   std::size_t j = m.Matching(k + 1, l.end) + 1;
-  if (j + 2 >= l.end || !m.IsOp(m.T(j), ".") || !m.Is(m.T(j + 1), "to") || !m.IsOp(m.T(j + 2), "("))
+  if (j + 2 >= l.end || !m.IsOp(m.T(j), ".") ||
+      (!m.Is(m.T(j + 1), "to") && !m.Is(m.T(j + 1), "cuda")) || !m.IsOp(m.T(j + 2), "("))
     return;
   const std::size_t to_close = m.Matching(j + 2, l.end);
   for (std::size_t a = j + 3; a < to_close; ++a)  // `.to(torch.float32)` casts: no move first.
     if (m.IsName(m.T(a)) && (m.Text(m.T(a)).starts_with("float") || m.Is(m.T(a), "dtype"))) return;
+  // `from_numpy(np.random.randn(1, 512)).to(device)`: numpy's samplers and ranges make float64,
+  // moved as they are.
+  const std::size_t arg_close = m.Matching(k + 1, l.end);
+  bool numpy = false, sampled = false;
+  for (std::size_t a = k + 2; a < arg_close; ++a) {
+    const TokenText w = m.Text(m.T(a));
+    if (w == "astype" || w == "dtype" || w.starts_with("float")) {
+      sampled = false;
+      break;
+    }
+    numpy |= w == "np" || w == "numpy";
+    sampled |= numpy && m.IsOp(m.T(a - 1), ".") &&
+               (w == "randn" || w == "rand" || w == "normal" || w == "uniform" ||
+                w == "standard_normal" || w == "linspace" || w == "logspace");
+  }
+  if (factory && !sampled) return;
   j = to_close + 1;
   while (j < l.end && m.IsOp(m.T(j), "[")) j = m.Matching(j, l.end) + 1;
-  if (j + 2 >= l.end || !m.IsOp(m.T(j), ".") || !m.IsOp(m.T(j + 2), "(")) return;
+  if (j + 2 >= l.end || !m.IsOp(m.T(j), ".") || !m.IsOp(m.T(j + 2), "(")) {
+    if (sampled)
+      cx.sink.Add("DT204", m.Line(m.T(k)), m.Column(m.T(k)),
+                  std::string(name) + "(numpy float64 values) moved to the device", guarded);
+    return;
+  }
   const TokenText cast = m.Text(m.T(j + 1));
   bool to_float = cast == "float" || cast == "half";
   if (cast == "type" || cast == "to") {

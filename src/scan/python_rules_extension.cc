@@ -125,6 +125,78 @@ void ExtensionBuildChain(PyRuleContext& cx, std::size_t k, std::size_t ce,
   }
 }
 
+namespace {
+
+// A build's source file named by string `body` goes into `sources` (its base name); returns
+// whether it is CUDA.
+bool SourceFile(std::string_view body, std::vector<std::string>& sources) {
+  for (std::string_view ext : {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"})
+    if (EndsWith(body, ext)) {
+      sources.emplace_back(body.substr(body.rfind('/') + 1));
+      break;
+    }
+  return EndsWith(body, ".cu") || EndsWith(body, ".cuh");
+}
+
+// The list a build's `sources=NAME` names, bound in the same scope before the build's line `l`
+// (`srcs = ["op.cpp", "op.cu"]`): its files go into `sources`, and each CUDA one is reported there
+// (DT301) unless the line names CUDA itself, where the string rules already read it; returns
+// whether one is CUDA. Builds are few, so the walk back over the scope's lines is rare.
+bool BoundSources(PyRuleContext& cx, std::string_view name, const LogicalLine& l, int scope,
+                  bool guarded, std::vector<std::string>& sources) {
+  const PyModel& m = cx.model;
+  const auto& lines = m.lines();
+  if (lines.empty() || &l < lines.data() || &l >= lines.data() + lines.size()) return false;
+  const auto here = static_cast<std::size_t>(&l - lines.data());
+  const std::size_t from = scope > 0 ? m.scope(scope).def_line + 1 : 0;
+  bool cuda = false;
+  for (std::size_t li = from; li < here; ++li) {
+    const LogicalLine& b = lines[li];
+    if (m.ScopeOf(li) != scope || b.end - b.begin < 3 || m.Text(m.T(b.begin)) != name ||
+        !m.IsOp(m.T(b.begin + 1), "="))
+      continue;
+    const bool read = m.Maybe(b.begin, b.end);
+    for (std::size_t j = b.begin + 2; j < b.end; ++j) {
+      if (m.T(j).kind() != TokKind::kString) continue;
+      const std::string_view body = StringBody(m.Text(m.T(j)));
+      if (!SourceFile(body, sources)) continue;
+      cuda = true;
+      if (!read)
+        cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(m.T(j)), m.Column(m.T(j)),
+                    std::string(body.substr(body.rfind('/') + 1)), guarded);
+    }
+  }
+  return cuda;
+}
+
+}  // namespace
+
+// A call of the project's own JIT-build helper with a CUDA build's arguments
+// (`custom_ops.get_plugin("bias_act_plugin", sources=srcs, extra_cuda_cflags=[...])`): a CUDA
+// build as load()'s is, whose value is the compiled module. The helper's own load() learns it
+// through CudaContext::jit_builders.
+void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool guarded) {
+  const PyModel& m = cx.model;
+  const LogicalLine& l = line.l;
+  const std::size_t open = m.EnclosingOpen(kw, l.begin);
+  if (open == static_cast<std::size_t>(-1) || !m.IsOp(m.T(open), "(")) return;
+  const std::string callee = m.Callee(open, l.begin, line.scope);
+  // load() and load_inline() themselves are ExtensionBuildChain's.
+  if (callee.empty() || StartsWith(callee, "torch.utils.cpp_extension")) return;
+  std::size_t k = open;
+  while (k > l.begin && (m.IsName(m.T(k - 1)) || m.IsOp(m.T(k - 1), "."))) --k;
+  if (k == open || !m.IsName(m.T(k))) return;
+  cx.jit_call_lines.emplace_back(callee.substr(callee.rfind('.') + 1), m.Line(m.T(k)));
+  ExtensionBuild(cx, k, open, l, line.scope, guarded, callee);
+}
+
+void RecordJitCalls(PyRuleContext& cx) {
+  for (const auto& [name, line] : cx.jit_call_lines) {
+    cx.result.jit_calls.push_back(name);
+    if (cx.sink.AnyUnguarded(line, line)) cx.result.jit_unguarded.push_back(name);
+  }
+}
+
 // `load(name=..., sources=[... .cu], with_cuda=True)`, `load_inline(cuda_sources=...)` and
 // `CUDAExtension(name=...)`: a CUDA build. Declares the module it makes and binds the value a
 // JIT build returns (`_ext = load(...)`) as an extension handle.
@@ -136,16 +208,14 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
   bool cuda = EndsWith(resolved, "CUDAExtension");
   std::string name;
   std::vector<std::string> sources;
+  // The call hands on parameters of the function around it (a JIT-build helper).
+  bool forwards = false;
+  const auto& params = m.scope(scope).params;
   for (std::size_t j = ce + 1; j < close; ++j) {
     const Token& t = m.T(j);
     if (t.kind() == TokKind::kString) {
       std::string_view body = StringBody(m.Text(t));
-      if (EndsWith(body, ".cu") || EndsWith(body, ".cuh")) cuda = true;
-      for (std::string_view ext : {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"})
-        if (EndsWith(body, ext)) {
-          sources.emplace_back(body.substr(body.rfind('/') + 1));
-          break;
-        }
+      cuda |= SourceFile(body, sources);
       bool positional = j == ce + 1 && (j + 1 == close || m.IsOp(m.T(j + 1), ","));
       if (((j > ce + 2 && m.IsOp(m.T(j - 1), "=") && m.Is(m.T(j - 2), "name")) || positional) &&
           name.empty())
@@ -154,8 +224,25 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
     }
     if (!m.IsName(t)) continue;
     if ((m.Text(t) == "with_cuda" && j + 2 < close && m.Is(m.T(j + 2), "True")) ||
-        m.Text(t) == "extra_cuda_cflags" || m.Text(t) == "cuda_sources")
+        m.Text(t) == "extra_cuda_cflags" || m.Text(t) == "cuda_sources" ||
+        m.Text(t) == "sources_cuda")
       cuda = true;
+    forwards |= scope > 0 && params.count(m.Text(t)) > 0;
+    if (m.Text(t) == "sources" && j + 2 < close && m.IsOp(m.T(j + 1), "=") &&
+        m.IsName(m.T(j + 2)) && (j + 3 == close || m.IsOp(m.T(j + 3), ",")))
+      cuda |= BoundSources(cx, m.Text(m.T(j + 2)), l, scope, guarded, sources);
+  }
+  if (!cuda && forwards && !EndsWith(resolved, "Extension")) {
+    // What a helper builds is what its callers pass: CUDA when a call elsewhere passes CUDA.
+    const PyScope& def = m.scope(scope);
+    if (def.is_def && def.parent == 0) {
+      if (cx.opt.cuda != nullptr && cx.opt.cuda->jit_builders.count(def.name) > 0) {
+        cuda = true;
+        guarded |= cx.opt.cuda->jit_unguarded.count(def.name) == 0;
+      } else {
+        cx.result.jit_builders.emplace_back(def.name);
+      }
+    }
   }
   if (!cuda) return;
   m.TrackRefs();
@@ -174,8 +261,10 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
   if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
   cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(m.T(k)), m.Column(m.T(k)),
               resolved.substr(resolved.rfind('.') + 1) + "()", guarded);
-  // The handle: `X = load(...)`, bound where `global X` says, else in this scope.
-  if (l.end - l.begin > 2 && m.IsName(m.T(l.begin)) && m.IsOp(m.T(l.begin + 1), "=")) {
+  // The handle: `X = load(...)`, bound where `global X` says, else in this scope; only when the
+  // build is the whole value (`ext_modules = [make_cuda_ext(...), ...]` is a list of builds).
+  if (k == l.begin + 2 && close + 1 == l.end && m.IsName(m.T(l.begin)) &&
+      m.IsOp(m.T(l.begin + 1), "=")) {
     TokenText target = m.Text(m.T(l.begin));
     int bind = m.IsGlobal(target) ? 0 : scope;
     m.BindValueHandle(bind, target);

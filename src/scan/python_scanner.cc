@@ -21,6 +21,57 @@ bool InAny(const std::vector<std::string>& modules, std::string_view dotted) {
   }
   return false;
 }
+// `sys.path.append(os.path.join(ROOT_DIR, "models"))`, `sys.path.insert(0, "../lib")`: the
+// string parts of the folder, joined, relative to the file (a folder named from the script's own
+// place, the usual form in research code).
+std::vector<std::string> SysPathDirs(const PyModel& m) {
+  std::vector<std::string> out;
+  if (m.source().find("sys.path") == std::string_view::npos) return out;
+  for (const LogicalLine& l : m.lines()) {
+    for (std::size_t k = l.begin; k + 5 < l.end; ++k) {
+      if (!m.Is(m.T(k), "sys") || !m.IsOp(m.T(k + 1), ".") || !m.Is(m.T(k + 2), "path") ||
+          !m.IsOp(m.T(k + 3), ".") || !(m.Is(m.T(k + 4), "append") || m.Is(m.T(k + 4), "insert")) ||
+          !m.IsOp(m.T(k + 5), "("))
+        continue;
+      const std::size_t close = m.Matching(k + 5, l.end);
+      std::string dir;
+      for (std::size_t a = k + 6; a < close; ++a) {
+        if (m.T(a).kind() != TokKind::kString || IsFString(m.Text(m.T(a)))) continue;
+        std::string_view part = StringBody(m.Text(m.T(a)));
+        while (part.starts_with("./")) part.remove_prefix(2);
+        if (part.empty() || part == "." || part.find_first_of("\\:") != std::string_view::npos)
+          continue;
+        if (!dir.empty()) dir += '/';
+        dir += part;
+      }
+      if (!dir.empty()) out.push_back(std::move(dir));
+      break;
+    }
+  }
+  return out;
+}
+
+// `MODEL = importlib.import_module(FLAGS.model)` with `--model` defaulting to "votenet": the
+// default run imports that module, as `import votenet` would (a literal name too).
+void DynamicImports(PyModel& m) {
+  if (m.source().find("import_module") == std::string_view::npos) return;
+  for (std::size_t li = 0; li < m.lines().size(); ++li) {
+    const LogicalLine& l = m.lines()[li];
+    for (std::size_t k = l.begin; k + 2 < l.end; ++k) {
+      if (!m.Is(m.T(k), "import_module") || !m.IsOp(m.T(k + 1), "(")) continue;
+      if (m.Callee(k + 1, l.begin, m.ScopeOf(li)) != "importlib.import_module") continue;
+      std::size_t arg = k + 2;
+      while (arg < l.end && !m.IsOp(m.T(arg), ",") && !m.IsOp(m.T(arg), ")")) ++arg;
+      const std::string_view name = m.settings().DefaultString(m, k + 2, arg);
+      if (name.empty() || name.front() == '.') continue;
+      PyImport imp;
+      imp.module = std::string(name);
+      imp.line_index = li;
+      m.imports().push_back(std::move(imp));
+    }
+  }
+}
+
 }  // namespace
 
 bool CudaContext::IsModule(std::string_view dotted) const { return InAny(modules, dotted); }
@@ -33,6 +84,7 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
     // What a file with no trigger word in its code contributes: its imports (guarded when
     // optional, for reachability) and whether it is a script.
     model.BuildImports();
+    result.sys_path = SysPathDirs(model);
     result.imports = std::move(model.imports());
     result.has_main = model.has_main();
     return result;
@@ -50,7 +102,10 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   if (!model.settings().option_lines().empty())
     sink.MarkOptionDefaults(model.settings().option_lines());
   GuardPasses(cx);
+  RecordJitCalls(cx);
   if (options.collect_calls) CollectCalls(model, options, result);
+  DynamicImports(model);
+  result.sys_path = SysPathDirs(model);
   for (PyImport& imp : model.imports()) imp.guarded = model.RunsBehindCheck(imp.line_index);
   result.imports = std::move(model.imports());
   result.has_main = model.has_main();

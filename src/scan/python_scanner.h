@@ -57,6 +57,13 @@ struct CudaContext {
   // Module-level functions some file defines that stop the run without CUDA
   // (PyScanResult::requiring): a statement calling one guards what follows it.
   std::unordered_set<std::string, NameHash, std::equal_to<>> requiring;
+  // The names of project functions some file calls with a CUDA build's arguments
+  // (PyScanResult::jit_calls): a function of that name that hands its arguments to `load()`
+  // (PyScanResult::jit_builders) builds CUDA code.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> jit_builders;
+  // Of jit_builders, those some call runs unguarded (PyScanResult::jit_unguarded): a helper that
+  // every caller reaches only behind a check builds only there.
+  std::unordered_set<std::string, NameHash, std::equal_to<>> jit_unguarded;
 
   // Whether `dotted` is one of `modules` or inside one.
   bool IsModule(std::string_view dotted) const;
@@ -139,7 +146,18 @@ struct PyScanResult {
   // torch.cuda.is_available(): sys.exit(1)`, an `else:` exit after launch and CUDA tests).
   std::vector<std::string> requiring;
   std::vector<std::string> calls;  // PyModel::StatementCalls().
-  bool tensor_dispatch = false;    // PyModel::TensorDispatch().
+  // Folders `sys.path.append(os.path.join(HERE, "models"))` adds, relative to the file's own
+  // folder as written ("models", "../utils"); Scan() places them in the project.
+  std::vector<std::string> sys_path;
+  // The last names of the functions this file calls with a CUDA build's arguments
+  // (`custom_ops.get_plugin("op", sources=srcs, extra_cuda_cflags=[...])`): JIT-build helpers.
+  std::vector<std::string> jit_calls;
+  std::vector<std::string> jit_unguarded;  // Of jit_calls, those with an unguarded call.
+  // Its module-level functions that hand their own parameters to `load()` / `load_inline()`
+  // (`def get_plugin(name, sources, **kw): load(name=name, sources=sources, **kw)`): what they
+  // build is what their callers pass (CudaContext::jit_builders).
+  std::vector<std::string> jit_builders;
+  bool tensor_dispatch = false;  // PyModel::TensorDispatch().
   // Its CUDA symbols reach kernels the file also keeps in pure PyTorch (`*_ref`, `*_pytorch`), or
   // symbols that do (CudaContext::referenced).
   bool reference_impl = false;

@@ -49,6 +49,39 @@ PyValue Literal(const PyModel& m, std::size_t b, std::size_t e) {
   return v;
 }
 
+// `os.getenv("PKG_JIT")` / `os.environ.get("PKG_JIT", "0")` starting at b: the variable's value
+// when it is unset (None, or the literal default), and the token after the call in `after`;
+// kUnknown otherwise. A launcher's variable (`RANK`) is a launch test, a CUDA one (`FORCE_CUDA`) a
+// build switch (CondEvaluator::Subject): neither is an opt-in, so they are left out, as is a
+// number default (`os.environ.get("LOCAL_RANK", -1)`).
+PyValue EnvRead(const PyModel& m, std::size_t b, std::size_t e, std::size_t& after) {
+  PyValue v;
+  std::size_t k = b;
+  if (k + 3 >= e || !m.Is(m.T(k), "os") || !m.IsOp(m.T(k + 1), ".")) return v;
+  if (m.Is(m.T(k + 2), "getenv")) {
+    k += 3;
+  } else if (k + 5 < e && m.Is(m.T(k + 2), "environ") && m.IsOp(m.T(k + 3), ".") &&
+             m.Is(m.T(k + 4), "get")) {
+    k += 5;
+  } else {
+    return v;
+  }
+  if (!m.IsOp(m.T(k), "(") || k + 1 >= e || m.T(k + 1).kind() != TokKind::kString) return v;
+  const std::size_t close = m.Matching(k, e);
+  if (close >= e) return v;
+  const std::string name = Upper(StringBody(m.Text(m.T(k + 1))));
+  for (std::string_view word : {"CUDA", "RANK", "WORLD", "SLURM", "MASTER", "LOCAL", "NODE", "GPU"})
+    if (name.find(word) != std::string::npos) return v;
+  if (close == k + 2) {
+    v.kind = PyValue::kNone;
+  } else if (m.IsOp(m.T(k + 2), ",")) {
+    v = Literal(m, k + 3, close);
+    if (v.kind != PyValue::kString && v.kind != PyValue::kNone) v.kind = PyValue::kUnknown;
+  }
+  after = close + 1;
+  return v;
+}
+
 // Calls fn(key, v, ve) for each `key=value` at the top level of the call whose brackets are
 // [open, close]: the value is tokens [v, ve), up to the next comma at its depth.
 template <class Fn>
@@ -172,6 +205,19 @@ void PySettings::CollectData(const PyModel& m) {
 
 void PySettings::Collect(const PyModel& m) {
   CollectData(m);
+  // Module-level `JIT = os.getenv("PKG_JIT")`: an environment switch, unset by default.
+  if (m.source().find("getenv") != std::string_view::npos ||
+      m.source().find("environ.get") != std::string_view::npos) {
+    for (std::size_t li = 0; li < m.lines().size(); ++li) {
+      const LogicalLine& l = m.lines()[li];
+      if (m.ScopeOf(li) != 0 || l.end - l.begin < 6 || !m.IsName(m.T(l.begin)) ||
+          !m.IsOp(m.T(l.begin + 1), "="))
+        continue;
+      std::size_t after = 0;
+      const PyValue v = EnvRead(m, l.begin + 2, l.end, after);
+      if (v.kind != PyValue::kUnknown && after == l.end) env_[m.Text(m.T(l.begin))] = v;
+    }
+  }
   // Most files parse no options: one search of the source decides.
   const bool argparse = m.source().find("add_argument") != std::string_view::npos;
   const bool configurator = m.source().find("exec(") != std::string_view::npos;
@@ -230,13 +276,37 @@ const PyValue* PySettings::Default(const PyModel& m, std::size_t k) const {
   return it == options_.end() ? nullptr : &it->second;
 }
 
+std::string_view PySettings::DefaultString(const PyModel& m, std::size_t b, std::size_t e) const {
+  if (e == b + 1 && m.T(b).kind() == TokKind::kString && !IsFString(m.Text(m.T(b))))
+    return StringBody(m.Text(m.T(b)));
+  if (e != b + 3 || !m.IsName(m.T(b)) || !m.IsOp(m.T(b + 1), ".") || !m.IsName(m.T(b + 2)))
+    return {};
+  const PyValue* def = Default(m, b + 2);
+  return def != nullptr && def->kind == PyValue::kString ? def->text : std::string_view();
+}
+
 std::optional<bool> PySettings::Test(const PyModel& m, std::size_t b, std::size_t e) const {
+  // An environment switch, read in the test or bound to a module-level name before it.
+  std::size_t after = b;
+  if (const PyValue env = EnvRead(m, b, e, after); env.kind != PyValue::kUnknown)
+    return Compare(m, env, after, e);
+  if (!env_.empty() && m.IsName(m.T(b)) && (b + 1 == e || !m.IsOp(m.T(b + 1), "."))) {
+    if (auto it = env_.find(m.Text(m.T(b))); it != env_.end())
+      return Compare(m, it->second, b + 1, e);
+  }
   // `NS.dest`, `NS.dest is [not] None`, `NS.dest <op> literal`, under the default.
   if (e < b + 3 || !m.IsName(m.T(b)) || !m.IsOp(m.T(b + 1), ".") || !m.IsName(m.T(b + 2)))
     return std::nullopt;
   const PyValue* def = Default(m, b + 2);
   if (def == nullptr || def->kind == PyValue::kUnknown) return std::nullopt;
-  std::size_t k = b + 3;
+  return Compare(m, *def, b + 3, e);
+}
+
+// Whether the rest [k, e) of a test on a setting holds with the setting's default `def`: nothing
+// (its truth), `is [not] None`, or a comparison with a literal.
+std::optional<bool> PySettings::Compare(const PyModel& m, const PyValue& value, std::size_t k,
+                                        std::size_t e) {
+  const PyValue* def = &value;
   bool holds;
   if (k == e) {
     holds = def->Truthy();
@@ -281,6 +351,41 @@ std::optional<bool> PySettings::Test(const PyModel& m, std::size_t b, std::size_
 }
 
 namespace {
+
+// The one parameter of the def at line li whose default names CUDA (`backend="nccl"`), with the
+// function's scope; scope -1 when none or several do.
+std::pair<std::string_view, int> DefaultReadInBody(const PyModel& m, std::size_t li) {
+  const LogicalLine& l = m.lines()[li];
+  int fn = -1;  // The function the def line opens.
+  for (std::size_t s = 1; s < m.scopes().size() && fn < 0; ++s)
+    if (m.scopes()[s].is_def && m.scopes()[s].def_line == li) fn = static_cast<int>(s);
+  std::size_t open = l.begin;
+  while (open < l.end && !m.IsOp(m.T(open), "(")) ++open;
+  if (fn < 0 || open >= l.end) return {{}, -1};
+  const std::size_t close = m.Matching(open, l.end);
+  std::string_view found;
+  int count = 0;  // Parameters whose default names CUDA: the line's findings are theirs.
+  int depth = 0;
+  for (std::size_t k = open + 1; k < close; ++k) {
+    if (m.IsOpen(m.T(k))) ++depth;
+    if (m.IsClose(m.T(k))) --depth;
+    if (depth != 0 || !m.IsName(m.T(k)) || k + 1 >= close || !m.IsOp(m.T(k + 1), "=") ||
+        !(m.IsOp(m.T(k - 1), "(") || m.IsOp(m.T(k - 1), ",")))
+      continue;
+    std::size_t v = k + 2, d = 0;
+    for (; v < close; ++v) {
+      if (m.IsOpen(m.T(v))) ++d;
+      if (m.IsClose(m.T(v))) --d;
+      if (d == 0 && m.IsOp(m.T(v), ",")) break;
+    }
+    if (m.Maybe(k + 2, v)) {
+      found = m.Text(m.T(k));
+      ++count;
+    }
+  }
+  if (count != 1) return {{}, -1};
+  return {found, fn};
+}
 
 // Names that hold a parsed command line or a config (`self.args`, `opt`, `hps`).
 bool IsNamespaceWord(std::string_view part) {
@@ -415,8 +520,22 @@ void PyModel::GuardValuesReadOnlyBehindChecks() {
     const LogicalLine& l = lex_.lines[li];
     if (l.end - l.begin < 3 || !Maybe(l.begin, l.end)) continue;
     if (IsName(T(l.begin)) && IsOp(T(l.begin + 1), "=")) {
+      // A value whose making already runs CUDA (`start = torch.cuda.Event()`, `x = y.cuda()`)
+      // is needed where it is made, whoever reads it.
+      bool runs_cuda = false;
+      for (std::size_t k = l.begin + 2; k + 1 < l.end && !runs_cuda; ++k)
+        runs_cuda =
+            Is(T(k), "cuda") && (IsOp(T(k + 1), "(") || (k + 3 < l.end && IsOp(T(k + 1), ".") &&
+                                                         IsName(T(k + 2)) && IsOp(T(k + 3), "(")));
       const int scope = ScopeOf(li);
-      candidates.push_back({li, Text(T(l.begin)), false, scope > 0 ? scope : -1});
+      if (!runs_cuda) candidates.push_back({li, Text(T(l.begin)), false, scope > 0 ? scope : -1});
+      continue;
+    }
+    // `def launch(main, n, backend="nccl"):` whose body reads `backend` only in its
+    // `if world_size > 1:` branch: the default serves the launched workers only.
+    if (Head(l) == "def") {
+      if (const auto param = DefaultReadInBody(*this, li); param.second > 0)
+        candidates.push_back({li, param.first, false, param.second});
       continue;
     }
     for (std::size_t k = l.begin; k + 1 < l.end; ++k) {

@@ -37,6 +37,9 @@ class PySettings {
   // Whether physical line `line` declares a setting the user overrides: an `add_argument(...)`,
   // or a module setting before `exec(open(configurator).read())`.
   bool IsOptionLine(std::uint32_t line) const;
+  // The string expression [b, e) holds on the default path: a literal, or `NS.dest` of an option
+  // whose default is one (`importlib.import_module(FLAGS.model)`); "" otherwise.
+  std::string_view DefaultString(const PyModel& m, std::size_t b, std::size_t e) const;
   const std::vector<std::uint32_t>& option_lines() const { return option_lines_; }
   // The destination of the `add_argument(` call whose bracket opens at `open` (`dist_backend`),
   // when it is one of the file's options; "" otherwise.
@@ -57,12 +60,17 @@ class PySettings {
   void CollectData(const PyModel& m);
   std::vector<std::string> Flags(bool on) const;
   const PyValue* Default(const PyModel& m, std::size_t k) const;
+  static std::optional<bool> Compare(const PyModel& m, const PyValue& def, std::size_t k,
+                                     std::size_t e);
 
   // Options by destination with their defaults; the names that hold a parsed namespace; the
   // physical lines that declare a setting (sorted).
   std::unordered_map<std::string, PyValue> options_;
   // Settings declared as data (CollectData): config constructors' keywords, class fields.
   std::unordered_map<std::string, PyValue> data_;
+  // Module-level names bound to an environment variable (`JIT = os.getenv("PKG_JIT")`), with the
+  // value it has when unset.
+  std::unordered_map<std::string_view, PyValue> env_;
   std::unordered_set<std::string_view> namespaces_;
   std::vector<std::uint32_t> option_lines_;
 };

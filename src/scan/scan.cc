@@ -145,15 +145,19 @@ struct FileResult {
   std::vector<CudaModule> cuda_modules;  // Declared by this file (FindingSink::DeclareCudaModule).
   // Its module-level names that reach CUDA-only code (true: a compiled extension, false: kernels).
   std::vector<std::pair<std::string, bool>> cuda_symbols;
-  std::vector<std::string> reexports;     // Of cuda_symbols, those re-exported (CudaContext).
-  std::vector<std::string> off_flags;     // Of its options (PySettings::OffFlags).
-  std::vector<std::string> on_flags;      // PySettings::OnFlags.
-  std::vector<std::string> launch_flags;  // PyModel::LaunchFlags.
-  std::vector<std::string> requiring;     // PyScanResult::requiring.
-  std::vector<std::string> calls;         // PyScanResult::calls.
-  bool tensor_dispatch = false;           // PyScanResult::tensor_dispatch.
-  bool reference_impl = false;            // PyScanResult::reference_impl.
-  std::vector<std::string> flag_reads;    // PyModel::FlagReads.
+  std::vector<std::string> reexports;      // Of cuda_symbols, those re-exported (CudaContext).
+  std::vector<std::string> off_flags;      // Of its options (PySettings::OffFlags).
+  std::vector<std::string> on_flags;       // PySettings::OnFlags.
+  std::vector<std::string> launch_flags;   // PyModel::LaunchFlags.
+  std::vector<std::string> requiring;      // PyScanResult::requiring.
+  std::vector<std::string> calls;          // PyScanResult::calls.
+  std::vector<std::string> sys_path;       // PyScanResult::sys_path, placed in the project.
+  std::vector<std::string> jit_calls;      // PyScanResult::jit_calls.
+  std::vector<std::string> jit_unguarded;  // PyScanResult::jit_unguarded.
+  std::vector<std::string> jit_builders;   // PyScanResult::jit_builders.
+  bool tensor_dispatch = false;            // PyScanResult::tensor_dispatch.
+  bool reference_impl = false;             // PyScanResult::reference_impl.
+  std::vector<std::string> flag_reads;     // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
   FileKind kind = FileKind::kPython;  // The item's kind as scanned (setup.py may be a module).
   std::vector<SuppressionProblem> suppressions;
@@ -229,6 +233,41 @@ bool IsCodeAt(const Lexed& lexed, std::size_t at) {
   return it != lexed.tokens.end() && it->offset == at && it->kind() == TokKind::kName;
 }
 
+// The project folders a file's sys.path insertions name, read from the file's own folder
+// (`../utils` from tools/train.py is `utils`; "." is the root); one that leaves the project is
+// dropped.
+std::vector<std::string> ProjectSysPath(std::string_view rel,
+                                        const std::vector<std::string>& dirs) {
+  std::vector<std::string> out;
+  const std::size_t slash = rel.rfind('/');
+  const std::string_view here = slash == std::string_view::npos ? "" : rel.substr(0, slash);
+  for (const std::string& d : dirs) {
+    std::vector<std::string_view> parts;
+    bool outside = false;
+    for (std::string_view s : {here, std::string_view(d)}) {
+      for (std::size_t from = 0; from < s.size() && !outside;) {
+        const std::size_t end = std::min(s.find('/', from), s.size());
+        const std::string_view part = s.substr(from, end - from);
+        if (part == "..") {
+          outside = parts.empty();
+          if (!outside) parts.pop_back();
+        } else if (!part.empty() && part != ".") {
+          parts.push_back(part);
+        }
+        from = end + 1;
+      }
+    }
+    if (outside) continue;
+    std::string joined;
+    for (std::string_view p : parts) {
+      if (!joined.empty()) joined += '/';
+      joined += p;
+    }
+    out.push_back(joined.empty() ? "." : joined);
+  }
+  return out;
+}
+
 // Python files keep their imports even when the prefilter skipped them (reachability needs
 // them): only the statements that start with `import` / `from` (with their bracketed and
 // backslash continuations) and the `__main__` test are lexed, which is far cheaper than lexing the
@@ -289,6 +328,10 @@ void ImportsOnly(const Context& ctx, std::string_view text, const WalkItem& item
     if (from >= from_end) from_end = take(from, from_lines);
   }
   picked.append(from_lines);
+  // sys.path insertions: the folders they add resolve the imports of the whole run.
+  for (std::size_t p = Find(text, "sys.path."); p != std::string_view::npos;
+       p = Find(text, "sys.path.", p + 1))
+    if (Trim(text.substr(line_start(p), p - line_start(p))).empty()) take(p, picked);
   // The text is lexed once, for the first line that looks like a module test: only the few files
   // with one pay for it, and a file full of such lines in strings pays once.
   thread_local Lexed lexed;
@@ -317,6 +360,7 @@ void ImportsOnly(const Context& ctx, std::string_view text, const WalkItem& item
   opt.imports_only = true;
   auto py = ScanPython(picked, sink, opt);
   r.imports = std::move(py.imports);
+  r.sys_path = ProjectSysPath(item.rel, py.sys_path);
   r.has_main = py.has_main;
 }
 
@@ -589,6 +633,10 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.launch_flags = std::move(py.launch_flags);
       r.requiring = std::move(py.requiring);
       r.calls = std::move(py.calls);
+      r.sys_path = ProjectSysPath(item.rel, py.sys_path);
+      r.jit_calls = std::move(py.jit_calls);
+      r.jit_unguarded = std::move(py.jit_unguarded);
+      r.jit_builders = std::move(py.jit_builders);
       r.tensor_dispatch = py.tensor_dispatch;
       r.reference_impl = py.reference_impl;
       r.flag_reads = std::move(py.flag_reads);
@@ -836,10 +884,11 @@ bool ImportLoads(const PyImport& imp, const std::string& package, const std::str
 // Whether the uses of extension code (calls of a compiled module, of project code that needs
 // one; imports aside) are all behind checks: in file `j` itself (`in_file`), or in the project's
 // other files, where at least one such use must be.
-bool ExtensionUsesGuarded(const std::vector<FileResult>& results, std::size_t j, bool in_file) {
+bool ExtensionUsesGuarded(const std::vector<WalkItem>& items,
+                          const std::vector<FileResult>& results, std::size_t j, bool in_file) {
   std::size_t uses = 0;
   for (std::size_t k = 0; k < results.size(); ++k) {
-    if ((k == j) != in_file) continue;
+    if ((k == j) != in_file || (k != j && IsTestPath(items[k].rel))) continue;
     for (const Finding& f : results[k].findings) {
       const bool use = f.code == "DT305" || f.code == "DT312" || f.code == "DT314";
       if (!use || f.snippet.starts_with("import ") || f.snippet.starts_with("from ")) continue;
@@ -881,10 +930,14 @@ void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<Fil
     const auto& declared = results[i].cuda_modules;
     if (items[i].kind != FileKind::kSetupPy || declared.empty()) continue;
     bool optional = true;
+    // Modules that import the extension unchecked but are themselves imported only behind checks
+    // (`kernels/window_process.py` under an optional import): they run only where the check held.
+    std::set<std::size_t> wrappers;
     for (const CudaModule& mod : declared) {
       std::size_t imports = 0, guarded = 0;
       for (std::size_t j = 0; j < items.size(); ++j) {
-        if (j == i || items[j].kind != FileKind::kPython) continue;
+        // A test of the kernel exercises the CUDA path on purpose; the project's runs do not.
+        if (j == i || items[j].kind != FileKind::kPython || IsTestPath(items[j].rel)) continue;
         const std::string package = PackageIn(items[j].rel, init_dirs);
         for (const PyImport& imp : results[j].imports)
           if (ImportLoads(imp, package, mod.module)) {
@@ -897,10 +950,11 @@ void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<Fil
             const bool import_guarded =
                 !results[j].tensor_dispatch &&
                 (imp.guarded || ImportedOnlyGuarded(items, results, init_dirs, j));
-            guarded += import_guarded && (ExtensionUsesGuarded(results, j, true) ||
-                                          ExtensionUsesGuarded(results, j, false))
-                           ? 1
-                           : 0;
+            const bool uses_guarded =
+                import_guarded && (ExtensionUsesGuarded(items, results, j, true) ||
+                                   ExtensionUsesGuarded(items, results, j, false));
+            guarded += uses_guarded ? 1 : 0;
+            if (uses_guarded && !imp.guarded) wrappers.insert(j);
           }
       }
       optional = optional && imports > 0 && guarded == imports;
@@ -916,7 +970,7 @@ void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<Fil
       const std::string& rel = items[j].rel;
       const bool beside =
           items[j].kind == FileKind::kCpp && dirs.count(rel.substr(0, rel.rfind('/') + 1)) > 0;
-      if (j != i && !beside) continue;
+      if (j != i && !beside && wrappers.count(j) == 0) continue;
       for (auto& f : results[j].findings) {
         f.guarded = true;
         f.severity = Severity::kPortable;
@@ -956,6 +1010,30 @@ void DropUnmetConditions(const Context& ctx, std::vector<FileResult>& results) {
     if ((met >> c) & 1u) continue;
     for (auto& r : results)
       std::erase_if(r.findings, [&](const Finding& f) { return f.code == conditions[c].code; });
+  }
+}
+
+// A folder some module puts on sys.path holds top-level modules of the project too: `from corr
+// import AlternateCorrBlock` after `sys.path.append("core")` is the project's own code.
+void AddSysPathTops(const std::vector<WalkItem>& items, const std::vector<FileResult>& results,
+                    std::unordered_set<std::string>& own_tops) {
+  std::set<std::string> dirs;
+  for (const FileResult& r : results)
+    for (const std::string& d : r.sys_path)
+      if (d != ".") dirs.insert(d + "/");
+  if (dirs.empty()) return;
+  for (const WalkItem& item : items) {
+    if (item.kind != FileKind::kPython) continue;
+    for (const std::string& d : dirs) {
+      if (!item.rel.starts_with(d)) continue;
+      std::string rest = item.rel.substr(d.size());
+      const std::size_t slash = rest.find('/');
+      if (slash != std::string::npos)
+        rest.resize(slash);
+      else if (rest.ends_with(".py"))
+        rest.resize(rest.size() - 3);
+      if (!rest.empty()) own_tops.insert(rest);
+    }
   }
 }
 
@@ -1006,6 +1084,8 @@ void ProjectOffFlags(const std::vector<FileResult>& results, CudaContext& cuda) 
     for (const std::string& f : r.off_flags)
       if (on.count(f) == 0) cuda.off_flags.insert(f);
     cuda.requiring.insert(r.requiring.begin(), r.requiring.end());
+    cuda.jit_builders.insert(r.jit_calls.begin(), r.jit_calls.end());
+    cuda.jit_unguarded.insert(r.jit_unguarded.begin(), r.jit_unguarded.end());
     for (const std::string& f : r.launch_flags) {
       cuda.launch_flags.insert(f);
       cuda.off_flags.insert(f);  // Files that read one are read again (FollowProjectFlags).
@@ -1128,6 +1208,12 @@ void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
                  sink.CheckSuppressions(results[i].suppressions);
                  UserTextRules(ctx.reg, src, items[i].rel, findings);
                  results[i].findings = std::move(findings);
+                 // A file first read for its imports alone knew no guard of them. (The imports
+                 // themselves stay: the rounds hold views of them.)
+                 auto& imports = results[i].imports;
+                 if (imports.size() == py.imports.size())
+                   for (std::size_t k = 0; k < imports.size(); ++k)
+                     imports[k].guarded = py.imports[k].guarded;
                  results[i].cuda_symbols = std::move(py.cuda_symbols);
                  results[i].reexports = std::move(py.reexports);
                  results[i].reference_impl = py.reference_impl;
@@ -1145,13 +1231,18 @@ void FollowProjectFlags(const Context& ctx, const std::vector<WalkItem>& items,
                         const std::unordered_set<std::string>& init_dirs, unsigned threads) {
   CudaContext flags;
   ProjectOffFlags(results, flags);
-  if (flags.off_flags.empty() && flags.requiring.empty()) return;
+  if (flags.off_flags.empty() && flags.requiring.empty() && flags.jit_builders.empty()) return;
   auto reads = [&](const std::vector<std::string>& names, const auto& set) {
     return std::any_of(names.begin(), names.end(),
                        [&](const std::string& n) { return set.count(n) > 0; });
   };
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < items.size(); ++i) {
+    // A JIT-build helper that callers elsewhere give CUDA sources builds them: read it again.
+    if (reads(results[i].jit_builders, flags.jit_builders)) {
+      order.push_back(i);
+      continue;
+    }
     if (results[i].findings.empty()) continue;
     if (reads(results[i].flag_reads, flags.off_flags) || reads(results[i].calls, flags.requiring))
       order.push_back(i);
@@ -1294,6 +1385,11 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items,
                  const std::vector<std::string>& entries, unsigned threads, PathTraits& traits) {
   PyScanOptions collect;
   collect.collect_calls = true;
+  // The project's opt-in options and requiring functions, so that a call behind
+  // `if self.args.alternate_corr:` reads as guarded here as in the scan.
+  CudaContext flags;
+  ProjectOffFlags(results, flags);
+  collect.cuda = &flags;
   std::vector<std::size_t> files;  // Reachable Python files, in item order.
   for (std::size_t i = 0; i < items.size(); ++i)
     if ((items[i].kind == FileKind::kPython || items[i].kind == FileKind::kNotebook) &&
@@ -1778,6 +1874,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
   std::unordered_set<std::string> init_dirs = InitDirs(items);
+  AddSysPathTops(items, results, own_tops);
   FollowProjectFlags(ctx, items, results, init_dirs, threads);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
@@ -1791,7 +1888,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
     if (items[i].kind != FileKind::kPython && items[i].kind != FileKind::kSetupPy &&
         items[i].kind != FileKind::kNotebook)
       continue;
-    modules.push_back(PyModule{items[i].rel, std::move(results[i].imports)});
+    modules.push_back(
+        PyModule{items[i].rel, std::move(results[i].imports), std::move(results[i].sys_path)});
     if (results[i].has_main && items[i].kind == FileKind::kPython) mains.push_back(items[i].rel);
   }
   auto entries = ChooseEntries(options, cfg, items, mains, abs_root);

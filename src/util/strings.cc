@@ -411,4 +411,20 @@ std::string PercentEncodePath(std::string_view path) {
   return out;
 }
 
+bool IsTestPath(std::string_view rel) {
+  const std::size_t slash = rel.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+  if (StartsWith(name, "test_") || EndsWith(name, "_test.py") || name == "conftest.py" ||
+      name == "tests.py")
+    return true;
+  std::size_t from = 0;
+  while (slash != std::string_view::npos && from < slash) {
+    std::size_t end = rel.find('/', from);
+    const std::string_view part = rel.substr(from, end - from);
+    if (part == "tests" || part == "test" || part == "testing") return true;
+    from = end + 1;
+  }
+  return false;
+}
+
 }  // namespace dt

@@ -68,4 +68,8 @@ bool WildMatch(std::string_view pattern, std::string_view path);
 // Shell-style glob with '*', '?' and '[...]'; '*' matches '/' too.
 bool GlobMatch(std::string_view pattern, std::string_view text);
 
+// Whether a project-relative path names a test by its name alone (`test_x.py`, `x_test.py`,
+// `conftest.py`, a file under `tests/`).
+bool IsTestPath(std::string_view rel);
+
 }  // namespace dt

@@ -216,16 +216,7 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
 }
 
 bool IsTestFile(const std::string& rel, const std::string& text) {
-  const std::string name = fs::path(rel).filename().string();
-  if (StartsWith(name, "test_") || EndsWith(name, "_test.py") || name == "conftest.py" ||
-      name == "tests.py") {
-    return true;
-  }
-  for (const auto& part : fs::path(rel).parent_path()) {
-    const std::string p = part.string();
-    if (p == "tests" || p == "test" || p == "testing") return true;
-  }
-  return text.find("unittest.main(") != std::string::npos;
+  return IsTestPath(rel) || text.find("unittest.main(") != std::string::npos;
 }
 
 namespace {

@@ -98,6 +98,14 @@ std::size_t Facts::Count(Need n) const {
       std::count_if(path.begin(), path.end(), [n](const PathFinding& p) { return p.need == n; }));
 }
 
+// `from corr import AlternateCorrBlock`: importing the project's own code that reaches a kernel
+// runs nothing of the kernel. Where the import itself would fail (the module imports the compiled
+// extension unguarded), that import is a finding of its own (DT305); the calls are DT312.
+bool ImportsProjectSymbol(const Finding& f) {
+  return (f.code == "DT312" || f.code == "DT314") &&
+         (f.snippet.rfind("from ", 0) == 0 || f.snippet.rfind("import ", 0) == 0);
+}
+
 bool OnPath(const Finding& f, const ScanEvidence& scan) {
   if (f.reachable) return *f.reachable;
   return scan.entries.empty() && IsPythonFile(f.file);
@@ -147,7 +155,7 @@ Facts GatherFacts(const Evidence& ev) {
   if (ev.scan) {
     for (const Finding& f : ev.scan->findings) {
       if (f.severity == scan::Severity::kPortable || f.guarded.value_or(false)) continue;
-      if (!OnPath(f, *ev.scan) || f.fix == FixKind::kNotNeeded) continue;
+      if (!OnPath(f, *ev.scan) || f.fix == FixKind::kNotNeeded || ImportsProjectSymbol(f)) continue;
       const Need need = NeedOf(f, *ev.scan);
       facts.path.push_back({&f, need});
       // A placement rewritten to the run-time choice, or a device option the user sets to mps.

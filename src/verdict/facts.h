@@ -57,6 +57,9 @@ bool OnPath(const Finding& f, const ScanEvidence& scan);
 
 // Whether a finding is about multi-GPU communication (DDP, FSDP, NCCL, torchrun).
 bool IsMultiGpuFinding(const Finding& f);
+// An import statement of project code that reaches a kernel (DT312 / DT314 on `from x import y`):
+// the import runs none of it, so it is never what stands in the way.
+bool ImportsProjectSymbol(const Finding& f);
 
 // A "cuda" default of a command-line option (`add_argument("--device", default="cuda")`), of a
 // function parameter callers pass the option to, or of a config tree (`_C.MODEL.DEVICE = "cuda"`):

@@ -91,7 +91,9 @@ RuleResult CheckBlockerOnPath(const Evidence& ev, const Facts& facts) {
     }
   }
   for (const Finding& scanned : ev.scan->findings) {
-    if (scanned.severity != scan::Severity::kBlocker || IsMultiGpuFinding(scanned)) continue;
+    if (scanned.severity != scan::Severity::kBlocker || IsMultiGpuFinding(scanned) ||
+        ImportsProjectSymbol(scanned))
+      continue;
     Finding f = scanned;
     f.reachable = Reachable(scanned, *ev.scan);
     if (f.reachable == std::optional<bool>(false)) {

@@ -243,3 +243,76 @@ def test_a_method_called_only_behind_a_library_check_guards_what_it_calls(dualtr
     assert bias["reachable"] is True and bias["guarded"] is True
     nested = findings(dualtrack, tmp_path, "nested.py")
     assert at(nested, "pkg/blocks.py", BLOCKS, "BlockDiagonalMask")["guarded"] is False
+
+
+def test_modules_on_sys_path_and_imported_by_option_default(dualtrack, tmp_path):
+    # votenet's train.py: sys.path.append(os.path.join(ROOT_DIR, 'models')) then
+    # importlib.import_module(FLAGS.model) with --model defaulting to "votenet": the default run
+    # imports models/votenet.py, which imports pointnet2/ through another sys.path folder.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport importlib\nimport os\nimport sys\n\nimport torch\n\n"
+        "ROOT_DIR = os.path.dirname(os.path.abspath(__file__))\n"
+        "sys.path.append(os.path.join(ROOT_DIR, 'models'))\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--model', default='votenet')\n"
+        "FLAGS = parser.parse_args()\n"
+        "MODEL = importlib.import_module(FLAGS.model)\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n")
+    (tmp_path / "models" / "votenet.py").write_text(
+        "import os\nimport sys\n\n"
+        "sys.path.append(os.path.join(os.path.dirname(__file__), '..', 'lib'))\n"
+        "import helpers\nimport torch\n\nANCHORS = torch.zeros(4).cuda()\n")
+    (tmp_path / "models" / "boxnet.py").write_text("import torch\n\nANCHORS = torch.zeros(4).cuda()\n")
+    (tmp_path / "lib" / "helpers.py").write_text("import torch\n\nGRID = torch.zeros(4).cuda()\n")
+    out = dualtrack("scan", tmp_path, "--entry", "train.py", "--format", "json",
+                    "--fail-on", "never")
+    assert out.returncode == 0, out.stderr
+    reach = {f["file"]: f["reachable"] for f in json.loads(out.stdout)["findings"]}
+    assert reach["models/votenet.py"] is True
+    assert reach["lib/helpers.py"] is True
+    # Another model the option could name is not the default run's.
+    assert reach["models/boxnet.py"] is False
+
+
+def test_kernel_class_reached_only_through_an_opt_in_class_on_sys_path(dualtrack, tmp_path):
+    # RAFT: sys.path.append('core'), `from corr import AlternateCorrBlock` (the project's own
+    # module, found through that folder), built only under the opt-in `--alternate_corr`; its
+    # __call__ runs the autograd Function AltCudaCorr, whose forward calls the compiled module.
+    # Both classes exist only where the option is on: the kernel call is guarded.
+    (tmp_path / "core").mkdir()
+    (tmp_path / "train.py").write_text(
+        "import argparse\nimport sys\nsys.path.append('core')\nimport torch\nfrom raft import RAFT\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.add_argument('--alternate_corr', action='store_true')\n"
+        "args = parser.parse_args()\nmodel = RAFT(args)\nmodel(torch.zeros(1))\n"
+        "device = 'cuda' if torch.cuda.is_available() else 'cpu'\n")
+    (tmp_path / "core" / "raft.py").write_text(
+        "import torch\nfrom corr import CorrBlock, AlternateCorrBlock\n\n\n"
+        "class RAFT(torch.nn.Module):\n    def __init__(self, args):\n        super().__init__()\n"
+        "        self.args = args\n\n    def forward(self, x):\n"
+        "        if self.args.alternate_corr:\n            corr_fn = AlternateCorrBlock(x, x)\n"
+        "        else:\n            corr_fn = CorrBlock(x, x)\n        return corr_fn(x)\n")
+    (tmp_path / "core" / "corr.py").write_text(
+        "import torch\n\ntry:\n    import alt_cuda_corr\nexcept:\n    pass\n\n\n"
+        "class CorrBlock:\n    def __init__(self, a, b):\n        self.a = a\n\n"
+        "    def __call__(self, x):\n        return x\n\n\n"
+        "class AltCudaCorr(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, a, b):\n        corr, = alt_cuda_corr.forward(a, b)\n"
+        "        return corr\n\n\n"
+        "class AlternateCorrBlock:\n    def __init__(self, a, b):\n        self.a = a\n\n"
+        "    def __call__(self, x):\n        return AltCudaCorr.apply(self.a, x)\n")
+    (tmp_path / "alt_cuda_corr").mkdir()
+    (tmp_path / "alt_cuda_corr" / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "setup(name='correlation', ext_modules=[CUDAExtension('alt_cuda_corr',\n"
+        "      sources=['correlation.cpp', 'correlation_kernel.cu'])],\n"
+        "      cmdclass={'build_ext': BuildExtension})\n")
+    out = dualtrack("scan", tmp_path, "--entry", "train.py", "--format", "json",
+                    "--fail-on", "never")
+    assert out.returncode == 0, out.stderr
+    corr = {f["line"]: f for f in json.loads(out.stdout)["findings"] if f["file"] == "core/corr.py"}
+    assert corr[20]["code"] == "DT305" and corr[20]["reachable"] is True
+    assert corr[20]["guarded"] is True

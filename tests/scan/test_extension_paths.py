@@ -212,3 +212,37 @@ def test_launched_commands_and_runtime_installs(dualtrack, tmp_path):
     backend = {(f["line"], f["code"]): f for f in findings if f["file"] == "backend.py"}
     assert set(backend) == {(4, "DT403"), (5, "DT102")}
     assert all(f["guarded"] for f in backend.values())
+
+
+def test_kernel_module_imported_only_behind_a_fallback_is_guarded(dualtrack, tmp_path):
+    # Swin's fused window kernel: kernels/wp.py imports the compiled module at its top, the model
+    # imports kernels/wp.py in a try with a None fallback and calls it only when a switch that is
+    # off by default (handed down through the layers) is on. The kernel's own unit test imports the
+    # module unguarded: a test of the CUDA path, not a run of the project.
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "kernels" / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "setup(name='wp_ext', ext_modules=[CUDAExtension('wp_ext', ['wp.cpp', 'wp_kernel.cu'])],\n"
+        "      cmdclass={'build_ext': BuildExtension})\n")
+    (tmp_path / "kernels" / "wp_kernel.cu").write_text("__global__ void k() {}\n")
+    (tmp_path / "kernels" / "wp.py").write_text(
+        "import torch\nimport wp_ext\n\n\nclass WP(torch.autograd.Function):\n"
+        "    @staticmethod\n    def forward(ctx, x):\n        return wp_ext.fwd(x)\n")
+    (tmp_path / "kernels" / "unit_test.py").write_text(
+        "import wp_ext\n\n\ndef test_fwd():\n    assert wp_ext.fwd(1)\n")
+    (tmp_path / "models" / "model.py").write_text(
+        "try:\n    from kernels.wp import WP\nexcept:\n    WP = None\n\n\n"
+        "class Block:\n    def __init__(self, fused=False):\n        self.fused = fused\n\n"
+        "    def __call__(self, x):\n        if not self.fused:\n            return x\n"
+        "        return WP.apply(x)\n\n\n"
+        "class Model:\n    def __init__(self, fused=False):\n        self.block = Block(fused=fused)\n")
+    findings = scan(dualtrack, tmp_path)
+    by_file = {}
+    for f in findings:
+        by_file.setdefault(f["file"], []).append(f["guarded"])
+    for file in ("kernels/setup.py", "kernels/wp.py", "kernels/wp_kernel.cu", "models/model.py"):
+        assert by_file.get(file) and all(by_file[file]), (file, by_file.get(file))
+    # The test itself is reported as it is: it needs the CUDA build.
+    assert by_file["kernels/unit_test.py"] and not any(by_file["kernels/unit_test.py"])
