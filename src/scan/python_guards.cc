@@ -412,8 +412,6 @@ class GuardBuilder {
     return leaves(lex_.lines[last].begin);
   }
 
-  // The line of the `raise` / `sys.exit()` that ends the body of the `if` / `else` at line li
-  // (after at most a message), or li's own when the body is on its line; npos otherwise.
   // `if not x.is_cuda: raise NotImplementedError` at li: the code says it has no implementation
   // for other tensors, a requirement. (A bare `assert x.is_cuda` checks its input; it names no
   // gap.)
@@ -426,6 +424,8 @@ class GuardBuilder {
       m_.requirement_[at] = PyModel::Requirement::kCuda;
   }
 
+  // The line of the `raise` / `sys.exit()` that ends the body of the `if` / `else` at line li
+  // (after at most a message), or li's own when the body is on its line; npos otherwise.
   std::size_t StopsBlock(std::size_t li) const {
     const auto& l = lex_.lines[li];
     const std::size_t colon = m_.FindColon(l);

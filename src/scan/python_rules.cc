@@ -35,10 +35,7 @@ void KeywordArgFindings(PyRuleContext& cx, std::size_t k, const LineRead& line, 
       (m.IsOp(m.T(k - 1), "(") || m.IsOp(m.T(k - 1), ",")) && m.Head(l) != "def" &&
       m.Head(l) != "class") {
     KeywordFinding(cx, k, l, line.scope, guarded);
-    // `sources_cuda=[...]`: the helper setup scripts of the mmcv family write (`make_cuda_ext`).
-    if (m.Text(t) == "extra_cuda_cflags" || m.Text(t) == "cuda_sources" ||
-        m.Text(t) == "sources_cuda")
-      WrapperBuild(cx, k, line, guarded);
+    if (IsCudaBuildKeyword(m.Text(t))) WrapperBuild(cx, k, line, guarded);
   }
   if (m.Text(t) == "device_map" && k + 2 < l.end && m.IsOp(m.T(k + 1), "=") &&
       m.IsOp(m.T(k + 2), "{")) {

@@ -130,6 +130,14 @@ void ExtensionBuildChain(PyRuleContext& cx, std::size_t k, std::size_t ce,
                          const std::string& resolved, const LineRead& line, bool use_guard);
 void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const LogicalLine& l,
                     int scope, bool guarded, const std::string& resolved);
+// A keyword argument that only a CUDA build takes: `extra_cuda_cflags=`, `cuda_sources=`, and the
+// `sources_cuda=` of the mmcv family's `make_cuda_ext`.
+inline bool IsCudaBuildKeyword(std::string_view name) {
+  return name == "extra_cuda_cflags" || name == "cuda_sources" || name == "sources_cuda";
+}
+// A CUDA source string a build takes (`"ops/k.cu"`, token `t`, text `body`): DT301, or DT313 where
+// the file keeps a reference implementation beside the kernel.
+void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body, bool guarded);
 // A call of a JIT-build helper with CUDA build arguments, found at its keyword `kw`
 // (`extra_cuda_cflags=`, `cuda_sources=`).
 void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool guarded);

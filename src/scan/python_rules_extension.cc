@@ -161,15 +161,19 @@ bool BoundSources(PyRuleContext& cx, std::string_view name, const LogicalLine& l
       const std::string_view body = StringBody(m.Text(m.T(j)));
       if (!SourceFile(body, sources)) continue;
       cuda = true;
-      if (!read)
-        cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(m.T(j)), m.Column(m.T(j)),
-                    std::string(body.substr(body.rfind('/') + 1)), guarded);
+      if (!read) CudaSourceFinding(cx, m.T(j), body, guarded);
     }
   }
   return cuda;
 }
 
 }  // namespace
+
+void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body, bool guarded) {
+  const PyModel& m = cx.model;
+  cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(t), m.Column(t),
+              std::string(body.substr(body.rfind('/') + 1)), guarded);
+}
 
 // A call of the project's own JIT-build helper with a CUDA build's arguments
 // (`custom_ops.get_plugin("bias_act_plugin", sources=srcs, extra_cuda_cflags=[...])`): a CUDA
@@ -224,8 +228,7 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
     }
     if (!m.IsName(t)) continue;
     if ((m.Text(t) == "with_cuda" && j + 2 < close && m.Is(m.T(j + 2), "True")) ||
-        m.Text(t) == "extra_cuda_cflags" || m.Text(t) == "cuda_sources" ||
-        m.Text(t) == "sources_cuda")
+        IsCudaBuildKeyword(m.Text(t)))
       cuda = true;
     forwards |= scope > 0 && params.count(m.Text(t)) > 0;
     if (m.Text(t) == "sources" && j + 2 < close && m.IsOp(m.T(j + 1), "=") &&

@@ -169,8 +169,7 @@ bool CommandFinding(PyRuleContext& cx, std::size_t k, const LogicalLine& l, int 
   // CUDAExtension further down, glob("src/cuda/*.cu").
   if ((EndsWith(body, ".cu") || EndsWith(body, ".cuh")) && body.size() > 3 &&
       body.find(' ') == std::string_view::npos && !IsProse(m, k, l)) {
-    cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(t), m.Column(t),
-                std::string(body.substr(body.rfind('/') + 1)), guarded);
+    CudaSourceFinding(cx, t, body, guarded);
     return true;
   }
   // A program the code runs: os.path.join(CUDA_HOME, "bin", "nvcc"), [cuda_dir + "/bin/nvcc",

@@ -362,27 +362,15 @@ std::pair<std::string_view, int> DefaultReadInBody(const PyModel& m, std::size_t
   std::size_t open = l.begin;
   while (open < l.end && !m.IsOp(m.T(open), "(")) ++open;
   if (fn < 0 || open >= l.end) return {{}, -1};
-  const std::size_t close = m.Matching(open, l.end);
   std::string_view found;
   int count = 0;  // Parameters whose default names CUDA: the line's findings are theirs.
-  int depth = 0;
-  for (std::size_t k = open + 1; k < close; ++k) {
-    if (m.IsOpen(m.T(k))) ++depth;
-    if (m.IsClose(m.T(k))) --depth;
-    if (depth != 0 || !m.IsName(m.T(k)) || k + 1 >= close || !m.IsOp(m.T(k + 1), "=") ||
-        !(m.IsOp(m.T(k - 1), "(") || m.IsOp(m.T(k - 1), ",")))
-      continue;
-    std::size_t v = k + 2, d = 0;
-    for (; v < close; ++v) {
-      if (m.IsOpen(m.T(v))) ++d;
-      if (m.IsClose(m.T(v))) --d;
-      if (d == 0 && m.IsOp(m.T(v), ",")) break;
-    }
-    if (m.Maybe(k + 2, v)) {
-      found = m.Text(m.T(k));
-      ++count;
-    }
-  }
+  ForEachKeyword(m, open, m.Matching(open, l.end),
+                 [&](std::size_t a, std::size_t v, std::size_t ve) {
+                   if ((m.IsOp(m.T(a - 1), "(") || m.IsOp(m.T(a - 1), ",")) && m.Maybe(v, ve)) {
+                     found = m.Text(m.T(a));
+                     ++count;
+                   }
+                 });
   if (count != 1) return {{}, -1};
   return {found, fn};
 }
