@@ -140,5 +140,8 @@ def test_every_stage_document_matches_its_schema(dualtrack, tmp_path, example_di
     audit = json.loads(r.stdout)
     valid("audit", audit)
     assert len(audit["experiments"]) >= 2
-    for report in (tmp_path / "report").glob("report*.json"):
+    # report.json is the project's page; report.<experiment>.json the experiments' reports.
+    valid("project-report", json.loads((tmp_path / "report" / "report.json").read_text()))
+    for report in (tmp_path / "report").glob("report.*.json"):
         valid("report", json.loads(report.read_text()))
+    assert len(list((tmp_path / "report").glob("report.*.json"))) == len(audit["experiments"])

@@ -5,8 +5,11 @@ it breaks nothing.
 For each repository: the unguarded `fixable` findings in Python files and notebooks before and
 after the fix (the share fixed), the Python files that compiled before and no longer do (syntax
 errors introduced), the files changed that held no unguarded finding (changes outside findings),
-and whether a second fix prints a diff (idempotence). The checkouts are not modified: each is
-copied first (without .git).
+whether a second fix prints a diff (idempotence), the ruff findings of the F and E7 families
+(pyflakes; statements: E701 `if x: y` on one line and its kind) that the fix adds to the files it
+changes, and the new unguarded findings the scan reports on lines the fix wrote (a finding of a
+rule the replaced line already held is counted apart, as kept). The checkouts are not
+modified: each is copied first (without .git).
 
     python3 bench/fix/field.py --repos /work/field-repos --dualtrack build/dualtrack \
         [--unsafe-fixes]
@@ -16,6 +19,8 @@ every rule that has a fix (the `replace` findings of DT201, DT202 and DT206 too)
 """
 
 import argparse
+import collections
+import difflib
 import json
 import os
 import shutil
@@ -69,6 +74,47 @@ def compiles(path):
         return False
 
 
+def ruff_counts(root, names):
+    """(file, code) -> count of ruff's F and E7 findings in the named Python files."""
+    names = [n for n in names if n.endswith(".py")]
+    if not names:
+        return collections.Counter()
+    out = subprocess.run(
+        [
+            "ruff",
+            "check",
+            "--isolated",
+            "--select",
+            "F,E7",
+            "--output-format",
+            "json",
+            "--no-cache",
+            "--exit-zero",
+            *names,
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    counts = collections.Counter()
+    for d in json.loads(out.stdout or "[]"):
+        counts[(os.path.relpath(d["filename"], root), d["code"])] += 1
+    return counts
+
+
+def written_lines(before, after):
+    """{1-based line of `after` that the fix wrote: the 1-based lines of `before` it replaced}."""
+    a = before.decode("utf-8", "replace").splitlines()
+    b = after.decode("utf-8", "replace").splitlines()
+    lines = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag in ("replace", "insert"):
+            for j in range(j1 + 1, j2 + 1):
+                lines[j] = set(range(i1 + 1, i2 + 1))
+    return lines
+
+
 def files(root):
     out = {}
     for base, dirs, names in os.walk(root):
@@ -87,8 +133,9 @@ def main():
     p.add_argument("--repos", required=True)
     p.add_argument("--dualtrack", required=True)
     p.add_argument("--unsafe-fixes", action="store_true", help="apply the unsafe fixes too")
+    p.add_argument("--all", action="store_true", help="rewrite portable lines too (fix --all)")
     args = p.parse_args()
-    unsafe = ["--unsafe-fixes"] if args.unsafe_fixes else []
+    unsafe = (["--unsafe-fixes"] if args.unsafe_fixes else []) + (["--all"] if args.all else [])
     binary = os.path.abspath(args.dualtrack)
     rows = []
     for name in sorted(os.listdir(args.repos)):
@@ -101,6 +148,7 @@ def main():
             before_findings = scan(binary, root)
             with_findings = {f["file"] for f in before_findings if not f["guarded"]}
             before = files(root)
+            ruff_before = ruff_counts(root, list(before))
             fix = subprocess.run(
                 [binary, "fix", root, "--apply", *unsafe],
                 capture_output=True,
@@ -120,8 +168,27 @@ def main():
             again = subprocess.run(
                 [binary, "fix", root, *unsafe], capture_output=True, text=True, timeout=600
             )
-            b = len(open_fixable(before_findings, bool(unsafe)))
-            a = len(open_fixable(scan(binary, root), bool(unsafe)))
+            ruff_after = ruff_counts(root, changed)
+            new_ruff = sorted(
+                f"{f} {code} (+{n - ruff_before[(f, code)]})"
+                for (f, code), n in ruff_after.items()
+                if n > ruff_before[(f, code)]
+            )
+            after_findings = scan(binary, root)
+            wrote = {f: written_lines(before[f], after[f]) for f in changed if f.endswith(".py")}
+            # An unguarded finding on a line the fix wrote is new unless the line it replaced
+            # held one of the same rule (a construct the fix left on a line it partly rewrote,
+            # with its reason: DDP's device_ids beside a rewritten call).
+            held = {(x["file"], x["line"], x["code"]) for x in before_findings if not x["guarded"]}
+            on_written, kept = [], []
+            for x in after_findings:
+                replaced = wrote.get(x["file"], {}).get(x["line"])
+                if x["guarded"] or replaced is None:
+                    continue
+                old = any((x["file"], i, x["code"]) in held for i in replaced)
+                (kept if old else on_written).append(f"{x['file']}:{x['line']} {x['code']}")
+            b = len(open_fixable(before_findings, args.unsafe_fixes))
+            a = len(open_fixable(after_findings, args.unsafe_fixes))
             rows.append(
                 dict(
                     repo=name,
@@ -132,6 +199,9 @@ def main():
                     outside=outside,
                     fix_exit=fix.returncode,
                     idempotent=again.stdout == "",
+                    new_ruff=new_ruff,
+                    on_written=on_written,
+                    kept=kept,
                     summary=fix.stderr.strip().splitlines()[-1:],
                 )
             )
@@ -139,7 +209,7 @@ def main():
     total_a = sum(r["fixable_after"] for r in rows)
     print(
         f"{'repository':28} {'fixable':>8} {'left':>5} {'fixed%':>7} {'files':>6} {'syntax':>6} "
-        f"{'outside':>7} {'again':>6}"
+        f"{'outside':>7} {'again':>6} {'ruff+':>6} {'wrote':>6}"
     )
     for r in rows:
         share = (
@@ -150,13 +220,16 @@ def main():
         print(
             f"{r['repo']:28} {r['fixable_before']:8} {r['fixable_after']:5} {share:7.1f} "
             f"{r['files_changed']:6} {len(r['syntax_errors']):6} {len(r['outside']):7} "
-            f"{'same' if r['idempotent'] else 'DIFF':>6}"
+            f"{'same' if r['idempotent'] else 'DIFF':>6} {len(r['new_ruff']):6} "
+            f"{len(r['on_written']):6}"
         )
     share = 100.0 * (total_b - total_a) / total_b if total_b else 100.0
     print(
         f"{'TOTAL':28} {total_b:8} {total_a:5} {share:7.1f} "
         f"{sum(r['files_changed'] for r in rows):6} "
-        f"{sum(len(r['syntax_errors']) for r in rows):6} {sum(len(r['outside']) for r in rows):7}"
+        f"{sum(len(r['syntax_errors']) for r in rows):6} {sum(len(r['outside']) for r in rows):7} "
+        f"{'':6} {sum(len(r['new_ruff']) for r in rows):6} "
+        f"{sum(len(r['on_written']) for r in rows):6}"
     )
     for r in rows:
         for f in r["syntax_errors"]:
@@ -165,11 +238,23 @@ def main():
             print(f"  changed without a finding: {r['repo']}/{f}")
         if not r["idempotent"]:
             print(f"  second fix changes {r['repo']} again")
-    return (
-        0
-        if all(not r["syntax_errors"] and not r["outside"] and r["idempotent"] for r in rows)
-        else 1
+        for f in r["new_ruff"]:
+            print(f"  new ruff finding: {r['repo']}/{f}")
+        for f in r["on_written"]:
+            print(f"  new unguarded finding on a line the fix wrote: {r['repo']}/{f}")
+        for f in r["kept"]:
+            print(
+                f"  (kept, left with its reason on a line the fix partly rewrote: {r['repo']}/{f})"
+            )
+    clean = all(
+        not r["syntax_errors"]
+        and not r["outside"]
+        and r["idempotent"]
+        and not r["new_ruff"]
+        and not r["on_written"]
+        for r in rows
     )
+    return 0 if clean else 1
 
 
 def compiles_bytes(data, name):

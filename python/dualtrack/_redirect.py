@@ -35,17 +35,30 @@ def _is_cuda(d: object) -> bool:
 
 
 class Redirector:
-    def __init__(self, target: str, record: Callable[[str, str, Location | None], None]) -> None:
+    def __init__(
+        self,
+        target: str,
+        record: Callable[[str, str, Location | None], None],
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         self.target = target
         self.device = torch.device(target)
         self._record = record  # record(what, target, location)
+        self._on_error = on_error
 
     def note(self, what: str, depth: int = 2) -> None:
-        self._record(what, self.target, _where.caller_location(depth))
+        """Records a redirect; bookkeeping that fails is noted as a tracer error, never raised
+        into the user's call (the redirect itself still happens)."""
+        try:
+            self._record(what, self.target, _where.caller_location(depth))
+        except Exception as e:  # noqa: BLE001 - the tracer's failure stays the tracer's
+            if self._on_error is not None:
+                self._on_error(f"redirect {what}: {type(e).__name__}: {e}")
 
     def from_user(self) -> bool:
         """Whether the caller of the patched function is user code (not torch)."""
-        return not _where.is_internal(sys._getframe(2).f_code.co_filename)
+        caller = sys._getframe(1).f_back  # this method's caller is the patched function
+        return caller is not None and not _where.is_runtime(caller.f_code.co_filename)
 
     def install(self) -> None:
         self._patch_methods()
@@ -153,7 +166,7 @@ class Redirector:
             self: autocast_mode.autocast, device_type: str, *args: Any, **kwargs: Any
         ) -> None:
             if device_type == "cuda":
-                r.note("autocast(cuda)", depth=3)
+                r.note("autocast(cuda)")
                 device_type = r.target
                 if kwargs.get("dtype") is None and r.target == "cpu":
                     kwargs["dtype"] = torch.bfloat16
@@ -167,7 +180,7 @@ class Redirector:
             self: grad_scaler.GradScaler, device: str = "cuda", *args: Any, **kwargs: Any
         ) -> None:
             if device == "cuda":
-                r.note("GradScaler(cuda)", depth=3)
+                r.note("GradScaler(cuda)")
                 device = r.target
             return orig_scaler(self, device, *args, **kwargs)
 

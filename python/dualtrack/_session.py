@@ -511,17 +511,33 @@ def _install_warning_hook(session: Session) -> None:
     warnings.showwarning = showwarning
 
 
+def _raised_by_tracer(tb: TracebackType | None) -> bool:
+    """Whether the innermost frame of a traceback, where the exception was raised, is dualtrack's
+    own code. An error the user's call raises inside torch (also through a redirect, which calls
+    torch with the user's arguments) is innermost in torch or in user code."""
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    return last is not None and _where.is_own_frame(last.tb_frame.f_code.co_filename)
+
+
 def _install_exception_hook(session: Session) -> None:
     orig = sys.excepthook
 
     def excepthook(
         etype: type[BaseException], value: BaseException, tb: TracebackType | None
     ) -> None:
+        ours = False
         try:
             loc = _where.traceback_location(tb)
+            ours = _raised_by_tracer(tb)
             session.exception = {
                 "type": etype.__name__,
                 "module": etype.__module__,
+                # "dualtrack": raised by the tracer's own code, so evidence about dualtrack, not
+                # about the project; "user" otherwise.
+                "origin": "dualtrack" if ours else "user",
                 "message": str(value)[:4000],
                 "file": loc["file"] if loc else None,
                 "line": loc["line"] if loc else None,
@@ -536,6 +552,12 @@ def _install_exception_hook(session: Session) -> None:
         except Exception:  # the user's traceback must still print
             pass
         orig(etype, value, tb)
+        if ours:
+            print(
+                "dualtrack: the error above was raised by dualtrack's tracer, not by your "
+                "project; this run's evidence is incomplete. Please report it with the traceback.",
+                file=sys.stderr,
+            )
 
     sys.excepthook = excepthook
 
@@ -614,7 +636,7 @@ def activate(cfg: dict[str, Any]) -> Session:
     if cfg.get("redirect_cuda"):
         from ._redirect import Redirector
 
-        Redirector(cfg["redirect_cuda"], session.record_redirect).install()
+        Redirector(cfg["redirect_cuda"], session.record_redirect, session.note_error).install()
 
     install_tracer(session)
     _install_warning_hook(session)

@@ -1,5 +1,5 @@
-"""Finds the user-code location of a call: the innermost stack frame outside torch, dualtrack and
-the Python standard library."""
+"""Finds the user-code location of a call: the innermost stack frame outside torch, dualtrack, the
+Python standard library and installed packages."""
 
 from __future__ import annotations
 
@@ -26,21 +26,64 @@ _WRAPPER_FILES = ("typing_extensions.py",)
 _root = os.getcwd()
 
 
-def _prefixes() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    skip = [_HERE]
+def _runtime() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """dualtrack's and torch's folders, the standard library's, and the site folders inside it."""
+    own = [_HERE]
     try:
         import torch
 
-        skip.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+        own.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     except Exception:  # torch missing: nothing of it to skip
         pass
     paths = sysconfig.get_paths()
-    keep = tuple(os.path.abspath(paths[k]) + os.sep for k in ("purelib", "platlib") if k in paths)
+    site = tuple(os.path.abspath(paths[k]) + os.sep for k in ("purelib", "platlib") if k in paths)
     std = tuple(os.path.abspath(paths[k]) + os.sep for k in ("stdlib", "platstdlib") if k in paths)
-    return tuple(skip), std, keep
+    return tuple(own), std, site
 
 
-_SKIP, _STD, _KEEP = _prefixes()
+_RUNTIME, _STD, _SITE = _runtime()
+_runtime_cache: dict[str, bool] = {}
+
+
+def is_runtime(filename: str) -> bool:
+    """Whether `filename` is torch's, dualtrack's or the standard library's: what --redirect-cuda
+    leaves alone. Installed packages (timm, transformers) are not: their CUDA queries are the
+    project's, answered as on the cluster."""
+    hit = _runtime_cache.get(filename)
+    if hit is None:
+        if filename.startswith("<") or filename.endswith(_WRAPPER_FILES):
+            hit = True
+        else:
+            path = os.path.abspath(filename)
+            hit = path.startswith(_RUNTIME) or (
+                path.startswith(_STD) and not path.startswith(_SITE)
+            )
+        _runtime_cache[filename] = hit
+    return hit
+
+
+def _prefixes() -> tuple[str, ...]:
+    skip = list(_RUNTIME)
+    paths = sysconfig.get_paths()
+    # Installed packages (numpy, timm, transformers) are not the project: the location of an
+    # operator they run is the user's call into them. Folders of every site in use (a venv's, the
+    # user's, the system's) count, also those sysconfig does not name.
+    for k in ("purelib", "platlib", "stdlib", "platstdlib"):
+        if k in paths:
+            skip.append(os.path.abspath(paths[k]) + os.sep)
+    try:
+        import site
+
+        skip.extend(os.path.abspath(p) + os.sep for p in site.getsitepackages())
+        skip.append(os.path.abspath(site.getusersitepackages()) + os.sep)
+    except Exception:  # a virtualenv's old site module lacks them: the sysconfig folders stay
+        pass
+    return tuple(skip)
+
+
+_SKIP = _prefixes()
+# Any site folder, also of another interpreter's layout (Debian's dist-packages, a conda env).
+_SITE_PARTS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
 def set_root(root: str) -> None:
@@ -56,7 +99,7 @@ def is_internal(filename: str) -> bool:
             hit = True
         else:
             path = os.path.abspath(filename)
-            hit = path.startswith(_SKIP) or (path.startswith(_STD) and not path.startswith(_KEEP))
+            hit = path.startswith(_SKIP) or any(part in path for part in _SITE_PARTS)
         _skip_cache[filename] = hit
     return hit
 
@@ -85,7 +128,21 @@ def frame_location(frame: FrameType | None) -> Location | None:
 
 
 def caller_location(depth: int = 1) -> Location | None:
-    return frame_location(sys._getframe(depth + 1))
+    """The first user frame at or above the frame `depth` levels above the caller. A stack
+    shallower than `depth` (a module-level call, a callback from C) starts at the outermost frame:
+    sys._getframe(depth) would raise into the user's code instead."""
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None or frame.f_back is None:
+            break
+        frame = frame.f_back
+    return frame_location(frame)
+
+
+def is_own_frame(filename: str) -> bool:
+    """Whether code in `filename` is dualtrack's own package (the tracer), not torch's or the
+    user's."""
+    return os.path.abspath(filename).startswith(_HERE)
 
 
 def traceback_location(tb: TracebackType | None) -> Location | None:

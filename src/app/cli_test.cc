@@ -73,6 +73,53 @@ TEST(CliTest, UnknownGlobalOptionIsAUsageError) {
   EXPECT_NE(r.err.find("unknown option '--frobnicate'"), std::string::npos) << r.err;
 }
 
+TEST(CliTest, MistypedScanOptionSuggestsTheClosestOne) {
+  Captured r = RunCli({"scan", "--entr", "train.py"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_NE(r.err.find("dualtrack scan: error: unknown option '--entr'. Did you mean '--entry'?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("dualtrack scan --help"), std::string::npos) << r.err;
+  // A transposition, a value after `=`, one dash and a unique prefix.
+  EXPECT_NE(RunCli({"scan", "--fromat", "json"}).err.find("Did you mean '--format'?"),
+            std::string::npos);
+  EXPECT_NE(RunCli({"scan", "--fail-no=never"}).err.find("'--fail-no'. Did you mean '--fail-on'?"),
+            std::string::npos);
+  EXPECT_NE(RunCli({"scan", "-entry", "x.py"}).err.find("Did you mean '--entry'?"),
+            std::string::npos);
+  EXPECT_NE(RunCli({"scan", "--write-base"}).err.find("Did you mean '--write-baseline'?"),
+            std::string::npos);
+}
+
+TEST(CliTest, MistypedAuditOptionSuggestsTheClosestOne) {
+  Captured r = RunCli({"audit", ".", "--pyhton", "python3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown option '--pyhton'. Did you mean '--python'?"), std::string::npos)
+      << r.err;
+  // The misspelt option took no positional: its value is not reported as another stray argument.
+  EXPECT_EQ(r.err.find("not expected"), std::string::npos) << r.err;
+  // Next to another error (the required PATH is missing), the suggestion still comes.
+  Captured missing = RunCli({"audit", "--entyr"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("PATH is required"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("unknown option '--entyr'. Did you mean '--entry'?"),
+            std::string::npos)
+      << missing.err;
+}
+
+TEST(CliTest, FarOffOrAmbiguousOptionGetsNoSuggestion) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"scan", "--frobnicate"},
+                                               {"audit", ".", "--zzz"},
+                                               {"scan", "--e"},
+                                               {"scan", "-q"}}) {
+    Captured r = RunCli(args);
+    EXPECT_EQ(r.code, 2) << args[1];
+    EXPECT_NE(r.err.find("unknown option '" + args.back() + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("Did you mean"), std::string::npos) << r.err;
+  }
+}
+
 TEST(CliTest, EveryCommandHasHelp) {
   for (const Command& c : Commands()) {
     Captured r = RunCli({std::string(c.name), "--help"});

@@ -68,7 +68,17 @@ std::optional<RunStatus> ParseRunStatus(std::string_view s);
 // What a run is evidence of (docs/bundle.md; spelled by ToString): only finished, failed
 // and crashed say anything about the task; a run that could not start, was interrupted or timed
 // out says nothing.
-enum class OutcomeKind { kFinished, kFailed, kCrashed, kCouldNotStart, kInterrupted, kTimedOut };
+// A tracer error: dualtrack's own code raised the exception that stopped the run, evidence about
+// dualtrack, never about the task.
+enum class OutcomeKind {
+  kFinished,
+  kFailed,
+  kCrashed,
+  kCouldNotStart,
+  kInterrupted,
+  kTimedOut,
+  kTracerError
+};
 const char* ToString(OutcomeKind k);
 std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s);
 bool IsTaskEvidence(OutcomeKind k);

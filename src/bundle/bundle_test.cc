@@ -188,10 +188,34 @@ TEST_F(BundleTest, LoadBundleErrorsNameTheFileAndLine) {
   EXPECT_FALSE(LoadBundle(dir_ / "missing").ok());
 }
 
+TEST(OutcomeTest, AnExceptionRaisedInsideTheTracerIsDualtracksErrorNotTheProjects) {
+  OutcomeFacts f;
+  f.status = RunStatus::kFailed;
+  f.exit_code = 1;
+  f.steps_completed = 0;
+  f.exception = {{"type", "ValueError"}, {"message", "call stack is not deep enough"}};
+  f.stderr_tail = "ValueError: call stack is not deep enough\n";
+  RunOutcome user;
+  ClassifyOutcome(f, user);
+  EXPECT_EQ(user.outcome, OutcomeKind::kFailed);  // No origin recorded: the project's error.
+
+  f.exception["origin"] = "dualtrack";
+  RunOutcome ours;
+  ClassifyOutcome(f, ours);
+  EXPECT_EQ(ours.outcome, OutcomeKind::kTracerError);
+  EXPECT_NE(ours.reason.find("ValueError: call stack is not deep enough"), std::string::npos);
+  EXPECT_NE(ours.reason.find("not the project's"), std::string::npos);
+
+  f.exception["origin"] = "user";
+  RunOutcome theirs;
+  ClassifyOutcome(f, theirs);
+  EXPECT_EQ(theirs.outcome, OutcomeKind::kFailed);
+}
+
 TEST_F(BundleTest, TheOutcomeIsReadAndAnUnknownOneIsAnError) {
-  for (OutcomeKind k :
-       {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
-        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted, OutcomeKind::kTimedOut}) {
+  for (OutcomeKind k : {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+                        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted,
+                        OutcomeKind::kTimedOut, OutcomeKind::kTracerError}) {
     EXPECT_EQ(ParseOutcomeKind(ToString(k)), k);
   }
   EXPECT_FALSE(ParseOutcomeKind("Finished").has_value());

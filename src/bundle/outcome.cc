@@ -1,6 +1,7 @@
 // What a run is evidence of. A script that dies at import because the auditing host lacks a
 // package, or that cannot be opened, says nothing about CUDA or MPS: it "could not start", and the
 // verdict treats its evidence as missing instead of reading the failure as a CUDA dependency.
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -102,6 +103,16 @@ void ClassifyOutcome(const OutcomeFacts& f, RunOutcome& out) {
   // A failed script: did it start?
   const std::string type = JsonString(f.exception, "type");
   const std::string message = JsonString(f.exception, "message");
+  if (JsonString(f.exception, "origin") == "dualtrack") {
+    // Raised inside dualtrack's tracer (the innermost frame is the tracer's): the project is not
+    // to blame and the run shows nothing about it.
+    out.outcome = OutcomeKind::kTracerError;
+    out.reason = fmt::format(
+        "dualtrack's tracer raised {}: {} (dualtrack's error, not the project's; evidence "
+        "incomplete: please report it with the traceback in stderr.log)",
+        type.empty() ? "an exception" : type, message.substr(0, 300));
+    return;
+  }
   const std::string last = LastErrorLine(f.stderr_tail);
   std::string module = type == "ModuleNotFoundError" ? MissingModule(message) : std::string();
   if (module.empty() && StartsWith(last, "ModuleNotFoundError")) module = MissingModule(last);

@@ -67,14 +67,16 @@ const char* ToString(OutcomeKind k) {
       return "interrupted";
     case OutcomeKind::kTimedOut:
       return "timed-out";
+    case OutcomeKind::kTracerError:
+      return "tracer-error";
   }
   return "failed";
 }
 
 std::optional<OutcomeKind> ParseOutcomeKind(std::string_view s) {
-  for (OutcomeKind k :
-       {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
-        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted, OutcomeKind::kTimedOut})
+  for (OutcomeKind k : {OutcomeKind::kFinished, OutcomeKind::kFailed, OutcomeKind::kCrashed,
+                        OutcomeKind::kCouldNotStart, OutcomeKind::kInterrupted,
+                        OutcomeKind::kTimedOut, OutcomeKind::kTracerError})
     if (s == ToString(k)) return k;
   return std::nullopt;
 }
@@ -248,8 +250,8 @@ Status ReadManifest(const std::filesystem::path& dir, Bundle& b) {
     if (!outcome) {
       return InputError(manifest_path, 0,
                         "unknown outcome " + it->dump() +
-                            " (expected finished, failed, crashed, could-not-start, interrupted "
-                            "or timed-out)");
+                            " (expected finished, failed, crashed, could-not-start, interrupted, "
+                            "timed-out or tracer-error)");
     }
     b.outcome = *outcome;
   }

@@ -1,6 +1,7 @@
 #include "compare/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <algorithm>
 #include <cmath>

@@ -30,6 +30,11 @@ Result<bool> VerifyChanges(const scan::ScanReport& report,
   v.root = fs::is_directory(report.root, ec) ? fs::path(report.root)
                                              : fs::path(report.root).parent_path();
   for (const auto& [file, c] : changes) v.fixed.emplace(file, c.after);
+  if (const std::string pinned = PinnedDevice(v.command); !pinned.empty()) {
+    io.err << "dualtrack fix: warning: the command pins the device (" << EscapeControl(pinned)
+           << "): the device choice the fix rewrote never runs, so a \"verified\" speaks for "
+              "the other edits only; leave the option out to verify the rewritten default\n";
+  }
   auto result = Verify(v, io);
   if (!result) return result.take_error();
   io.err << "dualtrack fix: " << EscapeControl(result->summary) << '\n';
@@ -39,7 +44,7 @@ Result<bool> VerifyChanges(const scan::ScanReport& report,
 // `dualtrack fix`'s options as parsed, and the command after "--" that --verify runs.
 struct FixArgs {
   scan::TreeSelection tree;
-  bool apply = false, diff = false, unsafe = false;
+  bool apply = false, diff = false, unsafe = false, all = false;
   bool show_left = false, verify = false;
   int steps = 1;
   std::int64_t seed = 0;
@@ -60,6 +65,9 @@ void DeclareFixOptions(CLI::App& app, FixArgs& a) {
                "Also apply fixes that may change results on CUDA (torch.float64 -> torch.float32, "
                "xformers / flash-attn -> scaled_dot_product_attention, 8-bit and 4-bit loading -> "
                "float16)");
+  app.add_flag("--all", a.all,
+               "Also rewrite portable lines, which run unchanged without CUDA (torch.cuda."
+               "manual_seed, cuDNN and TF32 flags, torch.cuda.amp; left as written by default)");
   app.add_option("--select", a.tree.select, "Fix only these rule codes or prefixes (DT101,DT2)");
   app.add_option("--ignore", a.tree.ignore, "Rule codes or prefixes to leave alone");
   app.add_option("--entry", a.tree.entries,
@@ -91,7 +99,8 @@ void DeclareFixOptions(CLI::App& app, FixArgs& a) {
       "  dualtrack fix . --verify --apply -- python train.py --steps 2   # write only if proven\n"
       "What a fix writes: x.cuda() -> x.to(_dualtrack_device()); \"cuda\" -> _dualtrack_device(); "
       "torch.cuda.synchronize() -> _dualtrack_cuda(\"synchronize\", \"synchronize\")(); "
-      "torch.cuda.amp.autocast / GradScaler -> _dualtrack_autocast / _dualtrack_grad_scaler; "
+      "with --all --unsafe-fixes, torch.cuda.amp.autocast / GradScaler -> _dualtrack_autocast / "
+      "_dualtrack_grad_scaler (mixed precision on MPS too); "
       "backend=\"nccl\" -> nccl with CUDA else gloo; choices gain \"mps\". The helpers are added "
       "once per module (or notebook), after its imports. Which rules have a fix: docs/rules/.\n"
       "Exit codes: 0 nothing to change, written with --apply, or verified; 1 a diff was printed, "
@@ -179,6 +188,7 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   if (!report) return report.take_error();
   FixOptions fix_options;
   fix_options.unsafe = a.unsafe;
+  fix_options.all = a.all;
   auto plan = PlanFixes(*report, fix_options, io.err);
   if (!plan) return plan.take_error();
   auto verified = VerifyPlan(*report, *plan, a, io);

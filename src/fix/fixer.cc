@@ -197,6 +197,9 @@ struct Work {
   std::set<std::string> needed;  // Helpers, and "torch" for fixes that name it.
   std::string device_var;        // The module's own device variable, if it has one to reuse.
   std::uint32_t device_var_end = 0;
+  // Imports the unsafe attention fix wrapped in try/except (their logical line's first token):
+  // removed outright at the end when every use of their names was rewritten.
+  std::vector<std::size_t> wrapped_imports;
 };
 
 // The token and edit machinery of the fixes, over one Work: token queries, edits (none may overlap
@@ -209,6 +212,7 @@ class Editor {
         opt_(work.opt),
         lex_(work.lex),
         edits_(work.edits),
+        wrapped_imports_(work.wrapped_imports),
         needed_(work.needed),
         device_var_(work.device_var),
         device_var_end_(work.device_var_end) {}
@@ -358,6 +362,71 @@ class Editor {
     edits_.push_back(Edit{at, at, std::move(text)});
   }
 
+  // The names an import statement binds (`import a.b` binds a; `as` names win), in order.
+  std::vector<std::string_view> BoundNames(const scan::LogicalLine& l) const {
+    std::vector<std::string_view> bound;
+    const bool from = Text(l.begin) == "from";
+    std::size_t t = l.begin + 1;
+    if (from) {
+      while (t < l.end && Text(t) != "import") ++t;
+      ++t;
+    }
+    for (; t < l.end; ++t) {
+      if (!IsName(t)) continue;
+      std::size_t end = t + 1;
+      while (!from && IsOp(end, ".") && IsName(end + 1)) end += 2;
+      std::string_view name = Text(t);
+      if (end < l.end && Text(end) == "as" && IsName(end + 1)) name = Text(end + 1), end += 2;
+      bound.push_back(name);
+      t = end;
+    }
+    return bound;
+  }
+
+  // Whether every use of the names (a name token not after a dot, outside the statement `l`) lies
+  // inside a replacement an edit makes, and there is at least one: the statement binding them is
+  // then dead code after the fix (ruff F401 / F841 if it stayed).
+  bool AllUsesRewritten(const std::vector<std::string_view>& names,
+                        const scan::LogicalLine& l) const {
+    // A module's import is seen by the whole module; a function's own import by the rest of its
+    // block (up to the first statement indented less).
+    std::size_t scope_end = lex_.tokens.size();
+    if (l.indent > 0) {
+      for (const scan::LogicalLine& next : lex_.lines)
+        if (next.begin >= l.end && next.indent < l.indent) {
+          scope_end = next.begin;
+          break;
+        }
+    }
+    const std::size_t scope_begin = l.indent > 0 ? l.end : 0;
+    std::size_t uses = 0;
+    for (std::size_t u = scope_begin; u < scope_end; ++u) {
+      if (u >= l.begin && u < l.end) continue;
+      if (!IsName(u) || (u > 0 && IsOp(u - 1, ".")) ||
+          std::find(names.begin(), names.end(), Text(u)) == names.end())
+        continue;
+      ++uses;
+      const bool covered = std::any_of(edits_.begin(), edits_.end(), [&](const Edit& e) {
+        return e.begin < e.end && e.begin <= Begin(u) && End(u) <= e.end;
+      });
+      if (!covered) return false;
+    }
+    return uses > 0;
+  }
+
+  // Removes the statement of logical line `i` (alone on its physical lines): the lines go, or
+  // become `pass` where the statement is the only one of its block.
+  bool DeleteStatement(std::size_t i) {
+    const scan::LogicalLine& l = lex_.lines[i];
+    const std::uint32_t start = static_cast<std::uint32_t>(src_.rfind('\n', Begin(l.begin)) + 1);
+    const std::uint32_t end = LineEndAfter(End(l.end - 1));
+    const bool opens_block = i > 0 && IsOp(lex_.lines[i - 1].end - 1, ":");
+    const bool block_ends = i + 1 == lex_.lines.size() || lex_.lines[i + 1].indent < l.indent;
+    if (l.indent > 0 && opens_block && block_ends)
+      return Add(Begin(l.begin), End(l.end - 1), "pass", false);
+    return Add(start, end, "", false);
+  }
+
   // Offset just past the newline ending the physical line that holds `offset`.
   std::uint32_t LineEndAfter(std::uint32_t offset) const {
     std::size_t nl = src_.find('\n', offset);
@@ -446,6 +515,7 @@ class Editor {
   const FixOptions& opt_;
   const Lexed& lex_;
   std::vector<Edit>& edits_;
+  std::vector<std::size_t>& wrapped_imports_;
   std::set<std::string>& needed_;
   std::string& device_var_;
   std::uint32_t& device_var_end_;
@@ -676,9 +746,24 @@ class CudaFixes : protected Editor {
       return "not a setting (an assignment to the flag)";
     if (lex_.Line(lex_.tokens[line->begin]) != lex_.Line(lex_.tokens[line->end - 1]))
       return "a setting over several lines: left for review";
+    // The statement must have its physical line to itself: the block form below indents it, and
+    // a `; other` after it would move into the block.
+    const std::size_t row = static_cast<std::size_t>(lex_.Line(lex_.tokens[k]) - 1);
+    const std::uint32_t row_begin = static_cast<std::uint32_t>(lex_.line_starts[row]);
+    const std::string_view indent = src_.substr(row_begin, Begin(k) - row_begin);
+    if (indent.find_first_not_of(" \t") != std::string_view::npos)
+      return "shares its line with another statement: left for review";
+    const std::string_view rest = src_.substr(End(line->end - 1));
+    const std::string_view tail = rest.substr(0, rest.find('\n'));
+    const std::size_t code = tail.find_first_not_of(" \t\r");
+    if (code != std::string_view::npos && tail[code] != '#')
+      return "shares its line with another statement: left for review";
     needed_.insert("torch");
-    return Add(Begin(k), Begin(k), "if torch.cuda.is_available(): ") ? "set only with CUDA"
-                                                                     : "overlaps another fix";
+    // A block, not `if ...: stmt` on one line (pycodestyle E701, which ruff and flake8 report).
+    const std::string unit = indent.empty() || indent.front() != '\t' ? "    " : "\t";
+    return Add(Begin(k), Begin(k), "if torch.cuda.is_available():\n" + std::string(indent) + unit)
+               ? "set only with CUDA"
+               : "overlaps another fix";
   }
 
   // backend="nccl" -> ("nccl" if torch.cuda.is_available() else "gloo").
@@ -842,6 +927,7 @@ class UnsafeFixes : protected Editor {
                   "except ImportError:  # attention runs through SDPA\n" + indent + "    " + names +
                   "None\n",
               false);
+    wrapped_imports_.push_back(first);
     return "import inside try/except ImportError";
   }
 
@@ -984,9 +1070,17 @@ class Fixer : protected Editor {
     FileFix out;
     for (const scan::Finding& f : findings) {
       if (f.guarded) continue;  // Another path exists already.
-      Outcome o{f.code, f.line, f.cell, false, IsUnsafeFix(f.code), false, ""};
+      const std::string amp = MixedPrecisionApi(f);
+      Outcome o{f.code, f.line, f.cell, false, IsUnsafeFix(f.code) || !amp.empty(), false, ""};
       if (!HasFix(f.code)) {
         o.note = "no automatic fix for " + f.code + " (see `dualtrack rule " + f.code + "`)";
+      } else if (f.severity == scan::Severity::kPortable && !opt_.all) {
+        // A line that runs as written without CUDA: a rewrite is churn a reviewer has to read.
+        o.note = "runs unchanged without CUDA: left as written (--all rewrites portable lines)";
+      } else if (!amp.empty() && !opt_.unsafe) {
+        o.note = amp +
+                 " disables itself without CUDA; the rewrite turns fp16 mixed precision "
+                 "on for MPS, a change of the Mac run's numerics: pass --unsafe-fixes";
       } else if (o.unsafe && !opt_.unsafe) {
         o.note = "an unsafe fix (results may change): pass --unsafe-fixes";
       } else {
@@ -997,11 +1091,85 @@ class Fixer : protected Editor {
       }
       out.outcomes.push_back(std::move(o));
     }
+    DropDeadImports(out);
     out.text = Apply();
     return out;
   }
 
+  // `from torch.cuda.amp import autocast`, `from torch.cuda import amp`, `import torch.cuda.amp as
+  // amp`: the names it binds are torch.cuda.amp's (a bare `import torch.cuda.amp` binds torch).
+  bool ImportsCudaAmp(const scan::LogicalLine& l) const {
+    auto chain = [&](std::size_t t, std::initializer_list<std::string_view> parts) {
+      std::size_t i = 0;
+      for (std::string_view p : parts) {
+        if (t >= l.end || Text(t) != p) return false;
+        if (++i < parts.size() && !IsOp(t + 1, ".")) return false;
+        t += 2;  // The name, then the dot.
+      }
+      return t - 1 >= l.end || !IsOp(t - 1, ".");  // The whole module path, not its start.
+    };
+    const std::string_view head = Text(l.begin);
+    if (head == "from" && chain(l.begin + 1, {"torch", "cuda", "amp"})) return true;
+    if (head == "from" && chain(l.begin + 1, {"torch", "cuda"}) && Text(l.begin + 4) == "import") {
+      for (std::size_t t = l.begin + 5; t < l.end; ++t)
+        if (IsName(t) && Text(t) != "amp" && Text(t) != "as" && (t == 0 || Text(t - 1) != "as"))
+          return false;
+      return true;
+    }
+    return head == "import" && chain(l.begin + 1, {"torch", "cuda", "amp"}) &&
+           l.end == l.begin + 8 && Text(l.begin + 6) == "as";
+  }
+
+  // Imports whose every use the fix rewrote would be dead code in the fixed file (ruff F401, and
+  // F841 for a function's own import): `from torch.cuda.amp import autocast` once each autocast is
+  // `_dualtrack_autocast`, an attention library's import once each call runs through SDPA (its
+  // try/except wrapper then has nothing left to guard). They are removed; an import with a use
+  // left stays as it is.
+  void DropDeadImports(FileFix& out) {
+    for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
+      const scan::LogicalLine& l = lex_.lines[i];
+      const bool wrapped = std::find(wrapped_imports_.begin(), wrapped_imports_.end(), l.begin) !=
+                           wrapped_imports_.end();
+      const bool amp = ImportsCudaAmp(l);
+      if (!wrapped && !amp) continue;
+      if (!AllUsesRewritten(BoundNames(l), l)) continue;
+      const std::uint32_t line_end = LineEndAfter(End(l.end - 1));
+      if (wrapped) {  // Its try/except edits go: the statement itself goes instead.
+        std::erase_if(edits_, [&](const Edit& e) {
+          return (e.begin == Begin(l.begin) && e.end == End(l.begin)) ||
+                 (e.begin == line_end && e.end == line_end &&
+                  e.text.find("except ImportError:  # attention") != std::string::npos);
+        });
+      }
+      if (!DeleteStatement(i)) continue;
+      const std::int64_t line = lex_.Line(lex_.tokens[l.begin]);
+      for (Outcome& o : out.outcomes)
+        if (o.line == line && (o.code == "DT201" || o.code == "DT115" || o.code == "DT105")) {
+          o.fixed = true;
+          o.no_edit_needed = false;
+          o.note = "import removed: every use of its names was rewritten";
+        }
+    }
+  }
+
  private:
+  // "torch.cuda.amp.autocast" or "torch.cuda.amp.GradScaler" when the finding is that call (any
+  // spelling: `amp.autocast`, `from torch.cuda.amp import autocast`); empty otherwise. Off CUDA
+  // the original runs in full precision, while the rewrite enables fp16 autocast and loss scaling
+  // on MPS: not the same numerics, so the rewrite is an unsafe fix.
+  std::string MixedPrecisionApi(const scan::Finding& f) const {
+    if (f.code != "DT115" && f.code != "DT105") return "";
+    const std::size_t k = TokenAt(f.line, f.column);
+    if (k == kNone || !IsName(k) || InImport(k)) return "";
+    const auto [b, e] = ChainAround(k);
+    const std::string_view last = Text(e - 1);
+    if (last != "autocast" && last != "GradScaler") return "";
+    bool torch_amp = false;  // torch.amp / torch.autocast take a device type: not this rewrite.
+    for (std::size_t t = b; t + 1 < e; t += 2) torch_amp |= Text(t) == "cuda";
+    if (!torch_amp && e - b > 1) return "";
+    return "torch.cuda.amp." + std::string(last);
+  }
+
   // Returns what was done, or why nothing was.
   std::string FixOne(const scan::Finding& f) {
     const std::size_t k = TokenAt(f.line, f.column);
@@ -1095,6 +1263,17 @@ bool IsUnsafeFix(std::string_view code) {
 
 FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& findings,
                   const FixOptions& options) {
+  // A UTF-8 byte order mark stays the file's first bytes: the edits (and the helpers inserted
+  // before the first statement) go after it, or Python no longer reads the file.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (source.starts_with(kBom)) {
+    std::vector<scan::Finding> shifted = findings;
+    for (scan::Finding& f : shifted)
+      if (f.line == 1 && f.column > 3) f.column -= 3;  // Columns counted the mark's bytes.
+    FileFix fix = FixPython(source.substr(kBom.size()), shifted, options);
+    fix.text.insert(0, kBom);
+    return fix;
+  }
   Work work(source, source, options);
   return Fixer(work).Run(findings);
 }

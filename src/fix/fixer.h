@@ -18,6 +18,9 @@ namespace dt::fix {
 
 struct FixOptions {
   bool unsafe = false;  // Also fixes that may change results (float64 -> float32).
+  // Also portable lines: code that runs unchanged without CUDA (torch.cuda.manual_seed, cuDNN and
+  // TF32 flags, torch.cuda.amp), left as written unless asked.
+  bool all = false;
   // Helpers and `import torch` that code run before this source provides (earlier notebook cells).
   std::vector<std::string> defined;
   bool torch_imported = false;

@@ -26,13 +26,17 @@ std::vector<scan::Finding> ScanOf(std::string_view src) {
   return findings;
 }
 
-FileFix FixOf(const std::string& src, bool unsafe = false) {
+// `all`: portable lines too (`fix --all`).
+FileFix FixOf(const std::string& src, bool unsafe = false, bool all = false) {
   FixOptions opt;
   opt.unsafe = unsafe;
+  opt.all = all;
   return FixPython(src, ScanOf(src), opt);
 }
 
-std::string Fixed(const std::string& src, bool unsafe = false) { return FixOf(src, unsafe).text; }
+std::string Fixed(const std::string& src, bool unsafe = false, bool all = false) {
+  return FixOf(src, unsafe, all).text;
+}
 
 bool Has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -45,9 +49,9 @@ std::size_t Count(const std::string& text, const std::string& part) {
 }
 
 // Every fix: the second run finds nothing left to change.
-void ExpectIdempotent(const std::string& src, bool unsafe = false) {
-  const std::string once = Fixed(src, unsafe);
-  EXPECT_EQ(Fixed(once, unsafe), once) << once;
+void ExpectIdempotent(const std::string& src, bool unsafe = false, bool all = false) {
+  const std::string once = Fixed(src, unsafe, all);
+  EXPECT_EQ(Fixed(once, unsafe, all), once) << once;
 }
 
 TEST(FixTest, DotCudaKeepsCommentsKeywordsAndIndexes) {
@@ -178,22 +182,32 @@ TEST(FixTest, AttentionLibrariesBecomeSdpaOnlyWhenUnsafe) {
       "    return a + b\n";
   EXPECT_EQ(Fixed(src), src);  // Results may change: only with --unsafe-fixes.
   const std::string out = Fixed(src, /*unsafe=*/true);
-  EXPECT_TRUE(Has(
-      out,
-      "try:\n    import xformers.ops as xops\nexcept ImportError:  # attention runs through SDPA\n"
-      "    xops = None\n"))
-      << out;
-  EXPECT_TRUE(
-      Has(out, "try:\n    from flash_attn import flash_attn_func  # fast\nexcept ImportError:"));
-  EXPECT_TRUE(Has(out, "    flash_attn_func = None\n"));
+  // Every use now runs through SDPA: the imports would be dead code (ruff F401), so they go.
+  EXPECT_FALSE(Has(out, "import xformers")) << out;
+  EXPECT_FALSE(Has(out, "from flash_attn import")) << out;
   EXPECT_TRUE(Has(out, "    q, k, v = torch.unbind(qkv, 2)\n"));
   EXPECT_TRUE(Has(out, "    a = _dualtrack_attention(q, k, v, attn_bias=bias, dropout_p=0.1)\n"));
   EXPECT_TRUE(
       Has(out, "    b = _dualtrack_attention(q, k, v, dropout_p=0.0, scale=None, causal=True)\n"));
   EXPECT_EQ(Count(out, "def _dualtrack_attention("), 1u);
   // The helper comes after the imports, not between them.
-  EXPECT_LT(out.find("    flash_attn_func = None\n"), out.find("def _dualtrack_attention("));
+  EXPECT_LT(out.find("import torch\n"), out.find("def _dualtrack_attention("));
   ExpectIdempotent(src, true);
+  // A use the fix leaves (behind a CUDA check) keeps the import, in try/except ImportError.
+  const std::string kept =
+      "import torch\n"
+      "from flash_attn import flash_attn_func\n"
+      "\n"
+      "\n"
+      "def attend(q, k, v):\n"
+      "    if torch.cuda.is_available():\n"
+      "        return flash_attn_func(q, k, v)\n"
+      "    return flash_attn_func(q, k, v, 0.0)\n";
+  const std::string partly = Fixed(kept, true);
+  EXPECT_TRUE(Has(partly, "try:\n    from flash_attn import flash_attn_func\nexcept ImportError:"))
+      << partly;
+  EXPECT_TRUE(Has(partly, "    flash_attn_func = None\n"));
+  EXPECT_TRUE(Has(partly, "        return flash_attn_func(q, k, v)\n"));
 }
 
 TEST(FixTest, AnAttentionLibraryUsedForMoreThanAttentionKeepsItsImport) {
@@ -237,6 +251,20 @@ TEST(FixTest, BitsandbytesThroughHuggingFaceBecomesFloat16) {
   ExpectIdempotent(src, true);
 }
 
+TEST(FixTest, AByteOrderMarkStaysFirst) {
+  const std::string src =
+      "\xEF\xBB\xBF# Copyright\n"
+      "import torch\n"
+      "\n"
+      "x = torch.zeros(1).cuda()\n";
+  const std::string out = Fixed(src);
+  ASSERT_TRUE(out.starts_with("\xEF\xBB\xBF# Copyright\nimport torch\n")) << out;
+  EXPECT_EQ(Count(out, "\xEF\xBB\xBF"), 1u);
+  EXPECT_TRUE(Has(out, "x = torch.zeros(1).to(_dualtrack_device())\n"));
+  EXPECT_LT(out.find("import torch"), out.find("def _dualtrack_device("));
+  ExpectIdempotent(src);
+}
+
 TEST(FixTest, ChecksAndPartsOfExpressionsStayAsTheyAre) {
   const std::string src =
       "import torch\n"
@@ -262,14 +290,60 @@ TEST(FixTest, MixedPrecisionThroughEverySpelling) {
       "    pass\n"
       "with autocast():\n"
       "    pass\n";
-  const std::string out = Fixed(src);
+  // torch.cuda.amp disables itself without CUDA: a portable line, left by a plain fix; with
+  // --all the rewrite turns fp16 mixed precision on for MPS, so it also needs --unsafe-fixes.
+  EXPECT_EQ(Fixed(src), src);
+  const FileFix all = FixOf(src, false, true);
+  EXPECT_EQ(all.text, src);
+  ASSERT_EQ(all.outcomes.size(), 4u);  // The import, and three uses.
+  for (const Outcome& o : all.outcomes) {
+    if (o.line == 2) continue;
+    EXPECT_TRUE(o.unsafe && Has(o.note, "fp16 mixed precision on for MPS")) << o.note;
+  }
+  const std::string out = Fixed(src, true, true);
+  EXPECT_FALSE(Has(out, "from torch.cuda.amp import"));  // Its one use is rewritten: F401 else.
   EXPECT_TRUE(Has(out, "scaler = _dualtrack_grad_scaler(init_scale=1024)\n"));
   EXPECT_TRUE(Has(out, "with _dualtrack_autocast(enabled=True):\n"));
   EXPECT_TRUE(Has(out, "with _dualtrack_autocast():\n"));
   EXPECT_TRUE(Has(out, "def _dualtrack_autocast("));
   EXPECT_TRUE(Has(out, "def _dualtrack_grad_scaler("));
   EXPECT_TRUE(Has(out, "def _dualtrack_device("));  // The amp helpers ask it for the device.
-  ExpectIdempotent(src);
+  ExpectIdempotent(src, true, true);
+}
+
+TEST(FixTest, AnAmpImportWhoseUsesAreAllRewrittenGoes) {
+  // Left, the import would be unused in the fixed file (ruff F401).
+  for (const char* import : {"import torch.cuda.amp as amp\n", "from torch.cuda import amp\n"}) {
+    const std::string src =
+        std::string("import torch\n") + import + "\nscaler = amp.GradScaler(enabled=True)\n";
+    const std::string out = Fixed(src, true, true);
+    EXPECT_FALSE(Has(out, import)) << out;
+    EXPECT_TRUE(Has(out, "scaler = _dualtrack_grad_scaler(enabled=True)\n"));
+  }
+  // A function's own import is judged on its own block: the other function's use is not its.
+  const std::string local =
+      "import torch\n"
+      "\n"
+      "\n"
+      "def a():\n"
+      "    from torch.cuda.amp import autocast\n"
+      "    with autocast():\n"
+      "        pass\n"
+      "\n"
+      "\n"
+      "def b(autocast):\n"
+      "    return autocast\n";
+  const std::string out = Fixed(local, true, true);
+  EXPECT_FALSE(Has(out, "from torch.cuda.amp import autocast")) << out;
+  EXPECT_TRUE(Has(out, "def b(autocast):\n    return autocast\n"));
+  // Another name of the statement, or a use the fix leaves, keeps it.
+  for (const char* src : {"import torch\nfrom torch.cuda import amp, Stream\n\n"
+                          "scaler = amp.GradScaler()\ns = Stream()\n",
+                          "import torch\nfrom torch.cuda.amp import autocast\n\n"
+                          "with autocast():\n    pass\nctx = autocast\n"}) {
+    const std::string out = Fixed(src, true, true);
+    EXPECT_TRUE(Has(out, std::string(src).substr(13, 30))) << out;
+  }
 }
 
 TEST(FixTest, CudaCallsBecomeRunTimeChoices) {
@@ -282,7 +356,12 @@ TEST(FixTest, CudaCallsBecomeRunTimeChoices) {
       "peak = torch.cuda.max_memory_allocated() / 2**30\n"
       "with torch.cuda.device(0):\n"
       "    pass\n";
-  const std::string out = Fixed(src);
+  // manual_seed_all and empty_cache do nothing without CUDA: only --all rewrites them.
+  const std::string plain = Fixed(src);
+  EXPECT_TRUE(Has(plain, "\ntorch.cuda.manual_seed_all(0)\n"));
+  EXPECT_TRUE(Has(plain, "\ntorch.cuda.empty_cache()\n"));
+  EXPECT_TRUE(Has(plain, "_dualtrack_cuda(\"synchronize\", \"synchronize\")()\n"));
+  const std::string out = Fixed(src, false, true);
   EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"manual_seed_all\", \"manual_seed\")(0)\n"));
   EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"synchronize\", \"synchronize\")()\n"));
   EXPECT_TRUE(Has(out, "_dualtrack_cuda(\"empty_cache\", \"empty_cache\")()\n"));
@@ -290,6 +369,7 @@ TEST(FixTest, CudaCallsBecomeRunTimeChoices) {
   EXPECT_TRUE(Has(out, "with _dualtrack_cuda(\"device\")(0):\n"));
   EXPECT_FALSE(Has(out, "def _dualtrack_device("));  // Not needed here.
   ExpectIdempotent(src);
+  ExpectIdempotent(src, false, true);
 }
 
 TEST(FixTest, NcclChoicesAndHuggingFaceFp16) {
@@ -304,7 +384,9 @@ TEST(FixTest, NcclChoicesAndHuggingFaceFp16) {
       "dist.init_process_group(backend='nccl')\n"
       "args = TrainingArguments(output_dir=\"out\", fp16=True)\n"
       "loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)\n";
-  const std::string out = Fixed(src);
+  const std::string out = Fixed(src, false, true);
+  // pin_memory=True only warns without CUDA: portable, rewritten with --all alone.
+  EXPECT_TRUE(Has(Fixed(src), "batch_size=4, pin_memory=True)"));
   EXPECT_TRUE(Has(out, "choices=['cuda', 'cpu', 'mps'])"));
   EXPECT_TRUE(Has(out, "backend=('nccl' if torch.cuda.is_available() else 'gloo')"));
   EXPECT_TRUE(Has(out, "fp16=torch.cuda.is_available())"));
@@ -320,12 +402,31 @@ TEST(FixTest, BackendSettingsOnlyWithCuda) {
       "torch.backends.cudnn.benchmark = True  # faster convolutions\n"
       "if torch.backends.cudnn.deterministic:\n"
       "    pass\n";
-  const std::string out = Fixed(src);
+  EXPECT_EQ(Fixed(src), src);  // A flag that does nothing without CUDA: left unless --all.
+  const std::string out = Fixed(src, false, true);
+  // A block, never `if ...: stmt` on one line (E701 in ruff and flake8).
   EXPECT_TRUE(Has(out,
-                  "\nif torch.cuda.is_available(): torch.backends.cudnn.benchmark = True  # faster "
-                  "convolutions\n"));
+                  "\nif torch.cuda.is_available():\n    torch.backends.cudnn.benchmark = True  # "
+                  "faster convolutions\n"));
   EXPECT_TRUE(Has(out, "\nif torch.backends.cudnn.deterministic:\n"));  // A read stays a read.
-  ExpectIdempotent(src);
+  ExpectIdempotent(src, false, true);
+  // Indented settings keep their indentation; one sharing its line with another statement is
+  // left, since the block would take the other statement in with it.
+  const std::string nested =
+      "import torch\n"
+      "\n"
+      "def setup(args):\n"
+      "    torch.backends.cuda.matmul.allow_tf32 = True\n"
+      "    torch.backends.cudnn.benchmark = True; x = 1\n"
+      "    return x\n";
+  const FileFix fix = FixOf(nested, false, true);
+  EXPECT_TRUE(Has(fix.text,
+                  "\n    if torch.cuda.is_available():\n        "
+                  "torch.backends.cuda.matmul.allow_tf32 = True\n"))
+      << fix.text;
+  EXPECT_TRUE(Has(fix.text, "\n    torch.backends.cudnn.benchmark = True; x = 1\n"));
+  EXPECT_EQ(fix.fixed(), 1u);
+  ExpectIdempotent(nested, false, true);
 }
 
 TEST(FixTest, Float64OnlyWithUnsafeFixes) {
@@ -465,7 +566,7 @@ TEST(FixTest, TheRegistryAndTheFixerAgree) {
     EXPECT_EQ(HasFix(r.code), !r.fix.empty()) << r.code;
     EXPECT_EQ(IsUnsafeFix(r.code), r.fix == "unsafe") << r.code;
     if (r.fix.empty()) continue;
-    const std::string out = Fixed(r.fix_before, r.fix == "unsafe");
+    const std::string out = Fixed(r.fix_before, r.fix == "unsafe", true);
     EXPECT_TRUE(Has(out, r.fix_after)) << r.code << ":\n" << out;
     EXPECT_FALSE(Has(r.fix_before, r.fix_after)) << r.code;
   }
@@ -484,6 +585,22 @@ TEST(FixWriteTest, AFileChangedSinceItWasReadIsNotWritten) {
   EXPECT_EQ(*ReadFile(path), "x.cuda()\n");
   ASSERT_TRUE(WriteIfUnchanged(path, "x.cuda()\n", "x.to(_dualtrack_device())\n").ok());
   EXPECT_EQ(*ReadFile(path), "x.to(_dualtrack_device())\n");
+}
+
+TEST(FixVerifyTest, ACommandThatPinsTheDeviceIsNamed) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--device", "cpu"}), "--device cpu");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--device=cuda:0"}), "--device=cuda:0");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "device=cpu", "--steps", "2"}), "device=cpu");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--no-cuda"}), "--no-cuda");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--gpu", "-1"}), "--gpu -1");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "trainer.accelerator=mps"}),
+            "trainer.accelerator=mps");
+  // Not a device: other options, a device option left at its default, a file named cpu.
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--steps", "2"}), "");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--device"}), "");
+  EXPECT_EQ(PinnedDevice(V{"python", "cpu", "--out", "cpu"}), "");
+  EXPECT_EQ(PinnedDevice(V{"python", "train.py", "--device", "auto"}), "");
 }
 
 TEST(FixVerifyTest, TheMirrorWritesFixedFilesAndLinksTheRest) {

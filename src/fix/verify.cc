@@ -60,11 +60,45 @@ Result<bundle::RunOutcome> RunIn(const fs::path& dir, const fs::path& bundle,
   return bundle::RunTrack(run, io);
 }
 
+bool IsDeviceValue(std::string_view v) {
+  if (v == "cpu" || v == "mps" || v == "cuda") return true;
+  if (v.starts_with("cuda:") && v.size() > 5)
+    return v.substr(5).find_first_not_of("0123456789") == std::string_view::npos;
+  return false;
+}
+
+// An option name about the device: --device, --gpu, --gpus, --accelerator, train.device, ...
+bool IsDeviceOption(std::string_view name) {
+  while (!name.empty() && name.front() == '-') name.remove_prefix(1);
+  const std::size_t dot = name.rfind('.');
+  if (dot != std::string_view::npos) name.remove_prefix(dot + 1);
+  return name == "device" || name == "accelerator" || name == "gpu" || name == "gpus" ||
+         name == "gpu_ids" || name == "gpu-ids";
+}
+
 }  // namespace
 
 Status MirrorProject(const fs::path& root, const fs::path& dest,
                      const std::map<std::string, std::string>& fixed) {
   return Mirror(fs::absolute(root), dest, "", fixed);
+}
+
+std::string PinnedDevice(const std::vector<std::string>& command) {
+  for (std::size_t i = 1; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a == "--cpu" || a == "--no-cuda" || a == "--no_cuda" || a == "--use-cpu") return a;
+    const std::size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      if (IsDeviceOption(std::string_view(a).substr(0, eq)) &&
+          (IsDeviceValue(std::string_view(a).substr(eq + 1)) || a.substr(eq + 1) == "-1"))
+        return a;
+      continue;
+    }
+    if (a.starts_with("-") && IsDeviceOption(a) && i + 1 < command.size() &&
+        (IsDeviceValue(command[i + 1]) || command[i + 1] == "-1"))
+      return a + " " + command[i + 1];
+  }
+  return "";
 }
 
 Result<VerifyResult> Verify(const VerifyOptions& o, Io& io) {
@@ -89,8 +123,14 @@ Result<VerifyResult> Verify(const VerifyOptions& o, Io& io) {
   for (const auto* side : {&*a, &*b}) {
     if (side->outcome == bundle::OutcomeKind::kFinished) continue;
     const char* which = side == &*a ? "the original" : "the fixed project";
-    r.summary = std::string("not verified: ") + which + " did not finish (" +
-                ToString(side->outcome) + (side->reason.empty() ? "" : ": " + side->reason) + ")";
+    if (side->outcome == bundle::OutcomeKind::kTracerError) {
+      // Ours, not the project's: neither side says anything about the edit.
+      r.summary = std::string("not verified: dualtrack's tracer failed while running ") + which +
+                  " (" + side->reason + ")";
+    } else {
+      r.summary = std::string("not verified: ") + which + " did not finish (" +
+                  ToString(side->outcome) + (side->reason.empty() ? "" : ": " + side->reason) + ")";
+    }
     if (!side->stderr_tail.empty()) r.summary += "\n" + side->stderr_tail;
     return r;
   }

@@ -36,6 +36,12 @@ struct VerifyResult {
 // a result (not verified), with the failing side's stderr tail in the summary.
 Result<VerifyResult> Verify(const VerifyOptions& options, Io& io);
 
+// The argument of a verify command that pins the device, as written (`--device cpu`,
+// `--device=cuda:0`, `device=cpu` of a configurator, `--cpu`, `--no-cuda`); empty when none does.
+// A pinned device never runs the device choice the fix rewrote, so `verified` then speaks only
+// for the other edits.
+std::string PinnedDevice(const std::vector<std::string>& command);
+
 // The project at `root` under `dest`: folders holding a fixed file are made and the fixed files
 // written; every other file and folder is a symbolic link to the original (data stays where it
 // is). `.git` is left out.

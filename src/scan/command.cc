@@ -98,8 +98,9 @@ void DeclareScanOptions(CLI::App& app, ScanArgs& a) {
       "  dualtrack scan . --write-baseline .dualtrack-findings.json   # adopt: accept today's\n"
       "  dualtrack scan . --baseline .dualtrack-findings.json         # CI: fail on new ones\n"
       "  dualtrack scan . --select DT2,DT3 --format junit -o dualtrack.xml\n"
-      "Suppress one line with `# dualtrack: ignore[DT101]` or `# noqa: DT101`; unknown and unused "
-      "suppressions are reported. CI recipe: docs/ci.md.\n"
+      "Suppress one line with `# dualtrack: ignore[DT101]` or `# noqa: DT101`; a bare `# noqa` "
+      "suppresses every code on its line, `# noqa: E501` none. Unknown and unused suppressions "
+      "are reported. CI recipe: docs/ci.md.\n"
       "Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or input "
       "error (a missing path, an unknown rule code or config key, a bad baseline, nothing "
       "scanned).");

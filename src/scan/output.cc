@@ -863,6 +863,11 @@ std::string RuleMarkdown(const Rule& r, const Registry& reg) {
               "rewritten code does what the original did (`fix --verify` proves it on the CPU).\n"
             : "\n## Automatic fix (unsafe)\n\n`dualtrack fix --unsafe-fixes` rewrites it; results "
               "may change, so check them (`fix --verify` shows whether they do).\n";
+    if (r.severity == Severity::kPortable) {
+      out +=
+          "\nThe line runs unchanged without CUDA, so plain `fix` leaves it as written: "
+          "`dualtrack fix --all` rewrites portable lines too.\n";
+    }
     out += fmt::format(
         "\nBefore:\n\n```python\n{}```\n\nAfter (the changed line):\n\n```python\n{}\n```\n",
         r.fix_before, r.fix_after);

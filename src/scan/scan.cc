@@ -1762,8 +1762,10 @@ void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
         // FollowCalls may have found the function holding it never called.
         f.reachable = reach.reachable.count(items[i].rel) > 0 && f.reachable.value_or(true);
         if (!reach.reached_by.empty()) {
+          // Entries that reach the file, but none reach a finding that is off every path (a
+          // function no entry calls, an overridden default): reached_by > 0 means reachable.
           auto it = reach.reached_by.find(items[i].rel);
-          f.reached_by = it == reach.reached_by.end() ? 0 : it->second;
+          f.reached_by = it == reach.reached_by.end() || !*f.reachable ? 0 : it->second;
         }
         // Reached only through imports behind a CUDA check (`if x.is_cuda: from .triton_ops
         // import ...`): on these entries' paths the module runs only with CUDA.

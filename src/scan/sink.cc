@@ -48,6 +48,17 @@ void AddCode(std::string_view code, Suppression& out) {
     out.codes.push_back(std::move(c));
 }
 
+// Whether the `noqa` at `p` (no codes after it) is a marker: it opens a comment (`# noqa`,
+// `//noqa`, `/* noqa`) and ends the word. A bare one drops every finding on its line, so a `noqa`
+// inside prose, a name or `# flake8: noqa` (a whole-file marker of flake8's) must not count.
+bool IsBareNoqa(std::string_view s, std::size_t p) {
+  std::size_t e = p + 4;
+  if (e < s.size() && (Alpha(s[e]) || Digit(s[e]) || s[e] == '_')) return false;
+  while (p > 0 && (s[p - 1] == ' ' || s[p - 1] == '\t')) --p;
+  return p > 0 &&
+         (s[p - 1] == '#' || (p > 1 && s[p - 2] == '/' && (s[p - 1] == '/' || s[p - 1] == '*')));
+}
+
 }  // namespace
 
 std::optional<Suppression> ParseSuppression(std::string_view text) {
@@ -81,22 +92,34 @@ std::optional<Suppression> ParseSuppression(std::string_view text) {
     if (!any) s.all = true;  // `ignore[]` reads as a bare marker.
     break;
   }
-  // ruff style: `noqa: DT101, E501` (the DT codes only); a bare `noqa` suppresses nothing here.
+  // ruff style: `noqa: DT101, E501` (the DT codes only); `noqa: E501` is another tool's.
+  bool bare_noqa = false;
   for (std::size_t p = FindFolded(text, "noqa"); p != std::string_view::npos;
        p = FindFolded(text, "noqa", p + 1)) {
     std::size_t q = SkipBlanks(text, p + 4);
-    if (q >= text.size() || text[q] != ':') continue;
-    q = SkipBlanks(text, q + 1);
-    while (true) {
-      std::string_view code = CodeAt(text, q);
-      if (code.empty()) break;
-      if (code.size() > 2 && Fold(code[0]) == 'd' && Fold(code[1]) == 't' && Digit(code[2])) {
-        AddCode(code, s);
-        found = true;
+    bool codes = false;
+    if (q < text.size() && text[q] == ':') {
+      q = SkipBlanks(text, q + 1);
+      while (true) {
+        std::string_view code = CodeAt(text, q);
+        if (code.empty()) break;
+        codes = true;
+        if (code.size() > 2 && Fold(code[0]) == 'd' && Fold(code[1]) == 't' && Digit(code[2])) {
+          AddCode(code, s);
+          found = true;
+        }
+        q = SkipBlanks(text, q + code.size());
+        if (q < text.size() && text[q] == ',') q = SkipBlanks(text, q + 1);
       }
-      q = SkipBlanks(text, q + code.size());
-      if (q < text.size() && text[q] == ',') q = SkipBlanks(text, q + 1);
     }
+    if (!codes && IsBareNoqa(text, p)) bare_noqa = true;
+  }
+  // A bare `noqa` (flake8's and ruff's "everything on this line") covers our codes too, unless
+  // the line names its dualtrack codes: `# noqa  dualtrack: ignore[DT101]` means DT101 only.
+  if (!found && bare_noqa) {
+    s.all = true;
+    s.bare_noqa = true;
+    found = true;
   }
   if (!found) return std::nullopt;
   return s;
@@ -250,7 +273,8 @@ void FindingSink::CheckSuppressions(std::vector<SuppressionProblem>& out) {
       out.push_back(SuppressionProblem{rel_, line, std::move(code), what});
     };
     if (sup->all) {
-      if (!used(kAllItems)) problem("", "unused");
+      // A bare `noqa` is mostly for other linters: one that drops none of ours is not stale.
+      if (!used(kAllItems) && !sup->bare_noqa) problem("", "unused");
       continue;
     }
     for (std::size_t i = 0; i < sup->codes.size(); ++i) {

@@ -108,9 +108,12 @@ class FindingSink {
 
 // A suppression comment: a bare `dualtrack: ignore` covers every code; otherwise the codes or
 // code prefixes listed, upper-cased ("DT101", "DT4"), from `dualtrack: ignore[...]` and from
-// ruff-style `noqa: DT101, E501` (only the DT codes; a bare `noqa` is not ours).
+// ruff-style `noqa: DT101, E501` (only the DT codes; `noqa: E501` alone is not ours). A bare
+// `noqa` (or `noqa:` with no codes) covers every code, as in flake8 and ruff, unless the line
+// names DT codes.
 struct Suppression {
   bool all = false;
+  bool bare_noqa = false;  // `all` comes from a bare `noqa`: never reported unused.
   std::vector<std::string> codes;
 };
 inline constexpr std::size_t kAllItems = ~std::size_t{0};

@@ -20,14 +20,32 @@ TEST(ScanSuppressionTest, FormsPeopleWrite) {
         "x.cuda()  # dualtrack: ignore[dt101]", "x.cuda()  # noqa: DT101",
         "x.cuda()  # noqa:E501,DT101", "x.cuda()  # NOQA: e501, dt1",
         "x.cuda();  // Dualtrack: Ignore [ DT101 ]",
-        "x.cuda(); /* dualtrack: ignore[DT102, DT101] */"}) {
+        "x.cuda(); /* dualtrack: ignore[DT102, DT101] */",
+        // A bare noqa covers every code, as in flake8 and ruff.
+        "x.cuda()  # noqa", "x.cuda()  #NOQA", "x.cuda()  # noqa:", "x.cuda()  # noqa: ,",
+        "x.cuda()  # noqa E501 (flake8 reads this as bare)", "x.cuda()  # type: ignore  # noqa",
+        "x.cuda();  // noqa", "x.cuda(); /* noqa */"}) {
     EXPECT_TRUE(IsSuppressed(line, "DT101")) << line;
   }
-  for (const char* line : {"x.cuda()  # noqa", "x.cuda()  # noqa: E501", "x.cuda()  # dualtrack",
-                           "x.cuda()  # dualtrack: ignore[DT102]", "x.cuda()  # ignore[DT101]",
-                           "x.cuda()  # dualtrack: ignored later"}) {
+  for (const char* line :
+       {"x.cuda()  # noqa: E501", "x.cuda()  # noqa:E501,W291", "x.cuda()  # dualtrack",
+        "x.cuda()  # dualtrack: ignore[DT102]", "x.cuda()  # ignore[DT101]",
+        "x.cuda()  # dualtrack: ignored later", "x.cuda()  # noqa: DT102, E501",
+        // Codes named for dualtrack scope the line, even beside a bare noqa.
+        "x.cuda()  # noqa  dualtrack: ignore[DT102]",
+        // Not a marker: prose, names, flake8's whole-file form.
+        "x.cuda()  # see noqa", "noqa_lines = x.cuda()", "x.cuda()  # noqaish",
+        "x.cuda()  # flake8: noqa"}) {
     EXPECT_FALSE(IsSuppressed(line, "DT101")) << line;
   }
+  EXPECT_TRUE(IsSuppressed("x.cuda()  # noqa: DT101, E501", "DT101"));
+  EXPECT_FALSE(IsSuppressed("x.cuda()  # noqa: DT101, E501", "DT102"));
+  auto bare = ParseSuppression("x.cuda()  # noqa");
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_TRUE(bare->all && bare->bare_noqa);
+  auto ours = ParseSuppression("x.cuda()  # noqa  dualtrack: ignore");
+  ASSERT_TRUE(ours.has_value());
+  EXPECT_TRUE(ours->all && !ours->bare_noqa);
   auto s = ParseSuppression("# noqa: DT101 dualtrack: ignore[dt4]");
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->codes, (std::vector<std::string>{"DT4", "DT101"}));
@@ -40,7 +58,8 @@ TEST(ScanSuppressionTest, UnknownAndUnusedAreReported) {
       "numpy  # dualtrack: ignore[DT403]\n"         // unused
       "xformers  # noqa: DT999, DT403\n"            // unknown + used
       "# dualtrack: ignore\n"                       // unused (a comment line suppresses nothing)
-      "scipy  # noqa\n";                            // not ours
+      "scipy  # noqa\n"                             // bare, drops none of ours: not reported
+      "flash-attn  # noqa\n";                       // bare, used
   std::vector<Finding> out;
   FindingSink sink(Reg(), "requirements.txt", src, out);
   ScanRequirements(src, sink);

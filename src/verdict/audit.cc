@@ -1,6 +1,7 @@
 #include "verdict/audit.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <cctype>
 #include <map>
@@ -134,6 +135,7 @@ CoverageEvidence FromCoverage(const coverage::CoverageReport& r) {
     x.count = op.count;
     if (op.location) x.location = {op.location->file, op.location->line, std::nullopt};
     x.native_since = op.native_since;
+    x.mps_op = op.mps_op;
     c.ops.push_back(std::move(x));
   }
   c.upgrade_version = r.upgrade_version;
@@ -172,6 +174,8 @@ void RunExperiment(const AuditOptions& options, const fs::path& project, const E
   std::ostringstream run_out, run_err;
   Io run_io{run_out, run_err};
   Result<bundle::RunOutcome> outcome = MakeError(ErrorCode::kInternal, "not run");
+  // The run is the slow stage: say what runs before it starts (a terminal shows it at once).
+  log << fmt::format("{}: run: started: {}\n", exp.name, fmt::join(ro.command, " ")) << std::flush;
   {
     // The task runs from the project root, as its author runs it, so that the file paths in the
     // trace are relative to the same root as the scan's.
@@ -257,6 +261,7 @@ std::optional<EnvEvidence> DiagnoseHost(const AuditOptions& options, std::ostrea
                                         std::string& problem) {
   env::EnvOptions eo;
   eo.python = options.python;
+  log << "env: started: diagnosing this host\n" << std::flush;
   auto report = env::DiagnoseSystem(eo);
   if (report.ok()) {
     log << "env: done\n";

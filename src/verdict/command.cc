@@ -1,7 +1,9 @@
 // Entry points of `dualtrack report` and `dualtrack audit`.
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <cctype>
+#include <functional>
 #include <sstream>
 #include <system_error>
 
@@ -12,6 +14,7 @@
 #include "util/strings.h"
 #include "verdict/audit.h"
 #include "verdict/evidence.h"
+#include "verdict/project_page.h"
 #include "verdict/render.h"
 #include "verdict/verdict.h"
 
@@ -53,15 +56,26 @@ ExitCode ExitFor(const Report& report, const std::string& fail_on) {
   return rank(report.verdict) <= rank(threshold) ? ExitCode::kFindings : ExitCode::kOk;
 }
 
-// report.html for the first experiment, report.<experiment>.html for the others (and .md, .json
-// beside each); every report carries the table of all experiments.
-Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs::path& html) {
+// The project's folder name for page titles: never "." or "".
+std::string ProjectName(const fs::path& project) {
+  std::error_code ec;
+  fs::path p = fs::absolute(project, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().empty() ? project.string() : p.filename().string();
+}
+
+// One experiment: its report is report.html (and .md, .json beside it). Several: report.html is
+// the project's page (the worst verdict and the table of experiments), and each experiment's full
+// report is report.<experiment>.html, linked from it by a relative name, so a copied or shared
+// folder keeps working.
+Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs::path& html,
+                                                   const fs::path& project) {
+  const bool paged = result.experiments.size() > 1;
   std::vector<fs::path> htmls;
   std::vector<ExperimentRow> rows;
-  for (std::size_t i = 0; i < result.experiments.size(); ++i) {
-    const ExperimentVerdict& e = result.experiments[i];
+  for (const ExperimentVerdict& e : result.experiments) {
     fs::path h = html;
-    if (i > 0) {
+    if (paged) {
       std::string safe = e.experiment.name;
       for (char& c : safe) {
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) c = '_';
@@ -83,19 +97,37 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
     }
   }
   std::vector<std::string> files;
-  for (std::size_t i = 0; i < result.experiments.size(); ++i) {
-    Report& report = result.experiments[i].report;
-    report.experiments = rows;
-    fs::path md = htmls[i], json = htmls[i];
+  auto write_three = [&](const fs::path& h,
+                         const std::function<void(const std::string&, std::ostream&)>& render) {
+    fs::path md = h, json = h;
     md.replace_extension(".md");
     json.replace_extension(".json");
     for (const auto& [path, format] :
-         {std::pair{htmls[i], "html"}, std::pair{md, "md"}, std::pair{json, "json"}}) {
+         {std::pair{h, "html"}, std::pair{md, "md"}, std::pair{json, "json"}}) {
       const std::string f = format;  // Clang 14 lambdas cannot capture a structured binding.
-      auto write = [&](std::ostream& out) { Render(report, f, out); };
-      if (auto s = WriteFileAtomic(path, write); !s.ok()) return s.take_error();
+      auto write = [&](std::ostream& out) { render(f, out); };
+      if (auto s = WriteFileAtomic(path, write); !s.ok()) return s;
       files.push_back(path.string());
     }
+    return OkStatus();
+  };
+  if (paged) {
+    const ProjectPage page{ProjectName(project), rows};
+    auto st = write_three(html, [&](const std::string& f, std::ostream& out) {
+      if (f == "html") out << RenderProjectHtml(page);
+      if (f == "md") out << RenderProjectMarkdown(page);
+      if (f == "json") out << ProjectJson(page).dump(2) << "\n";
+    });
+    if (!st.ok()) return st.take_error();
+  }
+  for (std::size_t i = 0; i < result.experiments.size(); ++i) {
+    Report& report = result.experiments[i].report;
+    report.experiments = rows;
+    if (paged) report.project_page = html.filename().string();
+    report.report_dir = html.has_parent_path() ? html.parent_path().string() : ".";
+    auto st = write_three(htmls[i],
+                          [&](const std::string& f, std::ostream& out) { Render(report, f, out); });
+    if (!st.ok()) return st.take_error();
   }
   return files;
 }
@@ -249,7 +281,7 @@ OutputGuard EvidenceGuard(const ReportArgs& a) {
 }
 
 // Markdown on stdout by default; else the -o file in the format --format or its extension names.
-Result<ExitCode> WriteReport(const Report& report, const ReportArgs& a, Io& io) {
+Result<ExitCode> WriteReport(Report report, const ReportArgs& a, Io& io) {
   if (a.output.empty() || a.output == "-") {
     auto f = a.format.empty() ? Result<std::string>(std::string("md")) : FormatFor("", a.format);
     if (!f.ok()) return f.take_error();
@@ -258,6 +290,16 @@ Result<ExitCode> WriteReport(const Report& report, const ReportArgs& a, Io& io) 
   }
   auto f = FormatFor(a.output, a.format);
   if (!f.ok()) return f.take_error();
+  const fs::path out_path(a.output);
+  if (out_path.has_parent_path()) {  // As audit does: `-o newdir/report.html` makes newdir.
+    std::error_code ec;
+    fs::create_directories(out_path.parent_path(), ec);
+    if (ec) {
+      return MakeError(ErrorCode::kIo, "cannot create the directory: " + ec.message(),
+                       out_path.parent_path().string());
+    }
+  }
+  report.report_dir = out_path.has_parent_path() ? out_path.parent_path().string() : ".";
   auto write = [&](std::ostream& out) { Render(report, *f, out); };
   if (auto s = WriteFileAtomic(a.output, write, EvidenceGuard(a)); !s.ok()) {
     return s.take_error();
@@ -345,8 +387,8 @@ void PrintRunProblems(const AuditResult& result, Io& io) {
   for (const RunProblem& p : result.run_problems) {
     io.err << fmt::format("dualtrack audit: experiment {}: the run {}: {}\n", p.experiment,
                           p.outcome == bundle::OutcomeKind::kCouldNotStart
-                              ? "could not start"
-                              : bundle::ToString(p.outcome),
+                              ? std::string("could not start")
+                              : std::string("ended ") + bundle::ToString(p.outcome),
                           p.reason);
     if (!p.stderr_tail.empty()) {
       io.err << "--- last lines of the script's stderr ---\n" << p.stderr_tail << "\n---\n";
@@ -403,17 +445,20 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
   auto html = HtmlReportPath(a.output);
   if (!html.ok()) return html.take_error();
 
-  std::ostringstream log;
+  // On a terminal each stage shows as it starts and ends (a run takes a while); piped, the log
+  // comes in one piece after the work.
+  std::ostringstream buffered;
+  std::ostream& log = io.err_is_tty ? io.err : buffered;
   auto result = RunAudit(opts, log);
   if (!result.ok()) return result.take_error();
   if (result->interrupted) {
-    io.err << log.str() << "dualtrack audit: interrupted; no report written\n";
+    io.err << buffered.str() << "dualtrack audit: interrupted; no report written\n";
     return ExitCode::kInterrupted;
   }
-  auto written = WriteAuditReports(*result, *html);
+  auto written = WriteAuditReports(*result, *html, opts.project);
   if (!written.ok()) return written.take_error();
 
-  io.err << log.str();
+  io.err << buffered.str();
   PrintRunProblems(*result, io);
   if (a.format == "json") {
     io.out << AuditJson(*result).dump(2) << "\n";

@@ -392,6 +392,7 @@ Result<CoverageEvidence> ParseCoverage(const json& doc, const std::string& sourc
     op.count = r.Int(ops[i], "count", w);
     op.location = r.Loc(ops[i], "location", w);
     op.native_since = r.OptStr(ops[i], "native_since", w);
+    op.mps_op = r.OptStr(ops[i], "mps_op", w).value_or("");
     c.ops.push_back(std::move(op));
   }
   const json& upgrade = r.Obj(doc, "upgrade", "");

@@ -211,6 +211,7 @@ struct CoverageOp {
   std::int64_t count = 0;
   Location location;
   std::optional<std::string> native_since;
+  std::string mps_op;  // The kernel MPS runs instead of a traced backend variant; empty if none.
 };
 
 struct CoverageEvidence {

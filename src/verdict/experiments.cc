@@ -245,14 +245,21 @@ void ConsoleScripts(const fs::path& project, std::vector<std::string>& found) {
   }
 }
 
-// Scripts named in the README's commands.
-void ReadmeScripts(const fs::path& project, std::vector<std::string>& found) {
+// Whether a top-level file is documentation whose commands tell how the project is run: the
+// README, and the other guides projects keep beside it (PRETRAIN.md, GETTING_STARTED.md, ...).
+bool IsTopLevelDoc(const std::string& lower_name) {
+  return StartsWith(lower_name, "readme") || EndsWith(lower_name, ".md") ||
+         EndsWith(lower_name, ".markdown") || EndsWith(lower_name, ".rst");
+}
+
+// Scripts named in the commands of the top-level documentation.
+void DocScripts(const fs::path& project, std::vector<std::string>& found) {
   std::error_code ec;
   static const std::regex kCommand(
       "(?:python[0-9.]*|torchrun|accelerate\\s+launch|deepspeed)\\b[^\\n`]*?([\\w./-]+\\.py)\\b");
   for (const auto& entry : fs::directory_iterator(project, ec)) {
     const std::string name = Lower(entry.path().filename().string());
-    if (!StartsWith(name, "readme") || !entry.is_regular_file(ec)) continue;
+    if (!IsTopLevelDoc(name) || !entry.is_regular_file(ec)) continue;
     const std::string text = ReadSmall(entry.path());
     for (std::sregex_iterator it(text.begin(), text.end(), kCommand), end; it != end; ++it) {
       if (std::string rel = ProjectFile(project, (*it)[1].str()); !rel.empty())
@@ -279,18 +286,34 @@ void NamedScripts(const fs::path& project, std::vector<std::string>& found) {
   }
 }
 
+// A script that fetches or prepares data (data/openwebtext/prepare.py, download_weights.py): run
+// once before the experiments, never itself one unless the project declares it.
+bool IsDataPreparation(const std::string& rel) {
+  const fs::path p(rel);
+  for (const fs::path& part : p.parent_path()) {
+    const std::string dir = Lower(part.string());
+    if (dir == "data" || dir == "dataset" || dir == "datasets" || dir == "data_utils") return true;
+  }
+  const std::string stem = Lower(p.stem().string());
+  for (const char* prefix : {"prepare", "download", "preprocess", "make_data", "build_data",
+                             "create_data", "convert", "fetch"}) {
+    if (StartsWith(stem, prefix)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> PickEntries(const fs::path& project) {
   std::vector<std::string> found;
   ConsoleScripts(project, found);
-  ReadmeScripts(project, found);
+  DocScripts(project, found);
   NamedScripts(project, found);
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const std::string& rel : found) {
     if (!seen.insert(rel).second) continue;
-    if (IsTestFile(rel, ReadSmall(project / rel))) continue;
+    if (IsTestFile(rel, ReadSmall(project / rel)) || IsDataPreparation(rel)) continue;
     out.push_back(rel);
   }
   std::sort(out.begin(), out.end());

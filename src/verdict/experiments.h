@@ -36,9 +36,11 @@ Result<ProjectConfig> ReadProjectConfig(const std::filesystem::path& project);
 bool IsTestFile(const std::string& rel, const std::string& text = {});
 
 // The entry points a user would run, relative to the project: console scripts of pyproject.toml
-// and setup.py, .py files named in README commands (python X.py, torchrun X.py, ...), and
-// top-level train*.py, *infer*, demo*, generate*, predict*, eval* scripts with a __main__ block;
-// never test files. Sorted, no duplicates.
+// and setup.py, .py files named in the commands of the top-level documentation (README, and
+// guides such as PRETRAIN.md: python X.py, torchrun X.py, ...), and top-level train*.py, *infer*,
+// demo*, generate*, predict*, eval* scripts with a __main__ block; never test files, and never
+// data preparation (a script under data/ or datasets/, prepare*, download*, preprocess*, ...),
+// which a project may still declare as an experiment. Sorted, no duplicates.
 std::vector<std::string> PickEntries(const std::filesystem::path& project);
 
 // The script a run line starts ("train.py" for "python3 train.py --steps 2"); empty when none.

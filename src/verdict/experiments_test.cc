@@ -114,6 +114,23 @@ TEST(VerdictExperimentsTest, PicksWhatAUserWouldRun) {
                                       "tools/finetune.py", "train.py", "train_lora.py"}));
 }
 
+TEST(VerdictExperimentsTest, CommandsOfEveryTopLevelGuideButNoDataPreparation) {
+  Project p;
+  p.Write("main_pretrain.py", kMain);
+  p.Write("main_finetune.py", kMain);
+  p.Write("util/misc.py", kMain);
+  p.Write("data/openwebtext/prepare.py", kMain);
+  p.Write("download_weights.py", kMain);
+  p.Write("PRETRAIN.md",
+          "```\npython submitit_pretrain.py\npython main_pretrain.py --bs 64\n```\n");
+  p.Write("FINETUNE.md", "torchrun --nproc_per_node=8 main_finetune.py --eval\n");
+  p.Write("README.md",
+          "First `python data/openwebtext/prepare.py`, then `python download_weights.py`.\n");
+  p.Write("docs/GUIDE.md", "python util/misc.py\n");  // Not top-level: not read.
+  EXPECT_EQ(PickEntries(p.dir()),
+            (std::vector<std::string>{"main_finetune.py", "main_pretrain.py"}));
+}
+
 TEST(VerdictExperimentsTest, RunGoesToTheExperimentItStarts) {
   Project p;
   p.Write("train.py", kMain);

@@ -237,9 +237,11 @@ TEST(VerdictFieldTest, ARunThatCouldNotStartIsMissingEvidenceNotCuda) {
   EXPECT_EQ(r.verdict, Verdict::kDevOnly);
 }
 
-TEST(VerdictFieldTest, InterruptedAndTimedOutRunsAreMissingToo) {
+TEST(VerdictFieldTest, InterruptedTimedOutAndTracerErrorRunsAreMissingToo) {
+  // A run the tracer broke says nothing about the project: never a measured cuda-only.
   for (bundle::OutcomeKind outcome :
-       {bundle::OutcomeKind::kInterrupted, bundle::OutcomeKind::kTimedOut}) {
+       {bundle::OutcomeKind::kInterrupted, bundle::OutcomeKind::kTimedOut,
+        bundle::OutcomeKind::kTracerError}) {
     Evidence ev = WithScan({}, "train.py");
     Track t = CpuTrack({"train.py"}, outcome);
     t.status = bundle::RunStatus::kKilled;

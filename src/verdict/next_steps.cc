@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <algorithm>
 #include <cctype>
@@ -110,10 +111,7 @@ void StopSteps(const std::vector<RuleResult>& stops, StepBuilder& b) {
               fmt::format("Fix the error that stopped the track{}: {}", At(e.location), e.text),
               e.location);
       } else if (r.id == StopId::kOutsideTolerance) {
-        b.Add(3, ToString(r.id),
-              "Find where the results drift (" + e.text +
-                  "): compare intermediate captures, rerun without the CPU fallback",
-              {});
+        continue;  // One step for all of them, below.
       } else if (r.id == StopId::kBlockerOnPath) {
         // One step per construct and file: the first line (the import, build or definition)
         // leads; the calls below it in the same file fold under it.
@@ -128,6 +126,19 @@ void StopSteps(const std::vector<RuleResult>& stops, StepBuilder& b) {
         b.Add(3, ToString(r.id), fmt::format("Remove or replace {}{}", e.text, At(e.location)),
               e.location);
       }
+    }
+    if (r.id == StopId::kOutsideTolerance && !r.evidence.empty()) {
+      // One step, however many tensors drift: the search is the same for all of them.
+      std::vector<std::string> named;
+      for (std::size_t i = 0; i < r.evidence.size() && i < 3; ++i)
+        named.push_back(r.evidence[i].text);
+      const std::size_t more = r.evidence.size() - named.size();
+      b.Add(3, ToString(r.id),
+            fmt::format("Find where the results drift ({}{}): compare intermediate captures, "
+                        "rerun without the CPU fallback",
+                        fmt::join(named, "; "),
+                        more > 0 ? fmt::format("; and {} more", more) : std::string()),
+            {});
     }
   }
 }
@@ -275,7 +286,13 @@ std::string MacRunCommand(const Evidence& ev) {
       }
     }
   }
-  if (words.empty()) return "python <entry script> --device mps";
+  if (words.empty() && !ev.entry.empty()) e.entry = ev.entry;
+  if (words.empty()) {
+    // Nothing says how the project runs: say so, rather than a command with a placeholder.
+    const std::string named = MacCommand(e);
+    return named.empty() ? "the project's training script (no entry is named: pass --entry)"
+                         : named;
+  }
   std::string line;
   for (const std::string& w : words) line += (line.empty() ? "" : " ") + w;
   e.run = line;
@@ -290,6 +307,13 @@ std::vector<NextStep> NextSteps(const Evidence& ev, const Facts& facts, const Re
   OperatorSteps(ev, rep.stops, b);
   EvidenceSteps(ev, rep.checklist, b);
   return b.Finish();
+}
+
+// Whether an MPS track was run and compared within tolerance: only then is the Mac "measured".
+bool MpsComparedWithinTolerance(const Evidence& ev, const std::vector<RuleResult>& stops) {
+  if (FindStop(stops, StopId::kOutsideTolerance).state != RuleState::kClear) return false;
+  return std::any_of(ev.tracks.begin(), ev.tracks.end(),
+                     [](const Track& t) { return t.device == "mps"; });
 }
 
 std::vector<PlanItem> Plan(const Evidence& ev, const Facts& facts, const Report& rep) {
@@ -316,7 +340,7 @@ std::vector<PlanItem> Plan(const Evidence& ev, const Facts& facts, const Report&
          "The designated experiments" + (designated.empty() ? "" : ": " + designated) +
              (edits > 0 ? fmt::format(", after {} ({} automatic edit(s))", FixCommand(ev), edits)
                         : std::string()),
-         rep.level == EvidenceLevel::kMeasured
+         MpsComparedWithinTolerance(ev, stops)
              ? "measured on MPS within tolerance, same commit, data slice and seed"
              : "nothing on the path stands in the way; measure the MPS run against the baseline"});
   } else if (verdict == Verdict::kDevOnly) {
@@ -340,8 +364,16 @@ std::vector<PlanItem> Plan(const Evidence& ev, const Facts& facts, const Report&
                         : "the Mac track is not measured against the baseline"});
   }
   if (!stopping.empty()) {
-    plan.push_back(
-        {Place::kLinuxGpu, "Anything that runs " + PlaceList(stopping), "stop condition"});
+    // The subject is where the stop conditions are; a stop without a place (a drifting tensor, a
+    // run that failed) is named by its condition.
+    std::string where = PlaceList(stopping);
+    if (where.empty()) {
+      std::vector<std::string> titles;
+      for (const RuleResult& r : stops)
+        if (r.state == RuleState::kHolds) titles.push_back(r.title);
+      where = fmt::format("the code behind: {}", fmt::join(titles, "; "));
+    }
+    plan.push_back({Place::kLinuxGpu, "Anything that runs " + where, "stop condition"});
   }
   std::vector<EvidenceItem> multi = FindStop(stops, StopId::kMultiGpu).notes;
   if (!multi.empty()) {

@@ -1,6 +1,7 @@
 #include "verdict/render.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <algorithm>
 #include <array>
@@ -464,6 +465,12 @@ footer { margin-top: 32px; font-size: 12px; color: var(--muted); }
   nav.toc { break-after: avoid; } .scroll { overflow: visible; } }
 )css";
 
+}  // namespace
+
+const char* ReportCss() { return kCss; }
+
+namespace {
+
 std::string StatusSpan(std::string_view status) {
   return fmt::format("<span class=\"st {}\">{}</span>", HtmlEscape(status), HtmlEscape(status));
 }
@@ -680,8 +687,13 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
          << ToString(e.verdict) << "** | " << ToString(e.level) << " | " << EscapeMarkdown(e.reason)
          << " | " << EscapeMarkdown(e.report) << " |\n";
     }
-    os << "\nThe report below is for the experiment **" << EscapeMarkdown(ev.experiment)
-       << "**.\n\n";
+    os << "\nThe report below is for the experiment **" << EscapeMarkdown(ev.experiment) << "**";
+    if (!r.project_page.empty()) {
+      std::string md = r.project_page;
+      md = md.substr(0, md.rfind('.')) + ".md";
+      os << "; the project's page: [" << EscapeMarkdown(md) << "](" << md << ")";
+    }
+    os << ".\n\n";
   }
   os << "# dualtrack report: **" << ToString(r.verdict) << "**"
      << EscapeMarkdown(VerdictWords(r).substr(std::string_view(ToString(r.verdict)).size())) << " ("
@@ -781,19 +793,94 @@ void MarkdownComparisons(std::ostringstream& os, const Report& r) {
   }
 }
 
+std::string CoverageState(const CoverageOp& op) {
+  if (op.cls == coverage::OpClass::kAbsent) return "unknown";
+  if (coverage::RunsOnMps(op.cls) && op.dtype_issues.empty()) return "clear";
+  return "holds";
+}
+// The traced operators as a reader wants them: one row per operator (its overloads merged: the
+// counts added, the dtypes and issues joined), the most severe first as traced.
+std::vector<CoverageOp> MergedOps(const std::vector<CoverageOp>& ops) {
+  std::vector<CoverageOp> rows;
+  std::map<std::string, std::size_t> at;
+  for (const CoverageOp& op : ops) {
+    auto [it, fresh] = at.emplace(op.op, rows.size());
+    if (fresh) {
+      rows.push_back(op);
+      continue;
+    }
+    CoverageOp& row = rows[it->second];
+    row.count += op.count;
+    for (const std::string& d : op.dtypes)
+      if (std::find(row.dtypes.begin(), row.dtypes.end(), d) == row.dtypes.end())
+        row.dtypes.push_back(d);
+    for (const std::string& d : op.dtype_issues)
+      if (std::find(row.dtype_issues.begin(), row.dtype_issues.end(), d) == row.dtype_issues.end())
+        row.dtype_issues.push_back(d);
+    if (CoverageState(row) == "clear" && CoverageState(op) != "clear") row.cls = op.cls;
+  }
+  return rows;
+}
+
+// "71 operators, all with an MPS kernel" or "71 operators: 68 with an MPS kernel, 2 fall back
+// to the CPU, 1 fails on MPS".
+std::string CoverageSentence(const std::vector<CoverageOp>& rows) {
+  std::size_t ok = 0, fallback = 0, failing = 0, unknown = 0;
+  for (const CoverageOp& op : rows) {
+    const std::string st = CoverageState(op);
+    if (st == "clear")
+      ++ok;
+    else if (st == "unknown")
+      ++unknown;
+    else if (coverage::FallsBackToCpu(op.cls) && op.dtype_issues.empty())
+      ++fallback;
+    else
+      ++failing;
+  }
+  if (ok == rows.size()) return fmt::format("{} operators, all with an MPS kernel", rows.size());
+  std::vector<std::string> parts;
+  if (ok > 0) parts.push_back(fmt::format("{} with an MPS kernel", ok));
+  if (fallback > 0)
+    parts.push_back(fmt::format("{} fall{} back to the CPU", fallback, fallback == 1 ? "s" : ""));
+  if (failing > 0)
+    parts.push_back(fmt::format("{} fail{} on MPS", failing, failing == 1 ? "s" : ""));
+  if (unknown > 0) parts.push_back(fmt::format("{} unknown to this torch release", unknown));
+  return fmt::format("{} operators: {}", rows.size(), fmt::join(parts, ", "));
+}
+
+// The operator as traced, and the kernel MPS runs instead when the traced one is another
+// backend's variant (a CPU flash-attention kernel is not an MPS kernel).
+std::string OpName(const CoverageOp& op) {
+  return op.mps_op.empty() ? op.op : op.op + " (on MPS: " + op.mps_op + ")";
+}
+
 // Operator coverage on MPS and the scan findings.
 void MarkdownCoverageAndFindings(std::ostringstream& os, const Report& r) {
   const Evidence& ev = r.evidence;
   if (ev.coverage) {
+    const std::vector<CoverageOp> rows = MergedOps(ev.coverage->ops);
     os << "\n## Operator coverage on MPS\n\n"
-       << ToString(ev.coverage->evidence) << " for torch " << EscapeMarkdown(ev.coverage->torch)
-       << "\n\n| operator | class | dtypes | issues | count | called at |\n"
-          "|---|---|---|---|---|---|\n";
-    for (const CoverageOp& op : ev.coverage->ops) {
-      os << "| " << CodeCell(op.op) << " | " << coverage::OpClassName(op.cls) << " | "
+       << CoverageSentence(rows) << " (" << ToString(ev.coverage->evidence) << " for torch "
+       << EscapeMarkdown(ev.coverage->torch) << ").\n";
+    std::vector<std::string> native;
+    for (const CoverageOp& op : rows)
+      if (CoverageState(op) == "clear") native.push_back(CodeCell(OpName(op)));
+    const bool all_native = native.size() == rows.size();
+    if (!all_native) {
+      os << "\n| operator | class | dtypes | issues | count | called at |\n"
+            "|---|---|---|---|---|---|\n";
+    }
+    for (const CoverageOp& op : rows) {
+      if (CoverageState(op) == "clear") continue;
+      os << "| " << CodeCell(OpName(op)) << " | " << coverage::OpClassName(op.cls) << " | "
          << EscapeMarkdown(fmt::format("{}", fmt::join(op.dtypes, ", "))) << " | "
          << EscapeMarkdown(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << " | " << op.count
          << " | " << (Where(op.location).empty() ? "" : CodeCell(Where(op.location))) << " |\n";
+    }
+    if (!native.empty()) {
+      os << "\n"
+         << (all_native ? "They are: " : "With an MPS kernel: ")
+         << fmt::format("{}", fmt::join(native, ", ")) << "\n";
     }
   }
   if (ev.scan && !ev.scan->findings.empty()) {
@@ -865,11 +952,6 @@ std::string RenderMarkdown(const Report& r) {
 
 // A coverage row's colour: native and composite kernels are clear only for dtypes MPS has (a
 // float64 call of a native op still fails there).
-std::string CoverageState(const CoverageOp& op) {
-  if (op.cls == coverage::OpClass::kAbsent) return "unknown";
-  if (coverage::RunsOnMps(op.cls) && op.dtype_issues.empty()) return "clear";
-  return "holds";
-}
 
 // One bar of the traced operators by what MPS does with them.
 std::string CoverageChart(const std::vector<CoverageOp>& ops) {
@@ -908,9 +990,11 @@ std::string CoverageChart(const std::vector<CoverageOp>& ops) {
 }
 
 // `file:line` as a link to the file where it is found from here (the audited project or the scan
-// root, as the command that wrote the report saw them); plain text when it is not there.
-std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t line) {
+// root, as the command that wrote the report saw them): relative to the report's folder when the
+// report knows it, else an absolute file:// URL; plain text when the file is not there.
+std::string SourceLink(const Report& r, const std::string& file, std::int64_t line) {
   namespace fs = std::filesystem;
+  const Evidence& ev = r.evidence;
   std::string label =
       "<code>" + HtmlEscape(line > 0 ? file + ":" + std::to_string(line) : file) + "</code>";
   std::error_code ec;
@@ -918,8 +1002,17 @@ std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t
     if (root.empty() || file.empty()) continue;
     const fs::path p = fs::absolute(fs::path(root) / file, ec).lexically_normal();
     if (ec || !fs::is_regular_file(p, ec)) continue;
+    fs::path target = p;
     std::string url = "file://";
-    for (unsigned char c : p.generic_string()) {
+    if (!r.report_dir.empty()) {
+      const fs::path base = fs::absolute(r.report_dir, ec).lexically_normal();
+      const fs::path rel = p.lexically_relative(base);
+      if (!ec && !rel.empty()) {
+        target = rel;
+        url.clear();
+      }
+    }
+    for (unsigned char c : target.generic_string()) {
       if (std::isalnum(c) ||
           std::string_view("/-._~").find(static_cast<char>(c)) != std::string_view::npos)
         url.push_back(static_cast<char>(c));
@@ -933,6 +1026,17 @@ std::string SourceLink(const Evidence& ev, const std::string& file, std::int64_t
 
 namespace {
 
+// "." or "runs/../proj/" -> the folder's own name, which is what a reader knows the project by.
+std::string FolderName(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return path;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec).lexically_normal();
+  if (ec) return path;
+  if (!p.has_filename()) p = p.parent_path();
+  return p.filename().empty() ? path : p.filename().string();
+}
+
 // The page head, the contents, a validity warning and the verdict banner.
 void HtmlTop(std::ostringstream& os, const Report& r) {
   const Evidence& ev = r.evidence;
@@ -941,11 +1045,11 @@ void HtmlTop(std::ostringstream& os, const Report& r) {
         "<title>dualtrack report: "
      << HtmlEscape(ToString(r.verdict)) << "</title><style>" << kCss << "</style></head><body>\n";
   os << "<h1>dualtrack report</h1><div class=\"muted\">"
-     << HtmlEscape(
+     << HtmlEscape(FolderName(
             !ev.project.empty()
                 ? ev.project
-                : (ev.scan ? ev.scan->root : (ev.tracks.empty() ? "" : ev.tracks.front().dir)))
-     << "</div>\n";
+                : (ev.scan ? ev.scan->root : (ev.tracks.empty() ? "" : ev.tracks.front().dir))))
+     << (ev.experiment.empty() ? "" : " · experiment " + HtmlEscape(ev.experiment)) << "</div>\n";
   // The sections, in page order: what to do first, the evidence below. The first and the last are
   // there only with experiments and with missing evidence.
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kSections = {
@@ -997,7 +1101,12 @@ void HtmlActions(std::ostringstream& os, const Report& r) {
          << "\">" << HtmlEscape(e.report) << "</a></td></tr>";
     }
     os << "</table><p>The report below is for the experiment <strong>" << HtmlEscape(ev.experiment)
-       << "</strong>.</p>\n";
+       << "</strong>";
+    if (!r.project_page.empty()) {
+      os << "; the project's page, with its worst verdict: <a href=\"" << HtmlEscape(r.project_page)
+         << "\">" << HtmlEscape(r.project_page) << "</a>";
+    }
+    os << ".</p>\n";
   }
   os << "<h2 id=\"next\">Next steps, by effect</h2><ol>";
   for (const NextStep& n : r.next_steps) {
@@ -1162,24 +1271,36 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
        << HtmlEscape(ev.missing.count("coverage") ? ev.missing.at("coverage") : "no coverage given")
        << "</p>";
   } else {
-    os << "<p>" << ToString(ev.coverage->evidence) << " for torch "
-       << HtmlEscape(ev.coverage->torch) << "</p>" << CoverageChart(ev.coverage->ops)
-       << "<div "
-          "class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th><th>issues</"
-          "th>"
-          "<th>count</th><th>called at</th></tr>";
-    for (const CoverageOp& op : ev.coverage->ops) {
+    const std::vector<CoverageOp> rows = MergedOps(ev.coverage->ops);
+    os << "<p><strong>" << HtmlEscape(CoverageSentence(rows)) << "</strong> <span class=\"muted\">("
+       << ToString(ev.coverage->evidence) << " for torch " << HtmlEscape(ev.coverage->torch)
+       << ")</span></p>" << CoverageChart(rows);
+    std::vector<std::string> native;
+    for (const CoverageOp& op : rows)
+      if (CoverageState(op) == "clear")
+        native.push_back("<code>" + HtmlEscape(OpName(op)) + "</code>");
+    if (native.size() != rows.size()) {
+      os << "<div class=\"scroll\"><table><tr><th>operator</th><th>class</th><th>dtypes</th>"
+            "<th>issues</th><th>count</th><th>called at</th></tr>";
+    }
+    for (const CoverageOp& op : rows) {
       const std::string st = CoverageState(op);
-      os << "<tr><td><code>" << HtmlEscape(op.op) << "</code></td><td><span class=\"st " << st
+      if (st == "clear") continue;
+      os << "<tr><td><code>" << HtmlEscape(OpName(op)) << "</code></td><td><span class=\"st " << st
          << "\">" << coverage::OpClassName(op.cls) << "</span></td><td>"
          << HtmlEscape(fmt::format("{}", fmt::join(op.dtypes, ", "))) << "</td><td>"
          << HtmlEscape(fmt::format("{}", fmt::join(op.dtype_issues, "; "))) << "</td><td>"
          << op.count << "</td><td>"
-         << (!op.location.file.empty() ? SourceLink(ev, op.location.file, op.location.line)
+         << (!op.location.file.empty() ? SourceLink(r, op.location.file, op.location.line)
                                        : "<code>" + HtmlEscape(Where(op.location)) + "</code>")
          << "</td></tr>";
     }
-    os << "</table></div>";
+    if (native.size() != rows.size()) os << "</table></div>";
+    if (!native.empty()) {
+      os << "<details><summary>" << native.size() << " operator" << (native.size() == 1 ? "" : "s")
+         << " with an MPS kernel</summary><p>" << fmt::format("{}", fmt::join(native, ", "))
+         << "</p></details>";
+    }
   }
   os << '\n';
 
@@ -1205,7 +1326,7 @@ void HtmlCoverageAndFindings(std::ostringstream& os, const Report& r) {
             "<th>severity</th><th>finding</th><th>guarded</th><th>reachable</th>"
             "<th>replacement</th></tr>";
       for (const Finding* f : fs) {
-        os << "<tr><td>" << SourceLink(ev, f->file, f->line) << "</td><td>" << HtmlEscape(f->code)
+        os << "<tr><td>" << SourceLink(r, f->file, f->line) << "</td><td>" << HtmlEscape(f->code)
            << "</td><td class=\"sev-" << SeverityText(f->severity) << "\">"
            << SeverityText(f->severity) << "</td><td>" << HtmlEscape(f->message);
         if (!f->snippet.empty()) os << "<br><code>" << HtmlEscape(f->snippet) << "</code>";

@@ -23,5 +23,7 @@ std::string RenderText(const Report& report);
 
 // Escapes text for HTML element content and attribute values.
 std::string HtmlEscape(std::string_view s);
+// The style sheet every HTML page of a report shares (inline: no network).
+const char* ReportCss();
 
 }  // namespace dt::verdict

@@ -1,6 +1,7 @@
 #include "verdict/rules.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <algorithm>
 #include <cctype>

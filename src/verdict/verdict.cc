@@ -1,6 +1,7 @@
 #include "verdict/verdict.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
 #include <algorithm>
 #include <cctype>
@@ -118,6 +119,33 @@ void SetAsideNonEvidence(Evidence& ev) {
                     t.outcome_reason.empty() ? bundle::ToString(t.status) : t.outcome_reason);
   }
   ev.tracks = std::move(kept);
+}
+
+// What a stop condition that could not be checked leaves open, in a reader's words.
+std::string OpenQuestion(StopId id) {
+  switch (id) {
+    case StopId::kBlockerOnPath:
+      return "whether a CUDA-only dependency is on the path";
+    case StopId::kNoMpsImplementation:
+      return "whether every operator has an MPS kernel";
+    case StopId::kOutsideTolerance:
+      return "whether the results match the CUDA baseline";
+    case StopId::kCandidateUnfinished:
+      return "whether the run finishes on the Mac";
+    case StopId::kMultiGpu:
+      return "whether the run needs several GPUs";
+  }
+  return ToString(id);
+}
+
+// "a", "a and b", "a, b and c".
+std::string JoinWords(const std::vector<std::string>& words) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " and " : ", ";
+    out += words[i];
+  }
+  return out;
 }
 
 std::string PathName(const Evidence& ev) {
@@ -300,12 +328,13 @@ void DecidePredicted(const Evidence& ev, const Facts& facts, Report& rep) {
   }
   std::vector<std::string> unknown;
   for (const RuleResult& r : rep.stops) {
-    if (r.state == RuleState::kUnknown) unknown.push_back(ToString(r.id));
+    if (r.state == RuleState::kUnknown) unknown.push_back(OpenQuestion(r.id));
   }
   if (!unknown.empty()) {
-    rep.reasons.push_back(fmt::format(
-        "No stop condition shown to hold; {} of {} could not be checked for missing evidence ({}).",
-        unknown.size(), rep.stops.size(), fmt::join(unknown, ", ")));
+    rep.reasons.push_back(
+        fmt::format("No stop condition holds on what was checked; not yet known, "
+                    "for want of runs: {}.",
+                    JoinWords(unknown)));
   }
 }
 

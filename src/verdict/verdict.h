@@ -89,6 +89,10 @@ struct Report {
   std::vector<NextStep> next_steps;
   Evidence evidence;                       // What it was decided from; the renderers show it.
   std::vector<ExperimentRow> experiments;  // The project's table (audit); empty for `report`.
+  std::string project_page;  // The project's page this report hangs off (relative), if any.
+  // The folder the report is written to: its links to source files are relative to it, so a
+  // copied or shared report folder beside the project keeps working. Empty: absolute links.
+  std::string report_dir;
 };
 
 // Decides from whatever evidence is present; missing evidence stays missing.

@@ -441,7 +441,8 @@ TEST(VerdictDecideTest, NoEvidenceAtAllIsDevOnlyWithEverythingMissing) {
   for (const ChecklistItem& c : r.checklist)
     EXPECT_EQ(c.status, ItemStatus::kMissing) << ToString(c.id);
   for (const RuleResult& s : r.stops) EXPECT_EQ(s.state, RuleState::kUnknown) << ToString(s.id);
-  EXPECT_TRUE(AnyReasonHas(r, "could not be checked"));
+  EXPECT_TRUE(AnyReasonHas(r, "not yet known, for want of runs: whether"));
+  EXPECT_FALSE(AnyReasonHas(r, "no-mps-implementation"));  // Plain words, not rule ids.
 }
 
 TEST(VerdictDecideTest, NoBaselineAndOneTrackAreMissing) {

@@ -86,7 +86,15 @@ def test_verify_proves_the_safe_fixes_bitwise_and_then_writes(dualtrack, project
                     sys.executable, "train.py", "--steps", "2", cwd=project)
     assert out.returncode == 0, out.stderr
     assert "verified: the fixed project is bitwise equal to the original on the CPU" in out.stderr
+    assert "pins the device" not in out.stderr
     assert snapshot(project) != before
+
+
+def test_verify_warns_when_the_command_pins_the_device_away_from_the_rewrite(dualtrack, project):
+    # `--device cpu` never runs the device choice the fix rewrote: say so beside "verified".
+    out = dualtrack("fix", project, "--verify", "--steps", "1", "--",
+                    sys.executable, "train.py", "--steps", "1", "--device", "cpu", cwd=project)
+    assert "warning: the command pins the device (--device cpu)" in out.stderr, out.stderr
 
 
 MODEL64 = """\

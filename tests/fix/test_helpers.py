@@ -38,7 +38,9 @@ def test_fixed_constructs_run_on_the_cpu(dualtrack, tmp_path):
     original = subprocess.run([sys.executable, "-c", RUN], cwd=tmp_path, capture_output=True, text=True,
                               timeout=300)
     assert original.returncode != 0  # Torch was not compiled with CUDA enabled.
-    out = dualtrack("fix", tmp_path, "--apply")
+    # --all: the portable lines too (seeds, cache, torch.cuda.amp, cuDNN flag); --unsafe-fixes:
+    # torch.cuda.amp's rewrite turns mixed precision on for MPS.
+    out = dualtrack("fix", tmp_path, "--apply", "--all", "--unsafe-fixes")
     assert out.returncode == 0, out.stderr
     text = (tmp_path / "m.py").read_text()
     text = text[text.index("x = torch.ones"):]  # The module's own code, after the helpers.

@@ -181,6 +181,36 @@ def test_rank_zero_is_a_launched_worker_where_the_single_process_is_minus_one(du
     assert at(found, "pkg/rank_zero.py", RANK_ZERO, "device_ids=[0]")["guarded"] is False
 
 
+def test_reached_by_counts_no_entry_for_an_unreachable_finding(dualtrack, tmp_path):
+    # Several named entries: reached_by counts the entries that reach the file, but a finding in a
+    # function none of them calls (or a default every call overrides) is on no entry's path.
+    make_tree(tmp_path)
+    for entries in [("train.py", "sync.py"), ("train.py", "bench.py"),
+                    ("train.py", "bench.py", "sync.py")]:
+        found = findings(dualtrack, tmp_path, *entries)
+        bad = [k for k, f in found.items()
+               if f["reachable"] is False and (f["reached_by"] or 0) > 0]
+        assert bad == [], (entries, bad)
+    found = findings(dualtrack, tmp_path, "train.py", "sync.py")
+    memory = at(found, "pkg/utils.py", UTILS, "max_memory_allocated")
+    assert memory["reachable"] is False and memory["reached_by"] == 0
+    default = at(found, "pkg/utils.py", UTILS, 'device="cuda:0"')
+    assert default["reachable"] is False and default["reached_by"] == 0
+    # What train.py does run keeps its count.
+    ddp = at(found, "pkg/utils.py", UTILS, "return DDP(")
+    assert ddp["reachable"] is True and ddp["reached_by"] == 1
+    both = findings(dualtrack, tmp_path, "train.py", "bench.py")
+    assert at(both, "pkg/utils.py", UTILS, "max_memory_allocated")["reached_by"] >= 1
+
+
+def test_reached_by_implies_reachable_in_the_example(dualtrack, example_dir):
+    found = findings(dualtrack, example_dir, "train.py", "preprocess.py",
+                     "scripts/benchmark_cuda.py")
+    assert any(f["reached_by"] is not None for f in found.values())
+    bad = [k for k, f in found.items() if (f["reached_by"] or 0) > 0 and f["reachable"] is not True]
+    assert bad == []
+
+
 def test_without_a_named_entry_imports_alone_decide(dualtrack, tmp_path):
     # Every __main__ script is a guess at the path, not the experiment's: calls are not followed.
     make_tree(tmp_path)

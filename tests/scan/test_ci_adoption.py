@@ -64,6 +64,38 @@ def test_code_lists_select_and_noqa(dualtrack, project):
     assert r.returncode == 2 and "--select: 'CUDA'" in r.stderr
 
 
+def test_bare_noqa_suppresses_the_whole_line(dualtrack, tmp_path):
+    # flake8's and ruff's convention: a bare noqa comment (or `noqa:` with no codes) drops every
+    # finding on its line; `noqa: E501` is another linter's and drops nothing of ours.
+    write(tmp_path / "train.py", """import torch
+
+a = torch.zeros(1).cuda()  # noqa
+b = torch.zeros(1).cuda()  # NOQA:
+c = torch.zeros(1).cuda()  # noqa: E501
+d = torch.zeros(1).cuda()  # noqa: DT101, E501
+e = torch.zeros(1).cuda()  # noqa  dualtrack: ignore[DT102]
+f = 1  # noqa
+g = 2  # noqa: E501
+h = torch.zeros(1).cuda()  # flake8: noqa
+
+
+if __name__ == "__main__":
+    print(a, b, c, d, e, f, g, h)
+""")
+    write(tmp_path / "requirements.txt",
+          "torch  # noqa\nflash-attn  # noqa\nxformers  # noqa: E501\n")
+    r = dualtrack("scan", tmp_path, "--format", "json", "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    got = sorted((f["file"], f["line"], f["code"]) for f in doc["findings"])
+    assert [x for x in got if x[0] == "train.py" and x[2] == "DT101"] == [
+        ("train.py", 5, "DT101"), ("train.py", 7, "DT101"), ("train.py", 10, "DT101")]
+    assert [x for x in got if x[0] == "requirements.txt"] == [("requirements.txt", 3, "DT403")]
+    # Bare noqa lines that drop nothing of ours belong to other linters: no unused warnings.
+    assert doc["suppressions"] == [
+        {"file": "train.py", "line": 7, "code": "DT102", "problem": "unused"}]
+
+
 def test_config_lists_and_strict_keys(dualtrack, project):
     write(project / "pyproject.toml", '[tool.dualtrack]\nselect = "DT1,DT403"\nignore = ["DT403"]\n')
     everything = {c for c, _ in codes(dualtrack, project, "--no-config")}

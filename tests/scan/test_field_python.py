@@ -347,7 +347,10 @@ def test_mechanical_edits_only(field):
     doc = field("mechanical-only")
     train = _lines(doc, "train.py")
     assert train[(26, "DT106")]["severity"] == "portable"
-    for line in (27, 29, 31, 32, 33, 39, 40):
+    # torch.cuda.amp disables itself without CUDA: the step runs, in full precision.
+    assert train[(29, "DT115")]["severity"] == "portable"
+    assert train[(33, "DT115")]["severity"] == "portable"
+    for line in (27, 31, 32, 39, 40):
         found = [f for (l, _), f in train.items() if l == line]
         assert len(found) == 1, line
         f = found[0]

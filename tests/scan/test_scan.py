@@ -54,8 +54,8 @@ PLANTED = [
     ("train.py", 108, "DT205", True, True),     # backend="nccl" (setup_distributed runs only under --distributed)
     ("train.py", 109, "DT104", True, True),     # torch.cuda.set_device(local_rank), same
     ("train.py", 116, "DT106", False, True),    # cudnn.benchmark
-    ("train.py", 147, "DT105", True, True),     # torch.cuda.amp.autocast if use_amp
-    ("train.py", 148, "DT105", True, True),     # GradScaler if use_amp
+    ("train.py", 147, "DT115", True, True),     # torch.cuda.amp.autocast if use_amp
+    ("train.py", 148, "DT115", True, True),     # GradScaler if use_amp
     ("train.py", 150, "DT203", False, True),    # F.multi_margin_loss
     ("utils/metrics.py", 9, "DT204", False, True),
     ("utils/timing.py", 18, "DT103", True, True),
@@ -165,7 +165,7 @@ if __name__ == "__main__":
 ''')
     doc = scan_json(dualtrack, tmp_path)
     got = sorted((f["line"], f["code"]) for f in doc["findings"])
-    assert got == [(3, "DT105"), (12, "DT103"), (13, "DT105"), (15, "DT103"), (18, "DT110"), (19, "DT102")]
+    assert got == [(3, "DT115"), (12, "DT103"), (13, "DT115"), (15, "DT103"), (18, "DT110"), (19, "DT102")]
 
 
 def test_guards(dualtrack, tmp_path):

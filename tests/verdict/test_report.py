@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import urllib.parse
 import shutil
 import subprocess
 import sys
@@ -216,9 +217,11 @@ def test_html_report_sections_curves_and_layouts_in_chromium(dualtrack, tmp_path
     assert [c for c, _ in lines] == ["a", "b"]
     assert all(len(p.split()) == 6 for _, p in lines)
     assert curve.count('<rect class="err"') == 6
-    # file:line references open the file (the scan's root, seen from where the report was made).
-    links = re.findall(r'<a href="file://([^"]+)"><code>([^<]+)</code></a>', page)
-    assert links and all(Path(target).is_file() for target, _ in links)
+    # file:line references open the file (the scan's root, seen from where the report was made),
+    # by a path relative to the report, so the folder can be shared or moved with the project.
+    links = re.findall(r'<a href="([^"]+)"><code>([^<]+)</code></a>', page)
+    assert links and not any(t.startswith("file:") for t, _ in links)
+    assert all((html.parent / urllib.parse.unquote(t)).is_file() for t, _ in links), links
     assert any(label.startswith("train.py:") for _, label in links)
     # Operators by what MPS does with them; fallbacks are not green.
     assert '<svg class="ops"' in page and 'class="fallback"' in page
@@ -265,7 +268,10 @@ def test_audit_example_writes_html_and_markdown(dualtrack, example_dir, tmp_path
     r = _audit(dualtrack, tmp_path, example_dir)
     out = tmp_path / "dualtrack-report"
     assert (out / "report.html").exists() and (out / "report.md").exists()
-    doc = json.loads((out / "report.json").read_text())
+    project = json.loads((out / "report.json").read_text())
+    assert project["schema"] == "dualtrack.project-report/1"
+    doc = json.loads((out / "report.training.json").read_text())
+    assert project["verdict"] in (doc["verdict"], "cuda-only")  # The worst of the experiments.
     assert f"verdict: {doc['verdict']} ({doc['evidence_level']})" in r.stdout
     for item in CHECKLIST:
         assert item in r.stdout
@@ -287,9 +293,9 @@ def test_audit_portable_variant_moves_the_verdict_up(dualtrack, example_dir, tmp
     _audit(dualtrack, tmp_path, example_dir, "-o", tmp_path / "default" / "report.html")
     _audit(dualtrack, tmp_path, example_dir, "--run",
            "train.py --device cpu --steps 2 --portable", "-o", tmp_path / "portable" / "r.html")
-    default = json.loads((tmp_path / "default" / "report.json").read_text())
-    portable = json.loads((tmp_path / "portable" / "r.json").read_text())
-    assert (tmp_path / "portable" / "r.md").exists()
+    default = json.loads((tmp_path / "default" / "report.training.json").read_text())
+    portable = json.loads((tmp_path / "portable" / "r.training.json").read_text())
+    assert (tmp_path / "portable" / "r.md").exists() and (tmp_path / "portable" / "r.training.md").exists()
     assert portable["evidence"]["designated_run"][-1] == "--portable"
     assert any("--portable" in reason for reason in portable["reasons"])
     # The comparison means something only with every stage's evidence in both reports.
@@ -314,3 +320,56 @@ def test_audit_errors(dualtrack, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "out" / "r.json").read_text())
     assert "pyproject.toml" in doc["evidence"]["missing"]["run"]
+
+
+def test_project_page_leads_with_the_worst_verdict_in_chromium(dualtrack, tmp_path, chromium):
+    # Two experiments: the project's page is the table, its headline the worse verdict, seen
+    # without scrolling in a laptop-sized window; links resolve and nothing overflows a phone.
+    project = tmp_path / "proj"
+    (project / "data").mkdir(parents=True)
+    main = "\nif __name__ == '__main__':\n    main()\n"
+    (project / "train.py").write_text(
+        "import torch\nimport flash_attn_cuda_only_ext\n\n\ndef main():\n"
+        "    flash_attn_cuda_only_ext.run(torch.ones(1).cuda())\n" + main)
+    (project / "infer.py").write_text("import torch\n\n\ndef main():\n    print(torch.ones(1))\n"
+                                      + main)
+    (project / "data" / "prepare.py").write_text("def main():\n    pass\n" + main)
+    (project / "README.md").write_text("python data/prepare.py\npython train.py\n")
+    (project / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "ext = CUDAExtension('flash_attn_cuda_only_ext', ['k.cu'])\n")
+    (project / "k.cu").write_text("__global__ void k() {}\n")
+    out = tmp_path / "shared" / "report.html"
+    r = dualtrack("audit", project, "-o", out, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.with_suffix(".json").read_text())
+    rows = {e["entry"]: e for e in doc["experiments"]}
+    assert set(rows) == {"infer.py", "train.py"}  # data/prepare.py is no experiment.
+    assert rows["infer.py"]["verdict"] == "mac-ready"
+    assert rows["train.py"]["verdict"] != "mac-ready"
+    assert doc["verdict"] == rows["train.py"]["verdict"]
+    page = out.read_text()
+    hrefs = re.findall(r'href="([^"]+)"', page)
+    assert hrefs and all((out.parent / h).is_file() for h in hrefs), hrefs
+    common = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+              f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
+              "--virtual-time-budget=5000", "--dump-dom"]
+    for width, height in ((1280, 800), (400, 800)):
+        wrapper = tmp_path / f"measure{width}.html"
+        wrapper.write_text(
+            f'<html><body style="margin:0"><iframe id="f" src="{out.as_uri()}" '
+            f'style="width:{width}px;height:{height}px;border:0"></iframe><script>'
+            "document.getElementById('f').onload = function () {"
+            "var d = this.contentDocument; var t = d.querySelector('#experiments + div table');"
+            "var b = d.querySelector('#verdict');"
+            "document.body.setAttribute('data-w', d.documentElement.scrollWidth);"
+            "document.body.setAttribute('data-table', t.getBoundingClientRect().bottom);"
+            "document.body.setAttribute('data-verdict', b.textContent); };</script></body></html>")
+        dom = subprocess.run(common + [wrapper.as_uri()], capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        verdict = re.search(r'data-verdict="([^"]*)"', dom).group(1)
+        assert verdict.startswith(doc["verdict"]), verdict
+        assert int(re.search(r'data-w="(\d+)"', dom).group(1)) <= width
+        if width == 1280:
+            bottom = float(re.search(r'data-table="([\d.]+)"', dom).group(1))
+            assert bottom <= height, f"the experiments table ends at {bottom} px"
