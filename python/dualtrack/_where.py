@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from types import FrameType, TracebackType
@@ -45,21 +45,30 @@ _RUNTIME, _STD, _SITE = _runtime()
 _runtime_cache: dict[str, bool] = {}
 
 
-def is_runtime(filename: str) -> bool:
-    """Whether `filename` is torch's, dualtrack's or the standard library's: what --redirect-cuda
-    leaves alone. Installed packages (timm, transformers) are not: their CUDA queries are the
-    project's, answered as on the cluster."""
-    hit = _runtime_cache.get(filename)
+def _classified(cache: dict[str, bool], filename: str, test: Callable[[str], bool]) -> bool:
+    """`test` of the file's absolute path, remembered per file name; generated code (`<string>`)
+    and decorator modules are never the user's."""
+    hit = cache.get(filename)
     if hit is None:
         if filename.startswith("<") or filename.endswith(_WRAPPER_FILES):
             hit = True
         else:
-            path = os.path.abspath(filename)
-            hit = path.startswith(_RUNTIME) or (
-                path.startswith(_STD) and not path.startswith(_SITE)
-            )
-        _runtime_cache[filename] = hit
+            hit = test(os.path.abspath(filename))
+        cache[filename] = hit
     return hit
+
+
+def is_runtime(filename: str) -> bool:
+    """Whether `filename` is torch's, dualtrack's or the standard library's: what --redirect-cuda
+    leaves alone. Installed packages (timm, transformers) are not: their CUDA queries are the
+    project's, answered as on the cluster."""
+    return _classified(
+        _runtime_cache,
+        filename,
+        lambda path: (
+            path.startswith(_RUNTIME) or (path.startswith(_STD) and not path.startswith(_SITE))
+        ),
+    )
 
 
 def _prefixes() -> tuple[str, ...]:
@@ -93,15 +102,13 @@ def set_root(root: str) -> None:
 
 
 def is_internal(filename: str) -> bool:
-    hit = _skip_cache.get(filename)
-    if hit is None:
-        if filename.startswith("<") or filename.endswith(_WRAPPER_FILES):
-            hit = True
-        else:
-            path = os.path.abspath(filename)
-            hit = path.startswith(_SKIP) or any(part in path for part in _SITE_PARTS)
-        _skip_cache[filename] = hit
-    return hit
+    """Whether an op called from `filename` is located further out: torch, dualtrack, the
+    standard library and every installed package are not the project."""
+    return _classified(
+        _skip_cache,
+        filename,
+        lambda path: path.startswith(_SKIP) or any(part in path for part in _SITE_PARTS),
+    )
 
 
 def relative(filename: str) -> str:

@@ -200,6 +200,7 @@ struct Work {
   // Imports the unsafe attention fix wrapped in try/except (their logical line's first token):
   // removed outright at the end when every use of their names was rewritten.
   std::vector<std::size_t> wrapped_imports;
+  bool placed = false;  // Some edit puts tensors or modules on the device the helpers choose.
 };
 
 // The token and edit machinery of the fixes, over one Work: token queries, edits (none may overlap
@@ -213,6 +214,7 @@ class Editor {
         lex_(work.lex),
         edits_(work.edits),
         wrapped_imports_(work.wrapped_imports),
+        placed_(work.placed),
         needed_(work.needed),
         device_var_(work.device_var),
         device_var_end_(work.device_var_end) {}
@@ -506,6 +508,7 @@ class Editor {
   // What a plain "cuda" device becomes at `offset`: the module's device variable after it, else
   // the helper's choice.
   std::string DeviceAt(std::uint32_t offset) {
+    placed_ = true;
     if (!device_var_.empty() && offset > device_var_end_) return device_var_;
     needed_.insert("_dualtrack_device");
     return "_dualtrack_device()";
@@ -516,6 +519,7 @@ class Editor {
   const Lexed& lex_;
   std::vector<Edit>& edits_;
   std::vector<std::size_t>& wrapped_imports_;
+  bool& placed_;
   std::set<std::string>& needed_;
   std::string& device_var_;
   std::uint32_t& device_var_end_;
@@ -1091,9 +1095,47 @@ class Fixer : protected Editor {
       }
       out.outcomes.push_back(std::move(o));
     }
+    if (placed_) AlignSelfPlacingCalls();
     DropDeadImports(out);
     out.text = Apply();
     return out;
+  }
+
+  // Library calls that choose the device themselves ("cuda" if available, else the CPU): once the
+  // fix puts the project's tensors on the Mac's GPU, a model they load would stay on the Mac's CPU,
+  // a device mismatch at its first forward. They get the device the rewritten code uses; with
+  // CUDA that is "cuda", what they chose before. (Libraries whose default is the CPU are left: the
+  // project moves their models itself.)
+  void AlignSelfPlacingCalls() {
+    struct SelfPlacing {
+      std::string_view module, function;
+      std::size_t device_position;  // Of the `device` parameter, 0-based.
+    };
+    static constexpr SelfPlacing kCalls[] = {{"clip", "load", 1}, {"whisper", "load_model", 1}};
+    for (std::size_t k = 2; k + 1 < lex_.tokens.size(); ++k) {
+      if (!IsOp(k + 1, "(") || !IsOp(k - 1, ".") || !IsName(k - 2)) continue;
+      if (k >= 3 && IsOp(k - 3, ".")) continue;  // `x.clip.load(`: not the library.
+      const auto* call = std::find_if(std::begin(kCalls), std::end(kCalls), [&](const auto& c) {
+        return Text(k - 2) == c.module && Text(k) == c.function;
+      });
+      if (call == std::end(kCalls)) continue;
+      const std::size_t close = Matching(k + 1);
+      if (close == kNone) continue;
+      const auto args = Args(k + 1, close);
+      if (args.empty()) continue;
+      std::size_t positional = 0;
+      bool given = false;
+      for (const auto& a : args) {
+        if (IsOp(a.first, "*") || IsOp(a.first, "**")) given = true;  // Unknown: leave it.
+        if (IsKeywordArg(a))
+          given |= Text(a.first) == "device";
+        else
+          ++positional;
+      }
+      if (given || positional > call->device_position) continue;
+      (void)Add(End(args.back().second - 1), End(args.back().second - 1),
+                ", device=" + DeviceAt(Begin(k - 2)));
+    }
   }
 
   // `from torch.cuda.amp import autocast`, `from torch.cuda import amp`, `import torch.cuda.amp as

@@ -346,6 +346,28 @@ TEST(FixTest, AnAmpImportWhoseUsesAreAllRewrittenGoes) {
   }
 }
 
+TEST(FixTest, ALibraryThatPlacesItsOwnModelGetsTheSameDevice) {
+  // clip.load picks "cuda" if available, else the CPU: with the inputs moved to the Mac's GPU the
+  // model must go there too, or the first forward mixes devices.
+  const std::string src =
+      "import clip\n"
+      "import torch\n"
+      "\n"
+      "model, preprocess = clip.load(\"ViT-B/32\")\n"
+      "other, _ = clip.load(\"RN50\", device=\"cpu\")\n"
+      "third, _ = clip.load(\"RN50\", \"cpu\")\n"
+      "image = preprocess(img).unsqueeze(0).cuda()\n";
+  const std::string out = Fixed(src);
+  EXPECT_TRUE(Has(out, "model, preprocess = clip.load(\"ViT-B/32\", device=_dualtrack_device())\n"))
+      << out;
+  EXPECT_TRUE(Has(out, "other, _ = clip.load(\"RN50\", device=\"cpu\")\n"));  // Chosen: kept.
+  EXPECT_TRUE(Has(out, "third, _ = clip.load(\"RN50\", \"cpu\")\n"));
+  ExpectIdempotent(src);
+  // A module that moves nothing to the device keeps the library's own choice.
+  const std::string alone = "import clip\n\nmodel, preprocess = clip.load(\"ViT-B/32\")\n";
+  EXPECT_EQ(Fixed(alone), alone);
+}
+
 TEST(FixTest, CudaCallsBecomeRunTimeChoices) {
   const std::string src =
       "import torch\n"

@@ -28,6 +28,7 @@
 #include "scan/admission.h"
 #include "scan/call_paths.h"
 #include "scan/cpp_scanner.h"
+#include "scan/entries.h"
 #include "scan/env_scanners.h"
 #include "scan/import_graph.h"
 #include "scan/notebook_scanner.h"
@@ -1692,7 +1693,11 @@ Result<Entries> ChooseEntries(const ScanOptions& options, const Config& cfg,
         if (is_python_file(cand)) entries.push_back(cand);
     }
     if (entries.empty()) {
-      entries = mains;
+      // The scripts a user would run, found as audit finds its experiments (scan/entries.h); a
+      // project that names none anywhere: every script with a __main__ block.
+      for (const std::string& rel : PickEntries(abs_root))
+        if (is_python_file(rel)) entries.push_back(rel);
+      if (entries.empty()) entries = mains;
       out.guessed = true;
     }
   }

@@ -445,20 +445,19 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
   auto html = HtmlReportPath(a.output);
   if (!html.ok()) return html.take_error();
 
-  // On a terminal each stage shows as it starts and ends (a run takes a while); piped, the log
-  // comes in one piece after the work.
-  std::ostringstream buffered;
-  std::ostream& log = io.err_is_tty ? io.err : buffered;
+  // On a terminal each stage shows as it starts and ends (a run takes a while); piped, the stages
+  // are quiet (what went wrong with a run is still printed below, with the script's stderr).
+  std::ostringstream quiet;
+  std::ostream& log = io.err_is_tty ? io.err : quiet;
   auto result = RunAudit(opts, log);
   if (!result.ok()) return result.take_error();
   if (result->interrupted) {
-    io.err << buffered.str() << "dualtrack audit: interrupted; no report written\n";
+    io.err << "dualtrack audit: interrupted; no report written\n";
     return ExitCode::kInterrupted;
   }
   auto written = WriteAuditReports(*result, *html, opts.project);
   if (!written.ok()) return written.take_error();
 
-  io.err << buffered.str();
   PrintRunProblems(*result, io);
   if (a.format == "json") {
     io.out << AuditJson(*result).dump(2) << "\n";

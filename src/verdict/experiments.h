@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "scan/entries.h"
 #include "util/result.h"
 
 namespace dt::verdict {
@@ -31,17 +32,9 @@ struct ProjectConfig {
 // the file and line.
 Result<ProjectConfig> ReadProjectConfig(const std::filesystem::path& project);
 
-// Whether a Python file is a test (test_*.py, *_test.py, under tests/ or test/, conftest.py, or a
-// file that calls unittest.main()); `text` is its content when known.
-bool IsTestFile(const std::string& rel, const std::string& text = {});
-
-// The entry points a user would run, relative to the project: console scripts of pyproject.toml
-// and setup.py, .py files named in the commands of the top-level documentation (README, and
-// guides such as PRETRAIN.md: python X.py, torchrun X.py, ...), and top-level train*.py, *infer*,
-// demo*, generate*, predict*, eval* scripts with a __main__ block; never test files, and never
-// data preparation (a script under data/ or datasets/, prepare*, download*, preprocess*, ...),
-// which a project may still declare as an experiment. Sorted, no duplicates.
-std::vector<std::string> PickEntries(const std::filesystem::path& project);
+// Entry discovery lives in the scan (scan/entries.h), shared with its guessed entries.
+using scan::IsTestFile;
+using scan::PickEntries;
 
 // The script a run line starts ("train.py" for "python3 train.py --steps 2"); empty when none.
 std::string RunScript(const std::vector<std::string>& words);

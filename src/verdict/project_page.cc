@@ -57,15 +57,9 @@ nlohmann::json ProjectJson(const ProjectPage& page) {
   const ExperimentRow* worst = WorstExperiment(page.experiments);
   json rows = json::array();
   for (const ExperimentRow& e : page.experiments) {
-    rows.push_back({{"name", e.name},
-                    {"entry", e.entry.empty() ? json(nullptr) : json(e.entry)},
-                    {"run", e.run.empty() ? json(nullptr) : json(e.run)},
-                    {"source", e.source},
-                    {"verdict", ToString(e.verdict)},
-                    {"evidence_level", ToString(e.level)},
-                    {"reason", e.reason},
-                    {"report", e.report},
-                    {"report_json", WithExtension(e.report, ".json")}});
+    json row = ExperimentRowJson(e);
+    row["report_json"] = WithExtension(e.report, ".json");
+    rows.push_back(std::move(row));
   }
   return {{"schema", "dualtrack.project-report/1"},
           {"generator", std::string("dualtrack ") + kVersion},

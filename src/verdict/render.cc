@@ -557,16 +557,7 @@ json ReportJson(const Report& r, bool findings_inline) {
                      }()}});
   }
   json experiments = json::array();
-  for (const ExperimentRow& e : r.experiments) {
-    experiments.push_back({{"name", e.name},
-                           {"entry", e.entry.empty() ? json(nullptr) : json(e.entry)},
-                           {"run", e.run.empty() ? json(nullptr) : json(e.run)},
-                           {"source", e.source},
-                           {"verdict", ToString(e.verdict)},
-                           {"evidence_level", ToString(e.level)},
-                           {"reason", e.reason},
-                           {"report", e.report}});
-  }
+  for (const ExperimentRow& e : r.experiments) experiments.push_back(ExperimentRowJson(e));
   return {
       {"schema", "dualtrack.report/1"},
       {"experiment", r.evidence.experiment.empty() ? json(nullptr) : json(r.evidence.experiment)},
@@ -590,6 +581,17 @@ json ReportJson(const Report& r, bool findings_inline) {
 }  // namespace
 
 json ToJson(const Report& r) { return ReportJson(r, true); }
+
+json ExperimentRowJson(const ExperimentRow& e) {
+  return {{"name", e.name},
+          {"entry", e.entry.empty() ? json(nullptr) : json(e.entry)},
+          {"run", e.run.empty() ? json(nullptr) : json(e.run)},
+          {"source", e.source},
+          {"verdict", ToString(e.verdict)},
+          {"evidence_level", ToString(e.level)},
+          {"reason", e.reason},
+          {"report", e.report}};
+}
 
 // A document of every finding costs about ten times its text (hostile-input class 11: a 228 MB
 // scan), and so would the whole text: the rest of the report is a document, the findings are

@@ -12,6 +12,8 @@
 namespace dt::verdict {
 
 nlohmann::json ToJson(const Report& report);
+// One row of the experiments' table, as every report and the project's page write it.
+nlohmann::json ExperimentRowJson(const ExperimentRow& row);
 std::string RenderJson(const Report& report);
 // The same text, written to `out` as it is made: a report of a large scan is never whole in memory.
 void RenderJson(const Report& report, std::ostream& out);

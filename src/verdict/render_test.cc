@@ -59,6 +59,75 @@ TEST(VerdictRenderTest, HtmlIsSelfContainedAndEscaped) {
   }
 }
 
+// Coverage reads as a sentence and lists only what is not native: one row per operator (its
+// overloads merged), and a CPU kernel variant named with the kernel MPS runs instead.
+TEST(VerdictRenderTest, CoverageSaysWhatIsNotNativeInPlainWords) {
+  Evidence ev;
+  CoverageEvidence c;
+  c.torch = "2.13";
+  auto op = [](std::string name, std::string overload, coverage::OpClass cls, int count,
+               std::string mps_op = {}) {
+    CoverageOp o;
+    o.op = std::move(name);
+    o.overload = std::move(overload);
+    o.cls = cls;
+    o.count = count;
+    o.dtypes = {"float32"};
+    o.mps_op = std::move(mps_op);
+    return o;
+  };
+  c.ops = {op("aten::multi_margin_loss", "default", coverage::OpClass::kCpuFallback, 1),
+           op("aten::add", "Tensor", coverage::OpClass::kNative, 3),
+           op("aten::add", "Scalar", coverage::OpClass::kNative, 2),
+           op("aten::_scaled_dot_product_flash_attention_for_cpu", "default",
+              coverage::OpClass::kNative, 1, "aten::_scaled_dot_product_attention_math_for_mps")};
+  ev.coverage = c;
+  Report r = Decide(std::move(ev));
+  const std::string md = RenderMarkdown(r);
+  EXPECT_NE(md.find("3 operators: 2 with an MPS kernel, 1 falls back to the CPU"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `aten::multi_margin_loss` |"), std::string::npos);
+  EXPECT_EQ(md.find("| `aten::add` |"), std::string::npos);  // Native: in the list, not a row.
+  EXPECT_NE(md.find("`aten::_scaled_dot_product_flash_attention_for_cpu (on MPS: "
+                    "aten::_scaled_dot_product_attention_math_for_mps)`"),
+            std::string::npos);
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("2 operators with an MPS kernel</summary>"), std::string::npos);
+  std::size_t rows = 0;
+  for (std::size_t at = html.find("<code>aten::add</code>"); at != std::string::npos;
+       at = html.find("<code>aten::add</code>", at + 1))
+    ++rows;
+  EXPECT_EQ(rows, 1u);  // One mention: the two overloads are one operator.
+
+  // All native: one sentence, no table.
+  Evidence all;
+  all.coverage = c;
+  all.coverage->ops.erase(all.coverage->ops.begin());
+  const std::string only = RenderMarkdown(Decide(std::move(all)));
+  EXPECT_NE(only.find("2 operators, all with an MPS kernel"), std::string::npos) << only;
+  EXPECT_EQ(only.find("| operator | class |"), std::string::npos);
+}
+
+// Nothing measured, nothing said to be measured; many drifting tensors are one step; a stop
+// condition without a place still names its subject.
+TEST(VerdictRenderTest, PlainWordsInThePlanAndTheSteps) {
+  Report r = FullReport();  // Compared on MPS, outside tolerance.
+  std::size_t drift = 0;
+  for (const NextStep& s : r.next_steps)
+    drift += s.action.find("Find where the results drift") == 0;
+  EXPECT_EQ(drift, 1u);
+  for (const PlanItem& p : r.plan) {
+    if (p.what.rfind("Anything that runs ", 0) == 0) {
+      EXPECT_GT(p.what.size(), std::string("Anything that runs ").size() + 3) << p.what;
+    }
+  }
+  Evidence none;
+  Report empty = Decide(std::move(none));
+  for (const NextStep& s : empty.next_steps) EXPECT_EQ(s.action.find("<entry"), std::string::npos);
+  for (const PlanItem& p : empty.plan) EXPECT_EQ(p.why.find("measured on MPS"), std::string::npos);
+}
+
 TEST(VerdictRenderTest, HtmlEscapeCoversAllSpecials) {
   EXPECT_EQ(HtmlEscape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
   EXPECT_EQ(HtmlEscape("plain"), "plain");

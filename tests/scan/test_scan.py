@@ -449,3 +449,19 @@ def test_a_statement_of_many_strings_is_read_once(dualtrack, tmp_path):
     r = dualtrack("scan", tmp_path / "p", "--format", "json", "--fail-on", "never", timeout=60)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["findings"] == []
+
+
+def test_guessed_entries_are_the_scripts_audit_would_pick(dualtrack, tmp_path):
+    # A flat training script (no __main__ block) named in the README, and a data preparation
+    # script that has one: the scan guesses as audit does, so train.py is the entry and the
+    # model it imports is on the path; prepare.py is no entry.
+    write(tmp_path / "README.md", "```\npython data/openwebtext/prepare.py\npython train.py\n```\n")
+    write(tmp_path / "train.py", "import torch\nfrom model import Net\nnet = Net().cuda()\n")
+    write(tmp_path / "model.py", "import torch\nclass Net(torch.nn.Module):\n"
+          "    def forward(self, x):\n        return x.cuda()\n")
+    write(tmp_path / "data" / "openwebtext" / "prepare.py",
+          "import numpy\nif __name__ == '__main__':\n    print(numpy.zeros(1))\n")
+    doc = scan_json(dualtrack, tmp_path)
+    assert doc["entries"] == ["train.py"]
+    model = [f for f in doc["findings"] if f["file"] == "model.py"]
+    assert model and all(f["reachable"] for f in model)

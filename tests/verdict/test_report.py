@@ -349,6 +349,7 @@ def test_project_page_leads_with_the_worst_verdict_in_chromium(dualtrack, tmp_pa
     assert rows["train.py"]["verdict"] != "mac-ready"
     assert doc["verdict"] == rows["train.py"]["verdict"]
     page = out.read_text()
+    assert "<h1>dualtrack audit of proj</h1>" in page  # The project by its name, never ".".
     hrefs = re.findall(r'href="([^"]+)"', page)
     assert hrefs and all((out.parent / h).is_file() for h in hrefs), hrefs
     common = [chromium, "--headless", "--no-sandbox", "--disable-gpu",
@@ -373,3 +374,14 @@ def test_project_page_leads_with_the_worst_verdict_in_chromium(dualtrack, tmp_pa
         if width == 1280:
             bottom = float(re.search(r'data-table="([\d.]+)"', dom).group(1))
             assert bottom <= height, f"the experiments table ends at {bottom} px"
+
+
+def test_report_output_folder_is_made_and_links_are_relative(dualtrack, tmp_path):
+    # As audit does: `-o newdir/report.html` makes the folder; source links are relative to it.
+    html = tmp_path / "new" / "deeper" / "report.html"
+    r = dualtrack("report", *full_args(), "-o", html)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    assert 'href="file:' not in page
+    targets = re.findall(r'<a href="([^"#]+)"><code>', page)
+    assert targets and all((html.parent / urllib.parse.unquote(t)).is_file() for t in targets)
