@@ -554,10 +554,14 @@ std::string FormatText(const ScanReport& report, bool color, bool statistics) {
   if (!report.skipped.empty() || !report.suppressions.empty()) out += "\n";
   for (const auto& s : report.skipped)
     out += fmt::format("skipped {}: {}\n", EscapeControl(prefix + s.file), s.reason);
-  for (const auto& s : report.suppressions)
+  for (const auto& s : report.suppressions) {
+    // A notebook's line is its cell and the line in it, as for findings.
+    const std::string where =
+        s.cell ? fmt::format("cell {}:{}", *s.cell, s.cell_line) : std::to_string(s.line);
     out +=
-        fmt::format("warning: {}:{}: suppression {}: {}\n", EscapeControl(prefix + s.file), s.line,
+        fmt::format("warning: {}:{}: suppression {}: {}\n", EscapeControl(prefix + s.file), where,
                     s.code.empty() ? std::string("dualtrack: ignore") : s.code, s.problem);
+  }
   return out;
 }
 

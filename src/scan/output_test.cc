@@ -95,8 +95,15 @@ TEST(ScanOutputTest, TextGroupsByFileAndFoldsRuns) {
   std::sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.file, a.line) < std::tie(b.file, b.line);
   });
-  report.suppressions = {{"k.py", 2, "DT999", "unknown code"}, {"k.py", 5, "", "unused"}};
+  report.suppressions = {{"k.py", 2, "DT999", "unknown code", std::nullopt, 0},
+                         {"k.py", 5, "", "unused", std::nullopt, 0},
+                         {"n.ipynb", 17, "DT999", "unknown code", 2, 3}};
   std::string text = FormatText(report, false, false);
+  // A notebook's suppression is named by its cell and line, as its findings are.
+  EXPECT_NE(text.find("warning: proj/n.ipynb:cell 2:3: suppression DT999: unknown code"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("warning: proj/k.py:2: suppression DT999"), std::string::npos) << text;
   EXPECT_LT(text.find("Summary"), text.find("proj/k.py (8 findings)")) << text;
   EXPECT_LT(text.find("proj/a.py (2 findings)"), text.find("proj/k.py (8 findings)")) << text;
   EXPECT_NE(text.find("entry scripts (2):\n    train.py, tools/eval.py\n"), std::string::npos)

@@ -1757,8 +1757,12 @@ void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
     if (!r.notebook_lines.empty()) {
       PlaceInCells(r.notebook_lines, r.findings);
       for (auto& s : r.suppressions)
-        if (s.line >= 1 && static_cast<std::size_t>(s.line) <= r.notebook_lines.size())
-          s.line = r.notebook_lines[static_cast<std::size_t>(s.line - 1)].file_line;
+        if (s.line >= 1 && static_cast<std::size_t>(s.line) <= r.notebook_lines.size()) {
+          const NotebookLine& at = r.notebook_lines[static_cast<std::size_t>(s.line - 1)];
+          s.cell = at.cell;
+          s.cell_line = at.line;
+          s.line = at.file_line;
+        }
     }
     for (auto& s : r.suppressions) report.suppressions.push_back(std::move(s));
     for (auto& f : r.findings) {

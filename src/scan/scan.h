@@ -73,9 +73,12 @@ struct CudaModule {
 // ruff's unused-noqa): reported so that stale ones can be removed, never as a finding.
 struct SuppressionProblem {
   std::string file;
-  std::int64_t line = 0;
-  std::string code;     // As listed, upper-cased; empty for a bare `dualtrack: ignore`.
-  std::string problem;  // "unknown code" | "unused".
+  std::int64_t line = 0;  // In the file (a notebook's JSON line).
+  std::string code;       // As listed, upper-cased; empty for a bare `dualtrack: ignore`.
+  std::string problem;    // "unknown code" | "unused".
+  // Notebooks: the code cell and the line in it, which the text output names.
+  std::optional<std::int64_t> cell;
+  std::int64_t cell_line = 0;
 };
 
 struct Skipped {

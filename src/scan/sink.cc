@@ -270,7 +270,7 @@ void FindingSink::CheckSuppressions(std::vector<SuppressionProblem>& out) {
     auto problem = [&](std::string code, const char* what) {
       for (const auto& q : out)
         if (q.file == rel_ && q.line == line && q.code == code) return;
-      out.push_back(SuppressionProblem{rel_, line, std::move(code), what});
+      out.push_back(SuppressionProblem{rel_, line, std::move(code), what, std::nullopt, 0});
     };
     if (sup->all) {
       // A bare `noqa` is mostly for other linters: one that drops none of ours is not stale.

@@ -3,6 +3,7 @@ field cases of tests/verdict/fixtures/field end to end."""
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -378,3 +379,21 @@ def test_notebook_entry_reaches_the_modules_it_imports(dualtrack, tmp_path):
     assert (sync["cell"], sync["line"], sync["reachable"]) == (3, 3, True), sync
     text = (project / "demo.ipynb").read_text().splitlines()
     assert "torch.cuda.synchronize()" in text[sync["file_line"] - 1]
+
+
+def test_audit_shows_its_stages_on_a_terminal_and_is_quiet_piped(dualtrack, tmp_path):
+    script = shutil.which("script")  # util-linux: runs the command on a pseudo-terminal
+    if script is None:
+        pytest.skip("no `script` to give the command a terminal")
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "train.py").write_text("import torch\nif __name__ == '__main__':\n    pass\n")
+    binary = os.environ.get("DUALTRACK_BIN") or str(Path(__file__).parents[2] / "build" / "dualtrack")
+    line = shlex.join([binary, "audit", str(project), "-o", str(tmp_path / "tty" / "r.html")])
+    tty = subprocess.run([script, "-qec", line, "/dev/null"], capture_output=True, text=True,
+                         timeout=300)
+    assert tty.returncode == 0, tty.stdout[-2000:]
+    assert "env: started" in tty.stdout and "train: scan: done" in tty.stdout, tty.stdout[-2000:]
+    piped = dualtrack("audit", project, "-o", tmp_path / "piped" / "r.html", cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert "env: started" not in piped.stderr and "scan: done" not in piped.stderr
