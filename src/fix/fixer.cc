@@ -1152,7 +1152,8 @@ class Fixer : protected Editor {
     };
     const std::string_view head = Text(l.begin);
     if (head == "from" && chain(l.begin + 1, {"torch", "cuda", "amp"})) return true;
-    if (head == "from" && chain(l.begin + 1, {"torch", "cuda"}) && Text(l.begin + 4) == "import") {
+    if (head == "from" && chain(l.begin + 1, {"torch", "cuda"}) && l.end > l.begin + 4 &&
+        Text(l.begin + 4) == "import") {
       for (std::size_t t = l.begin + 5; t < l.end; ++t)
         if (IsName(t) && Text(t) != "amp" && Text(t) != "as" && (t == 0 || Text(t - 1) != "as"))
           return false;
@@ -1170,6 +1171,7 @@ class Fixer : protected Editor {
   void DropDeadImports(FileFix& out) {
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
       const scan::LogicalLine& l = lex_.lines[i];
+      if (l.begin >= l.end) continue;
       const bool wrapped = std::find(wrapped_imports_.begin(), wrapped_imports_.end(), l.begin) !=
                            wrapped_imports_.end();
       const bool amp = ImportsCudaAmp(l);

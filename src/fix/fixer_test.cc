@@ -336,6 +336,9 @@ TEST(FixTest, AnAmpImportWhoseUsesAreAllRewrittenGoes) {
   const std::string out = Fixed(local, true, true);
   EXPECT_FALSE(Has(out, "from torch.cuda.amp import autocast")) << out;
   EXPECT_TRUE(Has(out, "def b(autocast):\n    return autocast\n"));
+  // An unfinished import at the end of a file is left, and read within the file's tokens.
+  const std::string cut = "import torch\nx = torch.ones(1).cuda()\nfrom torch.cuda";
+  EXPECT_TRUE(Has(Fixed(cut, true, true), "\nfrom torch.cuda"));
   // Another name of the statement, or a use the fix leaves, keeps it.
   for (const char* src : {"import torch\nfrom torch.cuda import amp, Stream\n\n"
                           "scaler = amp.GradScaler()\ns = Stream()\n",
