@@ -367,6 +367,8 @@ class Lexer {
     }
     i_ += pre;
     SkipStringBody(raw, fstr);
+    // A backslash as the input's last byte steps past its end: the token stops at the end.
+    if (i_ > s_.size()) i_ = s_.size();
     Push(TokKind::kString, start);
   }
 

@@ -56,6 +56,19 @@ TEST(ScanLexerTest, StringsEndRightAtEveryLength) {
 
 // Names are read sixteen bytes at a time: every length, letters of both cases, digits, `_` and
 // UTF-8 bytes continue one; the byte after it (any of the ASCII punctuation) ends it.
+// A backslash as the last byte of an unterminated string (a cut file, fuzz_python's find): the
+// string token ends at the input's end, never past it.
+TEST(ScanLexerTest, AnEscapeAtTheEndOfTheInputStaysInside) {
+  for (std::string src :
+       {"x = 'abc \\", "x = \"is requi'' \\", "x = f'{y!r} \\", "x = f'{\"a\\", "x = r'a\\"}) {
+    const std::string copy = src;  // Exactly this many bytes: nothing to read past.
+    const Lexed lex = LexPython(copy);
+    ASSERT_FALSE(lex.tokens.empty()) << src;
+    for (const Token& t : lex.tokens)
+      EXPECT_LE(std::size_t{t.offset} + t.size(), copy.size()) << src;
+  }
+}
+
 TEST(ScanLexerTest, NamesEndRightAtEveryLength) {
   const std::string parts = "aZ_9\xc3\xa9";
   for (std::size_t k = 1; k < 40; ++k) {
