@@ -887,23 +887,7 @@ class UnsafeFixes : protected Editor {
         LineEndAfter(End(line->end - 1)) != LineEndAfter(Begin(first)) ||
         src_.find(';', Begin(first)) < LineEndAfter(Begin(first)))
       return "an import over several lines or with other statements: left for review";
-    // The names the statement binds.
-    std::vector<std::string_view> bound;
-    std::size_t t = first + 1;
-    if (head == "from") {
-      while (t < line->end && Text(t) != "import") ++t;
-      ++t;
-    }
-    for (; t < line->end; ++t) {
-      if (!IsName(t)) continue;
-      std::size_t end = t + 1;
-      while (head == "import" && IsOp(end, ".") && IsName(end + 1)) end += 2;
-      std::string_view name = Text(t);
-      if (Text(end) == "as" && IsName(end + 1)) name = Text(end + 1), end += 2;
-      if (name == "*") return "a star import: left for review";
-      bound.push_back(name);
-      t = end;
-    }
+    const std::vector<std::string_view> bound = BoundNames(*line);
     if (bound.empty()) return "an import that binds no name";
     for (std::size_t u = 0; u < lex_.tokens.size(); ++u) {
       if (u >= line->begin && u < line->end) continue;
@@ -1188,7 +1172,7 @@ class Fixer : protected Editor {
       if (!DeleteStatement(i)) continue;
       const std::int64_t line = lex_.Line(lex_.tokens[l.begin]);
       for (Outcome& o : out.outcomes)
-        if (o.line == line && (o.code == "DT201" || o.code == "DT115" || o.code == "DT105")) {
+        if (o.line == line && (o.code == "DT201" || o.code == "DT115")) {
           o.fixed = true;
           o.no_edit_needed = false;
           o.note = "import removed: every use of its names was rewritten";
@@ -1202,7 +1186,7 @@ class Fixer : protected Editor {
   // the original runs in full precision, while the rewrite enables fp16 autocast and loss scaling
   // on MPS: not the same numerics, so the rewrite is an unsafe fix.
   std::string MixedPrecisionApi(const scan::Finding& f) const {
-    if (f.code != "DT115" && f.code != "DT105") return "";
+    if (f.code != "DT115") return "";  // The registry's code of torch.cuda.amp.
     const std::size_t k = TokenAt(f.line, f.column);
     if (k == kNone || !IsName(k) || InImport(k)) return "";
     const auto [b, e] = ChainAround(k);

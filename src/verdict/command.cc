@@ -56,14 +56,6 @@ ExitCode ExitFor(const Report& report, const std::string& fail_on) {
   return rank(report.verdict) <= rank(threshold) ? ExitCode::kFindings : ExitCode::kOk;
 }
 
-// The project's folder name for page titles: never "." or "".
-std::string ProjectName(const fs::path& project) {
-  std::error_code ec;
-  fs::path p = fs::absolute(project, ec).lexically_normal();
-  if (!p.has_filename()) p = p.parent_path();
-  return p.filename().empty() ? project.string() : p.filename().string();
-}
-
 // One experiment: its report is report.html (and .md, .json beside it). Several: report.html is
 // the project's page (the worst verdict and the table of experiments), and each experiment's full
 // report is report.<experiment>.html, linked from it by a relative name, so a copied or shared
@@ -112,7 +104,7 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
     return OkStatus();
   };
   if (paged) {
-    const ProjectPage page{ProjectName(project), rows};
+    const ProjectPage page{FolderName(project.string()), rows};
     auto st = write_three(html, [&](const std::string& f, std::ostream& out) {
       if (f == "html") out << RenderProjectHtml(page);
       if (f == "md") out << RenderProjectMarkdown(page);

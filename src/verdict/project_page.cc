@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string_view>
 
@@ -16,10 +17,8 @@ namespace {
 int Rank(Verdict v) { return v == Verdict::kCudaOnly ? 0 : v == Verdict::kDevOnly ? 1 : 2; }
 
 // "report.train.html" -> "report.train.md": the Markdown page links to the Markdown pages.
-std::string WithExtension(std::string name, std::string_view ext) {
-  const std::size_t dot = name.rfind('.');
-  if (dot != std::string::npos) name.resize(dot);
-  return name + std::string(ext);
+std::string WithExtension(const std::string& name, const char* ext) {
+  return std::filesystem::path(name).replace_extension(ext).string();
 }
 
 // "2 experiments: 1 mac-ready, 1 dev-only".

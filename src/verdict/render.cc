@@ -691,8 +691,8 @@ void MarkdownVerdict(std::ostringstream& os, const Report& r) {
     }
     os << "\nThe report below is for the experiment **" << EscapeMarkdown(ev.experiment) << "**";
     if (!r.project_page.empty()) {
-      std::string md = r.project_page;
-      md = md.substr(0, md.rfind('.')) + ".md";
+      const std::string md =
+          std::filesystem::path(r.project_page).replace_extension(".md").string();
       os << "; the project's page: [" << EscapeMarkdown(md) << "](" << md << ")";
     }
     os << ".\n\n";
@@ -1026,9 +1026,6 @@ std::string SourceLink(const Report& r, const std::string& file, std::int64_t li
   return label;
 }
 
-namespace {
-
-// "." or "runs/../proj/" -> the folder's own name, which is what a reader knows the project by.
 std::string FolderName(const std::string& path) {
   namespace fs = std::filesystem;
   if (path.empty()) return path;
@@ -1038,6 +1035,8 @@ std::string FolderName(const std::string& path) {
   if (!p.has_filename()) p = p.parent_path();
   return p.filename().empty() ? path : p.filename().string();
 }
+
+namespace {
 
 // The page head, the contents, a validity warning and the verdict banner.
 void HtmlTop(std::ostringstream& os, const Report& r) {

@@ -25,6 +25,8 @@ std::string RenderText(const Report& report);
 
 // Escapes text for HTML element content and attribute values.
 std::string HtmlEscape(std::string_view s);
+// "." or "runs/../proj/" -> the folder's own name, which is what a reader knows the project by.
+std::string FolderName(const std::string& path);
 // The style sheet every HTML page of a report shares (inline: no network).
 const char* ReportCss();
 
