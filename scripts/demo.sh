@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2
-build/dualtrack audit examples/cuda-research "$@"
+build/dualtrack audit examples/cuda-research --trust-project-run "$@"

@@ -135,7 +135,8 @@ def test_every_stage_document_matches_its_schema(dualtrack, tmp_path, example_di
     r = dualtrack("coverage", tmp_path / "bundle", "--format", "json")
     valid("coverage", json.loads(r.stdout))
     out = tmp_path / "report" / "report.html"
-    r = dualtrack("audit", example_dir, "-o", out, "--format", "json", cwd=tmp_path, timeout=600)
+    r = dualtrack("audit", example_dir, "--trust-project-run", "-o", out, "--format", "json",
+                  cwd=tmp_path, timeout=600)
     assert r.returncode == 0, r.stderr
     audit = json.loads(r.stdout)
     valid("audit", audit)

@@ -1,6 +1,8 @@
 #include "app/args.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include "util/strings.h"
 
@@ -98,6 +100,33 @@ std::optional<Result<ExitCode>> ParseArgs(CLI::App& app, const std::vector<std::
         ErrorCode::kUsage, message + "\nRun '" + app.get_name() + " --help' for the options."));
   }
   return std::nullopt;
+}
+
+const CLI::Validator& TimeoutSeconds() {
+  static const CLI::Validator v(
+      [](std::string& in) -> std::string {
+        char* end = nullptr;
+        const double s = std::strtod(in.c_str(), &end);
+        if (in.empty() || end == nullptr || *end != '\0' || !std::isfinite(s) || s <= 0 ||
+            s > 604800)
+          return "expected seconds above 0 and at most 604800 (a week), got '" + in + "'";
+        return {};
+      },
+      "SEC");
+  return v;
+}
+
+const CLI::Validator& ThreadCount() {
+  static const CLI::Validator v(
+      [](std::string& in) -> std::string {
+        char* end = nullptr;
+        const long long n = std::strtoll(in.c_str(), &end, 10);
+        if (in.empty() || end == nullptr || *end != '\0' || n < 1 || n > 1024)
+          return "expected a number of threads from 1 to 1024, got '" + in + "'";
+        return {};
+      },
+      "N");
+  return v;
 }
 
 Status WriteOutput(const std::string& output, std::string_view text, Io& io,

@@ -18,6 +18,12 @@ namespace dt {
 std::optional<Result<ExitCode>> ParseArgs(CLI::App& app, const std::vector<std::string>& args,
                                           Io& io);
 
+// --timeout SEC: a finite number of seconds above 0 and at most a week (NaN, infinities and 1e308
+// would end the run at once and call it timed out).
+const CLI::Validator& TimeoutSeconds();
+// --threads N: 1 to 1024 (a bigger number asks for more threads than any machine runs).
+const CLI::Validator& ThreadCount();
+
 // Writes a command's report to `output` with WriteFileAtomic (never over `guard`'s inputs), or to
 // io.out when `output` is empty (-o not given).
 Status WriteOutput(const std::string& output, std::string_view text, Io& io,

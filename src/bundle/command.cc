@@ -49,7 +49,7 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   auto* timeout_opt = app.add_option(
       "--timeout", timeout,
       "Stop the script after SEC seconds (SIGTERM, then SIGKILL); the bundle says timed-out");
-  timeout_opt->check(CLI::PositiveNumber);
+  timeout_opt->check(TimeoutSeconds());
   app.add_option("--data", o.data,
                  "Data-slice files or folders, hashed as `dualtrack freeze --data` does; the "
                  "digest is recorded in the manifest (repeatable)");

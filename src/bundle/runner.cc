@@ -20,6 +20,7 @@
 #include "app/version.h"
 #include "bundle/bundle.h"
 #include "util/fs.h"
+#include "util/git.h"
 #include "util/json_fields.h"
 #include "util/platform.h"
 #include "util/strings.h"
@@ -80,10 +81,16 @@ json GitFacts(const std::filesystem::path& root) {
   json g = {{"commit", nullptr}, {"dirty", nullptr}};
   ProcessOptions po;
   po.timeout = std::chrono::milliseconds(10000);
-  auto head = RunProcess({"git", "-C", root.string(), "rev-parse", "HEAD"}, po);
+  const std::string dir = root.string();
+  // The project is untrusted: git's programs from its config are switched off (util/git.h).
+  auto head = RunProcess(SafeGitArgv(dir, {"rev-parse", "HEAD"}), po);
   if (!head || !head->Succeeded()) return g;
   g["commit"] = std::string(Trim(head->out));
-  auto st = RunProcess({"git", "-C", root.string(), "status", "--porcelain", "--", "."}, po);
+  auto filters = RunProcess(SafeGitArgv(dir, GitFilterListArgs()), po);
+  const std::string listed = filters && filters->Succeeded() ? filters->out : std::string();
+  auto st = RunProcess(
+      SafeGitArgv(dir, {"status", "--porcelain", "--ignore-submodules=all", "--", "."}, listed),
+      po);
   if (st && st->Succeeded()) g["dirty"] = !Trim(st->out).empty();
   return g;
 }

@@ -19,7 +19,18 @@ struct CompareArgs {
   std::vector<std::string> maps;
   double atol = -1, rtol = -1;  // Negative: not given.
   std::size_t summary = 0;
+  bool force = false;
 };
+
+// -o never lands on what compare reads: the two inputs, and inside a bundle or checkpoint folder.
+OutputGuard CompareGuard(const CompareArgs& a) {
+  OutputGuard guard{{a.o.a, a.o.b}, {}, a.force};
+  for (const auto& in : {a.o.a, a.o.b}) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) guard.input_dirs.emplace_back(in);
+  }
+  return guard;
+}
 
 void DeclareCompareOptions(CLI::App& app, CompareArgs& a) {
   app.add_option("A", a.o.a, "Track under test: bundle directory, tensor file or checkpoint folder")
@@ -29,6 +40,7 @@ void DeclareCompareOptions(CLI::App& app, CompareArgs& a) {
   app.add_option("--format", a.format, "Output: text (table, worst first), json, markdown")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
   app.add_option("-o,--output", a.output, "Write the report to this file (atomically)");
+  app.add_flag("--force", a.force, "Let -o replace a file compare reads (refused otherwise)");
   app.add_option("--atol", a.atol, "Absolute tolerance for every tensor (default: per dtype)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--rtol", a.rtol, "Relative tolerance for every tensor (default: per dtype)")
@@ -110,11 +122,11 @@ Result<ExitCode> RunCompareCommand(const std::vector<std::string>& args, Io& io)
   // Special files, links and the inputs themselves are refused before the work, and again (with
   // every file read) at the write.
   if (!a.output.empty()) {
-    if (auto s = CheckOutputPath(a.output, {{o->a, o->b}, {}}); !s) return s.take_error();
+    if (auto s = CheckOutputPath(a.output, CompareGuard(a)); !s) return s.take_error();
   }
   auto report = Compare(*o);
   if (!report) return report.take_error();
-  OutputGuard guard;
+  OutputGuard guard = CompareGuard(a);
   for (const auto& f : report->input_files) guard.inputs.emplace_back(f);
   if (auto s = WriteOutput(a.output, FormatReport(*report, a), io, guard); !s) {
     return s.take_error();

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compare/compare.h"
+#include "util/strings.h"
 
 namespace dt::compare {
 
@@ -126,6 +127,19 @@ Result<ToleranceFile> ParseToleranceFile(const std::string& text, const std::str
                        file, v.source().begin.line);
     }
   }
+  // A misspelt key (`atl`) would leave the default tolerance in force without a word.
+  for (const char* section : {"default", "metrics"}) {
+    const toml::table* t = root[section].as_table();
+    for (auto&& [k, v] : t ? *t : toml::table{}) {
+      if (k == "atol" || k == "rtol") continue;
+      std::string hint = ClosestMatch(k.str(), {"atol", "rtol"});
+      return MakeError(
+          ErrorCode::kInput,
+          "[" + std::string(section) + "] has no key '" + EscapeControl(std::string(k.str())) +
+              "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (keys: atol, rtol)",
+          file, v.source().begin.line, v.source().begin.column);
+    }
+  }
   if (auto* d = root["default"].as_table()) {
     auto a = Number(*d, "atol", file);
     if (!a) return a.take_error();
@@ -180,8 +194,12 @@ Result<ToleranceFile> ParseToleranceFile(const std::string& text, const std::str
       }
       for (auto&& [k, v] : *t) {
         if (k != "name" && k != "atol" && k != "rtol" && k != "rule" && k != "check") {
-          return MakeError(ErrorCode::kInput, "unknown key '" + std::string(k.str()) + "'", file,
-                           v.source().begin.line);
+          std::string hint = ClosestMatch(k.str(), {"name", "atol", "rtol", "rule", "check"});
+          return MakeError(ErrorCode::kInput,
+                           "[[tensor]] has no key '" + EscapeControl(std::string(k.str())) + "'" +
+                               (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                               " (keys: name, atol, rtol, rule, check)",
+                           file, v.source().begin.line, v.source().begin.column);
         }
       }
       out.overrides.push_back(std::move(o));

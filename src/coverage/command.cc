@@ -191,7 +191,10 @@ Result<ExitCode> FromYaml(CoverageArgs a, const std::filesystem::path& data_dir,
   auto table = TableFromYaml(a.yaml, label, data_dir, &provenance);
   if (!table) return table.take_error();
   if (!a.write_table.empty()) {
-    if (auto s = WriteFileAtomic(a.write_table, table->Serialize()); !s) return s.take_error();
+    // The table must not replace the YAML it was made from.
+    const OutputGuard guard{{a.yaml}, {}};
+    if (auto s = WriteFileAtomic(a.write_table, table->Serialize(), guard); !s)
+      return s.take_error();
     io.out << fmt::format("{}: {} overloads of torch {} -> {} (source lists: {})\n", a.yaml,
                           table->size(), label, a.write_table, provenance);
     return ExitCode::kOk;

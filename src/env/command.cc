@@ -76,11 +76,13 @@ struct FreezeArgs {
   std::vector<std::string> seeds;
   unsigned threads = 0;
   std::size_t buffer_kib = 0;
+  bool force = false;
 };
 
 void DeclareFreezeOptions(CLI::App& app, FreezeArgs& a) {
   app.add_option("-o,--output", a.output,
                  "Write the baseline JSON here (atomically); default: stdout");
+  app.add_flag("--force", a.force, "Let -o replace a file freeze reads (refused otherwise)");
   app.add_option("--data", a.options.data, "Data files or directories of the slice (repeatable)");
   app.add_option("--preprocess", a.options.preprocess,
                  "Preprocessing scripts to record (repeatable)");
@@ -92,7 +94,8 @@ void DeclareFreezeOptions(CLI::App& app, FreezeArgs& a) {
                  "slice differs");
   app.add_option("--format", a.format, "Output format of --check")
       ->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--threads", a.threads, "Hashing threads (default: one per core)");
+  app.add_option("--threads", a.threads, "Hashing threads (default: one per core)")
+      ->check(ThreadCount());
   // Hidden: the read size per hashing thread, for the benchmark.
   app.add_option("--buffer-kib", a.buffer_kib, "Read buffer per hashing thread in KiB")->group("");
   app.add_flag("--data-only", a.options.data_only,
@@ -173,6 +176,7 @@ Result<ExitCode> RecordBaseline(const FreezeArgs& a, const FreezeOptions& option
     (fs::is_directory(p, ec) ? guard.input_dirs : guard.inputs).push_back(p);
   }
   for (const auto& pre : options.preprocess) guard.inputs.push_back(InProject(a.project, pre));
+  guard.force = a.force;
   if (!a.output.empty()) {
     if (auto s = CheckOutputPath(a.output, guard); !s) return s.take_error();
   }
@@ -181,6 +185,9 @@ Result<ExitCode> RecordBaseline(const FreezeArgs& a, const FreezeOptions& option
   auto baseline = Freeze(runner, files, options);
   bar.Finish();
   if (!baseline.ok()) return baseline.take_error();
+  // The lock files and requirements it hashed are inputs too (`-o requirements.txt`).
+  for (const auto& lock : baseline->lock_files)
+    guard.inputs.push_back(InProject(a.project, lock.path));
   std::string text =
       BaselineToJson(*baseline).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
       "\n";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "util/fs.h"
+#include "util/git.h"
 #include "util/json_fields.h"
 #include "util/strings.h"
 
@@ -44,15 +45,20 @@ std::string NowUtc() {
 CodeState ProbeGit(CommandRunner& runner, const fs::path& project) {
   CodeState code;
   const std::string dir = project.string();
-  auto commit = Output(runner, {"git", "-C", dir, "rev-parse", "HEAD"});
-  auto inside = Output(runner, {"git", "-C", dir, "rev-parse", "--is-inside-work-tree"});
+  // The repository is untrusted: its filter drivers are listed first (reading config runs
+  // nothing) so that SafeGitArgv can switch them off for the status below.
+  auto inside = Output(runner, SafeGitArgv(dir, {"rev-parse", "--is-inside-work-tree"}));
   if (!inside || FirstLine(*inside) != "true") return code;
   code.git = true;
-  if (commit) code.commit = FirstLine(*commit);  // Absent in a repository with no commit yet.
-  if (auto branch = Output(runner, {"git", "-C", dir, "rev-parse", "--abbrev-ref", "HEAD"})) {
-    code.branch = FirstLine(*branch);
+  const std::string filters = Output(runner, SafeGitArgv(dir, GitFilterListArgs())).value_or("");
+  auto git = [&](const std::vector<std::string>& args) {
+    return Output(runner, SafeGitArgv(dir, args, filters));
+  };
+  if (auto commit = git({"rev-parse", "HEAD"})) {
+    code.commit = FirstLine(*commit);  // Absent in a repository with no commit yet.
   }
-  if (auto status = Output(runner, {"git", "-C", dir, "status", "--porcelain=v1", "-z"})) {
+  if (auto branch = git({"rev-parse", "--abbrev-ref", "HEAD"})) code.branch = FirstLine(*branch);
+  if (auto status = git({"status", "--porcelain=v1", "-z", "--ignore-submodules=all"})) {
     // Entries are "XY path\0"; a rename or copy carries its source as one more entry.
     auto entries = Split(*status, '\0');
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -62,7 +68,7 @@ CodeState ProbeGit(CommandRunner& runner, const fs::path& project) {
       if (e[0] == 'R' || e[0] == 'C') ++i;
     }
   }
-  if (auto remotes = Output(runner, {"git", "-C", dir, "remote", "-v"})) {
+  if (auto remotes = git({"remote", "-v"})) {
     for (auto line : Split(*remotes, '\n')) {
       auto tab = line.find('\t');
       if (tab == std::string_view::npos) continue;
@@ -174,13 +180,16 @@ bool IsAllowListedEnvVar(const std::string& name) {
 }
 
 std::string StripCredentials(const std::string& url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string::npos) return url;
+  // A query or fragment can carry a token too (GitLab's `?private_token=`); neither names the
+  // repository, so both go.
+  std::string bare = url.substr(0, url.find_first_of("?#"));
+  auto scheme = bare.find("://");
+  if (scheme == std::string::npos) return bare;
   auto host_start = scheme + 3;
-  auto slash = url.find('/', host_start);
-  auto at = url.rfind('@', slash == std::string::npos ? url.size() : slash);
-  if (at == std::string::npos || at < host_start) return url;
-  return url.substr(0, host_start) + url.substr(at + 1);
+  auto slash = bare.find('/', host_start);
+  auto at = bare.rfind('@', slash == std::string::npos ? bare.size() : slash);
+  if (at == std::string::npos || at < host_start) return bare;
+  return bare.substr(0, host_start) + bare.substr(at + 1);
 }
 
 namespace {

@@ -7,10 +7,19 @@
 
 #include "env/replay_host.h"
 #include "util/fs.h"
+#include "util/git.h"
 
 namespace dt::env {
 namespace {
 namespace fs = std::filesystem;
+
+// The replay key of a git command as freeze runs it (SafeGitArgv, joined by spaces).
+std::string GitKey(const std::string& dir, const std::vector<std::string>& args,
+                   std::string_view filters = {}) {
+  std::string key;
+  for (const auto& a : SafeGitArgv(dir, args, filters)) key += (key.empty() ? "" : " ") + a;
+  return key;
+}
 
 TEST(EnvFreezeTest, CredentialsAreStrippedFromRemotes) {
   EXPECT_EQ(StripCredentials("https://alice:ghp_secret@github.com/org/repo.git"),
@@ -20,6 +29,30 @@ TEST(EnvFreezeTest, CredentialsAreStrippedFromRemotes) {
   EXPECT_EQ(StripCredentials("git@github.com:org/repo.git"), "git@github.com:org/repo.git");
   EXPECT_EQ(StripCredentials("ssh://git:pw@host:22/r"), "ssh://host:22/r");
   EXPECT_EQ(StripCredentials("https://host/path@v1"), "https://host/path@v1");
+  EXPECT_EQ(StripCredentials("https://gitlab.com/g/r.git?private_token=glpat-x"),
+            "https://gitlab.com/g/r.git");
+  EXPECT_EQ(StripCredentials("https://u:p@host/r.git#frag"), "https://host/r.git");
+  EXPECT_EQ(StripCredentials("git@host:r.git?token=1"), "git@host:r.git");
+}
+
+TEST(EnvFreezeTest, GitRunsWithTheRepositorysProgramsSwitchedOff) {
+  auto argv = SafeGitArgv("/p", {"status"},
+                          std::string("filter.lfs.clean\ngit-lfs clean\0"
+                                      "filter.a.b.process\nrun-me\0",
+                                      48));
+  auto has = [&](const std::string& kv) {
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+      if (argv[i] == "-c" && argv[i + 1] == kv) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("core.fsmonitor=false"));
+  EXPECT_TRUE(has("core.hooksPath=/dev/null"));
+  EXPECT_TRUE(has("filter.lfs.clean="));
+  EXPECT_TRUE(has("filter.lfs.process="));
+  EXPECT_TRUE(has("filter.lfs.required=false"));
+  EXPECT_TRUE(has("filter.a.b.smudge="));  // A driver name may hold dots.
+  EXPECT_EQ(argv.back(), "status");
+  EXPECT_EQ(argv.front(), "git");
 }
 
 TEST(EnvFreezeTest, OnlyAllowListedVariables) {
@@ -49,13 +82,13 @@ class EnvFreezeProjectTest : public ::testing::Test {
     std::ofstream(dir_ / ".venv/requirements.txt") << "hidden\n";
     const std::string d = dir_.string();
     host_.AddCommand("uname -s -r -m", "Linux 6.1.0 x86_64\n");
-    host_.AddCommand("git -C " + d + " rev-parse --is-inside-work-tree", "true\n");
-    host_.AddCommand("git -C " + d + " rev-parse HEAD",
+    host_.AddCommand(GitKey(d, {"rev-parse", "--is-inside-work-tree"}), "true\n");
+    host_.AddCommand(GitKey(d, {"rev-parse", "HEAD"}),
                      "0123456789abcdef0123456789abcdef01234567\n");
-    host_.AddCommand("git -C " + d + " rev-parse --abbrev-ref HEAD", "main\n");
-    host_.AddCommand("git -C " + d + " status --porcelain=v1 -z",
+    host_.AddCommand(GitKey(d, {"rev-parse", "--abbrev-ref", "HEAD"}), "main\n");
+    host_.AddCommand(GitKey(d, {"status", "--porcelain=v1", "-z", "--ignore-submodules=all"}),
                      std::string(" M train.py\0R  new.py\0old.py\0?? notes.txt\0", 42));
-    host_.AddCommand("git -C " + d + " remote -v",
+    host_.AddCommand(GitKey(d, {"remote", "-v"}),
                      "origin\thttps://bob:ghp_abc123@github.com/lab/proj.git (fetch)\n"
                      "origin\thttps://bob:ghp_abc123@github.com/lab/proj.git (push)\n");
     host_.AddProgram("python3", "/usr/bin/python3");
@@ -130,7 +163,7 @@ TEST_F(EnvFreezeProjectTest, CheckReportsExactlyTheChangedAddedAndMissingFiles) 
   std::ofstream(dir_ / "data/a.bin") << "AAAA";
   fs::remove(dir_ / "data/b.bin");
   std::ofstream(dir_ / "data/c.bin") << "c";
-  host_.AddCommand("git -C " + dir_.string() + " rev-parse HEAD",
+  host_.AddCommand(GitKey(dir_.string(), {"rev-parse", "HEAD"}),
                    "fedcba9876543210fedcba9876543210fedcba98\n");
   host_.AddCommand("/usr/bin/python3 -m pip list --format=json --disable-pip-version-check",
                    "[{\"name\": \"torch\", \"version\": \"2.14.0\"}, {\"name\": \"numpy\", "

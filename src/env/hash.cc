@@ -18,6 +18,7 @@
 
 #include "util/fs.h"
 #include "util/parallel.h"
+#include "util/strings.h"
 
 namespace dt::env {
 namespace fs = std::filesystem;
@@ -168,14 +169,16 @@ Result<StreamResult> StreamFile(const fs::path& path, std::vector<unsigned char>
   return r;
 }
 
-// The recorded name: relative to `base` when inside it, else absolute; always with '/'.
+// The recorded name: relative to `base` when inside it, else absolute; always with '/'. A name
+// that is not UTF-8 (or holds control characters) is recorded with its bytes escaped (\xff): JSON
+// cannot hold the raw bytes, and `freeze --check` names the file the same way, so it matches.
 std::string DisplayPath(const fs::path& p, const fs::path& base) {
   std::error_code ec;
   fs::path abs = fs::absolute(p, ec).lexically_normal();
   fs::path b = fs::absolute(base, ec).lexically_normal();
   fs::path rel = abs.lexically_relative(b);
-  if (!rel.empty() && *rel.begin() != "..") return rel.generic_string();
-  return abs.generic_string();
+  if (!rel.empty() && *rel.begin() != "..") return EscapeControl(rel.generic_string());
+  return EscapeControl(abs.generic_string());
 }
 
 }  // namespace
@@ -208,6 +211,14 @@ Result<CollectedFiles> CollectDataFiles(const std::vector<std::string>& roots,
       if (ec) return MakeError(ErrorCode::kInput, "cannot stat: " + ec.message(), p.string());
       if (::access(p.c_str(), R_OK) != 0) return IoErr(p, "cannot read", errno);
       add_file(p, size);
+    } else if (st.type() != fs::file_type::directory && named) {
+      // A slice of nothing would be recorded as hashed: a named FIFO or device is an error.
+      struct stat raw {};
+      const bool known = ::stat(p.c_str(), &raw) == 0;
+      return MakeError(ErrorCode::kInput,
+                       "a data path must be a regular file or a folder; this is " +
+                           (known ? FileTypeName(raw.st_mode) : std::string("a special file")),
+                       p.string());
     } else if (st.type() != fs::file_type::directory) {
       out.skipped.push_back({DisplayPath(p, base), "not a regular file"});
     } else if (lst.type() == fs::file_type::symlink && !named) {

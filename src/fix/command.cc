@@ -84,7 +84,7 @@ void DeclareFixOptions(CLI::App& app, FixArgs& a) {
   app.add_option("--seed", a.seed, "With --verify: the seed of both runs (default 0)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--timeout", a.timeout, "With --verify: stop each run after SEC seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(TimeoutSeconds());
   app.add_option("--verify-dir", a.verify_dir,
                  "With --verify: keep the two copies and their bundles in this folder (default: a "
                  "temporary folder, removed)");

@@ -1,4 +1,5 @@
 // `dualtrack scan` and `dualtrack rule`: option parsing and output; the work is in scan.cc.
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -27,11 +28,16 @@ Result<std::uint64_t> ParseSize(const std::string& s) {
     mult = std::uint64_t{1} << (last == 'k' ? 10 : last == 'm' ? 20 : 30);
     num.pop_back();
   }
+  // strtoull would take "-1" as 2^64-1 and wrap a product: digits only, and no overflow.
   char* end = nullptr;
+  errno = 0;
   unsigned long long v = std::strtoull(num.c_str(), &end, 10);
-  if (num.empty() || end == nullptr || *end != '\0')
-    return MakeError(ErrorCode::kUsage,
-                     "--max-file-size: expected a size such as 16M, got '" + s + "'");
+  const bool digits = !num.empty() && num.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || end == nullptr || *end != '\0' || errno == ERANGE || v == 0 ||
+      v > (std::uint64_t{1} << 40) / mult)
+    return MakeError(
+        ErrorCode::kUsage,
+        "--max-file-size: expected a size from 1 byte to 1T such as 16M, got '" + s + "'");
   return static_cast<std::uint64_t>(v) * mult;
 }
 
@@ -46,7 +52,7 @@ struct ScanArgs {
   TreeSelection tree;
   std::string format = "text", output, fail_on = "fixable", color = "auto", max_size = "16M";
   std::string baseline, write_baseline;
-  bool statistics = false;
+  bool statistics = false, force = false;
   unsigned threads = 0;
 };
 
@@ -81,10 +87,13 @@ void DeclareScanOptions(CLI::App& app, ScanArgs& a) {
                  "replace, blocker, or never")
       ->check(CLI::IsMember({"portable", "fixable", "replace", "blocker", "never"}));
   app.add_flag("--statistics", a.statistics, "Counts per code and per file with readiness");
+  app.add_flag("--force", a.force,
+               "Let -o / --write-baseline replace a file the scan reads (refused otherwise)");
   app.add_flag("--no-gitignore", a.tree.no_gitignore, "Also scan files that .gitignore excludes");
   app.add_flag("--no-config", a.tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
   app.add_option("--max-file-size", a.max_size, "Skip larger files with a note (default 16M)");
-  app.add_option("--threads", a.threads, "Worker threads (default: all cores)");
+  app.add_option("--threads", a.threads, "Worker threads (default: all cores)")
+      ->check(ThreadCount());
   app.add_option("--color", a.color,
                  "auto (a terminal, unless NO_COLOR is set or FORCE_COLOR asks for it), always or "
                  "never")
@@ -124,9 +133,23 @@ Result<ScanReport> ScanShowingProgress(const ScanOptions& opt, Io& io) {
   return report;
 }
 
+// What -o and --write-baseline must not replace: every file the scan read, and the baseline.
+OutputGuard ScanGuard(const ScanReport& report, const ScanArgs& a) {
+  OutputGuard guard;
+  guard.inputs.assign(report.inputs.begin(), report.inputs.end());
+  for (const auto& p : a.tree.paths) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec)) guard.inputs.emplace_back(p);
+  }
+  if (!a.baseline.empty()) guard.inputs.emplace_back(a.baseline);
+  guard.force = a.force;
+  return guard;
+}
+
 // --write-baseline: today's findings, which --baseline leaves out later.
-Status WriteBaseline(const ScanReport& report, const std::string& path, Io& io) {
-  if (auto st = WriteFileAtomic(path, BaselineText(report)); !st) return st.take_error();
+Status WriteBaseline(const ScanReport& report, const std::string& path, const OutputGuard& guard,
+                     Io& io) {
+  if (auto st = WriteFileAtomic(path, BaselineText(report), guard); !st) return st.take_error();
   io.err << "dualtrack: recorded " << report.findings.size() << " finding"
          << (report.findings.size() == 1 ? "" : "s") << " in " << path << "; scan with --baseline "
          << path << " to report only new ones\n";
@@ -176,7 +199,8 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   auto report = ScanShowingProgress(*opt, io);
   if (!report) return report.take_error();
   if (!a.write_baseline.empty()) {
-    if (auto st = WriteBaseline(*report, a.write_baseline, io); !st) return st.take_error();
+    if (auto st = WriteBaseline(*report, a.write_baseline, ScanGuard(*report, a), io); !st)
+      return st.take_error();
     return ExitCode::kOk;
   }
   if (!a.baseline.empty()) {
@@ -190,24 +214,51 @@ Result<ExitCode> RunScanCommand(const std::vector<std::string>& args, Io& io) {
   if (a.fail_on != "never") threshold = *ParseSeverity(a.fail_on);
   auto text = FormatReport(*report, a, threshold, io);
   if (!text) return text.take_error();
-  if (auto st = WriteOutput(a.output, *text, io); !st) return st.take_error();
+  if (auto st = WriteOutput(a.output, *text, io, ScanGuard(*report, a)); !st)
+    return st.take_error();
   if (!threshold) return ExitCode::kOk;
   for (const auto& f : report->findings)
     if (f.severity >= *threshold) return ExitCode::kFindings;
   return ExitCode::kOk;
 }
 
+namespace {
+
+// `rule --markdown DIR` replaces only pages it wrote itself (they say so near their top): a
+// folder's own README.md or notes are refused unless --force.
+Status CheckRulePages(const std::filesystem::path& dir, const Registry& reg, bool force) {
+  std::vector<std::filesystem::path> pages = {dir / "README.md"};
+  for (const auto& r : reg.rules()) pages.push_back(dir / (r.code + ".md"));
+  for (const auto& page : pages) {
+    if (auto st = CheckOutputPath(page); !st) return st;
+    std::error_code ec;
+    if (force || !std::filesystem::exists(page, ec)) continue;
+    auto text = ReadFile(page, std::uint64_t{1} << 20);
+    if (text && text->substr(0, 4096).find("dualtrack rule --all --markdown") != std::string::npos)
+      continue;
+    return MakeError(ErrorCode::kUsage,
+                     "refusing to replace " + page.string() +
+                         ": it is not a rule page written by `dualtrack rule --all --markdown` "
+                         "(choose an empty folder, or --force to replace it)",
+                     page.string());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
   CLI::App app{"Explain a scan rule: its class, severity, why it matters and what to use instead.",
                "dualtrack rule"};
   std::string code, markdown_dir, format = "text";
-  bool all = false, list = false;
+  bool all = false, list = false, force = false;
   app.add_option("code", code, "Rule code, e.g. DT101");
   app.add_flag("--list", list, "One line per rule");
   app.add_flag("--all", all, "Every rule");
   app.add_option("--markdown", markdown_dir,
                  "With --all: write one page per rule and README.md into this folder");
   app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--force", force, "With --markdown: replace files that are not rule pages");
   app.footer(
       "Examples:\n  dualtrack rule DT201\n  dualtrack rule --list\n"
       "  dualtrack rule --all --markdown docs/rules   # regenerate the rule pages");
@@ -219,6 +270,7 @@ Result<ExitCode> RunRuleCommand(const std::vector<std::string>& args, Io& io) {
     std::error_code ec;
     std::filesystem::create_directories(markdown_dir, ec);
     if (ec) return MakeError(ErrorCode::kIo, ec.message(), markdown_dir);
+    if (auto st = CheckRulePages(markdown_dir, *reg, force); !st) return st.take_error();
     for (const auto& r : reg->rules()) {
       if (auto st = WriteFileAtomic(std::filesystem::path(markdown_dir) / (r.code + ".md"),
                                     RuleMarkdown(r, *reg));

@@ -56,14 +56,26 @@ struct Config {
   std::string rules;
 };
 
-std::vector<std::string> TomlStrings(const toml::node* node) {
+// A string or an array of strings; anything else (`entry = [1, 2]`) is an error at its place,
+// never silently an empty list.
+Result<std::vector<std::string>> TomlStrings(const toml::node& node, std::string_view key,
+                                             const std::string& file) {
   std::vector<std::string> out;
-  if (node == nullptr) return out;
-  if (auto s = node->value<std::string>()) {
-    out.push_back(*s);
-  } else if (const auto* arr = node->as_array()) {
-    for (const auto& v : *arr)
-      if (auto s2 = v.value<std::string>()) out.push_back(*s2);
+  auto bad = [&](const toml::node& at) {
+    return MakeError(
+        ErrorCode::kInput,
+        "[tool.dualtrack] " + std::string(key) + " must be a string or an array of strings", file,
+        at.source().begin.line, at.source().begin.column);
+  };
+  if (node.is_string()) {
+    out.push_back(*node.value<std::string>());
+  } else if (const auto* arr = node.as_array()) {
+    for (const auto& v : *arr) {
+      if (!v.is_string()) return bad(v);
+      out.push_back(*v.value<std::string>());
+    }
+  } else {
+    return bad(node);
   }
   return out;
 }
@@ -97,20 +109,22 @@ Result<Config> ReadConfig(const fs::path& root) {
                              " (keys: entry, exclude, experiments, ignore, rules, run, select)",
                          file.string(), key.source().begin.line, key.source().begin.column);
       }
+      if (k == "run" || k == "experiments") continue;  // audit's (verdict/experiments.cc).
+      auto values = TomlStrings(node, k, file.string());
+      if (!values) return values.take_error();
       if (k == "exclude")
-        cfg.exclude = TomlStrings(&node);
+        cfg.exclude = std::move(*values);
       else if (k == "ignore")
-        cfg.ignore = TomlStrings(&node);
+        cfg.ignore = std::move(*values);
       else if (k == "select")
-        cfg.select = TomlStrings(&node);
+        cfg.select = std::move(*values);
       else if (k == "entry")
-        cfg.entry = TomlStrings(&node);
+        cfg.entry = std::move(*values);
       else if (k == "rules") {
-        auto v = TomlStrings(&node);
-        if (v.size() != 1)
+        if (values->size() != 1)
           return MakeError(ErrorCode::kInput, "[tool.dualtrack] rules must be one file name",
                            file.string(), node.source().begin.line);
-        cfg.rules = v[0];
+        cfg.rules = (*values)[0];
       }
     }
   }
@@ -1853,6 +1867,33 @@ Reach ReachFromEntries(const Context& ctx, const std::vector<WalkItem>& items,
   return reach;
 }
 
+namespace {
+
+// ScanReport::inputs: the walked files, and beside them what the scan reads to decide (its
+// configuration, the ignore files of each folder, the top-level documents PickEntries reads).
+std::vector<std::string> ScanInputs(const std::vector<WalkItem>& items, const fs::path& abs_root) {
+  std::vector<std::string> inputs;
+  inputs.reserve(items.size() + 8);
+  std::unordered_set<std::string> dirs;
+  for (const WalkItem& item : items) {
+    inputs.push_back(item.abs);
+    dirs.insert(fs::path(item.abs).parent_path().string());
+  }
+  dirs.insert(abs_root.string());
+  for (const std::string& d : dirs) inputs.push_back((fs::path(d) / ".gitignore").string());
+  for (const char* name : {"pyproject.toml", ".git/info/exclude"})
+    inputs.push_back((abs_root / name).string());
+  std::error_code ec;
+  for (fs::directory_iterator it(abs_root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string ext = it->path().extension().string();
+    if (ext == ".md" || ext == ".rst" || ext == ".txt" || ext == ".cfg" || ext == ".toml")
+      inputs.push_back(it->path().string());
+  }
+  return inputs;
+}
+
+}  // namespace
+
 Result<ScanReport> Scan(const ScanOptions& options) {
   auto root_or = ScanRoot(options);
   if (!root_or) return root_or.take_error();
@@ -1909,6 +1950,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
   for (FileResult& r : results) SettleGuardedCodes(ctx.reg, r.findings);
   Collect(items, results, *filter, entries->files, reach, report);
+  report.inputs = ScanInputs(items, abs_root);
   // The per-file state (every file's imports, paths, the import graph) is freed while the caller
   // formats the report (on a large tree its frees take longer than the output), or not at all
   // when the process exits after the report.

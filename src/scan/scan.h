@@ -140,6 +140,9 @@ struct ScanReport {
   std::string baseline;              // The --baseline file the findings were checked against.
   std::size_t baselined = 0;         // Findings it held, left out of `findings`.
   std::optional<PathTraits> path;    // With named entries only.
+  // Every file the scan read or could have read (the walked files, the configuration, ignore
+  // files, the top-level documents entry discovery reads): what an output must never replace.
+  std::vector<std::string> inputs;
 };
 
 // Walks the paths, scans every recognised file and returns the sorted inventory. Errors: a path

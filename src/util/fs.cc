@@ -141,6 +141,7 @@ bool Inside(const std::filesystem::path& p, const std::filesystem::path& dir) {
 
 // An output that lands inside one of the command's input folders would change the input itself.
 Status CheckNotInInputDir(const std::filesystem::path& path, const OutputGuard& guard) {
+  if (guard.force) return OkStatus();
   std::filesystem::path where = ResolvedLocation(path);
   for (const auto& d : guard.input_dirs) {
     std::error_code ec;
@@ -148,7 +149,9 @@ Status CheckNotInInputDir(const std::filesystem::path& path, const OutputGuard& 
     if (!ec && Inside(where, dir)) {
       return MakeError(ErrorCode::kUsage,
                        "refusing to write the output inside this command's input folder " +
-                           d.string() + " (it would change the input itself)",
+                           d.string() +
+                           " (it would change the input itself; --force writes it "
+                           "anyway)",
                        path.string());
     }
   }
@@ -185,14 +188,21 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
   }
   for (const auto& in : guard.inputs) {
     struct stat ist {};
-    if (::stat(in.c_str(), &ist) == 0 && ist.st_dev == lst.st_dev && ist.st_ino == lst.st_ino) {
+    if (!guard.force && ::stat(in.c_str(), &ist) == 0 && ist.st_dev == lst.st_dev &&
+        ist.st_ino == lst.st_ino) {
       return MakeError(ErrorCode::kUsage,
                        "the output path is one of this command's inputs (" + in.string() +
-                           "); refusing to overwrite it",
+                           "); refusing to overwrite it (--force replaces it anyway)",
                        path.string());
     }
   }
   return CheckNotInInputDir(path, guard);
+}
+
+Status CheckOutputPaths(const std::vector<std::filesystem::path>& paths, const OutputGuard& guard) {
+  for (const auto& p : paths)
+    if (auto s = CheckOutputPath(p, guard); !s) return s;
+  return OkStatus();
 }
 
 namespace {

@@ -62,6 +62,8 @@ Result<std::string> ReadFile(const std::filesystem::path& path,
 struct OutputGuard {
   std::vector<std::filesystem::path> inputs;      // Files the command reads.
   std::vector<std::filesystem::path> input_dirs;  // Folders whose every file the command reads.
+  // --force: the user means to replace an input. Links and special files are refused still.
+  bool force = false;
 };
 
 // Whether `path` may be written as a command's output: refused (exit 2, naming it) when it is a
@@ -69,6 +71,9 @@ struct OutputGuard {
 // device node, FIFO or socket, or one of `guard`'s inputs or a file inside its input folders.
 // A path that does not exist yet is fine.
 Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& guard = {});
+// CheckOutputPath for every file a command is about to write, before it writes any of them (a
+// report and its siblings are all written or none).
+Status CheckOutputPaths(const std::vector<std::filesystem::path>& paths, const OutputGuard& guard);
 
 // Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`, so a
 // reader sees either the old file or the whole new one, never half of it. Checks `path` with

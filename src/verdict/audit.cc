@@ -14,6 +14,7 @@
 #include "env/env.h"
 #include "fix/plan.h"
 #include "scan/scan.h"
+#include "util/fs.h"
 #include "util/scoped_dir.h"
 #include "util/strings.h"
 
@@ -274,7 +275,7 @@ std::optional<EnvEvidence> DiagnoseHost(const AuditOptions& options, std::ostrea
 
 // The scan of an experiment's own path: reachability from its entry only.
 void ScanExperiment(const AuditOptions& options, const fs::path& project, const Experiment& exp,
-                    Evidence& ev, std::ostream& log) {
+                    Evidence& ev, AuditResult& result, std::ostream& log) {
   scan::ScanOptions so;
   so.paths = {project};
   if (!exp.entry.empty()) so.entries = {exp.entry};
@@ -282,6 +283,7 @@ void ScanExperiment(const AuditOptions& options, const fs::path& project, const 
   so.ignore_codes = options.ignore;
   if (auto report = scan::Scan(so); report.ok()) {
     ev.scan = FromScan(*report, options.select);
+    result.inputs.insert(result.inputs.end(), report->inputs.begin(), report->inputs.end());
     log << exp.name << ": scan: done\n";
   } else {
     ev.missing["scan"] = report.error().ToString();
@@ -307,6 +309,26 @@ Result<fs::path> BundleDir(const Experiment& exp, const fs::path& runs_root,
     tmp.emplace(std::move(*made));
   }
   return tmp->path() / folder;
+}
+
+// --keep-run puts each experiment's bundle in a folder of its name, and a run replaces what is
+// there: only an empty folder or an earlier bundle, never a folder of the project's own (a
+// `train/` beside train.py), unless --force.
+Status CheckKeepRunFolder(const fs::path& dir, const fs::path& project,
+                          const AuditOptions& options) {
+  if (options.keep_run.empty() || options.force) return OkStatus();
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return OkStatus();
+  auto manifest = ReadFile(dir / "manifest.json", 1u << 20);
+  const bool bundle = manifest.ok() && manifest->find("\"dualtrack.bundle/") != std::string::npos;
+  if (bundle || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) return OkStatus();
+  const auto rel = fs::weakly_canonical(dir, ec).lexically_relative(fs::weakly_canonical(project));
+  const bool in_project = !rel.empty() && *rel.begin() != "..";
+  return MakeError(ErrorCode::kUsage,
+                   fmt::format("--keep-run would replace {}, which is not a dualtrack bundle{}; "
+                               "choose another --keep-run folder, or --force",
+                               dir.string(), in_project ? " (it is part of the project)" : ""),
+                   dir.string());
 }
 
 }  // namespace
@@ -347,7 +369,7 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
     ev.mac_command = MacCommand(exp);
     ev.env = host;
     if (!env_problem.empty()) ev.missing["env"] = env_problem;
-    ScanExperiment(options, project, exp, ev, log);
+    ScanExperiment(options, project, exp, ev, result, log);
     if (!config_problem.empty()) {
       ev.missing["run"] = config_problem;
       ev.missing["coverage"] = "no traced run to predict from";
@@ -356,9 +378,20 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
           "no run declared for this experiment ([[tool.dualtrack.experiments]] "
           "run in pyproject.toml, or --run)";
       ev.missing["coverage"] = "no traced run to predict from";
+    } else if (!options.trust_project_run && exp.run != options.run) {
+      ev.missing["run"] = fmt::format(
+          "the project declares its run ({}) in pyproject.toml; dualtrack runs a project's own "
+          "code only when asked: audit with --trust-project-run, or name the command with --run",
+          *exp.run);
+      ev.missing["coverage"] = "no traced run to predict from";
+      result.not_run.push_back(exp.name + ": " + *exp.run);
+      log << exp.name << ": run: not started (declared by the project; --trust-project-run)\n";
     } else {
       auto bundle_dir = BundleDir(exp, runs_root, tmp);
       if (!bundle_dir.ok()) return bundle_dir.take_error();
+      if (auto st = CheckKeepRunFolder(*bundle_dir, project, options); !st.ok())
+        return st.take_error();
+      result.ran.push_back(exp.name + ": " + *exp.run);
       RunExperiment(options, project, exp, *bundle_dir, ev, result, log);
       if (result.interrupted) return result;
     }

@@ -27,6 +27,10 @@ struct AuditOptions {
   std::vector<std::string> select;   // Codes or prefixes the verdict keeps (all when empty).
   std::optional<double> timeout_s;   // --timeout for each run.
   std::filesystem::path keep_run;    // --keep-run DIR: the run bundles are kept there.
+  // A run declared in the project's own pyproject.toml is the project's code: it runs only with
+  // --trust-project-run (a run named by --run is the user's own choice).
+  bool trust_project_run = false;
+  bool force = false;  // --force: --keep-run may replace a folder that is not a bundle.
 };
 
 struct ExperimentVerdict {
@@ -48,7 +52,10 @@ struct RunProblem {
 struct AuditResult {
   std::vector<ExperimentVerdict> experiments;
   std::vector<RunProblem> run_problems;
-  bool interrupted = false;  // Ctrl-C during a run: no verdict may be written.
+  bool interrupted = false;         // Ctrl-C during a run: no verdict may be written.
+  std::vector<std::string> inputs;  // Every file the scans read: no report may replace one.
+  // The runs dualtrack started (experiment: command), and the declared ones it left alone.
+  std::vector<std::string> ran, not_run;
 };
 
 // Codes "DT1,DT203" and repeated options, split and trimmed.

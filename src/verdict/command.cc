@@ -61,7 +61,8 @@ ExitCode ExitFor(const Report& report, const std::string& fail_on) {
 // report is report.<experiment>.html, linked from it by a relative name, so a copied or shared
 // folder keeps working.
 Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs::path& html,
-                                                   const fs::path& project) {
+                                                   const fs::path& project,
+                                                   const OutputGuard& guard) {
   const bool paged = result.experiments.size() > 1;
   std::vector<fs::path> htmls;
   std::vector<ExperimentRow> rows;
@@ -88,6 +89,15 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
                        html.parent_path().string());
     }
   }
+  // Every page and its siblings are checked before the first is written: all or none.
+  std::vector<fs::path> all;
+  for (const fs::path& h : paged ? std::vector<fs::path>{html} : std::vector<fs::path>{})
+    for (const char* ext : {".html", ".md", ".json"})
+      all.push_back(fs::path(h).replace_extension(ext));
+  for (const fs::path& h : htmls)
+    for (const char* ext : {".html", ".md", ".json"})
+      all.push_back(fs::path(h).replace_extension(ext));
+  if (auto st = CheckOutputPaths(all, guard); !st.ok()) return st.take_error();
   std::vector<std::string> files;
   auto write_three = [&](const fs::path& h,
                          const std::function<void(const std::string&, std::ostream&)>& render) {
@@ -98,7 +108,7 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
          {std::pair{h, "html"}, std::pair{md, "md"}, std::pair{json, "json"}}) {
       const std::string f = format;  // Clang 14 lambdas cannot capture a structured binding.
       auto write = [&](std::ostream& out) { render(f, out); };
-      if (auto s = WriteFileAtomic(path, write); !s.ok()) return s;
+      if (auto s = WriteFileAtomic(path, write, guard); !s.ok()) return s;
       files.push_back(path.string());
     }
     return OkStatus();
@@ -173,7 +183,7 @@ nlohmann::json AuditJson(const AuditResult& result) {
 struct ReportArgs {
   std::string scan, env, baseline, coverage, output, format, fail_on = "never";
   std::vector<std::string> tracks, compares;
-  bool remote = false;
+  bool remote = false, force = false;
 };
 
 void DeclareReportOptions(CLI::App& app, ReportArgs& a) {
@@ -189,6 +199,9 @@ void DeclareReportOptions(CLI::App& app, ReportArgs& a) {
   app.add_option("-o,--output", a.output,
                  "report.html, report.md or report.json (default: "
                  "Markdown on stdout)");
+  app.add_flag("--force", a.force,
+               "Let -o replace one of the report's inputs, or write inside a track's bundle "
+               "(both refused otherwise)");
   app.add_option("--format", a.format, "html, md or json (default: from the -o extension)")
       ->check(CLI::IsMember({"html", "md", "markdown", "json"}));
   app.add_option("--fail-on", a.fail_on, "exit 1 when the verdict is this or worse")
@@ -262,13 +275,9 @@ OutputGuard EvidenceGuard(const ReportArgs& a) {
     if (!in->empty()) guard.inputs.emplace_back(*in);
   }
   for (const std::string& c : a.compares) guard.inputs.emplace_back(c);
-  for (const std::string& t : a.tracks) {
-    const std::filesystem::path dir = t.substr(t.find('=') + 1);
-    for (const char* name :
-         {"manifest.json", "ops.jsonl", "metrics.jsonl", "tensors.safetensors"}) {
-      guard.inputs.push_back(dir / name);
-    }
-  }
+  // A track's bundle is read whole (its logs too): nothing is written inside it.
+  for (const std::string& t : a.tracks) guard.input_dirs.emplace_back(t.substr(t.find('=') + 1));
+  guard.force = a.force;
   return guard;
 }
 
@@ -277,7 +286,10 @@ Result<ExitCode> WriteReport(Report report, const ReportArgs& a, Io& io) {
   if (a.output.empty() || a.output == "-") {
     auto f = a.format.empty() ? Result<std::string>(std::string("md")) : FormatFor("", a.format);
     if (!f.ok()) return f.take_error();
-    Render(report, *f, io.out);
+    std::ostringstream text;
+    Render(report, *f, text);
+    // Names from the project reach the terminal: escaped (JSON escapes them itself).
+    io.out << (*f == "json" ? text.str() : EscapeControl(text.str()));
     return ExitFor(report, a.fail_on);
   }
   auto f = FormatFor(a.output, a.format);
@@ -305,6 +317,7 @@ Result<ExitCode> WriteReport(Report report, const ReportArgs& a, Io& io) {
 struct AuditArgs {
   AuditOptions opts;
   std::string project, output, run, fail_on = "never", format = "text", keep_run;
+  bool force = false;
   std::vector<std::string> ignore, exclude, select;
   double timeout = 0;
   CLI::Option* timeout_opt = nullptr;  // Given or not: there is no default timeout.
@@ -321,9 +334,15 @@ void DeclareAuditOptions(CLI::App& app, AuditArgs& a) {
                  "entry it runs (default: the experiments' run in pyproject.toml)");
   app.add_option("--python", a.opts.python, "Python interpreter with torch installed");
   a.timeout_opt = app.add_option("--timeout", a.timeout, "Stop each run after SEC seconds");
-  a.timeout_opt->check(CLI::PositiveNumber);
+  a.timeout_opt->check(TimeoutSeconds());
   app.add_option("--keep-run", a.keep_run,
                  "Keep the run bundles in DIR/<experiment> (default: a temporary folder)");
+  app.add_flag("--trust-project-run", a.opts.trust_project_run,
+               "Run the command the project declares in pyproject.toml ([tool.dualtrack] run): "
+               "that is the project's code, so it runs only when asked (--run names one itself)");
+  app.add_flag("--force", a.force,
+               "Let -o replace a file the audit reads, and --keep-run a folder that is not a "
+               "bundle (both refused otherwise)");
   app.add_option("--exclude", a.exclude, "Glob of paths to leave out (relative to the root)");
   app.add_option("--ignore", a.ignore, "Rule code or prefix to drop (DT106, DT4; commas allowed)");
   app.add_option("--select", a.select,
@@ -342,7 +361,7 @@ void DeclareAuditOptions(CLI::App& app, AuditArgs& a) {
       "Exit status: 0, or 1 with --fail-on; 2 on a usage error or when a run could not start\n"
       "(a missing Python package is named); 130 when interrupted by Ctrl-C (no report written).\n\n"
       "Examples:\n"
-      "  dualtrack audit examples/cuda-research\n"
+      "  dualtrack audit examples/cuda-research --trust-project-run\n"
       "  dualtrack audit examples/cuda-research --run \"train.py --device cpu --steps 2 "
       "--portable\" -o portable/report.html\n"
       "  dualtrack audit . --entry infer.py --entry train.py --ignore DT4 --format json");
@@ -354,6 +373,7 @@ AuditOptions ToAuditOptions(const AuditArgs& a) {
   if (!a.run.empty()) opts.run = a.run;
   if (a.timeout_opt->count() > 0) opts.timeout_s = a.timeout;
   opts.keep_run = a.keep_run;
+  opts.force = a.force;
   opts.ignore = SplitCodes(a.ignore);
   opts.select = SplitCodes(a.select);
   opts.exclude = a.exclude;
@@ -447,15 +467,22 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
     io.err << "dualtrack audit: interrupted; no report written\n";
     return ExitCode::kInterrupted;
   }
-  auto written = WriteAuditReports(*result, *html, opts.project);
+  OutputGuard guard{{}, {}, a.force};
+  guard.inputs.assign(result->inputs.begin(), result->inputs.end());
+  auto written = WriteAuditReports(*result, *html, opts.project, guard);
   if (!written.ok()) return written.take_error();
 
   PrintRunProblems(*result, io);
   if (a.format == "json") {
     io.out << AuditJson(*result).dump(2) << "\n";
   } else {
-    io.out << RenderAuditText(*result);
-    io.out << fmt::format("reports: {}\n", fmt::join(*written, ", "));
+    // File and experiment names come from the project: escaped before they reach a terminal.
+    std::string text = RenderAuditText(*result);
+    for (const std::string& r : result->ran) text += "ran: " + r + "\n";
+    for (const std::string& r : result->not_run)
+      text += "not run (declared by the project; --trust-project-run runs it): " + r + "\n";
+    text += fmt::format("reports: {}\n", fmt::join(*written, ", "));
+    io.out << EscapeControl(text);
   }
   return AuditExit(*result, a.fail_on);
 }

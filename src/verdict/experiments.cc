@@ -128,13 +128,18 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
     cfg.run = TomlString(run);
   }
   if (auto entry = tool["entry"]; entry) {
-    if (auto s = TomlString(entry)) {
-      cfg.entry.push_back(*s);
-    } else if (const auto* arr = entry.as_array()) {
-      for (const auto& n : *arr) {
-        if (auto s = n.value<std::string>()) cfg.entry.push_back(*s);
-      }
+    const auto* arr = entry.as_array();
+    bool strings = entry.is<std::string>() || arr != nullptr;
+    for (std::size_t i = 0; arr != nullptr && i < arr->size(); ++i)
+      strings = strings && (*arr)[i].is_string();
+    if (!strings) {  // `entry = [1, 2]` must not become "no entry" without a word.
+      return MakeError(
+          ErrorCode::kInput, "[tool.dualtrack] entry must be a string or an array of strings",
+          path.string(), entry.node()->source().begin.line, entry.node()->source().begin.column);
     }
+    if (auto s = TomlString(entry)) cfg.entry.push_back(*s);
+    for (std::size_t i = 0; arr != nullptr && i < arr->size(); ++i)
+      cfg.entry.push_back(*(*arr)[i].value<std::string>());
   }
   if (auto exps = tool["experiments"]; exps) {
     const auto* arr = exps.as_array();

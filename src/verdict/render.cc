@@ -207,7 +207,11 @@ json EvidenceJson(const Evidence& ev, bool findings_inline) {
 // Text inside a code span: only the backtick would end it, and a bar would end a table cell.
 std::string CodeCell(std::string_view s) {
   std::string out;
-  for (char c : s) out += c == '`' ? '\'' : (c == '|' ? '/' : (c == '\n' ? ' ' : c));
+  // A bar ends the table cell even inside a code span; GitHub's tables take `\|` there.
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c == '`' ? '\'' : (c == '\n' ? ' ' : c);
+  }
   return "`" + out + "`";
 }
 
