@@ -102,7 +102,10 @@ class _PublicName(importlib.abc.MetaPathFinder):
                 return None
             module = self.package
         elif fullname.startswith(_PUBLIC + ".") and sys.modules.get(_PUBLIC) is self.package:
-            module = importlib.import_module(_PRIVATE + fullname[len(_PUBLIC) :])
+            private = _PRIVATE + fullname[len(_PUBLIC) :]
+            if importlib.util.find_spec(private) is None:
+                return None  # The usual search then fails under the name the script used.
+            module = importlib.import_module(private)
         else:
             return None
         return importlib.util.spec_from_loader(
