@@ -6,13 +6,13 @@ and data_offsets (relative to the end of the header), then the raw little-endian
 
 from __future__ import annotations
 
-import json
 import struct
 import sys
 
 import torch
 
 from ._atomic import write_atomic
+from ._text import dumps
 
 _DTYPES = {
     torch.float64: "F64",
@@ -45,7 +45,8 @@ for _attr, _name in (
 def to_storable(t: torch.Tensor) -> torch.Tensor:
     """A contiguous CPU copy in a dtype safetensors knows: complex128, which the format lacks, as
     float64 pairs (torch.view_as_real), other dtypes it lacks as float32."""
-    t = t.detach()
+    # A conjugate or negative view holds its values unresolved: resolved, its bytes are the values.
+    t = t.detach().resolve_conj().resolve_neg()
     if t.dtype not in _DTYPES:
         t = torch.view_as_real(t) if t.is_complex() else t.to(torch.float32)
     return t.to("cpu", copy=True).contiguous()
@@ -81,6 +82,6 @@ def save(
         offset += len(raw)
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
-    text = json.dumps(header, separators=(",", ":")).encode()
+    text = dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # Keeps the data 8-byte aligned, as the reference writer does.
     write_atomic(path, [struct.pack("<Q", len(text)), text, *blobs])

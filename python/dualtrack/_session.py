@@ -7,7 +7,9 @@ by the C++ side). Everything here is written into the bundle directory the C++ s
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
+import numbers
 import os
 import signal
 import sys
@@ -18,9 +20,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _messages, _where
 from ._atomic import write_atomic
+from ._text import dumps as _dumps
+from ._text import has_lone_surrogate, valid_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable, Iterator
     from types import FrameType, TracebackType
 
     # ParamSpec and Concatenate are Python 3.10's; the package runs on 3.9, and annotations here
@@ -95,12 +99,43 @@ class Session:
         self.tracer_errors: list[str] = []
         self.peak_device: int | None = None
         self.tensors_written = 0
+        # Names that are not valid Unicode (a lone surrogate), and the names they are written under.
+        self.renamed: dict[str, str] = {}
+        self._unseen = _unseen_by_modes(torch)
         self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
 
     def note_error(self, text: str) -> None:
         # Bounded: a failure on every step must not grow without end.
         if len(self.tracer_errors) < 100 and text not in self.tracer_errors:
             self.tracer_errors.append(text[:1000])
+
+    @contextlib.contextmanager
+    def own_work(self) -> Iterator[None]:
+        """The tracer's own tensor work (copies of captured tensors, reading a loss, writing the
+        bundle): left out of the operator table, and unseen by the user's own dispatch and
+        torch-function modes, which count the same operators as without dualtrack."""
+        was = self.paused
+        self.paused = True
+        try:
+            with self._unseen():
+                yield
+        finally:
+            self.paused = was
+
+    def valid_name(self, name: str) -> str:
+        """`name` as the bundle records it: itself, or, when it is not valid Unicode (a lone
+        surrogate, which no strict UTF-8 reader accepts), with each lone surrogate written as its
+        code (`\\udc80`), noted once per name so the run does not look complete."""
+        safe = self.renamed.get(name)
+        if safe is None:
+            safe = valid_text(name)
+            self.renamed[name] = safe
+            if has_lone_surrogate(name):
+                self.note_error(
+                    f"the name '{safe}' is not valid Unicode (it holds a lone surrogate): "
+                    "recorded with each lone surrogate written as its code"
+                )
+        return safe
 
     # ---- capture -------------------------------------------------------------------------------
     def capturing(self) -> bool:
@@ -116,18 +151,33 @@ class Session:
     def _store(self, name: str, t: torch.Tensor) -> None:
         from ._safetensors import to_storable
 
-        self.paused = True
+        name = valid_text(name)  # Its parts were made valid (and noted) by the callers.
         try:
-            self.tensors[name] = to_storable(t)
+            with self.own_work():
+                if t.is_meta:
+                    self.note_error(f"cannot capture {name}: a meta tensor holds no values")
+                    return
+                self.tensors[name] = to_storable(t)
         except Exception as e:  # noqa: BLE001 - out of memory, an odd tensor: evidence incomplete
             self.note_error(f"cannot capture {name}: {type(e).__name__}: {e}")
-        finally:
-            self.paused = False
+
+    def _tensor_metric(self, name: str, t: torch.Tensor, step: int | None = None) -> None:
+        """A one-element real tensor's value also goes to metrics.jsonl (a complex one, a number
+        metrics.jsonl cannot hold, stays a tensor; a meta one has no value)."""
+        try:
+            with self.own_work():
+                if t.is_meta or t.is_complex() or t.numel() != 1:
+                    return
+                value = float(t.detach().to("cpu").reshape(()).item())
+        except Exception as e:  # noqa: BLE001 - a sparse or fake tensor: evidence incomplete
+            self.note_error(f"metrics.jsonl: cannot read {name}: {type(e).__name__}: {e}")
+            return
+        self.metric(name, value, step)
 
     def metric(self, name: str, value: float, step: int | None = None) -> None:
         try:
             self.metrics.write(
-                json.dumps(
+                _dumps(
                     {
                         "step": self.step if step is None else step,
                         "name": name,
@@ -141,25 +191,64 @@ class Session:
             self.note_error(f"metrics.jsonl: {e}")
 
     def capture(self, name: str, value: object, step: int | None = None) -> None:
+        """dualtrack.capture(): records what it can and notes what it cannot; it never raises into
+        the user's code (a script behaves the same under `dualtrack run` as without it)."""
+        try:
+            self._capture(name, value, step)
+        except Exception as e:  # noqa: BLE001 - the tracer's failure stays the tracer's
+            self.note_error(f"capture {valid_text(str(name))!r}: {type(e).__name__}: {e}")
+
+    def _capture(self, name: object, value: object, step: int | None) -> None:
         at = self.capture_step(step)
         if at > self.max_steps:
             return
         torch = self.torch
+        name = self.valid_name(str(name))
+        numpy: Any = sys.modules.get("numpy")  # Only an array of an imported NumPy can be here.
+        if numpy is not None and isinstance(value, numpy.ndarray):
+            array: Any = value
+            try:
+                with self.own_work():
+                    value = torch.from_numpy(numpy.array(array, copy=True))
+            except Exception as e:  # noqa: BLE001 - an object or string array: no tensor of it
+                self.note_error(
+                    f"capture {name!r}: not recorded: a NumPy array of {array.dtype} "
+                    f"({type(e).__name__}: {e})"
+                )
+                return
         if isinstance(value, torch.Tensor):
             self._store(f"capture/{name}/step{at}", value)
-            if value.numel() == 1:
-                self.paused = True
-                try:
-                    self.metric(name, float(value.detach().to("cpu").reshape(()).item()), at)
-                finally:
-                    self.paused = False
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.metric(name, float(value), at)
+            self._tensor_metric(name, value, at)
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            # int, float, NumPy's integer and floating scalars, Fraction.
+            self._number(name, value, at)
+        elif isinstance(value, numbers.Complex) and not isinstance(value, bool):
+            # metrics.jsonl holds real numbers: a complex one is kept as a 0-d complex tensor.
+            with self.own_work():
+                t = torch.tensor(complex(value), dtype=torch.complex128)
+            self._store(f"capture/{name}/step{at}", t)
         else:
-            raise TypeError(
-                f"dualtrack.capture({name!r}): expected a tensor or a number, "
+            self.note_error(
+                f"capture {name!r}: not recorded: expected a tensor or a number, "
                 f"got {type(value).__name__}"
             )
+
+    def _number(self, name: str, value: numbers.Real, at: int) -> None:
+        """A real number into metrics.jsonl, as float64; an integer float64 cannot hold exactly
+        is written rounded (noted), one beyond its range not at all (noted)."""
+        try:
+            number = float(value)
+        except OverflowError:
+            bits = value.bit_length() if isinstance(value, int) else None
+            size = f"a {bits}-bit integer" if bits is not None else "a number"
+            self.note_error(f"capture {name!r}: not recorded: {size} is beyond float64's range")
+            return
+        if isinstance(value, numbers.Integral) and number == number and int(number) != int(value):
+            self.note_error(
+                f"capture {name!r}: the integer is written as {number!r}, the nearest float64 "
+                "(metrics.jsonl holds float64 values)"
+            )
+        self.metric(name, number, at)
 
     def _store_tree(self, prefix: str, value: object) -> None:
         torch = self.torch
@@ -170,7 +259,7 @@ class Session:
                 self._store_tree(f"{prefix}/{i}", v)
         elif isinstance(value, dict):
             for k, v in value.items():
-                self._store_tree(f"{prefix}/{k}", v)
+                self._store_tree(f"{prefix}/{self.valid_name(str(k))}", v)
 
     # ---- hooks ---------------------------------------------------------------------------------
     def _count_params(self, module: torch.nn.Module) -> int:
@@ -194,7 +283,9 @@ class Session:
             return
         if n > self.root_params:
             self.root, self.root_params = module, n
-            self.param_names = {id(p): name for name, p in module.named_parameters()}
+            self.param_names = {
+                id(p): self.valid_name(name) for name, p in module.named_parameters()
+            }
         if self.capturing() and self.output_taken < self.step and module is self.root:
             self.output_taken = self.step
             self._store_tree(f"output/step{self.step}", output)
@@ -208,12 +299,7 @@ class Session:
         if self.loss_taken < self.step and isinstance(loss, torch.Tensor):
             self.loss_taken = self.step
             self._store(f"loss/step{self.step}", loss)
-            if loss.numel() == 1:
-                self.paused = True
-                try:
-                    self.metric("loss", float(loss.detach().to("cpu").reshape(()).item()))
-                finally:
-                    self.paused = False
+            self._tensor_metric("loss", loss)
 
     @_guarded
     def after_backward(self) -> None:
@@ -221,7 +307,7 @@ class Session:
             return
         for name, p in self.root.named_parameters():
             if p.grad is not None:
-                self._store(f"grad/step{self.step}/{name}", p.grad)
+                self._store(f"grad/step{self.step}/{self.valid_name(name)}", p.grad)
 
     @_guarded
     def after_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
@@ -274,17 +360,15 @@ class Session:
     def flush(self, final: bool) -> None:
         if os.getpid() != self.pid:
             return
-        self.paused = True
         try:
-            self._flush(final)
+            with self.own_work():
+                self._flush(final)
         except Exception as e:  # noqa: BLE001 - called from optimizer.step() and atexit
             self.note_error(f"cannot write the bundle: {type(e).__name__}: {e}")
             try:  # Record at least why, if tracer.json can still be written.
                 self._write_info(final)
             except Exception:  # noqa: BLE001
                 pass
-        finally:
-            self.paused = False
 
     def _flush(self, final: bool) -> None:
         rows = []
@@ -296,9 +380,7 @@ class Session:
             ):
                 row["status"] = "fallback"
             rows.append({k: v for k, v in row.items() if k != "name"})
-        _write_text(
-            os.path.join(self.dir, "ops.jsonl"), "".join(json.dumps(r) + "\n" for r in rows)
-        )
+        _write_text(os.path.join(self.dir, "ops.jsonl"), "".join(_dumps(r) + "\n" for r in rows))
         if self.tensors and len(self.tensors) != self.tensors_written:
             from . import _safetensors
 
@@ -333,7 +415,7 @@ class Session:
             "exception": self.exception,
             "tracer_errors": self.tracer_errors,
         }
-        _write_text(os.path.join(self.dir, "tracer.json"), json.dumps(info, indent=1) + "\n")
+        _write_text(os.path.join(self.dir, "tracer.json"), _dumps(info, indent=1) + "\n")
 
 
 def _json_number(value: float) -> float | str:
@@ -343,6 +425,24 @@ def _json_number(value: float) -> float | str:
     if isinstance(value, float) and value in (float("inf"), float("-inf")):
         return "Infinity" if value > 0 else "-Infinity"
     return value
+
+
+def _unseen_by_modes(torch: Any) -> Callable[[], contextlib.AbstractContextManager[Any]]:
+    """A context without the torch-function modes and dispatch modes in force (the user's own, the
+    operator recorder), for work of the tracer's own; a no-op where this torch lacks the means."""
+    try:
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        disable_torch_function = torch._C.DisableTorchFunction
+    except (ImportError, AttributeError):
+        return contextlib.nullcontext
+
+    @contextlib.contextmanager
+    def unseen() -> Iterator[None]:
+        with disable_torch_function(), _disable_current_modes():
+            yield
+
+    return unseen
 
 
 def _write_text(path: str, text: str) -> None:
@@ -547,7 +647,7 @@ def _install_exception_hook(session: Session) -> None:
             }
             _write_text(
                 os.path.join(session.dir, "exception.json"),
-                json.dumps(session.exception, indent=1) + "\n",
+                _dumps(session.exception, indent=1) + "\n",
             )
         except Exception:  # the user's traceback must still print
             pass
@@ -653,6 +753,37 @@ def activate(cfg: dict[str, Any]) -> Session:
     return session
 
 
+def _die_with_dualtrack(parent: object) -> None:
+    """The traced process does not outlive a killed `dualtrack run` (its pid is `parent`). On Linux
+    the direct child already dies with it (a parent-death signal the C++ side sets); elsewhere (no
+    such signal on macOS), or behind a launcher (a shell between dualtrack and Python), a daemon
+    thread checks twice a second that dualtrack is still there and kills this process if not."""
+    if isinstance(parent, bool) or not isinstance(parent, int) or parent <= 0:
+        return
+    first_parent = os.getppid()
+    if sys.platform.startswith("linux") and first_parent == parent:
+        return
+    import threading
+
+    def gone() -> bool:
+        if os.getppid() != first_parent:  # Our parent died: we were handed to another.
+            return True
+        try:
+            os.kill(parent, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # EPERM: it exists (as another user's process, after a pid reuse too)
+            pass
+        return False
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="dualtrack-parent-watch", daemon=True).start()
+
+
 def activate_from_environment() -> None:
     """Called by the bootstrap sitecustomize; a broken setup is reported, never fatal to the
     script."""
@@ -680,6 +811,7 @@ def activate_from_environment() -> None:
         return
     os.write(fd, f"{os.getpid()}\n".encode())
     os.close(fd)
+    _die_with_dualtrack(cfg.get("parent_pid"))
     try:
         activate(cfg)
     except Exception as e:
@@ -687,7 +819,7 @@ def activate_from_environment() -> None:
         try:
             _write_text(
                 path,
-                json.dumps(
+                _dumps(
                     {
                         "schema": "dualtrack.tracer/1",
                         "final": True,

@@ -140,6 +140,7 @@ struct RunOutcome {
   std::string stderr_tail;      // The last lines the script wrote to stderr.
   bool interrupted = false;     // The user pressed Ctrl-C (SIGINT was forwarded).
   bool timed_out = false;
+  std::size_t problems = 0;  // The manifest's problems: evidence the run could not record.
 };
 
 // Classifies a run from its exit facts, the tracer's exception record (null when none), the steps

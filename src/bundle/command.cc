@@ -89,6 +89,10 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   if (!outcome) return outcome.take_error();
   io.err << "dualtrack run: bundle " << outcome->dir.string() << ": " << ToString(outcome->status);
   if (outcome->signal != 0) io.err << " (" << SignalName(outcome->signal) << ")";
+  // What the tracer could not record is said here too, not only in the bundle.
+  if (outcome->problems != 0) {
+    io.err << ", with " << outcome->problems << (outcome->problems == 1 ? " problem" : " problems");
+  }
   if (!outcome->reason.empty())
     io.err << "; " << ToString(outcome->outcome) << ": " << outcome->reason;
   io.err << "; see `dualtrack show " << outcome->dir.string() << "`\n";

@@ -339,6 +339,9 @@ Result<SpawnResult> SpawnAndTee(const std::filesystem::path& program, const RunO
   spawn.null_stdin = false;
   spawn.own_process_group = true;
   spawn.forward_signals = true;
+  // A dualtrack killed outright (SIGKILL, the OOM killer) leaves no training running: on Linux
+  // the child dies with us; elsewhere the tracer's bootstrap notices (the options' "parent_pid").
+  spawn.die_with_parent = true;
   if (options.timeout_s)
     spawn.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(*options.timeout_s * 1000));
   spawn.kill_grace = std::chrono::seconds(5);
@@ -491,6 +494,7 @@ void FinishManifest(const RunOptions& options, const std::filesystem::path& dir,
   manifest["wall_s"] = sp.wall_s;
   manifest["peak_rss_bytes"] = outcome.peak_rss_bytes;
   manifest["problems"] = problems;
+  outcome.problems = problems.size();
   std::error_code ec;
   json files = json::object();
   for (const char* f : kBundleFiles) {
@@ -541,7 +545,8 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                   {"seed", manifest["seed"]},
                   {"deterministic", options.deterministic},
                   {"redirect_cuda", manifest["redirect_cuda"]},
-                  {"root", root.string()}};
+                  {"root", root.string()},
+                  {"parent_pid", static_cast<std::int64_t>(::getpid())}};
   auto env = ChildEnvironment(options, bootstrap, *pkg_parent, run_cfg);
   auto spawned = SpawnAndTee(*program, options, std::move(env), dir, io, [&](pid_t pid) {
     manifest["child_pid"] = static_cast<std::int64_t>(pid);

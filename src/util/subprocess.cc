@@ -7,6 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/prctl.h>
+#endif
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -173,6 +178,71 @@ class SpawnSetup {
   posix_spawnattr_t attr_;
 };
 
+#if defined(__linux__)
+// posix_spawn cannot give the child a parent-death signal, so this child is forked and set up by
+// hand as SpawnSetup sets one up (stdin, stdout and stderr, default dispositions, its own process
+// group), then asks for SIGKILL at our death before it runs the program. Between fork and exec the
+// child makes only async-signal-safe calls; an exec failure comes back through a close-on-exec
+// pipe. Returns 0, or the errno of what failed, as posix_spawn does.
+int ForkDyingWithParent(const SpawnOptions& o, const char* exe, char* const argv[],
+                        char* const envp[], const Pipe& out, const Pipe& err, pid_t* pid_out) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return errno;
+  // No signal handler of ours may run in the child before exec (it would write to our signal
+  // pipe): all are blocked across the fork, and the child restores the mask once they are default.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(s, &dfl, nullptr);
+    int e = 0;
+    if (o.own_process_group && ::setpgid(0, 0) != 0) e = errno;
+    if (e == 0 && ::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) e = errno;
+    // We died before the request took effect: the child was already handed to another parent.
+    if (e == 0 && ::getppid() != parent) ::_exit(127);
+    if (e == 0 && o.null_stdin) {
+      int null_fd = ::open("/dev/null", O_RDONLY);
+      if (null_fd < 0 || ::dup2(null_fd, 0) < 0) e = errno;
+      if (null_fd > 0) ::close(null_fd);
+    }
+    if (e == 0 && (::dup2(out.write.get(), 1) < 0 || ::dup2(err.write.get(), 2) < 0)) e = errno;
+    if (e == 0) {
+      ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      ::execve(exe, argv, envp);
+      e = errno;
+    }
+    [[maybe_unused]] ssize_t n = ::write(report[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ::close(report[1]);
+  if (pid < 0) {
+    ::close(report[0]);
+    return fork_errno;
+  }
+  // Also here, so the group exists whichever of the two runs first (EACCES once it has exec'd).
+  if (o.own_process_group) ::setpgid(pid, pid);
+  int child_errno = 0;
+  ssize_t got;
+  while ((got = ::read(report[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof child_errno)) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return child_errno;
+  }
+  *pid_out = pid;
+  return 0;
+}
+#endif
+
 // Reads the child's output and signals until it has exited and its pipes are closed (or the
 // linger is over); forwards signals and enforces the timeout on the way.
 void Supervise(const SpawnOptions& o, pid_t pid, UniqueFd& out_r, UniqueFd& err_r,
@@ -282,6 +352,11 @@ Result<SpawnResult> Spawn(const SpawnOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid = 0;
   int rc;
+#if defined(__linux__)
+  if (options.die_with_parent) {
+    rc = ForkDyingWithParent(options, exe.c_str(), c_args.data(), c_env.data(), *out, *err, &pid);
+  } else
+#endif
   {
     SpawnSetup setup(options, *out, *err);
     rc = ::posix_spawn(&pid, exe.c_str(), setup.actions(), setup.attr(), c_args.data(),

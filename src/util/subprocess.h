@@ -59,6 +59,10 @@ struct SpawnOptions {
   // Each chunk of output as it comes: stream 1 is stdout, 2 stderr.
   std::function<void(int stream, std::string_view chunk)> on_output;
   std::function<void(pid_t)> on_started;  // Once the child exists.
+  // The child is killed (SIGKILL) when we are, even by SIGKILL: on Linux by a parent-death signal
+  // set in the child before it runs the program (the calling thread must outlive the child, as
+  // Spawn's own wait ensures); elsewhere nothing here (dualtrack's Python bootstrap watches).
+  bool die_with_parent = false;
 };
 
 struct SpawnResult {

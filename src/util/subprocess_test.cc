@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dt {
@@ -144,6 +146,84 @@ TEST(SpawnTest, AMissingProgramPathIsAnErrorNamingTheCommand) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("cannot start train"), std::string::npos);
 }
+
+// A child that dies with us is forked by hand on Linux: it is set up as posix_spawn sets one up.
+TEST(SpawnTest, AChildThatDiesWithUsIsSetUpAsAnyOther) {
+  SpawnOptions o;
+  o.die_with_parent = true;
+  o.own_process_group = true;
+  o.set_env = {{"DT_TEST_VAR", "set"}};
+  o.argv = {"sh", "-c",
+            "read line; echo \"$DT_TEST_VAR|$line\"; echo err >&2; "
+            "for fd in 3 4 5 6 7 8 9; do "
+            "if ( eval \": >&$fd\" ) 2>/dev/null; then echo open $fd; fi; done; "
+            "[ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo leader; exit 4"};
+  std::string expected = "set|\n";  // stdin is /dev/null: nothing to read.
+  for (int fd = 3; fd <= 9; ++fd) {
+    const int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) expected += "open " + std::to_string(fd) + "\n";
+  }
+  expected += "leader\n";
+  std::string out, err;
+  o.on_output = [&](int stream, std::string_view chunk) { (stream == 1 ? out : err) += chunk; };
+  auto r = Spawn(o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(out, expected);
+  EXPECT_EQ(err, "err\n");
+  ASSERT_TRUE(WIFEXITED(r->wait_status));
+  EXPECT_EQ(WEXITSTATUS(r->wait_status), 4);
+
+  SpawnOptions missing;
+  missing.die_with_parent = true;
+  missing.argv = {"train"};
+  missing.program = "/nonexistent/dualtrack-test/train";
+  auto m = Spawn(missing);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("cannot start train"), std::string::npos);
+}
+
+#if defined(__linux__)
+// Whether `pid` still runs: a zombie waiting for a reaper (the container's init may not reap)
+// does not.
+bool Running(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+TEST(SpawnTest, AChildThatDiesWithUsDiesWhenWeAreKilled) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t helper = ::fork();
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {  // "dualtrack": starts the child, tells its pid, waits to be killed.
+    ::close(fds[0]);
+    SpawnOptions o;
+    o.argv = {"sleep", "30"};
+    o.die_with_parent = true;
+    o.on_started = [&](pid_t pid) {
+      [[maybe_unused]] ssize_t n = ::write(fds[1], &pid, sizeof pid);
+    };
+    (void)Spawn(o);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  pid_t child = 0;
+  ASSERT_EQ(::read(fds[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  ::close(fds[0]);
+  EXPECT_TRUE(Running(child));
+  ::kill(helper, SIGKILL);
+  ::waitpid(helper, nullptr, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (Running(child) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(Running(child));
+  if (Running(child)) ::kill(child, SIGKILL);
+}
+#endif
 
 }  // namespace
 }  // namespace dt
