@@ -177,8 +177,8 @@ std::size_t ReportSkipped(const scan::ScanReport& report, Io& io) {
   for (const auto& s : report.skipped) {
     const bool notebook = s.file.ends_with(".ipynb");
     if (!notebook && !s.file.ends_with(".py")) continue;
-    io.err << "dualtrack fix: " << EscapeControl(s.file) << ": not read (" << EscapeControl(s.reason)
-           << "); left alone\n";
+    io.err << "dualtrack fix: " << EscapeControl(s.file) << ": not read ("
+           << EscapeControl(s.reason) << "); left alone\n";
     if (notebook && (s.reason.find("JSON") != std::string::npos ||
                      s.reason.find("not a notebook") != std::string::npos))
       ++failed;

@@ -73,8 +73,8 @@ void EditScript(const std::string_view* a, int n, const std::string_view* b, int
 }
 
 // The script of a[a0, a1) -> b[b0, b1): equal leading and trailing lines kept without a search.
-void DiffRange(const LineList& a, std::size_t a0, std::size_t a1, const LineList& b,
-               std::size_t b0, std::size_t b1, std::vector<Op>& ops) {
+void DiffRange(const LineList& a, std::size_t a0, std::size_t a1, const LineList& b, std::size_t b0,
+               std::size_t b1, std::vector<Op>& ops) {
   std::size_t head = 0;
   while (a0 + head < a1 && b0 + head < b1 && a[a0 + head] == b[b0 + head]) ++head;
   std::size_t tail = 0;
@@ -115,9 +115,10 @@ std::vector<Replaced> WholeLines(std::string_view a, std::string_view b,
 
 // The index of the line starting at byte `at` (the line count at the end of the text).
 std::size_t LineIndex(const LineList& lines, std::string_view text, std::size_t at) {
-  auto it = std::lower_bound(lines.begin(), lines.end(), at, [&](std::string_view l, std::size_t o) {
-    return static_cast<std::size_t>(l.data() - text.data()) < o;
-  });
+  auto it =
+      std::lower_bound(lines.begin(), lines.end(), at, [&](std::string_view l, std::size_t o) {
+        return static_cast<std::size_t>(l.data() - text.data()) < o;
+      });
   return static_cast<std::size_t>(it - lines.begin());
 }
 

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
@@ -1453,8 +1453,8 @@ namespace {
 
 // A JSON string literal of `s` (UTF-8 as is, as nbformat writes it).
 std::string JsonLiteral(std::string_view s) {
-  return nlohmann::json(std::string(s)).dump(-1, ' ', false,
-                                             nlohmann::json::error_handler_t::replace);
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // The text that replaces a cell's source value (`span` in `text`, parsed as `old`) with `now`.
@@ -1473,7 +1473,9 @@ std::string NewSource(std::string_view text, const scan::SourceSpan& span,
   }
   const auto& parts = span.parts;
   const bool layout = !parts.empty() && parts.size() == old.size();  // Only strings in the list.
-  auto raw = [&](std::size_t k) { return text.substr(parts[k].first, parts[k].second - parts[k].first); };
+  auto raw = [&](std::size_t k) {
+    return text.substr(parts[k].first, parts[k].second - parts[k].first);
+  };
   std::string_view opener, closer;
   std::string sep = ", ";
   if (layout) {
@@ -1490,7 +1492,8 @@ std::string NewSource(std::string_view text, const scan::SourceSpan& span,
     if (k > 0) out += sep;
     const std::size_t from_end = m + k >= n ? m + k - n : m;  // The old line as far from the end.
     auto same = [&](std::size_t o) {
-      return layout && o < m && old[o].is_string() && old[o].get_ref<const std::string&>() == lines[k];
+      return layout && o < m && old[o].is_string() &&
+             old[o].get_ref<const std::string&>() == lines[k];
     };
     if (same(k))
       out += raw(k);
@@ -1513,7 +1516,7 @@ bool SpanHolds(std::string_view text, const scan::SourceSpan& span, const nlohma
   }
 }
 
-// A cell's source as one text, and the findings by cell.
+// A cell's source as one text (a list's strings joined).
 std::string CellSource(const nlohmann::json& value) {
   if (value.is_string()) return value.get<std::string>();
   std::string source;
@@ -1526,7 +1529,8 @@ std::string CellSource(const nlohmann::json& value) {
 
 Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Finding>& findings,
                             const FixOptions& options) {
-  if (auto st = CheckJsonDepth(text, ""); !st) return MakeError(ErrorCode::kInput, st.error().message);
+  if (auto st = CheckJsonDepth(text, ""); !st)
+    return MakeError(ErrorCode::kInput, st.error().message);
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);

@@ -683,7 +683,8 @@ TEST(FixNotebookTest, KeepsEveryByteItDoesNotFix) {
   const std::string nb =
       "{\r\n \"cells\": [\r\n  {\r\n   \"cell_type\": \"code\",\r\n   \"source\": [\r\n"
       "    \"import torch\\n\",\r\n    \"x = torch.zeros(2).cuda()\\n\",\r\n    \"y = 1\"\r\n"
-      "   ]\r\n  }\r\n ],\r\n " + meta + "\r\n}\r\n";
+      "   ]\r\n  }\r\n ],\r\n " +
+      meta + "\r\n}\r\n";
   std::vector<scan::Finding> findings;
   ASSERT_TRUE(scan::ScanNotebook(nb, Reg(), "n.ipynb", findings).ok());
   auto fixed = FixNotebook(nb, findings, FixOptions{});

@@ -114,8 +114,8 @@ Result<FixPlan> PlanFixes(const scan::ScanReport& report, const FixOptions& fix_
     }
     if (!result.changed()) continue;
     plan.fixed += result.fixed();
-    plan.changes.emplace(file, Change{path, std::move(*text), std::move(result.text),
-                                      std::move(result.replaced)});
+    plan.changes.emplace(
+        file, Change{path, std::move(*text), std::move(result.text), std::move(result.replaced)});
   }
   return plan;
 }

@@ -28,7 +28,7 @@ struct PlannedFinding {
 };
 
 struct FixPlan {
-  std::filesystem::path root;  // The project folder, symbolic links resolved.
+  std::filesystem::path root;             // The project folder, symbolic links resolved.
   std::map<std::string, Change> changes;  // By the scan's relative file name.
   std::size_t fixed = 0, left = 0, failed = 0;
   std::vector<std::string> left_lines;   // "file:line: DT101 why", for --show-left.

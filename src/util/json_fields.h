@@ -32,10 +32,10 @@ inline constexpr int kMaxJsonDepth = 512;
 Status CheckJsonDepth(std::string_view text, const std::string& file, std::int64_t line = 0,
                       int max_depth = kMaxJsonDepth);
 
-// Parses a whole document (after CheckJsonDepth). Every way parsing can fail (a syntax error, a number too large for a
-// double, which nlohmann reports as out_of_range rather than parse_error) becomes one input error
-// naming `file` (and `line`, for one row of a JSON-lines file). The message never quotes the bytes
-// read: the file may not be text at all.
+// Parses a whole document (after CheckJsonDepth). Every way parsing can fail (a syntax error, a
+// number too large for a double, which nlohmann reports as out_of_range rather than parse_error)
+// becomes one input error naming `file` (and `line`, for one row of a JSON-lines file). The message
+// never quotes the bytes read: the file may not be text at all.
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& file,
                                  std::int64_t line = 0,
                                  const nlohmann::json::parser_callback_t& callback = nullptr);
