@@ -151,6 +151,7 @@ def test_fix_apply_loses_no_line_appended_meanwhile(dualtrack_bin, tmp_path):
         proj.mkdir()
         target = proj / "train.py"
         target.write_text(CUDA_PY + "".join(f"y{i} = {i}\n" for i in range(20000)))
+        (proj / "other.py").write_text("y = 1\n")  # the scan has a file left if it skips train.py
         appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(target), str(n)])
         time.sleep(0.05)
         r = subprocess.run([str(dualtrack_bin), "fix", str(proj), "--apply"],
