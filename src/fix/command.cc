@@ -138,11 +138,14 @@ std::size_t ShowOrWrite(const FixPlan& plan, const FixArgs& a, bool verified, Io
   std::size_t failed = 0;
   for (const auto& [file, c] : plan.changes) {
     if (!a.apply) {
-      if (!a.verify) io.out << UnifiedDiff(c.before, c.after, file);
+      if (!a.verify) io.out << UnifiedDiff(c.before, c.after, file, c.replaced);
       continue;
     }
     if (a.verify && !verified) break;
-    if (auto st = WriteIfUnchanged(c.path, c.before, c.after); !st) {
+    // Checked again right before the write: a link swapped in since the plan was made.
+    Status st = CheckInsideRoot(c.path, plan.root);
+    if (st) st = WriteIfUnchanged(c.path, c.before, c.after);
+    if (!st) {
       io.err << "dualtrack fix: error: " << EscapeControl(st.error().ToString()) << '\n';
       ++failed;
     }
@@ -164,6 +167,23 @@ void PrintSummary(const FixPlan& plan, const FixArgs& a, bool verified, Io& io) 
   }
   if (a.apply && a.verify && !verified && files > 0) io.err << "; nothing written";
   io.err << '\n';
+}
+
+// Python files and notebooks the scan could not read are named: fix leaves them as they are. A
+// notebook whose JSON is malformed (or nested past the bound) counts as a file fix failed on, as
+// a notebook the fixer itself cannot read does; one skipped for its size or type does not.
+std::size_t ReportSkipped(const scan::ScanReport& report, Io& io) {
+  std::size_t failed = 0;
+  for (const auto& s : report.skipped) {
+    const bool notebook = s.file.ends_with(".ipynb");
+    if (!notebook && !s.file.ends_with(".py")) continue;
+    io.err << "dualtrack fix: " << EscapeControl(s.file) << ": not read ("
+           << EscapeControl(s.reason) << "); left alone\n";
+    if (notebook && (s.reason.find("JSON") != std::string::npos ||
+                     s.reason.find("not a notebook") != std::string::npos))
+      ++failed;
+  }
+  return failed;
 }
 
 }  // namespace
@@ -194,7 +214,8 @@ Result<ExitCode> RunFixCommand(const std::vector<std::string>& args, Io& io) {
   auto verified = VerifyPlan(*report, *plan, a, io);
   if (!verified) return verified.take_error();
 
-  const std::size_t failed = plan->failed + ShowOrWrite(*plan, a, *verified, io);
+  const std::size_t failed =
+      plan->failed + ReportSkipped(*report, io) + ShowOrWrite(*plan, a, *verified, io);
   PrintSummary(*plan, a, *verified, io);
   if (failed > 0) return ExitCode::kError;
   if (a.verify) return plan->changes.empty() || *verified ? ExitCode::kOk : ExitCode::kFindings;

@@ -1,12 +1,20 @@
 #include "fix/fixer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
+#include "fix/diff.h"
 #include "scan/notebook_scanner.h"
 #include "scan/python_lexer.h"
 #include "util/fs.h"
+#include "util/json_fields.h"
 #include "util/strings.h"
 
 namespace dt::fix {
@@ -300,22 +308,45 @@ class Editor {
     return true;
   }
 
-  std::string Apply() {
+  // The edited text; `replaced` receives where each edit landed (for a diff of the changed lines
+  // only). Lines an edit adds end as the line they go into ends: a CRLF file stays CRLF.
+  std::string Apply(std::vector<Replaced>& replaced) {
     if (edits_.empty()) return std::string(src_);
     InsertHelpers();
     std::stable_sort(edits_.begin(), edits_.end(), [](const Edit& a, const Edit& b) {
       return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });
+    const bool has_cr = src_.find('\r') != std::string_view::npos;
     std::string out;
     out.reserve(src_.size() + 1024);
     std::uint32_t at = 0;
     for (const Edit& e : edits_) {
       out.append(src_.substr(at, e.begin - at));
-      out.append(e.text);
+      const std::size_t begin = out.size();
+      if (has_cr && LineEndsInCrLf(e.begin))
+        AppendWithCrLf(out, e.text);
+      else
+        out.append(e.text);
+      replaced.push_back(Replaced{e.begin, e.end, begin, out.size()});
       at = e.end;
     }
     out.append(src_.substr(at));
     return out;
+  }
+
+  // Whether the line holding byte `at` ends in CR LF (a last line without an end: the line
+  // before it).
+  bool LineEndsInCrLf(std::uint32_t at) const {
+    std::size_t nl = src_.find('\n', at);
+    if (nl == std::string_view::npos) nl = at > 0 ? src_.rfind('\n', at - 1) : nl;
+    return nl != std::string_view::npos && nl > 0 && src_[nl - 1] == '\r';
+  }
+
+  static void AppendWithCrLf(std::string& out, std::string_view text) {
+    for (std::size_t k = 0; k < text.size(); ++k) {
+      if (text[k] == '\n' && (k == 0 || text[k - 1] != '\r')) out += '\r';
+      out += text[k];
+    }
   }
 
   // The helpers go after the module's leading imports (and its docstring and __future__ imports),
@@ -357,7 +388,10 @@ class Editor {
       // own blank lines count.
       text += at == 0 && import_line.empty() ? helpers.substr(2) : helpers;
       std::size_t blank = 0;
-      for (std::size_t p = at; p < src_.size() && src_[p] == '\n' && blank < 2; ++p) ++blank;
+      for (std::size_t p = at; p < src_.size() && blank < 2; ++p, ++blank) {
+        if (src_[p] == '\r' && p + 1 < src_.size() && src_[p + 1] == '\n') ++p;  // CRLF
+        if (src_[p] != '\n') break;
+      }
       if (at < src_.size()) text += std::string(2 - blank, '\n');
     }
     if (at > 0 && src_[at - 1] != '\n') text = "\n" + text;  // A last line without its newline.
@@ -1081,7 +1115,7 @@ class Fixer : protected Editor {
     }
     if (placed_) AlignSelfPlacingCalls();
     DropDeadImports(out);
-    out.text = Apply();
+    out.text = Apply(out.replaced);
     return out;
   }
 
@@ -1272,13 +1306,118 @@ std::size_t FileFix::fixed() const {
       std::count_if(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.fixed; }));
 }
 
+namespace {
+
+// The whole file open as `fd`, read from its start; nullopt when it cannot be read.
+std::optional<std::string> ReadAllAt(int fd) {
+  std::string out;
+  char buf[1 << 16];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) return out;
+    out.append(buf, static_cast<std::size_t>(n));
+    at += n;
+  }
+}
+
+bool AppendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// The replacement of one file whose original another process may be appending to (a log, a
+// notebook autosave). `seen` is what the new text was made from; lines appended to the original
+// after that are carried over to the end of the new file, before and after the rename, so none
+// is lost. Any other change leaves the file as it is (before) or is reported (after).
+class AppendSafeReplace {
+ public:
+  AppendSafeReplace(const std::filesystem::path& path, int original, std::string seen)
+      : path_(path), original_(original), seen_(std::move(seen)) {}
+
+  // Right before the rename: appends so far go into the temporary, until the original holds
+  // still (a few rounds; a file that keeps changing is left alone).
+  Status BeforeRename(int tmp) {
+    for (int round = 0; round < 16; ++round) {
+      auto extra = Appended();
+      if (!extra) return Changed("not written");
+      if (extra->empty()) return OkStatus();
+      if (!AppendAll(tmp, *extra) || ::fsync(tmp) != 0)
+        return MakeError(ErrorCode::kInput, "cannot write the temporary file", path_.string());
+    }
+    return Changed("not written");
+  }
+
+  // Right after it: an append that reached the original between the last check and the rename
+  // is in the replaced file only, and is copied to the end of the new one.
+  // When the file was seen growing, an appender may hold the original open across the rename and
+  // write a moment later: the original is watched for a few milliseconds more.
+  Status AfterRename(int tmp) {
+    int quiet = 0;
+    for (int round = 0; round < 64 && quiet < (appending_ ? 3 : 1); ++round) {
+      if (round > 0) ::usleep(2000);
+      auto extra = Appended();
+      if (!extra) return Changed("written, but that change is not in the new file");
+      if (extra->empty()) {
+        ++quiet;
+        continue;
+      }
+      quiet = 0;
+      const int flags = ::fcntl(tmp, F_GETFL);
+      // O_APPEND: the appender may already be writing to the new file too.
+      if (flags < 0 || ::fcntl(tmp, F_SETFL, flags | O_APPEND) != 0 || !AppendAll(tmp, *extra))
+        return MakeError(ErrorCode::kInput, "lines appended while fix wrote the file are lost",
+                         path_.string());
+    }
+    return OkStatus();
+  }
+
+ private:
+  // What was appended to the original since `seen_` (empty: nothing), and `seen_` updated;
+  // nullopt when it changed otherwise.
+  std::optional<std::string> Appended() {
+    auto now = ReadAllAt(original_);
+    if (!now || !now->starts_with(seen_)) return std::nullopt;
+    std::string extra = now->substr(seen_.size());
+    appending_ |= !extra.empty();
+    seen_ = std::move(*now);
+    return extra;
+  }
+  Error Changed(const std::string& what) const {
+    return MakeError(ErrorCode::kInput,
+                     "changed while fix was writing it; " + what + " (run fix again)",
+                     path_.string());
+  }
+
+  const std::filesystem::path& path_;
+  int original_;
+  std::string seen_;
+  bool appending_ = false;
+};
+
+}  // namespace
+
 Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view before,
                         std::string_view after) {
-  auto now = ReadFile(path);
-  if (!now) return now.error();
-  if (*now != before)
+  struct stat st {};
+  auto original = OpenRegularFile(path, &st);
+  if (!original) return original.take_error();
+  auto now = ReadAllAt(original->get());
+  if (!now) return MakeError(ErrorCode::kInput, "cannot read", path.string());
+  // Lines appended since the plan read the file are carried over like those appended later.
+  if (!now->starts_with(before))
     return MakeError(ErrorCode::kInput, "changed since it was read; not written", path.string());
-  return WriteFileAtomic(path, after);
+  AppendSafeReplace replace(path, original->get(), std::string(before));
+  AtomicWriteHooks hooks;
+  hooks.before_rename = [&](int fd) { return replace.BeforeRename(fd); };
+  hooks.after_rename = [&](int fd) { return replace.AfterRename(fd); };
+  return WriteFileAtomic(path, after, {}, hooks);
 }
 
 bool HasFix(std::string_view code) {
@@ -1300,46 +1439,127 @@ FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& fin
       if (f.line == 1 && f.column > 3) f.column -= 3;  // Columns counted the mark's bytes.
     FileFix fix = FixPython(source.substr(kBom.size()), shifted, options);
     fix.text.insert(0, kBom);
+    for (Replaced& r : fix.replaced) {
+      r.before_begin += kBom.size(), r.before_end += kBom.size();
+      r.after_begin += kBom.size(), r.after_end += kBom.size();
+    }
     return fix;
   }
   Work work(source, source, options);
   return Fixer(work).Run(findings);
 }
 
+namespace {
+
+// A JSON string literal of `s` (UTF-8 as is, as nbformat writes it).
+std::string JsonLiteral(std::string_view s) {
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The text that replaces a cell's source value (`span` in `text`, parsed as `old`) with `now`.
+// A list keeps its own layout (the bytes between '[' and its first string, between strings and
+// before ']': indentation, line endings), and each line whose text did not change keeps its own
+// bytes (escapes as written).
+std::string NewSource(std::string_view text, const scan::SourceSpan& span,
+                      const nlohmann::json& old, std::string_view now) {
+  if (!span.list) return JsonLiteral(now);
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = 0; pos < now.size();) {
+    const std::size_t nl = now.find('\n', pos);
+    const std::size_t end = nl == std::string_view::npos ? now.size() : nl + 1;
+    lines.push_back(now.substr(pos, end - pos));
+    pos = end;
+  }
+  const auto& parts = span.parts;
+  const bool layout = !parts.empty() && parts.size() == old.size();  // Only strings in the list.
+  auto raw = [&](std::size_t k) {
+    return text.substr(parts[k].first, parts[k].second - parts[k].first);
+  };
+  std::string_view opener, closer;
+  std::string sep = ", ";
+  if (layout) {
+    opener = text.substr(span.begin + 1, parts.front().first - span.begin - 1);
+    closer = text.substr(parts.back().second, span.end - 1 - parts.back().second);
+    if (parts.size() >= 2)
+      sep = std::string(text.substr(parts[0].second, parts[1].first - parts[0].second));
+    else if (!opener.empty())
+      sep = "," + std::string(opener);
+  }
+  std::string out = "[" + std::string(opener);
+  const std::size_t n = lines.size(), m = old.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    if (k > 0) out += sep;
+    const std::size_t from_end = m + k >= n ? m + k - n : m;  // The old line as far from the end.
+    auto same = [&](std::size_t o) {
+      return layout && o < m && old[o].is_string() &&
+             old[o].get_ref<const std::string&>() == lines[k];
+    };
+    if (same(k))
+      out += raw(k);
+    else if (same(from_end))
+      out += raw(from_end);
+    else
+      out += JsonLiteral(lines[k]);
+  }
+  return out + std::string(closer) + "]";
+}
+
+// Whether `span` holds the value the parser read (a key spelled with escapes, a repeated key:
+// then the walk over the text found another value, and the cell is not rewritten in place).
+bool SpanHolds(std::string_view text, const scan::SourceSpan& span, const nlohmann::json& value) {
+  if (!span.found || span.end <= span.begin || span.end > text.size()) return false;
+  try {
+    return nlohmann::json::parse(text.substr(span.begin, span.end - span.begin)) == value;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+// A cell's source as one text (a list's strings joined).
+std::string CellSource(const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  std::string source;
+  for (const auto& part : value)
+    if (part.is_string()) source += part.get_ref<const std::string&>();
+  return source;
+}
+
+}  // namespace
+
 Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Finding>& findings,
                             const FixOptions& options) {
-  nlohmann::ordered_json doc;
+  if (auto st = CheckJsonDepth(text, ""); !st)
+    return MakeError(ErrorCode::kInput, st.error().message);
+  nlohmann::json doc;
   try {
-    doc = nlohmann::ordered_json::parse(text);
+    doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     return MakeError(ErrorCode::kInput, std::string("invalid notebook JSON: ") + e.what());
   }
   if (!doc.is_object() || !doc.contains("cells") || !doc["cells"].is_array())
     return MakeError(ErrorCode::kInput, "not a notebook: no \"cells\" list");
+  std::map<std::int64_t, std::vector<scan::Finding>> by_cell;
+  for (const auto& f : findings)
+    if (f.cell) by_cell[*f.cell].push_back(f);
+  const std::vector<scan::SourceSpan> spans = scan::CellSourceSpans(text);
+  // Only the source values of fixed cells are rewritten; every other byte of the file (metadata
+  // numbers past 2^53, key order, line endings) is copied as it was.
   FileFix out;
   FixOptions opt = options;
-  bool changed = false;
+  std::size_t copied = 0;  // text[0, copied) is in out.text.
   std::int64_t index = 0;
-  for (auto& cell : doc["cells"]) {
+  for (const auto& cell : doc["cells"]) {
     ++index;
     // A comparison, not value<std::string>(): a cell_type of another type must not throw.
     if (!cell.is_object() || !cell.contains("cell_type") || cell["cell_type"] != "code") continue;
     auto it = cell.find("source");
     if (it == cell.end() || !(it->is_string() || it->is_array())) continue;
-    std::string source;
-    if (it->is_string()) {
-      source = it->get<std::string>();
-    } else {
-      for (const auto& part : *it)
-        if (part.is_string()) source += part.get<std::string>();
-    }
+    const std::string source = CellSource(*it);
     // The scan blanked magics and shell escapes (%time, !pip): lex what it lexed.
     const std::string lexed = scan::BlankMagics(source);
-    std::vector<scan::Finding> mine;
-    for (const auto& f : findings)
-      if (f.cell && *f.cell == index) mine.push_back(f);
     Work work(source, lexed, opt);
-    FileFix cell_fix = Fixer(work).Run(mine);
+    FileFix cell_fix = Fixer(work).Run(by_cell[index]);
     for (auto& o : cell_fix.outcomes) out.outcomes.push_back(std::move(o));
     // What this cell defines and imports serves the cells after it.
     const std::string& now = cell_fix.text;
@@ -1349,33 +1569,23 @@ Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Findi
     opt.torch_imported |=
         now.find("import torch\n") != std::string::npos || now.ends_with("import torch");
     if (now == source) continue;
-    changed = true;
-    if (it->is_string()) {
-      *it = now;
-    } else {
-      nlohmann::ordered_json lines = nlohmann::ordered_json::array();
-      for (std::size_t pos = 0; pos < now.size();) {
-        std::size_t nl = now.find('\n', pos);
-        std::size_t end = nl == std::string::npos ? now.size() : nl + 1;
-        lines.push_back(now.substr(pos, end - pos));
-        pos = end;
-      }
-      *it = std::move(lines);
-    }
+    const auto k = static_cast<std::size_t>(index - 1);
+    if (k >= spans.size() || !SpanHolds(text, spans[k], *it) || spans[k].begin < copied)
+      return MakeError(ErrorCode::kInput, "cell " + std::to_string(index) +
+                                              ": its source is written in a way fix cannot "
+                                              "rewrite in place (a repeated or escaped key)");
+    const scan::SourceSpan& span = spans[k];
+    out.text.append(text.substr(copied, span.begin - copied));
+    const std::size_t begin = out.text.size();
+    out.text += NewSource(text, span, *it, now);
+    out.replaced.push_back(Replaced{span.begin, span.end, begin, out.text.size()});
+    copied = span.end;
   }
-  if (!changed) {
+  if (out.replaced.empty()) {
     out.text = std::string(text);
     return out;
   }
-  // The file's own indentation (nbformat writes 1 space), key order and a final newline.
-  int indent = 1;
-  if (auto nl = text.find('\n'); nl != std::string_view::npos) {
-    std::size_t spaces = 0;
-    while (nl + 1 + spaces < text.size() && text[nl + 1 + spaces] == ' ') ++spaces;
-    if (spaces > 0 && spaces <= 8) indent = static_cast<int>(spaces);
-  }
-  out.text = doc.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  if (text.ends_with("\n")) out.text += "\n";
+  out.text.append(text.substr(copied));
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fix/diff.h"
 #include "scan/scan.h"
 #include "util/result.h"
 
@@ -42,6 +43,7 @@ struct Outcome {
 struct FileFix {
   std::string text;  // The new source; equal to the old one when nothing was fixed.
   std::vector<Outcome> outcomes;
+  std::vector<Replaced> replaced;  // Where `text` differs from the source, in order.
   bool changed() const;
   std::size_t fixed() const;
 };
@@ -53,13 +55,17 @@ FileFix FixPython(std::string_view source, const std::vector<scan::Finding>& fin
                   const FixOptions& options);
 
 // A notebook, cell by cell (findings carry their cell): the helpers go into the first cell that
-// needs them, magics and shell escapes stay as written, and the JSON keeps its key order and
-// indentation. An error names what is malformed.
+// needs them, magics and shell escapes stay as written. Only the "source" values of the cells
+// fixed are rewritten, in the file's own layout; every other byte is kept as written (metadata
+// numbers past 2^53, line endings, key order). An error names what is malformed, or nested
+// deeper than kMaxJsonDepth.
 Result<FileFix> FixNotebook(std::string_view text, const std::vector<scan::Finding>& findings,
                             const FixOptions& options);
 
 // Writes `after` over `path` (atomically) only if the file still holds `before`: a file changed
-// since it was read is an error naming it, and is left as it is.
+// since it was read is an error naming it, and is left as it is. Lines appended to the file
+// meanwhile (a log, an autosave) are not lost: they are carried to the end of the new file, up to
+// a few milliseconds after the rename.
 Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view before,
                         std::string_view after);
 

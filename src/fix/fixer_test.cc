@@ -675,5 +675,88 @@ TEST(DiffTest, FarApartChangesAreSeparateHunks) {
   EXPECT_TRUE(Has(d, "@@ -22,7 +22,7 @@\n"));
 }
 
+TEST(FixNotebookTest, KeepsEveryByteItDoesNotFix) {
+  // Numbers a JSON round trip would rewrite, an escape, CRLF line ends: none is in a fixed source.
+  const std::string meta =
+      "\"metadata\": {\"id\": 12345678901234567890, \"huge\": 123456789012345678901234567890, "
+      "\"ratio\": 1.10, \"e\": \"caf\\u00e9\"}";
+  const std::string nb =
+      "{\r\n \"cells\": [\r\n  {\r\n   \"cell_type\": \"code\",\r\n   \"source\": [\r\n"
+      "    \"import torch\\n\",\r\n    \"x = torch.zeros(2).cuda()\\n\",\r\n    \"y = 1\"\r\n"
+      "   ]\r\n  }\r\n ],\r\n " +
+      meta + "\r\n}\r\n";
+  std::vector<scan::Finding> findings;
+  ASSERT_TRUE(scan::ScanNotebook(nb, Reg(), "n.ipynb", findings).ok());
+  auto fixed = FixNotebook(nb, findings, FixOptions{});
+  ASSERT_TRUE(fixed.ok()) << fixed.error().ToString();
+  const std::string& out = fixed->text;
+  EXPECT_TRUE(Has(out, meta)) << out;
+  EXPECT_TRUE(Has(out, "    \"import torch\\n\",\r\n")) << out;  // An unchanged line, as written.
+  EXPECT_TRUE(Has(out, "\"x = torch.zeros(2).to(_dualtrack_device())\\n\",\r\n")) << out;
+  EXPECT_EQ(Count(out, "\n"), Count(out, "\r\n")) << out;
+  ASSERT_EQ(fixed->replaced.size(), 1u);
+  EXPECT_EQ(out.substr(0, fixed->replaced[0].after_begin),
+            nb.substr(0, fixed->replaced[0].before_begin));
+  EXPECT_EQ(out.substr(fixed->replaced[0].after_end), nb.substr(fixed->replaced[0].before_end));
+}
+
+TEST(FixNotebookTest, RefusesDeepNesting) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string nb = "{\"cells\": [], \"metadata\": {\"x\": " + deep + "}}";
+  auto fixed = FixNotebook(nb, {}, FixOptions{});
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_TRUE(Has(fixed.error().message, "nested deeper than")) << fixed.error().message;
+  std::vector<scan::Finding> findings;
+  auto scanned = scan::ScanNotebook(nb, Reg(), "deep.ipynb", findings);
+  ASSERT_FALSE(scanned.ok());
+  EXPECT_TRUE(Has(scanned.error().ToString(), "deep.ipynb"));
+}
+
+TEST(FixPythonTest, KeepsEachLinesEnding) {
+  const std::string src = "import torch\r\n\r\nx = torch.zeros(2).cuda()\r\ny = 1\n";
+  const FileFix fix = FixPython(src, ScanOf(src), FixOptions{});
+  ASSERT_TRUE(fix.changed());
+  EXPECT_TRUE(Has(fix.text, "def _dualtrack_device(index=None):\r\n")) << fix.text;
+  EXPECT_TRUE(fix.text.ends_with(".to(_dualtrack_device())\r\ny = 1\n")) << fix.text;
+  EXPECT_EQ(Count(fix.text, "\n"), Count(fix.text, "\r\n") + 1) << fix.text;
+  EXPECT_TRUE(Has(fix.text, "\r\n\r\n\r\ndef _dualtrack_device")) << fix.text;  // Two blank lines.
+}
+
+TEST(DiffTest, KnownReplacementsGiveTheSameDiffAsTheWholeText) {
+  std::string a, b;
+  std::vector<Replaced> replaced;
+  for (int i = 1; i <= 40; ++i) {
+    const std::string line = std::to_string(i) + "\n";
+    const std::string now = i % 7 == 0 ? "changed " + line : line;
+    if (now != line) replaced.push_back({a.size(), a.size() + 1, b.size(), b.size() + 8});
+    a += line;
+    b += now;
+  }
+  EXPECT_EQ(UnifiedDiff(a, b, "f", replaced), UnifiedDiff(a, b, "f"));
+}
+
+TEST(DiffTest, ManyScatteredChangesStayCheap) {
+  // 20,000 changed lines: a whole-text Myers trace would hold D^2 = 1.6e9 integers.
+  std::string a, b;
+  std::vector<Replaced> replaced;
+  for (int i = 0; i < 20000; ++i) {
+    a += "keep\nx.cuda()\n";
+    b += "keep\nx.to(d)\n";
+    replaced.push_back({a.size() - 9, a.size() - 1, b.size() - 8, b.size() - 1});
+  }
+  const std::string d = UnifiedDiff(a, b, "f", replaced);
+  EXPECT_EQ(Count(d, "\n-x.cuda()"), 20000u);
+  EXPECT_EQ(Count(d, "\n+x.to(d)"), 20000u);
+  // Without the replacements the search gives up past its bound, still a correct diff.
+  const std::string whole = UnifiedDiff(a, b, "f");
+  EXPECT_EQ(Count(whole, "\n-x.cuda()"), 20000u);
+}
+
+TEST(DiffTest, ControlCharactersInTheNameAreEscaped) {
+  const std::string d = UnifiedDiff("a\n", "b\n", "evil\x1b[2J.py");
+  EXPECT_FALSE(Has(d, "\x1b")) << d;
+  EXPECT_TRUE(Has(d, "--- a/evil")) << d;
+}
+
 }  // namespace
 }  // namespace dt::fix

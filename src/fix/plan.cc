@@ -40,11 +40,35 @@ bool MatchesScan(std::string_view text, const std::vector<scan::Finding>& findin
   return true;
 }
 
+// The project folder the scan's relative names are under, its links resolved.
+fs::path ResolvedRoot(const std::string& root) {
+  std::error_code ec;
+  const fs::path r(root);
+  const fs::path dir = fs::is_directory(r, ec) ? r : r.parent_path();
+  fs::path resolved = fs::weakly_canonical(fs::absolute(dir.empty() ? "." : dir, ec), ec);
+  return ec ? dir : resolved;
+}
+
 }  // namespace
+
+Status CheckInsideRoot(const fs::path& path, const fs::path& root) {
+  std::error_code ec;
+  const fs::path resolved = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (!ec) {
+    auto [r, p] = std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end());
+    if (r == root.end() || (std::next(r) == root.end() && r->empty())) return OkStatus();
+  }
+  return MakeError(ErrorCode::kInput,
+                   "outside the project: a symbolic link leads out of it" +
+                       (ec ? std::string() : " (to " + resolved.string() + ")") +
+                       "; fix writes only inside the project, left alone",
+                   path.string());
+}
 
 Result<FixPlan> PlanFixes(const scan::ScanReport& report, const FixOptions& fix_options,
                           std::ostream& warnings) {
   FixPlan plan;
+  plan.root = ResolvedRoot(report.root);
   // Python files and notebooks (whose findings carry their cell).
   std::map<std::string, std::vector<scan::Finding>> by_file;
   for (const auto& f : report.findings)
@@ -52,6 +76,12 @@ Result<FixPlan> PlanFixes(const scan::ScanReport& report, const FixOptions& fix_
       by_file[f.file].push_back(f);
   for (const auto& [file, findings] : by_file) {
     const fs::path path = SourcePath(report.root, file);
+    if (auto inside = CheckInsideRoot(path, plan.root); !inside) {
+      warnings << "dualtrack fix: " << EscapeControl(file) << ": "
+               << EscapeControl(inside.error().message) << '\n';
+      ++plan.failed;
+      continue;
+    }
     auto text = ReadFile(path);
     if (!text) return text.take_error();
     const bool notebook = file.ends_with(".ipynb");
@@ -84,7 +114,8 @@ Result<FixPlan> PlanFixes(const scan::ScanReport& report, const FixOptions& fix_
     }
     if (!result.changed()) continue;
     plan.fixed += result.fixed();
-    plan.changes.emplace(file, Change{path, std::move(*text), std::move(result.text)});
+    plan.changes.emplace(
+        file, Change{path, std::move(*text), std::move(result.text), std::move(result.replaced)});
   }
   return plan;
 }

@@ -18,6 +18,7 @@ namespace dt::fix {
 struct Change {
   std::filesystem::path path;
   std::string before, after;
+  std::vector<Replaced> replaced;  // Where `after` differs from `before`.
 };
 
 // One finding the fixer looked at (unguarded, in a Python file or notebook).
@@ -27,11 +28,16 @@ struct PlannedFinding {
 };
 
 struct FixPlan {
+  std::filesystem::path root;             // The project folder, symbolic links resolved.
   std::map<std::string, Change> changes;  // By the scan's relative file name.
   std::size_t fixed = 0, left = 0, failed = 0;
   std::vector<std::string> left_lines;   // "file:line: DT101 why", for --show-left.
   std::vector<PlannedFinding> findings;  // Fixed and left alike.
 };
+
+// An error when `path`, its symbolic links resolved, is not inside `root` (resolved): a link in the
+// project that leads out of it. Fix never writes there.
+Status CheckInsideRoot(const std::filesystem::path& path, const std::filesystem::path& root);
 
 // The fixes for the scan's unguarded Python and notebook findings. A file that changed since it
 // was scanned, or a notebook that cannot be read, is left alone, counted as failed and named on

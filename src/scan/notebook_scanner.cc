@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "scan/env_scanners.h"
+#include "util/json_fields.h"
 
 namespace dt::scan {
 
@@ -114,7 +115,59 @@ std::vector<std::vector<std::int64_t>> SourceFileLines(std::string_view text) {
 
 }  // namespace
 
+std::vector<SourceSpan> CellSourceSpans(std::string_view text) {
+  // The same walk as SourceFileLines: a stack of frames, never recursion.
+  struct Frame {
+    bool array = false;
+    bool want_key = true;
+    std::string key;
+  };
+  std::vector<Frame> stack;
+  std::vector<SourceSpan> out;
+  std::size_t cell = 0;  // cells[cell] is the object being read (stack depth 3).
+  auto at_source = [&](std::size_t depth) {
+    return stack.size() == depth && !stack[0].array && stack[0].key == "cells" && stack[1].array &&
+           !stack[2].array && stack[2].key == "source" && !stack[2].want_key &&
+           (depth == 3 || stack[3].array);
+  };
+  auto span = [&]() -> SourceSpan& {
+    if (out.size() <= cell) out.resize(cell + 1);
+    return out[cell];
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      std::size_t j = i + 1;
+      while (j < text.size() && text[j] != '"') j += text[j] == '\\' ? 2 : 1;
+      const std::size_t end = std::min(j + 1, text.size());
+      if (!stack.empty() && !stack.back().array && stack.back().want_key) {
+        stack.back().key.assign(text.substr(i + 1, end - i - 2));
+      } else if (at_source(3)) {
+        span() = SourceSpan{true, false, i, end, {}};
+      } else if (at_source(4)) {
+        span().parts.emplace_back(i, end);
+      }
+      i = end - 1;
+    } else if (c == '[' || c == '{') {
+      if (c == '[' && at_source(3)) span() = SourceSpan{true, true, i, i, {}};
+      stack.push_back(Frame{c == '[', c == '{', {}});
+    } else if (c == ']' || c == '}') {
+      if (c == ']' && at_source(4)) span().end = i + 1;
+      if (!stack.empty()) stack.pop_back();
+    } else if (c == ':' && !stack.empty()) {
+      stack.back().want_key = false;
+    } else if (c == ',' && !stack.empty()) {
+      if (stack.size() == 2 && stack[1].array && !stack[0].array && stack[0].key == "cells") ++cell;
+      stack.back().want_key = !stack.back().array;
+      if (!stack.back().array) stack.back().key.clear();
+    }
+  }
+  return out;
+}
+
 Result<NotebookSource> JoinNotebook(std::string_view text, const std::string& rel) {
+  // Bounded before the DOM is built: nlohmann recurses with the nesting.
+  if (auto st = CheckJsonDepth(text, rel); !st) return st.take_error();
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);

@@ -30,6 +30,19 @@ struct NotebookSource {
   std::vector<NotebookLine> lines;  // lines[k]: line k + 1 of `python`.
 };
 
+// Where one cell's "source" value is written in the notebook's text, as byte ranges: the whole
+// value (a string, or a list from '[' to ']') and, for a list, each string in it (quotes
+// included). A fix rewrites these bytes only, so the rest of the file stays as it was written.
+struct SourceSpan {
+  bool found = false;
+  bool list = false;
+  std::size_t begin = 0, end = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> parts;
+};
+
+// The span of each cell's source, by cell index (0-based; a cell without one is not `found`).
+std::vector<SourceSpan> CellSourceSpans(std::string_view text);
+
 // Errors name what is malformed (invalid JSON, no "cells" list); the caller records a skip.
 Result<NotebookSource> JoinNotebook(std::string_view text, const std::string& rel);
 

@@ -251,10 +251,90 @@ class FdBuf : public std::streambuf {
   char buf_[1 << 16];
 };
 
+// ---- Temporary files removed on an interrupt ----
+
+// The temporaries being written, for the signal handler to remove. Written by their owner, read by
+// the handler: lock-free atomics and fixed buffers only (a handler may not take a lock or
+// allocate). A path too long for a slot, or a write while every slot is taken, goes unguarded.
+struct TempSlot {
+  std::atomic<bool> used{false};
+  std::atomic<bool> set{false};
+  char path[4096];
+};
+constexpr int kTempSlots = 16;
+TempSlot g_temps[kTempSlots];
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous_cleanup[3];
+std::mutex g_cleanup_mu;  // Guards installing and restoring the handlers.
+int g_cleanup_users = 0;
+bool g_cleanup_installed[3] = {};
+
+extern "C" void RemoveTempsOnSignal(int sig) {
+  const int saved_errno = errno;
+  for (TempSlot& t : g_temps)
+    if (t.set.load(std::memory_order_acquire)) ::unlink(t.path);
+  // Then what the signal did before (the default: the process ends with this signal).
+  for (int i = 0; i < 3; ++i)
+    if (kCleanupSignals[i] == sig) ::sigaction(sig, &g_previous_cleanup[i], nullptr);
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+// Registers one temporary with the handler while it lives; installs the handler for the first.
+class TempGuard {
+ public:
+  explicit TempGuard(const std::filesystem::path& tmp) {
+    {
+      std::lock_guard lock(g_cleanup_mu);
+      if (g_cleanup_users++ == 0) Install();
+    }
+    const std::string& p = tmp.native();
+    if (p.size() >= sizeof(TempSlot::path)) return;
+    for (TempSlot& t : g_temps) {
+      bool expected = false;
+      if (!t.used.compare_exchange_strong(expected, true)) continue;
+      std::memcpy(t.path, p.c_str(), p.size() + 1);
+      t.set.store(true, std::memory_order_release);
+      slot_ = &t;
+      break;
+    }
+  }
+  TempGuard(const TempGuard&) = delete;
+  TempGuard& operator=(const TempGuard&) = delete;
+  ~TempGuard() {
+    if (slot_ != nullptr) {
+      slot_->set.store(false, std::memory_order_release);
+      slot_->used.store(false, std::memory_order_release);
+    }
+    std::lock_guard lock(g_cleanup_mu);
+    if (--g_cleanup_users == 0) Restore();
+  }
+
+ private:
+  static void Install() {
+    for (int i = 0; i < 3; ++i) {
+      struct sigaction now {};
+      now.sa_handler = RemoveTempsOnSignal;
+      sigemptyset(&now.sa_mask);
+      g_cleanup_installed[i] = false;
+      if (::sigaction(kCleanupSignals[i], nullptr, &g_previous_cleanup[i]) != 0) continue;
+      // An ignored signal stays ignored (it will not end the write).
+      if (g_previous_cleanup[i].sa_handler == SIG_IGN) continue;
+      g_cleanup_installed[i] = ::sigaction(kCleanupSignals[i], &now, nullptr) == 0;
+    }
+  }
+  static void Restore() {
+    for (int i = 0; i < 3; ++i)
+      if (g_cleanup_installed[i]) ::sigaction(kCleanupSignals[i], &g_previous_cleanup[i], nullptr);
+  }
+
+  TempSlot* slot_ = nullptr;
+};
+
 // The temporary file, its mode, the flush and the rename; `fill` writes the contents to the
 // descriptor and returns 0 or an errno.
 Status WriteAtomic(const std::filesystem::path& path, const OutputGuard& guard,
-                   const std::function<int(int)>& fill) {
+                   const std::function<int(int)>& fill, const AtomicWriteHooks& hooks = {}) {
   if (auto s = CheckOutputPath(path, guard); !s) return s;
   struct stat old {};
   const bool replacing = ::lstat(path.c_str(), &old) == 0;
@@ -263,6 +343,7 @@ Status WriteAtomic(const std::filesystem::path& path, const OutputGuard& guard,
   std::random_device rd;
   std::string tmp_name = "." + path.filename().string() + ".tmp" + std::to_string(rd());
   std::filesystem::path tmp = dir / tmp_name;
+  TempGuard temp_guard(tmp);
   // 0666 less the umask, as any new file; a replaced file keeps its own mode (a 0600 file must
   // not become readable by others).
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
@@ -279,17 +360,23 @@ Status WriteAtomic(const std::filesystem::path& path, const OutputGuard& guard,
   }
   if (int err = fill(fd.get()); err != 0) return fail(tmp, "cannot write", err);
   if (::fsync(fd.get()) != 0) return fail(tmp, "cannot flush", errno);
-  if (::close(fd.release()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return IoError(tmp, "cannot flush", err);
+  if (hooks.before_rename) {
+    if (auto s = hooks.before_rename(fd.get()); !s) {
+      fd.Close();
+      ::unlink(tmp.c_str());
+      return s;
+    }
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
     return IoError(path, "cannot replace", err);
   }
-  return OkStatus();
+  Status after = hooks.after_rename ? hooks.after_rename(fd.get()) : OkStatus();
+  // Closed after the rename, which then follows the last check as closely as it can; the data is
+  // already flushed, so the close has nothing left to fail on but is still checked.
+  if (::close(fd.release()) != 0 && after) return IoError(path, "cannot flush", errno);
+  return after;
 }
 
 }  // namespace
@@ -298,6 +385,12 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
                        const OutputGuard& guard) {
   return WriteAtomic(path, guard,
                      [&](int fd) { return WriteAll(fd, contents.data(), contents.size()); });
+}
+
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
+                       const OutputGuard& guard, const AtomicWriteHooks& hooks) {
+  return WriteAtomic(
+      path, guard, [&](int fd) { return WriteAll(fd, contents.data(), contents.size()); }, hooks);
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path,

@@ -76,7 +76,9 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
 Status CheckOutputPaths(const std::vector<std::filesystem::path>& paths, const OutputGuard& guard);
 
 // Writes `contents` to a temporary file beside `path`, flushes it and renames it over `path`, so a
-// reader sees either the old file or the whole new one, never half of it. Checks `path` with
+// reader sees either the old file or the whole new one, never half of it. An interrupt or
+// termination signal (SIGINT, SIGTERM, SIGHUP) while the temporary exists removes it before the
+// signal takes its usual course: no temporary is left behind. Checks `path` with
 // CheckOutputPath first; an existing file keeps its permission bits. A failed write or flush (a
 // full disk) is an error and leaves the old file as it was.
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
@@ -87,6 +89,19 @@ Status WriteFileAtomic(const std::filesystem::path& path, std::string_view conte
 Status WriteFileAtomic(const std::filesystem::path& path,
                        const std::function<void(std::ostream&)>& write,
                        const OutputGuard& guard = {});
+
+// What a caller of an atomic replacement does around the rename, with the temporary's descriptor:
+// `before_rename` once its contents are flushed (an error abandons the write and removes the
+// temporary; what it writes to the descriptor becomes part of the new file), `after_rename` once
+// the temporary is `path` (its error is reported, the new file stays).
+struct AtomicWriteHooks {
+  std::function<Status(int fd)> before_rename;
+  std::function<Status(int fd)> after_rename;
+};
+
+// WriteFileAtomic with hooks around the rename.
+Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
+                       const OutputGuard& guard, const AtomicWriteHooks& hooks);
 
 // A read-only memory map of a whole regular file. Empty files map to an empty view.
 //

@@ -19,8 +19,35 @@ bool JsonBool(const nlohmann::json& j, const char* key, bool fallback) {
   return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
 
+Status CheckJsonDepth(std::string_view text, const std::string& file, std::int64_t line,
+                      int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth)
+        return MakeError(ErrorCode::kInput,
+                         "JSON nested deeper than " + std::to_string(max_depth) +
+                             " levels of arrays and objects; refusing to read it",
+                         file, line);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return OkStatus();
+}
+
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& file, std::int64_t line,
                                  const nlohmann::json::parser_callback_t& callback) {
+  if (auto st = CheckJsonDepth(text, file, line); !st) return st.take_error();
   try {
     return nlohmann::json::parse(text, callback);
   } catch (const nlohmann::json::parse_error& e) {

@@ -67,5 +67,19 @@ TEST(JsonFieldsTest, ParseJsonTurnsAnOutOfRangeNumberIntoAnInputError) {
   }
 }
 
+TEST(JsonFieldsTest, DeepNestingIsAnInputErrorBeforeParsing) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto parsed = ParseJson(deep, "deep.json");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().ToString().find("deep.json"), std::string::npos);
+  EXPECT_NE(parsed.error().message.find("nested deeper than 512"), std::string::npos);
+  // Brackets inside strings do not count; the bound itself is fine.
+  EXPECT_TRUE(CheckJsonDepth("[\"" + std::string(1000, '[') + "\"]", "s.json").ok());
+  EXPECT_TRUE(CheckJsonDepth("[\"\\\"[[\"]", "e.json", 0, 1).ok());
+  const std::string bound = std::string(512, '[') + std::string(512, ']');
+  EXPECT_TRUE(ParseJson(bound, "b.json").ok());
+  EXPECT_FALSE(CheckJsonDepth("[[]]", "t.json", 0, 1).ok());
+}
+
 }  // namespace
 }  // namespace dt
