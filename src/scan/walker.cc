@@ -278,7 +278,9 @@ class Walker {
     }
     if (!Within(target, opt_.root_real) && !Within(target, start_real_)) {
       if (is_dir || ClassifyFile(rel))
-        skipped_.push_back({rel, "symbolic link leads outside the project: -> " + target});
+        // The target is escaped here: a text report prints reasons as they are.
+        skipped_.push_back(
+            {rel, "symbolic link leads outside the project: -> " + EscapeControl(target)});
       return false;
     }
     if (!is_dir || !Within(target, start_real_)) return true;

@@ -51,6 +51,16 @@ def test_symlinks_leaving_the_project_are_listed_and_never_read(dt, tmp_path):
     assert [f["file"] for f in doc["findings"]] == ["train.py"]
 
 
+def test_outside_link_targets_are_escaped_in_the_text_report(dt, tmp_path):
+    outside = tmp_path / "out\x1b[2Jside"
+    outside.mkdir()
+    proj = _project(tmp_path)
+    os.symlink(outside, proj / "vendor")
+    r = dt("scan", proj, "--fail-on", "never")
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout and "out\\x1b[2Jside" in r.stdout, r.stdout
+
+
 def test_symlinks_inside_the_project_keep_working_without_double_findings(dt, tmp_path):
     proj = _project(tmp_path)
     (proj / "pkg").mkdir()
