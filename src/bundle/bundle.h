@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -103,6 +104,9 @@ Result<Bundle> LoadBundle(const std::filesystem::path& dir);
 // line, "op" required; "overload" defaults to "default" and "count" to 1. A missing file is an
 // empty trace; a malformed line is a kInput error naming the file and line.
 Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path);
+// The same, one row at a time as the file is read (in chunks: memory holds the longest line, not
+// the file), for a reader that aggregates; stops at the first error, `each`'s included.
+Status ForEachOpRow(const std::filesystem::path& path, const std::function<Status(OpRow&&)>& each);
 
 // The tensors of a .safetensors file held whole in `bytes`, from its header: read by compare's
 // reader (the one that is fuzzed), which checks every dtype, shape and offset against the file and

@@ -290,6 +290,35 @@ TEST_F(BundleTest, ReadOpsJsonlFillsDefaultsAndRejectsMalformedLines) {
   }
 }
 
+// ops.jsonl is read in 1 MiB chunks: rows that straddle a chunk's end, a CRLF line, a last line
+// without its newline and a line longer than a chunk all read as whole rows, numbered as written.
+TEST_F(BundleTest, ReadOpsJsonlReadsRowsAcrossChunks) {
+  std::string text;
+  int rows = 0;
+  while (text.size() < (std::size_t{5} << 19)) {  // 2.5 MiB of rows of varying length.
+    text += "{\"op\": \"aten::op" + std::to_string(rows) +
+            "\", \"count\": " + std::to_string(rows % 7) + "}" + (rows % 3 == 0 ? "\r\n" : "\n");
+    ++rows;
+  }
+  text +=
+      "{\"op\": \"aten::long\", \"error\": \"" + std::string(std::size_t{3} << 20, 'x') + "\"}\n";
+  text += "{\"op\": \"aten::last\"}";
+  Write("ops.jsonl", text);
+  auto read = ReadOpsJsonl(dir_ / "ops.jsonl");
+  ASSERT_TRUE(read.ok()) << read.error().ToString();
+  ASSERT_EQ(read->size(), static_cast<std::size_t>(rows) + 2);
+  for (int i = 0; i < rows; ++i) {
+    ASSERT_EQ((*read)[i].op, "aten::op" + std::to_string(i));
+    ASSERT_EQ((*read)[i].count, i % 7);
+  }
+  EXPECT_EQ((*read)[rows].error->size(), std::size_t{3} << 20);
+  EXPECT_EQ(read->back().op, "aten::last");
+  Write("ops.jsonl", text + "\n{broken\n");
+  auto bad = ReadOpsJsonl(dir_ / "ops.jsonl");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().line, rows + 3);
+}
+
 TEST_F(BundleTest, RunTrackRecordsExitCodeLogsAndPeakMemory) {
   RunOptions o;
   o.track = "cpu";

@@ -1,4 +1,7 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <system_error>
@@ -163,9 +166,60 @@ Result<std::vector<TensorInfo>> ParseSafetensorsHeader(std::string_view bytes,
   return out;
 }
 
-Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
-  std::vector<OpRow> rows;
-  Status st = ForEachJsonLine(path, [&](const json& j, std::int64_t line) -> Status {
+namespace {
+
+// The same as ForEachJsonLine, reading the file in chunks: memory holds a chunk and the longest
+// line, never the whole file (a 150 MB ops.jsonl held whole, with its rows, took gigabytes).
+template <class F>
+Status ForEachStreamedJsonLine(const std::filesystem::path& path, F&& row) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return OkStatus();
+  auto fd = OpenRegularFile(path);
+  if (!fd) return fd.take_error();
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  std::string pending;  // The start of a line that continues in the next chunk.
+  std::vector<char> chunk(kChunk);
+  std::int64_t line_no = 0;
+  auto one_line = [&](std::string_view raw) -> Status {
+    ++line_no;
+    std::string_view line = Trim(raw);
+    if (line.empty()) return OkStatus();
+    auto parsed = ParseJson(QuoteNonFiniteTokens(line), path.string(), line_no);
+    if (!parsed.ok()) return parsed.take_error();
+    if (!parsed->is_object()) return InputError(path, line_no, "not a JSON object");
+    return row(*parsed, line_no);
+  };
+  for (;;) {
+    const ssize_t got = ::read(fd->get(), chunk.data(), chunk.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0)
+      return MakeError(ErrorCode::kIo, "cannot read: " + ErrnoMessage(errno), path.string());
+    if (got == 0) break;
+    std::string_view data(chunk.data(), static_cast<std::size_t>(got));
+    for (std::size_t nl; (nl = data.find('\n')) != std::string_view::npos;) {
+      Status st = OkStatus();
+      if (pending.empty()) {
+        st = one_line(data.substr(0, nl));
+      } else {
+        pending.append(data.substr(0, nl));
+        st = one_line(pending);
+        pending.clear();
+      }
+      if (!st) return st;
+      data.remove_prefix(nl + 1);
+    }
+    if (pending.size() + data.size() > kMaxJsonlBytes)
+      return InputError(path, line_no + 1, "line longer than 512 MiB");
+    pending.append(data);
+  }
+  if (!pending.empty()) return one_line(pending);
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ForEachOpRow(const std::filesystem::path& path, const std::function<Status(OpRow&&)>& each) {
+  return ForEachStreamedJsonLine(path, [&](const json& j, std::int64_t line) -> Status {
     OpRow r;
     auto op = RequireString(j, "op", path, line);
     if (!op) return op.take_error();
@@ -207,6 +261,13 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
         r.max_ndim = std::max(r.max_ndim, j[key].get<std::int64_t>());
       }
     }
+    return each(std::move(r));
+  });
+}
+
+Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path) {
+  std::vector<OpRow> rows;
+  Status st = ForEachOpRow(path, [&](OpRow&& r) {
     rows.push_back(std::move(r));
     return OkStatus();
   });

@@ -152,11 +152,9 @@ Result<ExitCode> PredictBundle(const CoverageArgs& a, const std::filesystem::pat
   auto report = Predict(options);
   if (!report) return report.take_error();
   if (a.format == "json") {
-    io.out << CoverageReportToJson(*report).dump(2, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace)
-           << "\n";
+    WriteCoverageJson(*report, io.out);
   } else {
-    io.out << EscapeControl(CoverageReportToText(*report, a.format == "markdown"));
+    WriteCoverageText(*report, a.format == "markdown", io.out);
   }
   // An operator the table does not know (a custom extension's) is not evidence that it runs on MPS.
   return report->summary.fallback + report->summary.fail + report->summary.unknown > 0

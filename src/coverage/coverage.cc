@@ -95,41 +95,44 @@ Result<std::filesystem::path> LocateOps(const CoverageOptions& options, Coverage
 using MergedOps =
     std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, CoverageOp>;
 
-// Rows of the same operator at the same place merge (their dtypes and counts add up); dtype and
-// dimension issues and, for a measured (MPS) trace, the status seen are attached.
-MergedOps MergeRows(std::vector<bundle::OpRow>& rows, const Rules& rules,
-                    const CoverageOptions& options, const CoverageReport& report) {
-  MergedOps merged;
-  for (bundle::OpRow& r : rows) {
-    // Profiler markers (record_function) are bookkeeping the tracer sees, not computation.
-    if (StartsWith(r.op, "profiler::")) continue;
-    auto key = std::make_tuple(r.op, r.overload, r.location ? r.location->file : "",
-                               r.location ? r.location->line : 0);
-    auto [it, inserted] = merged.try_emplace(key);
-    CoverageOp& o = it->second;
-    if (inserted) {
-      o.op = r.op;
-      o.overload = r.overload;
-      if (r.location)
-        o.location = CodeLocation{r.location->file, r.location->line, r.location->function};
-    }
-    o.count = SaturatingAdd(o.count, r.count);
-    for (const std::string& d : r.dtypes) {
-      std::string n = NormalizeDtype(d);
-      if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
-    }
-    if (report.evidence == EvidenceLevel::kMeasured && r.status != bundle::OpStatus::kOk)
-      o.measured_status = r.status;
-    std::vector<std::string> issues =
-        DtypeIssues(rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
-    for (std::string& s : issues) {
-      if (std::find(o.dtype_issues.begin(), o.dtype_issues.end(), s) == o.dtype_issues.end()) {
-        o.dtype_issues.push_back(std::move(s));
-      }
+// An operator's key in MergedOps, as views.
+std::tuple<std::string_view, std::string_view, std::string_view, std::int64_t> MergeKey(
+    const CoverageOp& o) {
+  return {o.op, o.overload, o.location ? std::string_view(o.location->file) : std::string_view(),
+          o.location ? o.location->line : 0};
+}
+
+// A row joins the operator at the same place (their dtypes and counts add up); dtype and
+// dimension issues and, for a measured (MPS) trace, the status seen are attached. Rows come one at
+// a time as ops.jsonl is read: only the merged operators are held, never the file or its rows.
+void MergeRow(MergedOps& merged, const bundle::OpRow& r, const Rules& rules,
+              const CoverageOptions& options, const CoverageReport& report) {
+  // Profiler markers (record_function) are bookkeeping the tracer sees, not computation.
+  if (StartsWith(r.op, "profiler::")) return;
+  auto key = std::make_tuple(r.op, r.overload, r.location ? r.location->file : "",
+                             r.location ? r.location->line : 0);
+  auto [it, inserted] = merged.try_emplace(key);
+  CoverageOp& o = it->second;
+  if (inserted) {
+    o.op = r.op;
+    o.overload = r.overload;
+    if (r.location)
+      o.location = CodeLocation{r.location->file, r.location->line, r.location->function};
+  }
+  o.count = SaturatingAdd(o.count, r.count);
+  for (const std::string& d : r.dtypes) {
+    std::string n = NormalizeDtype(d);
+    if (std::find(o.dtypes.begin(), o.dtypes.end(), n) == o.dtypes.end()) o.dtypes.push_back(n);
+  }
+  if (report.evidence == EvidenceLevel::kMeasured && r.status != bundle::OpStatus::kOk)
+    o.measured_status = r.status;
+  std::vector<std::string> issues =
+      DtypeIssues(rules, r.dtypes, r.max_ndim, options.macos, &o.fails);
+  for (std::string& s : issues) {
+    if (std::find(o.dtype_issues.begin(), o.dtype_issues.end(), s) == o.dtype_issues.end()) {
+      o.dtype_issues.push_back(std::move(s));
     }
   }
-
-  return merged;
 }
 
 // What a release's MPS backend would run for the op (a backend variant maps to its MPS path).
@@ -239,16 +242,21 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
   }
   report.torch = table->versions()[vi];
   if (report.track == "mps") report.evidence = EvidenceLevel::kMeasured;
-  auto rows = bundle::ReadOpsJsonl(ops_path);
-  if (!rows) return rows.take_error();
-
-  MergedOps merged = MergeRows(*rows, *rules, options, report);
+  MergedOps merged;
+  Status read = bundle::ForEachOpRow(ops_path, [&](bundle::OpRow&& r) {
+    MergeRow(merged, r, *rules, options, report);
+    return OkStatus();
+  });
+  if (!read) return read.take_error();
 
   auto resolve = [&](const CoverageOp& o, std::size_t v, std::string* mps_op, std::string* note) {
     return Resolve(o, v, *table, *rules, mps_op, note);
   };
 
-  for (auto& [key, o] : merged) {
+  // Each operator moves out of the map as it is classified, so the two are not held whole at once.
+  report.ops.reserve(merged.size());
+  for (auto it = merged.begin(); it != merged.end(); it = merged.erase(it)) {
+    CoverageOp& o = it->second;
     o.cls = resolve(o, vi, &o.mps_op, &o.mapping_note);
     // native_since: the lowest release from which every later one runs the op on MPS.
     std::optional<std::string> since;
@@ -260,56 +268,59 @@ Result<CoverageReport> Predict(const CoverageOptions& options) {
     if (o.measured_status == bundle::OpStatus::kFallback && RunsOnMps(o.cls))
       o.cls = OpClass::kCpuFallback;
     if (o.measured_status == bundle::OpStatus::kFailed) o.fails = true;
-    report.ops.push_back(o);
+    report.ops.push_back(std::move(o));
   }
   Summarise(report);
-  std::stable_sort(report.ops.begin(), report.ops.end(),
-                   [](const CoverageOp& a, const CoverageOp& b) {
-                     if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
-                     if (a.count != b.count) return a.count > b.count;
-                     return a.op < b.op;
-                   });
+  // Most severe first, then most frequent. The ties fall back to the merge key (unique), which
+  // is the order a stable sort of the map's order gave, without stable_sort's copy of every op.
+  std::sort(report.ops.begin(), report.ops.end(), [](const CoverageOp& a, const CoverageOp& b) {
+    if (Severity(a) != Severity(b)) return Severity(a) < Severity(b);
+    if (a.count != b.count) return a.count > b.count;
+    return MergeKey(a) < MergeKey(b);
+  });
 
   SuggestUpgrade(report, *table, *rules, vi);
   return report;
 }
 
-nlohmann::json CoverageReportToJson(const CoverageReport& r) {
-  nlohmann::json ops = nlohmann::json::array();
-  for (const CoverageOp& o : r.ops) {
-    nlohmann::json loc = nullptr;
-    if (o.location) {
-      loc = {{"file", o.location->file},
-             {"line",
-              o.location->line > 0 ? nlohmann::json(o.location->line) : nlohmann::json(nullptr)},
-             {"function", o.location->function.empty() ? nlohmann::json(nullptr)
-                                                       : nlohmann::json(o.location->function)}};
-    }
-    ops.push_back(
-        {{"op", o.op},
-         {"overload", o.overload},
-         {"class", std::string(OpClassName(o.cls))},
-         {"basis", std::string(OpClassBasis(o.cls))},
-         {"mps_op", o.mps_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mps_op)},
-         {"mapping_note",
-          o.mapping_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mapping_note)},
-         {"dtypes", o.dtypes},
-         {"dtype_issues", o.dtype_issues},
-         {"fails", o.fails},
-         {"count", o.count},
-         {"location", loc},
-         {"native_since",
-          o.native_since ? nlohmann::json(*o.native_since) : nlohmann::json(nullptr)},
-         {"measured_status", o.measured_status ? nlohmann::json(ToString(*o.measured_status))
-                                               : nlohmann::json(nullptr)}});
+namespace {
+
+nlohmann::json OpToJson(const CoverageOp& o) {
+  nlohmann::json loc = nullptr;
+  if (o.location) {
+    loc = {
+        {"file", o.location->file},
+        {"line", o.location->line > 0 ? nlohmann::json(o.location->line) : nlohmann::json(nullptr)},
+        {"function", o.location->function.empty() ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(o.location->function)}};
   }
+  return {
+      {"op", o.op},
+      {"overload", o.overload},
+      {"class", std::string(OpClassName(o.cls))},
+      {"basis", std::string(OpClassBasis(o.cls))},
+      {"mps_op", o.mps_op.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mps_op)},
+      {"mapping_note",
+       o.mapping_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.mapping_note)},
+      {"dtypes", o.dtypes},
+      {"dtype_issues", o.dtype_issues},
+      {"fails", o.fails},
+      {"count", o.count},
+      {"location", loc},
+      {"native_since", o.native_since ? nlohmann::json(*o.native_since) : nlohmann::json(nullptr)},
+      {"measured_status",
+       o.measured_status ? nlohmann::json(ToString(*o.measured_status)) : nlohmann::json(nullptr)}};
+}
+
+// The report without its operators ("ops": []).
+nlohmann::json ReportHead(const CoverageReport& r) {
   return {{"schema", "dualtrack.coverage/1"},
           {"torch", r.torch},
           {"macos", r.macos},
           {"evidence", ToString(r.evidence)},
           {"bundle", r.bundle},
           {"track", r.track.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.track)},
-          {"ops", ops},
+          {"ops", nlohmann::json::array()},
           {"summary",
            {{"native", r.summary.native},
             {"composite", r.summary.composite},
@@ -325,8 +336,53 @@ nlohmann::json CoverageReportToJson(const CoverageReport& r) {
           {"known_versions", r.known_versions}};
 }
 
-std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+nlohmann::json CoverageReportToJson(const CoverageReport& r) {
+  nlohmann::json doc = ReportHead(r);
+  for (const CoverageOp& o : r.ops) doc["ops"].push_back(OpToJson(o));
+  return doc;
+}
+
+void WriteCoverageJson(const CoverageReport& r, std::ostream& out) {
+  // The same text as CoverageReportToJson's dump, with the operators written one at a time: a
+  // trace of a million places would otherwise exist whole as a JSON tree (most of what `coverage`
+  // of a large trace cost). A JSON string escapes every quote, so the key is found only as a key.
+  const std::string head = Dump(ReportHead(r));
+  const std::string key = "\n  \"ops\": []";
+  const std::size_t at = head.find(key);
+  if (r.ops.empty() || at == std::string::npos) {
+    out << head << "\n";
+    return;
+  }
+  out << std::string_view(head).substr(0, at) << "\n  \"ops\": [";
+  const char* sep = "\n    ";
+  for (const CoverageOp& o : r.ops) {
+    out << sep;
+    sep = ",\n    ";
+    for (char c : Dump(OpToJson(o))) {
+      out << c;
+      if (c == '\n') out << "    ";  // Nested two levels down.
+    }
+  }
+  out << "\n  ]" << std::string_view(head).substr(at + key.size()) << "\n";
+}
+
+namespace {
+
+// The text or Markdown report into `sink` a piece at a time (the title, each operator, the
+// summary), each escaped for a terminal when `escape`: a report of a million operators is never
+// one string.
+void WriteText(const CoverageReport& r, bool markdown, std::ostream& sink, bool escape) {
   std::ostringstream out;
+  auto emit = [&] {
+    sink << (escape ? EscapeControl(out.str()) : out.str());
+    out.str({});
+  };
   std::string title = fmt::format("MPS coverage of {} for PyTorch {} on macOS {} ({})", r.bundle,
                                   r.torch, r.macos, ToString(r.evidence));
   if (markdown) {
@@ -357,6 +413,7 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
                          LocationText(o.location));
       if (!note.empty()) out << fmt::format("  {:<18} {}\n", "", note);
     }
+    emit();
   }
   out << "\n"
       << fmt::format("Summary: {} native, {} composite, {} fallback, {} fail", r.summary.native,
@@ -385,7 +442,19 @@ std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
     out << fmt::format("No release in the tables ({} to {}) removes these fallbacks.\n",
                        r.known_versions.front(), r.known_versions.back());
   }
+  emit();
+}
+
+}  // namespace
+
+std::string CoverageReportToText(const CoverageReport& r, bool markdown) {
+  std::ostringstream out;
+  WriteText(r, markdown, out, false);
   return out.str();
+}
+
+void WriteCoverageText(const CoverageReport& r, bool markdown, std::ostream& out) {
+  WriteText(r, markdown, out, true);
 }
 
 }  // namespace dt::coverage

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -74,6 +75,11 @@ struct CoverageReport {
 
 Result<CoverageReport> Predict(const CoverageOptions& options);
 nlohmann::json CoverageReportToJson(const CoverageReport& report);
+// The same document, dumped (indent 2, invalid UTF-8 replaced) operator by operator to `out`,
+// never whole in memory: what `dualtrack coverage --format json` prints.
+void WriteCoverageJson(const CoverageReport& report, std::ostream& out);
 std::string CoverageReportToText(const CoverageReport& report, bool markdown);
+// The same text, escaped for a terminal (EscapeControl) and written an operator at a time.
+void WriteCoverageText(const CoverageReport& report, bool markdown, std::ostream& out);
 
 }  // namespace dt::coverage

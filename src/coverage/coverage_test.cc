@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "coverage/rules.h"
 #include "coverage/table.h"
+#include "util/strings.h"
 
 namespace dt::coverage {
 namespace {
@@ -100,6 +103,26 @@ TEST(CoveragePredictTest, ExampleBundleShowsThePlantedOperatorAndFloat64) {
   auto j = CoverageReportToJson(*r);
   EXPECT_EQ(j["schema"], "dualtrack.coverage/1");
   EXPECT_EQ(j["summary"]["fallback"], 2);
+}
+
+// The JSON that `coverage` streams operator by operator is the document's own dump, to the byte
+// (with operators, with none, and with a bundle path that spells the key it is spliced at).
+TEST(CoveragePredictTest, StreamedJsonIsTheDocumentsDump) {
+  auto r = Predict(FixtureOptions());
+  ASSERT_TRUE(r.ok()) << r.error().ToString();
+  r->bundle = "dir/\"ops\": []\n";
+  for (int pass = 0; pass < 2; ++pass) {
+    std::ostringstream streamed;
+    WriteCoverageJson(*r, streamed);
+    EXPECT_EQ(streamed.str(), CoverageReportToJson(*r).dump(
+                                  2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                  "\n");
+    std::ostringstream text;
+    WriteCoverageText(*r, false, text);
+    EXPECT_EQ(text.str(), EscapeControl(CoverageReportToText(*r, false)));
+    EXPECT_EQ(pass == 0, r->ops.size() > 3);
+    r->ops.clear();
+  }
 }
 
 TEST(CoveragePredictTest, OlderReleaseSuggestsAnUpgrade) {

@@ -85,8 +85,19 @@ std::size_t FieldCondition(const PyModel& m, const Lexed& sub, int scope, bool& 
   return cond_at;
 }
 
-// One replacement field, lexed into `sub`.
-void FieldFindings(PyRuleContext& cx, const Lexed& sub, const Token& t, int scope, bool guarded) {
+// The position in the scanned source of a token of `sub`, a field lexed on its own: `sub.src` is
+// a view into the source, so the finding lands on the field's own line and column.
+Token InSource(const PyModel& m, const Lexed& sub, const Token& n) {
+  const auto base = static_cast<std::uint32_t>(sub.src.data() - m.source().data());
+  return Token{base + n.offset, n.size_kind};
+}
+
+void FStringFindings(PyRuleContext& cx, std::string_view literal, int scope, bool guarded,
+                     int depth);
+
+// One replacement field's expression, lexed into `sub`: dotted names resolved through the file's
+// imports, `.cuda()` on anything, and the f-strings nested in it.
+void FieldFindings(PyRuleContext& cx, const Lexed& sub, int scope, bool guarded, int depth) {
   const PyModel& m = cx.model;
   bool cond_cuda = false;
   std::size_t cond_at = FieldCondition(m, sub, scope, cond_cuda);
@@ -100,38 +111,97 @@ void FieldFindings(PyRuleContext& cx, const Lexed& sub, const Token& t, int scop
       continue;
     }
     const Token& n = sub.tokens[a];
-    if (n.kind() != TokKind::kName || (a > 0 && sub.Text(sub.tokens[a - 1]) == ".")) continue;
+    const bool field_guarded = guarded || (cond_cuda && a < cond_at);
+    if (n.kind() == TokKind::kString && IsFString(sub.Text(n))) {
+      FStringFindings(cx, sub.Text(n), scope, field_guarded, depth + 1);
+      continue;
+    }
+    if (n.kind() != TokKind::kName) continue;
+    if (a > 0 && sub.Text(sub.tokens[a - 1]) == ".") {
+      if (sub.Text(n) == "cuda" && a + 1 < sub.tokens.size() && sub.Text(sub.tokens[a + 1]) == "(")
+        cx.sink.Add("DT101", m.Line(InSource(m, sub, n)), m.Column(InSource(m, sub, n)), ".cuda()",
+                    field_guarded);
+      continue;
+    }
     std::string resolved;
     const std::size_t b = SubChain(m, sub, a, scope, resolved);
     if (m.Lookup(sub.Text(n), scope) == nullptr && sub.Text(n) != "torch") continue;
-    ApiFinding(cx, resolved, t, guarded || (cond_cuda && a < cond_at));
+    ApiFinding(cx, resolved, InSource(m, sub, n), field_guarded);
     a = b;
   }
 }
 
-void FStringFindings(PyRuleContext& cx, std::size_t k, int scope, bool guarded) {
-  const PyModel& m = cx.model;
-  const Token& t = m.T(k);
-  std::string_view body = StringBody(m.Text(t));
-  if (body.find('{') == std::string_view::npos) return;
-  Lexed sub;
-  for (std::size_t i = 0; i < body.size(); ++i) {
-    if (body[i] != '{') continue;
-    if (i + 1 < body.size() && body[i + 1] == '{') {
+// The end (past the closing quote) of the string literal that opens at body[i].
+std::size_t SkipQuoted(std::string_view body, std::size_t i) {
+  const char q = body[i];
+  const bool triple = body.substr(i, 3) == std::string(3, q);
+  std::size_t j = i + (triple ? 3 : 1);
+  for (; j < body.size(); ++j) {
+    if (body[j] == '\\') {
+      ++j;
+    } else if (body[j] == q && (!triple || body.substr(j, 3) == std::string(3, q))) {
+      return j + (triple ? 3 : 1);
+    } else if (body[j] == '\n' && !triple) {
+      return j;
+    }
+  }
+  return body.size();
+}
+
+// The replacement field whose expression starts at body[i] (past its `{`): hands the expression
+// to `on_expr`, then the fields nested in its format spec (`{x:>{width}}`); returns the position
+// past its `}`. `!r` and `:spec` end the expression at bracket depth 0; strings inside it (nested
+// quotes, Python 3.12's reused ones) are skipped whole. Python nests fields in specs two deep;
+// past that (hostile input) a brace is text, so the recursion stays bounded.
+template <class F>
+std::size_t ReplacementField(std::string_view body, std::size_t i, F& on_expr, int nest = 0) {
+  const std::size_t start = i;
+  int depth = 0;
+  for (; i < body.size(); ++i) {
+    const char c = body[i];
+    if (c == '\'' || c == '"') {
+      i = SkipQuoted(body, i) - 1;
+    } else if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+      --depth;
+    } else if (c == '}' || (depth == 0 && c == ':') ||
+               (depth == 0 && c == '!' && body.substr(i, 2) != "!=")) {
+      break;
+    }
+  }
+  on_expr(body.substr(start, i - start));
+  // The conversion and the format spec, whose own fields are expressions too.
+  while (i < body.size() && body[i] != '}') {
+    if (body[i] == '{' && nest < 2)
+      i = ReplacementField(body, i + 1, on_expr, nest + 1);
+    else
       ++i;
-      continue;
+  }
+  return i + 1;
+}
+
+// Code inside an f-string's replacement fields (`f"{x.cuda()}"`, `f"{torch.cuda.memory_allocated()
+// / 1e9:.1f}"`), nested f-strings included; the literal text around them is not code. Only fields
+// that mention "cuda" are lexed, so plain f-strings cost one search.
+void FStringFindings(PyRuleContext& cx, std::string_view literal, int scope, bool guarded,
+                     int depth) {
+  std::string_view body = StringBody(literal);
+  if (depth > 8 || body.find('{') == std::string_view::npos) return;  // Bounded nesting.
+  Lexed sub;
+  auto on_expr = [&](std::string_view expr) {
+    if (expr.find("cuda") == std::string_view::npos) return;
+    LexPython(expr, sub);
+    FieldFindings(cx, sub, scope, guarded, depth);
+  };
+  for (std::size_t i = 0; i < body.size();) {
+    if (body[i] != '{') {
+      ++i;
+    } else if (i + 1 < body.size() && body[i + 1] == '{') {
+      i += 2;
+    } else {
+      i = ReplacementField(body, i + 1, on_expr);
     }
-    int depth = 0;
-    std::size_t j = i;
-    for (; j < body.size(); ++j) {
-      if (body[j] == '{') ++depth;
-      if (body[j] == '}' && --depth == 0) break;
-    }
-    std::string_view field = body.substr(i + 1, j > i + 1 ? j - i - 1 : 0);
-    i = j;
-    if (field.find("cuda") == std::string_view::npos) continue;
-    LexPython(field, sub);
-    FieldFindings(cx, sub, t, scope, guarded);
   }
 }
 
@@ -270,7 +340,7 @@ void StringTokenFindings(PyRuleContext& cx, std::size_t k, const LineRead& line,
     IntegerDevice(cx, v, l, guarded, std::string(sb) + (list ? "=[" : "="), list ? "]" : "");
     return;
   }
-  if (IsFString(m.Text(m.T(k)))) FStringFindings(cx, k, line.scope, guarded);
+  if (IsFString(m.Text(m.T(k)))) FStringFindings(cx, m.Text(m.T(k)), line.scope, guarded, 0);
   StringFinding(cx, k, line, guarded);
 }
 

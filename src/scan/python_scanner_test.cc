@@ -103,6 +103,28 @@ TEST(ScanPythonTest, TryBodyIsAGuardOnlyWhenTheHandlerOffersAnotherPath) {
   EXPECT_TRUE(fs[2].guarded);
 }
 
+// The code of f-string fields is scanned where it stands (line and column of the field's own
+// token): method calls, nested f-strings, format specs and conversions, triple quotes and
+// Python 3.12's reused quotes; the literal text around the fields is not code.
+TEST(ScanPythonTest, FStringFieldsAreCode) {
+  const std::string src =
+      "import torch\n"
+      "a = f\"{x.cuda()}\"\n"                        // 2
+      "b = f\"use .cuda() here {n}\"\n"              // literal text only
+      "c = f\"{torch.cuda.synchronize()!r:>10}\"\n"  // 4
+      "d = f\"{x.cuda():>10}\"\n"                    // 5
+      "e = f'''text\n  {y.cuda()}'''\n"              // 7
+      "g = f\"{f'{z.cuda()}'}\"\n"                   // 8: nested
+      "h = f\"{d[\"k\"].cuda()}\"\n"                 // 9: 3.12's reused quote
+      "i = f\"{{x.cuda()}}\"\n"                      // escaped braces: text
+      "j = f\"{v:{w.cuda()}}\"\n";                   // 11: a field in the spec
+  std::vector<std::string> got;
+  for (const auto& f : Py(src))
+    got.push_back(f.code + "@" + std::to_string(f.line) + ":" + std::to_string(f.column));
+  EXPECT_EQ(got, (std::vector<std::string>{"DT101@2:10", "DT103@4:8", "DT101@5:10", "DT101@7:6",
+                                           "DT101@8:13", "DT101@9:15", "DT101@11:13"}));
+}
+
 TEST(ScanPythonTest, GuardForms) {
   // Early return on `not cuda or not flag`; CUDA autocast enabled (no device argument); the
   // ROCm/CUDA build of torch; a rank that only a launched worker has; a CUDA build switch; the

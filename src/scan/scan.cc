@@ -1924,6 +1924,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const Context ctx = MakeContext(*reg, &own_tops, options.max_file_size);
   const unsigned threads = DefaultThreads(options.threads);
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
+  wopt.root_real = fs::canonical(abs_root, ec).string();
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
   std::unordered_set<std::string> init_dirs = InitDirs(items);
   AddSysPathTops(items, results, own_tops);

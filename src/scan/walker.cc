@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -28,16 +29,19 @@ std::string_view Basename(std::string_view rel) {
   return slash == std::string_view::npos ? rel : rel.substr(slash + 1);
 }
 
-// The rules of dir_abs/.gitignore; the reason when one is there but cannot be read (a FIFO, a
-// device: never waited on), so the scan can say its rules were not applied.
-std::string LoadGitignore(const std::string& dir_abs, const std::string& base,
-                          std::vector<IgnoreRule>& rules) {
-  const std::string path = dir_abs + "/.gitignore";
+// The rules of an ignore file (a folder's .gitignore, or .git/info/exclude) read as git reads
+// them: a UTF-8 byte order mark before the first pattern is skipped (git's dir.c does), CRLF lines
+// work. Returns the reason when the file is there but cannot be read (a FIFO, a device: never
+// waited on), so the scan can say its rules were not applied.
+std::string LoadIgnoreFile(const std::string& path, const std::string& base,
+                           std::vector<IgnoreRule>& rules) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return {};  // None here.
   auto text = ReadFile(path, std::uint64_t{1} << 20);
   if (!text) return "its rules are not applied: " + text.error().message;
-  for (auto line : Split(*text, '\n')) {
+  std::string_view body = *text;
+  if (StartsWith(body, "\xEF\xBB\xBF")) body.remove_prefix(3);
+  for (auto line : Split(body, '\n')) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     // Trailing spaces are insignificant unless escaped (a backslash before one keeps it).
     while (!line.empty() && line.back() == ' ' &&
@@ -67,6 +71,22 @@ std::string LoadGitignore(const std::string& dir_abs, const std::string& base,
     rules.push_back(std::move(r));
   }
   return {};
+}
+
+// The target of a symlink with every link resolved; empty when it cannot be resolved.
+std::string RealPath(const std::string& path) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) return {};
+  std::string out(resolved);
+  std::free(resolved);  // NOLINT: realpath's buffer comes from malloc.
+  return out;
+}
+
+// Whether `path` is `dir` or lies below it (both absolute, resolved).
+bool Within(std::string_view path, std::string_view dir) {
+  if (dir.empty()) return false;
+  if (dir == "/") return true;
+  return StartsWith(path, dir) && (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
 bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool is_dir) {
@@ -111,6 +131,20 @@ class Walker {
       return;
     }
     if (S_ISDIR(st.st_mode)) {
+      start_real_ = RealPath(abs);
+      start_rel_ = rel;
+      // git's per-repository excludes: at the walk's root, below every .gitignore in precedence
+      // (the rules are applied in order and the last match wins, so they come first).
+      if (opt_.honour_gitignore) {
+        struct stat git {};
+        const std::string git_dir = abs + "/.git";
+        if (::stat(git_dir.c_str(), &git) == 0 && S_ISDIR(git.st_mode)) {
+          if (std::string why = LoadIgnoreFile(git_dir + "/info/exclude", rel, rules_);
+              !why.empty())
+            skipped_.push_back(
+                {rel.empty() ? ".git/info/exclude" : rel + "/.git/info/exclude", why});
+        }
+      }
       Dir(abs, rel, st);
     } else {
       File(abs, rel.empty() ? std::string(Basename(abs)) : rel, st);
@@ -127,7 +161,7 @@ class Walker {
     }
     std::size_t rules_before = rules_.size();
     if (opt_.honour_gitignore) {
-      if (std::string why = LoadGitignore(abs, rel, rules_); !why.empty()) {
+      if (std::string why = LoadIgnoreFile(abs + "/.gitignore", rel, rules_); !why.empty()) {
         skipped_.push_back({rel.empty() ? ".gitignore" : rel + "/.gitignore", why});
       }
     }
@@ -208,6 +242,7 @@ class Walker {
     bool is_dir = S_ISDIR(cst.st_mode);
     if (Excluded(opt_.exclude, child_rel)) return;
     if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir)) return;
+    if (link && !FollowLink(child_abs, child_rel, is_dir)) return;
     if (is_dir)
       Dir(child_abs, child_rel, cst);
     else
@@ -229,11 +264,46 @@ class Walker {
     on_item_(WalkItem{abs, rel, *kind, size});
   }
 
+  // Whether to walk or read the target of a symlink. One that resolves outside the project (and
+  // outside the walked path) is listed and never opened: its text must not reach any output. A
+  // folder link that stays inside the walked path is not followed either: its folder is walked
+  // under its own name (scanning it twice would double its findings), or it is an ancestor (a
+  // loop). File links inside are read under their own name, as before.
+  bool FollowLink(const std::string& abs, const std::string& rel, bool is_dir) {
+    const std::string target = RealPath(abs);
+    if (target.empty()) {
+      if (is_dir || ClassifyFile(rel))
+        skipped_.push_back({rel, "cannot resolve symbolic link: " + ErrnoMessage(errno)});
+      return false;
+    }
+    if (!Within(target, opt_.root_real) && !Within(target, start_real_)) {
+      if (is_dir || ClassifyFile(rel))
+        // The target is escaped here: a text report prints reasons as they are.
+        skipped_.push_back(
+            {rel, "symbolic link leads outside the project: -> " + EscapeControl(target)});
+      return false;
+    }
+    if (!is_dir || !Within(target, start_real_)) return true;
+    const std::string parent = RealPath(abs.substr(0, abs.rfind('/')));
+    if (Within(parent, target)) {
+      skipped_.push_back({rel, "symlink loop"});
+    } else {
+      std::string inner = target.substr(std::min(target.size(), start_real_.size() + 1));
+      if (!start_rel_.empty()) inner = inner.empty() ? start_rel_ : start_rel_ + "/" + inner;
+      skipped_.push_back({rel, "symbolic link to a folder of the project (" +
+                                   (inner.empty() ? std::string(".") : inner) +
+                                   "): scanned under its own name"});
+    }
+    return false;
+  }
+
   const WalkOptions& opt_;
   const std::function<void(WalkItem&&)>& on_item_;
   std::vector<Skipped>& skipped_;
   std::vector<IgnoreRule> rules_;
   std::set<std::pair<std::uint64_t, std::uint64_t>> active_;
+  std::string start_real_;  // The walked folder, resolved.
+  std::string start_rel_;   // The walked folder, relative to the root.
 };
 
 // YAML that configures tools around the code (CI, linters, docs, packaging recipes), not a run:

@@ -1,5 +1,6 @@
-// Walks the scanned paths: classifies files by name, honours .gitignore and excludes, and notes
-// (instead of failing on) symlink loops, broken links, special files and unreadable directories.
+// Walks the scanned paths: classifies files by name, honours .gitignore (and .git/info/exclude)
+// and excludes, and notes (instead of failing on) symlink loops, broken links, links that leave the
+// project, special files and unreadable directories.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +48,11 @@ struct WalkOptions {
   std::vector<std::string> exclude;  // Globs on relative paths.
   bool honour_gitignore = true;
   std::uint64_t max_file_size = 0;
+  // The project's folder, symlinks resolved: a symlink found in the walk whose target resolves
+  // outside it (and outside the walked path) is listed as skipped and never opened, so a hostile
+  // repository cannot make the scan echo /etc/passwd or ~/.ssh in its snippets. Empty: only the
+  // walked path counts as inside.
+  std::string root_real;
 };
 
 // Hands each file under `path` (a directory or a file) to `on_item` as soon as it is found, so

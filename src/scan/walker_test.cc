@@ -96,6 +96,50 @@ TEST_F(ScanWalkerTest, ScanReadsEveryFileWhateverItsSizeOrFolder) {
   }
 }
 
+// Links that leave the walked folder are listed and never handed out; a folder link inside it is
+// not walked twice; a link back to an ancestor is a loop.
+TEST_F(ScanWalkerTest, LinksLeavingTheTreeAreListedNotFollowed) {
+  const fs::path outside = dir_.string() + "_outside";
+  fs::create_directories(outside);
+  ASSERT_TRUE(WriteFileAtomic(outside / "secret.py", "x.cuda()\n").ok());
+  fs::create_directories(dir_ / "proj" / "pkg");
+  ASSERT_TRUE(WriteFileAtomic(dir_ / "proj" / "pkg" / "m.py", "import os\n").ok());
+  fs::create_symlink(outside / "secret.py", dir_ / "proj" / "file.py");
+  fs::create_symlink(outside, dir_ / "proj" / "vendor");
+  fs::create_symlink("pkg", dir_ / "proj" / "alias");
+  fs::create_symlink("..", dir_ / "proj" / "pkg" / "up");
+  std::vector<std::string> out;
+  std::vector<Skipped> skipped;
+  Walk(
+      dir_ / "proj", "", WalkOptions{}, [&](WalkItem&& item) { out.push_back(item.rel); }, skipped);
+  fs::remove_all(outside);
+  EXPECT_EQ(out, std::vector<std::string>{"pkg/m.py"});
+  std::map<std::string, std::string> why;
+  for (const auto& s : skipped) why[s.file] = s.reason;
+  const std::string real = fs::canonical(dir_).string() + "_outside";
+  EXPECT_EQ(why["file.py"], "symbolic link leads outside the project: -> " + real + "/secret.py");
+  EXPECT_EQ(why["vendor"], "symbolic link leads outside the project: -> " + real);
+  EXPECT_EQ(why["alias"],
+            "symbolic link to a folder of the project (pkg): scanned under its own name");
+  EXPECT_EQ(why["pkg/up"], "symlink loop");
+}
+
+// git skips a byte order mark before the first pattern; .git/info/exclude applies at the root,
+// below the .gitignore files (which can take a file back with `!`).
+TEST_F(ScanWalkerTest, IgnoreFilesAreReadAsGitReadsThem) {
+  for (const char* rel : {"a.py", "b.py", "c.py", "d.py"}) Write(rel);
+  fs::create_directories(dir_ / ".git" / "info");
+  ASSERT_TRUE(WriteFileAtomic(dir_ / ".git" / "info" / "exclude",
+                              "\xEF\xBB\xBF"
+                              "c.py\nd.py\n")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ / ".gitignore",
+                              "\xEF\xBB\xBF"
+                              "a.py\r\n!d.py\r\n")
+                  .ok());
+  EXPECT_EQ(WalkOrder(), (std::vector<std::string>{"b.py", "d.py"}));
+}
+
 TEST(ScanWalkerKindsTest, YamlAndGitmodulesKinds) {
   EXPECT_EQ(ClassifyFile("docker-compose.yml"), FileKind::kCompose);
   EXPECT_EQ(ClassifyFile("deploy/compose.gpu.yaml"), FileKind::kCompose);
