@@ -122,6 +122,10 @@ json ReadSideFile(const std::filesystem::path& path, std::string* problem) {
     *problem = text.error().ToString();
     return nullptr;
   }
+  if (auto depth = CheckJsonDepth(*text, path.string()); !depth) {
+    *problem = depth.error().ToString();
+    return nullptr;
+  }
   json j = json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     *problem = path.filename().string() + " is not a JSON object";

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/tensor.h"
+#include "util/json_fields.h"
 
 namespace dt::compare {
 
@@ -25,6 +26,9 @@ Status ReadSafetensors(const unsigned char* data, std::size_t size, const std::s
                          std::to_string(size) + " bytes)");
   }
   if (header_len > (std::uint64_t{100} << 20)) return Bad(file, "header is larger than 100 MiB");
+  // A header nested thousands deep would exhaust the stack of the recursive parser.
+  const std::string_view header_text(reinterpret_cast<const char*>(data + 8), header_len);
+  if (auto depth = CheckJsonDepth(header_text, file); !depth) return depth;
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(data + 8, data + 8 + header_len);

@@ -101,6 +101,7 @@ Status ReadShardIndex(const fs::path& index, TensorFile& tf,
                       std::vector<std::string>& shards) {
   auto m = Map(tf, index);
   if (!m) return m.take_error();
+  if (auto depth = CheckJsonDepth((*m)->view(), index.string()); !depth) return depth;
   nlohmann::json doc = nlohmann::json::parse((*m)->view(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("weight_map") ||
       !doc["weight_map"].is_object())

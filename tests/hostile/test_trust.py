@@ -307,3 +307,17 @@ def test_escape_sequences_in_names_never_reach_the_terminal(dt, tmp_path):
     r = dt("audit", tmp_path, "--entry", "x\x1b]0;pwned\x07.py", "-o", tmp_path / "o" / "r.html",
            timeout=300)
     assert "\x1b" not in r.stdout + r.stderr
+
+
+def test_deeply_nested_safetensors_header_is_an_error(dt, tmp_path):
+    import struct
+
+    header = b'{"w": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    header += b" " * (-len(header) % 8)
+    bad = tmp_path / "deep.safetensors"
+    bad.write_bytes(struct.pack("<Q", len(header)) + header)
+    good = tmp_path / "good.npy"
+    np.save(good, np.ones(3, dtype=np.float32))
+    r = dt("compare", bad, good)
+    assert_clear_error(r, str(bad))
+    assert "nested deeper" in r.stderr, r.stderr
