@@ -24,10 +24,10 @@ struct CompareArgs {
 
 // -o never lands on what compare reads: the two inputs, and inside a bundle or checkpoint folder.
 OutputGuard CompareGuard(const CompareArgs& a) {
-  OutputGuard guard{{a.o.a, a.o.b}, {}, a.force};
+  OutputGuard guard{{a.o.a, a.o.b}, {}, {}, a.force};
   for (const auto& in : {a.o.a, a.o.b}) {
     std::error_code ec;
-    if (std::filesystem::is_directory(in, ec)) guard.input_dirs.emplace_back(in);
+    if (std::filesystem::is_directory(in, ec)) guard.input_trees.emplace_back(in);
   }
   return guard;
 }

@@ -190,7 +190,8 @@ Result<ExitCode> FromYaml(CoverageArgs a, const std::filesystem::path& data_dir,
   if (!table) return table.take_error();
   if (!a.write_table.empty()) {
     // The table must not replace the YAML it was made from.
-    const OutputGuard guard{{a.yaml}, {}};
+    OutputGuard guard;
+    guard.inputs.emplace_back(a.yaml);
     if (auto s = WriteFileAtomic(a.write_table, table->Serialize(), guard); !s)
       return s.take_error();
     io.out << fmt::format("{}: {} overloads of torch {} -> {} (source lists: {})\n", a.yaml,

@@ -33,11 +33,11 @@ Result<std::uint64_t> ParseSize(const std::string& s) {
   errno = 0;
   unsigned long long v = std::strtoull(num.c_str(), &end, 10);
   const bool digits = !num.empty() && num.find_first_not_of("0123456789") == std::string::npos;
-  if (!digits || end == nullptr || *end != '\0' || errno == ERANGE || v == 0 ||
+  if (!digits || end == nullptr || *end != '\0' || errno == ERANGE ||
       v > (std::uint64_t{1} << 40) / mult)
     return MakeError(
         ErrorCode::kUsage,
-        "--max-file-size: expected a size from 1 byte to 1T such as 16M, got '" + s + "'");
+        "--max-file-size: expected a size up to 1T such as 16M (0: no limit), got '" + s + "'");
   return static_cast<std::uint64_t>(v) * mult;
 }
 
@@ -91,7 +91,8 @@ void DeclareScanOptions(CLI::App& app, ScanArgs& a) {
                "Let -o / --write-baseline replace a file the scan reads (refused otherwise)");
   app.add_flag("--no-gitignore", a.tree.no_gitignore, "Also scan files that .gitignore excludes");
   app.add_flag("--no-config", a.tree.no_config, "Ignore [tool.dualtrack] in pyproject.toml");
-  app.add_option("--max-file-size", a.max_size, "Skip larger files with a note (default 16M)");
+  app.add_option("--max-file-size", a.max_size,
+                 "Skip larger files with a note (default 16M; 0: no limit)");
   app.add_option("--threads", a.threads, "Worker threads (default: all cores)")
       ->check(ThreadCount());
   app.add_option("--color", a.color,

@@ -196,6 +196,17 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
                        path.string());
     }
   }
+  for (const auto& tree : guard.input_trees) {
+    std::error_code ec;
+    auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(tree, ec), ec);
+    if (!guard.force && !ec && Inside(ResolvedLocation(path), dir)) {
+      return MakeError(ErrorCode::kUsage,
+                       "the output path is one of this command's inputs (a file of " +
+                           tree.string() + ", which it reads); refusing to overwrite it (--force "
+                           "replaces it anyway)",
+                       path.string());
+    }
+  }
   return CheckNotInInputDir(path, guard);
 }
 

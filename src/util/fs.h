@@ -62,6 +62,9 @@ Result<std::string> ReadFile(const std::filesystem::path& path,
 struct OutputGuard {
   std::vector<std::filesystem::path> inputs;      // Files the command reads.
   std::vector<std::filesystem::path> input_dirs;  // Folders whose every file the command reads.
+  // Folders the command reads as a whole (a bundle, a checkpoint folder): none of their existing
+  // files may be replaced, a new file beside them is fine.
+  std::vector<std::filesystem::path> input_trees;
   // --force: the user means to replace an input. Links and special files are refused still.
   bool force = false;
 };

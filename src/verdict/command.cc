@@ -275,8 +275,8 @@ OutputGuard EvidenceGuard(const ReportArgs& a) {
     if (!in->empty()) guard.inputs.emplace_back(*in);
   }
   for (const std::string& c : a.compares) guard.inputs.emplace_back(c);
-  // A track's bundle is read whole (its logs too): nothing is written inside it.
-  for (const std::string& t : a.tracks) guard.input_dirs.emplace_back(t.substr(t.find('=') + 1));
+  // A track's bundle is read whole (its logs too): none of its files is replaced.
+  for (const std::string& t : a.tracks) guard.input_trees.emplace_back(t.substr(t.find('=') + 1));
   guard.force = a.force;
   return guard;
 }
@@ -286,10 +286,13 @@ Result<ExitCode> WriteReport(Report report, const ReportArgs& a, Io& io) {
   if (a.output.empty() || a.output == "-") {
     auto f = a.format.empty() ? Result<std::string>(std::string("md")) : FormatFor("", a.format);
     if (!f.ok()) return f.take_error();
-    std::ostringstream text;
-    Render(report, *f, text);
-    // Names from the project reach the terminal: escaped (JSON escapes them itself).
-    io.out << (*f == "json" ? text.str() : EscapeControl(text.str()));
+    if (*f == "json") {
+      Render(report, *f, io.out);  // Streamed (a large scan's report); JSON escapes names itself.
+    } else {
+      std::ostringstream text;  // Names from the project reach the terminal: escaped.
+      Render(report, *f, text);
+      io.out << EscapeControl(text.str());
+    }
     return ExitFor(report, a.fail_on);
   }
   auto f = FormatFor(a.output, a.format);
@@ -467,7 +470,7 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
     io.err << "dualtrack audit: interrupted; no report written\n";
     return ExitCode::kInterrupted;
   }
-  OutputGuard guard{{}, {}, a.force};
+  OutputGuard guard{{}, {}, {}, a.force};
   guard.inputs.assign(result->inputs.begin(), result->inputs.end());
   auto written = WriteAuditReports(*result, *html, opts.project, guard);
   if (!written.ok()) return written.take_error();

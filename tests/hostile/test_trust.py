@@ -147,9 +147,9 @@ def test_compare_and_report_never_write_inside_a_bundle(dt, tmp_path):
     assert_refused(r, manifest, before, b)
     log = a / "stdout.log"
     log.write_text("the script's output\n")
-    r = dt("report", "--track", f"cpu={a}", "-o", log.with_suffix(".md"))
-    assert r.returncode == 2 and str(a) in r.stderr, r.stderr
-    assert not log.with_suffix(".md").exists()
+    # A new file beside the bundle's own is fine; replacing one of them is not.
+    r = dt("report", "--track", f"cpu={a}", "-o", a / "report.md")
+    assert r.returncode == 0, r.stderr
     r = dt("report", "--track", f"cpu={a}", "--format", "md", "-o", log)
     assert_refused(r, log, b"the script's output\n")
 
@@ -210,7 +210,7 @@ def test_timeouts_are_validated(dt, tmp_path, value):
     assert not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("value", ["-1", "0", "99999999999999T", "1.5M", "+4"])
+@pytest.mark.parametrize("value", ["-1", "99999999999999T", "1.5M", "+4", "18446744073709551617"])
 def test_max_file_size_is_validated(dt, project, value):
     r = dt("scan", project, "--max-file-size", value)
     assert r.returncode == 2 and "--max-file-size" in r.stderr, r.stderr
