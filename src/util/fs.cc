@@ -202,7 +202,8 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
     if (!guard.force && !ec && Inside(ResolvedLocation(path), dir)) {
       return MakeError(ErrorCode::kUsage,
                        "the output path is one of this command's inputs (a file of " +
-                           tree.string() + ", which it reads); refusing to overwrite it (--force "
+                           tree.string() +
+                           ", which it reads); refusing to overwrite it (--force "
                            "replaces it anyway)",
                        path.string());
     }
