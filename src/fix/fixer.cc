@@ -1308,30 +1308,6 @@ std::size_t FileFix::fixed() const {
 
 namespace {
 
-// The whole file open as `fd`, read from its start; nullopt when it cannot be read.
-std::optional<std::string> ReadAllAt(int fd) {
-  std::string out;
-  char buf[1 << 16];
-  for (off_t at = 0;;) {
-    const ssize_t n = ::pread(fd, buf, sizeof buf, at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::nullopt;
-    if (n == 0) return out;
-    out.append(buf, static_cast<std::size_t>(n));
-    at += n;
-  }
-}
-
-bool AppendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 // The replacement of one file whose original another process may be appending to (a log, a
 // notebook autosave). `seen` is what the new text was made from; lines appended to the original
 // after that are carried over to the end of the new file, before and after the rename, so none
@@ -1348,7 +1324,7 @@ class AppendSafeReplace {
       auto extra = Appended();
       if (!extra) return Changed("not written");
       if (extra->empty()) return OkStatus();
-      if (!AppendAll(tmp, *extra) || ::fsync(tmp) != 0)
+      if (WriteAll(tmp, *extra) != 0 || ::fsync(tmp) != 0)
         return MakeError(ErrorCode::kInput, "cannot write the temporary file", path_.string());
     }
     return Changed("not written");
@@ -1371,7 +1347,7 @@ class AppendSafeReplace {
       quiet = 0;
       const int flags = ::fcntl(tmp, F_GETFL);
       // O_APPEND: the appender may already be writing to the new file too.
-      if (flags < 0 || ::fcntl(tmp, F_SETFL, flags | O_APPEND) != 0 || !AppendAll(tmp, *extra))
+      if (flags < 0 || ::fcntl(tmp, F_SETFL, flags | O_APPEND) != 0 || WriteAll(tmp, *extra) != 0)
         return MakeError(ErrorCode::kInput, "lines appended while fix wrote the file are lost",
                          path_.string());
     }
@@ -1382,7 +1358,7 @@ class AppendSafeReplace {
   // What was appended to the original since `seen_` (empty: nothing), and `seen_` updated;
   // nullopt when it changed otherwise.
   std::optional<std::string> Appended() {
-    auto now = ReadAllAt(original_);
+    auto now = ReadWholeFd(original_, path_);
     if (!now || !now->starts_with(seen_)) return std::nullopt;
     std::string extra = now->substr(seen_.size());
     appending_ |= !extra.empty();
@@ -1408,8 +1384,8 @@ Status WriteIfUnchanged(const std::filesystem::path& path, std::string_view befo
   struct stat st {};
   auto original = OpenRegularFile(path, &st);
   if (!original) return original.take_error();
-  auto now = ReadAllAt(original->get());
-  if (!now) return MakeError(ErrorCode::kInput, "cannot read", path.string());
+  auto now = ReadWholeFd(original->get(), path);
+  if (!now) return now.take_error();
   // Lines appended since the plan read the file are carried over like those appended later.
   if (!now->starts_with(before))
     return MakeError(ErrorCode::kInput, "changed since it was read; not written", path.string());

@@ -54,10 +54,7 @@ fs::path ResolvedRoot(const std::string& root) {
 Status CheckInsideRoot(const fs::path& path, const fs::path& root) {
   std::error_code ec;
   const fs::path resolved = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  if (!ec) {
-    auto [r, p] = std::mismatch(root.begin(), root.end(), resolved.begin(), resolved.end());
-    if (r == root.end() || (std::next(r) == root.end() && r->empty())) return OkStatus();
-  }
+  if (!ec && PathWithin(resolved.native(), root.native())) return OkStatus();
   return MakeError(ErrorCode::kInput,
                    "outside the project: a symbolic link leads out of it" +
                        (ec ? std::string() : " (to " + resolved.string() + ")") +

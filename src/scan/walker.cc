@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -71,22 +70,6 @@ std::string LoadIgnoreFile(const std::string& path, const std::string& base,
     rules.push_back(std::move(r));
   }
   return {};
-}
-
-// The target of a symlink with every link resolved; empty when it cannot be resolved.
-std::string RealPath(const std::string& path) {
-  char* resolved = ::realpath(path.c_str(), nullptr);
-  if (resolved == nullptr) return {};
-  std::string out(resolved);
-  std::free(resolved);  // NOLINT: realpath's buffer comes from malloc.
-  return out;
-}
-
-// Whether `path` is `dir` or lies below it (both absolute, resolved).
-bool Within(std::string_view path, std::string_view dir) {
-  if (dir.empty()) return false;
-  if (dir == "/") return true;
-  return StartsWith(path, dir) && (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
 bool Ignored(const std::vector<IgnoreRule>& rules, const std::string& rel, bool is_dir) {
@@ -276,16 +259,16 @@ class Walker {
         skipped_.push_back({rel, "cannot resolve symbolic link: " + ErrnoMessage(errno)});
       return false;
     }
-    if (!Within(target, opt_.root_real) && !Within(target, start_real_)) {
+    if (!PathWithin(target, opt_.root_real) && !PathWithin(target, start_real_)) {
       if (is_dir || ClassifyFile(rel))
         // The target is escaped here: a text report prints reasons as they are.
         skipped_.push_back(
             {rel, "symbolic link leads outside the project: -> " + EscapeControl(target)});
       return false;
     }
-    if (!is_dir || !Within(target, start_real_)) return true;
+    if (!is_dir || !PathWithin(target, start_real_)) return true;
     const std::string parent = RealPath(abs.substr(0, abs.rfind('/')));
-    if (Within(parent, target)) {
+    if (PathWithin(parent, target)) {
       skipped_.push_back({rel, "symlink loop"});
     } else {
       std::string inner = target.substr(std::min(target.size(), start_real_.size() + 1));

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <mutex>
@@ -103,10 +104,15 @@ Result<std::string> ReadFile(const std::filesystem::path& path, std::uint64_t ma
                          std::to_string(max_bytes) + ")",
                      path.string());
   }
+  return ReadWholeFd(fd.get(), path, max_bytes);
+}
+
+Result<std::string> ReadWholeFd(int fd, const std::filesystem::path& path,
+                                std::uint64_t max_bytes) {
   std::string out;
   char buf[1 << 16];
   while (true) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
       return IoError(path, "cannot read", errno);
@@ -119,6 +125,33 @@ Result<std::string> ReadFile(const std::filesystem::path& path, std::uint64_t ma
     }
   }
   return out;
+}
+
+int WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return 0;
+}
+
+std::string RealPath(const std::string& path) {
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) return {};
+  std::string out(resolved);
+  std::free(resolved);  // NOLINT: realpath's buffer comes from malloc.
+  return out;
+}
+
+bool PathWithin(std::string_view path, std::string_view dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.remove_suffix(1);  // "proj/" is "proj".
+  if (dir.empty()) return false;
+  if (dir == "/") return true;
+  return path.starts_with(dir) && (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
 namespace {
@@ -139,21 +172,51 @@ bool Inside(const std::filesystem::path& p, const std::filesystem::path& dir) {
   return !rel.empty() && *rel.begin() != ".." && rel != ".";
 }
 
-// An output that lands inside one of the command's input folders would change the input itself.
-Status CheckNotInInputDir(const std::filesystem::path& path, const OutputGuard& guard) {
-  if (guard.force) return OkStatus();
-  std::filesystem::path where = ResolvedLocation(path);
-  for (const auto& d : guard.input_dirs) {
+// The first of `dirs` (as given) that holds `where`, an output's resolved location; null if none.
+const std::filesystem::path* FolderHolding(const std::filesystem::path& where,
+                                           const std::vector<std::filesystem::path>& dirs) {
+  for (const auto& d : dirs) {
     std::error_code ec;
     auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(d, ec), ec);
-    if (!ec && Inside(where, dir)) {
+    if (!ec && Inside(where, dir)) return &d;
+  }
+  return nullptr;
+}
+
+// The command's own inputs (`guard`, lifted by --force): an existing output (`existing`, its
+// lstat) must not be one of its files nor a file of an input tree, and no output may land inside
+// an input folder, which would change the input itself.
+Status CheckNotAnInput(const std::filesystem::path& path, const struct stat* existing,
+                       const OutputGuard& guard) {
+  if (guard.force) return OkStatus();
+  const std::filesystem::path where = ResolvedLocation(path);
+  if (existing != nullptr) {
+    for (const auto& in : guard.inputs) {
+      struct stat ist {};
+      if (::stat(in.c_str(), &ist) == 0 && ist.st_dev == existing->st_dev &&
+          ist.st_ino == existing->st_ino) {
+        return MakeError(ErrorCode::kUsage,
+                         "the output path is one of this command's inputs (" + in.string() +
+                             "); refusing to overwrite it (--force replaces it anyway)",
+                         path.string());
+      }
+    }
+    if (const auto* tree = FolderHolding(where, guard.input_trees)) {
       return MakeError(ErrorCode::kUsage,
-                       "refusing to write the output inside this command's input folder " +
-                           d.string() +
-                           " (it would change the input itself; --force writes it "
-                           "anyway)",
+                       "the output path is one of this command's inputs (a file of " +
+                           tree->string() +
+                           ", which it reads); refusing to overwrite it (--force "
+                           "replaces it anyway)",
                        path.string());
     }
+  }
+  if (const auto* dir = FolderHolding(where, guard.input_dirs)) {
+    return MakeError(ErrorCode::kUsage,
+                     "refusing to write the output inside this command's input folder " +
+                         dir->string() +
+                         " (it would change the input itself; --force writes it "
+                         "anyway)",
+                     path.string());
   }
   return OkStatus();
 }
@@ -165,7 +228,7 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
   if (::lstat(path.c_str(), &lst) != 0) {
     if (errno == ENOENT) {
       // Not there yet; it may still land inside an input folder.
-      return CheckNotInInputDir(path, guard);
+      return CheckNotAnInput(path, nullptr, guard);
     }
     return IoError(path, "cannot check the output path", errno);
   }
@@ -186,29 +249,7 @@ Status CheckOutputPath(const std::filesystem::path& path, const OutputGuard& gua
                          "standard output)",
                      path.string());
   }
-  for (const auto& in : guard.inputs) {
-    struct stat ist {};
-    if (!guard.force && ::stat(in.c_str(), &ist) == 0 && ist.st_dev == lst.st_dev &&
-        ist.st_ino == lst.st_ino) {
-      return MakeError(ErrorCode::kUsage,
-                       "the output path is one of this command's inputs (" + in.string() +
-                           "); refusing to overwrite it (--force replaces it anyway)",
-                       path.string());
-    }
-  }
-  for (const auto& tree : guard.input_trees) {
-    std::error_code ec;
-    auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(tree, ec), ec);
-    if (!guard.force && !ec && Inside(ResolvedLocation(path), dir)) {
-      return MakeError(ErrorCode::kUsage,
-                       "the output path is one of this command's inputs (a file of " +
-                           tree.string() +
-                           ", which it reads); refusing to overwrite it (--force "
-                           "replaces it anyway)",
-                       path.string());
-    }
-  }
-  return CheckNotInInputDir(path, guard);
+  return CheckNotAnInput(path, &lst, guard);
 }
 
 Status CheckOutputPaths(const std::vector<std::filesystem::path>& paths, const OutputGuard& guard) {
@@ -218,20 +259,6 @@ Status CheckOutputPaths(const std::vector<std::filesystem::path>& paths, const O
 }
 
 namespace {
-
-// Writes all of `data`, retrying short and interrupted writes; 0 or the failing errno.
-int WriteAll(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return 0;
-}
 
 // A stream buffer over a descriptor (std::filebuf cannot adopt one portably). The first failed
 // write's errno is kept and what follows is dropped.
@@ -253,7 +280,7 @@ class FdBuf : public std::streambuf {
 
  private:
   bool Drain() {
-    if (err_ == 0) err_ = WriteAll(fd_, pbase(), static_cast<std::size_t>(pptr() - pbase()));
+    if (err_ == 0) err_ = WriteAll(fd_, {pbase(), static_cast<std::size_t>(pptr() - pbase())});
     setp(buf_, buf_ + sizeof buf_);
     return err_ == 0;
   }
@@ -395,14 +422,13 @@ Status WriteAtomic(const std::filesystem::path& path, const OutputGuard& guard,
 
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
                        const OutputGuard& guard) {
-  return WriteAtomic(path, guard,
-                     [&](int fd) { return WriteAll(fd, contents.data(), contents.size()); });
+  return WriteAtomic(path, guard, [&](int fd) { return WriteAll(fd, contents); });
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path, std::string_view contents,
                        const OutputGuard& guard, const AtomicWriteHooks& hooks) {
   return WriteAtomic(
-      path, guard, [&](int fd) { return WriteAll(fd, contents.data(), contents.size()); }, hooks);
+      path, guard, [&](int fd) { return WriteAll(fd, contents); }, hooks);
 }
 
 Status WriteFileAtomic(const std::filesystem::path& path,

@@ -57,6 +57,17 @@ std::string FileTypeName(mode_t mode);
 // Reads a whole regular file; refuses files larger than `max_bytes` with an error naming the file.
 Result<std::string> ReadFile(const std::filesystem::path& path,
                              std::uint64_t max_bytes = std::uint64_t{1} << 30);
+// The whole file open as `fd`, from its first byte whatever the descriptor's offset (pread), so a
+// caller can read the same file again to see what changed; `path` names it in errors.
+Result<std::string> ReadWholeFd(int fd, const std::filesystem::path& path,
+                                std::uint64_t max_bytes = std::uint64_t{1} << 30);
+// Writes all of `data` to `fd`, retrying short and interrupted writes; 0 or the failing errno.
+int WriteAll(int fd, std::string_view data);
+
+// `path` with every symbolic link resolved (realpath); empty when it cannot be resolved.
+std::string RealPath(const std::string& path);
+// Whether `path` is `dir` or lies below it; both absolute and resolved (no "..", no links).
+bool PathWithin(std::string_view path, std::string_view dir);
 
 // What an output must never replace besides special files and links: the command's own inputs.
 struct OutputGuard {
