@@ -281,9 +281,11 @@ void ScanExperiment(const AuditOptions& options, const fs::path& project, const 
   if (!exp.entry.empty()) so.entries = {exp.entry};
   so.exclude = options.exclude;
   so.ignore_codes = options.ignore;
+  so.collect_inputs = result.inputs.empty();  // What the reports must not replace; once.
   if (auto report = scan::Scan(so); report.ok()) {
     ev.scan = FromScan(*report, options.select);
-    result.inputs.insert(result.inputs.end(), report->inputs.begin(), report->inputs.end());
+    // Every experiment scans the same tree: its files are listed once.
+    if (result.inputs.empty()) result.inputs = std::move(report->inputs);
     log << exp.name << ": scan: done\n";
   } else {
     ev.missing["scan"] = report.error().ToString();
@@ -322,8 +324,8 @@ Status CheckKeepRunFolder(const fs::path& dir, const fs::path& project,
   auto manifest = ReadFile(dir / "manifest.json", 1u << 20);
   const bool bundle = manifest.ok() && manifest->find("\"dualtrack.bundle/") != std::string::npos;
   if (bundle || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) return OkStatus();
-  const auto rel = fs::weakly_canonical(dir, ec).lexically_relative(fs::weakly_canonical(project));
-  const bool in_project = !rel.empty() && *rel.begin() != "..";
+  const bool in_project = PathWithin(fs::weakly_canonical(dir, ec).native(),
+                                     fs::weakly_canonical(project, ec).native());
   return MakeError(ErrorCode::kUsage,
                    fmt::format("--keep-run would replace {}, which is not a dualtrack bundle{}; "
                                "choose another --keep-run folder, or --force",

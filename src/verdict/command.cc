@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join (fmt >= 11 keeps it here)
 
+#include <array>
 #include <cctype>
 #include <functional>
 #include <sstream>
@@ -89,23 +90,22 @@ Result<std::vector<std::string>> WriteAuditReports(AuditResult& result, const fs
                        html.parent_path().string());
     }
   }
+  // A page and its Markdown and JSON siblings, in the formats they are rendered in.
+  auto three = [](const fs::path& h) {
+    return std::array{std::pair{h, "html"}, std::pair{fs::path(h).replace_extension(".md"), "md"},
+                      std::pair{fs::path(h).replace_extension(".json"), "json"}};
+  };
   // Every page and its siblings are checked before the first is written: all or none.
   std::vector<fs::path> all;
-  for (const fs::path& h : paged ? std::vector<fs::path>{html} : std::vector<fs::path>{})
-    for (const char* ext : {".html", ".md", ".json"})
-      all.push_back(fs::path(h).replace_extension(ext));
+  if (paged)
+    for (const auto& page : three(html)) all.push_back(page.first);
   for (const fs::path& h : htmls)
-    for (const char* ext : {".html", ".md", ".json"})
-      all.push_back(fs::path(h).replace_extension(ext));
+    for (const auto& page : three(h)) all.push_back(page.first);
   if (auto st = CheckOutputPaths(all, guard); !st.ok()) return st.take_error();
   std::vector<std::string> files;
   auto write_three = [&](const fs::path& h,
                          const std::function<void(const std::string&, std::ostream&)>& render) {
-    fs::path md = h, json = h;
-    md.replace_extension(".md");
-    json.replace_extension(".json");
-    for (const auto& [path, format] :
-         {std::pair{h, "html"}, std::pair{md, "md"}, std::pair{json, "json"}}) {
+    for (const auto& [path, format] : three(h)) {
       const std::string f = format;  // Clang 14 lambdas cannot capture a structured binding.
       auto write = [&](std::ostream& out) { render(f, out); };
       if (auto s = WriteFileAtomic(path, write, guard); !s.ok()) return s;
@@ -320,7 +320,6 @@ Result<ExitCode> WriteReport(Report report, const ReportArgs& a, Io& io) {
 struct AuditArgs {
   AuditOptions opts;
   std::string project, output, run, fail_on = "never", format = "text", keep_run;
-  bool force = false;
   std::vector<std::string> ignore, exclude, select;
   double timeout = 0;
   CLI::Option* timeout_opt = nullptr;  // Given or not: there is no default timeout.
@@ -343,7 +342,7 @@ void DeclareAuditOptions(CLI::App& app, AuditArgs& a) {
   app.add_flag("--trust-project-run", a.opts.trust_project_run,
                "Run the command the project declares in pyproject.toml ([tool.dualtrack] run): "
                "that is the project's code, so it runs only when asked (--run names one itself)");
-  app.add_flag("--force", a.force,
+  app.add_flag("--force", a.opts.force,
                "Let -o replace a file the audit reads, and --keep-run a folder that is not a "
                "bundle (both refused otherwise)");
   app.add_option("--exclude", a.exclude, "Glob of paths to leave out (relative to the root)");
@@ -376,7 +375,6 @@ AuditOptions ToAuditOptions(const AuditArgs& a) {
   if (!a.run.empty()) opts.run = a.run;
   if (a.timeout_opt->count() > 0) opts.timeout_s = a.timeout;
   opts.keep_run = a.keep_run;
-  opts.force = a.force;
   opts.ignore = SplitCodes(a.ignore);
   opts.select = SplitCodes(a.select);
   opts.exclude = a.exclude;
@@ -470,7 +468,7 @@ Result<ExitCode> RunAuditCommand(const std::vector<std::string>& args, Io& io) {
     io.err << "dualtrack audit: interrupted; no report written\n";
     return ExitCode::kInterrupted;
   }
-  OutputGuard guard{{}, {}, {}, a.force};
+  OutputGuard guard{{}, {}, {}, opts.force};
   guard.inputs.assign(result->inputs.begin(), result->inputs.end());
   auto written = WriteAuditReports(*result, *html, opts.project, guard);
   if (!written.ok()) return written.take_error();
