@@ -81,17 +81,16 @@ json GitFacts(const std::filesystem::path& root) {
   json g = {{"commit", nullptr}, {"dirty", nullptr}};
   ProcessOptions po;
   po.timeout = std::chrono::milliseconds(10000);
-  const std::string dir = root.string();
-  // The project is untrusted: git's programs from its config are switched off (util/git.h).
-  auto head = RunProcess(SafeGitArgv(dir, {"rev-parse", "HEAD"}), po);
-  if (!head || !head->Succeeded()) return g;
-  g["commit"] = std::string(Trim(head->out));
-  auto filters = RunProcess(SafeGitArgv(dir, GitFilterListArgs()), po);
-  const std::string listed = filters && filters->Succeeded() ? filters->out : std::string();
-  auto st = RunProcess(
-      SafeGitArgv(dir, {"status", "--porcelain", "--ignore-submodules=all", "--", "."}, listed),
-      po);
-  if (st && st->Succeeded()) g["dirty"] = !Trim(st->out).empty();
+  // The project is untrusted: git runs none of the programs its config names (util/git.h).
+  auto git = SafeGit(root.string(), [&](const std::vector<std::string>& argv) {
+    auto r = RunProcess(argv, po);
+    return r && r->Succeeded() ? std::optional<std::string>(r->out) : std::nullopt;
+  });
+  auto head = git({"rev-parse", "HEAD"});
+  if (!head) return g;
+  g["commit"] = std::string(Trim(*head));
+  auto st = git({"status", "--porcelain", "--ignore-submodules=all", "--", "."});
+  if (st) g["dirty"] = !Trim(*st).empty();
   return g;
 }
 

@@ -45,15 +45,12 @@ std::string NowUtc() {
 CodeState ProbeGit(CommandRunner& runner, const fs::path& project) {
   CodeState code;
   const std::string dir = project.string();
-  // The repository is untrusted: its filter drivers are listed first (reading config runs
-  // nothing) so that SafeGitArgv can switch them off for the status below.
-  auto inside = Output(runner, SafeGitArgv(dir, {"rev-parse", "--is-inside-work-tree"}));
+  // The repository is untrusted: git runs none of the programs its config names (util/git.h).
+  auto git =
+      SafeGit(dir, [&](const std::vector<std::string>& argv) { return Output(runner, argv); });
+  auto inside = git({"rev-parse", "--is-inside-work-tree"});
   if (!inside || FirstLine(*inside) != "true") return code;
   code.git = true;
-  const std::string filters = Output(runner, SafeGitArgv(dir, GitFilterListArgs())).value_or("");
-  auto git = [&](const std::vector<std::string>& args) {
-    return Output(runner, SafeGitArgv(dir, args, filters));
-  };
   if (auto commit = git({"rev-parse", "HEAD"})) {
     code.commit = FirstLine(*commit);  // Absent in a repository with no commit yet.
   }

@@ -51,4 +51,10 @@ std::vector<std::string> SafeGitArgv(const std::string& dir, const std::vector<s
   return argv;
 }
 
+RunForOutput SafeGit(const std::string& dir, RunForOutput run) {
+  std::string filters = run(SafeGitArgv(dir, GitFilterListArgs())).value_or("");
+  return [dir, filters = std::move(filters), run = std::move(run)](
+             const std::vector<std::string>& args) { return run(SafeGitArgv(dir, args, filters)); };
+}
+
 }  // namespace dt

@@ -4,6 +4,8 @@
 // overrides each of those settings on the command line (`-c` wins over the repository's files).
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,5 +21,12 @@ std::vector<std::string> GitFilterListArgs();
 // driver named in `filter_config` (the output of GitFilterListArgs) emptied and made optional.
 std::vector<std::string> SafeGitArgv(const std::string& dir, const std::vector<std::string>& args,
                                      std::string_view filter_config = {});
+
+// Runs an argv; its standard output when it succeeded, else nullopt.
+using RunForOutput = std::function<std::optional<std::string>(const std::vector<std::string>&)>;
+
+// `git <args>` in `dir` through `run`, every command by SafeGitArgv: the repository's filter
+// drivers are listed once, here, and switched off in each command the returned function runs.
+RunForOutput SafeGit(const std::string& dir, RunForOutput run);
 
 }  // namespace dt
