@@ -132,12 +132,10 @@ Result<ToleranceFile> ParseToleranceFile(const std::string& text, const std::str
     const toml::table* t = root[section].as_table();
     for (auto&& [k, v] : t ? *t : toml::table{}) {
       if (k == "atol" || k == "rtol") continue;
-      std::string hint = ClosestMatch(k.str(), {"atol", "rtol"});
       return MakeError(
           ErrorCode::kInput,
-          "[" + std::string(section) + "] has no key '" + EscapeControl(std::string(k.str())) +
-              "'" + (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (keys: atol, rtol)",
-          file, v.source().begin.line, v.source().begin.column);
+          UnknownKeyMessage("[" + std::string(section) + "]", k.str(), {"atol", "rtol"}), file,
+          v.source().begin.line, v.source().begin.column);
     }
   }
   if (auto* d = root["default"].as_table()) {
@@ -194,12 +192,10 @@ Result<ToleranceFile> ParseToleranceFile(const std::string& text, const std::str
       }
       for (auto&& [k, v] : *t) {
         if (k != "name" && k != "atol" && k != "rtol" && k != "rule" && k != "check") {
-          std::string hint = ClosestMatch(k.str(), {"name", "atol", "rtol", "rule", "check"});
-          return MakeError(ErrorCode::kInput,
-                           "[[tensor]] has no key '" + EscapeControl(std::string(k.str())) + "'" +
-                               (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                               " (keys: name, atol, rtol, rule, check)",
-                           file, v.source().begin.line, v.source().begin.column);
+          return MakeError(
+              ErrorCode::kInput,
+              UnknownKeyMessage("[[tensor]]", k.str(), {"name", "atol", "rtol", "rule", "check"}),
+              file, v.source().begin.line, v.source().begin.column);
         }
       }
       out.overrides.push_back(std::move(o));

@@ -40,6 +40,7 @@
 #include "util/fs.h"
 #include "util/parallel.h"
 #include "util/strings.h"
+#include "util/toml_fields.h"
 
 namespace dt::scan {
 
@@ -55,30 +56,6 @@ struct Config {
   std::vector<std::string> scripts;  // [project.scripts] targets as module paths.
   std::string rules;
 };
-
-// A string or an array of strings; anything else (`entry = [1, 2]`) is an error at its place,
-// never silently an empty list.
-Result<std::vector<std::string>> TomlStrings(const toml::node& node, std::string_view key,
-                                             const std::string& file) {
-  std::vector<std::string> out;
-  auto bad = [&](const toml::node& at) {
-    return MakeError(
-        ErrorCode::kInput,
-        "[tool.dualtrack] " + std::string(key) + " must be a string or an array of strings", file,
-        at.source().begin.line, at.source().begin.column);
-  };
-  if (node.is_string()) {
-    out.push_back(*node.value<std::string>());
-  } else if (const auto* arr = node.as_array()) {
-    for (const auto& v : *arr) {
-      if (!v.is_string()) return bad(v);
-      out.push_back(*v.value<std::string>());
-    }
-  } else {
-    return bad(node);
-  }
-  return out;
-}
 
 Result<Config> ReadConfig(const fs::path& root) {
   Config cfg;
@@ -102,15 +79,12 @@ Result<Config> ReadConfig(const fs::path& root) {
       static constexpr std::array<std::string_view, 7> kKeys = {
           "entry", "exclude", "experiments", "ignore", "rules", "run", "select"};
       if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
-        std::string hint = ClosestMatch(k, {kKeys.begin(), kKeys.end()});
         return MakeError(ErrorCode::kInput,
-                         "[tool.dualtrack] has no key '" + EscapeControl(std::string(k)) + "'" +
-                             (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                             " (keys: entry, exclude, experiments, ignore, rules, run, select)",
+                         UnknownKeyMessage("[tool.dualtrack]", k, {kKeys.begin(), kKeys.end()}),
                          file.string(), key.source().begin.line, key.source().begin.column);
       }
       if (k == "run" || k == "experiments") continue;  // audit's (verdict/experiments.cc).
-      auto values = TomlStrings(node, k, file.string());
+      auto values = TomlStrings(node, "[tool.dualtrack] " + std::string(k), file.string());
       if (!values) return values.take_error();
       if (k == "exclude")
         cfg.exclude = std::move(*values);

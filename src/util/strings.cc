@@ -60,6 +60,15 @@ std::string ClosestMatch(std::string_view word, const std::vector<std::string_vi
   return {};
 }
 
+std::string UnknownKeyMessage(std::string_view table, std::string_view key,
+                              const std::vector<std::string_view>& keys) {
+  const std::string hint = ClosestMatch(key, keys);
+  std::string listed;
+  for (std::string_view k : keys) listed += (listed.empty() ? "" : ", ") + std::string(k);
+  return std::string(table) + " has no key '" + EscapeControl(key) + "'" +
+         (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (keys: " + listed + ")";
+}
+
 std::string_view Trim(std::string_view s) {
   const char* ws = " \t\r\n\f\v";
   std::size_t b = s.find_first_not_of(ws);

@@ -15,6 +15,10 @@ std::size_t EditDistance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` if it is close enough to be a plausible typo, else empty.
 std::string ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates);
+// "[default] has no key 'atl'; did you mean 'atol'? (keys: atol, rtol)": a configuration key that
+// `table` does not know, escaped, with the closest of `keys` when it is a plausible typo.
+std::string UnknownKeyMessage(std::string_view table, std::string_view key,
+                              const std::vector<std::string_view>& keys);
 
 std::string_view Trim(std::string_view s);
 // ASCII case mapping (file names, rule codes, keywords): other bytes, UTF-8 included, stay as they

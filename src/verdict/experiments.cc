@@ -13,6 +13,7 @@
 #include "scan/entries.h"
 #include "util/fs.h"
 #include "util/strings.h"
+#include "util/toml_fields.h"
 
 namespace dt::verdict {
 
@@ -128,18 +129,10 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
     cfg.run = TomlString(run);
   }
   if (auto entry = tool["entry"]; entry) {
-    const auto* arr = entry.as_array();
-    bool strings = entry.is<std::string>() || arr != nullptr;
-    for (std::size_t i = 0; arr != nullptr && i < arr->size(); ++i)
-      strings = strings && (*arr)[i].is_string();
-    if (!strings) {  // `entry = [1, 2]` must not become "no entry" without a word.
-      return MakeError(
-          ErrorCode::kInput, "[tool.dualtrack] entry must be a string or an array of strings",
-          path.string(), entry.node()->source().begin.line, entry.node()->source().begin.column);
-    }
-    if (auto s = TomlString(entry)) cfg.entry.push_back(*s);
-    for (std::size_t i = 0; arr != nullptr && i < arr->size(); ++i)
-      cfg.entry.push_back(*(*arr)[i].value<std::string>());
+    // `entry = [1, 2]` must not become "no entry" without a word.
+    auto entries = TomlStrings(*entry.node(), "[tool.dualtrack] entry", path.string());
+    if (!entries) return entries.take_error();
+    cfg.entry = std::move(*entries);
   }
   if (auto exps = tool["experiments"]; exps) {
     const auto* arr = exps.as_array();
