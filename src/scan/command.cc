@@ -120,6 +120,7 @@ Result<ScanOptions> ToScanOptions(const ScanArgs& a) {
   ScanOptions opt = a.tree.Options();
   opt.threads = a.threads;
   opt.process_exits_after = true;  // run() returns to main(), which exits.
+  opt.collect_inputs = !a.output.empty() || !a.write_baseline.empty();  // For ScanGuard.
   auto size = ParseSize(a.max_size);
   if (!size) return size.take_error();
   opt.max_file_size = *size;

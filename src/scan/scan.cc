@@ -1925,7 +1925,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
   for (FileResult& r : results) SettleGuardedCodes(ctx.reg, r.findings);
   Collect(items, results, *filter, entries->files, reach, report);
-  report.inputs = ScanInputs(items, abs_root);
+  if (options.collect_inputs) report.inputs = ScanInputs(items, abs_root);
   // The per-file state (every file's imports, paths, the import graph) is freed while the caller
   // formats the report (on a large tree its frees take longer than the output), or not at all
   // when the process exits after the report.

@@ -101,6 +101,8 @@ struct ScanOptions {
   // The process ends once the report is written (the scan command): the per-file state is left
   // to the system at exit (KeepUntilExit) instead of freed in the background.
   bool process_exits_after = false;
+  // Fill ScanReport::inputs: only a caller that writes a file needs them (not on the hot path).
+  bool collect_inputs = false;
 };
 
 // What a command line that scans a tree (scan, fix) selects, as given: paths (none: "."),
@@ -142,6 +144,7 @@ struct ScanReport {
   std::optional<PathTraits> path;    // With named entries only.
   // Every file the scan read or could have read (the walked files, the configuration, ignore
   // files, the top-level documents entry discovery reads): what an output must never replace.
+  // Filled only with ScanOptions::collect_inputs.
   std::vector<std::string> inputs;
 };
 
