@@ -107,6 +107,10 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path);
 // The same, one row at a time as the file is read (in chunks: memory holds the longest line, not
 // the file), for a reader that aggregates; stops at the first error, `each`'s included.
 Status ForEachOpRow(const std::filesystem::path& path, const std::function<Status(OpRow&&)>& each);
+// Any of the bundle's JSON-lines files (cost.jsonl), streamed the same way: `each` gets every
+// non-empty line's object and its line number; a missing file has no lines.
+Status ForEachJsonObjectLine(const std::filesystem::path& path,
+                             const std::function<Status(const nlohmann::json&, std::int64_t)>& each);
 
 // The tensors of a .safetensors file held whole in `bytes`, from its header: read by compare's
 // reader (the one that is fuzzed), which checks every dtype, shape and offset against the file and

@@ -218,6 +218,11 @@ Status ForEachStreamedJsonLine(const std::filesystem::path& path, F&& row) {
 
 }  // namespace
 
+Status ForEachJsonObjectLine(const std::filesystem::path& path,
+                             const std::function<Status(const json&, std::int64_t)>& each) {
+  return ForEachStreamedJsonLine(path, each);
+}
+
 Status ForEachOpRow(const std::filesystem::path& path, const std::function<Status(OpRow&&)>& each) {
   return ForEachStreamedJsonLine(path, [&](const json& j, std::int64_t line) -> Status {
     OpRow r;

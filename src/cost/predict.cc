@@ -1,0 +1,106 @@
+// The roofline prediction: each call takes the longer of its arithmetic at the device's peak rate
+// and its bytes at the device's bandwidth, plus the framework's per-operator dispatch cost.
+#include <algorithm>
+#include <map>
+
+#include "cost/cost.h"
+
+namespace dt::cost {
+
+namespace {
+
+bool IsHalf(const std::string& dtype) { return dtype == "float16" || dtype == "half"; }
+
+// The peak rate that applies to a call: matmul-like work in half precision runs at the device's
+// half-precision rate where it has one; everything else at the fp32 rate.
+double PeakFor(const CostRow& row, const OpCost& c, const DeviceProfile& d) {
+  if (!c.tensor_core || row.inputs.empty()) return d.fp32_flops;
+  const std::string& dtype = row.inputs.front().dtype;
+  if (IsHalf(dtype) && d.fp16_flops) return *d.fp16_flops;
+  if (dtype == "bfloat16" && d.bf16_flops) return *d.bf16_flops;
+  return d.fp32_flops;
+}
+
+struct CallTime {
+  double compute = 0, memory = 0, total = 0;  // For one call.
+};
+
+CallTime TimeOf(const CostRow& row, const DeviceProfile& d) {
+  const OpCost c = CostOf(row);
+  CallTime t;
+  t.compute = c.flops / PeakFor(row, c, d);
+  t.memory = c.bytes / d.bytes_per_s;
+  t.total = std::max(t.compute, t.memory) + d.op_overhead_s;
+  return t;
+}
+
+std::string LocationKey(const CostRow& row) {
+  if (!row.location) return "(no user location)";
+  const auto& l = *row.location;
+  return l.file + ":" + std::to_string(l.line) + (l.function.empty() ? "" : " " + l.function);
+}
+
+template <class KeyOf>
+std::vector<CostGroup> Group(const StepCost& step, const DeviceProfile& d, KeyOf key_of) {
+  std::map<std::string, CostGroup> groups;
+  for (const CostRow& row : step.rows) {
+    CostGroup& g = groups[key_of(row)];
+    const OpCost c = CostOf(row);
+    const double n = static_cast<double>(row.count);
+    g.flops += c.flops * n;
+    g.bytes += c.bytes * n;
+    g.calls += n;
+    g.predicted_s += TimeOf(row, d).total * n;
+  }
+  std::vector<CostGroup> out;
+  for (auto& [key, g] : groups) {
+    g.key = key;
+    out.push_back(std::move(g));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CostGroup& a, const CostGroup& b) {
+    return a.predicted_s > b.predicted_s;
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<CostGroup> GroupByLocation(const StepCost& step, const DeviceProfile& device) {
+  return Group(step, device, LocationKey);
+}
+
+Prediction Predict(const StepCost& step, const DeviceProfile& device,
+                   std::optional<double> memory_gb, const RunPlan& plan) {
+  Prediction p;
+  p.label = device.name + (device.variant.empty() ? "" : " (" + device.variant + ")");
+  double roofline = 0;
+  for (const CostRow& row : step.rows) {
+    const CallTime t = TimeOf(row, device);
+    const double n = static_cast<double>(row.count);
+    p.step_s += t.total * n;
+    p.compute_s += t.compute * n;
+    p.memory_s += t.memory * n;
+    p.overhead_s += device.op_overhead_s * n;
+    roofline += std::max(t.compute, t.memory) * n;
+  }
+  if (p.overhead_s > roofline) {
+    p.bound = "dispatch overhead";
+  } else {
+    p.bound = p.compute_s >= p.memory_s ? "compute" : "memory";
+  }
+  auto ops = Group(step, device, [](const CostRow& r) { return r.op; });
+  if (ops.size() > 5) ops.resize(5);
+  p.top_ops = std::move(ops);
+  if (step.memory) p.memory_needed = step.memory->step_peak;
+  if (memory_gb && *memory_gb > 0) {
+    p.memory_available = *memory_gb * 1024.0 * 1024.0 * 1024.0 * plan.memory_fraction;
+    if (p.memory_needed) p.fits = *p.memory_needed <= *p.memory_available;
+  }
+  if (plan.steps) {
+    p.run_s = static_cast<double>(*plan.steps) * p.step_s;
+    p.finishes = *p.run_s <= plan.max_hours * 3600.0;
+  }
+  return p;
+}
+
+}  // namespace dt::cost
