@@ -128,6 +128,7 @@ struct RunOptions {
   bool deterministic = false;
   std::optional<std::string> redirect_cuda;  // "cpu" or "mps".
   bool collect_env = true;                   // Run `dualtrack env --format json` for the manifest.
+  bool measure_peak = true;  // Measure the device's peak rates after the last captured step.
   bool force = false;                        // Reuse a non-empty output directory.
   bool quiet = false;                        // Do not echo the child's output.
   std::optional<double> timeout_s;           // Stop the child (SIGTERM, then SIGKILL) after this.

@@ -4,6 +4,7 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "bundle/bundle.h"
+#include "cost/render.h"
 #include "util/numeric.h"
 #include "util/strings.h"
 
@@ -44,6 +45,10 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
       ->check(CLI::IsMember({"cpu", "mps"}));
   bool no_env = false;
   app.add_flag("--no-env", no_env, "Do not record the host facts of `dualtrack env`");
+  bool no_peak = false;
+  app.add_flag("--no-peak", no_peak,
+               "Do not measure the device's peak matmul rate and bandwidth after the last "
+               "captured step (about half a second; the cost prediction calibrates on it)");
   app.add_flag("--force", o.force, "Replace the bundle in a non-empty output directory");
   double timeout = 0;
   auto* timeout_opt = app.add_option(
@@ -83,6 +88,7 @@ Result<ExitCode> RunRunCommand(const std::vector<std::string>& args, Io& io) {
   }
   if (!redirect.empty()) o.redirect_cuda = redirect;
   o.collect_env = !no_env;
+  o.measure_peak = !no_peak;
   if (timeout_opt->count() > 0) o.timeout_s = timeout;
   if (!baseline.empty()) o.baseline = baseline;
   auto outcome = RunTrack(o, io);
@@ -111,15 +117,25 @@ Result<ExitCode> RunShowCommand(const std::vector<std::string>& args, Io& io) {
   app.add_option("bundle", dir, "Bundle directory")->required();
   app.add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}));
   app.add_option("--top", top, "How many operators to list (default: 15)");
-  app.footer("Examples:\n  dualtrack show runs/cpu\n  dualtrack show runs/mps --format json\n");
+  std::vector<std::string> macs;
+  app.add_option("--mac", macs,
+                 "A Mac to predict the step for, as a lab names it ('M3 Max 36GB'; repeatable; "
+                 "default: M2 16GB, M3 Pro 36GB, M4 Max 128GB; docs/devices.md)");
+  app.footer(
+      "Examples:\n  dualtrack show runs/cpu\n  dualtrack show runs/mps --format json\n"
+      "  dualtrack show runs/cpu --mac 'M3 Max 36GB' --mac 'M2 Pro 16GB'\n");
   if (auto early = ParseArgs(app, args, io)) return *early;
   auto bundle = LoadBundle(dir);
   if (!bundle) return bundle.take_error();
+  auto cost = cost::CostViewOf(dir, macs);
+  if (!cost) return cost.take_error();
   if (format == "json") {
-    io.out << ShowJson(*bundle, top).dump(1, ' ', false, nlohmann::json::error_handler_t::replace)
-           << "\n";
+    nlohmann::json j = ShowJson(*bundle, top);
+    j["cost"] = *cost ? cost::CostJson(**cost) : nlohmann::json(nullptr);
+    io.out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     io.out << EscapeControl(ShowText(*bundle, top));  // Names may hold terminal escapes.
+    if (*cost) io.out << "\n" << EscapeControl(cost::CostText(**cost, 8));
   }
   return ExitCode::kOk;
 }

@@ -406,8 +406,9 @@ std::vector<std::string> MergeTracer(const std::filesystem::path& dir, const Run
     for (const char* key : {"steps", "redirects", "float64"}) {
       if (tracer.contains(key) && tracer[key].is_array()) manifest[key] = tracer[key];
     }
-    for (const char* key : {"peak_device_bytes", "torch_version", "python", "steps_completed",
-                            "fallback_warnings", "mps_available"}) {
+    for (const char* key :
+         {"peak_device_bytes", "torch_version", "python", "steps_completed", "fallback_warnings",
+          "mps_available", "device_peak", "cost_rows", "cost_truncated"}) {
       if (tracer.contains(key)) manifest[key] = tracer[key];
     }
     if (tracer.contains("tracer_errors") && tracer["tracer_errors"].is_array()) {
@@ -548,6 +549,7 @@ Result<RunOutcome> RunTrack(const RunOptions& options, Io& io) {
                   {"seed", manifest["seed"]},
                   {"deterministic", options.deterministic},
                   {"redirect_cuda", manifest["redirect_cuda"]},
+                  {"peak", options.measure_peak},
                   {"root", root.string()},
                   {"parent_pid", static_cast<std::int64_t>(::getpid())}};
   auto env = ChildEnvironment(options, bootstrap, *pkg_parent, run_cfg);

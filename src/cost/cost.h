@@ -99,6 +99,11 @@ struct StepCost {
   std::optional<double> wall_s;          // Measured step time (traced).
   std::optional<double> tracer_s;        // The tracer's own share of it.
   std::optional<StepMemory> memory;
+  // Σ time_s: the operators' own measured time. On the CPU, where operators run synchronously, the
+  // rest of the untraced step is the framework's time outside them (Python, autograd, the data
+  // loader's hand-over): measured here, and assumed the same on the Mac, whose CPU runs it too.
+  std::optional<double> op_time_s;
+  std::optional<double> framework_s;
   bool truncated = false;  // The tracer stopped adding rows (cost_truncated).
 };
 
@@ -147,8 +152,11 @@ inline constexpr double kDefaultMaxHours = 72;
 // The roofline prediction of a step on one device.
 struct Prediction {
   std::string label;
-  double step_s = 0;  // Σ over calls of max(flops / peak, bytes / bandwidth) + overhead.
+  // Σ over calls of max(flops / peak, bytes / bandwidth) + overhead, plus framework_s.
+  double step_s = 0;
   double compute_s = 0, memory_s = 0, overhead_s = 0;  // Σ of each term alone.
+  double framework_s = 0;  // The traced step's measured time outside operators (StepCost).
+  double operators_s = 0;  // The operators' part: step_s without framework_s.
   std::string bound;  // "compute", "memory" or "dispatch overhead": the largest of the three.
   std::vector<CostGroup> top_ops;  // The five operators with the most predicted time.
   std::optional<double> memory_needed, memory_available;  // Bytes.

@@ -61,7 +61,9 @@ const std::unordered_map<std::string_view, OpKind>& Table() {
          "count_nonzero", "max_pool2d_with_indices", "max_pool2d_with_indices_backward",
          "max_pool3d_with_indices", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
          "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "adaptive_max_pool2d",
-         "max_pool2d", "_prelu_kernel_backward", "aminmax"});
+         "max_pool2d", "_prelu_kernel_backward", "aminmax", "multi_margin_loss",
+         "multi_margin_loss_backward", "multilabel_margin_loss_forward", "kl_div", "soft_margin_loss",
+         "cross_entropy_loss", "nll_loss", "_ctc_loss", "_ctc_loss_backward"});
     put(OpKind::kElementwise,
         {"add", "sub", "rsub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_backward",
          "silu", "silu_backward", "sigmoid", "sigmoid_backward", "tanh", "tanh_backward",
@@ -250,6 +252,8 @@ const char* ToString(OpKind k) {
 }
 
 OpKind KindOf(std::string_view op) {
+  // torch.profiler.record_function's markers run no kernel.
+  if (op.rfind("profiler::", 0) == 0) return OpKind::kView;
   const std::string_view name = BaseName(op);
   if (name.rfind("_foreach_", 0) == 0 || name.rfind("_fused_", 0) == 0) return OpKind::kOptimizer;
   const auto& table = Table();

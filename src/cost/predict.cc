@@ -83,7 +83,12 @@ Prediction Predict(const StepCost& step, const DeviceProfile& device,
     p.overhead_s += device.op_overhead_s * n;
     roofline += std::max(t.compute, t.memory) * n;
   }
-  if (p.overhead_s > roofline) {
+  p.operators_s = p.step_s;
+  p.framework_s = step.framework_s.value_or(0);
+  p.step_s += p.framework_s;
+  if (p.framework_s > std::max(roofline, p.overhead_s)) {
+    p.bound = "framework";
+  } else if (p.overhead_s > roofline) {
     p.bound = "dispatch overhead";
   } else {
     p.bound = p.compute_s >= p.memory_s ? "compute" : "memory";

@@ -162,8 +162,10 @@ std::optional<StepCost> CostOfStep(std::vector<CostRow> rows, const json& manife
   step.step = chosen;
   std::map<std::string, double> by_device;
   std::set<std::string> unknown;
+  double op_time = 0;
   for (CostRow& r : rows) {
     if (r.step != chosen) continue;
+    op_time += r.time_s;
     const OpCost c = CostOf(r);
     const double n = static_cast<double>(r.count);
     step.flops += c.flops * n;
@@ -183,6 +185,11 @@ std::optional<StepCost> CostOfStep(std::vector<CostRow> rows, const json& manife
     step.memory = MemoryOf(*it->second);
   }
   step.truncated = manifest.is_object() && JsonBool(manifest, "cost_truncated", false);
+  if (op_time > 0) step.op_time_s = op_time;
+  if (step.device == "cpu" && step.wall_s && step.op_time_s) {
+    const double untraced = std::max(0.0, *step.wall_s - step.tracer_s.value_or(0));
+    step.framework_s = std::max(0.0, untraced - *step.op_time_s);
+  }
   return step;
 }
 

@@ -7,6 +7,7 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/paths.h"
+#include "cost/render.h"
 #include "coverage/coverage.h"
 #include "coverage/native_functions.h"
 #include "coverage/table.h"
@@ -105,6 +106,7 @@ Result<ExitCode> Probe(const std::string& python, const std::filesystem::path& o
 struct CoverageArgs {
   std::string bundle, torch, format = "text", op, python = "python3", yaml, table_path;
   std::string out_path, write_table;
+  std::vector<std::string> macs;
   int macos = 14;
   bool probe = false;
 };
@@ -119,6 +121,9 @@ void DeclareCoverageOptions(CLI::App& app, CoverageArgs& a) {
       ->check(CLI::Range(11, 99));
   app.add_option("--format", a.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "markdown"}));
+  app.add_option("--mac", a.macs,
+                 "A Mac to predict the step's time and memory for ('M3 Max 36GB'; repeatable; "
+                 "default: M2 16GB, M3 Pro 36GB, M4 Max 128GB)");
   app.add_option("--op", a.op, "Look one operator up across releases (add, aten::add.Tensor)");
   app.add_flag("--probe", a.probe,
                "On a Mac: ask the installed torch's dispatcher and write a table");
@@ -151,10 +156,18 @@ Result<ExitCode> PredictBundle(const CoverageArgs& a, const std::filesystem::pat
   options.table_override = yaml_table;
   auto report = Predict(options);
   if (!report) return report.take_error();
+  // A bundle's step cost, beside the operators' coverage.
+  auto cost = cost::CostViewOf(a.bundle, a.macs);
+  if (!cost) return cost.take_error();
+  if (*cost) report->cost = cost::CostJson(**cost);
   if (a.format == "json") {
     WriteCoverageJson(*report, io.out);
   } else {
     WriteCoverageText(*report, a.format == "markdown", io.out);
+    if (*cost) {
+      const std::string text = EscapeControl(cost::CostText(**cost, 8));
+      io.out << (a.format == "markdown" ? "\n```text\n" + text + "```\n" : "\n" + text);
+    }
   }
   // An operator the table does not know (a custom extension's) is not evidence that it runs on MPS.
   return report->summary.fallback + report->summary.fail + report->summary.unknown > 0

@@ -333,7 +333,8 @@ nlohmann::json ReportHead(const CoverageReport& r) {
             {"removes", r.upgrade_removes},
             {"remaining", r.upgrade_remaining},
             {"complete", r.upgrade_version.has_value() && r.upgrade_remaining == 0}}},
-          {"known_versions", r.known_versions}};
+          {"known_versions", r.known_versions},
+          {"cost", r.cost}};
 }
 
 std::string Dump(const nlohmann::json& j) {

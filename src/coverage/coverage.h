@@ -71,6 +71,7 @@ struct CoverageReport {
   int upgrade_removes = 0;
   int upgrade_remaining = 0;  // Fallbacks left at upgrade_version (or now, when there is none).
   std::vector<std::string> known_versions;
+  nlohmann::json cost;  // The step's cost and predictions (cost/render.h), or null.
 };
 
 Result<CoverageReport> Predict(const CoverageOptions& options);

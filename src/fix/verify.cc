@@ -54,6 +54,7 @@ Result<bundle::RunOutcome> RunIn(const fs::path& dir, const fs::path& bundle,
   run.seed = o.seed;
   run.redirect_cuda = "cpu";  // The original needs it; for the fixed copy it changes nothing.
   run.collect_env = false;
+  run.measure_peak = false;  // The comparison needs no cost prediction.
   run.force = true;
   run.quiet = true;
   run.timeout_s = o.timeout_s;

@@ -76,14 +76,20 @@ Result<Config> ReadConfig(const fs::path& root) {
       std::string_view k = key.str();
       // Every key of [tool.dualtrack], whichever command reads it (run and experiments: audit's
       // experiments.cc). A misspelt key would otherwise be ignored without a word.
-      static constexpr std::array<std::string_view, 7> kKeys = {
-          "entry", "exclude", "experiments", "ignore", "rules", "run", "select"};
+      static constexpr std::array<std::string_view, 11> kKeys = {
+          "entry", "exclude",   "experiments", "ignore", "rules",
+          "run",   "select",    "macs",        "steps",  "max_hours",
+          "mac_memory_fraction"};
       if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
         return MakeError(ErrorCode::kInput,
                          UnknownKeyMessage("[tool.dualtrack]", k, {kKeys.begin(), kKeys.end()}),
                          file.string(), key.source().begin.line, key.source().begin.column);
       }
-      if (k == "run" || k == "experiments") continue;  // audit's (verdict/experiments.cc).
+      // audit's and report's (verdict/experiments.cc).
+      if (k == "run" || k == "experiments" || k == "macs" || k == "steps" || k == "max_hours" ||
+          k == "mac_memory_fraction") {
+        continue;
+      }
       auto values = TomlStrings(node, "[tool.dualtrack] " + std::string(k), file.string());
       if (!values) return values.take_error();
       if (k == "exclude")

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "bundle/bundle.h"
+#include "cost/render.h"
 #include "coverage/coverage.h"
 #include "env/env.h"
 #include "fix/plan.h"
@@ -355,6 +356,15 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
   }
   auto experiments = ResolveExperiments(project, cfg, options.entries, options.run);
   if (!experiments.ok()) return experiments.take_error();
+  // The Macs the lab names: a name no profile knows is the config's error, said before any run.
+  auto macs = cost::ResolveMacs(cfg.macs);
+  if (!macs.ok()) {
+    Error e = macs.take_error();
+    e.message = "[tool.dualtrack] macs: " + e.message;
+    e.file = (project / "pyproject.toml").string();
+    return e;
+  }
+  const std::optional<cost::Calibration> calibration = cost::ShippedCalibration();
 
   std::string env_problem;
   const std::optional<EnvEvidence> host = DiagnoseHost(options, log, env_problem);
@@ -370,6 +380,11 @@ Result<AuditResult> RunAudit(const AuditOptions& options, std::ostream& log) {
     ev.entry = exp.entry;
     ev.mac_command = MacCommand(exp);
     ev.env = host;
+    ev.macs = *macs;
+    ev.run_plan.steps = exp.steps ? exp.steps : cfg.steps;
+    ev.run_plan.max_hours = cfg.max_hours.value_or(cost::kDefaultMaxHours);
+    ev.run_plan.memory_fraction = cfg.mac_memory_fraction.value_or(cost::kDefaultMemoryFraction);
+    ev.calibration = calibration;
     if (!env_problem.empty()) ev.missing["env"] = env_problem;
     ScanExperiment(options, project, exp, ev, result, log);
     if (!config_problem.empty()) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "cost/render.h"
 #include "verdict/narrative.h"
 
 namespace dt::verdict {
@@ -243,6 +244,20 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
     c.evidence = "only one track timed: " + timed.front();
   } else {
     c.evidence = "no track with step times";
+  }
+  // Beside the measurements, the prediction for the Macs the lab names (the report's "Time and
+  // memory on a Mac" has the table and the chart).
+  if (const Track* t = CostedTrack(ev); t != nullptr && !ev.macs.empty()) {
+    std::vector<std::string> chips;
+    for (const cost::ChipRow& row : cost::PredictAll(*t->cost, std::nullopt, ev.macs, ev.run_plan)) {
+      const cost::Prediction& p = row.prediction;
+      std::string text = fmt::format("{} {} per step", row.label, cost::Seconds(p.step_s));
+      if (p.fits) text += *p.fits ? ", fits" : ", does not fit in memory";
+      if (p.finishes) text += *p.finishes ? "" : ", designated run over the limit";
+      chips.push_back(std::move(text));
+    }
+    c.evidence += fmt::format("; predicted from track {}'s traced step: {}", t->name,
+                              fmt::join(chips, "; "));
   }
   return c;
 }

@@ -11,6 +11,7 @@
 #include "app/args.h"
 #include "app/commands.h"
 #include "app/version.h"
+#include "cost/render.h"
 #include "util/fs.h"
 #include "util/strings.h"
 #include "verdict/audit.h"
@@ -182,7 +183,9 @@ nlohmann::json AuditJson(const AuditResult& result) {
 // `dualtrack report`'s options as parsed: the evidence files and where the report goes.
 struct ReportArgs {
   std::string scan, env, baseline, coverage, output, format, fail_on = "never";
-  std::vector<std::string> tracks, compares;
+  std::vector<std::string> tracks, compares, macs;
+  std::optional<std::int64_t> steps;
+  double max_hours = cost::kDefaultMaxHours;
   bool remote = false, force = false;
 };
 
@@ -193,6 +196,16 @@ void DeclareReportOptions(CLI::App& app, ReportArgs& a) {
   app.add_option("--track", a.tracks, "NAME=BUNDLE_DIR of a run bundle (repeatable)");
   app.add_option("--compare", a.compares, "dualtrack.compare/1 JSON (repeatable)");
   app.add_option("--coverage", a.coverage, "dualtrack.coverage/1 JSON");
+  app.add_option("--mac", a.macs,
+                 "A Mac to predict the traced step for, as the lab names it ('M3 Max 36GB'; "
+                 "repeatable; default: M2 16GB, M3 Pro 36GB, M4 Max 128GB; docs/devices.md)");
+  app.add_option("--steps", a.steps,
+                 "Optimizer steps of the designated (formal) run: its predicted time per Mac "
+                 "is checked against --max-hours")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-hours", a.max_hours,
+                 "The longest designated run the lab accepts on a Mac (default: 72)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--remote-data-confirmed", a.remote,
                "State that the data handling of the remote machine was checked (shown as your "
                "statement)");
@@ -265,6 +278,12 @@ Result<Evidence> LoadEvidence(const ReportArgs& a) {
     if (!c.ok()) return c.take_error();
     ev.coverage = std::move(*c);
   }
+  auto macs = cost::ResolveMacs(a.macs);
+  if (!macs.ok()) return macs.take_error();
+  ev.macs = std::move(*macs);
+  ev.run_plan.steps = a.steps;
+  ev.run_plan.max_hours = a.max_hours;
+  ev.calibration = cost::ShippedCalibration();
   return ev;
 }
 

@@ -599,6 +599,10 @@ Result<Track> LoadTrack(const std::string& name, const std::filesystem::path& di
   std::error_code ec;
   t.has_ops = std::filesystem::exists(dir / "ops.jsonl", ec);
   TakeOps(*bundle, t);
+  auto step = cost::CostOfBundle(*bundle);
+  if (!step.ok()) return step.take_error();
+  t.cost = std::move(*step);
+  t.measured_profile = cost::MeasuredProfile(doc);
   for (const bundle::MetricRow& m : bundle->metrics) t.metrics.push_back({m.step, m.name, m.value});
   t.device = DeviceOf(t, &t.device_note);
   return t;

@@ -14,6 +14,7 @@
 
 #include "bundle/bundle.h"
 #include "compare/compare.h"
+#include "cost/cost.h"
 #include "coverage/coverage.h"
 #include "scan/scan.h"
 #include "util/result.h"
@@ -190,6 +191,9 @@ struct Track {
   bool has_ops = false;  // ops.jsonl was present.
   std::vector<OpRow> ops;
   std::vector<Metric> metrics;
+  // The traced step's cost (cost.jsonl) and the device's measured peaks, when recorded.
+  std::optional<cost::StepCost> cost;
+  std::optional<cost::DeviceProfile> measured_profile;
 
   bool Finished() const { return status == bundle::RunStatus::kOk; }
   // A run that could not start, or was stopped from outside, says nothing about the task: its
@@ -269,6 +273,11 @@ struct Evidence {
   std::string mac_command;  // How to run it on the Mac (python train.py --device mps).
   std::vector<std::string> designated_run;     // The run arguments audit used (script and args).
   std::map<std::string, std::string> missing;  // piece -> why it is missing.
+  // The Macs the lab names ([tool.dualtrack] macs, report --mac; else cost::DefaultMacs()), the
+  // designated run's steps and limits, and the method's error band, for the cost prediction.
+  std::vector<cost::NamedDevice> macs;
+  cost::RunPlan run_plan;
+  std::optional<cost::Calibration> calibration;
 };
 
 // How the reports spell a state read from a document: its one name, or "" when the document did

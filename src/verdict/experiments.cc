@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -107,6 +109,17 @@ std::optional<std::string> TomlString(const toml::node_view<const toml::node>& n
   return std::nullopt;
 }
 
+// A designated run's length: a whole number of optimizer steps above 0.
+Result<std::int64_t> PositiveSteps(const toml::node_view<const toml::node>& node,
+                                   const std::string& what, const fs::path& path) {
+  const std::optional<std::int64_t> n = node.value_exact<std::int64_t>();
+  if (!n || *n <= 0) {
+    return MakeError(ErrorCode::kInput, what + " must be a whole number of steps above 0",
+                     path.string(), node.node()->source().begin.line);
+  }
+  return *n;
+}
+
 }  // namespace
 
 Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
@@ -134,6 +147,29 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
     if (!entries) return entries.take_error();
     cfg.entry = std::move(*entries);
   }
+  if (auto macs = tool["macs"]; macs) {
+    auto names = TomlStrings(*macs.node(), "[tool.dualtrack] macs", path.string());
+    if (!names) return names.take_error();
+    cfg.macs = std::move(*names);
+  }
+  if (auto steps = tool["steps"]; steps) {
+    auto n = PositiveSteps(steps, "[tool.dualtrack] steps", path);
+    if (!n) return n.take_error();
+    cfg.steps = *n;
+  }
+  for (const char* key : {"max_hours", "mac_memory_fraction"}) {
+    auto node = tool[key];
+    if (!node) continue;
+    const std::optional<double> v = node.value<double>();
+    const bool fraction = std::string_view(key) == "mac_memory_fraction";
+    if (!v || !(*v > 0) || (fraction && *v > 1) || !std::isfinite(*v)) {
+      return MakeError(ErrorCode::kInput,
+                       fmt::format("[tool.dualtrack] {} must be a number {}", key,
+                                   fraction ? "above 0 and at most 1" : "above 0"),
+                       path.string(), node.node()->source().begin.line);
+    }
+    (fraction ? cfg.mac_memory_fraction : cfg.max_hours) = *v;
+  }
   if (auto exps = tool["experiments"]; exps) {
     const auto* arr = exps.as_array();
     if (arr == nullptr) {
@@ -151,9 +187,10 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
       const auto view = toml::node_view<const toml::node>(*t);
       for (const auto& [key, node] : *t) {
         const std::string_view k = key.str();
-        if (k != "name" && k != "entry" && k != "run" && k != "device") {
+        if (k != "name" && k != "entry" && k != "run" && k != "device" && k != "steps") {
           return MakeError(ErrorCode::kInput,
-                           fmt::format("{} has no key '{}' (keys: name, entry, run, device)", where,
+                           fmt::format("{} has no key '{}' (keys: name, entry, run, device, steps)",
+                                       where,
                                        EscapeControl(std::string(k))),
                            path.string(), key.source().begin.line, key.source().begin.column);
         }
@@ -170,6 +207,11 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
       e.run = TomlString(view["run"]);
       e.device = TomlString(view["device"]).value_or("");
       e.name = TomlString(view["name"]).value_or("");
+      if (auto steps = view["steps"]; steps) {
+        auto n = PositiveSteps(steps, where + ": steps", path);
+        if (!n) return n.take_error();
+        e.steps = *n;
+      }
       if (e.entry.empty() && e.run) {
         if (auto words = SplitCommandLine(*e.run); words.ok()) e.entry = RunScript(*words);
       }
@@ -212,11 +254,11 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
     // A shell script is judged through the Python program it starts (never run from here).
     if (EndsWith(entry, ".sh") || EndsWith(entry, ".bash")) {
       if (std::string script = ShellProgram(project, entry); !script.empty()) {
-        out.push_back({Stem(entry), script, std::nullopt, "", source + " " + entry});
+        out.push_back({Stem(entry), script, std::nullopt, "", source + " " + entry, std::nullopt});
         return;
       }
     }
-    out.push_back({Stem(entry), entry, std::nullopt, "", source});
+    out.push_back({Stem(entry), entry, std::nullopt, "", source, std::nullopt});
   };
   if (!entries.empty()) {
     for (const std::string& e : entries) {
@@ -248,12 +290,15 @@ Result<std::vector<Experiment>> ResolveExperiments(const fs::path& project,
       // --run replaces a declared run; [tool.dualtrack] run only fills an empty one.
       if (run || !it->run) it->run = *line;
     } else if (!script.empty() || out.empty()) {
-      out.push_back({script.empty() ? "run" : Stem(script), script, *line, "", "--run"});
+      out.push_back(
+          {script.empty() ? "run" : Stem(script), script, *line, "", "--run", std::nullopt});
     } else {
       out.front().run = *line;
     }
   }
-  if (out.empty()) out.push_back({"project", "", std::nullopt, "", "whole project"});
+  if (out.empty()) {
+    out.push_back({"project", "", std::nullopt, "", "whole project", std::nullopt});
+  }
   // Names must tell the rows apart: two "train" entries become their paths.
   for (Experiment& e : out) {
     const auto same = std::count_if(out.begin(), out.end(),

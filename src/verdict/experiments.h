@@ -19,6 +19,7 @@ struct Experiment {
   std::optional<std::string> run;  // The minimal task: "train.py --device cpu --steps 2".
   std::string device;              // How to pick the device: "--device" or "--device mps".
   std::string source;              // declared | --entry | [tool.dualtrack] entry | picked | --run
+  std::optional<std::int64_t> steps;  // The designated (formal) run's optimizer steps.
 };
 
 // `[tool.dualtrack]` of PATH/pyproject.toml as audit reads it.
@@ -26,6 +27,13 @@ struct ProjectConfig {
   std::vector<Experiment> experiments;  // [[tool.dualtrack.experiments]]
   std::vector<std::string> entry;       // entry = [...]
   std::optional<std::string> run;       // run = "..."
+  // The cost prediction's inputs (docs/cost.md): the Macs the lab names, the designated run's
+  // steps (an experiment's own `steps` wins), the longest run the lab accepts, and the share of a
+  // Mac's memory a step may use.
+  std::vector<std::string> macs;
+  std::optional<std::int64_t> steps;
+  std::optional<double> max_hours;
+  std::optional<double> mac_memory_fraction;
 };
 
 // Reads PATH/pyproject.toml; an absent file is an empty config, a malformed one an error naming

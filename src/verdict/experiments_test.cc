@@ -157,7 +157,7 @@ TEST(VerdictExperimentsTest, RunGoesToTheExperimentItStarts) {
 
   // Declared experiments come first; --run replaces the declared run of its experiment.
   cfg.experiments.push_back(
-      {"fine-tuning", "train.py", "train.py --steps 1", "--device", "declared"});
+      {"fine-tuning", "train.py", "train.py --steps 1", "--device", "declared", std::nullopt});
   exps = ResolveExperiments(p.dir(), cfg, {}, std::string("train.py --portable"));
   ASSERT_TRUE(exps.ok());
   ASSERT_EQ(exps->size(), 1u);
@@ -197,15 +197,15 @@ TEST(VerdictExperimentsTest, ShellEntryIsJudgedThroughItsPythonProgram) {
 }
 
 TEST(VerdictExperimentsTest, MacCommandNamesTheRealEntryOnMps) {
-  EXPECT_EQ(MacCommand({"t", "train.py", "train.py --device cpu --steps 2", "", ""}),
+  EXPECT_EQ(MacCommand({"t", "train.py", "train.py --device cpu --steps 2", "", "", std::nullopt}),
             "python train.py --device mps --steps 2");
-  EXPECT_EQ(MacCommand({"t", "train.py", "python3 train.py --device=cuda", "", ""}),
+  EXPECT_EQ(MacCommand({"t", "train.py", "python3 train.py --device=cuda", "", "", std::nullopt}),
             "python3 train.py --device=mps");
-  EXPECT_EQ(MacCommand({"i", "infer.py", std::nullopt, "--device", ""}),
+  EXPECT_EQ(MacCommand({"i", "infer.py", std::nullopt, "--device", "", std::nullopt}),
             "python infer.py --device mps");
-  EXPECT_EQ(MacCommand({"i", "infer.py", std::nullopt, "--accelerator mps", ""}),
+  EXPECT_EQ(MacCommand({"i", "infer.py", std::nullopt, "--accelerator mps", "", std::nullopt}),
             "python infer.py --accelerator mps");
-  EXPECT_EQ(MacCommand({"g", "gen.py", std::nullopt, "", ""}), "python gen.py");
+  EXPECT_EQ(MacCommand({"g", "gen.py", std::nullopt, "", "", std::nullopt}), "python gen.py");
 }
 
 TEST(VerdictExperimentsTest, SelectAndIgnoreCodesSplitOnCommas) {

@@ -15,6 +15,7 @@
 #include "app/version.h"
 #include "util/result.h"
 #include "util/strings.h"
+#include "verdict/render_cost.h"
 
 namespace dt::verdict {
 
@@ -451,6 +452,9 @@ svg { max-width: 100%; height: auto; } .legend { font-size: 12px; color: var(--m
 .legend .a { color: #0969da; } .legend .b { color: #bc4c00; }
 svg.ops rect.clear { fill: var(--ok); } svg.ops rect.fallback { fill: var(--warn); }
 svg.ops rect.holds { fill: var(--bad); } svg.ops rect.unknown { fill: #8c959f; }
+svg.steps text { font-size: 10px; fill: var(--muted); } svg.steps line.grid { stroke: var(--line); }
+svg.steps rect.pred { fill: #0969da; } svg.steps rect.nofit { fill: var(--bad); }
+svg.steps rect.measured { fill: var(--ok); } svg.steps line.band { stroke: #1f2328; stroke-width: 1.5; }
 nav.toc { border: 1px solid var(--line); border-radius: 6px; padding: 8px 12px; margin: 10px 0; font-size: 14px; }
 nav.toc ol { margin: 4px 0 0; padding-left: 22px; columns: 2; } nav.toc a { color: #0969da; }
 h2.part { margin-top: 40px; font-size: 20px; border-bottom: 2px solid #1f2328; }
@@ -519,7 +523,8 @@ json ReportJson(const Report& r, bool findings_inline) {
                      {"level", ToString(s.level)},
                      {"summary", s.summary},
                      {"evidence", ItemsJson(s.evidence)},
-                     {"notes", ItemsJson(s.notes)}});
+                     {"notes", ItemsJson(s.notes)},
+                     {"formal_run_only", s.formal_run_only}});
   }
   json fields = json::array();
   for (const ValidityField& f : r.validity.fields) {
@@ -577,6 +582,7 @@ json ReportJson(const Report& r, bool findings_inline) {
         {"fields", fields}}},
       {"stop_conditions", stops},
       {"checklist", checklist},
+      {"cost", CostReportJson(r)},
       {"plan", plan},
       {"next_steps", next},
       {"evidence", EvidenceJson(r.evidence, findings_inline)}};
@@ -948,6 +954,7 @@ void MarkdownTracksAndEnvironments(std::ostringstream& os, const Report& r) {
 std::string RenderMarkdown(const Report& r) {
   std::ostringstream os;
   MarkdownVerdict(os, r);
+  MarkdownCost(os, r);
   MarkdownValidityAndStops(os, r);
   MarkdownPlan(os, r);
   MarkdownComparisons(os, r);
@@ -1417,6 +1424,7 @@ std::string RenderHtml(const Report& r) {
   std::ostringstream os;
   HtmlTop(os, r);
   HtmlActions(os, r);
+  HtmlCost(os, r);
   HtmlValidityAndStops(os, r);
   HtmlComparisons(os, r);
   HtmlCoverageAndFindings(os, r);

@@ -150,7 +150,7 @@ TEST(VerdictRenderTest, JsonFollowsTheReportSchema) {
   EXPECT_EQ(j["verdict"], "cuda-only");
   EXPECT_EQ(j["evidence_level"], "measured");
   EXPECT_EQ(j["checklist"].size(), 8u);
-  EXPECT_EQ(j["stop_conditions"].size(), 5u);
+  EXPECT_EQ(j["stop_conditions"].size(), 6u);
   EXPECT_EQ(j["validity"]["state"], "ok");
   EXPECT_TRUE(j["evidence"]["tracks"].is_array());
   EXPECT_EQ(j["evidence"]["tracks"][1]["ops_by_status"]["fallback"], 1);

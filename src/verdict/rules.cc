@@ -72,6 +72,8 @@ const char* ToString(StopId id) {
       return "candidate-unfinished";
     case StopId::kMultiGpu:
       return "multi-gpu";
+    case StopId::kCannotFinish:
+      return "cannot-finish";
   }
   return "unknown";
 }
@@ -358,7 +360,7 @@ RuleResult CheckMultiGpu(const Evidence& ev, const Facts& /*facts*/) {
 std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts) {
   return {CheckBlockerOnPath(ev, facts), CheckNoMpsImplementation(ev, facts),
           CheckOutsideTolerance(ev, facts), CheckCandidateUnfinished(ev, facts),
-          CheckMultiGpu(ev, facts)};
+          CheckMultiGpu(ev, facts), CheckCannotFinish(ev, facts)};
 }
 
 const char* ToString(ValidityState s) {

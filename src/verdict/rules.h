@@ -52,6 +52,7 @@ enum class StopId {
   kOutsideTolerance,
   kCandidateUnfinished,
   kMultiGpu,
+  kCannotFinish,
 };
 const char* ToString(StopId id);
 
@@ -63,6 +64,9 @@ struct RuleResult {
   std::string summary;                 // One sentence: why it holds, is clear or unknown.
   std::vector<EvidenceItem> evidence;  // What makes it hold.
   std::vector<EvidenceItem> notes;     // Considered and not stopping (guarded, optional, unused).
+  // Holds for the designated (formal) run only: development runs avoid it, so the work is dev-only,
+  // not cuda-only.
+  bool formal_run_only = false;
 };
 
 // A blocker finding on the reachable path, unguarded, with no other path in the code.
@@ -77,6 +81,14 @@ RuleResult CheckOutsideTolerance(const Evidence& ev, const Facts& facts);
 RuleResult CheckCandidateUnfinished(const Evidence& ev, const Facts& facts);
 // Multi-GPU communication, a cluster or GPU-memory management needed on the reachable path.
 RuleResult CheckMultiGpu(const Evidence& ev, const Facts& facts);
+
+// The Mac starts but cannot finish the computation, predicted from the traced step's cost: the step
+// does not fit in any named Mac's memory (every run), or the designated run takes longer than the
+// lab's limit on every named Mac (the formal run only). A run that fits and finishes is never a
+// reason against the Mac, however slow.
+RuleResult CheckCannotFinish(const Evidence& ev, const Facts& facts);
+// The track whose traced step is costed: the MPS track, else a CPU one, else any with a cost table.
+const Track* CostedTrack(const Evidence& ev);
 
 // All stop conditions, in the order the report shows them.
 std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts);

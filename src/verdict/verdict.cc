@@ -134,6 +134,8 @@ std::string OpenQuestion(StopId id) {
       return "whether the run finishes on the Mac";
     case StopId::kMultiGpu:
       return "whether the run needs several GPUs";
+    case StopId::kCannotFinish:
+      return "whether the step fits in a Mac's memory and the designated run finishes in time";
   }
   return ToString(id);
 }
@@ -402,9 +404,9 @@ Report Decide(Evidence evidence) {
   const Facts facts = GatherFacts(ev);
   rep.stops = CheckStopConditions(ev, facts);
   rep.validity = CheckValidity(ev);
-  std::vector<const RuleResult*> holding;
+  std::vector<const RuleResult*> holding, formal_only;
   for (const RuleResult& r : rep.stops) {
-    if (r.state == RuleState::kHolds) holding.push_back(&r);
+    if (r.state == RuleState::kHolds) (r.formal_run_only ? formal_only : holding).push_back(&r);
   }
   if (rep.validity.state == ValidityState::kDiffers) {
     rep.reasons.push_back("Validity: " + rep.validity.summary);
@@ -416,11 +418,26 @@ Report Decide(Evidence evidence) {
   } else {
     DecidePredicted(ev, facts, rep);
   }
+  // A stop condition of the formal run only (too long on every named Mac): the Mac serves
+  // development runs, the formal one stays on CUDA.
+  for (const RuleResult* r : formal_only) {
+    if (rep.verdict == Verdict::kMacReady) {
+      rep.verdict = Verdict::kDevOnly;
+      rep.reasons.insert(rep.reasons.begin(),
+                         fmt::format("dev-only, {}: the formal run stays on CUDA.", ToString(r->level)));
+    }
+    rep.reasons.push_back(fmt::format("Stop condition for the formal run ({}, {}): {}",
+                                      ToString(r->id), ToString(r->level), r->summary));
+  }
   rep.automatic_edits = facts.Count(Need::kAutomaticEdit);
   if (!(rep.verdict == Verdict::kMacReady && rep.level == EvidenceLevel::kMeasured)) {
     if (std::string mps = MpsOnlyEdits(facts); !mps.empty()) rep.reasons.push_back(mps);
   }
   AddContextReasons(ev, facts, rep);
+  if (const Track* t = CostedTrack(ev)) {
+    rep.cost = cost::MakeView(*t->cost, t->measured_profile, ev.macs, ev.run_plan, ev.calibration);
+    rep.cost_track = t->name;
+  }
   rep.checklist = Checklist(ev, facts, rep.stops);
   rep.plan = Plan(ev, facts, rep);
   rep.next_steps = NextSteps(ev, facts, rep);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/render.h"
 #include "verdict/evidence.h"
 #include "verdict/rules.h"
 
@@ -88,6 +89,10 @@ struct Report {
   std::vector<PlanItem> plan;
   std::vector<NextStep> next_steps;
   Evidence evidence;                       // What it was decided from; the renderers show it.
+  // The traced step's cost and its predictions per Mac (the checklist's "target workload timed"),
+  // from track `cost_track`; none without a cost table.
+  std::optional<cost::CostView> cost;
+  std::string cost_track;
   std::vector<ExperimentRow> experiments;  // The project's table (audit); empty for `report`.
   std::string project_page;  // The project's page this report hangs off (relative), if any.
   // The folder the report is written to: its links to source files are relative to it, so a

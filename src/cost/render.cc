@@ -1,0 +1,287 @@
+// The step's cost and its predictions as `show`, `coverage` and the reports print them.
+#include "cost/render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>  // fmt::join
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/paths.h"
+#include "util/fs.h"
+#include "util/json_fields.h"
+
+namespace dt::cost {
+
+namespace {
+
+using nlohmann::json;
+
+std::string Scaled(double v, const char* unit, double base = 1000) {
+  static constexpr const char* kPrefix[] = {"", "k", "M", "G", "T", "P", "E"};
+  std::size_t i = 0;
+  while (std::fabs(v) >= base && i + 1 < std::size(kPrefix)) {
+    v /= base;
+    ++i;
+  }
+  return fmt::format("{:.{}f} {}{}", v, (i == 0 || v >= 100) ? 0 : v >= 10 ? 1 : 2, kPrefix[i],
+                     unit);
+}
+
+json GroupJson(const CostGroup& g) {
+  return {{"key", g.key},
+          {"flops", g.flops},
+          {"bytes", g.bytes},
+          {"calls", g.calls},
+          {"predicted_s", g.predicted_s}};
+}
+
+json Optional(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json Optional(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
+
+}  // namespace
+
+std::string Flops(double v) { return Scaled(v, "FLOP"); }
+std::string Bytes(double v) { return Scaled(v, "B"); }
+std::string GiB(double v) { return fmt::format("{:.1f} GB", v / (1024.0 * 1024.0 * 1024.0)); }
+
+std::string Seconds(double s) {
+  if (!std::isfinite(s)) return "?";
+  if (s < 1e-3) return fmt::format("{:.0f} µs", s * 1e6);
+  if (s < 1) return fmt::format("{:.1f} ms", s * 1e3);
+  if (s < 120) return fmt::format("{:.2f} s", s);
+  if (s < 2 * 3600) return fmt::format("{:.0f} min", s / 60);
+  if (s < 3 * 86400) return fmt::format("{:.1f} h", s / 3600);
+  return fmt::format("{:.1f} days", s / 86400);
+}
+
+std::optional<double> UntracedStep(const StepCost& step) {
+  if (!step.wall_s) return std::nullopt;
+  return std::max(0.0, *step.wall_s - step.tracer_s.value_or(0));
+}
+
+const std::vector<std::string>& DefaultMacs() {
+  static const std::vector<std::string> macs = {"M2 16GB", "M3 Pro 36GB", "M4 Max 128GB"};
+  return macs;
+}
+
+Result<std::vector<NamedDevice>> ResolveMacs(const std::vector<std::string>& names) {
+  auto dir = DataDir();
+  if (!dir) return dir.take_error();
+  auto profiles = LoadProfiles(*dir / "devices");
+  if (!profiles) return profiles.take_error();
+  std::vector<NamedDevice> out;
+  for (const std::string& n : names.empty() ? DefaultMacs() : names) {
+    auto d = ResolveDevice(*profiles, n);
+    if (!d) return d.take_error();
+    out.push_back(std::move(*d));
+  }
+  return out;
+}
+
+std::optional<Calibration> ShippedCalibration() {
+  auto dir = DataDir();
+  if (!dir) return std::nullopt;
+  return LoadCalibration(*dir / "devices");
+}
+
+std::vector<ChipRow> PredictAll(const StepCost& step, const std::optional<DeviceProfile>& measured,
+                                const std::vector<NamedDevice>& macs, const RunPlan& plan) {
+  std::vector<ChipRow> rows;
+  if (measured) {
+    rows.push_back({measured->name, true, Predict(step, *measured, std::nullopt, plan),
+                    measured->source});
+  }
+  for (const NamedDevice& mac : macs) {
+    DeviceProfile p = mac.profile;
+    // The framework's per-operator cost on a Mac is not on any datasheet: the traced machine's
+    // measured one stands in for it (docs/cost.md).
+    if (measured) p.op_overhead_s = measured->op_overhead_s;
+    Prediction pred = Predict(step, p, mac.memory_gb, plan);
+    pred.label = mac.label;
+    rows.push_back({mac.label, false, std::move(pred), p.source});
+  }
+  return rows;
+}
+
+json CostJson(const CostView& v) {
+  const StepCost& s = v.step;
+  json unknown = s.unknown_ops;
+  json out = {{"step", s.step},       {"device", s.device},       {"flops", s.flops},
+              {"bytes", s.bytes},     {"calls", s.calls},         {"unknown_ops", unknown},
+              {"truncated", s.truncated}, {"wall_s", Optional(s.wall_s)},
+              {"tracer_s", Optional(s.tracer_s)}, {"untraced_s", Optional(UntracedStep(s))},
+              {"op_time_s", Optional(s.op_time_s)}, {"framework_s", Optional(s.framework_s)}};
+  if (s.memory) {
+    out["memory"] = {{"params", s.memory->params},
+                     {"grads", s.memory->grads},
+                     {"optimizer_state", s.memory->optimizer_state},
+                     {"activations", s.memory->activations},
+                     {"step_peak", s.memory->step_peak}};
+  } else {
+    out["memory"] = nullptr;
+  }
+  json locations = json::array();
+  for (const CostGroup& g : v.by_location) locations.push_back(GroupJson(g));
+  out["by_location"] = std::move(locations);
+  json preds = json::array();
+  for (const ChipRow& r : v.chips) {
+    const Prediction& p = r.prediction;
+    json top = json::array();
+    for (const CostGroup& g : p.top_ops) top.push_back(GroupJson(g));
+    json row = {{"device", r.label},
+                {"measured_profile", r.measured_profile},
+                {"source", r.source},
+                {"step_s", p.step_s},
+                {"compute_s", p.compute_s},
+                {"memory_s", p.memory_s},
+                {"overhead_s", p.overhead_s},
+                {"framework_s", p.framework_s},
+                {"operators_s", p.operators_s},
+                {"bound", p.bound},
+                {"top_ops", std::move(top)},
+                {"memory_needed", Optional(p.memory_needed)},
+                {"memory_available", Optional(p.memory_available)},
+                {"fits", Optional(p.fits)},
+                {"run_s", Optional(p.run_s)},
+                {"finishes", Optional(p.finishes)}};
+    if (v.calibration) {
+      row["band_s"] = {p.step_s * v.calibration->low, p.step_s * v.calibration->high};
+    }
+    preds.push_back(std::move(row));
+  }
+  out["predictions"] = std::move(preds);
+  out["plan"] = {{"steps", v.plan.steps ? json(*v.plan.steps) : json(nullptr)},
+                 {"max_hours", v.plan.max_hours},
+                 {"memory_fraction", v.plan.memory_fraction}};
+  if (v.calibration) {
+    out["calibration"] = {{"low", v.calibration->low},
+                          {"high", v.calibration->high},
+                          {"models", v.calibration->models},
+                          {"date", v.calibration->date},
+                          {"where", v.calibration->where}};
+  } else {
+    out["calibration"] = nullptr;
+  }
+  return out;
+}
+
+std::string StepTimeWithBand(const CostView& v, double step_s) {
+  if (!v.calibration) return Seconds(step_s);
+  return fmt::format("{} ({}–{})", Seconds(step_s), Seconds(step_s * v.calibration->low),
+                     Seconds(step_s * v.calibration->high));
+}
+
+std::string MemoryFit(const Prediction& p) {
+  if (!p.memory_available) return "";
+  if (!p.memory_needed) return fmt::format("? of {} usable", GiB(*p.memory_available));
+  return fmt::format("{} {} of {} usable", p.fits.value_or(false) ? "fits:" : "DOES NOT FIT:",
+                     *p.memory_needed < 1e8 ? Bytes(*p.memory_needed) : GiB(*p.memory_needed),
+                     GiB(*p.memory_available));
+}
+
+std::string RunTime(const Prediction& p, const RunPlan& plan) {
+  if (!p.run_s) return "";
+  return fmt::format("{}{}", Seconds(*p.run_s),
+                     p.finishes.value_or(true)
+                         ? ""
+                         : fmt::format(" (over the {:g} h limit)", plan.max_hours));
+}
+
+std::string CostText(const CostView& v, std::size_t top) {
+  const StepCost& s = v.step;
+  std::string out = fmt::format(
+      "Step cost (step {}, {}): {}, {} moved, {:.0f} operator calls\n", s.step,
+      s.device.empty() ? "no device" : s.device, Flops(s.flops), Bytes(s.bytes), s.calls);
+  if (s.wall_s) {
+    out += fmt::format("  measured: {} per step ({} of it the tracer's own work: {} untraced)\n",
+                       Seconds(*s.wall_s), Seconds(s.tracer_s.value_or(0)),
+                       Seconds(*UntracedStep(s)));
+  }
+  if (s.op_time_s) {
+    out += fmt::format("  operators' own time: {}{}\n", Seconds(*s.op_time_s),
+                       s.framework_s ? fmt::format("; outside them (Python, autograd): {}",
+                                                   Seconds(*s.framework_s))
+                                     : std::string(" (launch time on a GPU)"));
+  }
+  if (s.memory) {
+    out += fmt::format(
+        "  memory: parameters {}, gradients {}, optimizer state {}, activations {}; step peak {}\n",
+        Bytes(s.memory->params), Bytes(s.memory->grads), Bytes(s.memory->optimizer_state),
+        Bytes(s.memory->activations), Bytes(s.memory->step_peak));
+  }
+  if (!s.unknown_ops.empty()) {
+    out += fmt::format("  costed as bytes only (no formula): {}\n", fmt::join(s.unknown_ops, ", "));
+  }
+  if (s.truncated) out += "  note: the tracer stopped adding rows; part of the step is not costed\n";
+  if (!v.by_location.empty()) {
+    out += fmt::format("  where the time goes (predicted on {}):\n", v.ranked_on);
+    for (std::size_t i = 0; i < v.by_location.size() && i < top; ++i) {
+      const CostGroup& g = v.by_location[i];
+      out += fmt::format("    {:<40} {:>12} {:>10} {:>10}\n", g.key, Flops(g.flops),
+                         Bytes(g.bytes), Seconds(g.predicted_s));
+    }
+  }
+  if (v.chips.empty()) return out;
+  out += "  predicted step time (roofline per operator";
+  if (v.calibration) {
+    out += fmt::format("; measured was {:.2f}–{:.2f}× predicted on the {} calibration models",
+                       v.calibration->low, v.calibration->high, v.calibration->models);
+  }
+  out += "):\n";
+  for (const ChipRow& r : v.chips) {
+    const Prediction& p = r.prediction;
+    std::string extra = MemoryFit(p);
+    if (const std::string run = RunTime(p, v.plan); !run.empty()) {
+      extra += (extra.empty() ? "" : "; ") + std::string("designated run ") + run;
+    }
+    out += fmt::format("    {:<34} {:<26} {:<18} {}\n", r.label, StepTimeWithBand(v, p.step_s),
+                       p.bound + " bound", extra);
+  }
+  return out;
+}
+
+CostView MakeView(StepCost step, const std::optional<DeviceProfile>& measured,
+                  const std::vector<NamedDevice>& macs, const RunPlan& plan,
+                  std::optional<Calibration> calibration) {
+  CostView v;
+  v.plan = plan;
+  v.calibration = std::move(calibration);
+  v.chips = PredictAll(step, measured, macs, plan);
+  if (measured) {
+    v.by_location = GroupByLocation(step, *measured);
+    v.ranked_on = "this machine";
+  } else if (!macs.empty()) {
+    v.by_location = GroupByLocation(step, macs.front().profile);
+    v.ranked_on = macs.front().label;
+  }
+  if (v.by_location.size() > 20) v.by_location.resize(20);
+  step.rows.clear();  // The view keeps the totals; the rows are summed above.
+  step.rows.shrink_to_fit();
+  v.step = std::move(step);
+  return v;
+}
+
+Result<std::optional<CostView>> CostViewOf(const std::filesystem::path& bundle_dir,
+                                           const std::vector<std::string>& macs,
+                                           const RunPlan& plan) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(bundle_dir, ec) ||
+      !std::filesystem::exists(bundle_dir / "cost.jsonl", ec)) {
+    return std::optional<CostView>();
+  }
+  auto text = ReadFile(bundle_dir / "manifest.json", 64u << 20);
+  if (!text) return text.take_error();
+  auto manifest = ParseJson(*text, (bundle_dir / "manifest.json").string());
+  if (!manifest) return manifest.take_error();
+  auto rows = ReadCostJsonl(bundle_dir / "cost.jsonl");
+  if (!rows) return rows.take_error();
+  auto step = CostOfStep(std::move(*rows), *manifest);
+  if (!step) return std::optional<CostView>();
+  auto named = ResolveMacs(macs);
+  if (!named) return named.take_error();
+  return std::optional<CostView>(MakeView(std::move(*step), MeasuredProfile(*manifest), *named,
+                                          plan, ShippedCalibration()));
+}
+
+}  // namespace dt::cost
