@@ -18,7 +18,7 @@ import traceback
 import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import _messages, _where
+from . import _cost, _messages, _where
 from ._atomic import write_atomic
 from ._text import dumps as _dumps
 from ._text import has_lone_surrogate, valid_text
@@ -96,12 +96,15 @@ class Session:
         self.loss_taken = 0
         self.paused = False
         self.exception: dict[str, Any] | None = None
+        self.terminated = False  # SIGTERM arrived: exit without further measurement
         self.tracer_errors: list[str] = []
         self.peak_device: int | None = None
         self.tensors_written = 0
         # Names that are not valid Unicode (a lone surrogate), and the names they are written under.
         self.renamed: dict[str, str] = {}
         self._unseen = _unseen_by_modes(torch)
+        # The cost facts of the steps <= --steps (cost.jsonl, steps[] tracer_s and memory).
+        self.cost = _cost.CostRecorder(torch, self.note_error)
         self.metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
 
     def note_error(self, text: str) -> None:
@@ -116,11 +119,15 @@ class Session:
         torch-function modes, which count the same operators as without dualtrack."""
         was = self.paused
         self.paused = True
+        # Inside a step window, the tracer's own work is part of its overhead (steps[].tracer_s).
+        start = time.perf_counter() if not was and self.cost.open else None
         try:
             with self._unseen():
                 yield
         finally:
             self.paused = was
+            if start is not None:
+                self.cost.tracer_s += time.perf_counter() - start
 
     def valid_name(self, name: str) -> str:
         """`name` as the bundle records it: itself, or, when it is not valid Unicode (a lone
@@ -271,6 +278,8 @@ class Session:
             self.between_steps = False
         if self.depth == 0 and self.step_start is None:
             self.step_start = time.perf_counter()
+            if self.capturing():
+                self.cost.open_window(self.step)
         self.depth += 1
 
     @_guarded
@@ -312,6 +321,7 @@ class Session:
     @_guarded
     def after_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         now = time.perf_counter()
+        extra = self.cost.close_window(optimizer)
         if self.capturing():
             for g, group in enumerate(optimizer.param_groups):
                 for i, p in enumerate(group["params"]):
@@ -319,7 +329,7 @@ class Session:
                     self._store(f"param/step{self.step}/{name}", p)
         start = self.step_start if self.step_start is not None else now
         if len(self.steps) < 100000:
-            self.steps.append({"step": self.step, "wall_s": round(now - start, 6)})
+            self.steps.append({"step": self.step, "wall_s": round(now - start, 6), **extra})
         self._sample_device_memory()
         finished = self.step
         self.step += 1
@@ -327,6 +337,28 @@ class Session:
         self.between_steps = True
         if finished <= self.max_steps:
             self.flush(final=False)
+        if finished == self.max_steps and self._device_peak():
+            with self.own_work():
+                self._write_info(final=False)
+
+    def _device_peak(self) -> bool:
+        """The device's measured peak, once, after the last captured step (outside its wall time),
+        unless the run's options say `"peak": false`; whether it was measured now."""
+        if self.cfg.get("peak", True) is False:
+            self.cost.peak_done = True
+            return False
+        return self.cost.take_device_peak(self.own_work)
+
+    def finish(self) -> None:
+        """At exit: the device's peak when the run ended before its last captured step (but
+        after one, without an exception or SIGTERM), then the final flush."""
+        try:
+            ended_well = self.exception is None and not self.terminated
+            if os.getpid() == self.pid and self.step > 1 and ended_well:
+                self._device_peak()
+        except Exception as e:  # noqa: BLE001 - the final flush must still happen
+            self.note_error(f"device peak: {type(e).__name__}: {e}")
+        self.flush(final=True)
 
     def _sample_device_memory(self) -> None:
         torch = self.torch
@@ -381,6 +413,11 @@ class Session:
                 row["status"] = "fallback"
             rows.append({k: v for k, v in row.items() if k != "name"})
         _write_text(os.path.join(self.dir, "ops.jsonl"), "".join(_dumps(r) + "\n" for r in rows))
+        table = self.cost.table
+        if table.changed:
+            text = "".join(_dumps(r) + "\n" for r in table.json_rows())
+            _write_text(os.path.join(self.dir, "cost.jsonl"), text)
+            table.changed = False
         if self.tensors and len(self.tensors) != self.tensors_written:
             from . import _safetensors
 
@@ -413,6 +450,9 @@ class Session:
                 getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()
             ),
             "exception": self.exception,
+            "cost_rows": len(self.cost.table.rows),
+            "cost_truncated": self.cost.table.truncated,
+            "device_peak": self.cost.device_peak,
             "tracer_errors": self.tracer_errors,
         }
         _write_text(os.path.join(self.dir, "tracer.json"), _dumps(info, indent=1) + "\n")
@@ -455,6 +495,8 @@ def _make_recorder(session: Session) -> TorchDispatchMode:
 
     Tensor = torch.Tensor
     ops = session.ops
+    cost = session.cost
+    perf = time.perf_counter
     on_mps_check = _messages.mps_has_kernel
     getframe = sys._getframe
 
@@ -501,12 +543,15 @@ def _make_recorder(session: Session) -> TorchDispatchMode:
                 kwargs = {}
             if session.paused:
                 return func(*args, **kwargs)
+            t0 = perf()
             dts: list[torch.dtype] = []
             ndims: list[int] = []
             dev = _note_tensors(args, dts, None, ndims)
             dev = _note_tensors(kwargs.values(), dts, dev, ndims)
             try:
+                t1 = perf()
                 out = func(*args, **kwargs)
+                t2 = perf()
             except Exception as e:
                 try:
                     _record_failure(func, dev, dts, kwargs, e, ndims)
@@ -528,6 +573,8 @@ def _make_recorder(session: Session) -> TorchDispatchMode:
                     row["max_ndim"] = max(ndims)
             except Exception as e:  # noqa: BLE001
                 session.note_error(f"operator table: {type(e).__name__}: {e}")
+            if cost.open:
+                cost.on_call(func, dev, args, kwargs, out, (t0, t1, t2))
             return out
 
     def _new_row(
@@ -743,12 +790,13 @@ def activate(cfg: dict[str, Any]) -> Session:
     _install_exception_hook(session)
 
     def on_term(signum: int, frame: FrameType | None) -> NoReturn:
+        session.terminated = True
         raise SystemExit(128 + signum)
 
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, on_term)
 
-    atexit.register(lambda: session.flush(final=True))
+    atexit.register(session.finish)
     session.flush(final=False)
     return session
 
