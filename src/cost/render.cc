@@ -145,9 +145,7 @@ json CostJson(const CostView& v) {
                 {"fits", Optional(p.fits)},
                 {"run_s", Optional(p.run_s)},
                 {"finishes", Optional(p.finishes)}};
-    if (v.calibration) {
-      row["band_s"] = {p.step_s * v.calibration->low, p.step_s * v.calibration->high};
-    }
+    if (const auto band = BandOf(v, p)) row["band_s"] = {band->first, band->second};
     preds.push_back(std::move(row));
   }
   out["predictions"] = std::move(preds);
@@ -166,10 +164,16 @@ json CostJson(const CostView& v) {
   return out;
 }
 
-std::string StepTimeWithBand(const CostView& v, double step_s) {
-  if (!v.calibration) return Seconds(step_s);
-  return fmt::format("{} ({}–{})", Seconds(step_s), Seconds(step_s * v.calibration->low),
-                     Seconds(step_s * v.calibration->high));
+std::optional<std::pair<double, double>> BandOf(const CostView& v, const Prediction& p) {
+  if (!v.calibration) return std::nullopt;
+  return std::make_pair(p.framework_s + p.operators_s * v.calibration->low,
+                        p.framework_s + p.operators_s * v.calibration->high);
+}
+
+std::string StepTimeWithBand(const CostView& v, const Prediction& p) {
+  const auto band = BandOf(v, p);
+  if (!band) return Seconds(p.step_s);
+  return fmt::format("{} ({}–{})", Seconds(p.step_s), Seconds(band->first), Seconds(band->second));
 }
 
 std::string MemoryFit(const Prediction& p) {
@@ -225,7 +229,8 @@ std::string CostText(const CostView& v, std::size_t top) {
   if (v.chips.empty()) return out;
   out += "  predicted step time (roofline per operator";
   if (v.calibration) {
-    out += fmt::format("; measured was {:.2f}–{:.2f}× predicted on the {} calibration models",
+    out += fmt::format(
+        "; operators measured {:.2f}–{:.2f}× their prediction on the {} calibration models",
                        v.calibration->low, v.calibration->high, v.calibration->models);
   }
   out += "):\n";
@@ -235,7 +240,7 @@ std::string CostText(const CostView& v, std::size_t top) {
     if (const std::string run = RunTime(p, v.plan); !run.empty()) {
       extra += (extra.empty() ? "" : "; ") + std::string("designated run ") + run;
     }
-    out += fmt::format("    {:<34} {:<26} {:<18} {}\n", r.label, StepTimeWithBand(v, p.step_s),
+    out += fmt::format("    {:<34} {:<26} {:<18} {}\n", r.label, StepTimeWithBand(v, p),
                        p.bound + " bound", extra);
   }
   return out;

@@ -56,8 +56,11 @@ std::string Flops(double v);
 std::string Bytes(double v);
 std::string GiB(double v);
 std::string Seconds(double s);
+// The step time's range under the calibration band: the operators' part scaled by the band's
+// ends, the framework's measured part as it is; none without a calibration.
+std::optional<std::pair<double, double>> BandOf(const CostView& v, const Prediction& p);
 // "0.12 s (0.08–0.20 s)" with the calibration band, else the time alone.
-std::string StepTimeWithBand(const CostView& v, double step_s);
+std::string StepTimeWithBand(const CostView& v, const Prediction& p);
 // "fits: 3.1 GB of 12.0 GB usable" / "DOES NOT FIT: …"; empty without a memory size.
 std::string MemoryFit(const Prediction& p);
 // The designated run's predicted time, "(over the 72 h limit)" when it is; empty when undeclared.

@@ -30,9 +30,7 @@ std::vector<Bar> Bars(const cost::CostView& v, const std::vector<MeasuredStep>& 
   for (const cost::ChipRow& c : v.chips) {
     Bar b{c.label + (c.measured_profile ? " (roofline)" : ""), c.prediction.step_s, std::nullopt,
           c.prediction.fits == std::optional<bool>(false) ? "nofit" : "pred"};
-    if (v.calibration) {
-      b.band = {c.prediction.step_s * v.calibration->low, c.prediction.step_s * v.calibration->high};
-    }
+    b.band = cost::BandOf(v, c.prediction);
     bars.push_back(std::move(b));
   }
   for (const MeasuredStep& m : measured) {
@@ -126,8 +124,8 @@ std::string Band(const cost::CostView& v) {
     return "no calibration shipped: the prediction carries no measured error band";
   }
   return fmt::format(
-      "error band: on the {} calibration models ({}, {}) the measured step took {:.2f}–{:.2f}× "
-      "the prediction; the ranges below apply it",
+      "error band: on the {} calibration models ({}, {}) the operators' measured time was "
+      "{:.2f}–{:.2f}× their prediction; the ranges apply it to the operators' part",
       v.calibration->models, v.calibration->where, v.calibration->date, v.calibration->low,
       v.calibration->high);
 }
@@ -170,7 +168,7 @@ void MarkdownCost(std::ostringstream& os, const Report& r) {
     const cost::Prediction& p = c.prediction;
     const std::string fit = cost::MemoryFit(p);
     os << "| " << EscapeMarkdown(c.label) << (c.measured_profile ? " (roofline)" : "") << " | "
-       << EscapeMarkdown(cost::StepTimeWithBand(v, p.step_s)) << " | " << p.bound << " | "
+       << EscapeMarkdown(cost::StepTimeWithBand(v, p)) << " | " << p.bound << " | "
        << (p.fits == std::optional<bool>(false) ? "**" + fit + "**" : fit) << " | "
        << EscapeMarkdown(RunColumn(p, v.plan)) << " |\n";
   }
@@ -195,7 +193,7 @@ void HtmlCost(std::ostringstream& os, const Report& r) {
     const bool nofit = p.fits == std::optional<bool>(false);
     const bool late = p.finishes == std::optional<bool>(false);
     os << "<tr><td>" << HtmlEscape(c.label) << (c.measured_profile ? " (roofline)" : "")
-       << "</td><td>" << HtmlEscape(cost::StepTimeWithBand(v, p.step_s)) << "</td><td>"
+       << "</td><td>" << HtmlEscape(cost::StepTimeWithBand(v, p)) << "</td><td>"
        << HtmlEscape(p.bound) << "</td><td" << (nofit ? " class=\"st failed\"" : "") << ">"
        << HtmlEscape(cost::MemoryFit(p)) << "</td><td" << (late ? " class=\"st failed\"" : "")
        << ">" << HtmlEscape(RunColumn(p, v.plan)) << "</td></tr>";

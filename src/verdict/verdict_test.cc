@@ -291,6 +291,86 @@ TEST(VerdictRulesTest, TrainingOnTheMacsCpuIsNoReasonAgainstTheMac) {
   EXPECT_TRUE(AnyReasonHas(r, "mac-ready as written"));
 }
 
+// A traced CPU track whose step needs `peak` bytes and takes about 1 ms on a 1 TFLOP/s Mac.
+Track CostedCpuTrack(double peak) {
+  Track t;
+  t.name = "cpu";
+  t.device = "cpu";
+  t.status = bundle::RunStatus::kOk;
+  t.step_wall_s = {0.5};
+  cost::CostRow mm;
+  mm.step = 2;
+  mm.op = "aten::mm";
+  mm.inputs = {{{1000, 1000}, std::nullopt, "float32"}, {{1000, 1000}, std::nullopt, "float32"}};
+  mm.outputs = {{{1000, 1000}, std::nullopt, "float32"}};
+  cost::StepCost step;
+  step.step = 2;
+  step.device = "cpu";
+  step.rows = {mm};
+  step.memory = cost::StepMemory{peak / 4, peak / 4, peak / 4, peak / 4, peak};
+  t.cost = step;
+  return t;
+}
+
+cost::NamedDevice SmallMac(double memory_gb) {
+  cost::NamedDevice d;
+  d.label = "Small " + std::to_string(static_cast<int>(memory_gb)) + "GB";
+  d.profile.name = "Small";
+  d.profile.fp32_flops = 1e12;
+  d.profile.bytes_per_s = 1e11;
+  d.memory_gb = memory_gb;
+  return d;
+}
+
+TEST(VerdictRulesTest, AStepThatFitsInNoNamedMacCannotFinish) {
+  // The step needs 10 GB; 8 GB × 0.75 and 4 GB × 0.75 leave less: every run stops.
+  Evidence ev = OnPathScan({});
+  ev.tracks = {CostedCpuTrack(10e9)};
+  ev.macs = {SmallMac(8), SmallMac(4)};
+  const RuleResult r = Judge(CheckCannotFinish, ev);
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_FALSE(r.formal_run_only);
+  EXPECT_NE(r.summary.find("9.3 GB"), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find("Small 8GB, Small 4GB"), std::string::npos) << r.summary;
+  ASSERT_EQ(r.evidence.size(), 2u);
+  EXPECT_NE(r.evidence[0].text.find("DOES NOT FIT"), std::string::npos);
+  const Report rep = Decide(ev);
+  EXPECT_EQ(rep.verdict, Verdict::kCudaOnly);
+  EXPECT_TRUE(AnyReasonHas(rep, "cannot-finish"));
+  // One Mac with room clears it: a run that fits is no reason against the Mac, however slow.
+  ev.macs.push_back(SmallMac(64));
+  const RuleResult fits = Judge(CheckCannotFinish, ev);
+  EXPECT_EQ(fits.state, RuleState::kClear);
+  EXPECT_NE(fits.summary.find("Small 64GB"), std::string::npos);
+  EXPECT_EQ(fits.evidence.size(), 2u);  // The two that cannot, as evidence beside the clear state.
+  EXPECT_EQ(Decide(ev).verdict, Verdict::kMacReady);
+}
+
+TEST(VerdictRulesTest, ADesignatedRunOverTheLimitIsDevOnlyNotCudaOnly) {
+  // 2·10⁹ FLOPs at 10¹² FLOP/s: 2 ms per step; 10⁹ steps take 23 days, over 72 h.
+  Evidence ev = OnPathScan({});
+  ev.tracks = {CostedCpuTrack(1e9)};
+  ev.macs = {SmallMac(16)};
+  ev.run_plan.steps = 1'000'000'000;
+  const RuleResult r = Judge(CheckCannotFinish, ev);
+  EXPECT_EQ(r.state, RuleState::kHolds);
+  EXPECT_TRUE(r.formal_run_only);
+  EXPECT_NE(r.summary.find("72 h"), std::string::npos) << r.summary;
+  const Report rep = Decide(ev);
+  EXPECT_EQ(rep.verdict, Verdict::kDevOnly);
+  EXPECT_TRUE(AnyReasonHas(rep, "formal run"));
+  // A run short enough finishes: nothing stops.
+  ev.run_plan.steps = 1000;
+  EXPECT_EQ(Judge(CheckCannotFinish, ev).state, RuleState::kClear);
+  EXPECT_EQ(Decide(ev).verdict, Verdict::kMacReady);
+}
+
+TEST(VerdictRulesTest, NoCostTableLeavesCannotFinishUnknown) {
+  Evidence ev = OnPathScan({});
+  ev.macs = {SmallMac(16)};
+  EXPECT_EQ(Judge(CheckCannotFinish, ev).state, RuleState::kUnknown);
+}
+
 TEST(VerdictRulesTest, MultiGpuFindingRecognition) {
   Finding gloo{.message = "process group", .snippet = "init_process_group(backend=\"gloo\")"};
   Finding nccl{.snippet = "dist.init_process_group(backend=\"nccl\")"};
