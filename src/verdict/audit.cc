@@ -166,6 +166,9 @@ void RunExperiment(const AuditOptions& options, const fs::path& project, const E
   ro.redirect_cuda = "cpu";
   ro.quiet = true;
   ro.force = true;
+  // Two captured steps: the cost prediction takes the second, past the first step's warm-up,
+  // when the run makes one.
+  ro.steps = 2;
   ro.out_dir = bundle_dir;
   ro.timeout_s = options.timeout_s;
   // `--run "python3 train.py …"` names its own interpreter; `--run "train.py …"` uses --python.

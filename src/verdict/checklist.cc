@@ -249,7 +249,7 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
   // memory on a Mac" has the table and the chart).
   if (const Track* t = CostedTrack(ev); t != nullptr && !ev.macs.empty()) {
     std::vector<std::string> chips;
-    for (const cost::ChipRow& row : cost::PredictAll(*t->cost, std::nullopt, ev.macs, ev.run_plan)) {
+    for (const cost::ChipRow& row : MacPredictions(*t, ev)) {
       const cost::Prediction& p = row.prediction;
       std::string text = fmt::format("{} {} per step", row.label, cost::Seconds(p.step_s));
       if (p.fits) text += *p.fits ? ", fits" : ", does not fit in memory";

@@ -20,6 +20,14 @@ const Track* CostedTrack(const Evidence& ev) {
   return best;
 }
 
+std::vector<cost::ChipRow> MacPredictions(const Track& t, const Evidence& ev) {
+  std::vector<cost::ChipRow> rows = cost::PredictAll(*t.cost, t.measured_profile, ev.macs, ev.run_plan);
+  rows.erase(std::remove_if(rows.begin(), rows.end(),
+                            [](const cost::ChipRow& r) { return r.measured_profile; }),
+             rows.end());
+  return rows;
+}
+
 namespace {
 
 std::string ChipText(const cost::ChipRow& c, const cost::RunPlan& plan) {
@@ -44,8 +52,7 @@ RuleResult CheckCannotFinish(const Evidence& ev, const Facts& /*facts*/) {
         "on a Mac is known.";
     return r;
   }
-  std::vector<cost::ChipRow> chips =
-      cost::PredictAll(*t->cost, std::nullopt, ev.macs, ev.run_plan);
+  const std::vector<cost::ChipRow> chips = MacPredictions(*t, ev);
   std::vector<const cost::ChipRow*> no_room, too_slow, fine;
   for (const cost::ChipRow& c : chips) {
     if (c.prediction.fits == std::optional<bool>(false)) {

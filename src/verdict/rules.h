@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/render.h"
 #include "verdict/evidence.h"
 #include "verdict/facts.h"
 
@@ -89,6 +90,8 @@ RuleResult CheckMultiGpu(const Evidence& ev, const Facts& facts);
 RuleResult CheckCannotFinish(const Evidence& ev, const Facts& facts);
 // The track whose traced step is costed: the MPS track, else a CPU one, else any with a cost table.
 const Track* CostedTrack(const Evidence& ev);
+// The predictions of that track's step on the named Macs (the traced machine's own row left out).
+std::vector<cost::ChipRow> MacPredictions(const Track& t, const Evidence& ev);
 
 // All stop conditions, in the order the report shows them.
 std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts);

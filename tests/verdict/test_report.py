@@ -278,6 +278,16 @@ def test_audit_example_writes_html_and_markdown(dualtrack, example_dir, tmp_path
         assert item in r.stdout
     # Nothing was written into the example project.
     assert not (example_dir / "dualtrack-report").exists()
+    # The traced step's time and memory on the Macs the example's pyproject names, with the
+    # designated run of 200000 steps, as a table and a chart (docs/cost.md).
+    cost = doc["cost"]
+    macs = cost["predictions"][1:]
+    assert [p["device"] for p in macs] == ["M2 16GB", "M3 Max 36GB", "M4 Max 128GB"]
+    assert all(p["fits"] and p["run_s"] == pytest.approx(200000 * p["step_s"]) for p in macs)
+    assert cost["plan"]["steps"] == 200000 and cost["calibration"]["models"] >= 4
+    html = (out / "report.training.html").read_text()
+    assert '<svg class="steps"' in html and "Time and memory on a Mac" in html
+    assert "| M3 Max 36GB |" in (out / "report.training.md").read_text()
     missing = doc["evidence"]["missing"]
     if "scan" in missing:
         # This branch alone: the stages audit joins are not merged yet; the evidence says so.
