@@ -321,7 +321,8 @@ class Session:
     @_guarded
     def after_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
         now = time.perf_counter()
-        extra = self.cost.close_window(optimizer)
+        with self._unseen():  # The user's own modes must not see the memory summary's reads.
+            extra = self.cost.close_window(optimizer)
         if self.capturing():
             for g, group in enumerate(optimizer.param_groups):
                 for i, p in enumerate(group["params"]):

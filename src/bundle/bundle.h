@@ -109,8 +109,9 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path);
 Status ForEachOpRow(const std::filesystem::path& path, const std::function<Status(OpRow&&)>& each);
 // Any of the bundle's JSON-lines files (cost.jsonl), streamed the same way: `each` gets every
 // non-empty line's object and its line number; a missing file has no lines.
-Status ForEachJsonObjectLine(const std::filesystem::path& path,
-                             const std::function<Status(const nlohmann::json&, std::int64_t)>& each);
+Status ForEachJsonObjectLine(
+    const std::filesystem::path& path,
+    const std::function<Status(const nlohmann::json&, std::int64_t)>& each);
 
 // The tensors of a .safetensors file held whole in `bytes`, from its header: read by compare's
 // reader (the one that is fuzzed), which checks every dtype, shape and offset against the file and
@@ -128,11 +129,11 @@ struct RunOptions {
   bool deterministic = false;
   std::optional<std::string> redirect_cuda;  // "cpu" or "mps".
   bool collect_env = true;                   // Run `dualtrack env --format json` for the manifest.
-  bool measure_peak = true;  // Measure the device's peak rates after the last captured step.
-  bool force = false;                        // Reuse a non-empty output directory.
-  bool quiet = false;                        // Do not echo the child's output.
-  std::optional<double> timeout_s;           // Stop the child (SIGTERM, then SIGKILL) after this.
-  std::vector<std::string> data;             // --data: the slice's files, hashed as freeze does.
+  bool measure_peak = true;         // Measure the device's peak rates after the last captured step.
+  bool force = false;               // Reuse a non-empty output directory.
+  bool quiet = false;               // Do not echo the child's output.
+  std::optional<double> timeout_s;  // Stop the child (SIGTERM, then SIGKILL) after this.
+  std::vector<std::string> data;    // --data: the slice's files, hashed as freeze does.
   std::optional<std::filesystem::path> baseline;  // --baseline: its data digest is recorded.
 };
 

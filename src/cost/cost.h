@@ -1,6 +1,6 @@
 // What the traced step costs and what it would cost elsewhere (docs/cost.md): floating-point
-// operations and bytes moved per operator, from the shapes, dtypes and strides the tracer records in
-// cost.jsonl; the step's memory; and a roofline prediction of the step per device profile
+// operations and bytes moved per operator, from the shapes, dtypes and strides the tracer records
+// in cost.jsonl; the step's memory; and a roofline prediction of the step per device profile
 // (data/devices/*.json, or the traced machine's own measured peaks).
 #pragma once
 
@@ -73,8 +73,8 @@ struct OpCost {
 };
 OpCost CostOf(const CostRow& row);
 
-// Reads a bundle's cost.jsonl (missing file: no rows); a malformed line is a kInput error naming the
-// file and line.
+// Reads a bundle's cost.jsonl (missing file: no rows); a malformed line is a kInput error naming
+// the file and line.
 Result<std::vector<CostRow>> ReadCostJsonl(const std::filesystem::path& path);
 
 // The step's memory as the tracer measured it (steps[].memory in the manifest), bytes.
@@ -157,7 +157,7 @@ struct Prediction {
   double compute_s = 0, memory_s = 0, overhead_s = 0;  // Σ of each term alone.
   double framework_s = 0;  // The traced step's measured time outside operators (StepCost).
   double operators_s = 0;  // The operators' part: step_s without framework_s.
-  std::string bound;  // "compute", "memory" or "dispatch overhead": the largest of the three.
+  std::string bound;       // "compute", "memory" or "dispatch overhead": the largest of the three.
   std::vector<CostGroup> top_ops;  // The five operators with the most predicted time.
   std::optional<double> memory_needed, memory_available;  // Bytes.
   std::optional<bool> fits;

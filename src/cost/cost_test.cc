@@ -1,10 +1,11 @@
 // The FLOP and byte formulas against cases computed by hand, the cost.jsonl reader, the choice of
 // the step, the roofline and the names of Macs.
+#include "cost/cost.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "cost/cost.h"
 #include "util/scoped_dir.h"
 
 namespace dt::cost {
@@ -35,15 +36,14 @@ TEST(CostFormulas, MatmulIsTwoFlopsPerMultiplyAdd) {
   EXPECT_DOUBLE_EQ(mm.bytes, (8 * 32 + 32 * 64 + 8 * 64) * 4.0);
   EXPECT_TRUE(mm.tensor_core);
   // addmm adds the bias once per output element; its operand is the second input.
-  const OpCost addmm =
-      CostOf(Row("aten::addmm", {T({64}), T({8, 32}), T({32, 64})}, {T({8, 64})}));
+  const OpCost addmm = CostOf(Row("aten::addmm", {T({64}), T({8, 32}), T({32, 64})}, {T({8, 64})}));
   EXPECT_DOUBLE_EQ(addmm.flops, 2.0 * 8 * 64 * 32 + 8 * 64);
   // bmm: per batch.
   const OpCost bmm = CostOf(Row("aten::bmm", {T({3, 5, 7}), T({3, 7, 2})}, {T({3, 5, 2})}));
   EXPECT_DOUBLE_EQ(bmm.flops, 2.0 * 3 * 5 * 2 * 7);
   // half precision moves half the bytes.
-  const OpCost half =
-      CostOf(Row("aten::mm", {T({8, 32}, "float16"), T({32, 64}, "float16")}, {T({8, 64}, "float16")}));
+  const OpCost half = CostOf(
+      Row("aten::mm", {T({8, 32}, "float16"), T({32, 64}, "float16")}, {T({8, 64}, "float16")}));
   EXPECT_DOUBLE_EQ(half.bytes, mm.bytes / 2);
 }
 
@@ -62,8 +62,8 @@ TEST(CostFormulas, Conv2dWithStrideAndGroups) {
   EXPECT_DOUBLE_EQ(nb.flops, 2.0 * 96 * 18);
   // Transposed: each of the 64 input elements meets weight[1:] = 3·2·2 outputs.
   const json transposed = json::parse("[[2,2],[0,0],[1,1],true,[0,0],1]");
-  const OpCost t = CostOf(Row("aten::convolution", {T({1, 4, 4, 4}), T({4, 3, 2, 2})},
-                              {T({1, 3, 8, 8})}, transposed));
+  const OpCost t = CostOf(
+      Row("aten::convolution", {T({1, 4, 4, 4}), T({4, 3, 2, 2})}, {T({1, 3, 8, 8})}, transposed));
   EXPECT_DOUBLE_EQ(t.flops, 2.0 * 64 * 12);
 }
 
@@ -71,9 +71,9 @@ TEST(CostFormulas, ConvolutionBackwardCountsEachGradientAskedFor) {
   // grad_output [1,6,4,4], input [1,4,8,8], weight [6,2,3,3]: grad_input and grad_weight are one
   // forward each (2·96·18), grad_bias sums the 96 elements of grad_output.
   const json scalars = json::parse("[[6],[2,2],[1,1],[1,1],false,[0,0],2,[true,true,true]]");
-  const CostRow all = Row("aten::convolution_backward",
-                          {T({1, 6, 4, 4}), T({1, 4, 8, 8}), T({6, 2, 3, 3})},
-                          {T({1, 4, 8, 8}), T({6, 2, 3, 3}), T({6})}, scalars);
+  const CostRow all =
+      Row("aten::convolution_backward", {T({1, 6, 4, 4}), T({1, 4, 8, 8}), T({6, 2, 3, 3})},
+          {T({1, 4, 8, 8}), T({6, 2, 3, 3}), T({6})}, scalars);
   EXPECT_DOUBLE_EQ(CostOf(all).flops, 2 * (2.0 * 96 * 18) + 96);
   CostRow weight_only = all;
   weight_only.outputs = {T({6, 2, 3, 3})};
@@ -111,8 +111,8 @@ TEST(CostFormulas, LayerNormSoftmaxAndReductions) {
 
 TEST(CostFormulas, EmbeddingReadsOnlyTheRowsItGathers) {
   // weight [1000,16], indices [4,5] int64 → [4,5,16]: the indices, and 20 rows read and written.
-  const OpCost e = CostOf(
-      Row("aten::embedding", {T({1000, 16}), T({4, 5}, "int64")}, {T({4, 5, 16})}));
+  const OpCost e =
+      CostOf(Row("aten::embedding", {T({1000, 16}), T({4, 5}, "int64")}, {T({4, 5, 16})}));
   EXPECT_EQ(e.kind, OpKind::kGather);
   EXPECT_DOUBLE_EQ(e.flops, 0);
   EXPECT_DOUBLE_EQ(e.bytes, 20 * 8.0 + 2 * 320 * 4.0);
@@ -125,8 +125,8 @@ TEST(CostFormulas, ElementwiseWithBroadcasting) {
   EXPECT_DOUBLE_EQ(add.flops, 512);
   EXPECT_DOUBLE_EQ(add.bytes, (512 + 64 + 512) * 4.0);
   // The same broadcast as an expanded view (stride 0) spans only its distinct elements.
-  const OpCost expanded = CostOf(Row("aten::mul", {T({8, 64}), T({8, 64}, "float32", {{0, 1}})},
-                                     {T({8, 64})}));
+  const OpCost expanded =
+      CostOf(Row("aten::mul", {T({8, 64}), T({8, 64}, "float32", {{0, 1}})}, {T({8, 64})}));
   EXPECT_DOUBLE_EQ(expanded.bytes, (512 + 64 + 512) * 4.0);
   // In-place variants share the formula.
   EXPECT_EQ(KindOf("aten::add_"), OpKind::kElementwise);
@@ -162,9 +162,8 @@ TEST(CostStep, TheLastTimedStepIsCosted) {
       {"step": 2, "wall_s": 0.5, "tracer_s": 0.05,
        "memory": {"params": 10, "grads": 10, "optimizer_state": 20, "activations": 5,
                   "step_peak": 45}}]})");
-  const auto step =
-      CostOfStep({Stepped(1, "aten::mm", 9), Stepped(2, "aten::mm", 2), Stepped(3, "aten::mm", 1)},
-                 manifest);
+  const auto step = CostOfStep(
+      {Stepped(1, "aten::mm", 9), Stepped(2, "aten::mm", 2), Stepped(3, "aten::mm", 1)}, manifest);
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->step, 2);  // Step 3 has no time (the run stopped in it).
   EXPECT_DOUBLE_EQ(step->calls, 2);
@@ -262,7 +261,9 @@ TEST(CostReader, MalformedLinesNameTheFileAndLine) {
       {R"({"step": 1, "op": "aten::mm", "inputs": {"shape": [1]}})", "list of tensors"},
   };
   for (const auto& [line, expected] : cases) {
-    std::ofstream(path) << R"({"step": 1, "op": "aten::mm"})" << "\n" << line << "\n";
+    std::ofstream(path) << R"({"step": 1, "op": "aten::mm"})"
+                        << "\n"
+                        << line << "\n";
     auto rows = ReadCostJsonl(path);
     ASSERT_FALSE(rows.ok()) << line;
     EXPECT_EQ(rows.error().line, 2) << line;

@@ -14,15 +14,17 @@ namespace {
 using nlohmann::json;
 
 // The operator tables. Names are aten's without the namespace and without the trailing "_" of
-// in-place variants (add_ is add).
+// in-place variants (add_ is add). The tables read best as lists, hence no clang-format.
+// clang-format off
 const std::unordered_map<std::string_view, OpKind>& Table() {
   static const auto* table = [] {
     auto* t = new std::unordered_map<std::string_view, OpKind>;
     auto put = [t](OpKind k, std::initializer_list<std::string_view> names) {
       for (std::string_view n : names) t->emplace(n, k);
     };
-    put(OpKind::kMatmul, {"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot",
-                          "matmul", "linear", "_addmm_activation", "addr", "_int_mm", "_scaled_mm"});
+    put(OpKind::kMatmul,
+        {"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "matmul",
+         "linear", "_addmm_activation", "addr", "_int_mm", "_scaled_mm"});
     put(OpKind::kConvolution,
         {"convolution", "_convolution", "convolution_backward", "conv1d", "conv2d", "conv3d",
          "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "mkldnn_convolution",
@@ -62,7 +64,8 @@ const std::unordered_map<std::string_view, OpKind>& Table() {
          "max_pool3d_with_indices", "avg_pool2d", "avg_pool2d_backward", "avg_pool3d",
          "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "adaptive_max_pool2d",
          "max_pool2d", "_prelu_kernel_backward", "aminmax", "multi_margin_loss",
-         "multi_margin_loss_backward", "multilabel_margin_loss_forward", "kl_div", "soft_margin_loss",
+         "multi_margin_loss_backward", "multilabel_margin_loss_forward", "kl_div",
+         "soft_margin_loss",
          "cross_entropy_loss", "nll_loss", "_ctc_loss", "_ctc_loss_backward"});
     put(OpKind::kElementwise,
         {"add", "sub", "rsub", "mul", "div", "neg", "abs", "relu", "gelu", "gelu_backward",
@@ -114,6 +117,7 @@ const std::unordered_map<std::string_view, OpKind>& Table() {
   }();
   return *table;
 }
+// clang-format on
 
 std::string_view BaseName(std::string_view op) {
   if (const auto colons = op.find("::"); colons != std::string_view::npos) {
@@ -181,7 +185,8 @@ double ConvForwardFlops(const TensorDesc& in, const TensorDesc& weight, const Te
 }
 
 double ConvolutionFlops(std::string_view name, const CostRow& row) {
-  const bool transposed = FirstBool(row.scalars) || name.find("transpose") != std::string_view::npos;
+  const bool transposed =
+      FirstBool(row.scalars) || name.find("transpose") != std::string_view::npos;
   if (name.find("backward") == std::string_view::npos) {
     const TensorDesc* in = At(row.inputs, 0);
     const TensorDesc* w = At(row.inputs, 1);
@@ -235,18 +240,30 @@ bool IsBackward(std::string_view name) { return name.find("backward") != std::st
 
 const char* ToString(OpKind k) {
   switch (k) {
-    case OpKind::kMatmul: return "matmul";
-    case OpKind::kConvolution: return "convolution";
-    case OpKind::kAttention: return "attention";
-    case OpKind::kNormalization: return "normalization";
-    case OpKind::kSoftmax: return "softmax";
-    case OpKind::kReduction: return "reduction";
-    case OpKind::kElementwise: return "elementwise";
-    case OpKind::kOptimizer: return "optimizer";
-    case OpKind::kGather: return "gather";
-    case OpKind::kCopy: return "copy";
-    case OpKind::kView: return "view";
-    case OpKind::kUnknown: return "unknown";
+    case OpKind::kMatmul:
+      return "matmul";
+    case OpKind::kConvolution:
+      return "convolution";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kNormalization:
+      return "normalization";
+    case OpKind::kSoftmax:
+      return "softmax";
+    case OpKind::kReduction:
+      return "reduction";
+    case OpKind::kElementwise:
+      return "elementwise";
+    case OpKind::kOptimizer:
+      return "optimizer";
+    case OpKind::kGather:
+      return "gather";
+    case OpKind::kCopy:
+      return "copy";
+    case OpKind::kView:
+      return "view";
+    case OpKind::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -264,15 +281,35 @@ OpKind KindOf(std::string_view op) {
 double Numel(const TensorDesc& t) { return Product(t.shape); }
 
 double ElementBytes(std::string_view dtype) {
-  static const std::unordered_map<std::string_view, double> sizes = {
-      {"float32", 4},      {"float", 4},         {"float64", 8},      {"double", 8},
-      {"float16", 2},      {"half", 2},          {"bfloat16", 2},     {"int64", 8},
-      {"long", 8},         {"int32", 4},         {"int", 4},          {"int16", 2},
-      {"int8", 1},         {"uint8", 1},         {"bool", 1},         {"complex64", 8},
-      {"complex128", 16},  {"complex32", 4},     {"uint16", 2},       {"uint32", 4},
-      {"uint64", 8},       {"float8_e4m3fn", 1}, {"float8_e5m2", 1},  {"float8_e4m3fnuz", 1},
-      {"float8_e5m2fnuz", 1}, {"float8_e8m0fnu", 1}, {"qint8", 1},    {"quint8", 1},
-      {"qint32", 4}};
+  static const std::unordered_map<std::string_view, double> sizes = {{"float32", 4},
+                                                                     {"float", 4},
+                                                                     {"float64", 8},
+                                                                     {"double", 8},
+                                                                     {"float16", 2},
+                                                                     {"half", 2},
+                                                                     {"bfloat16", 2},
+                                                                     {"int64", 8},
+                                                                     {"long", 8},
+                                                                     {"int32", 4},
+                                                                     {"int", 4},
+                                                                     {"int16", 2},
+                                                                     {"int8", 1},
+                                                                     {"uint8", 1},
+                                                                     {"bool", 1},
+                                                                     {"complex64", 8},
+                                                                     {"complex128", 16},
+                                                                     {"complex32", 4},
+                                                                     {"uint16", 2},
+                                                                     {"uint32", 4},
+                                                                     {"uint64", 8},
+                                                                     {"float8_e4m3fn", 1},
+                                                                     {"float8_e5m2", 1},
+                                                                     {"float8_e4m3fnuz", 1},
+                                                                     {"float8_e5m2fnuz", 1},
+                                                                     {"float8_e8m0fnu", 1},
+                                                                     {"qint8", 1},
+                                                                     {"quint8", 1},
+                                                                     {"qint32", 4}};
   const auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -310,7 +347,8 @@ OpCost CostOf(const CostRow& row) {
     case OpKind::kNormalization:  // mean 1, variance 3, normalise 2, scale and shift 2 per element.
       c.flops = (IsBackward(name) ? 16 : 8) * n_in;
       break;
-    case OpKind::kSoftmax:  // max, subtract, exp, sum, divide; backward: multiply, sum, subtract, multiply.
+    case OpKind::kSoftmax:  // max, subtract, exp, sum, divide; backward: multiply, sum, subtract,
+                            // multiply.
       c.flops = (IsBackward(name) ? 4 : 5) * n_in;
       break;
     case OpKind::kReduction:

@@ -117,8 +117,9 @@ Result<std::vector<DeviceProfile>> LoadProfiles(const std::filesystem::path& dir
       files.push_back(e.path());
     }
   }
-  if (ec) return MakeError(ErrorCode::kInput, "cannot list device profiles: " + ec.message(),
-                           dir.string());
+  if (ec)
+    return MakeError(ErrorCode::kInput, "cannot list device profiles: " + ec.message(),
+                     dir.string());
   std::sort(files.begin(), files.end());
   std::vector<DeviceProfile> out;
   for (const auto& f : files) {

@@ -24,8 +24,11 @@ std::string Scaled(double v, const char* unit, double base = 1000) {
     v /= base;
     ++i;
   }
-  return fmt::format("{:.{}f} {}{}", v, (i == 0 || v >= 100) ? 0 : v >= 10 ? 1 : 2, kPrefix[i],
-                     unit);
+  return fmt::format("{:.{}f} {}{}", v,
+                     (i == 0 || v >= 100) ? 0
+                     : v >= 10            ? 1
+                                          : 2,
+                     kPrefix[i], unit);
 }
 
 json GroupJson(const CostGroup& g) {
@@ -89,8 +92,8 @@ std::vector<ChipRow> PredictAll(const StepCost& step, const std::optional<Device
                                 const std::vector<NamedDevice>& macs, const RunPlan& plan) {
   std::vector<ChipRow> rows;
   if (measured) {
-    rows.push_back({measured->name, true, Predict(step, *measured, std::nullopt, plan),
-                    measured->source});
+    rows.push_back(
+        {measured->name, true, Predict(step, *measured, std::nullopt, plan), measured->source});
   }
   for (const NamedDevice& mac : macs) {
     DeviceProfile p = mac.profile;
@@ -107,11 +110,18 @@ std::vector<ChipRow> PredictAll(const StepCost& step, const std::optional<Device
 json CostJson(const CostView& v) {
   const StepCost& s = v.step;
   json unknown = s.unknown_ops;
-  json out = {{"step", s.step},       {"device", s.device},       {"flops", s.flops},
-              {"bytes", s.bytes},     {"calls", s.calls},         {"unknown_ops", unknown},
-              {"truncated", s.truncated}, {"wall_s", Optional(s.wall_s)},
-              {"tracer_s", Optional(s.tracer_s)}, {"untraced_s", Optional(UntracedStep(s))},
-              {"op_time_s", Optional(s.op_time_s)}, {"framework_s", Optional(s.framework_s)}};
+  json out = {{"step", s.step},
+              {"device", s.device},
+              {"flops", s.flops},
+              {"bytes", s.bytes},
+              {"calls", s.calls},
+              {"unknown_ops", unknown},
+              {"truncated", s.truncated},
+              {"wall_s", Optional(s.wall_s)},
+              {"tracer_s", Optional(s.tracer_s)},
+              {"untraced_s", Optional(UntracedStep(s))},
+              {"op_time_s", Optional(s.op_time_s)},
+              {"framework_s", Optional(s.framework_s)}};
   if (s.memory) {
     out["memory"] = {{"params", s.memory->params},
                      {"grads", s.memory->grads},
@@ -186,21 +196,20 @@ std::string MemoryFit(const Prediction& p) {
 
 std::string RunTime(const Prediction& p, const RunPlan& plan) {
   if (!p.run_s) return "";
-  return fmt::format("{}{}", Seconds(*p.run_s),
-                     p.finishes.value_or(true)
-                         ? ""
-                         : fmt::format(" (over the {:g} h limit)", plan.max_hours));
+  return fmt::format(
+      "{}{}", Seconds(*p.run_s),
+      p.finishes.value_or(true) ? "" : fmt::format(" (over the {:g} h limit)", plan.max_hours));
 }
 
 std::string CostText(const CostView& v, std::size_t top) {
   const StepCost& s = v.step;
-  std::string out = fmt::format(
-      "Step cost (step {}, {}): {}, {} moved, {:.0f} operator calls\n", s.step,
-      s.device.empty() ? "no device" : s.device, Flops(s.flops), Bytes(s.bytes), s.calls);
+  std::string out = fmt::format("Step cost (step {}, {}): {}, {} moved, {:.0f} operator calls\n",
+                                s.step, s.device.empty() ? "no device" : s.device, Flops(s.flops),
+                                Bytes(s.bytes), s.calls);
   if (s.wall_s) {
-    out += fmt::format("  measured: {} per step ({} of it the tracer's own work: {} untraced)\n",
-                       Seconds(*s.wall_s), Seconds(s.tracer_s.value_or(0)),
-                       Seconds(*UntracedStep(s)));
+    out +=
+        fmt::format("  measured: {} per step ({} of it the tracer's own work: {} untraced)\n",
+                    Seconds(*s.wall_s), Seconds(s.tracer_s.value_or(0)), Seconds(*UntracedStep(s)));
   }
   if (s.op_time_s) {
     out += fmt::format("  operators' own time: {}{}\n", Seconds(*s.op_time_s),
@@ -217,13 +226,14 @@ std::string CostText(const CostView& v, std::size_t top) {
   if (!s.unknown_ops.empty()) {
     out += fmt::format("  costed as bytes only (no formula): {}\n", fmt::join(s.unknown_ops, ", "));
   }
-  if (s.truncated) out += "  note: the tracer stopped adding rows; part of the step is not costed\n";
+  if (s.truncated)
+    out += "  note: the tracer stopped adding rows; part of the step is not costed\n";
   if (!v.by_location.empty()) {
     out += fmt::format("  where the time goes (predicted on {}):\n", v.ranked_on);
     for (std::size_t i = 0; i < v.by_location.size() && i < top; ++i) {
       const CostGroup& g = v.by_location[i];
-      out += fmt::format("    {:<40} {:>12} {:>10} {:>10}\n", g.key, Flops(g.flops),
-                         Bytes(g.bytes), Seconds(g.predicted_s));
+      out += fmt::format("    {:<40} {:>12} {:>10} {:>10}\n", g.key, Flops(g.flops), Bytes(g.bytes),
+                         Seconds(g.predicted_s));
     }
   }
   if (v.chips.empty()) return out;
@@ -231,7 +241,7 @@ std::string CostText(const CostView& v, std::size_t top) {
   if (v.calibration) {
     out += fmt::format(
         "; operators measured {:.2f}–{:.2f}× their prediction on the {} calibration models",
-                       v.calibration->low, v.calibration->high, v.calibration->models);
+        v.calibration->low, v.calibration->high, v.calibration->models);
   }
   out += "):\n";
   for (const ChipRow& r : v.chips) {
@@ -243,6 +253,13 @@ std::string CostText(const CostView& v, std::size_t top) {
     out += fmt::format("    {:<34} {:<26} {:<18} {}\n", r.label, StepTimeWithBand(v, p),
                        p.bound + " bound", extra);
   }
+  const Prediction& first = v.chips.front().prediction;
+  std::vector<std::string> top_ops;
+  for (const CostGroup& g : first.top_ops) {
+    top_ops.push_back(fmt::format("{} {}", g.key, Seconds(g.predicted_s)));
+  }
+  out += fmt::format("  dominant operators (on {}): {}\n", v.chips.front().label,
+                     fmt::join(top_ops, ", "));
   return out;
 }
 
@@ -285,8 +302,8 @@ Result<std::optional<CostView>> CostViewOf(const std::filesystem::path& bundle_d
   if (!step) return std::optional<CostView>();
   auto named = ResolveMacs(macs);
   if (!named) return named.take_error();
-  return std::optional<CostView>(MakeView(std::move(*step), MeasuredProfile(*manifest), *named,
-                                          plan, ShippedCalibration()));
+  return std::optional<CostView>(
+      MakeView(std::move(*step), MeasuredProfile(*manifest), *named, plan, ShippedCalibration()));
 }
 
 }  // namespace dt::cost

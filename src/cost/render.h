@@ -21,10 +21,10 @@ struct ChipRow {
 };
 
 struct CostView {
-  StepCost step;                      // Totals (its rows are dropped once summed).
+  StepCost step;                       // Totals (its rows are dropped once summed).
   std::vector<CostGroup> by_location;  // Most predicted time first, at most 20.
-  std::string ranked_on;              // The device by_location's times are for.
-  std::vector<ChipRow> chips;         // The traced machine first (when measured), then the Macs.
+  std::string ranked_on;               // The device by_location's times are for.
+  std::vector<ChipRow> chips;          // The traced machine first (when measured), then the Macs.
   RunPlan plan;
   std::optional<Calibration> calibration;
 };

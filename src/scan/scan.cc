@@ -77,9 +77,8 @@ Result<Config> ReadConfig(const fs::path& root) {
       // Every key of [tool.dualtrack], whichever command reads it (run and experiments: audit's
       // experiments.cc). A misspelt key would otherwise be ignored without a word.
       static constexpr std::array<std::string_view, 11> kKeys = {
-          "entry", "exclude",   "experiments", "ignore", "rules",
-          "run",   "select",    "macs",        "steps",  "max_hours",
-          "mac_memory_fraction"};
+          "entry", "exclude",   "experiments",        "ignore", "rules", "run", "select", "macs",
+          "steps", "max_hours", "mac_memory_fraction"};
       if (std::find(kKeys.begin(), kKeys.end(), k) == kKeys.end()) {
         return MakeError(ErrorCode::kInput,
                          UnknownKeyMessage("[tool.dualtrack]", k, {kKeys.begin(), kKeys.end()}),

@@ -256,8 +256,8 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
       if (p.finishes) text += *p.finishes ? "" : ", designated run over the limit";
       chips.push_back(std::move(text));
     }
-    c.evidence += fmt::format("; predicted from track {}'s traced step: {}", t->name,
-                              fmt::join(chips, "; "));
+    c.evidence +=
+        fmt::format("; predicted from track {}'s traced step: {}", t->name, fmt::join(chips, "; "));
   }
   return c;
 }

@@ -21,7 +21,8 @@ const Track* CostedTrack(const Evidence& ev) {
 }
 
 std::vector<cost::ChipRow> MacPredictions(const Track& t, const Evidence& ev) {
-  std::vector<cost::ChipRow> rows = cost::PredictAll(*t.cost, t.measured_profile, ev.macs, ev.run_plan);
+  std::vector<cost::ChipRow> rows =
+      cost::PredictAll(*t.cost, t.measured_profile, ev.macs, ev.run_plan);
   rows.erase(std::remove_if(rows.begin(), rows.end(),
                             [](const cost::ChipRow& r) { return r.measured_profile; }),
              rows.end());
@@ -68,8 +69,8 @@ RuleResult CheckCannotFinish(const Evidence& ev, const Facts& /*facts*/) {
     (std::find(fine.begin(), fine.end(), &c) == fine.end() ? r.evidence : r.notes)
         .push_back(std::move(item));
   }
-  const std::string from = fmt::format("predicted from track {}'s traced step {}", t->name,
-                                       t->cost->step);
+  const std::string from =
+      fmt::format("predicted from track {}'s traced step {}", t->name, t->cost->step);
   if (fine.empty() && too_slow.empty()) {
     r.state = RuleState::kHolds;
     std::vector<std::string> named;

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
-#include <cmath>
-
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 #include <set>
@@ -190,8 +189,7 @@ Result<ProjectConfig> ReadProjectConfig(const fs::path& project) {
         if (k != "name" && k != "entry" && k != "run" && k != "device" && k != "steps") {
           return MakeError(ErrorCode::kInput,
                            fmt::format("{} has no key '{}' (keys: name, entry, run, device, steps)",
-                                       where,
-                                       EscapeControl(std::string(k))),
+                                       where, EscapeControl(std::string(k))),
                            path.string(), key.source().begin.line, key.source().begin.column);
         }
       }

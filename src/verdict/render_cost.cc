@@ -84,8 +84,8 @@ std::string StepTimeChartSvg(const cost::CostView& v, const std::vector<Measured
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     const int y = static_cast<int>(i) * kRow + 4;
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLabel - 6,
-                       y + 13, HtmlEscape(b.label));
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", kLabel - 6, y + 13,
+                       HtmlEscape(b.label));
     if (!(b.seconds > 0)) continue;
     svg += fmt::format(
         "<rect class=\"{}\" x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}</title>"
@@ -93,9 +93,9 @@ std::string StepTimeChartSvg(const cost::CostView& v, const std::vector<Measured
         b.cls, kLabel, y, std::max(1.0, x(b.seconds) - kLabel), kRow - 8,
         HtmlEscape(b.label + ": " + cost::Seconds(b.seconds)));
     if (b.band) {
-      svg += fmt::format(
-          "<line class=\"band\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\"/>",
-          x(b.band->first), x(b.band->second), y + (kRow - 8) / 2, y + (kRow - 8) / 2);
+      svg +=
+          fmt::format("<line class=\"band\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\"/>",
+                      x(b.band->first), x(b.band->second), y + (kRow - 8) / 2, y + (kRow - 8) / 2);
     }
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>",
                        x(b.band ? b.band->second : b.seconds) + 4, y + 13,
@@ -133,9 +133,9 @@ std::string Band(const cost::CostView& v) {
 std::string CostIntro(const Report& r) {
   const cost::CostView& v = *r.cost;
   const cost::StepCost& s = v.step;
-  std::string text = fmt::format(
-      "Step {} of track {} ({}): {}, {} moved, {:.0f} operator calls", s.step, r.cost_track,
-      s.device, cost::Flops(s.flops), cost::Bytes(s.bytes), s.calls);
+  std::string text =
+      fmt::format("Step {} of track {} ({}): {}, {} moved, {:.0f} operator calls", s.step,
+                  r.cost_track, s.device, cost::Flops(s.flops), cost::Bytes(s.bytes), s.calls);
   if (s.memory) {
     text += fmt::format(
         "; memory: parameters {}, gradients {}, optimizer state {}, activations {}, step peak {}",
@@ -149,6 +149,15 @@ std::string CostIntro(const Report& r) {
   return text + ".";
 }
 
+// The five operators with the most predicted time on the first device of the view.
+std::string DominantOps(const cost::CostView& v) {
+  std::vector<std::string> ops;
+  for (const cost::CostGroup& g : v.chips.front().prediction.top_ops) {
+    ops.push_back(fmt::format("{} {}", g.key, cost::Seconds(g.predicted_s)));
+  }
+  return fmt::format("Dominant operators (on {}): {}.", v.chips.front().label, fmt::join(ops, ", "));
+}
+
 std::string RunColumn(const cost::Prediction& p, const cost::RunPlan& plan) {
   const std::string run = cost::RunTime(p, plan);
   return run.empty() ? "steps not declared" : run;
@@ -159,7 +168,8 @@ std::string RunColumn(const cost::Prediction& p, const cost::RunPlan& plan) {
 void MarkdownCost(std::ostringstream& os, const Report& r) {
   if (!r.cost) return;
   const cost::CostView& v = *r.cost;
-  os << "\n## Time and memory on a Mac\n\n" << EscapeMarkdown(CostIntro(r)) << "\n\n"
+  os << "\n## Time and memory on a Mac\n\n"
+     << EscapeMarkdown(CostIntro(r)) << "\n\n"
      << "Roofline per operator (the longer of its arithmetic at the device's peak and its bytes "
         "at its bandwidth, plus PyTorch's per-operator cost measured on the traced machine); "
      << EscapeMarkdown(Band(v)) << ".\n\n"
@@ -176,6 +186,7 @@ void MarkdownCost(std::ostringstream& os, const Report& r) {
     os << "| track " << EscapeMarkdown(m.track) << " (" << EscapeMarkdown(m.device)
        << "), measured | " << cost::Seconds(m.seconds) << " | | | |\n";
   }
+  if (!v.chips.empty()) os << "\n" << EscapeMarkdown(DominantOps(v)) << "\n";
 }
 
 void HtmlCost(std::ostringstream& os, const Report& r) {
@@ -199,6 +210,7 @@ void HtmlCost(std::ostringstream& os, const Report& r) {
        << ">" << HtmlEscape(RunColumn(p, v.plan)) << "</td></tr>";
   }
   os << "</table>";
+  if (!v.chips.empty()) os << "<p>" << HtmlEscape(DominantOps(v)) << "</p>";
   if (!v.by_location.empty()) {
     os << "<details><summary>where the time goes (predicted on " << HtmlEscape(v.ranked_on)
        << ")</summary><table><tr><th>location</th><th>FLOP</th><th>bytes</th><th>calls</th>"

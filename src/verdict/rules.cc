@@ -358,9 +358,9 @@ RuleResult CheckMultiGpu(const Evidence& ev, const Facts& /*facts*/) {
 }
 
 std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts) {
-  return {CheckBlockerOnPath(ev, facts), CheckNoMpsImplementation(ev, facts),
+  return {CheckBlockerOnPath(ev, facts),    CheckNoMpsImplementation(ev, facts),
           CheckOutsideTolerance(ev, facts), CheckCandidateUnfinished(ev, facts),
-          CheckMultiGpu(ev, facts), CheckCannotFinish(ev, facts)};
+          CheckMultiGpu(ev, facts),         CheckCannotFinish(ev, facts)};
 }
 
 const char* ToString(ValidityState s) {

@@ -423,8 +423,9 @@ Report Decide(Evidence evidence) {
   for (const RuleResult* r : formal_only) {
     if (rep.verdict == Verdict::kMacReady) {
       rep.verdict = Verdict::kDevOnly;
-      rep.reasons.insert(rep.reasons.begin(),
-                         fmt::format("dev-only, {}: the formal run stays on CUDA.", ToString(r->level)));
+      rep.reasons.insert(
+          rep.reasons.begin(),
+          fmt::format("dev-only, {}: the formal run stays on CUDA.", ToString(r->level)));
     }
     rep.reasons.push_back(fmt::format("Stop condition for the formal run ({}, {}): {}",
                                       ToString(r->id), ToString(r->level), r->summary));

@@ -88,7 +88,7 @@ struct Report {
   std::vector<ChecklistItem> checklist;
   std::vector<PlanItem> plan;
   std::vector<NextStep> next_steps;
-  Evidence evidence;                       // What it was decided from; the renderers show it.
+  Evidence evidence;  // What it was decided from; the renderers show it.
   // The traced step's cost and its predictions per Mac (the checklist's "target workload timed"),
   // from track `cost_track`; none without a cost table.
   std::optional<cost::CostView> cost;
