@@ -181,6 +181,7 @@ Result<NamedDevice> ResolveDevice(const std::vector<DeviceProfile>& profiles,
   }
   if (found.empty()) {
     std::vector<std::string> names;
+    names.reserve(profiles.size());
     for (const DeviceProfile& p : profiles) names.push_back(Canonical(p.name));
     std::vector<std::string_view> views(names.begin(), names.end());
     std::string closest = ClosestMatch(chip, views);

@@ -96,6 +96,7 @@ RuleResult CheckCannotFinish(const Evidence& ev, const Facts& /*facts*/) {
   }
   r.state = RuleState::kClear;
   std::vector<std::string> ok;
+  ok.reserve(fine.size());
   for (const cost::ChipRow* c : fine) ok.push_back(c->label);
   const bool memory_known = t->cost->memory.has_value();
   r.summary = fmt::format(

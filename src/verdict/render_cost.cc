@@ -155,7 +155,8 @@ std::string DominantOps(const cost::CostView& v) {
   for (const cost::CostGroup& g : v.chips.front().prediction.top_ops) {
     ops.push_back(fmt::format("{} {}", g.key, cost::Seconds(g.predicted_s)));
   }
-  return fmt::format("Dominant operators (on {}): {}.", v.chips.front().label, fmt::join(ops, ", "));
+  return fmt::format("Dominant operators (on {}): {}.", v.chips.front().label,
+                     fmt::join(ops, ", "));
 }
 
 std::string RunColumn(const cost::Prediction& p, const cost::RunPlan& plan) {

@@ -1,5 +1,6 @@
 """A small GPT (4 layers, d=256, 4 heads, context 128) trained with AdamW: the calibration's
 transformer, with PyTorch's fused scaled-dot-product attention."""
+
 import argparse
 
 import torch
@@ -25,7 +26,9 @@ class Layer(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab: int = 2048, d: int = 256, layers: int = 4, heads: int = 4, ctx: int = 128) -> None:
+    def __init__(
+        self, vocab: int = 2048, d: int = 256, layers: int = 4, heads: int = 4, ctx: int = 128
+    ) -> None:
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
         self.blocks = nn.ModuleList(Layer(d, heads) for _ in range(layers))

@@ -1,4 +1,5 @@
 """ResNet-18 (BasicBlock, CIFAR stem) trained on random 32x32 images: the calibration's CNN."""
+
 import argparse
 
 import torch
@@ -15,7 +16,9 @@ class Block(nn.Module):
         self.b2 = nn.BatchNorm2d(cout)
         self.skip = nn.Sequential()
         if stride != 1 or cin != cout:
-            self.skip = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.skip = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.relu(self.b1(self.c1(x)))
@@ -25,7 +28,9 @@ class Block(nn.Module):
 class ResNet18(nn.Module):
     def __init__(self, classes: int = 10) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU())
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, 64, 3, 1, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU()
+        )
         layers, cin = [], 64
         for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
             layers += [Block(cin, cout, stride), Block(cout, cout, 1)]

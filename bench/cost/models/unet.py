@@ -1,5 +1,6 @@
 """A small UNet (three levels, 32-64-128 channels, GroupNorm, transposed-convolution upsampling)
 trained to denoise random 64x64 images with Adam: the calibration's encoder-decoder."""
+
 import argparse
 
 import torch
@@ -9,8 +10,12 @@ import torch.nn.functional as F
 
 def conv(cin: int, cout: int) -> nn.Sequential:
     return nn.Sequential(
-        nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.SiLU(),
-        nn.Conv2d(cout, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.SiLU(),
+        nn.Conv2d(cin, cout, 3, padding=1),
+        nn.GroupNorm(8, cout),
+        nn.SiLU(),
+        nn.Conv2d(cout, cout, 3, padding=1),
+        nn.GroupNorm(8, cout),
+        nn.SiLU(),
     )
 
 
