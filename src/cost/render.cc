@@ -71,6 +71,11 @@ const std::vector<std::string>& DefaultMacs() {
 Result<std::vector<NamedDevice>> ResolveMacs(const std::vector<std::string>& names) {
   auto dir = DataDir();
   if (!dir) return dir.take_error();
+  // An install without profiles still shows the step's cost; only Macs asked for by name need them.
+  std::error_code ec;
+  if (names.empty() && !std::filesystem::is_directory(*dir / "devices", ec)) {
+    return std::vector<NamedDevice>();
+  }
   auto profiles = LoadProfiles(*dir / "devices");
   if (!profiles) return profiles.take_error();
   std::vector<NamedDevice> out;

@@ -175,3 +175,16 @@ def test_no_peak_leaves_the_machine_unmeasured(dualtrack, tmp_path):
     assert manifest.get("device_peak") is None
     cost = json.loads(dualtrack("show", str(out), "--format", "json").stdout)["cost"]
     assert not any(p["measured_profile"] for p in cost["predictions"])
+
+
+def test_without_device_profiles_the_cost_still_shows_and_named_macs_are_an_error(
+    dualtrack, traced, repo_root, tmp_path
+):
+    data = tmp_path / "data"
+    shutil.copytree(repo_root / "data", data, ignore=shutil.ignore_patterns("devices"))
+    env = {"DUALTRACK_DATA_DIR": str(data)}
+    r = dualtrack("show", str(traced["bundle"]), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "Step cost (step 2, cpu)" in r.stdout and "M2 16GB" not in r.stdout
+    named = dualtrack("show", str(traced["bundle"]), "--mac", "M2 16GB", env=env)
+    assert named.returncode == 2 and "device profiles" in named.stderr
