@@ -107,6 +107,8 @@ Result<std::vector<OpRow>> ReadOpsJsonl(const std::filesystem::path& path);
 // The same, one row at a time as the file is read (in chunks: memory holds the longest line, not
 // the file), for a reader that aggregates; stops at the first error, `each`'s included.
 Status ForEachOpRow(const std::filesystem::path& path, const std::function<Status(OpRow&&)>& each);
+// A `location` object of the bundle's files ({file, line, function}); none without a file.
+std::optional<Location> ParseLocation(const nlohmann::json& j);
 // Any of the bundle's JSON-lines files (cost.jsonl), streamed the same way: `each` gets every
 // non-empty line's object and its line number; a missing file has no lines.
 Status ForEachJsonObjectLine(

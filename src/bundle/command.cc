@@ -127,7 +127,7 @@ Result<ExitCode> RunShowCommand(const std::vector<std::string>& args, Io& io) {
   if (auto early = ParseArgs(app, args, io)) return *early;
   auto bundle = LoadBundle(dir);
   if (!bundle) return bundle.take_error();
-  auto cost = cost::CostViewOf(dir, macs);
+  auto cost = cost::CostViewOf(*bundle, macs);
   if (!cost) return cost.take_error();
   if (format == "json") {
     nlohmann::json j = ShowJson(*bundle, top);

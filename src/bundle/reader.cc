@@ -98,16 +98,6 @@ Error InputError(const std::filesystem::path& file, std::int64_t line, std::stri
   return MakeError(ErrorCode::kInput, std::move(message), file.string(), line);
 }
 
-std::optional<Location> ParseLocation(const json& j) {
-  if (!j.is_object()) return std::nullopt;
-  Location loc;
-  loc.file = JsonString(j, "file");
-  if (j.contains("line") && j["line"].is_number_integer()) loc.line = j["line"].get<std::int64_t>();
-  loc.function = JsonString(j, "function");
-  if (loc.file.empty()) return std::nullopt;
-  return loc;
-}
-
 // Calls `row(json, line_number)` for each non-empty line; a parse error names the file and line.
 template <class F>
 Status ForEachJsonLine(const std::filesystem::path& path, F&& row) {
@@ -217,6 +207,16 @@ Status ForEachStreamedJsonLine(const std::filesystem::path& path, F&& row) {
 }
 
 }  // namespace
+
+std::optional<Location> ParseLocation(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  Location loc;
+  loc.file = JsonString(j, "file");
+  if (j.contains("line") && j["line"].is_number_integer()) loc.line = j["line"].get<std::int64_t>();
+  loc.function = JsonString(j, "function");
+  if (loc.file.empty()) return std::nullopt;
+  return loc;
+}
 
 Status ForEachJsonObjectLine(const std::filesystem::path& path,
                              const std::function<Status(const json&, std::int64_t)>& each) {

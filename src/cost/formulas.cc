@@ -151,6 +151,8 @@ const TensorDesc* At(const std::vector<TensorDesc>& ts, std::size_t i) {
   return i < ts.size() ? &ts[i] : nullptr;
 }
 
+bool IsBackward(std::string_view name) { return name.find("backward") != std::string_view::npos; }
+
 // Matmul family: every output element is a dot product of length k (the last dimension of the
 // left operand): 2·k FLOPs (multiply and add); an added bias or accumulator adds one per element.
 double MatmulFlops(std::string_view name, const CostRow& row) {
@@ -187,7 +189,7 @@ double ConvForwardFlops(const TensorDesc& in, const TensorDesc& weight, const Te
 double ConvolutionFlops(std::string_view name, const CostRow& row) {
   const bool transposed =
       FirstBool(row.scalars) || name.find("transpose") != std::string_view::npos;
-  if (name.find("backward") == std::string_view::npos) {
+  if (!IsBackward(name)) {
     const TensorDesc* in = At(row.inputs, 0);
     const TensorDesc* w = At(row.inputs, 1);
     const TensorDesc* out = At(row.outputs, 0);
@@ -218,7 +220,7 @@ double ConvolutionFlops(std::string_view name, const CostRow& row) {
 // per batch-head; backward = 2·L·S·(3E + 2Ev) (dV, dP, dQ, dK and the recomputed Q·Kᵀ of the fused
 // kernels: 2.5× the forward when E = Ev). A causal mask is not halved: an upper bound.
 double AttentionFlops(std::string_view name, const CostRow& row) {
-  const bool backward = name.find("backward") != std::string_view::npos;
+  const bool backward = IsBackward(name);
   const std::size_t first = backward ? 1 : 0;
   const TensorDesc* q = At(row.inputs, first);
   const TensorDesc* k = At(row.inputs, first + 1);
@@ -233,8 +235,6 @@ double AttentionFlops(std::string_view name, const CostRow& row) {
   const double batch = l * e > 0 ? Numel(*q) / (l * e) : 0;
   return backward ? 2 * batch * l * s * (3 * e + 2 * ev) : 2 * batch * l * s * (e + ev);
 }
-
-bool IsBackward(std::string_view name) { return name.find("backward") != std::string_view::npos; }
 
 }  // namespace
 

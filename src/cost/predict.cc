@@ -21,17 +21,24 @@ double PeakFor(const CostRow& row, const OpCost& c, const DeviceProfile& d) {
   return d.fp32_flops;
 }
 
-struct CallTime {
-  double compute = 0, memory = 0, total = 0;  // For one call.
+// One row's cost and the time of one of its calls on a device, computed once per prediction.
+struct RowTime {
+  OpCost cost;
+  double compute = 0, memory = 0, total = 0;
 };
 
-CallTime TimeOf(const CostRow& row, const DeviceProfile& d) {
-  const OpCost c = CostOf(row);
-  CallTime t;
-  t.compute = c.flops / PeakFor(row, c, d);
-  t.memory = c.bytes / d.bytes_per_s;
-  t.total = std::max(t.compute, t.memory) + d.op_overhead_s;
-  return t;
+std::vector<RowTime> TimesOf(const StepCost& step, const DeviceProfile& d) {
+  std::vector<RowTime> times;
+  times.reserve(step.rows.size());
+  for (const CostRow& row : step.rows) {
+    RowTime t;
+    t.cost = CostOf(row);
+    t.compute = t.cost.flops / PeakFor(row, t.cost, d);
+    t.memory = t.cost.bytes / d.bytes_per_s;
+    t.total = std::max(t.compute, t.memory) + d.op_overhead_s;
+    times.push_back(t);
+  }
+  return times;
 }
 
 std::string LocationKey(const CostRow& row) {
@@ -41,16 +48,17 @@ std::string LocationKey(const CostRow& row) {
 }
 
 template <class KeyOf>
-std::vector<CostGroup> Group(const StepCost& step, const DeviceProfile& d, KeyOf key_of) {
+std::vector<CostGroup> Group(const StepCost& step, const std::vector<RowTime>& times,
+                             KeyOf key_of) {
   std::map<std::string, CostGroup> groups;
-  for (const CostRow& row : step.rows) {
+  for (std::size_t i = 0; i < step.rows.size(); ++i) {
+    const CostRow& row = step.rows[i];
     CostGroup& g = groups[key_of(row)];
-    const OpCost c = CostOf(row);
     const double n = static_cast<double>(row.count);
-    g.flops += c.flops * n;
-    g.bytes += c.bytes * n;
+    g.flops += times[i].cost.flops * n;
+    g.bytes += times[i].cost.bytes * n;
     g.calls += n;
-    g.predicted_s += TimeOf(row, d).total * n;
+    g.predicted_s += times[i].total * n;
   }
   std::vector<CostGroup> out;
   for (auto& [key, g] : groups) {
@@ -66,7 +74,7 @@ std::vector<CostGroup> Group(const StepCost& step, const DeviceProfile& d, KeyOf
 }  // namespace
 
 std::vector<CostGroup> GroupByLocation(const StepCost& step, const DeviceProfile& device) {
-  return Group(step, device, LocationKey);
+  return Group(step, TimesOf(step, device), LocationKey);
 }
 
 Prediction Predict(const StepCost& step, const DeviceProfile& device,
@@ -74,9 +82,10 @@ Prediction Predict(const StepCost& step, const DeviceProfile& device,
   Prediction p;
   p.label = device.name + (device.variant.empty() ? "" : " (" + device.variant + ")");
   double roofline = 0;
-  for (const CostRow& row : step.rows) {
-    const CallTime t = TimeOf(row, device);
-    const double n = static_cast<double>(row.count);
+  const std::vector<RowTime> times = TimesOf(step, device);
+  for (std::size_t i = 0; i < step.rows.size(); ++i) {
+    const RowTime& t = times[i];
+    const double n = static_cast<double>(step.rows[i].count);
     p.step_s += t.total * n;
     p.compute_s += t.compute * n;
     p.memory_s += t.memory * n;
@@ -93,7 +102,7 @@ Prediction Predict(const StepCost& step, const DeviceProfile& device,
   } else {
     p.bound = p.compute_s >= p.memory_s ? "compute" : "memory";
   }
-  auto ops = Group(step, device, [](const CostRow& r) { return r.op; });
+  auto ops = Group(step, times, [](const CostRow& r) { return r.op; });
   if (ops.size() > 5) ops.resize(5);
   p.top_ops = std::move(ops);
   if (step.memory) p.memory_needed = step.memory->step_peak;

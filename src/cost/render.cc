@@ -39,9 +39,6 @@ json GroupJson(const CostGroup& g) {
           {"predicted_s", g.predicted_s}};
 }
 
-json Optional(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-json Optional(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
-
 }  // namespace
 
 std::string Flops(double v) { return Scaled(v, "FLOP"); }
@@ -122,11 +119,11 @@ json CostJson(const CostView& v) {
               {"calls", s.calls},
               {"unknown_ops", unknown},
               {"truncated", s.truncated},
-              {"wall_s", Optional(s.wall_s)},
-              {"tracer_s", Optional(s.tracer_s)},
-              {"untraced_s", Optional(UntracedStep(s))},
-              {"op_time_s", Optional(s.op_time_s)},
-              {"framework_s", Optional(s.framework_s)}};
+              {"wall_s", OptJson(s.wall_s)},
+              {"tracer_s", OptJson(s.tracer_s)},
+              {"untraced_s", OptJson(UntracedStep(s))},
+              {"op_time_s", OptJson(s.op_time_s)},
+              {"framework_s", OptJson(s.framework_s)}};
   if (s.memory) {
     out["memory"] = {{"params", s.memory->params},
                      {"grads", s.memory->grads},
@@ -155,11 +152,11 @@ json CostJson(const CostView& v) {
                 {"operators_s", p.operators_s},
                 {"bound", p.bound},
                 {"top_ops", std::move(top)},
-                {"memory_needed", Optional(p.memory_needed)},
-                {"memory_available", Optional(p.memory_available)},
-                {"fits", Optional(p.fits)},
-                {"run_s", Optional(p.run_s)},
-                {"finishes", Optional(p.finishes)}};
+                {"memory_needed", OptJson(p.memory_needed)},
+                {"memory_available", OptJson(p.memory_available)},
+                {"fits", OptJson(p.fits)},
+                {"run_s", OptJson(p.run_s)},
+                {"finishes", OptJson(p.finishes)}};
     if (const auto band = BandOf(v, p)) row["band_s"] = {band->first, band->second};
     preds.push_back(std::move(row));
   }
@@ -297,18 +294,27 @@ Result<std::optional<CostView>> CostViewOf(const std::filesystem::path& bundle_d
       !std::filesystem::exists(bundle_dir / "cost.jsonl", ec)) {
     return std::optional<CostView>();
   }
+  // `coverage` reads a bundle's operators without loading the bundle: only the manifest is read.
+  bundle::Bundle b;
+  b.dir = bundle_dir;
   auto text = ReadFile(bundle_dir / "manifest.json", 64u << 20);
   if (!text) return text.take_error();
   auto manifest = ParseJson(*text, (bundle_dir / "manifest.json").string());
   if (!manifest) return manifest.take_error();
-  auto rows = ReadCostJsonl(bundle_dir / "cost.jsonl");
-  if (!rows) return rows.take_error();
-  auto step = CostOfStep(std::move(*rows), *manifest);
-  if (!step) return std::optional<CostView>();
+  b.manifest = std::move(*manifest);
+  return CostViewOf(b, macs, plan);
+}
+
+Result<std::optional<CostView>> CostViewOf(const bundle::Bundle& bundle,
+                                           const std::vector<std::string>& macs,
+                                           const RunPlan& plan) {
+  auto step = CostOfBundle(bundle);
+  if (!step) return step.take_error();
+  if (!*step) return std::optional<CostView>();
   auto named = ResolveMacs(macs);
   if (!named) return named.take_error();
-  return std::optional<CostView>(
-      MakeView(std::move(*step), MeasuredProfile(*manifest), *named, plan, ShippedCalibration()));
+  return std::optional<CostView>(MakeView(std::move(**step), MeasuredProfile(bundle.manifest),
+                                          *named, plan, ShippedCalibration()));
 }
 
 }  // namespace dt::cost

@@ -47,6 +47,10 @@ CostView MakeView(StepCost step, const std::optional<DeviceProfile>& measured,
 Result<std::optional<CostView>> CostViewOf(const std::filesystem::path& bundle_dir,
                                            const std::vector<std::string>& macs,
                                            const RunPlan& plan = {});
+// The same for a bundle already loaded (its manifest is not read again).
+Result<std::optional<CostView>> CostViewOf(const bundle::Bundle& bundle,
+                                           const std::vector<std::string>& macs,
+                                           const RunPlan& plan = {});
 
 nlohmann::json CostJson(const CostView& v);
 std::string CostText(const CostView& v, std::size_t top);

@@ -92,15 +92,7 @@ Result<CostRow> ParseRow(const json& j, const std::filesystem::path& file, std::
   if (!out) return out.take_error();
   r.outputs = std::move(*out);
   if (j.contains("scalars") && j["scalars"].is_array()) r.scalars = j["scalars"];
-  if (j.contains("location") && j["location"].is_object()) {
-    bundle::Location loc;
-    loc.file = JsonString(j["location"], "file");
-    if (j["location"].contains("line") && j["location"]["line"].is_number_integer()) {
-      loc.line = j["location"]["line"].get<std::int64_t>();
-    }
-    loc.function = JsonString(j["location"], "function");
-    if (!loc.file.empty()) r.location = std::move(loc);
-  }
+  if (j.contains("location")) r.location = bundle::ParseLocation(j["location"]);
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "util/json_fields.h"
 
+#include <cmath>
+
 namespace dt {
 
 std::optional<std::string> JsonOptString(const nlohmann::json& j, const char* key) {
@@ -60,6 +62,19 @@ Result<nlohmann::json> ParseJson(std::string_view text, const std::string& file,
   } catch (const nlohmann::json::exception&) {
     return MakeError(ErrorCode::kInput, "invalid JSON", file, line);
   }
+}
+
+nlohmann::json OptJson(const std::optional<std::string>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+nlohmann::json OptJson(const std::optional<std::int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+nlohmann::json OptJson(const std::optional<bool>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+nlohmann::json OptJson(const std::optional<double>& v) {
+  return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 }  // namespace dt

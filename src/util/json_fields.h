@@ -18,6 +18,12 @@ std::optional<std::string> JsonOptString(const nlohmann::json& j, const char* ke
 // The same, with "" for a missing or non-string field.
 std::string JsonString(const nlohmann::json& j, const char* key);
 
+// An optional value as JSON: the value, or null when absent (or, for a double, not finite).
+nlohmann::json OptJson(const std::optional<std::string>& v);
+nlohmann::json OptJson(const std::optional<std::int64_t>& v);
+nlohmann::json OptJson(const std::optional<bool>& v);
+nlohmann::json OptJson(const std::optional<double>& v);
+
 // The boolean at `key`, or `fallback` when it is missing or of another type.
 bool JsonBool(const nlohmann::json& j, const char* key, bool fallback);
 

@@ -227,7 +227,7 @@ ChecklistItem ToleranceItem(const Evidence& ev, const std::vector<RuleResult>& s
 }
 
 // Step times of at least two tracks, side by side.
-ChecklistItem WorkloadTimedItem(const Evidence& ev) {
+ChecklistItem WorkloadTimedItem(const Evidence& ev, const Facts& facts) {
   ChecklistItem c{CheckId::kWorkloadTimed, "Target workload timed on both tracks",
                   ItemStatus::kMissing, "", false};
   std::vector<std::string> timed;
@@ -247,9 +247,9 @@ ChecklistItem WorkloadTimedItem(const Evidence& ev) {
   }
   // Beside the measurements, the prediction for the Macs the lab names (the report's "Time and
   // memory on a Mac" has the table and the chart).
-  if (const Track* t = CostedTrack(ev); t != nullptr && !ev.macs.empty()) {
+  if (const Track* t = facts.costed; t != nullptr && !ev.macs.empty()) {
     std::vector<std::string> chips;
-    for (const cost::ChipRow& row : MacPredictions(*t, ev)) {
+    for (const cost::ChipRow& row : facts.MacChips()) {
       const cost::Prediction& p = row.prediction;
       std::string text = fmt::format("{} {} per step", row.label, cost::Seconds(p.step_s));
       if (p.fits) text += *p.fits ? ", fits" : ", does not fit in memory";
@@ -283,10 +283,14 @@ ChecklistItem RemoteDataItem(const Evidence& ev) {
 std::vector<ChecklistItem> Checklist(const Evidence& ev, const Facts& facts,
                                      const std::vector<RuleResult>& stops) {
   const Track* mps = facts.mps;
-  return {BaselineItem(ev),      CudaPartsItem(ev, facts),
-          MpsAvailableItem(ev),  RealInputStepItem(ev, stops, mps),
-          FallbackItem(ev, mps), ToleranceItem(ev, stops),
-          WorkloadTimedItem(ev), RemoteDataItem(ev)};
+  return {BaselineItem(ev),
+          CudaPartsItem(ev, facts),
+          MpsAvailableItem(ev),
+          RealInputStepItem(ev, stops, mps),
+          FallbackItem(ev, mps),
+          ToleranceItem(ev, stops),
+          WorkloadTimedItem(ev, facts),
+          RemoteDataItem(ev)};
 }
 
 }  // namespace dt::verdict

@@ -11,24 +11,6 @@
 
 namespace dt::verdict {
 
-const Track* CostedTrack(const Evidence& ev) {
-  const Track* best = nullptr;
-  auto rank = [](const Track& t) { return t.IsMps() ? 0 : t.device == "cpu" ? 1 : 2; };
-  for (const Track& t : ev.tracks) {
-    if (t.cost && (best == nullptr || rank(t) < rank(*best))) best = &t;
-  }
-  return best;
-}
-
-std::vector<cost::ChipRow> MacPredictions(const Track& t, const Evidence& ev) {
-  std::vector<cost::ChipRow> rows =
-      cost::PredictAll(*t.cost, t.measured_profile, ev.macs, ev.run_plan);
-  rows.erase(std::remove_if(rows.begin(), rows.end(),
-                            [](const cost::ChipRow& r) { return r.measured_profile; }),
-             rows.end());
-  return rows;
-}
-
 namespace {
 
 std::string ChipText(const cost::ChipRow& c, const cost::RunPlan& plan) {
@@ -42,18 +24,18 @@ std::string ChipText(const cost::ChipRow& c, const cost::RunPlan& plan) {
 
 }  // namespace
 
-RuleResult CheckCannotFinish(const Evidence& ev, const Facts& /*facts*/) {
+RuleResult CheckCannotFinish(const Evidence& ev, const Facts& facts) {
   RuleResult r;
   r.id = StopId::kCannotFinish;
   r.title = "The Mac starts but cannot finish the computation";
-  const Track* t = CostedTrack(ev);
+  const Track* t = facts.costed;
   if (t == nullptr || ev.macs.empty()) {
     r.summary =
         "No traced step with a cost table (dualtrack run records one), so neither memory nor time "
         "on a Mac is known.";
     return r;
   }
-  const std::vector<cost::ChipRow> chips = MacPredictions(*t, ev);
+  const std::vector<cost::ChipRow> chips = facts.MacChips();
   std::vector<const cost::ChipRow*> no_room, too_slow, fine;
   for (const cost::ChipRow& c : chips) {
     if (c.prediction.fits == std::optional<bool>(false)) {

@@ -172,7 +172,24 @@ Facts GatherFacts(const Evidence& ev) {
       if (!op.dtype_issues.empty()) facts.dtype_issues.push_back(&op);
     }
   }
+  auto rank = [](const Track& t) { return t.IsMps() ? 0 : t.device == "cpu" ? 1 : 2; };
+  for (const Track& t : ev.tracks) {
+    if (t.cost && (facts.costed == nullptr || rank(t) < rank(*facts.costed))) facts.costed = &t;
+  }
+  if (facts.costed != nullptr) {
+    facts.cost = cost::MakeView(*facts.costed->cost, facts.costed->measured_profile, ev.macs,
+                                ev.run_plan, ev.calibration);
+  }
   return facts;
+}
+
+std::vector<cost::ChipRow> Facts::MacChips() const {
+  std::vector<cost::ChipRow> rows;
+  if (!cost) return rows;
+  for (const cost::ChipRow& r : cost->chips) {
+    if (!r.measured_profile) rows.push_back(r);
+  }
+  return rows;
 }
 
 }  // namespace dt::verdict

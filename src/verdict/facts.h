@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/render.h"
 #include "verdict/evidence.h"
 
 namespace dt::verdict {
@@ -45,7 +46,14 @@ struct Facts {
   // lacks (float64): from the coverage prediction, when there is one.
   std::vector<const CoverageOp*> fallbacks;
   std::vector<const CoverageOp*> dtype_issues;
+  // The track whose traced step is costed (the MPS track, else a CPU one, else any with a cost
+  // table) and its view: the predictions for the traced machine and the named Macs, made once for
+  // the stop condition, the checklist and the report.
+  const Track* costed = nullptr;
+  std::optional<cost::CostView> cost;
 
+  // The predictions for the named Macs (the traced machine's own row left out).
+  std::vector<cost::ChipRow> MacChips() const;
   // The findings of one need, in scan order.
   std::vector<const Finding*> With(Need n) const;
   std::size_t Count(Need n) const;

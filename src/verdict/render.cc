@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "app/version.h"
+#include "util/json_fields.h"
 #include "util/result.h"
 #include "util/strings.h"
 #include "verdict/render_cost.h"
@@ -22,13 +23,6 @@ namespace dt::verdict {
 namespace {
 
 using nlohmann::json;
-
-json OptJson(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
-json OptJson(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
-json OptJson(const std::optional<bool>& v) { return v ? json(*v) : json(nullptr); }
-json OptJson(const std::optional<double>& v) {
-  return v && std::isfinite(*v) ? json(*v) : json(nullptr);
-}
 
 json ItemsJson(const std::vector<EvidenceItem>& items) {
   json arr = json::array();

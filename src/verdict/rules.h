@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "cost/render.h"
 #include "verdict/evidence.h"
 #include "verdict/facts.h"
 
@@ -88,10 +87,6 @@ RuleResult CheckMultiGpu(const Evidence& ev, const Facts& facts);
 // lab's limit on every named Mac (the formal run only). A run that fits and finishes is never a
 // reason against the Mac, however slow.
 RuleResult CheckCannotFinish(const Evidence& ev, const Facts& facts);
-// The track whose traced step is costed: the MPS track, else a CPU one, else any with a cost table.
-const Track* CostedTrack(const Evidence& ev);
-// The predictions of that track's step on the named Macs (the traced machine's own row left out).
-std::vector<cost::ChipRow> MacPredictions(const Track& t, const Evidence& ev);
 
 // All stop conditions, in the order the report shows them.
 std::vector<RuleResult> CheckStopConditions(const Evidence& ev, const Facts& facts);

@@ -435,9 +435,9 @@ Report Decide(Evidence evidence) {
     if (std::string mps = MpsOnlyEdits(facts); !mps.empty()) rep.reasons.push_back(mps);
   }
   AddContextReasons(ev, facts, rep);
-  if (const Track* t = CostedTrack(ev)) {
-    rep.cost = cost::MakeView(*t->cost, t->measured_profile, ev.macs, ev.run_plan, ev.calibration);
-    rep.cost_track = t->name;
+  if (facts.costed != nullptr) {
+    rep.cost = facts.cost;
+    rep.cost_track = facts.costed->name;
   }
   rep.checklist = Checklist(ev, facts, rep.stops);
   rep.plan = Plan(ev, facts, rep);
