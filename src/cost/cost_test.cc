@@ -246,6 +246,30 @@ TEST(CostProfiles, MacNamesPickTheVariantSoldWithTheMemory) {
   EXPECT_NE(bad.error().message.find("did you mean 'M3 Max'"), std::string::npos);
 }
 
+TEST(CostProfiles, MalformedProfileFilesNameTheFileAndTheDevice) {
+  auto dir = TempDir::Make("dualtrack_profiles_test_");
+  ASSERT_TRUE(dir.ok());
+  const auto path = dir->path() / "lab.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"{", "lab.json"},
+      {R"({"schema": "other/1", "devices": []})", "schema dualtrack.devices/1"},
+      {R"({"schema": "dualtrack.devices/1", "devices": [{"id": "x", "name": "X",
+          "fp32_flops": 1e12, "memory_bytes_per_s": 1e11}]})",
+       "no source"},
+      {R"({"schema": "dualtrack.devices/1", "devices": [{"id": "x", "name": "X",
+          "fp32_flops": -1, "memory_bytes_per_s": 1e11, "sources": [{"url": "u"}]}]})",
+       "device 1: 'fp32_flops'"},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::ofstream(path) << text;
+    auto profiles = LoadProfiles(dir->path());
+    ASSERT_FALSE(profiles.ok()) << text;
+    EXPECT_EQ(profiles.error().code, ErrorCode::kInput);
+    const std::string all = profiles.error().message + " " + profiles.error().file;
+    EXPECT_NE(all.find(expected), std::string::npos) << all;
+  }
+}
+
 TEST(CostReader, MalformedLinesNameTheFileAndLine) {
   auto dir = TempDir::Make("dualtrack_cost_test_");
   ASSERT_TRUE(dir.ok());

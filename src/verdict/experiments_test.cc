@@ -57,6 +57,30 @@ TEST(VerdictExperimentsTest, ReadsDeclaredExperimentsOfTheExample) {
   EXPECT_FALSE(cfg->experiments[1].run.has_value());
 }
 
+TEST(VerdictExperimentsTest, TheCostPredictionsSettingsAreReadAndCheckedAtTheirLine) {
+  auto cfg = ReadProjectConfig(Example());
+  ASSERT_TRUE(cfg.ok()) << cfg.error().ToString();
+  EXPECT_EQ(cfg->macs, (std::vector<std::string>{"M2 16GB", "M3 Max 36GB", "M4 Max 128GB"}));
+  EXPECT_EQ(cfg->max_hours, std::optional<double>(72));
+  EXPECT_EQ(cfg->experiments[0].steps, std::optional<std::int64_t>(200000));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"[tool.dualtrack]\nmacs = [1]\n", "macs"},
+      {"[tool.dualtrack]\nsteps = 0\n", "whole number of steps above 0"},
+      {"[tool.dualtrack]\nsteps = 1.5\n", "whole number of steps above 0"},
+      {"[tool.dualtrack]\nmax_hours = -2\n", "max_hours must be a number above 0"},
+      {"[tool.dualtrack]\nmac_memory_fraction = 1.5\n", "at most 1"},
+      {"[[tool.dualtrack.experiments]]\nentry = \"t.py\"\nsteps = \"many\"\n", "steps"},
+  };
+  for (const auto& [text, expected] : bad) {
+    Project p;
+    p.Write("pyproject.toml", text);
+    auto r = ReadProjectConfig(p.dir());
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.error().message.find(expected), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().file.find("pyproject.toml"), std::string::npos);
+  }
+}
+
 TEST(VerdictExperimentsTest, MalformedExperimentsAreInputErrors) {
   Project p;
   p.Write("pyproject.toml", "[[tool.dualtrack.experiments]]\nname = \"x\"\n");
