@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -563,47 +565,6 @@ std::string ArgToken(std::string_view s, std::size_t p) {
   return std::string(s.substr(p, e - p));
 }
 
-// Where a command line passes an option that the registry's Python vocabulary reads as a use of a
-// CUDA-only library, as the keyword argument of that name would be (`--optim paged_adamw_32bit`,
-// `--attn_implementation=flash_attention_2`): a script's options are the keyword arguments of the
-// code it runs. Options are found in `line` (quoted text blanked), their values read from `raw`
-// (the same offsets) so that a quoted value counts. npos when none; `text` gets "--optim value".
-std::size_t LibraryOptionAt(const Registry& reg, std::string_view line, std::string_view raw,
-                            std::string* text) {
-  for (std::size_t i = 0; i + 2 < line.size(); ++i) {
-    if (line[i] != '-' || line[i + 1] != '-' || (i > 0 && ArgChar(line[i - 1]))) continue;
-    std::size_t e = i + 2;
-    while (e < line.size() &&
-           (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_' || line[e] == '-'))
-      ++e;
-    std::string key(line.substr(i + 2, e - i - 2));
-    std::replace(key.begin(), key.end(), '-', '_');
-    std::size_t v = e;
-    if (v < raw.size() && raw[v] == '=') {
-      ++v;
-    } else {
-      if (v < raw.size() && raw[v] != ' ' && raw[v] != '\t') continue;
-      while (v < raw.size() && (raw[v] == ' ' || raw[v] == '\t')) ++v;
-    }
-    std::string_view value;
-    if (v < raw.size() && (raw[v] == '"' || raw[v] == '\'')) {
-      std::size_t close = raw.find(raw[v], v + 1);
-      if (close == std::string_view::npos) continue;
-      value = raw.substr(v + 1, close - v - 1);
-    } else {
-      std::size_t ve = v;
-      while (ve < raw.size() && ArgChar(raw[ve])) ++ve;
-      value = raw.substr(v, ve - v);
-    }
-    if (key.empty() || value.empty() || value[0] == '-') continue;
-    if (!PythonLibraryRule(reg, key, value)) continue;
-    if (text != nullptr)
-      *text = "--" + std::string(line.substr(i + 2, e - i - 2)) + " " + std::string(value);
-    return i;
-  }
-  return std::string_view::npos;
-}
-
 // Where a command line turns on bitsandbytes loading: `--load-in-8bit`, `--load_4bit True`,
 // `--quantize bitsandbytes`, `--quantization=bnb-nf4`; npos when it does not (or when the flag is
 // given a false value). Quotes, commas and brackets separate arguments, so the list form of a
@@ -666,17 +627,6 @@ std::size_t CudaDeviceFlagAt(std::string_view s, std::string* text = nullptr) {
   return std::string_view::npos;
 }
 
-// "--device cuda:0" as written, from the option at `p`.
-std::string DeviceFlagText(std::string_view s, std::size_t p) {
-  std::size_t e = p;
-  while (e < s.size() && ArgChar(s[e])) ++e;
-  if (e < s.size() && s[e] == ' ') {
-    ++e;
-    while (e < s.size() && ArgChar(s[e])) ++e;
-  }
-  return std::string(s.substr(p, e - p));
-}
-
 // Replaces the contents of quoted strings with spaces so that prose in `echo "..."` is not
 // matched, keeping the columns.
 std::string BlankQuoted(std::string_view line) {
@@ -717,7 +667,8 @@ bool IsCudaImage(std::string_view image) {
 
 // The arguments of `pip install` from `from` on: local folders (`./ext`, `-e pointops`) that
 // build a CUDA extension; option values (`-r reqs.txt`) are skipped.
-void PipInstallArgs(const std::string& line, std::size_t from, std::uint32_t n, FindingSink& sink) {
+void PipInstallArgs(const std::string& line, std::size_t from, std::uint32_t n, FindingSink& sink,
+                    bool guarded) {
   auto col = [](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
   bool skip_next = false, editable = false;
   for (std::size_t p = from; p < line.size();) {
@@ -744,8 +695,8 @@ void PipInstallArgs(const std::string& line, std::size_t from, std::uint32_t n, 
                                  "--find-links", "--requirement", "--constraint", "--target",
                                  "--prefix", "--root", "--config-settings", "-C"})
         skip_next = skip_next || tok == o;
-    } else {
-      CheckLocalPackage(tok, sink, n, col(p));
+    } else if (!CheckLocalPackage(tok, sink, n, col(p))) {
+      CheckRequirement(tok, sink, n, col(p), guarded);
     }
     p = e;
   }
@@ -985,6 +936,14 @@ class ShellGuards {
 };
 
 // The first NVIDIA tool that the line runs, or npos: `command -v nvidia-smi` only looks it up.
+// Where a line reads CUDA_VISIBLE_DEVICES (`gpu_list="${CUDA_VISIBLE_DEVICES:-0}"`), which the
+// blanked reading misses inside quotes; prose that names the variable has no `$`.
+std::size_t CudaVisibleRead(std::string_view raw) {
+  for (std::string_view form : {"${CUDA_VISIBLE_DEVICES", "$CUDA_VISIBLE_DEVICES"})
+    if (std::size_t p = raw.find(form); p != std::string_view::npos) return p;
+  return std::string_view::npos;
+}
+
 std::size_t NvidiaToolRun(std::string_view line, std::string_view& tool) {
   for (std::string_view t : kNvidiaTools)
     for (std::size_t p = FindWord(line, t); p != std::string_view::npos;
@@ -1060,8 +1019,112 @@ std::size_t DockerGpuAt(std::string_view line) {
   return std::string_view::npos;
 }
 
+struct SettingFinding {
+  std::string code, text;
+};
+std::optional<SettingFinding> JudgeSetting(std::string_view raw_key, const std::string& key,
+                                           std::string_view v,
+                                           const std::vector<std::string>& words,
+                                           const Registry& reg);
+std::vector<std::string> LibraryWords(const Registry& reg);
+
+// A shell script's own variables (`n_gpus=4`, `export GPUS=8`), so that `--gpus=${n_gpus}` reads
+// as the value it is given; the last assignment before a line wins.
+class ShellVars {
+ public:
+  void Read(std::string_view line) {
+    std::string_view t = Trim(line);
+    if (StartsWith(t, "export ")) t = Trim(t.substr(7));
+    std::size_t e = 0;
+    while (e < t.size() && (std::isalnum(static_cast<unsigned char>(t[e])) || t[e] == '_')) ++e;
+    if (e == 0 || e >= t.size() || t[e] != '=' || std::isdigit(static_cast<unsigned char>(t[0])))
+      return;
+    std::string_view v = t.substr(e + 1);
+    if (!v.empty() && (v[0] == '"' || v[0] == '\'')) {
+      std::size_t close = v.find(v[0], 1);
+      v = close == std::string_view::npos ? std::string_view{} : v.substr(1, close - 1);
+    } else {
+      v = v.substr(0, v.find_first_of(" \t;&|"));
+    }
+    values_[std::string(t.substr(0, e))] = std::string(v);
+  }
+  // `$NAME`, `${NAME}` or `${NAME:-default}` as the script set it; the text itself otherwise.
+  std::string Resolve(std::string_view v) const {
+    if (v.size() < 2 || v[0] != '$') return std::string(v);
+    std::string_view name = v.substr(1), fallback;
+    bool has_fallback = false;
+    if (name[0] == '{') {
+      if (name.back() != '}') return std::string(v);
+      name = name.substr(1, name.size() - 2);
+      if (std::size_t d = name.find(":-"); d != std::string_view::npos) {
+        fallback = name.substr(d + 2);
+        has_fallback = true;
+        name = name.substr(0, d);
+      }
+    }
+    if (auto it = values_.find(std::string(name)); it != values_.end()) return it->second;
+    return has_fallback ? std::string(fallback) : std::string(v);
+  }
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+// Each `--key value` / `--key=value` option of a command line (options found in blanked `line`,
+// values read from `raw` at the same columns, so a quoted value counts), judged as the setting of
+// that name (JudgeSetting). At most one finding per code and line.
+void ShellOptions(std::string_view line, std::string_view raw, std::uint32_t n, FindingSink& sink,
+                  const std::function<bool(std::size_t)>& guarded, const ShellVars* vars) {
+  std::vector<std::string> words;
+  std::vector<std::string> seen;
+  for (std::size_t i = 0; i + 2 < line.size(); ++i) {
+    if (line[i] != '-' || line[i + 1] != '-' || (i > 0 && ArgChar(line[i - 1]))) continue;
+    std::size_t e = i + 2;
+    while (e < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[e])) || line[e] == '_' || line[e] == '-'))
+      ++e;
+    std::string raw_key(line.substr(i + 2, e - i - 2));
+    std::replace(raw_key.begin(), raw_key.end(), '-', '_');
+    std::size_t v = e;
+    if (v < raw.size() && raw[v] == '=') {
+      ++v;
+    } else {
+      if (v < raw.size() && raw[v] != ' ' && raw[v] != '\t') continue;
+      while (v < raw.size() && (raw[v] == ' ' || raw[v] == '\t')) ++v;
+    }
+    std::string_view value;
+    if (v < raw.size() && (raw[v] == '"' || raw[v] == '\'')) {
+      std::size_t close = raw.find(raw[v], v + 1);
+      if (close == std::string_view::npos) continue;
+      value = raw.substr(v + 1, close - v - 1);
+    } else {
+      std::size_t ve = v;
+      while (ve < raw.size() && ArgChar(raw[ve]) && raw[ve] != ';' && raw[ve] != '&' &&
+             raw[ve] != '|')
+        ++ve;
+      value = raw.substr(v, ve - v);
+    }
+    if (raw_key.empty() || value.empty() || value[0] == '-') continue;
+    std::string resolved = vars != nullptr ? vars->Resolve(value) : std::string(value);
+    if (words.empty()) words = LibraryWords(sink.registry());
+    const std::string key = Lower(raw_key);
+    auto f = JudgeSetting(raw_key, key, resolved, words, sink.registry());
+    // A count the script takes from its caller (`--gpus $NGPU`, `--num-gpus ${GPUS}` unset here)
+    // is a GPU count all the same: the option is named for it.
+    if (!f && resolved[0] == '$' &&
+        (key == "gpus" || key == "num_gpus" || key == "n_gpus" || key == "ngpus"))
+      f = SettingFinding{"DT120", key + ": " + resolved};
+    if (!f || std::find(seen.begin(), seen.end(), f->code) != seen.end()) continue;
+    seen.push_back(f->code);
+    std::string shown =
+        "--" + std::string(line.substr(i + 2, e - i - 2)) + " " + std::string(value);
+    sink.Add(f->code, n, static_cast<std::uint32_t>(i + 1), shown, guarded(i));
+  }
+}
+
 void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
-               ShellGuards* guards = nullptr, std::size_t from = 0) {
+               ShellGuards* guards = nullptr, std::size_t from = 0,
+               const ShellVars* vars = nullptr) {
   std::string line = BlankQuoted(raw);
   auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
   ShellGuards own;
@@ -1073,6 +1136,8 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
     sink.Add("DT405", n, col(p), tool, g(p) || guards->InConditionAt(p));
   if (std::size_t p = line.find("CUDA_VISIBLE_DEVICES"); p != std::string::npos)
     sink.Add("DT406", n, col(p), "CUDA_VISIBLE_DEVICES", g(p));
+  else if (std::size_t q = CudaVisibleRead(raw); q != std::string::npos)
+    sink.Add("DT406", n, col(q), "CUDA_VISIBLE_DEVICES", g(q));
   std::string text;
   if (std::size_t p = SlurmGpuRequestAt(line, text); p != std::string::npos)
     sink.Add("DT409", n, col(p), text, g(p));
@@ -1103,18 +1168,24 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
         break;
       }
   }
-  std::string option;
   if (std::size_t p = BitsandbytesFlagAt(line); p != std::string::npos)
     sink.Add("DT221", n, col(p), ArgToken(line, p), g(p));
-  else if (std::size_t q = LibraryOptionAt(sink.registry(), line, raw, &option);
-           q != std::string::npos)
-    sink.Add("DT220", n, col(q), option, g(q));
-  if (std::size_t p = CudaDeviceFlagAt(line); p != std::string::npos)
-    sink.Add("DT120", n, col(p), DeviceFlagText(line, p), g(p));
-  // `pip install submodules/diff-raster ./ext`: local folders that build a CUDA extension.
+  ShellOptions(line, raw, n, sink, g, vars);
+  // `pip install submodules/diff-raster ./ext flash-attn`: local folders that build a CUDA
+  // extension, and packages, judged as requirement lines are.
   if (std::size_t pi = FindWord(line, "pip"); pi != std::string::npos) {
     if (std::size_t inst = FindWord(line, "install", pi); inst != std::string::npos)
-      PipInstallArgs(line, inst + 7, n, sink);
+      PipInstallArgs(line, inst + 7, n, sink, g(pi));
+  }
+  // `conda install -c nvidia cuda-compiler`: NVIDIA's channel, as in an environment file.
+  if (std::size_t ci = FindWord(line, "conda");
+      ci != std::string::npos && FindWord(line, "install", ci) != std::string::npos) {
+    for (std::string_view opt : {"-c", "--channel"})
+      for (std::size_t p = FindWord(line, opt, ci); p != std::string::npos;
+           p = FindWord(line, opt, p + 1)) {
+        std::string ch = ArgToken(line, std::min(line.size(), p + opt.size() + 1));
+        if (ch == "nvidia" || StartsWith(ch, "nvidia/")) sink.Add("DT408", n, col(p), ch, g(p));
+      }
   }
   if (IsCudaIndexUrl(raw) || HasCudaLocalVersion(line)) {
     std::size_t p = line.find("torch");
@@ -1127,6 +1198,7 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
 
 void ScanShell(std::string_view text, FindingSink& sink) {
   ShellGuards guards;
+  ShellVars vars;
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
     std::string text;
@@ -1135,7 +1207,8 @@ void ScanShell(std::string_view text, FindingSink& sink) {
         p != std::string::npos)
       sink.Add("DT409", n, Col(raw, t) + static_cast<std::uint32_t>(p), text, false);
     if (t.empty() || t[0] == '#') return;
-    ShellLine(raw, n, sink, &guards);
+    ShellLine(raw, n, sink, &guards, 0, &vars);
+    vars.Read(raw);
   });
 }
 
@@ -1391,45 +1464,35 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
 
 namespace {
 
-// A configuration's "key: value" pair: GPU counts and lists, accelerator and device selections,
-// an NCCL backend, Kubernetes GPU limits, values or switches naming a CUDA-only library.
-void ConfigPairFinding(const YamlLine& y, const std::string& key, std::uint32_t n, std::uint32_t at,
-                       const std::vector<std::string>& words, FindingSink& sink) {
-  std::string_view v = y.value;
-  if (key == "nvidia.com/gpu" && IsInteger(v, false) && v != "0") {  // Kubernetes limits.
-    sink.Add("DT420", n, at, "nvidia.com/gpu: " + std::string(v), false);
-    return;
-  }
-  if (y.key == "CUDA_VISIBLE_DEVICES") {
-    sink.Add("DT406", n, at, "CUDA_VISIBLE_DEVICES", false);
-    return;
-  }
-  if (key == "num_gpus" || key == "n_gpus" || key == "n_gpu" || key == "ngpus" || key == "ngpu") {
-    if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-    return;
-  }
-  if (key == "gpus" || key == "gpu_ids") {
-    if (SelectsGpus(key, v)) sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-    return;
+// What a setting selects, read the same way from a configuration's "key: value" pair and from a
+// command line's `--key value` (a script's options are the settings of the code it runs): GPU
+// counts and lists, accelerator and device selections, an NCCL backend, TF32, Kubernetes GPU
+// limits, values or switches naming a CUDA-only library. `key` is lower-case.
+std::optional<SettingFinding> JudgeSetting(std::string_view raw_key, const std::string& key,
+                                           std::string_view v,
+                                           const std::vector<std::string>& words,
+                                           const Registry& reg) {
+  auto found = [&](std::string code, std::string text) {
+    return std::optional<SettingFinding>(SettingFinding{std::move(code), std::move(text)});
+  };
+  const std::string pair = key + ": " + std::string(v);
+  if (key == "nvidia.com/gpu" && IsInteger(v, false) && v != "0")  // Kubernetes limits.
+    return found("DT420", pair);
+  if (raw_key == "CUDA_VISIBLE_DEVICES") return found("DT406", "CUDA_VISIBLE_DEVICES");
+  if (key == "num_gpus" || key == "n_gpus" || key == "n_gpu" || key == "ngpus" || key == "ngpu" ||
+      key == "gpus" || key == "gpu_ids") {
+    return SelectsGpus(key, v) ? found("DT120", pair) : std::nullopt;
   }
   std::string lv = Lower(v);
-  if (key == "accelerator" && (lv == "gpu" || lv == "cuda")) {
-    sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-    return;
-  }
+  if (key == "accelerator" && (lv == "gpu" || lv == "cuda")) return found("DT120", pair);
   if ((key == "device" || EndsWith(key, "_device") || key == "device_type") &&
-      (lv == "cuda" || (StartsWith(lv, "cuda:") && IsInteger(lv.substr(5), false)))) {
-    sink.Add("DT120", n, at, key + ": " + std::string(v), false);
-    return;
-  }
-  if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl") {
-    sink.Add("DT205", n, at, "nccl", false);
-    return;
-  }
-  if (PythonLibraryRule(sink.registry(), y.key, v)) {
-    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
-    return;
-  }
+      (lv == "cuda" || (StartsWith(lv, "cuda:") && IsInteger(lv.substr(5), false))))
+    return found("DT120", pair);
+  if ((key == "backend" || EndsWith(key, "_backend") || key == "dist_backend") && lv == "nccl")
+    return found("DT205", "nccl");
+  // TF32 matmuls (transformers' `tf32`, `allow_tf32`) are a CUDA backend flag.
+  if ((key == "tf32" || key == "allow_tf32") && Truthy(v)) return found("DT106", pair);
+  if (PythonLibraryRule(reg, raw_key, v)) return found("DT220", pair);
   // A value naming a CUDA-only library; prose (a value with spaces) is not a selection.
   bool single = v.find_first_of(" \t") == std::string_view::npos;
   auto items = FlowItems(v);
@@ -1438,12 +1501,15 @@ void ConfigPairFinding(const YamlLine& y, const std::string& key, std::uint32_t 
       return it.find_first_of(" \t") == std::string_view::npos;
     });
   }
-  if (!v.empty() && single && !NamedLibrary(v, words).empty()) {
-    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
-    return;
-  }
-  if (Truthy(v) && !KeyLibrary(key, words).empty())
-    sink.Add("DT220", n, at, key + ": " + std::string(v), false);
+  if (!v.empty() && single && !NamedLibrary(v, words).empty()) return found("DT220", pair);
+  if (Truthy(v) && !KeyLibrary(key, words).empty()) return found("DT220", pair);
+  return std::nullopt;
+}
+
+void ConfigPairFinding(const YamlLine& y, const std::string& key, std::uint32_t n, std::uint32_t at,
+                       const std::vector<std::string>& words, FindingSink& sink) {
+  if (auto f = JudgeSetting(y.key, key, y.value, words, sink.registry()))
+    sink.Add(f->code, n, at, f->text, false);
 }
 
 }  // namespace

@@ -114,6 +114,30 @@ TEST(ScanEnvFilesTest, CommandLinesSelectCudaDevices) {
             (Strings{"DT120@3"}));
 }
 
+// A script's options are the settings of the program it runs: judged as a config's key: value
+// pairs are, with the script's own variables read (`--gpus=${n_gpus_per_node}`, `--tf32 True`,
+// `gpu_list="${CUDA_VISIBLE_DEVICES:-0}"`), and the packages it installs as requirements.
+TEST(ScanEnvFilesTest, CommandLineOptionsAreSettings) {
+  auto fs = ScanText(ScanShell, "train.sh",
+                     "n_gpus_per_node=4\n"
+                     "export NONE=0\n"
+                     "python -u train.py \\\n"
+                     "    --gpus=${n_gpus_per_node} --accelerator=\"ddp\" \\\n"
+                     "    --tf32 True --dist-backend nccl\n"
+                     "python eval.py --gpus $NONE --tf32 False\n"
+                     "python eval.py --num_gpus ${UNSET}\n"
+                     "gpu_list=\"${CUDA_VISIBLE_DEVICES:-0}\"\n"
+                     "echo \"export CUDA_VISIBLE_DEVICES to choose\"\n"
+                     "pip install flash-attn numpy --no-build-isolation\n"
+                     "conda install -y -c nvidia cuda-compiler\n"
+                     "python x.py --attn_implementation \"flash_attention_2\"\n");
+  EXPECT_EQ(Codes(fs), (Strings{"DT120@4", "DT106@5", "DT205@5", "DT120@7", "DT406@8", "DT403@10",
+                                "DT408@11", "DT220@12"}));
+  EXPECT_EQ(fs[0].message, "--gpus ${n_gpus_per_node} selects CUDA devices");
+  // A variable set to 0 selects no GPU, and so does an unset one whose default is 0.
+  EXPECT_EQ(Codes(ScanText(ScanShell, "a.sh", "python t.py --gpus ${G:-0}\n")), Strings{});
+}
+
 TEST(ScanEnvFilesTest, ComposeExecFormSelectsCudaDevices) {
   // The exec (list) form quotes each argument; the block-list form may split an option from its
   // value over two entries, reported at the option.

@@ -50,6 +50,27 @@ TEST(ScanPythonTest, OptionalImportIsGuarded) {
   EXPECT_TRUE(fs[3].guarded);
 }
 
+// A field a config class declares (`bits: int = field(default=16)`) tested for membership or
+// equality: the branch of another value is an opt-in, the branch of the default runs.
+TEST(ScanPythonTest, MembershipTestOfADataclassFieldIsAnOptIn) {
+  auto fs =
+      Py("from dataclasses import dataclass, field\n"
+         "@dataclass\n"
+         "class TrainingArguments:\n"
+         "    bits: int = field(default=16, metadata={'help': 'quantisation bits'})\n"
+         "def load(training_args, load_model):\n"
+         "    if training_args.bits in [4, 8]:\n"
+         "        load_model(load_in_4bit=True)\n"
+         "    if training_args.bits not in (4, 8):\n"
+         "        load_model(load_in_4bit=True)\n"
+         "    if training_args.bits == 4:\n"
+         "        load_model(load_in_4bit=True)\n");
+  ASSERT_EQ(Codes(fs), (std::vector<std::string>{"DT206@7", "DT206@9", "DT206@11"}));
+  EXPECT_TRUE(fs[0].guarded);
+  EXPECT_FALSE(fs[1].guarded);
+  EXPECT_TRUE(fs[2].guarded);
+}
+
 TEST(ScanPythonTest, PrivateDefinitionUsedOnlyUnderACheckIsGuarded) {
   auto fs =
       Py("try:\n    import fused_cuda\nexcept ImportError:\n    fused_cuda = None\n"

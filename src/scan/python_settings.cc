@@ -180,7 +180,14 @@ void PySettings::CollectData(const PyModel& m) {
         while (eq < l.end && !m.IsOp(m.T(eq), "=")) ++eq;
       if (eq < l.end && m.IsOp(m.T(eq), "=") &&
           (annotated || IsConfigClassName(m.scope(scope).name))) {
-        const PyValue v = Literal(m, eq + 1, l.end);
+        PyValue v = Literal(m, eq + 1, l.end);
+        // A dataclass `field(default=16, metadata=...)` holds its default.
+        if (v.kind == PyValue::kUnknown && eq + 2 < l.end && m.Is(m.T(eq + 1), "field") &&
+            m.IsOp(m.T(eq + 2), "("))
+          ForEachKeyword(m, eq + 2, m.Matching(eq + 2, l.end),
+                         [&](std::size_t a, std::size_t kv, std::size_t ve) {
+                           if (m.Is(m.T(a), "default")) v = Literal(m, kv, ve);
+                         });
         if (v.kind != PyValue::kUnknown) {
           data_[std::string(m.Text(m.T(l.begin)))] = v;
           for (std::uint32_t p = first; p <= last; ++p) option_lines_.push_back(p);
@@ -298,6 +305,13 @@ std::optional<bool> PySettings::Test(const PyModel& m, std::size_t b, std::size_
   if (e < b + 3 || !m.IsName(m.T(b)) || !m.IsOp(m.T(b + 1), ".") || !m.IsName(m.T(b + 2)))
     return std::nullopt;
   const PyValue* def = Default(m, b + 2);
+  if (def == nullptr && b + 3 < e &&
+      (m.Is(m.T(b + 3), "in") || m.Is(m.T(b + 3), "not") || m.IsOp(m.T(b + 3), "==") ||
+       m.IsOp(m.T(b + 3), "!="))) {
+    // A field this file declares as data (`bits: int = field(default=16)`), tested for equality
+    // or membership (`training_args.bits in [4, 8]`): the branch of another value is an opt-in.
+    if (auto it = data_.find(std::string(m.Text(m.T(b + 2)))); it != data_.end()) def = &it->second;
+  }
   if (def == nullptr || def->kind == PyValue::kUnknown) return std::nullopt;
   return Compare(m, *def, b + 3, e);
 }
@@ -310,6 +324,25 @@ std::optional<bool> PySettings::Compare(const PyModel& m, const PyValue& value, 
   bool holds;
   if (k == e) {
     holds = def->Truthy();
+  } else if (m.Is(m.T(k), "in") || (m.Is(m.T(k), "not") && k + 1 < e && m.Is(m.T(k + 1), "in"))) {
+    // `in [4, 8]` / `not in ("a", "b")`: a literal list, tuple or set.
+    const bool negated = m.Is(m.T(k), "not");
+    const std::size_t open = k + (negated ? 2 : 1);
+    if (open >= e ||
+        !(m.IsOp(m.T(open), "[") || m.IsOp(m.T(open), "(") || m.IsOp(m.T(open), "{")) ||
+        m.Matching(open, e) + 1 != e)
+      return std::nullopt;
+    bool any = false;
+    for (std::size_t a = open + 1; a < e - 1;) {
+      std::size_t z = a;
+      while (z < e - 1 && !m.IsOp(m.T(z), ",")) ++z;
+      const PyValue item = Literal(m, a, z);
+      if (item.kind == PyValue::kUnknown || item.kind != def->kind) return std::nullopt;
+      any = any ||
+            (item.kind == PyValue::kString ? item.text == def->text : item.number == def->number);
+      a = z + 1;
+    }
+    holds = any != negated;
   } else if (m.Is(m.T(k), "is")) {
     const bool negated = k + 1 < e && m.Is(m.T(k + 1), "not");
     if (k + (negated ? 2 : 1) + 1 != e || !m.Is(m.T(e - 1), "None")) return std::nullopt;
