@@ -126,12 +126,16 @@ def test_fix_apply_interrupted_leaves_no_temporary_file(dualtrack_bin, tmp_path)
     p.communicate(timeout=TIMEOUT)
     if not seen:
         pytest.skip("the writes were over before a temporary file could be seen")
-    assert p.returncode == -signal.SIGINT, p.returncode
     names = os.listdir(proj)
     assert not [n for n in names if ".tmp" in n], names
     for n in names:
         text = (proj / n).read_text()
         assert text == body or (".cuda()" not in text and text.endswith(body[len(CUDA_PY):])), n
+    if p.returncode == 0:
+        # The temporary seen was the last one, and the process finished between the listing and
+        # the signal (a signal to an exited process does nothing): every file is whole, above.
+        pytest.skip("the signal arrived after the last write")
+    assert p.returncode == -signal.SIGINT, p.returncode
 
 
 APPENDER = """
