@@ -935,7 +935,6 @@ class ShellGuards {
   std::vector<Mark> marks_;  // Where the state changes along the current line.
 };
 
-// The first NVIDIA tool that the line runs, or npos: `command -v nvidia-smi` only looks it up.
 // Where a line reads CUDA_VISIBLE_DEVICES (`gpu_list="${CUDA_VISIBLE_DEVICES:-0}"`), which the
 // blanked reading misses inside quotes; prose that names the variable has no `$`.
 std::size_t CudaVisibleRead(std::string_view raw) {
@@ -944,6 +943,7 @@ std::size_t CudaVisibleRead(std::string_view raw) {
   return std::string_view::npos;
 }
 
+// The first NVIDIA tool that the line runs, or npos: `command -v nvidia-smi` only looks it up.
 std::size_t NvidiaToolRun(std::string_view line, std::string_view& tool) {
   for (std::string_view t : kNvidiaTools)
     for (std::size_t p = FindWord(line, t); p != std::string_view::npos;
