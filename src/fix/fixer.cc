@@ -141,9 +141,9 @@ const CudaCall* FindCudaCall(std::string_view name) {
 }
 
 // Codes whose findings the fixer rewrites; DT204 only with --unsafe-fixes.
-constexpr std::string_view kFixable[] = {"DT101", "DT102", "DT103", "DT104", "DT105", "DT106",
-                                         "DT107", "DT108", "DT112", "DT113", "DT115", "DT116",
-                                         "DT205", "DT211", "DT204", "DT201", "DT202", "DT206"};
+constexpr std::string_view kFixable[] = {
+    "DT101", "DT102", "DT103", "DT104", "DT105", "DT106", "DT107", "DT108", "DT112", "DT113",
+    "DT115", "DT116", "DT205", "DT211", "DT305", "DT204", "DT201", "DT202", "DT206"};
 // Fixes that may change results: float64 -> float32, attention libraries -> SDPA, bitsandbytes
 // quantisation -> float16 weights.
 constexpr std::string_view kUnsafe[] = {"DT204", "DT201", "DT202", "DT206"};
@@ -417,6 +417,46 @@ class Editor {
       t = end;
     }
     return bound;
+  }
+
+  // The import statement holding token k, alone on its physical line (the forms the try/except
+  // wrap below rewrites), or a note why not.
+  const scan::LogicalLine* ImportAt(std::size_t k, std::string& why) const {
+    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
+    why = "no statement at the finding";
+    if (line == lex_.lines.end()) return nullptr;
+    const std::size_t first = line->begin;
+    why = "not an import statement";
+    if (Text(first) != "import" && Text(first) != "from") return nullptr;
+    why = "an import over several lines or with other statements: left for review";
+    if (lex_.Line(lex_.tokens[first]) != lex_.Line(lex_.tokens[line->end - 1]) ||
+        LineEndAfter(End(line->end - 1)) != LineEndAfter(Begin(first)) ||
+        src_.find(';', Begin(first)) < LineEndAfter(Begin(first)))
+      return nullptr;
+    return &*line;
+  }
+
+  // The import statement `l` inside try/except ImportError, the names it binds None without the
+  // module; `why` comments the except. The keyword itself is replaced, not a point before it: the
+  // `except` of an import wrapped on the line above is inserted at that point.
+  bool WrapImport(const scan::LogicalLine& l, const std::vector<std::string_view>& bound,
+                  std::string_view why) {
+    const std::size_t first = l.begin;
+    const std::uint32_t at = static_cast<std::uint32_t>(src_.rfind('\n', Begin(first)) + 1);
+    const std::string indent(src_.substr(at, Begin(first) - at));
+    std::string names;
+    for (std::string_view n : bound) names += std::string(n) + " = ";
+    if (!Add(Begin(first), End(first), "try:\n" + indent + "    " + std::string(Text(first)),
+             false))
+      return false;
+    const std::uint32_t end = LineEndAfter(Begin(first));
+    const bool newline = end > 0 && src_[end - 1] == '\n';
+    (void)Add(end, end,
+              std::string(newline ? "" : "\n") + indent + "except ImportError:  # " +
+                  std::string(why) + "\n" + indent + "    " + names + "None\n",
+              false);
+    return true;
   }
 
   // Whether every use of the names (a name token not after a dot, outside the statement `l`) lies
@@ -818,6 +858,61 @@ class CudaFixes : protected Editor {
   }
 };
 
+// Imports of compiled CUDA extensions (DT305): the import fails where the extension was never
+// built, though the code on the path may never call it.
+class ExtensionFixes : protected Editor {
+ public:
+  using Editor::Editor;
+
+  // A module-level `import my_ext` whose names the module only uses inside functions -> the
+  // import in try/except ImportError, binding them to None: the module imports without the
+  // extension, and a call still needs it (each call on the path is a finding of its own). With
+  // the extension built nothing changes.
+  std::string FixImport(std::size_t k) {
+    std::string why;
+    const scan::LogicalLine* line = ImportAt(k, why);
+    if (line == nullptr)
+      return why == "not an import statement"
+                 ? "a use of the extension: it needs a PyTorch fallback or a Metal kernel"
+                 : why;
+    if (line->indent != 0) return "a function's own import: the function needs the extension";
+    for (std::size_t t = line->begin; t < line->end; ++t)
+      if (IsOp(t, "*")) return "a star import: the names it binds are unknown";
+    const std::vector<std::string_view> bound = BoundNames(*line);
+    if (bound.empty()) return "an import that binds no name";
+    for (std::size_t u = 0; u < lex_.tokens.size(); ++u) {
+      if ((u >= line->begin && u < line->end) || !IsName(u) || (u > 0 && IsOp(u - 1, ".")) ||
+          std::find(bound.begin(), bound.end(), Text(u)) == bound.end())
+        continue;
+      if (!InFunctionBody(u))
+        return "the module uses " + std::string(Text(u)) + " when it is imported: left for review";
+    }
+    if (!WrapImport(*line, bound, "built only with CUDA: each call still needs it"))
+      return "overlaps another fix";
+    return "import inside try/except ImportError (the calls still need the extension)";
+  }
+
+ private:
+  // Whether token u lies in the body of a function (a `def` whose block holds its line), so that
+  // it runs only when the function is called: not module code, a class body, a decorator or a
+  // default value (those run when the module is imported).
+  bool InFunctionBody(std::size_t u) const {
+    auto it = std::find_if(lex_.lines.begin(), lex_.lines.end(),
+                           [&](const scan::LogicalLine& l) { return l.begin <= u && u < l.end; });
+    if (it == lex_.lines.end()) return false;
+    std::uint32_t indent = it->indent;
+    while (indent > 0 && it != lex_.lines.begin()) {
+      --it;
+      if (it->begin >= it->end || it->indent >= indent) continue;
+      indent = it->indent;
+      const std::size_t b = it->begin;
+      if (Text(b) == "def" || (Text(b) == "async" && b + 1 < it->end && Text(b + 1) == "def"))
+        return true;
+    }
+    return false;
+  }
+};
+
 // Checkpoint loads (DT116): torch.load gets a map_location.
 class LoadFixes : protected Editor {
  public:
@@ -908,19 +1003,13 @@ class UnsafeFixes : protected Editor {
   // Unsafe: an import of xformers / flash-attn whose every use in the module is an attention call
   // the fix rewrites -> the import inside try/except ImportError, its names None without it.
   std::string FixAttentionImport(std::size_t k) {
-    auto line = std::find_if(lex_.lines.begin(), lex_.lines.end(),
-                             [&](const scan::LogicalLine& l) { return l.begin <= k && k < l.end; });
-    if (line == lex_.lines.end()) return "no statement at the finding";
+    std::string why;
+    const scan::LogicalLine* line = ImportAt(k, why);
+    if (line == nullptr) return why;
     const std::size_t first = line->begin;
-    const std::string_view head = Text(first);
-    if (head != "import" && head != "from") return "not an import statement";
     if (!IsName(first + 1) || std::find(std::begin(kAttentionModules), std::end(kAttentionModules),
                                         Text(first + 1)) == std::end(kAttentionModules))
       return "no automatic fix for DT201 on this library (see `dualtrack rule DT201`)";
-    if (lex_.Line(lex_.tokens[first]) != lex_.Line(lex_.tokens[line->end - 1]) ||
-        LineEndAfter(End(line->end - 1)) != LineEndAfter(Begin(first)) ||
-        src_.find(';', Begin(first)) < LineEndAfter(Begin(first)))
-      return "an import over several lines or with other statements: left for review";
     const std::vector<std::string_view> bound = BoundNames(*line);
     if (bound.empty()) return "an import that binds no name";
     for (std::size_t u = 0; u < lex_.tokens.size(); ++u) {
@@ -933,22 +1022,7 @@ class UnsafeFixes : protected Editor {
         return "the module uses " + std::string(Text(u)) +
                " for more than attention calls: left for review";
     }
-    const std::uint32_t at = static_cast<std::uint32_t>(src_.rfind('\n', Begin(first)) + 1);
-    const std::string indent(src_.substr(at, Begin(first) - at));
-    std::string names;
-    for (std::string_view n : bound) names += std::string(n) + " = ";
-    std::string text = "try:\n" + indent + "    ";
-    // The keyword itself is replaced, not a point before it: the `except` of an import wrapped on
-    // the line above is inserted at that point.
-    if (!Add(Begin(first), End(first), text + std::string(head), false))
-      return "overlaps another fix";
-    const std::uint32_t end = LineEndAfter(Begin(first));
-    const bool newline = end > 0 && src_[end - 1] == '\n';
-    (void)Add(end, end,
-              std::string(newline ? "" : "\n") + indent +
-                  "except ImportError:  # attention runs through SDPA\n" + indent + "    " + names +
-                  "None\n",
-              false);
+    if (!WrapImport(*line, bound, "attention runs through SDPA")) return "overlaps another fix";
     wrapped_imports_.push_back(first);
     return "import inside try/except ImportError";
   }
@@ -1085,7 +1159,7 @@ class UnsafeFixes : protected Editor {
 class Fixer : protected Editor {
  public:
   explicit Fixer(Work& work)
-      : Editor(work), device_(work), cuda_(work), load_(work), unsafe_(work) {}
+      : Editor(work), device_(work), cuda_(work), ext_(work), load_(work), unsafe_(work) {}
 
   FileFix Run(const std::vector<scan::Finding>& findings) {
     FindDeviceVariable();
@@ -1245,6 +1319,7 @@ class Fixer : protected Editor {
     if (f.code == "DT113") return device_.FixIndex(k);
     if (f.code == "DT206") return unsafe_.FixQuantised(k);
     if (f.code == "DT116") return load_.FixLoad(k);
+    if (f.code == "DT305") return ext_.FixImport(k);
     if (f.code == "DT201") return unsafe_.FixAttentionImport(k);
     if (f.code == "DT202") return unsafe_.FixAttention(k);
     if ((f.code == "DT105" || f.code == "DT115") && IsName(k) && IsOp(k + 1, "="))
@@ -1293,6 +1368,7 @@ class Fixer : protected Editor {
 
   DeviceFixes device_;
   CudaFixes cuda_;
+  ExtensionFixes ext_;
   LoadFixes load_;
   UnsafeFixes unsafe_;
 };

@@ -584,6 +584,35 @@ TEST(FixTest, CheckpointLoadsGetAMapLocation) {
   }
 }
 
+// An extension the module uses only inside functions: its import becomes lazy, the uses stay (each
+// needs the extension when it runs). Uses at import time, a function's own import and a star
+// import are left as written.
+TEST(FixTest, AnExtensionImportBecomesLazyOnlyWhenNothingUsesItAtImport) {
+  const std::string lazy =
+      "import torch\n"
+      "import fused_cuda  # kernels\n"
+      "\n"
+      "class Op(torch.nn.Module):\n"
+      "    def forward(self, x):\n"
+      "        return fused_cuda.run(x)\n";
+  const std::string out = Fixed(lazy);
+  EXPECT_TRUE(Has(out,
+                  "try:\n    import fused_cuda  # kernels\nexcept ImportError:  # built only with "
+                  "CUDA: each call still needs it\n    fused_cuda = None\n"))
+      << out;
+  EXPECT_TRUE(Has(out, "        return fused_cuda.run(x)\n")) << out;
+  ExpectIdempotent(lazy);
+  for (const char* at_import : {"RUN = fused_cuda.run\n", "class Op:\n    run = fused_cuda.run\n",
+                                "@fused_cuda.jit\ndef f(x):\n    return x\n",
+                                "def f(x, op=fused_cuda.run):\n    return op(x)\n"}) {
+    const std::string src = std::string("import fused_cuda\n") + at_import;
+    EXPECT_EQ(Fixed(src), src) << at_import;
+  }
+  for (const char* src : {"def f(x):\n    import fused_cuda\n    return fused_cuda.run(x)\n",
+                          "from fused_cuda import *\n\ndef f(x):\n    return run(x)\n"})
+    EXPECT_EQ(Fixed(src), src) << src;
+}
+
 // The rule pages say which rules have a fix and show it: the registry's record of that agrees
 // with the fixer, and every example's "after" is what the fixer writes for its "before".
 TEST(FixTest, TheRegistryAndTheFixerAgree) {

@@ -1098,9 +1098,11 @@ void ShellOptions(std::string_view line, std::string_view raw, std::uint32_t n, 
       if (close == std::string_view::npos) continue;
       value = raw.substr(v + 1, close - v - 1);
     } else {
+      // A shell word runs to a blank, a quote or a control operator: a comma is part of it
+      // (`--gpus 0,1` selects two devices).
       std::size_t ve = v;
-      while (ve < raw.size() && ArgChar(raw[ve]) && raw[ve] != ';' && raw[ve] != '&' &&
-             raw[ve] != '|')
+      while (ve < raw.size() && (ArgChar(raw[ve]) || raw[ve] == ',') && raw[ve] != ';' &&
+             raw[ve] != '&' && raw[ve] != '|')
         ++ve;
       value = raw.substr(v, ve - v);
     }

@@ -139,6 +139,7 @@ void ForEachFindingField(const Finding& f, Str&& str, ScalarField&& scalar) {
   else
     str("fix", f.fix);
   scalar("guarded", Scalar::Of(f.guarded));
+  scalar("in_import", Scalar::Of(f.in_import));
   scalar("line", Scalar::Of(f.line));
   str("message", f.message);
   scalar("mps_only", Scalar::Of(f.mps_only));

@@ -47,6 +47,11 @@ void HandleUse(PyRuleContext& cx, std::size_t k, LineRead& line, bool guarded) {
       (ce != k + 1 || ce >= l.end || !m.IsOp(m.T(ce), "(")))
     return;
   ExtensionUse(cx, t, resolved, use_guard, line.scope);
+  if (!use_guard) {
+    bool in_def = false;
+    for (int s = line.scope; s > 0 && !in_def; s = m.scope(s).parent) in_def = m.scope(s).is_def;
+    cx.result.extension_used_at_import |= !in_def;
+  }
   // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
   line.tainted |= !use_guard && !m.IsCpuBuilt(resolved);
 }
@@ -335,6 +340,12 @@ void PropagateLocal(PyRuleContext& cx) {
   // project has the replacement, so its definitions' callers are replacements (DT314), no dead
   // end (DT312).
   if (!cx.cuda_tops.empty() && HasReferenceImplementation(cx)) cx.result.reference_impl = true;
+  // Module-level code that runs a definition reaching the extension (a script's own calls, its
+  // `__main__` block) uses it when the module runs.
+  for (const auto& [li, names] : cx.module_refs)
+    for (std::string_view name : names)
+      if (auto it = cx.cuda_tops.find(name); it != cx.cuda_tops.end() && it->second)
+        cx.result.extension_used_at_import = true;
   for (auto [name, ext] : cx.cuda_tops)
     if (!cx.model.IsReferenceTop(name)) cx.result.cuda_symbols.emplace_back(name, ext);
   for (auto [name, ext] : cx.reexports) {

@@ -72,6 +72,16 @@ void DynamicImports(PyModel& m) {
   }
 }
 
+// The physical lines of the file's import statements (sorted): a finding there only imports.
+std::vector<std::uint32_t> ImportLines(const PyModel& m) {
+  std::vector<std::uint32_t> out;
+  for (const LogicalLine& l : m.lines()) {
+    if (l.begin >= l.end || !(m.Is(m.T(l.begin), "import") || m.Is(m.T(l.begin), "from"))) continue;
+    for (std::uint32_t n = m.Line(m.T(l.begin)); n <= m.Line(m.T(l.end - 1)); ++n) out.push_back(n);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool CudaContext::IsModule(std::string_view dotted) const { return InAny(modules, dotted); }
@@ -102,6 +112,7 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   if (!model.settings().option_lines().empty())
     sink.MarkOptionDefaults(model.settings().option_lines());
   GuardPasses(cx);
+  sink.MarkImportLines(ImportLines(model));
   RecordJitCalls(cx);
   if (options.collect_calls) CollectCalls(model, options, result);
   DynamicImports(model);

@@ -158,6 +158,9 @@ struct PyScanResult {
   // build is what their callers pass (CudaContext::jit_builders).
   std::vector<std::string> jit_builders;
   bool tensor_dispatch = false;  // PyModel::TensorDispatch().
+  // An unguarded use of a compiled extension outside every function body: it runs when the module
+  // is imported, so the import cannot be made lazy (GuardLazyExtensionUses).
+  bool extension_used_at_import = false;
   // Its CUDA symbols reach kernels the file also keeps in pure PyTorch (`*_ref`, `*_pytorch`), or
   // symbols that do (CudaContext::referenced).
   bool reference_impl = false;

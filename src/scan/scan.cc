@@ -150,6 +150,7 @@ struct FileResult {
   std::vector<std::string> jit_unguarded;  // PyScanResult::jit_unguarded.
   std::vector<std::string> jit_builders;   // PyScanResult::jit_builders.
   bool tensor_dispatch = false;            // PyScanResult::tensor_dispatch.
+  bool extension_used_at_import = false;   // PyScanResult::extension_used_at_import.
   bool reference_impl = false;             // PyScanResult::reference_impl.
   std::vector<std::string> flag_reads;     // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
@@ -632,6 +633,7 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.jit_unguarded = std::move(py.jit_unguarded);
       r.jit_builders = std::move(py.jit_builders);
       r.tensor_dispatch = py.tensor_dispatch;
+      r.extension_used_at_import = py.extension_used_at_import;
       r.reference_impl = py.reference_impl;
       r.flag_reads = std::move(py.flag_reads);
       r.extension_sources = std::move(py.extension_sources);
@@ -885,7 +887,7 @@ bool ExtensionUsesGuarded(const std::vector<WalkItem>& items,
     if ((k == j) != in_file || (k != j && IsTestPath(items[k].rel))) continue;
     for (const Finding& f : results[k].findings) {
       const bool use = f.code == "DT305" || f.code == "DT312" || f.code == "DT314";
-      if (!use || f.snippet.starts_with("import ") || f.snippet.starts_with("from ")) continue;
+      if (!use || f.in_import) continue;
       if (!f.guarded) return false;
       ++uses;
     }
@@ -970,6 +972,48 @@ void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<Fil
         f.severity = Severity::kPortable;
       }
     }
+  }
+}
+
+// A module that imports a compiled extension unguarded and uses it only inside its functions
+// (`import awq_inference_engine` at the top, its kernels called in `WQLinear.forward`), while the
+// code on the path (`on_path`: the files the entries reach; null: the whole project) reaches
+// what depends on it only behind checks: once `dualtrack fix` makes the import lazy (DT305's
+// fix), those uses run only where the checks hold, so they are guarded like the callers. The
+// import itself stays in the way until then.
+void GuardLazyExtensionUses(const std::vector<WalkItem>& items, std::vector<FileResult>& results,
+                            const std::unordered_set<std::string>* on_path) {
+  auto lazy_use = [](const Finding& f) { return f.code == "DT305" && !f.in_import; };
+  for (std::size_t j = 0; j < items.size(); ++j) {
+    // A test of the kernel exercises the CUDA path on purpose; a script runs its own functions.
+    if (items[j].kind != FileKind::kPython || results[j].extension_used_at_import ||
+        results[j].has_main || IsTestPath(items[j].rel))
+      continue;
+    const auto& fs = results[j].findings;
+    const bool imports = std::any_of(fs.begin(), fs.end(), [](const Finding& f) {
+      return f.code == "DT305" && f.in_import && !f.guarded;
+    });
+    if (!imports || !std::any_of(fs.begin(), fs.end(), lazy_use)) continue;
+    std::size_t uses = 0;
+    bool unguarded = false;
+    for (std::size_t k = 0; k < results.size() && !unguarded; ++k) {
+      if (k == j || IsTestPath(items[k].rel)) continue;
+      if (on_path != nullptr && on_path->count(items[k].rel) == 0) continue;
+      // What depends on the extension through the project's code; another module's own use of
+      // an extension (DT305) is that module's.
+      for (const Finding& f : results[k].findings) {
+        const bool use = f.code == "DT312" || f.code == "DT314";
+        if (!use || f.in_import || !f.reachable.value_or(true)) continue;
+        ++uses;
+        unguarded |= !f.guarded;
+      }
+    }
+    if (unguarded || uses == 0) continue;
+    for (Finding& f : results[j].findings)
+      if (lazy_use(f) && !f.guarded) {
+        f.guarded = true;
+        f.severity = Severity::kPortable;
+      }
   }
 }
 
@@ -1212,6 +1256,7 @@ void RescanKnowingCuda(const Context& ctx, const std::vector<WalkItem>& items,
                  results[i].reexports = std::move(py.reexports);
                  results[i].reference_impl = py.reference_impl;
                  results[i].tensor_dispatch = py.tensor_dispatch;
+                 results[i].extension_used_at_import = py.extension_used_at_import;
                  results[i].scanned = true;
                });
   });
@@ -1928,6 +1973,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   if (!entries) return entries.take_error();
   Reach reach =
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
+  GuardLazyExtensionUses(items, results, entries->files.empty() ? nullptr : &reach.reachable);
   for (FileResult& r : results) SettleGuardedCodes(ctx.reg, r.findings);
   Collect(items, results, *filter, entries->files, reach, report);
   if (options.collect_inputs) report.inputs = ScanInputs(items, abs_root);

@@ -49,6 +49,9 @@ struct Finding {
   // It stands in the default of a setting the user overrides: a command-line option
   // (`add_argument("--device", default="cuda")`), a module setting a configurator overrides.
   bool option_default = false;
+  // It lies in an import statement, which runs nothing but the import: importing the project's
+  // code that reaches a kernel runs no kernel; importing a compiled extension fails without it.
+  bool in_import = false;
   bool mps_only = false;  // Fails only on MPS: the rule's `mps_only` (runs on the CPU as written).
   std::optional<bool> reachable;  // Only for Python files and notebooks.
   // With several entries (a test suite, a folder of scripts): how many of them reach the file.

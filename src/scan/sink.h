@@ -72,6 +72,14 @@ class FindingSink {
         out_[i].option_default = true;
   }
 
+  // Marks this file's findings on the given physical lines (sorted) as lying in import statements
+  // (`Finding::in_import`).
+  void MarkImportLines(const std::vector<std::uint32_t>& lines) {
+    for (std::size_t i = base_; i < out_.size(); ++i)
+      if (std::binary_search(lines.begin(), lines.end(), static_cast<std::uint32_t>(out_[i].line)))
+        out_[i].in_import = true;
+  }
+
   // Knowing the file's absolute path lets a scanner look at the files around it (a submodule's
   // folder, a local package's setup.py); empty when the text has no file (tests, notebooks).
   void set_path(std::string abs) { abs_ = std::move(abs); }

@@ -82,6 +82,7 @@ ScanEvidence FromScan(const scan::ScanReport& report, const std::vector<std::str
     x.mps_only = f.mps_only;
     x.placement = f.placement;
     x.option_default = f.option_default;
+    x.in_import = f.in_import;
     x.reached_by = f.reached_by;
     if (f.fix == "safe") x.fix = FixKind::kSafe;
     if (f.fix == "unsafe") x.fix = FixKind::kUnsafe;

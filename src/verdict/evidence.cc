@@ -264,6 +264,7 @@ void ReadFinding(Reader& r, const json& f, std::size_t i, std::vector<Finding>& 
   x.mps_only = r.OptBool(f, "mps_only", w).value_or(false);
   x.placement = r.OptBool(f, "placement", w).value_or(false);
   x.option_default = r.OptBool(f, "option_default", w).value_or(false);
+  x.in_import = r.OptBool(f, "in_import", w).value_or(false);
   x.reached_by = r.OptInt(f, "reached_by", w);
   const std::optional<std::string> fix = r.OptStr(f, "fix", w);
   if (fix == "safe") x.fix = FixKind::kSafe;

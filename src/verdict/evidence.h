@@ -58,6 +58,7 @@ struct Finding {
   bool mps_only = false;        // Runs on the CPU, fails only on MPS (float64, no MPS kernel).
   bool placement = false;       // Puts work on a device (`.cuda()`, `device="cuda"`).
   bool option_default = false;  // The default of a setting the user overrides (`--device`).
+  bool in_import = false;       // In an import statement (scan::Finding::in_import).
   std::optional<std::int64_t> reached_by;  // Of several entries, how many reach the file.
   // The scan's `fix` (the rule's); audit refines it with the fixer's own plan, so a construct the
   // fixer leaves (`.cuda(i, True)`) is an edit by hand.

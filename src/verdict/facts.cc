@@ -56,6 +56,9 @@ Need NeedOf(const Finding& f, const ScanEvidence& scan) {
   // Runs on the Mac's CPU as written (float64, an operator without an MPS kernel, a call into an
   // extension that also has a CPU build): an edit only once the work runs on MPS.
   if (f.mps_only && f.severity != scan::Severity::kBlocker) return Need::kMpsEdit;
+  // The import of a compiled extension whose names the module only uses inside functions: `fix`
+  // makes it lazy (try/except ImportError), and each use on the path is a finding of its own.
+  if (f.code == "DT305" && f.in_import && f.fix == FixKind::kSafe) return Need::kAutomaticEdit;
   if (f.severity == scan::Severity::kBlocker)
     return SuiteMember(f, scan) ? Need::kReplacement : Need::kBlocker;
   if (f.severity == scan::Severity::kReplace) return Need::kReplacement;
@@ -102,8 +105,7 @@ std::size_t Facts::Count(Need n) const {
 // runs nothing of the kernel. Where the import itself would fail (the module imports the compiled
 // extension unguarded), that import is a finding of its own (DT305); the calls are DT312.
 bool ImportsProjectSymbol(const Finding& f) {
-  return (f.code == "DT312" || f.code == "DT314") &&
-         (f.snippet.rfind("from ", 0) == 0 || f.snippet.rfind("import ", 0) == 0);
+  return (f.code == "DT312" || f.code == "DT314") && f.in_import;
 }
 
 bool OnPath(const Finding& f, const ScanEvidence& scan) {

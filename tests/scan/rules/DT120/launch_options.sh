@@ -8,3 +8,6 @@ python -u ./train.py configs/data.py \
 python -u ./test.py --gpus=${cpu_only} --batch_size=1
 python -u ./test.py --num-gpus $NGPUS  # expect: DT120
 python -u ./test.py --gpus "${GPUS:-0}"
+python main.py --base configs/vqgan.yaml -t True --gpus 0,1  # expect: DT120
+python main.py --base configs/vqgan.yaml -t True --gpus 0,  # expect: DT120 (Lightning: a list, GPU 0)
+python main.py --gpus 0 --lr 1e-4,2e-4
