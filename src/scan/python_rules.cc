@@ -188,6 +188,29 @@ void RunRules(PyRuleContext& cx) {
   }
 }
 
+void RecordProcessGroups(PyRuleContext& cx) {
+  const PyModel& m = cx.model;
+  for (std::size_t li = 0; li < m.lines().size() && !cx.result.every_run_process_group; ++li) {
+    const LogicalLine& l = m.lines()[li];
+    if (m.First(l) == "def" || m.First(l) == "import" || m.First(l) == "from") continue;
+    for (std::size_t k = l.begin; k + 1 < l.end; ++k) {
+      if (!m.IsName(m.T(k)) || m.Text(m.T(k)) != "init_process_group" || !m.IsOp(m.T(k + 1), "(") ||
+          m.RunsBehindCheck(li))
+        continue;
+      // `def _init_dist_pytorch(backend): dist.init_process_group(backend=backend)`: a helper
+      // whose backend is its parameter leaves the decision to its callers (in other files).
+      std::size_t v = k + 2;
+      if (v + 2 < l.end && m.Text(m.T(v)) == "backend" && m.IsOp(m.T(v + 1), "=")) v += 2;
+      const int scope = m.ScopeOf(li);
+      if (v < l.end && scope >= 0 && m.IsName(m.T(v)) &&
+          m.scopes()[static_cast<std::size_t>(scope)].params.count(m.Text(m.T(v))))
+        continue;
+      cx.result.every_run_process_group = true;
+      break;
+    }
+  }
+}
+
 void GuardPasses(PyRuleContext& cx) {
   for (const LineRange& r : GuardLibraryBranches(cx.model)) cx.sink.GuardLines(r.first, r.last);
   for (const LineRange& r : DeviceFallbackLines(cx.model)) cx.sink.GuardLines(r.first, r.last);

@@ -143,6 +143,8 @@ void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body,
 void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool guarded);
 // Into the result, once the guard passes ran: the helpers called, and those called unguarded.
 void RecordJitCalls(PyRuleContext& cx);
+// Sets PyScanResult::every_run_process_group (after GuardPasses, which find the checks).
+void RecordProcessGroups(PyRuleContext& cx);
 void GuardPrivateDefinitions(PyRuleContext& cx);
 // Module-level names reaching CUDA-only code through other module-level names of this file.
 void PropagateLocal(PyRuleContext& cx);

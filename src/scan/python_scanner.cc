@@ -114,6 +114,7 @@ PyScanResult ScanPython(std::string_view source, FindingSink& sink, const PyScan
   GuardPasses(cx);
   sink.MarkImportLines(ImportLines(model));
   RecordJitCalls(cx);
+  RecordProcessGroups(cx);
   if (options.collect_calls) CollectCalls(model, options, result);
   DynamicImports(model);
   result.sys_path = SysPathDirs(model);

@@ -161,6 +161,9 @@ struct PyScanResult {
   // An unguarded use of a compiled extension outside every function body: it runs when the module
   // is imported, so the import cannot be made lazy (GuardLazyExtensionUses).
   bool extension_used_at_import = false;
+  // An `init_process_group(...)` call that no check keeps from a run: the process group, with the
+  // backend a config file names, is every run's (GuardConfigBackends).
+  bool every_run_process_group = false;
   // Its CUDA symbols reach kernels the file also keeps in pure PyTorch (`*_ref`, `*_pytorch`), or
   // symbols that do (CudaContext::referenced).
   bool reference_impl = false;

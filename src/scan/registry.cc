@@ -413,6 +413,9 @@ void Registry::BuildTriggers() {
     add(v.substr(0, v.find_first_of("*?[")), {}, true, false);
   }
   for (const auto& g : launch_guards_) add(g, {}, false);
+  // A process group created with a backend from elsewhere (`init_process_group(backend=cfg.x)`)
+  // names no CUDA word, yet says whether a config file's backend is every run's.
+  add("init_process_group", {}, true);
   for (const auto& lib : libraries_) {
     for (const auto& m : lib.modules) add(TopOf(m), {}, true);
     for (const auto& d : lib.kernel_decorators)

@@ -151,6 +151,7 @@ struct FileResult {
   std::vector<std::string> jit_builders;   // PyScanResult::jit_builders.
   bool tensor_dispatch = false;            // PyScanResult::tensor_dispatch.
   bool extension_used_at_import = false;   // PyScanResult::extension_used_at_import.
+  bool every_run_process_group = false;    // PyScanResult::every_run_process_group.
   bool reference_impl = false;             // PyScanResult::reference_impl.
   std::vector<std::string> flag_reads;     // PyModel::FlagReads.
   std::vector<std::pair<std::string, bool>> extension_sources;  // Built sources, guarded or not.
@@ -634,6 +635,7 @@ void ScanByKind(const Context& ctx, const WalkItem& item, std::string_view text,
       r.jit_builders = std::move(py.jit_builders);
       r.tensor_dispatch = py.tensor_dispatch;
       r.extension_used_at_import = py.extension_used_at_import;
+      r.every_run_process_group = py.every_run_process_group;
       r.reference_impl = py.reference_impl;
       r.flag_reads = std::move(py.flag_reads);
       r.extension_sources = std::move(py.extension_sources);
@@ -971,6 +973,24 @@ void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<Fil
         f.guarded = true;
         f.severity = Severity::kPortable;
       }
+    }
+  }
+}
+
+// `backend: nccl` in a run's config file (basicsr's `dist_params`, a trainer's `dist_backend`) is
+// read where the process group is created. When the project's code creates one only behind a
+// launch-mode or CUDA check (`if opt['launcher'] != 'none': init_dist(...)`, `if h.num_gpus > 1:`),
+// or never (a library does, under its launcher), the setting is the multi-process mode's: guarded.
+// A project that creates the group on every run makes it every run's.
+void GuardConfigBackends(const std::vector<WalkItem>& items, std::vector<FileResult>& results) {
+  for (std::size_t j = 0; j < items.size(); ++j)
+    if (items[j].kind == FileKind::kPython && results[j].every_run_process_group) return;
+  for (std::size_t j = 0; j < items.size(); ++j) {
+    if (items[j].kind != FileKind::kConfigYaml) continue;
+    for (Finding& f : results[j].findings) {
+      if (f.code != "DT205" || f.guarded) continue;
+      f.guarded = true;
+      f.severity = Severity::kPortable;
     }
   }
 }
@@ -1974,6 +1994,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   Reach reach =
       ReachFromEntries(ctx, items, results, init_dirs, modules, *entries, threads, report);
   GuardLazyExtensionUses(items, results, entries->files.empty() ? nullptr : &reach.reachable);
+  GuardConfigBackends(items, results);
   for (FileResult& r : results) SettleGuardedCodes(ctx.reg, r.findings);
   Collect(items, results, *filter, entries->files, reach, report);
   if (options.collect_inputs) report.inputs = ScanInputs(items, abs_root);

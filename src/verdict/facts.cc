@@ -48,7 +48,9 @@ bool SuiteMember(const Finding& f, const ScanEvidence& scan) {
 Need NeedOf(const Finding& f, const ScanEvidence& scan) {
   if (IsMultiGpuFinding(f)) {
     // `backend="nccl"` or DDP device ids hard-wired into a path that also runs as one process is
-    // an edit; a construct rated replace or blocker is multi-GPU by design.
+    // an edit, and so is an NCCL group that `fix` rewrites (a formal run on several GPUs is scale,
+    // not a stop). A construct rated replace or blocker otherwise is multi-GPU by design.
+    if (IsSingleProcessEdit(f)) return Need::kAutomaticEdit;
     if (f.severity == scan::Severity::kReplace || f.severity == scan::Severity::kBlocker)
       return Need::kMultiGpu;
     return f.fix == FixKind::kSafe ? Need::kAutomaticEdit : Need::kManualEdit;
@@ -127,6 +129,8 @@ bool IsMultiGpuFinding(const Finding& f) {
   }
   return false;
 }
+
+bool IsSingleProcessEdit(const Finding& f) { return f.code == "DT211" && f.fix == FixKind::kSafe; }
 
 bool IsDeviceOptionDefault(const Finding& f) {
   if (f.cls != scan::FindingClass::kDevice) return false;

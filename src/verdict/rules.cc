@@ -326,7 +326,8 @@ RuleResult CheckMultiGpu(const Evidence& ev, const Facts& /*facts*/) {
     } else if (!f.reachable.has_value()) {
       r.notes.push_back(
           FromFinding(f, "launcher or build file for multi-GPU runs: ", ItemKind::kLauncher));
-    } else if (f.severity == scan::Severity::kFixable || f.severity == scan::Severity::kPortable) {
+    } else if (f.severity == scan::Severity::kFixable || f.severity == scan::Severity::kPortable ||
+               IsSingleProcessEdit(f)) {
       // `backend="nccl"`, `device_ids=[LOCAL_RANK]` hard-wired into a path that also runs as one
       // process: an edit (gloo, no device ids) that the plan lists, not a need for several GPUs.
       r.notes.push_back(FromFinding(

@@ -202,10 +202,22 @@ TEST(VerdictRulesTest, NcclHardWiredIntoOneProcessIsAnEditNotAStop) {
   EXPECT_NE(by_hand.reasons.front().find("1 edit(s) by hand that keep the recipe (train.py:12)"),
             std::string::npos)
       << by_hand.reasons.front();
-  // Every run initialising the group (DT211, replace) or the construct rated blocker: multi-GPU
-  // communication is needed, which stops the Mac track.
+  // Every run initialising the group (DT211, replace) that `fix` gives its gloo branch: one
+  // process makes a world of one, so it is an automatic edit, not a stop.
   nccl.code = "DT211";
   nccl.severity = scan::Severity::kReplace;
+  nccl.fix = FixKind::kSafe;
+  Report group = Decide(OnPathScan({nccl}));
+  EXPECT_EQ(group.verdict, Verdict::kMacReady);
+  EXPECT_EQ(group.automatic_edits, 1u);
+  for (const RuleResult& rule : group.stops) {
+    if (rule.id == StopId::kMultiGpu) {
+      EXPECT_EQ(rule.state, RuleState::kClear);
+    }
+  }
+  // Without that edit (the fixer leaves the call) or rated blocker: multi-GPU communication is
+  // needed, which stops the Mac track.
+  nccl.fix = FixKind::kNone;
   EXPECT_EQ(Decide(OnPathScan({nccl})).verdict, Verdict::kCudaOnly);
   nccl.severity = scan::Severity::kBlocker;
   EXPECT_EQ(Decide(OnPathScan({nccl})).verdict, Verdict::kCudaOnly);
