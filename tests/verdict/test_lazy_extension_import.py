@@ -60,16 +60,9 @@ def make(root, entry=ENTRY):
     (root / "main.py").write_text(entry)
 
 
-def audit(dualtrack, root):
-    out = dualtrack("audit", root, "--entry", "main.py", "--format", "json", "-o", root / "r.html",
-                    cwd=root)
-    assert out.returncode in (0, 1), out.stderr
-    return json.loads(out.stdout)["experiments"][0]
-
-
-def test_an_unused_extension_import_is_an_automatic_edit(dualtrack, tmp_path):
+def test_an_unused_extension_import_is_an_automatic_edit(dualtrack, audit_main, tmp_path):
     make(tmp_path)
-    exp = audit(dualtrack, tmp_path)
+    exp = audit_main(tmp_path)
     reasons = exp["report"]["reasons"]
     assert exp["verdict"] == "mac-ready", reasons
     assert reasons[0].startswith("mac-ready after `dualtrack fix"), reasons
@@ -97,17 +90,17 @@ def test_the_fixed_module_imports_without_the_extension(dualtrack, tmp_path):
     assert "NoneType" in run.stderr and "gemm" in run.stderr
 
 
-def test_a_kernel_on_the_default_path_still_stops_it(dualtrack, tmp_path):
+def test_a_kernel_on_the_default_path_still_stops_it(dualtrack, audit_main, tmp_path):
     make(tmp_path, ENTRY.replace("if args.real:\n    w = QLinear(w)", "w = QLinear(w)"))
-    exp = audit(dualtrack, tmp_path)
+    exp = audit_main(tmp_path)
     assert exp["verdict"] == "cuda-only", exp["report"]["reasons"]
 
 
-def test_a_module_that_runs_its_own_kernel_calls_keeps_them(dualtrack, tmp_path):
+def test_a_module_that_runs_its_own_kernel_calls_keeps_them(dualtrack, audit_main, tmp_path):
     # The same module, run at import (a script's own call): the use is no lazy one.
     make(tmp_path)
     (tmp_path / "qmodule.py").write_text(QMODULE + "\nLAYER = QLinear(torch.ones(2))(torch.ones(2))\n")
     out = dualtrack("scan", tmp_path, "--entry", "main.py", "--format", "json", "--fail-on", "never")
     found = {(f["file"], f["line"]): f for f in json.loads(out.stdout)["findings"]}
     assert not found[("qmodule.py", 11)]["guarded"]
-    assert audit(dualtrack, tmp_path)["verdict"] != "mac-ready"
+    assert audit_main(tmp_path)["verdict"] != "mac-ready"

@@ -22,16 +22,9 @@ print(dist.get_world_size(), round(float(out.sum()), 4))
 """
 
 
-def audit(dualtrack, root):
-    out = dualtrack("audit", root, "--entry", "main.py", "--format", "json", "-o", root / "r.html",
-                    cwd=root)
-    assert out.returncode in (0, 1), out.stderr
-    return json.loads(out.stdout)["experiments"][0]
-
-
-def test_an_nccl_group_of_one_process_is_an_automatic_edit(dualtrack, tmp_path):
+def test_an_nccl_group_of_one_process_is_an_automatic_edit(dualtrack, audit_main, tmp_path):
     (tmp_path / "main.py").write_text(ENTRY)
-    exp = audit(dualtrack, tmp_path)
+    exp = audit_main(tmp_path)
     reasons = exp["report"]["reasons"]
     assert exp["verdict"] == "mac-ready", reasons
     assert reasons[0].startswith("mac-ready after `dualtrack fix"), reasons
