@@ -48,6 +48,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A finding found, after its file was scanned, to run only behind a check: guarded code runs
+// unchanged where the check fails (the sink's GuardLines, for passes over the whole project).
+void MarkGuarded(Finding& f) {
+  f.guarded = true;
+  f.severity = Severity::kPortable;
+}
+
 struct Config {
   std::vector<std::string> exclude;
   std::vector<std::string> ignore;
@@ -970,8 +977,7 @@ void GuardOptionalExtensions(const std::vector<WalkItem>& items, std::vector<Fil
           items[j].kind == FileKind::kCpp && dirs.count(rel.substr(0, rel.rfind('/') + 1)) > 0;
       if (j != i && !beside && wrappers.count(j) == 0) continue;
       for (auto& f : results[j].findings) {
-        f.guarded = true;
-        f.severity = Severity::kPortable;
+        MarkGuarded(f);
       }
     }
   }
@@ -989,8 +995,7 @@ void GuardConfigBackends(const std::vector<WalkItem>& items, std::vector<FileRes
     if (items[j].kind != FileKind::kConfigYaml) continue;
     for (Finding& f : results[j].findings) {
       if (f.code != "DT205" || f.guarded) continue;
-      f.guarded = true;
-      f.severity = Severity::kPortable;
+      MarkGuarded(f);
     }
   }
 }
@@ -1031,8 +1036,7 @@ void GuardLazyExtensionUses(const std::vector<WalkItem>& items, std::vector<File
     if (unguarded || uses == 0) continue;
     for (Finding& f : results[j].findings)
       if (lazy_use(f) && !f.guarded) {
-        f.guarded = true;
-        f.severity = Severity::kPortable;
+        MarkGuarded(f);
       }
   }
 }
@@ -1053,8 +1057,7 @@ void GuardBuiltSources(const std::vector<WalkItem>& items, std::vector<FileResul
     auto it = all_guarded.find(std::string(rel.substr(rel.rfind('/') + 1)));
     if (it == all_guarded.end() || !it->second) continue;
     for (auto& f : results[i].findings) {
-      f.guarded = true;
-      f.severity = Severity::kPortable;
+      MarkGuarded(f);
     }
   }
 }
@@ -1537,8 +1540,7 @@ void FollowCalls(const Context& ctx, const std::vector<WalkItem>& items,
         if (!paths.defs[k][d].reached) {
           f.reachable = false;
         } else if (paths.defs[k][d].guarded && !f.guarded) {
-          f.guarded = true;
-          f.severity = Severity::kPortable;
+          MarkGuarded(f);
         }
         break;
       }
@@ -1837,8 +1839,7 @@ void Collect(std::vector<WalkItem>& items, std::vector<FileResult>& results,
         // Reached only through imports behind a CUDA check (`if x.is_cuda: from .triton_ops
         // import ...`): on these entries' paths the module runs only with CUDA.
         if (*f.reachable && !f.guarded && reach.behind_checks.count(items[i].rel) > 0) {
-          f.guarded = true;
-          f.severity = Severity::kPortable;
+          MarkGuarded(f);
         }
       }
       report.findings.push_back(std::move(f));
