@@ -959,9 +959,42 @@ std::size_t NvidiaToolRun(std::string_view line, std::string_view& tool) {
   return std::string_view::npos;
 }
 
-// Where a SLURM job asks for GPUs: `#SBATCH --gres=gpu:4`, `srun --gpus-per-node=8 ...`,
-// `sbatch --gpus 2`; npos when it does not. `text` gets the option as written.
+// The option of an LSF or PBS job that asks for GPUs: `bsub -gpu num=1 ...`, `#BSUB -gpu
+// "num=2"`, `#PBS -l select=1:ngpus=4`, `qsub -l nodes=1:gpus=2`; npos when there is none.
+std::size_t LsfPbsGpuRequestAt(std::string_view line, std::string& text) {
+  const std::string_view t = Trim(line);
+  auto word_end = [&](std::size_t p) {
+    while (p < line.size() && line[p] != ' ' && line[p] != '\t' && line[p] != '\\') ++p;
+    return p;
+  };
+  if (StartsWith(t, "#BSUB") || FindWord(line, "bsub") != std::string_view::npos) {
+    for (std::size_t p = FindWord(line, "-gpu"); p != std::string_view::npos;
+         p = FindWord(line, "-gpu", p + 1)) {
+      if (p + 4 >= line.size() || line[p + 4] != ' ') continue;  // `-gpu num=1`
+      std::size_t v = p + 5;
+      while (v < line.size() && line[v] == ' ') ++v;
+      text = "-gpu " + std::string(line.substr(v, word_end(v) - v));
+      return p;
+    }
+    return std::string_view::npos;
+  }
+  if (!StartsWith(t, "#PBS") && FindWord(line, "qsub") == std::string_view::npos)
+    return std::string_view::npos;
+  for (std::string_view key : {"ngpus=", "gpus="}) {
+    for (std::size_t p = line.find(key); p != std::string_view::npos; p = line.find(key, p + 1)) {
+      if (p > 0 && line[p - 1] != ':' && line[p - 1] != ' ' && line[p - 1] != ',') continue;
+      text = std::string(line.substr(p, word_end(p) - p));
+      text = text.substr(0, text.find(':'));
+      return p;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Where a cluster job asks for GPUs: SLURM (`#SBATCH --gres=gpu:4`, `srun --gpus-per-node=8 ...`,
+// `sbatch --gpus 2`), LSF or PBS; npos when it does not. `text` gets the option as written.
 std::size_t SlurmGpuRequestAt(std::string_view line, std::string& text) {
+  if (std::size_t p = LsfPbsGpuRequestAt(line, text); p != std::string_view::npos) return p;
   if (!StartsWith(Trim(line), "#SBATCH") && FindWord(line, "sbatch") == std::string_view::npos &&
       FindWord(line, "srun") == std::string_view::npos &&
       FindWord(line, "salloc") == std::string_view::npos)
@@ -1124,14 +1157,54 @@ void ShellOptions(std::string_view line, std::string_view raw, std::uint32_t n, 
   }
 }
 
+// BlankQuoted, except that a quoted string that is itself a command line keeps its text (with
+// its own quoted prose blanked): `bash -c "CUDA_VISIBLE_DEVICES=3 python train.py"`,
+// `screen -dm sh -c '...'`, `sbatch --wrap="..."`, and the command string of `bsub`, `ssh` or
+// `eval`. A job file that launches every run through a scheduler or a detached shell says what
+// the run needs inside those quotes.
+std::string ShowCommandStrings(std::string_view raw) {
+  std::string out = BlankQuoted(raw);
+  auto words_before = [&](std::size_t open) {
+    return ShellWords(std::string_view(out).substr(0, open));
+  };
+  char q = 0;
+  std::size_t open = 0;
+  for (std::size_t i = 0; i < raw.size() && i < out.size(); ++i) {
+    const char c = raw[i];
+    if (q == 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '\'' || c == '"') {
+        q = c;
+        open = i;
+      }
+      continue;
+    }
+    if (c != q || (q == '"' && raw[i - 1] == '\\')) continue;
+    q = 0;
+    std::vector<std::string_view> before = words_before(open);
+    bool code = !before.empty() && (before.back() == "-c" || before.back() == "-lc" ||
+                                    EndsWith(before.back(), "--wrap="));
+    if (!code && !before.empty() && before.back() == "--wrap") code = true;
+    for (std::string_view w : before)
+      if (w == "bsub" || w == "ssh" || w == "eval") code = true;
+    if (!code) continue;
+    std::string inner = BlankQuoted(raw.substr(open + 1, i - open - 1));
+    inner.resize(i - open - 1, ' ');
+    out.replace(open + 1, inner.size(), inner);
+  }
+  return out;
+}
+
 void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
                ShellGuards* guards = nullptr, std::size_t from = 0,
                const ShellVars* vars = nullptr) {
-  std::string line = BlankQuoted(raw);
   auto col = [&](std::size_t p) { return static_cast<std::uint32_t>(p + 1); };
   ShellGuards own;
   if (guards == nullptr) guards = &own;
-  guards->Read(raw, line, from);
+  const std::string blanked = BlankQuoted(raw);
+  guards->Read(raw, blanked, from);
+  std::string line = ShowCommandStrings(raw);
   auto g = [&](std::size_t p) { return guards->GuardedAt(p); };
   std::string_view tool;
   if (std::size_t p = NvidiaToolRun(line, tool); p != std::string::npos)
@@ -1204,8 +1277,10 @@ void ScanShell(std::string_view text, FindingSink& sink) {
   ForEachLine(text, [&](std::uint32_t n, std::string_view raw) {
     std::string_view t = Trim(raw);
     std::string text;
-    // `#SBATCH --gres=gpu:4`: a directive, not a comment.
-    if (std::size_t p = StartsWith(t, "#SBATCH") ? SlurmGpuRequestAt(t, text) : std::string::npos;
+    // `#SBATCH --gres=gpu:4`, `#BSUB -gpu num=1`, `#PBS -l ngpus=4`: directives, not comments.
+    const bool directive =
+        StartsWith(t, "#SBATCH") || StartsWith(t, "#BSUB") || StartsWith(t, "#PBS");
+    if (std::size_t p = directive ? SlurmGpuRequestAt(t, text) : std::string::npos;
         p != std::string::npos)
       sink.Add("DT409", n, Col(raw, t) + static_cast<std::uint32_t>(p), text, false);
     if (t.empty() || t[0] == '#') return;
@@ -1422,6 +1497,8 @@ void ScanCompose(std::string_view text, FindingSink& sink) {
       sink.Add("DT420", n, col(y.content), "runtime: nvidia", false);
     } else if (key == "gpus" && !v.empty()) {
       sink.Add("DT420", n, col(y.content), "gpus: " + std::string(v), false);
+    } else if (key == "gpu" && Lower(v) == "true") {  // Cog's `build: gpu: true`.
+      sink.Add("DT420", n, col(y.content), "gpu: true", false);
     } else if (key == "capabilities") {
       auto items = FlowItems(v);
       bool gpu =
@@ -1778,10 +1855,25 @@ void UserTextRules(const Registry& reg, std::string_view text, const std::string
 }
 
 void YamlFlags(std::string_view text, std::vector<std::string>& off, std::vector<std::string>& on) {
+  // A key with no value whose next line is not its block (`distributed_port:` then a key at the
+  // same indent) is null: Hydra's way to leave an option unset.
+  std::string_view pending;
+  std::size_t pending_indent = 0;
   ForEachLine(text, [&](std::uint32_t, std::string_view raw) {
     if (raw.size() > 4096) return;
     const YamlLine y = ReadYamlLine(raw);
-    if (y.key.empty() || y.value.empty()) return;
+    if (y.content.empty()) return;
+    if (!pending.empty() && (y.indent < pending_indent || (y.indent == pending_indent && !y.item)))
+      off.emplace_back(pending);
+    pending = {};
+    if (y.key.empty()) return;
+    if (y.value.empty()) {
+      if (y.content.back() == ':') {  // Not `key: # comment` or a quoted empty string.
+        pending = y.key;
+        pending_indent = y.indent;
+      }
+      return;
+    }
     const std::string v = Lower(y.value);
     bool is_on;
     if (v == "false" || v == "no" || v == "off" || v == "null" || v == "~" || v == "0") {
@@ -1793,6 +1885,7 @@ void YamlFlags(std::string_view text, std::vector<std::string>& off, std::vector
     }
     (is_on ? on : off).emplace_back(y.key);
   });
+  if (!pending.empty()) off.emplace_back(pending);
   for (auto* list : {&off, &on}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());

@@ -138,6 +138,49 @@ TEST(ScanEnvFilesTest, CommandLineOptionsAreSettings) {
   EXPECT_EQ(Codes(ScanText(ScanShell, "a.sh", "python t.py --gpus ${G:-0}\n")), Strings{});
 }
 
+// A command string that a detached shell, a scheduler or ssh runs is a command line too; quoted
+// prose stays prose. LSF (`bsub -gpu`) and PBS (`ngpus=`) jobs ask for GPUs as SLURM's do.
+TEST(ScanEnvFilesTest, CommandStringsAndClusterJobsAreRead) {
+  auto fs =
+      ScanText(ScanShell, "jobs.sh",
+               "screen -dm bash -c \". ~/env.sh && CUDA_VISIBLE_DEVICES=3 nnUNetv2_train 3\"\n"
+               "bsub -q gpu -gpu num=1:j_exclusive=yes \"python train.py\"\n"
+               "ssh node1 'python train.py --device cuda:1'\n"
+               "sbatch --wrap=\"nvidia-smi\"\n"
+               "echo \"CUDA_VISIBLE_DEVICES=0 python train.py --device cuda\"\n"
+               "bash -c \"echo 'CUDA_VISIBLE_DEVICES=1 is the default'\"\n"
+               "#BSUB -gpu \"num=2\"\n"
+               "#PBS -l select=1:ncpus=8:ngpus=4\n"
+               "qsub -l nodes=1:ppn=4:gpus=2 job.pbs\n"
+               "bsub -q cpu -n 4 python preprocess.py\n"
+               "#PBS -l select=1:ncpus=8\n");
+  EXPECT_EQ(Codes(fs),
+            (Strings{"DT406@1", "DT409@2", "DT120@3", "DT405@4", "DT409@7", "DT409@8", "DT409@9"}));
+  EXPECT_EQ(fs[1].message, "-gpu num=1:j_exclusive=yes asks the cluster scheduler for NVIDIA GPUs");
+  EXPECT_EQ(fs[5].message, "ngpus=4 asks the cluster scheduler for NVIDIA GPUs");
+}
+
+// A config's options off by default: false and null values, also a key left empty (Hydra's
+// `distributed_port:` with the next key at its indent); a key whose block follows is no value.
+TEST(ScanEnvFilesTest, YamlOptionsOffByDefault) {
+  std::vector<std::string> off, on;
+  YamlFlags(
+      "fp16: false\ndistributed_port:\nlocal_rank: -1\nmodel:\n  name: bert\n"
+      "  pretrained:\nlayers:\n- 1\namp: true\ncomment: # none\nlast:\n",
+      off, on);
+  EXPECT_EQ(
+      off, (std::vector<std::string>{"comment", "distributed_port", "fp16", "last", "pretrained"}));
+  EXPECT_EQ(on, (std::vector<std::string>{"amp"}));
+}
+
+TEST(ScanEnvFilesTest, CogBuildAsksForAGpu) {
+  EXPECT_EQ(Codes(ScanText(ScanCompose, "cog.yaml",
+                           "build:\n  gpu: true\n  python_version: \"3.10\"\n"
+                           "predict: \"predict.py:Predictor\"\n")),
+            (Strings{"DT420@2"}));
+  EXPECT_EQ(Codes(ScanText(ScanCompose, "cog.yaml", "build:\n  gpu: false\n")), Strings{});
+}
+
 TEST(ScanEnvFilesTest, ComposeExecFormSelectsCudaDevices) {
   // The exec (list) form quotes each argument; the block-list form may split an option from its
   // value over two entries, reported at the option.

@@ -63,11 +63,16 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
   std::size_t from = 0;
   bool edge_guarded = false;
   bool recording = false;
+  std::vector<std::string> sys_path;  // Folders the modules run so far put on sys.path.
+  // An import runs the module before the importer's next line: the folders it puts on sys.path
+  // (`import _init_paths`, then `from models.model import ...`) count from there on.
   auto visit = [&](std::size_t i) {
     if (recording) edges[from].emplace_back(i, edge_guarded);
     if (!seen[i]) {
       seen[i] = 1;
       queue.push_back(i);
+      for (const std::string& p : modules[i].sys_path)
+        if (std::find(sys_path.begin(), sys_path.end(), p) == sys_path.end()) sys_path.push_back(p);
     }
   };
   auto try_path = [&](const std::string& path) {
@@ -83,7 +88,6 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
       visit(it->second);
     }
   recording = behind_checks != nullptr;
-  std::vector<std::string> sys_path;  // Folders the modules run so far put on sys.path.
   while (!queue.empty()) {
     from = queue.front();
     const PyModule& m = modules[from];

@@ -468,8 +468,11 @@ class GuardBuilder {
     return false;
   }
 
-  // The module-level definition holding line li dispatches to a path beside its kernel.
+  // The module-level definition holding line li dispatches to a path beside its kernel, unless
+  // the branch at li only stops (`if not x.is_cuda: raise NotImplementedError`): no path, the
+  // kernel is all there is.
   void NoteReferenceDispatch(std::size_t li) {
+    if (StopsBlock(li) != std::string::npos) return;
     m_.reference_dispatch_ = true;
     if (const int top = m_.TopOf(li); top >= 0) m_.reference_tops_.insert(m_.scope(top).name);
   }

@@ -40,6 +40,8 @@ class PyModelBuilder {
 
   void BuildImports() {
     m_.bind_ = false;  // No name of this file is looked up.
+    // A helper that puts its parameter on sys.path is read with its scope (SysPathDirs).
+    if (m_.source().find("sys.path") != std::string_view::npos) BuildScopes();
     MarkOptionalImports();
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) {
       const LogicalLine& l = lex_.lines[i];

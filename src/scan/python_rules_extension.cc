@@ -110,6 +110,15 @@ void HandleAssignment(PyRuleContext& cx, LineRead& line) {
   }
 }
 
+// PyTorch 0.x's cffi build (`torch.utils.ffi.create_extension('_ext.op', ..., with_cuda=flag,
+// relative_to=__file__)`): the module lives beside the build script, and PyTorch 1.0 removed the
+// API, so such an extension builds nowhere today without its CUDA objects.
+namespace {
+bool IsFfiBuild(std::string_view resolved) {
+  return resolved == "torch.utils.ffi.create_extension";
+}
+}  // namespace
+
 // `ext = CUDAExtension` (a variable called later) and `load(...)` / `load_inline(...)` /
 // `CUDAExtension(...)` builds.
 void ExtensionBuildChain(PyRuleContext& cx, std::size_t k, std::size_t ce,
@@ -125,7 +134,7 @@ void ExtensionBuildChain(PyRuleContext& cx, std::size_t k, std::size_t ce,
   }
   if (resolved == "torch.utils.cpp_extension.load" ||
       resolved == "torch.utils.cpp_extension.load_inline" ||
-      resolved == "torch.utils.cpp_extension.CUDAExtension") {
+      resolved == "torch.utils.cpp_extension.CUDAExtension" || IsFfiBuild(resolved)) {
     ExtensionBuild(cx, k, ce, l, line.scope, use_guard, resolved);
   }
 }
@@ -232,7 +241,11 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
       continue;
     }
     if (!m.IsName(t)) continue;
-    if ((m.Text(t) == "with_cuda" && j + 2 < close && m.Is(m.T(j + 2), "True")) ||
+    // `with_cuda=True`; for a cffi build also a flag the script sets (`with_cuda=with_cuda`):
+    // there the flag only says whether the CUDA objects are linked, and they are the kernels.
+    if ((m.Text(t) == "with_cuda" && j + 2 < close && m.IsOp(m.T(j + 1), "=") &&
+         (m.Is(m.T(j + 2), "True") || (IsFfiBuild(resolved) && m.IsName(m.T(j + 2)) &&
+                                       !m.Is(m.T(j + 2), "False") && !m.Is(m.T(j + 2), "None")))) ||
         IsCudaBuildKeyword(m.Text(t)))
       cuda = true;
     forwards |= scope > 0 && params.count(m.Text(t)) > 0;
@@ -263,10 +276,13 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
   if (!name.empty()) {
     auto ev = cx.extension_vars.find(m.Text(m.T(k)));
     bool cpu_build = ev != cx.extension_vars.end() && ev->second.cpp;
+    // A cffi module is named from the build script's package (`relative_to=__file__`).
     cx.sink.DeclareCudaModule(name, m.Line(m.T(k)),
-                              std::string(m.Text(m.T(k))) + "() in " + cx.sink.rel(), cpu_build);
+                              std::string(m.Text(m.T(k))) + "() in " + cx.sink.rel(), cpu_build,
+                              IsFfiBuild(resolved));
   }
-  if (EndsWith(resolved, "CUDAExtension")) return;  // The registry reports it (DT301).
+  // The registry reports these (DT301).
+  if (EndsWith(resolved, "CUDAExtension") || IsFfiBuild(resolved)) return;
   cx.sink.Add(m.HasReferenceDispatch() ? "DT313" : "DT301", m.Line(m.T(k)), m.Column(m.T(k)),
               resolved.substr(resolved.rfind('.') + 1) + "()", guarded);
   // The handle: `X = load(...)`, bound where `global X` says, else in this scope; only when the

@@ -113,7 +113,8 @@ void FromImportFindings(PyRuleContext& cx, const LogicalLine& l, int scope, bool
     std::string full = abs + "." + std::string(m.Text(m.T(k)));
     const PythonApi* api = m.reg().MatchApi(full);
     if (cuda_module || (api != nullptr && api->user) ||
-        full == "torch.utils.cpp_extension.CUDAExtension")
+        full == "torch.utils.cpp_extension.CUDAExtension" ||
+        full == "torch.utils.ffi.create_extension")
       ApiFinding(cx, full, m.T(k), guarded);
   }
 }

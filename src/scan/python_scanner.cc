@@ -21,30 +21,64 @@ bool InAny(const std::vector<std::string>& modules, std::string_view dotted) {
   }
   return false;
 }
+// The string parts of expression [b, e) joined as a folder (`os.path.join(ROOT_DIR, "lib")` is
+// "lib"); a lone name is read through its module-level assignment (`lib_path = osp.join(this_dir,
+// 'lib')`), once.
+std::string FolderParts(const PyModel& m, std::size_t b, std::size_t e, bool follow = true) {
+  if (follow && e == b + 1 && m.IsName(m.T(b))) {
+    const TokenText name = m.Text(m.T(b));
+    for (std::size_t li = 0; li < m.lines().size(); ++li) {
+      const LogicalLine& a = m.lines()[li];
+      if (m.ScopeOf(li) == 0 && a.end - a.begin >= 3 && m.Text(m.T(a.begin)) == name &&
+          m.IsOp(m.T(a.begin + 1), "="))
+        return FolderParts(m, a.begin + 2, a.end, false);
+    }
+    return {};
+  }
+  std::string dir;
+  for (std::size_t a = b; a < e; ++a) {
+    if (m.T(a).kind() != TokKind::kString || IsFString(m.Text(m.T(a)))) continue;
+    std::string_view part = StringBody(m.Text(m.T(a)));
+    while (part.starts_with("./")) part.remove_prefix(2);
+    if (part.empty() || part == "." || part.find_first_of("\\:") != std::string_view::npos)
+      continue;
+    if (!dir.empty()) dir += '/';
+    dir += part;
+  }
+  return dir;
+}
+
 // `sys.path.append(os.path.join(ROOT_DIR, "models"))`, `sys.path.insert(0, "../lib")`: the
 // string parts of the folder, joined, relative to the file (a folder named from the script's own
-// place, the usual form in research code).
+// place, the usual form in research code). A helper that inserts its parameter (`def
+// add_path(path): sys.path.insert(0, path)`, the `_init_paths.py` of many detection projects)
+// adds what the file's calls of it pass.
 std::vector<std::string> SysPathDirs(const PyModel& m) {
   std::vector<std::string> out;
   if (m.source().find("sys.path") == std::string_view::npos) return out;
-  for (const LogicalLine& l : m.lines()) {
+  for (std::size_t li = 0; li < m.lines().size(); ++li) {
+    const LogicalLine& l = m.lines()[li];
     for (std::size_t k = l.begin; k + 5 < l.end; ++k) {
       if (!m.Is(m.T(k), "sys") || !m.IsOp(m.T(k + 1), ".") || !m.Is(m.T(k + 2), "path") ||
           !m.IsOp(m.T(k + 3), ".") || !(m.Is(m.T(k + 4), "append") || m.Is(m.T(k + 4), "insert")) ||
           !m.IsOp(m.T(k + 5), "("))
         continue;
       const std::size_t close = m.Matching(k + 5, l.end);
-      std::string dir;
-      for (std::size_t a = k + 6; a < close; ++a) {
-        if (m.T(a).kind() != TokKind::kString || IsFString(m.Text(m.T(a)))) continue;
-        std::string_view part = StringBody(m.Text(m.T(a)));
-        while (part.starts_with("./")) part.remove_prefix(2);
-        if (part.empty() || part == "." || part.find_first_of("\\:") != std::string_view::npos)
-          continue;
-        if (!dir.empty()) dir += '/';
-        dir += part;
+      std::size_t arg = k + 6;  // The last argument: the folder.
+      for (std::size_t a = k + 6; a < close; ++a)
+        if (m.IsOp(m.T(a), ",") && m.EnclosingOpen(a, k + 5) == k + 5) arg = a + 1;
+      const PyScope& def = m.scope(m.ScopeOf(li));
+      if (close == arg + 1 && m.IsName(m.T(arg)) && def.is_def && def.parent == 0 &&
+          def.params.count(m.Text(m.T(arg))) > 0) {
+        for (const LogicalLine& c : m.lines())
+          for (std::size_t j = c.begin; j + 2 < c.end; ++j)
+            if (m.Text(m.T(j)) == def.name && m.IsOp(m.T(j + 1), "(") &&
+                (j == c.begin || !m.Is(m.T(j - 1), "def")))
+              if (std::string dir = FolderParts(m, j + 2, m.Matching(j + 1, c.end)); !dir.empty())
+                out.push_back(std::move(dir));
+        break;
       }
-      if (!dir.empty()) out.push_back(std::move(dir));
+      if (std::string dir = FolderParts(m, arg, close); !dir.empty()) out.push_back(std::move(dir));
       break;
     }
   }

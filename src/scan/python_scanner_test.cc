@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <unordered_set>
 
 #include "scan/registry.h"
 #include "scan/test_registry.h"
@@ -26,6 +27,41 @@ PyScanResult PyAs(const std::string& src, const std::string& rel, const PyScanOp
                   std::vector<Finding>& out) {
   FindingSink sink(Reg(), rel, src, out);
   return ScanPython(src, sink, opt);
+}
+
+// The folders a file puts on sys.path, also through a helper that inserts its parameter (the
+// `_init_paths.py` of detection projects), with the argument read through its assignment; a
+// file without a trigger word is read for them too.
+TEST(ScanPythonTest, SysPathFoldersThroughAHelper) {
+  const std::string src =
+      "import os.path as osp\nimport sys\n\ndef add_path(path):\n"
+      "    if path not in sys.path:\n        sys.path.insert(0, path)\n\n"
+      "this_dir = osp.dirname(__file__)\nlib_path = osp.join(this_dir, 'lib')\n"
+      "add_path(lib_path)\nadd_path(osp.join(this_dir, '..', 'data'))\n"
+      "sys.path.append('tools')\n";
+  for (bool imports_only : {false, true}) {
+    PyScanOptions opt;
+    opt.imports_only = imports_only;
+    std::vector<Finding> out;
+    const PyScanResult r = PyAs(src, "src/_init_paths.py", opt, out);
+    EXPECT_EQ(r.sys_path, (std::vector<std::string>{"lib", "../data", "tools"})) << imports_only;
+  }
+}
+
+// The compiled modules that flash-attention's and apex's csrc builds install under their own
+// names (`import dropout_layer_norm`, `import amp_C`) are those libraries; a project module of the
+// same name is the project's.
+TEST(ScanPythonTest, CompiledModulesOfKernelLibraries) {
+  const std::string src =
+      "import rotary_emb\nimport dropout_layer_norm\nimport amp_C\n"
+      "def f(x):\n    return dropout_layer_norm.dropout_add_ln_fwd(x)\n";
+  EXPECT_EQ(Codes(Py(src)), (std::vector<std::string>{"DT201@1", "DT201@2", "DT201@3", "DT202@5"}));
+  const std::unordered_set<std::string> own = {"rotary_emb"};
+  PyScanOptions opt;
+  opt.own_tops = &own;
+  std::vector<Finding> out;
+  (void)PyAs(src, "model.py", opt, out);
+  EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT201@2", "DT201@3", "DT202@5"}));
 }
 
 TEST(ScanPythonTest, ResolvesAliases) {

@@ -331,10 +331,17 @@ void ImportsOnly(const Context& ctx, std::string_view text, const WalkItem& item
     if (from >= from_end) from_end = take(from, from_lines);
   }
   picked.append(from_lines);
-  // sys.path insertions: the folders they add resolve the imports of the whole run.
+  // sys.path insertions: the folders they add resolve the imports of the whole run. One inside a
+  // function (`def add_path(path): sys.path.insert(0, path)`) is read with its callers: the whole
+  // file then (SysPathDirs), a rare case.
+  bool nested_sys_path = false;
   for (std::size_t p = Find(text, "sys.path."); p != std::string_view::npos;
        p = Find(text, "sys.path.", p + 1))
-    if (Trim(text.substr(line_start(p), p - line_start(p))).empty()) take(p, picked);
+    if (Trim(text.substr(line_start(p), p - line_start(p))).empty()) {
+      nested_sys_path |= p != line_start(p);
+      take(p, picked);
+    }
+  if (nested_sys_path) picked.assign(text);
   // The text is lexed once, for the first line that looks like a module test: only the few files
   // with one pay for it, and a file full of such lines in strings pays once.
   thread_local Lexed lexed;
@@ -1312,6 +1319,18 @@ void FollowProjectFlags(const Context& ctx, const std::vector<WalkItem>& items,
   if (!order.empty()) RescanKnowingCuda(ctx, items, results, init_dirs, threads, flags, order);
 }
 
+// A module declared beside its build script (CudaModule::beside_file) gets the script's package.
+void NameModulesBesideFiles(const std::vector<WalkItem>& items, std::vector<FileResult>& results,
+                            const std::unordered_set<std::string>& init_dirs) {
+  for (std::size_t i = 0; i < items.size(); ++i)
+    for (CudaModule& m : results[i].cuda_modules)
+      if (m.beside_file) {
+        const std::string package = PackageIn(items[i].rel, init_dirs);
+        if (!package.empty()) m.module = package + "." + m.module;
+        m.beside_file = false;
+      }
+}
+
 // Follows modules that exist only where a CUDA extension was built (declared by setup.py, load(),
 // git submodules, local packages) through the project: files that import one, or a project symbol
 // that depends on one, are scanned again knowing it, which reports their imports and call sites
@@ -1974,6 +1993,7 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   std::unordered_set<std::string> init_dirs = InitDirs(items);
   AddSysPathTops(items, results, own_tops);
   FollowProjectFlags(ctx, items, results, init_dirs, threads);
+  NameModulesBesideFiles(items, results, init_dirs);
   FollowCudaModules(ctx, items, results, init_dirs, threads);
   GuardBuiltSources(items, results);
   GuardOptionalExtensions(items, results, init_dirs);

@@ -70,6 +70,9 @@ struct CudaModule {
   std::int64_t line = 0;
   std::string evidence;    // "CUDAExtension in setup.py", "git submodule", ...
   bool cpu_build = false;  // The module is also built without CUDA (see CudaContext::cpu_built).
+  // `module` is named from the declaring file's package (a cffi build's `relative_to=__file__`);
+  // the scan resolves it once the project's packages are known.
+  bool beside_file = false;
 };
 
 // A suppression comment that names a code no rule has, or suppresses nothing on its line (like

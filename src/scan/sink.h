@@ -39,9 +39,9 @@ class FindingSink {
   // Scan() joins these across files and reports the imports and call sites of such modules on the
   // path.
   void DeclareCudaModule(std::string module, std::uint32_t line, std::string evidence,
-                         bool cpu_build = false) {
+                         bool cpu_build = false, bool beside_file = false) {
     cuda_modules_.push_back(
-        CudaModule{std::move(module), rel_, line, std::move(evidence), cpu_build});
+        CudaModule{std::move(module), rel_, line, std::move(evidence), cpu_build, beside_file});
   }
   std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
 

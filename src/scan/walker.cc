@@ -362,7 +362,8 @@ std::optional<FileKind> ClassifyFile(std::string_view rel) {
   if (lower == ".gitmodules") return FileKind::kGitmodules;
   if (ext == ".yml" || ext == ".yaml") {
     if (StartsWith(lower, "docker-compose") || StartsWith(lower, "compose.") ||
-        EndsWith(lower, ".compose.yml") || EndsWith(lower, ".compose.yaml"))
+        EndsWith(lower, ".compose.yml") || EndsWith(lower, ".compose.yaml") ||
+        lower == "cog.yaml")  // Replicate's Cog: a container spec too (`build: gpu: true`).
       return FileKind::kCompose;
     if (IsToolingYaml(rel, lower)) return std::nullopt;
     return FileKind::kConfigYaml;

@@ -246,3 +246,47 @@ def test_kernel_module_imported_only_behind_a_fallback_is_guarded(dualtrack, tmp
         assert by_file.get(file) and all(by_file[file]), (file, by_file.get(file))
     # The test itself is reported as it is: it needs the CUDA build.
     assert by_file["kernels/unit_test.py"] and not any(by_file["kernels/unit_test.py"])
+
+
+def test_cffi_extension_beside_its_build_script(dualtrack, tmp_path):
+    # PyTorch 0.x's cffi build (CenterNet's DCNv2): `create_extension('_ext.dcn', ...,
+    # with_cuda=with_cuda, relative_to=__file__)` makes nets/DCN/_ext/dcn beside build.py. Its
+    # autograd Function stops on non-CUDA tensors (`if not x.is_cuda: raise`), which is no path
+    # beside the kernel: the Function reaches CUDA, and so does the model that builds it. The
+    # detection project's `_init_paths.py` puts lib/ on sys.path through a helper, so the entry
+    # script reaches the model.
+    pkg = tmp_path / "src" / "lib" / "nets" / "DCN"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "build.py").write_text(
+        "import torch\nfrom torch.utils.ffi import create_extension\n"
+        "with_cuda = False\nif torch.cuda.is_available():\n    with_cuda = True\n"
+        "ffi = create_extension('_ext.dcn', headers=[], sources=['src/dcn.c'],\n"
+        "                       relative_to=__file__, with_cuda=with_cuda)\n")
+    (pkg / "func.py").write_text(
+        "from torch.autograd import Function\nfrom ._ext import dcn as _backend\n\n\n"
+        "class DCNFunction(Function):\n"
+        "    def forward(self, x):\n"
+        "        if not x.is_cuda:\n"
+        "            raise NotImplementedError\n"
+        "        return _backend.dcn_cuda_forward(x)\n")
+    (tmp_path / "src" / "lib" / "nets" / "model.py").write_text(
+        "from .DCN.func import DCNFunction\n\n\ndef create_model():\n    return DCNFunction()\n")
+    (tmp_path / "src" / "_init_paths.py").write_text(
+        "import os.path as osp\nimport sys\n\n\ndef add_path(path):\n"
+        "    if path not in sys.path:\n        sys.path.insert(0, path)\n\n\n"
+        "this_dir = osp.dirname(__file__)\nadd_path(osp.join(this_dir, 'lib'))\n")
+    (tmp_path / "src" / "main.py").write_text(
+        "import _init_paths\nfrom nets.model import create_model\n\nmodel = create_model()\n")
+    findings = scan(dualtrack, tmp_path, "--entry", "src/main.py")
+    assert (2, "DT301") in at(findings, "src/lib/nets/DCN/build.py")
+    assert at(findings, "src/lib/nets/DCN/func.py") == [(2, "DT305"), (8, "DT213"), (9, "DT305")]
+    model = [f for f in findings if f["file"] == "src/lib/nets/model.py"]
+    assert [(f["line"], f["code"]) for f in model] == [(1, "DT312"), (5, "DT312")]
+    assert all(f["reachable"] and not f["guarded"] for f in model)
+    # A reference path beside the kernel keeps the Function off the CUDA-only list.
+    (pkg / "func.py").write_text(
+        (pkg / "func.py").read_text().replace(
+            "            raise NotImplementedError\n", "            return x * 2\n"))
+    findings = scan(dualtrack, tmp_path, "--entry", "src/main.py")
+    assert at(findings, "src/lib/nets/model.py") == []
