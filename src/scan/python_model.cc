@@ -46,8 +46,23 @@ bool PyModel::TriggerInCode() const {
 }
 
 bool PyModel::ImportsOnly() const {
-  return opt_.imports_only ||
-         (!always_ && opt_.cuda == nullptr && !opt_.collect_calls && !TriggerInCode());
+  if (opt_.imports_only) return true;
+  if (always_ || opt_.cuda != nullptr || opt_.collect_calls || TriggerInCode()) return false;
+  return std::none_of(lex_.lines.begin(), lex_.lines.end(),
+                      [&](const LogicalLine& l) { return CompiledImport(*this, l); });
+}
+
+bool CompiledImport(const PyModel& m, const LogicalLine& l) {
+  if (l.end - l.begin < 2) return false;
+  const bool from = m.Is(m.T(l.begin), "from");
+  if (!from && !m.Is(m.T(l.begin), "import")) return false;
+  for (std::size_t k = l.begin + 1; k < l.end; ++k) {
+    if (from && k > l.begin + 1) break;  // `from X import`: X alone names a module.
+    if (m.IsName(m.T(k)) && !m.IsOp(m.T(k - 1), ".") && !m.Is(m.T(k - 1), "as") &&
+        m.reg().IsCompiledModule(m.Text(m.T(k))))
+      return true;
+  }
+  return false;
 }
 
 // --- Tokens and lines ----------------------------------------------------------------------------

@@ -35,6 +35,10 @@ class PyModelBuilder {
         }
     MarkOptionalImports();
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) CollectImports(i);
+    for (const LogicalLine& l : lex_.lines)
+      if (CompiledImport(m_, l))
+        for (std::size_t k = l.begin + 1; k < l.end; ++k)
+          if (m_.IsName(T(k))) m_.AddHotName(m_.Text(T(k)));
     MarkKernels();
   }
 

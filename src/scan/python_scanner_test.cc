@@ -62,6 +62,10 @@ TEST(ScanPythonTest, CompiledModulesOfKernelLibraries) {
   std::vector<Finding> out;
   (void)PyAs(src, "model.py", opt, out);
   EXPECT_EQ(Codes(out), (std::vector<std::string>{"DT201@2", "DT201@3", "DT202@5"}));
+  // Beside other trigger words too.
+  EXPECT_EQ(Codes(Py("import torch\nimport dropout_layer_norm\nx = torch.zeros(1).cuda()\n"
+                     "y = dropout_layer_norm.dropout_add_ln_fwd(x)\n")),
+            (std::vector<std::string>{"DT201@2", "DT101@3", "DT202@4"}));
 }
 
 TEST(ScanPythonTest, ResolvesAliases) {

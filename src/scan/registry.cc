@@ -326,6 +326,9 @@ Status Registry::LoadLibraries(const json& doc, const std::string& file) {
     Library lib;
     lib.name = JsonString(j, "name");
     lib.modules = StrList(j, "modules");
+    lib.compiled_modules = StrList(j, "compiled_modules");
+    lib.modules.insert(lib.modules.end(), lib.compiled_modules.begin(), lib.compiled_modules.end());
+    for (const auto& m : lib.compiled_modules) compiled_tops_.emplace(TopOf(m));
     for (auto& p : StrList(j, "packages")) lib.packages.push_back(NormalizePackageName(p));
     lib.alternative = JsonString(j, "alternative");
     lib.kernel_decorators = StrList(j, "kernel_decorators");
@@ -417,7 +420,8 @@ void Registry::BuildTriggers() {
   // names no CUDA word, yet says whether a config file's backend is every run's.
   add("init_process_group", {}, true);
   for (const auto& lib : libraries_) {
-    for (const auto& m : lib.modules) add(TopOf(m), {}, true);
+    for (const auto& m : lib.modules)
+      if (compiled_tops_.count(TopOf(m)) == 0) add(TopOf(m), {}, true);
     for (const auto& d : lib.kernel_decorators)
       add(std::string_view(d).substr(d.rfind('.') + 1), {Lower(TopOf(d))}, true, true, true);
   }

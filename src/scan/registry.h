@@ -76,7 +76,11 @@ struct PythonKeyword {
 
 struct Library {
   std::string name;
-  std::vector<std::string> modules;   // Dotted import names.
+  std::vector<std::string> modules;  // Dotted import names (the compiled ones too).
+  // Modules its build installs under names of their own (flash-attention's `rotary_emb`, apex's
+  // `amp_C`): not trigger words, since only an import names them, which the scan reads in every
+  // file (Registry::IsCompiledModule).
+  std::vector<std::string> compiled_modules;
   std::vector<std::string> packages;  // pip / conda names, '*' globs allowed, normalised.
   std::string alternative;
   // Decorators that make a function a GPU kernel of this library (`triton.jit`): the kernel is one
@@ -150,6 +154,10 @@ class Registry {
   const std::vector<PythonApi>& ProjectConditions() const { return project_conditions_; }
   // The library whose module is a dotted prefix of `dotted`.
   const Library* LibraryForModule(std::string_view dotted) const;
+  // Whether `dotted` is in one of Library::compiled_modules (by its top-level name).
+  bool IsCompiledModule(std::string_view dotted) const {
+    return compiled_tops_.count(dotted.substr(0, dotted.find('.'))) > 0;
+  }
   // The library that ships the pip / conda package `name` (any spelling).
   const Library* LibraryForPackage(std::string_view name) const;
 
@@ -209,7 +217,8 @@ class Registry {
   // `typing.List`) fail here without building a key string.
   std::set<std::string, std::less<>> api_tops_;
   std::set<std::string, std::less<>> module_tops_;
-  std::vector<PythonApi> project_conditions_;  // Copies of those apis_ entries.
+  std::set<std::string, std::less<>> compiled_tops_;  // Of Library::compiled_modules.
+  std::vector<PythonApi> project_conditions_;         // Copies of those apis_ entries.
   std::vector<UserRule> user_rules_;
   std::unordered_map<std::string, std::vector<PythonKeyword>> keywords_;
   std::vector<PythonKeyword> strings_;  // python_strings: only value, code and replacement.

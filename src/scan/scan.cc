@@ -740,8 +740,14 @@ void ScanOne(const Context& ctx, const WalkItem& item, FileResult& r) {
   if (r.kind != FileKind::kNotebook && !HasTrigger(ctx, item, text, r, has_main)) {
     // Its imports still matter (reachability, modules that reach an extension) and cost less to
     // read now, from memory, than from the file again later.
-    if (r.kind == FileKind::kPython) ImportsOnly(ctx, text, item, r, has_main);
-    return;
+    if (r.kind != FileKind::kPython) return;
+    ImportsOnly(ctx, text, item, r, has_main);
+    // A kernel library's compiled module (`import rotary_emb`) is named by the import alone, so
+    // it is no trigger word: the file is read in full after all.
+    if (std::none_of(r.imports.begin(), r.imports.end(), [&](const PyImport& imp) {
+          return imp.level == 0 && ctx.reg.IsCompiledModule(imp.module);
+        }))
+      return;
   }
   if (!IsAscii(text) && !IsValidUtf8(text)) {
     r.scanned = false;
