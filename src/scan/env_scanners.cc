@@ -993,7 +993,7 @@ std::size_t LsfPbsGpuRequestAt(std::string_view line, std::string& text) {
 
 // Where a cluster job asks for GPUs: SLURM (`#SBATCH --gres=gpu:4`, `srun --gpus-per-node=8 ...`,
 // `sbatch --gpus 2`), LSF or PBS; npos when it does not. `text` gets the option as written.
-std::size_t SlurmGpuRequestAt(std::string_view line, std::string& text) {
+std::size_t ClusterGpuRequestAt(std::string_view line, std::string& text) {
   if (std::size_t p = LsfPbsGpuRequestAt(line, text); p != std::string_view::npos) return p;
   if (!StartsWith(Trim(line), "#SBATCH") && FindWord(line, "sbatch") == std::string_view::npos &&
       FindWord(line, "srun") == std::string_view::npos &&
@@ -1157,13 +1157,12 @@ void ShellOptions(std::string_view line, std::string_view raw, std::uint32_t n, 
   }
 }
 
-// BlankQuoted, except that a quoted string that is itself a command line keeps its text (with
-// its own quoted prose blanked): `bash -c "CUDA_VISIBLE_DEVICES=3 python train.py"`,
+// `out` (BlankQuoted(raw)) with the text of each quoted string that is itself a command line put
+// back, its own quoted prose blanked: `bash -c "CUDA_VISIBLE_DEVICES=3 python train.py"`,
 // `screen -dm sh -c '...'`, `sbatch --wrap="..."`, and the command string of `bsub`, `ssh` or
 // `eval`. A job file that launches every run through a scheduler or a detached shell says what
 // the run needs inside those quotes.
-std::string ShowCommandStrings(std::string_view raw) {
-  std::string out = BlankQuoted(raw);
+std::string ShowCommandStrings(std::string_view raw, std::string out) {
   auto words_before = [&](std::size_t open) {
     return ShellWords(std::string_view(out).substr(0, open));
   };
@@ -1183,9 +1182,8 @@ std::string ShowCommandStrings(std::string_view raw) {
     if (c != q || (q == '"' && raw[i - 1] == '\\')) continue;
     q = 0;
     std::vector<std::string_view> before = words_before(open);
-    bool code = !before.empty() && (before.back() == "-c" || before.back() == "-lc" ||
-                                    EndsWith(before.back(), "--wrap="));
-    if (!code && !before.empty() && before.back() == "--wrap") code = true;
+    const std::string_view last = before.empty() ? std::string_view() : before.back();
+    bool code = last == "-c" || last == "-lc" || last == "--wrap" || EndsWith(last, "--wrap=");
     for (std::string_view w : before)
       if (w == "bsub" || w == "ssh" || w == "eval") code = true;
     if (!code) continue;
@@ -1204,7 +1202,7 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
   if (guards == nullptr) guards = &own;
   const std::string blanked = BlankQuoted(raw);
   guards->Read(raw, blanked, from);
-  std::string line = ShowCommandStrings(raw);
+  std::string line = ShowCommandStrings(raw, blanked);
   auto g = [&](std::size_t p) { return guards->GuardedAt(p); };
   std::string_view tool;
   if (std::size_t p = NvidiaToolRun(line, tool); p != std::string::npos)
@@ -1214,7 +1212,7 @@ void ShellLine(std::string_view raw, std::uint32_t n, FindingSink& sink,
   else if (std::size_t q = CudaVisibleRead(raw); q != std::string::npos)
     sink.Add("DT406", n, col(q), "CUDA_VISIBLE_DEVICES", g(q));
   std::string text;
-  if (std::size_t p = SlurmGpuRequestAt(line, text); p != std::string::npos)
+  if (std::size_t p = ClusterGpuRequestAt(line, text); p != std::string::npos)
     sink.Add("DT409", n, col(p), text, g(p));
   if (std::size_t p = CudaToolkitPathAt(raw, text); p != std::string::npos)
     sink.Add("DT410", n, col(p), text, g(p));
@@ -1280,7 +1278,7 @@ void ScanShell(std::string_view text, FindingSink& sink) {
     // `#SBATCH --gres=gpu:4`, `#BSUB -gpu num=1`, `#PBS -l ngpus=4`: directives, not comments.
     const bool directive =
         StartsWith(t, "#SBATCH") || StartsWith(t, "#BSUB") || StartsWith(t, "#PBS");
-    if (std::size_t p = directive ? SlurmGpuRequestAt(t, text) : std::string::npos;
+    if (std::size_t p = directive ? ClusterGpuRequestAt(t, text) : std::string::npos;
         p != std::string::npos)
       sink.Add("DT409", n, Col(raw, t) + static_cast<std::uint32_t>(p), text, false);
     if (t.empty() || t[0] == '#') return;

@@ -92,8 +92,6 @@ std::unordered_set<std::string> ReachableModules(const std::vector<PyModule>& mo
     from = queue.front();
     const PyModule& m = modules[from];
     queue.pop_front();
-    for (const std::string& p : m.sys_path)
-      if (std::find(sys_path.begin(), sys_path.end(), p) == sys_path.end()) sys_path.push_back(p);
     std::string_view dir = DirOf(m.rel);
     for (const auto& imp : m.imports) {
       edge_guarded = imp.guarded;

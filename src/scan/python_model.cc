@@ -45,13 +45,11 @@ bool PyModel::TriggerInCode() const {
   return false;
 }
 
-bool PyModel::ImportsOnly() const {
-  if (opt_.imports_only) return true;
-  if (always_ || opt_.cuda != nullptr || opt_.collect_calls || TriggerInCode()) return false;
-  return std::none_of(lex_.lines.begin(), lex_.lines.end(),
-                      [&](const LogicalLine& l) { return CompiledImport(*this, l); });
-}
+namespace {
 
+// Whether logical line `l` imports a kernel library's compiled module (`import rotary_emb`, `from
+// amp_C import x`: Registry::IsCompiledModule), which names no trigger word: such a file is read in
+// full. (Read from the tokens: ImportsOnly() runs before the imports are collected.)
 bool CompiledImport(const PyModel& m, const LogicalLine& l) {
   if (l.end - l.begin < 2) return false;
   const bool from = m.Is(m.T(l.begin), "from");
@@ -63,6 +61,15 @@ bool CompiledImport(const PyModel& m, const LogicalLine& l) {
       return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool PyModel::ImportsOnly() const {
+  if (opt_.imports_only) return true;
+  if (always_ || opt_.cuda != nullptr || opt_.collect_calls || TriggerInCode()) return false;
+  return std::none_of(lex_.lines.begin(), lex_.lines.end(),
+                      [&](const LogicalLine& l) { return CompiledImport(*this, l); });
 }
 
 // --- Tokens and lines ----------------------------------------------------------------------------

@@ -456,9 +456,4 @@ std::unordered_set<std::size_t> CalledOnlyUnderChecks(
     const PyModel& m, const std::unordered_map<std::string_view, std::size_t>& defs,
     std::unordered_set<std::size_t>* past_stops = nullptr);
 
-// Whether logical line `l` imports a kernel library's compiled module (`import rotary_emb`, `from
-// amp_C import x`: Registry::IsCompiledModule), which names no trigger word: such a file is read in
-// full, and the names the import binds are hot.
-bool CompiledImport(const PyModel& m, const LogicalLine& l);
-
 }  // namespace dt::scan

@@ -35,10 +35,14 @@ class PyModelBuilder {
         }
     MarkOptionalImports();
     for (std::size_t i = 0; i < lex_.lines.size(); ++i) CollectImports(i);
-    for (const LogicalLine& l : lex_.lines)
-      if (CompiledImport(m_, l))
+    // A kernel library's compiled module names no trigger word: the names its import binds are
+    // hot, so that the lines using them are read.
+    for (const PyImport& imp : m_.imports_)
+      if (imp.level == 0 && m_.reg_.IsCompiledModule(imp.module)) {
+        const LogicalLine& l = lex_.lines[imp.line_index];
         for (std::size_t k = l.begin + 1; k < l.end; ++k)
           if (m_.IsName(T(k))) m_.AddHotName(m_.Text(T(k)));
+      }
     MarkKernels();
   }
 

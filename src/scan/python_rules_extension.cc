@@ -243,9 +243,12 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
     if (!m.IsName(t)) continue;
     // `with_cuda=True`; for a cffi build also a flag the script sets (`with_cuda=with_cuda`):
     // there the flag only says whether the CUDA objects are linked, and they are the kernels.
+    auto with_cuda_set = [&](const Token& v) {
+      return m.Is(v, "True") ||
+             (IsFfiBuild(resolved) && m.IsName(v) && !m.Is(v, "False") && !m.Is(v, "None"));
+    };
     if ((m.Text(t) == "with_cuda" && j + 2 < close && m.IsOp(m.T(j + 1), "=") &&
-         (m.Is(m.T(j + 2), "True") || (IsFfiBuild(resolved) && m.IsName(m.T(j + 2)) &&
-                                       !m.Is(m.T(j + 2), "False") && !m.Is(m.T(j + 2), "None")))) ||
+         with_cuda_set(m.T(j + 2))) ||
         IsCudaBuildKeyword(m.Text(t)))
       cuda = true;
     forwards |= scope > 0 && params.count(m.Text(t)) > 0;
