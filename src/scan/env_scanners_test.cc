@@ -158,6 +158,13 @@ TEST(ScanEnvFilesTest, CommandStringsAndClusterJobsAreRead) {
             (Strings{"DT406@1", "DT409@2", "DT120@3", "DT405@4", "DT409@7", "DT409@8", "DT409@9"}));
   EXPECT_EQ(fs[1].message, "-gpu num=1:j_exclusive=yes asks the cluster scheduler for NVIDIA GPUs");
   EXPECT_EQ(fs[5].message, "ngpus=4 asks the cluster scheduler for NVIDIA GPUs");
+  // Malformed lines: an unterminated command string stays blanked, an escaped quote does not end
+  // one, a bare `-gpu` or `ngpus=` with nothing after it is still read without reading past it.
+  EXPECT_EQ(Codes(ScanText(ScanShell, "bad.sh",
+                           "bash -c \"CUDA_VISIBLE_DEVICES=1 python x.py\n"
+                           "bash -c \"echo \\\" CUDA_VISIBLE_DEVICES=2 x\"\n"
+                           "bsub -gpu\n#PBS -l ngpus=\nbash -c\n")),
+            (Strings{"DT406@2", "DT409@4"}));
 }
 
 // A config's options off by default: false and null values, also a key left empty (Hydra's
