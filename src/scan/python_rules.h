@@ -32,6 +32,15 @@ struct ExtensionVar {
   bool cpp = false;
 };
 
+// A function that builds an extension whose name it makes from its parameters (OpenPCDet's and
+// mmdet's `make_cuda_ext(name, module, sources)` returning `CUDAExtension(name='%s.%s' % (module,
+// name), ...)`): its parameters in order and the name's parts, each a literal or a parameter.
+struct ExtensionHelper {
+  std::vector<std::string_view> params;
+  std::vector<std::pair<bool, std::string>> parts;  // (is a parameter, text)
+  bool cuda = false;                                // It builds a CUDAExtension.
+};
+
 // What every rule reads and writes: the model, the sink, the options and the result, and what
 // the rules find as they read the lines in order, for later lines and the passes after them.
 struct PyRuleContext {
@@ -54,6 +63,10 @@ struct PyRuleContext {
   std::unordered_map<std::string_view, bool> reexports{};
   // Calls of JIT-build helpers (WrapperBuild): the helper's last name and the call's line.
   std::vector<std::pair<std::string, std::uint32_t>> jit_call_lines{};
+  // Helpers of this file that build an extension named from their parameters (ExtensionHelper),
+  // by def name; and the brackets of their calls already read (a call has several keywords).
+  std::unordered_map<std::string_view, ExtensionHelper> extension_helpers{};
+  std::unordered_set<std::size_t> helper_calls{};
 };
 
 // What LineFindings knows of the statement it reads.
@@ -141,6 +154,8 @@ void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body,
 // A call of a JIT-build helper with CUDA build arguments, found at its keyword `kw`
 // (`extra_cuda_cflags=`, `cuda_sources=`).
 void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool guarded);
+// Whether the keyword at `kw` is the first one read of a call of an ExtensionHelper.
+bool HelperBuildCall(PyRuleContext& cx, std::size_t kw, const LogicalLine& l);
 // Into the result, once the guard passes ran: the helpers called, and those called unguarded.
 void RecordJitCalls(PyRuleContext& cx);
 // Sets PyScanResult::every_run_process_group (after GuardPasses, which find the checks).

@@ -181,7 +181,156 @@ bool BoundSources(PyRuleContext& cx, std::string_view name, const LogicalLine& l
   return cuda;
 }
 
+bool IsOpen(const PyModel& m, const Token& t) {
+  return m.IsOp(t, "(") || m.IsOp(t, "[") || m.IsOp(t, "{");
+}
+
+// The end of the argument that starts at token j of a call closing at `close`: its comma or close.
+std::size_t ArgumentEnd(const PyModel& m, std::size_t j, std::size_t close) {
+  while (j < close && !m.IsOp(m.T(j), ","))
+    j = IsOpen(m, m.T(j)) ? m.Matching(j, close) + 1 : j + 1;
+  return std::min(j, close);
+}
+
+// The tokens [b, e) of keyword argument `kw`'s value in the call whose bracket is `open`; b == e
+// when the call passes none.
+std::pair<std::size_t, std::size_t> KeywordValue(const PyModel& m, std::size_t open,
+                                                 std::size_t close, std::string_view kw) {
+  for (std::size_t j = open + 1; j < close; j = ArgumentEnd(m, j, close) + 1)
+    if (j + 1 < close && m.IsName(m.T(j)) && m.Text(m.T(j)) == kw && m.IsOp(m.T(j + 1), "="))
+      return {j + 2, ArgumentEnd(m, j + 2, close)};
+  return {close, close};
+}
+
+// A def's parameters in order (`def make_cuda_ext(name, module, sources):`).
+std::vector<std::string_view> DefParams(const PyModel& m, const PyScope& def) {
+  std::vector<std::string_view> params;
+  const LogicalLine& l = m.lines()[def.def_line];
+  std::size_t open = l.begin;
+  while (open < l.end && !m.IsOp(m.T(open), "(")) ++open;
+  if (open >= l.end) return params;
+  const std::size_t close = m.Matching(open, l.end);
+  for (std::size_t j = open + 1; j < close; j = ArgumentEnd(m, j, close) + 1)
+    if (m.IsName(m.T(j))) params.push_back(m.Text(m.T(j)));
+  return params;
+}
+
+// The parts of an extension's name that a helper makes from its parameters, read from the
+// `name=` value [b, e): `'%s.%s' % (module, name)`, `'{}.{}'.format(module, name)`,
+// `f'{module}.{name}'` or `module + '.' + name`. Empty when the value is anything else.
+// Hand-written: these four spellings are what build helpers use, and no evaluator is needed.
+std::vector<std::pair<bool, std::string>> NameParts(
+    const PyModel& m, std::size_t b, std::size_t e,
+    const std::unordered_set<std::string_view>& ps) {
+  using Parts = std::vector<std::pair<bool, std::string>>;
+  Parts parts;
+  auto literal = [&](std::string_view text) {
+    if (!text.empty()) parts.emplace_back(false, std::string(text));
+  };
+  // The holes of `body` filled in order by the parameter names among tokens [nb, ne).
+  auto fill = [&](std::string_view body, std::string_view hole, std::size_t nb, std::size_t ne) {
+    std::vector<std::string_view> names;
+    for (std::size_t j = nb; j < ne; ++j) {
+      if (m.IsOp(m.T(j), ",")) continue;
+      if (!m.IsName(m.T(j)) || ps.count(m.Text(m.T(j))) == 0) return Parts{};
+      names.push_back(m.Text(m.T(j)));
+    }
+    std::size_t at = 0;
+    for (std::string_view n : names) {
+      const std::size_t h = body.find(hole, at);
+      if (h == std::string_view::npos) return Parts{};
+      literal(body.substr(at, h - at));
+      parts.emplace_back(true, std::string(n));
+      at = h + hole.size();
+    }
+    if (body.find(hole, at) != std::string_view::npos) return Parts{};
+    literal(body.substr(at));
+    return parts;
+  };
+  if (b >= e) return parts;
+  const Token& first = m.T(b);
+  const bool str = first.kind() == TokKind::kString;
+  const std::string_view body = str ? StringBody(m.Text(first)) : std::string_view();
+  if (str && b + 2 < e && m.IsOp(m.T(b + 1), "%")) {
+    if (!m.IsOp(m.T(b + 2), "(")) return fill(body, "%s", b + 2, e);
+    if (m.Matching(b + 2, e) + 1 != e) return {};
+    return fill(body, "%s", b + 3, e - 1);
+  }
+  if (str && b + 3 < e && m.IsOp(m.T(b + 1), ".") && m.Is(m.T(b + 2), "format") &&
+      m.IsOp(m.T(b + 3), "(")) {
+    if (m.Matching(b + 3, e) + 1 != e) return {};
+    return fill(body, "{}", b + 4, e - 1);
+  }
+  if (str && b + 1 == e && IsFString(m.Text(first))) {
+    std::size_t at = 0;
+    for (std::size_t o; (o = body.find('{', at)) != std::string_view::npos;) {
+      const std::size_t c = body.find('}', o);
+      if (c == std::string_view::npos || ps.count(body.substr(o + 1, c - o - 1)) == 0) return {};
+      literal(body.substr(at, o - at));
+      parts.emplace_back(true, std::string(body.substr(o + 1, c - o - 1)));
+      at = c + 1;
+    }
+    literal(body.substr(at));
+    return parts;
+  }
+  for (std::size_t j = b; j < e; ++j) {  // module + "." + name
+    const Token& t = m.T(j);
+    if ((j - b) % 2 == 1) {
+      if (!m.IsOp(t, "+")) return {};
+    } else if (m.IsName(t) && ps.count(m.Text(t)) > 0) {
+      parts.emplace_back(true, std::string(m.Text(t)));
+    } else if (t.kind() == TokKind::kString && !IsFString(m.Text(t))) {
+      literal(StringBody(m.Text(t)));
+    } else {
+      return {};
+    }
+  }
+  return parts;
+}
+
+// The name a call of helper `h` (bracket `open`) gives its extension: the helper's parts, each
+// parameter filled with the string the call passes for it; empty when one is not a string.
+std::string HelperCallName(const PyModel& m, std::size_t open, std::size_t close,
+                           const ExtensionHelper& h) {
+  std::unordered_map<std::string_view, std::string_view> args;
+  std::size_t pos = 0;
+  for (std::size_t j = open + 1; j < close; j = ArgumentEnd(m, j, close) + 1) {
+    const std::size_t e = ArgumentEnd(m, j, close);
+    const bool keyword = e > j + 1 && m.IsName(m.T(j)) && m.IsOp(m.T(j + 1), "=");
+    const std::size_t v = keyword ? j + 2 : j;
+    std::string_view param;
+    if (keyword)
+      param = m.Text(m.T(j));
+    else if (pos < h.params.size())
+      param = h.params[pos++];
+    if (!param.empty() && e == v + 1 && m.T(v).kind() == TokKind::kString &&
+        !IsFString(m.Text(m.T(v))))
+      args[param] = StringBody(m.Text(m.T(v)));
+  }
+  std::string name;
+  for (const auto& [param, text] : h.parts) {
+    if (!param) {
+      name += text;
+      continue;
+    }
+    auto it = args.find(text);
+    if (it == args.end()) return {};
+    name += it->second;
+  }
+  return name;
+}
+
 }  // namespace
+
+bool HelperBuildCall(PyRuleContext& cx, std::size_t kw, const LogicalLine& l) {
+  if (cx.extension_helpers.empty()) return false;
+  const PyModel& m = cx.model;
+  const std::size_t open = m.EnclosingOpen(kw, l.begin);
+  if (open == static_cast<std::size_t>(-1) || open == l.begin || !m.IsOp(m.T(open), "(") ||
+      cx.helper_calls.count(open) > 0)
+    return false;
+  return cx.extension_helpers.count(m.Text(m.T(open - 1))) > 0;
+}
 
 void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body, bool guarded) {
   const PyModel& m = cx.model;
@@ -199,8 +348,10 @@ void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool 
   const std::size_t open = m.EnclosingOpen(kw, l.begin);
   if (open == static_cast<std::size_t>(-1) || !m.IsOp(m.T(open), "(")) return;
   const std::string callee = m.Callee(open, l.begin, line.scope);
-  // load() and load_inline() themselves are ExtensionBuildChain's.
-  if (callee.empty() || StartsWith(callee, "torch.utils.cpp_extension")) return;
+  // load() and load_inline() themselves are ExtensionBuildChain's; a call is read once.
+  if (callee.empty() || StartsWith(callee, "torch.utils.cpp_extension") ||
+      !cx.helper_calls.insert(open).second)
+    return;
   std::size_t k = open;
   while (k > l.begin && (m.IsName(m.T(k - 1)) || m.IsOp(m.T(k - 1), "."))) --k;
   if (k == open || !m.IsName(m.T(k))) return;
@@ -234,8 +385,11 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
     if (t.kind() == TokKind::kString) {
       std::string_view body = StringBody(m.Text(t));
       cuda |= SourceFile(body, sources);
-      bool positional = j == ce + 1 && (j + 1 == close || m.IsOp(m.T(j + 1), ","));
-      if (((j > ce + 2 && m.IsOp(m.T(j - 1), "=") && m.Is(m.T(j - 2), "name")) || positional) &&
+      // The name when the string is the whole argument (not a template the helper fills).
+      const bool whole = (j + 1 == close || m.IsOp(m.T(j + 1), ",")) && !IsFString(m.Text(t));
+      bool positional = j == ce + 1 && whole;
+      if (((j > ce + 2 && whole && m.IsOp(m.T(j - 1), "=") && m.Is(m.T(j - 2), "name")) ||
+           positional) &&
           name.empty())
         name = std::string(body);
       continue;
@@ -255,6 +409,19 @@ void ExtensionBuild(PyRuleContext& cx, std::size_t k, std::size_t ce, const Logi
     if (m.Text(t) == "sources" && j + 2 < close && m.IsOp(m.T(j + 1), "=") &&
         m.IsName(m.T(j + 2)) && (j + 3 == close || m.IsOp(m.T(j + 3), ",")))
       cuda |= BoundSources(cx, m.Text(m.T(j + 2)), l, scope, guarded, sources);
+  }
+  const std::string_view callee_name = std::string_view(resolved).substr(resolved.rfind('.') + 1);
+  if (auto h = cx.extension_helpers.find(callee_name); h != cx.extension_helpers.end()) {
+    cuda |= h->second.cuda;
+    if (std::string n = HelperCallName(m, ce, close, h->second); !n.empty()) name = std::move(n);
+  } else if (name.empty() && forwards && EndsWith(resolved, "Extension") && m.scope(scope).is_def &&
+             m.scope(scope).parent == 0) {
+    // A helper that names its extension from its parameters: its calls declare the modules.
+    const auto [vb, ve] = KeywordValue(m, ce, close, "name");
+    auto parts = NameParts(m, vb, ve, m.scope(scope).params);
+    if (std::any_of(parts.begin(), parts.end(), [](const auto& p) { return p.first; }))
+      cx.extension_helpers[m.scope(scope).name] = ExtensionHelper{
+          DefParams(m, m.scope(scope)), std::move(parts), EndsWith(resolved, "CUDAExtension")};
   }
   if (!cuda && forwards && !EndsWith(resolved, "Extension")) {
     // What a helper builds is what its callers pass: CUDA when a call elsewhere passes CUDA.

@@ -290,3 +290,103 @@ def test_cffi_extension_beside_its_build_script(dualtrack, tmp_path):
             "            raise NotImplementedError\n", "            return x * 2\n"))
     findings = scan(dualtrack, tmp_path, "--entry", "src/main.py")
     assert at(findings, "src/lib/nets/model.py") == []
+
+
+@pytest.mark.parametrize("spelling", [
+    "'%s.%s' % (module, name)",
+    "'{}.{}'.format(module, name)",
+    "f'{module}.{name}'",
+    "module + '.' + name",
+])
+def test_extensions_named_by_a_build_helper(dualtrack, tmp_path, spelling):
+    # OpenPCDet's and mmdetection's setup.py: make_cuda_ext(name, module, sources) returns a
+    # CUDAExtension whose name it makes from its parameters; each call declares one module.
+    (tmp_path / "setup.py").write_text(
+        "import os\n"
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n\n"
+        "def make_cuda_ext(name, module, sources):\n"
+        "    return CUDAExtension(\n"
+        f"        name={spelling},\n"
+        "        sources=[os.path.join(*module.split('.'), s) for s in sources])\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    setup(name='det', cmdclass={'build_ext': BuildExtension}, ext_modules=[\n"
+        "        make_cuda_ext(\n"
+        "            name='nms_cuda',\n"
+        "            module='det.ops.nms',\n"
+        "            sources=['src/nms.cpp', 'src/nms_kernel.cu']),\n"
+        "        make_cuda_ext('pool_cuda', 'det.ops.pool', ['src/pool.cpp', 'src/pool_kernel.cu']),\n"
+        "    ])\n")
+    for op in ("nms", "pool"):
+        d = tmp_path / "det" / "ops" / op
+        d.mkdir(parents=True)
+        (d / "__init__.py").write_text("")
+    (tmp_path / "det" / "__init__.py").write_text("")
+    (tmp_path / "det" / "ops" / "__init__.py").write_text("")
+    (tmp_path / "det" / "ops" / "nms" / "nms_utils.py").write_text(
+        "from . import nms_cuda\n\n\ndef nms(boxes, scores):\n"
+        "    return nms_cuda.nms_gpu(boxes, scores)\n")
+    (tmp_path / "det" / "ops" / "pool" / "pool_utils.py").write_text(
+        "from .pool_cuda import forward\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom det.ops.nms.nms_utils import nms\n\n"
+        "boxes = torch.rand(4, 4)\nprint(nms(boxes, boxes[:, 0]))\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "det/ops/nms/nms_utils.py") == [(1, "DT305"), (5, "DT305")]
+    assert at(findings, "det/ops/pool/pool_utils.py") == [(1, "DT305")]
+    assert (2, "DT312") in at(findings, "train.py")
+    setup = at(findings, "setup.py")
+    assert (14, "DT301") in setup and (18, "DT301") in setup
+    out = dualtrack("audit", tmp_path, "--entry", "train.py", "--format", "json")
+    report = json.loads(out.stdout)
+    report = report["experiments"][0]["report"] if "experiments" in report else report
+    assert report["verdict"] == "cuda-only"
+
+
+def test_a_helper_name_that_is_not_a_template_declares_nothing(dualtrack, tmp_path):
+    # The name comes from a call the scan cannot evaluate: no module is guessed from it, and the
+    # project's own module of that name stays the project's.
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import CUDAExtension\n\n\n"
+        "def make_ext(name, sources):\n"
+        "    return CUDAExtension(name=pick(name), sources=sources)\n\n\n"
+        "setup(name='x', ext_modules=[make_ext('fast_ops', ['k.cu'])])\n")
+    (tmp_path / "fast_ops.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "train.py").write_text("import fast_ops\n\nprint(fast_ops.add(1, 2))\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "train.py") == []
+    assert at(findings, "fast_ops.py") == []
+
+
+def verdict(dualtrack, root, entry):
+    out = dualtrack("audit", root, "--entry", entry, "--format", "json")
+    report = json.loads(out.stdout)
+    return (report["experiments"][0]["report"] if "experiments" in report else report)["verdict"]
+
+
+def test_a_script_that_calls_the_extension_itself_needs_it(dualtrack, tmp_path):
+    # gptq's test_kernel.py benchmarks the kernels by calling the compiled module directly, while
+    # quant.py imports it under try/except for the optional packed layers: the benchmark is the
+    # kernel, the quantisation script never calls it.
+    (tmp_path / "setup_cuda.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils import cpp_extension\n"
+        "setup(name='quant_cuda', ext_modules=[cpp_extension.CUDAExtension(\n"
+        "    'quant_cuda', ['quant_cuda.cpp', 'quant_cuda_kernel.cu'])],\n"
+        "    cmdclass={'build_ext': cpp_extension.BuildExtension})\n")
+    (tmp_path / "quant.py").write_text(
+        "import torch\n\ntry:\n    import quant_cuda\nexcept ImportError:\n"
+        "    print('CUDA extension not installed.')\n\n\n"
+        "def quantize(x, scale):\n    return torch.round(x / scale) * scale\n")
+    (tmp_path / "test_kernel.py").write_text(
+        "import torch\nimport quant_cuda\n\n"
+        "mat = torch.randint(0, 7, (64, 64), dtype=torch.int32)\nvec = torch.randn(1, 64)\n"
+        "mul = torch.zeros(1, 64)\n"
+        "quant_cuda.vecquant3matmul(vec, mat, mul, torch.ones(64), torch.zeros(64))\n")
+    (tmp_path / "quantize.py").write_text(
+        "import torch\nfrom quant import quantize\n\nprint(quantize(torch.randn(8), 0.1))\n")
+    findings = scan(dualtrack, tmp_path)
+    assert (7, "DT305") in at(findings, "test_kernel.py")
+    assert verdict(dualtrack, tmp_path, "test_kernel.py") == "cuda-only"
+    assert verdict(dualtrack, tmp_path, "quantize.py") == "mac-ready"
