@@ -51,6 +51,11 @@ void HandleUse(PyRuleContext& cx, std::size_t k, LineRead& line, bool guarded) {
     bool in_def = false;
     for (int s = line.scope; s > 0 && !in_def; s = m.scope(s).parent) in_def = m.scope(s).is_def;
     cx.result.extension_used_at_import |= !in_def;
+    // Outside every function (`quant_cuda.vecquant3matmul(...)` in a benchmark script's own
+    // code) the call runs the kernel wherever the file runs, and no project function's callers
+    // can be given another path: a blocker, as a call of a wrapper around it is (DT312). Inside
+    // a function its callers carry it (DT312, or DT314 beside a reference implementation).
+    if (!in_def && !m.IsCpuBuilt(resolved)) cx.sink.RaiseLast(Severity::kBlocker);
   }
   // An object a CPU-built extension made (`_C.InstanceAnnotation(...)`) is plain C++.
   line.tainted |= !use_guard && !m.IsCpuBuilt(resolved);

@@ -45,6 +45,12 @@ class FindingSink {
   }
   std::vector<CudaModule>& cuda_modules() { return cuda_modules_; }
 
+  // Raises the severity of the finding added last (an extension call that runs at import or in
+  // the script's own top-level code: a blocker, whatever the rule's default).
+  void RaiseLast(Severity s) {
+    if (out_.size() > base_ && out_.back().severity < s) out_.back().severity = s;
+  }
+
   // Whether this file has an unguarded finding on lines [first, last].
   bool AnyUnguarded(std::uint32_t first, std::uint32_t last) const {
     for (std::size_t i = base_; i < out_.size(); ++i)

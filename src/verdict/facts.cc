@@ -61,7 +61,8 @@ Need NeedOf(const Finding& f, const ScanEvidence& scan) {
   // The import of a compiled extension whose names the module only uses inside functions: `fix`
   // makes it lazy (try/except ImportError), and each use on the path is a finding of its own.
   if (f.code == "DT305" && f.in_import && f.fix == FixKind::kSafe) return Need::kAutomaticEdit;
-  if (StopsOnPath(f)) return SuiteMember(f, scan) ? Need::kReplacement : Need::kBlocker;
+  if (f.severity == scan::Severity::kBlocker)
+    return SuiteMember(f, scan) ? Need::kReplacement : Need::kBlocker;
   if (f.severity == scan::Severity::kReplace) return Need::kReplacement;
   if (IsDeviceOptionDefault(f)) return Need::kDeviceOption;
   return f.fix == FixKind::kSafe ? Need::kAutomaticEdit : Need::kManualEdit;
@@ -107,11 +108,6 @@ std::size_t Facts::Count(Need n) const {
 // extension unguarded), that import is a finding of its own (DT305); the calls are DT312.
 bool ImportsProjectSymbol(const Finding& f) {
   return (f.code == "DT312" || f.code == "DT314") && f.in_import;
-}
-
-bool StopsOnPath(const Finding& f) {
-  return f.severity == scan::Severity::kBlocker ||
-         (f.code == "DT305" && !f.in_import && !f.mps_only);
 }
 
 bool OnPath(const Finding& f, const ScanEvidence& scan) {

@@ -71,10 +71,6 @@ bool IsSingleProcessEdit(const Finding& f);
 // An import statement of project code that reaches a kernel (DT312 / DT314 on `from x import y`):
 // the import runs none of it, so it is never what stands in the way.
 bool ImportsProjectSymbol(const Finding& f);
-// Whether a finding stops the run where it is on the path, unguarded: a blocker, or a call of a
-// compiled CUDA-only extension (`quant_cuda.vecquant3matmul(...)` in the script itself), which
-// needs the kernel as much as a call of a project wrapper around it (DT312) does.
-bool StopsOnPath(const Finding& f);
 
 // A "cuda" default of a command-line option (`add_argument("--device", default="cuda")`), of a
 // function parameter callers pass the option to, or of a config tree (`_C.MODEL.DEVICE = "cuda"`):

@@ -94,7 +94,8 @@ RuleResult CheckBlockerOnPath(const Evidence& ev, const Facts& facts) {
     }
   }
   for (const Finding& scanned : ev.scan->findings) {
-    if (!StopsOnPath(scanned) || IsMultiGpuFinding(scanned) || ImportsProjectSymbol(scanned))
+    if (scanned.severity != scan::Severity::kBlocker || IsMultiGpuFinding(scanned) ||
+        ImportsProjectSymbol(scanned))
       continue;
     Finding f = scanned;
     f.reachable = Reachable(scanned, *ev.scan);
