@@ -20,6 +20,12 @@ def at(findings, file):
     return sorted((f["line"], f["code"]) for f in findings if f["file"] == file)
 
 
+def verdict(dualtrack, root, entry):
+    out = dualtrack("audit", root, "--entry", entry, "--format", "json")
+    report = json.loads(out.stdout)
+    return (report["experiments"][0]["report"] if "experiments" in report else report)["verdict"]
+
+
 def test_relative_import_of_a_vendored_extension(dualtrack, tmp_path):
     # submodules/raster/ is not a package (no __init__.py): Python sees `raster_pkg` once it is
     # installed, so `from . import _C` inside it is raster_pkg._C, the module setup.py builds.
@@ -337,10 +343,7 @@ def test_extensions_named_by_a_build_helper(dualtrack, tmp_path, spelling):
     assert (2, "DT312") in at(findings, "train.py")
     setup = at(findings, "setup.py")
     assert (14, "DT301") in setup and (18, "DT301") in setup
-    out = dualtrack("audit", tmp_path, "--entry", "train.py", "--format", "json")
-    report = json.loads(out.stdout)
-    report = report["experiments"][0]["report"] if "experiments" in report else report
-    assert report["verdict"] == "cuda-only"
+    assert verdict(dualtrack, tmp_path, "train.py") == "cuda-only"
 
 
 def test_a_helper_name_that_is_not_a_template_declares_nothing(dualtrack, tmp_path):
@@ -357,12 +360,6 @@ def test_a_helper_name_that_is_not_a_template_declares_nothing(dualtrack, tmp_pa
     findings = scan(dualtrack, tmp_path)
     assert at(findings, "train.py") == []
     assert at(findings, "fast_ops.py") == []
-
-
-def verdict(dualtrack, root, entry):
-    out = dualtrack("audit", root, "--entry", entry, "--format", "json")
-    report = json.loads(out.stdout)
-    return (report["experiments"][0]["report"] if "experiments" in report else report)["verdict"]
 
 
 def test_a_script_that_calls_the_extension_itself_needs_it(dualtrack, tmp_path):
