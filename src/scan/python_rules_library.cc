@@ -312,7 +312,12 @@ std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* b
   if (const Library* lib = m.LibraryOf(resolved)) {
     if (line.launched || (m.kernel_lib() == lib && (m.InLaunch(line.li) || m.IsLaunchScope(scope))))
       return k;
-    cx.sink.Add("DT202", m.Line(t), m.Column(t), resolved, use_guard,
+    // An optional import's name handed on as a value (`self.mlp = fused_mlp_func if fused else
+    // None`): nothing of the library runs here and the value may be the import's None, so the
+    // calls through it need checks of their own.
+    const bool handed_on = ce == k + 1 && m.IsOptionalName(m.Text(t)) &&
+                           !(ce < l.end && (m.IsOp(m.T(ce), "(") || m.IsOp(m.T(ce), ".")));
+    cx.sink.Add("DT202", m.Line(t), m.Column(t), resolved, use_guard || handed_on,
                 lib->AlternativeFor(resolved));
     return ce - 1;
   }

@@ -1995,6 +1995,11 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const unsigned threads = DefaultThreads(options.threads);
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   wopt.root_real = fs::canonical(abs_root, ec).string();
+  for (const auto& e : options.entries.empty() ? cfg.entry : options.entries) {
+    const fs::path ep(e);
+    wopt.named.push_back(
+        Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal()));
+  }
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
   std::unordered_set<std::string> init_dirs = InitDirs(items);
   AddSysPathTops(items, results, own_tops);

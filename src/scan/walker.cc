@@ -190,12 +190,21 @@ class Walker {
     return entries;
   }
 
+  // Whether `rel` is a file named on the command line, or a folder that holds one.
+  bool Named(const std::string& rel, bool is_dir) const {
+    for (const std::string& n : opt_.named)
+      if (is_dir ? n.size() > rel.size() && n.starts_with(rel) && n[rel.size()] == '/' : n == rel)
+        return true;
+    return false;
+  }
+
   // One entry of a folder: a regular file is classified from its d_type alone; anything else is
   // stat'ed (links followed, loops and broken links listed) and walked or read.
   void Entry(std::string child_abs, std::string child_rel, unsigned char type) {
     if (type == DT_REG) {
       if (Excluded(opt_.exclude, child_rel)) return;
-      if (opt_.honour_gitignore && Ignored(rules_, child_rel, false)) return;
+      if (opt_.honour_gitignore && Ignored(rules_, child_rel, false) && !Named(child_rel, false))
+        return;
       if (auto kind = ClassifyFile(child_rel))
         on_item_(WalkItem{std::move(child_abs), std::move(child_rel), *kind, kUnknownSize});
       return;
@@ -224,7 +233,8 @@ class Walker {
     }
     bool is_dir = S_ISDIR(cst.st_mode);
     if (Excluded(opt_.exclude, child_rel)) return;
-    if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir)) return;
+    if (opt_.honour_gitignore && Ignored(rules_, child_rel, is_dir) && !Named(child_rel, is_dir))
+      return;
     if (link && !FollowLink(child_abs, child_rel, is_dir)) return;
     if (is_dir)
       Dir(child_abs, child_rel, cst);

@@ -47,6 +47,10 @@ inline constexpr std::uint64_t kUnknownSize = ~std::uint64_t{0};
 struct WalkOptions {
   std::vector<std::string> exclude;  // Globs on relative paths.
   bool honour_gitignore = true;
+  // Files named on the command line (the entries), relative to the root: read even where a
+  // .gitignore matches them, as git reads a tracked file (`*.ipynb` ignored, the demo notebook
+  // committed all the same).
+  std::vector<std::string> named;
   std::uint64_t max_file_size = 0;
   // The project's folder, symlinks resolved: a symlink found in the walk whose target resolves
   // outside it (and outside the walked path) is listed as skipped and never opened, so a hostile

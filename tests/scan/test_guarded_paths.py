@@ -113,3 +113,45 @@ def test_an_entry_that_is_neither_file_nor_folder_is_refused(dualtrack, tmp_path
     out = dualtrack("audit", tmp_path, "--entry", "nope", "--format", "json")
     assert out.returncode == 2
     assert "no such file or folder" in out.stderr and "nope" in out.stderr
+
+
+OPTIONAL_MLP = """\
+import torch.nn as nn
+
+fused_mlp_func = None
+try:
+    from flash_attn.ops.fused_dense import fused_mlp_func
+except ImportError:
+    pass
+
+
+class FFN(nn.Module):
+    def __init__(self, dim, fused_if_available=True):
+        super().__init__()
+        self.fused_mlp_func = fused_mlp_func if fused_if_available else None
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        if self.fused_mlp_func is not None:
+            return self.fused_mlp_func(x, self.fc.weight)
+        return self.fc(x)
+
+
+def always_fused(x, w):
+    return fused_mlp_func(x, w)
+"""
+
+
+def test_an_optional_import_handed_on_as_a_value_runs_nothing(dualtrack, tmp_path):
+    # VAR's blocks keep the optional flash-attn function in an attribute and call it only behind
+    # `is not None`: the hand-off runs nothing of the library, the unchecked call does.
+    (tmp_path / "blocks.py").write_text(OPTIONAL_MLP)
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom blocks import FFN\n\nprint(FFN(4)(torch.randn(2, 4)))\n")
+    found = scan(dualtrack, tmp_path, "train.py")
+    assert found[("blocks.py", 13, "DT202")]["guarded"] is True
+    assert found[("blocks.py", 23, "DT202")]["guarded"] is False
+    out = dualtrack("audit", tmp_path, "--entry", "train.py", "--format", "json")
+    report = json.loads(out.stdout)
+    report = report["experiments"][0]["report"] if "experiments" in report else report
+    assert report["verdict"] == "mac-ready"

@@ -286,6 +286,25 @@ def test_config_gitignore_and_entries(dualtrack, tmp_path):
     assert ("build/gen.py", "DT101", False) in got and ("other.py", "DT103", True) in got
 
 
+
+def test_an_entry_named_on_the_command_line_is_read_though_gitignored(dualtrack, tmp_path):
+    # VAR's .gitignore says `*.ipynb` while its two demo notebooks are committed: git reads a
+    # tracked file whatever .gitignore says, and so does the scan for the entries it is given.
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": ["import torch\n", "from model import build\n",
+                                "net = build().cuda()\n"]}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    write(tmp_path / "demos" / "demo.ipynb", json.dumps(nb))
+    write(tmp_path / "demos" / "other.ipynb", json.dumps(nb))
+    write(tmp_path / "model.py", "import torch\n\n\ndef build():\n    return torch.nn.Linear(2, 2)\n")
+    write(tmp_path / ".gitignore", "*.ipynb\ndemos/\n")
+    doc = scan_json(dualtrack, tmp_path, "--entry", "demos/demo.ipynb")
+    assert doc["entries"] == ["demos/demo.ipynb"]
+    got = {(f["file"], f["code"]) for f in doc["findings"]}
+    assert ("demos/demo.ipynb", "DT101") in got
+    assert not any(f == "demos/other.ipynb" for f, _ in got)  # Still ignored: not named.
+    assert "demos/demo.ipynb" not in {f["file"] for f in scan_json(dualtrack, tmp_path)["findings"]}
+
 # An entry script without any trigger word is read by the cheap import-only pass; its imports
 # may continue over lines with a backslash, and its `__main__` test must still make it an entry
 # (a continuation once swallowed the test, and the script was no entry).
