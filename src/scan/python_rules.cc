@@ -35,8 +35,7 @@ void KeywordArgFindings(PyRuleContext& cx, std::size_t k, const LineRead& line, 
       (m.IsOp(m.T(k - 1), "(") || m.IsOp(m.T(k - 1), ",")) && m.Head(l) != "def" &&
       m.Head(l) != "class") {
     KeywordFinding(cx, k, l, line.scope, guarded);
-    if (IsCudaBuildKeyword(m.Text(t)) || HelperBuildCall(cx, k, l))
-      WrapperBuild(cx, k, line, guarded);
+    if (IsCudaBuildKeyword(m.Text(t))) WrapperBuild(cx, k, line, guarded);
   }
   if (m.Text(t) == "device_map" && k + 2 < l.end && m.IsOp(m.T(k + 1), "=") &&
       m.IsOp(m.T(k + 2), "{")) {
@@ -66,9 +65,7 @@ std::size_t NameFindings(PyRuleContext& cx, std::size_t k, LineRead& line, bool 
   PyModel& m = cx.model;
   const LogicalLine& l = line.l;
   const Token& t = m.T(k);
-  // A call of this file's extension-build helper, positional arguments first.
-  if (k + 2 < l.end && m.IsOp(m.T(k + 1), "(") && HelperBuildCall(cx, k + 2, l))
-    WrapperBuild(cx, k + 2, line, guarded);
+  if (HelperBuildCall(cx, k, l)) WrapperBuild(cx, k + 2, line, guarded);
   if (k > l.begin && m.IsOp(m.T(k - 1), ".")) {
     AttributeFindings(cx, k, l, guarded);
     return k;

@@ -64,7 +64,8 @@ struct PyRuleContext {
   // Calls of JIT-build helpers (WrapperBuild): the helper's last name and the call's line.
   std::vector<std::pair<std::string, std::uint32_t>> jit_call_lines{};
   // Helpers of this file that build an extension named from their parameters (ExtensionHelper),
-  // by def name; and the brackets of their calls already read (a call has several keywords).
+  // by def name; and the brackets of the build calls WrapperBuild read (once each, however many
+  // CUDA keywords a call has).
   std::unordered_map<std::string_view, ExtensionHelper> extension_helpers{};
   std::unordered_set<std::size_t> helper_calls{};
 };
@@ -154,8 +155,9 @@ void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body,
 // A call of a JIT-build helper with CUDA build arguments, found at its keyword `kw`
 // (`extra_cuda_cflags=`, `cuda_sources=`).
 void WrapperBuild(PyRuleContext& cx, std::size_t kw, const LineRead& line, bool guarded);
-// Whether the keyword at `kw` is the first one read of a call of an ExtensionHelper.
-bool HelperBuildCall(PyRuleContext& cx, std::size_t kw, const LogicalLine& l);
+// Whether name token `k` calls an ExtensionHelper of this file (`make_cuda_ext(...)`, with
+// arguments): a build WrapperBuild reads, whatever its arguments' kinds.
+bool HelperBuildCall(const PyRuleContext& cx, std::size_t k, const LogicalLine& l);
 // Into the result, once the guard passes ran: the helpers called, and those called unguarded.
 void RecordJitCalls(PyRuleContext& cx);
 // Sets PyScanResult::every_run_process_group (after GuardPasses, which find the checks).

@@ -186,14 +186,9 @@ bool BoundSources(PyRuleContext& cx, std::string_view name, const LogicalLine& l
   return cuda;
 }
 
-bool IsOpen(const PyModel& m, const Token& t) {
-  return m.IsOp(t, "(") || m.IsOp(t, "[") || m.IsOp(t, "{");
-}
-
 // The end of the argument that starts at token j of a call closing at `close`: its comma or close.
 std::size_t ArgumentEnd(const PyModel& m, std::size_t j, std::size_t close) {
-  while (j < close && !m.IsOp(m.T(j), ","))
-    j = IsOpen(m, m.T(j)) ? m.Matching(j, close) + 1 : j + 1;
+  while (j < close && !m.IsOp(m.T(j), ",")) j = m.IsOpen(m.T(j)) ? m.Matching(j, close) + 1 : j + 1;
   return std::min(j, close);
 }
 
@@ -327,14 +322,10 @@ std::string HelperCallName(const PyModel& m, std::size_t open, std::size_t close
 
 }  // namespace
 
-bool HelperBuildCall(PyRuleContext& cx, std::size_t kw, const LogicalLine& l) {
-  if (cx.extension_helpers.empty()) return false;
+bool HelperBuildCall(const PyRuleContext& cx, std::size_t k, const LogicalLine& l) {
   const PyModel& m = cx.model;
-  const std::size_t open = m.EnclosingOpen(kw, l.begin);
-  if (open == static_cast<std::size_t>(-1) || open == l.begin || !m.IsOp(m.T(open), "(") ||
-      cx.helper_calls.count(open) > 0)
-    return false;
-  return cx.extension_helpers.count(m.Text(m.T(open - 1))) > 0;
+  return !cx.extension_helpers.empty() && k + 2 < l.end && m.IsOp(m.T(k + 1), "(") &&
+         cx.extension_helpers.count(m.Text(m.T(k))) > 0;
 }
 
 void CudaSourceFinding(PyRuleContext& cx, const Token& t, std::string_view body, bool guarded) {

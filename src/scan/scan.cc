@@ -808,6 +808,15 @@ std::string Rel(const fs::path& p) {
   return s;
 }
 
+// An entry as given (absolute, or relative to the root) as a path relative to the root, without
+// a trailing '/'.
+std::string EntryRel(const std::string& entry, const fs::path& abs_root) {
+  const fs::path ep(entry);
+  std::string rel = Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
+  while (!rel.empty() && rel.back() == '/') rel.pop_back();
+  return rel;
+}
+
 // Rule codes and prefixes as the user lists them: repeated, comma-separated or both, any case.
 // An item that is the prefix of no rule code is an error (`--ignore DT1,DT4` used to be read as
 // one code that matched nothing, and dropped nothing without a word).
@@ -1752,10 +1761,7 @@ Result<Entries> ChooseEntries(const ScanOptions& options, const Config& cfg,
   std::vector<std::string>& entries = out.files;
   const std::vector<std::string>& declared = options.entries.empty() ? cfg.entry : options.entries;
   for (const auto& e : declared) {
-    fs::path ep(e);
-    std::string rel =
-        Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal());
-    while (!rel.empty() && rel.back() == '/') rel.pop_back();
+    const std::string rel = EntryRel(e, abs_root);
     if (!is_python_file(rel)) {
       // A folder (a test suite, a scripts/ directory): every Python file under it is an entry.
       std::size_t before = entries.size();
@@ -1995,11 +2001,8 @@ Result<ScanReport> Scan(const ScanOptions& options) {
   const unsigned threads = DefaultThreads(options.threads);
   const fs::path abs_root = fs::absolute(root, ec).lexically_normal();
   wopt.root_real = fs::canonical(abs_root, ec).string();
-  for (const auto& e : options.entries.empty() ? cfg.entry : options.entries) {
-    const fs::path ep(e);
-    wopt.named.push_back(
-        Rel(ep.is_absolute() ? ep.lexically_relative(abs_root) : ep.lexically_normal()));
-  }
+  for (const auto& e : options.entries.empty() ? cfg.entry : options.entries)
+    wopt.named.push_back(EntryRel(e, abs_root));
   auto [items, results] = WalkAndScan(ctx, options, wopt, abs_root, threads, report.skipped);
   std::unordered_set<std::string> init_dirs = InitDirs(items);
   AddSysPathTops(items, results, own_tops);
