@@ -387,3 +387,26 @@ def test_a_script_that_calls_the_extension_itself_needs_it(dualtrack, tmp_path):
     assert (7, "DT305") in at(findings, "test_kernel.py")
     assert verdict(dualtrack, tmp_path, "test_kernel.py") == "cuda-only"
     assert verdict(dualtrack, tmp_path, "quantize.py") == "mac-ready"
+
+
+@pytest.mark.parametrize("spelling", [
+    "'%s.%s.%s' % (module, name)",   # more holes than names
+    "'%s' % (module, name)",         # more names than holes
+    "f'{module}.{name'",             # an unterminated brace
+    "f'{module}.{other}'",           # a name that is no parameter
+    "'{}.{}'.format(module)",
+    "module + '.' +",
+])
+def test_malformed_helper_names_declare_nothing(dualtrack, tmp_path, spelling):
+    (tmp_path / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n\n\n"
+        "def make_ext(name, module, sources):\n"
+        f"    return CUDAExtension(name={spelling}, sources=sources)\n\n\n"
+        "exts = [make_ext('fast_ops', 'pkg', ['k.cu'])]\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "fast_ops.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "train.py").write_text("from pkg import fast_ops\n\nprint(fast_ops.add(1, 2))\n")
+    findings = scan(dualtrack, tmp_path)
+    assert at(findings, "train.py") == []
+    assert at(findings, "pkg/fast_ops.py") == []
