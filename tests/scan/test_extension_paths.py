@@ -321,7 +321,8 @@ def test_extensions_named_by_a_build_helper(dualtrack, tmp_path, spelling):
         "            name='nms_cuda',\n"
         "            module='det.ops.nms',\n"
         "            sources=['src/nms.cpp', 'src/nms_kernel.cu']),\n"
-        "        make_cuda_ext('pool_cuda', 'det.ops.pool', ['src/pool.cpp', 'src/pool_kernel.cu']),\n"
+        "        make_cuda_ext('pool_cuda', 'det.ops.pool',"
+        " ['src/pool.cpp', 'src/pool_kernel.cu']),\n"
         "    ])\n")
     for op in ("nms", "pool"):
         d = tmp_path / "det" / "ops" / op
