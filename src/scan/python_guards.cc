@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -27,13 +28,40 @@ bool IsCudaEnvName(std::string_view body) {
   return true;
 }
 
+// A switch that turns on a CUDA-only library (`self.use_apex`, `HAS_TRITON`,
+// `flash_attn_enabled`): where it holds, CUDA is chosen, as with `use_gpu`. Only the library's
+// own word with a switch's prefix or suffix: `flash_attn_func is None` tests a function.
+bool LibraryFlag(std::string_view name) {
+  static constexpr std::string_view kLibraries[] = {
+      "apex", "xformers", "flash_attn", "triton", "bitsandbytes", "tcnn", "cupy"};
+  static constexpr std::string_view kPrefixes[] = {"", "use_", "with_", "enable_", "has_", "is_"};
+  static constexpr std::string_view kSuffixes[] = {"", "_available", "_enabled", "_installed"};
+  if (name.size() < 4 || name.size() > 32) return false;
+  const std::string lower = Lower(name);
+  for (std::string_view lib : kLibraries) {
+    const std::size_t at = lower.find(lib);
+    if (at == std::string::npos) continue;
+    const std::string_view prefix = std::string_view(lower).substr(0, at);
+    const std::string_view suffix = std::string_view(lower).substr(at + lib.size());
+    // The bare word is the module itself (`triton.__version__`), no switch.
+    return lower.size() > lib.size() &&
+           std::find(std::begin(kPrefixes), std::end(kPrefixes), prefix) != std::end(kPrefixes) &&
+           std::find(std::begin(kSuffixes), std::end(kSuffixes), suffix) != std::end(kSuffixes);
+  }
+  return false;
+}
+
 // Option and flag names: `args.cuda`, `use_gpu`, `n_gpu` hold where CUDA is chosen; `no_cuda`,
 // `cpu`, `force_cpu` where it is not. Sets `out` and returns true when the word is one.
 bool FlagWord(std::string_view name, Truth& out) {
-  // Every flag word holds "cpu", "gpu" or "cuda": names without one (most) are never lowered.
+  // Every flag word holds "cpu", "gpu" or "cuda", or names a library: names without one (most)
+  // are never lowered.
   if (!py::ContainsFolded(name, "cpu") && !py::ContainsFolded(name, "gpu") &&
-      !py::ContainsFolded(name, "cuda"))
-    return false;
+      !py::ContainsFolded(name, "cuda")) {
+    if (!LibraryFlag(name)) return false;
+    out = Truth::kCuda;
+    return true;
+  }
   const std::string lower = Lower(name);
   if (lower == "cpu" || StartsWith(lower, "no_cuda") || StartsWith(lower, "no_gpu") ||
       StartsWith(lower, "use_cpu") || StartsWith(lower, "force_cpu") || lower == "cpu_only" ||
@@ -203,7 +231,9 @@ Truth CondEvaluator::Subject(std::size_t b, std::size_t e, int scope, std::strin
           // os.environ: the launcher's variables.
           (body.size() < 40 && (reg.IsLaunchGuardName(body) || reg.IsLaunchEnv(body))) ||
           // os.getenv("FORCE_CUDA", "0") == "1", os.environ.get("CUDA_HOME"): a build switch.
-          IsCudaEnvName(body);
+          IsCudaEnvName(body) ||
+          // `attn_type == "vanilla-xformers"`, a name the value gets only behind a check.
+          (m_.IsCheckedLiteral(body) && m_.InComparison(k, b, e));
       if (cuda) found = Truth::kCuda;
       continue;
     }
@@ -300,11 +330,62 @@ class GuardBuilder {
       for (std::size_t i = 0; i < n; ++i) CollectGuards(i);
       if (m_.guard_names_.size() + m_.guard_attrs_.size() == known) break;
     }
+    CollectCheckedLiterals();
     LineGuards();
   }
 
  private:
   const Token& T(std::size_t k) const { return lex_.tokens[k]; }
+
+  // The names a value gets only behind a check (`mode = "softmax-xformers" if HAS_XFORMERS else
+  // "softmax"`, `if HAS_XFORMERS: attn_type = "vanilla-xformers"`): a later test of the value
+  // against that name (`elif attn_type == "vanilla-xformers":`), or a registry entry under it,
+  // is reached only where the check held. A name also written elsewhere as a value (a default,
+  // an argument) is the user's to choose and is no such name.
+  void CollectCheckedLiterals() {
+    std::unordered_set<std::string_view> found;
+    std::unordered_set<std::size_t> at;  // The tokens that gave them.
+    auto note = [&](std::size_t k) {
+      if (T(k).kind() != TokKind::kString) return;
+      found.insert(StringBody(lex_.Text(T(k))));
+      at.insert(k);
+    };
+    for (std::size_t li = 0; li < lex_.lines.size(); ++li) {
+      const auto& l = lex_.lines[li];
+      if (!m_.Maybe(l.begin, l.end)) continue;
+      const int scope = m_.ScopeOf(li);
+      for (std::size_t k = l.begin; k + 2 < l.end; ++k) {
+        if (T(k).kind() != TokKind::kString || !m_.Is(T(k + 1), "if")) continue;
+        std::size_t e = k + 2;
+        while (e < l.end && !m_.Is(T(e), "else"))
+          e = m_.IsOpen(T(e)) ? m_.Matching(e, l.end) + 1 : e + 1;
+        if (e < l.end && m_.Cond(k + 2, e, scope) == Truth::kCuda) note(k);
+      }
+      if (m_.Head(l) != "if" || m_.Cond(l.begin + 1, m_.FindColon(l), scope) != Truth::kCuda)
+        continue;
+      for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
+        const auto& b = lex_.lines[j];
+        if (b.end - b.begin == 3 && m_.IsName(T(b.begin)) && m_.IsOp(T(b.begin + 1), "="))
+          note(b.begin + 2);
+      }
+    }
+    if (found.empty()) return;
+    for (const auto& l : lex_.lines)
+      for (std::size_t k = l.begin; k < l.end && !found.empty(); ++k)
+        if (T(k).kind() == TokKind::kString && !at.count(k) && !ValueTested(l, k))
+          found.erase(StringBody(lex_.Text(T(k))));
+    m_.checked_literals_ = std::move(found);
+  }
+
+  // Whether string k of line l is compared, listed for a membership test, or a dict key.
+  bool ValueTested(const LogicalLine& l, std::size_t k) const {
+    auto op = [&](std::size_t j, std::string_view a, std::string_view b) {
+      return j >= l.begin && j < l.end && (lex_.Text(T(j)) == a || lex_.Text(T(j)) == b);
+    };
+    if (op(k - 1, "==", "!=") || op(k + 1, "==", "!=") || op(k + 1, ":", ":")) return true;
+    const std::size_t open = m_.EnclosingOpen(k, l.begin);
+    return open < l.end && open > l.begin && m_.Is(T(open - 1), "in");
+  }
 
   // Variables assigned from a CUDA check and functions that return one.
   void CollectGuards(std::size_t li) {
@@ -539,11 +620,12 @@ class GuardBuilder {
     for (std::size_t k = b; k < e; ++k) {
       if (!m_.IsName(T(k))) continue;
       if (m_.Is(T(k), "is_available") || m_.Is(T(k), "device_count")) return true;
-      // A device flag (`args.cuda`, `use_gpu`), not a call (`w.cpu()`) or an optional import's
-      // name (`selective_scan_cuda is None`: the extension, not the machine).
+      // A device flag (`args.cuda`, `use_gpu`), not a call (`w.cpu()`), an optional import's
+      // name (`selective_scan_cuda is None`: the extension, not the machine) or a library's
+      // switch (`XFORMERS_AVAILABLE`).
       Truth flag = Truth::kNone;
       if (FlagWord(m_.Text(T(k)), flag) && !(k + 1 < e && m_.IsOp(T(k + 1), "(")) &&
-          !m_.IsOptionalName(m_.Text(T(k))))
+          !m_.IsOptionalName(m_.Text(T(k))) && !LibraryFlag(m_.Text(T(k))))
         return true;
     }
     return false;
@@ -798,6 +880,66 @@ void PyModel::GuardedBranches(const LogicalLine& l, int scope,
   }
 }
 
+namespace {
+
+// The literal that test [b, e) compares a value with (`v == "x"`, `"x" == v`, `v in ("x", "y")`:
+// the first), with the value's range, or false when the test is no such comparison.
+bool NamedTest(const PyModel& m, std::size_t b, std::size_t e, std::size_t& vb, std::size_t& ve,
+               std::size_t& lit) {
+  auto str = [&](std::size_t k) { return k < e && m.T(k).kind() == TokKind::kString; };
+  for (std::size_t k = b; k < e; ++k) {
+    if (m.IsOpen(m.T(k))) {
+      k = m.Matching(k, e);
+      continue;
+    }
+    if (m.IsOp(m.T(k), "==")) {
+      if (str(k + 1) && k + 2 == e)
+        std::tie(vb, ve, lit) = std::tuple(b, k, k + 1);
+      else if (str(b) && k == b + 1)
+        std::tie(vb, ve, lit) = std::tuple(k + 1, e, b);
+      else
+        return false;
+      return vb < ve;
+    }
+    if (m.Is(m.T(k), "in") && k > b && k + 1 < e && m.IsOpen(m.T(k + 1)) &&
+        m.Matching(k + 1, e) + 1 == e && str(k + 2)) {
+      for (std::size_t j = k + 2; j + 1 < e; ++j)
+        if (!str(j) && !m.IsOp(m.T(j), ",")) return false;
+      std::tie(vb, ve, lit) = std::tuple(b, k, k + 2);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool InNamedChoice(const PyModel& m, std::size_t li) {
+  const auto& ls = m.lines();
+  for (std::size_t at = li; at > 0 && ls[at].indent > 0;) {
+    std::size_t h = at;
+    while (h > 0 && ls[h].indent >= ls[at].indent) --h;
+    if (ls[h].indent >= ls[at].indent) return false;
+    at = h;
+    const TokenText head = m.First(ls[h]);
+    if (head != "if" && head != "elif") continue;
+    std::size_t vb = 0, ve = 0, lit = 0;
+    const std::size_t colon = m.FindColon(ls[h]);
+    if (!NamedTest(m, ls[h].begin + 1, colon, vb, ve, lit)) continue;
+    // One choice among several: an elif, or an if with an elif or else after its block.
+    bool chain = head == "elif";
+    for (std::size_t n = h + 1; !chain && n < ls.size() && ls[n].indent >= ls[h].indent; ++n) {
+      if (ls[n].indent > ls[h].indent) continue;
+      const TokenText f = m.First(ls[n]);
+      chain = f == "elif" || f == "else";
+      break;
+    }
+    const std::string_view def = m.settings().DefaultString(m, vb, ve);
+    if (chain && (def.empty() || def != StringBody(m.Text(m.T(lit))))) return true;
+  }
+  return false;
+}
+
 // A branch that imports a CUDA-only library itself (`elif engine:  import tensorrt as trt`, `if
 // args.flash_attn: from flash_attn import ...`) is one backend among others, taken only when the
 // user picks it (a weights format, an option): the branch runs only where that CUDA path is
@@ -894,14 +1036,21 @@ std::unordered_set<std::size_t> CalledOnlyUnderChecks(
   for (std::size_t li = 0; li < m.lines().size(); ++li) {
     const auto& l = m.lines()[li];
     const TokenText head = m.First(l);
-    if (head == "def" || head == "class" || head == "import" || head == "from") continue;
-    for (auto k = l.begin; k < l.end; ++k) {
+    if (head == "def" || head == "import" || head == "from") continue;
+    // A class's bases are references (`class Wrapper(MemoryEfficientCrossAttention):`), its name
+    // is none.
+    for (auto k = head == "class" ? l.begin + 2 : l.begin; k < l.end; ++k) {
       if (!m.IsName(m.T(k)) || (k > l.begin && m.IsOp(m.T(k - 1), "."))) continue;
       auto it = defs.find(m.Text(m.T(k)));
       if (it == defs.end()) continue;
       const int top = m.TopOf(li);
       if (top == static_cast<int>(it->second)) continue;  // Recursion says nothing.
-      refs[it->second].push_back(Ref{m.IsGuarded(li), m.StopGuarded(li), top});
+      // A registry entry under a name the value gets only behind a check (`{"softmax-xformers":
+      // MemoryEfficientCrossAttention}`) is looked up only there.
+      const bool entry = k >= l.begin + 2 && m.IsOp(m.T(k - 1), ":") &&
+                         m.T(k - 2).kind() == TokKind::kString &&
+                         m.IsCheckedLiteral(StringBody(m.Text(m.T(k - 2))));
+      refs[it->second].push_back(Ref{m.IsGuarded(li) || entry, m.StopGuarded(li), top});
     }
   }
   // The definitions called only behind checks; with `stops` false, behind checks other than a

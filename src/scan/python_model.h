@@ -297,6 +297,11 @@ class PyModel : public PyTokens {
   bool IsGuardName(std::string_view name) const { return guard_names_.count(name) > 0; }
   bool IsGuardAttr(std::string_view name) const { return guard_attrs_.count(name) > 0; }
   bool IsOptionalName(std::string_view name) const { return optional_names_.count(name) > 0; }
+  // A name a value gets only behind a check (GuardBuilder::CollectCheckedLiterals): a test of
+  // the value against it holds only where the check did.
+  bool IsCheckedLiteral(std::string_view body) const {
+    return !checked_literals_.empty() && checked_literals_.count(body) > 0;
+  }
   // Cheap test before any analysis of tokens [b, e): a trigger substring or a hot name.
   bool Maybe(std::size_t b, std::size_t e) const;
   // Whether line li runs only behind a CUDA check (an if / elif / else / while on it or around it,
@@ -417,6 +422,7 @@ class PyModel : public PyTokens {
   std::unordered_set<std::string_view> optional_names_;
   std::unordered_set<std::string_view> fallback_names_;  // Rebound in an ImportError handler.
   std::unordered_set<std::string_view> guard_names_;
+  std::unordered_set<std::string_view> checked_literals_;  // See IsCheckedLiteral().
   std::unordered_set<std::string_view> guard_attrs_;
   std::unordered_set<std::string_view> kernel_names_;
   std::unordered_map<std::size_t, int> decorator_kernel_;  // Decorator line -> kernel scope.
@@ -442,6 +448,10 @@ std::vector<std::string> LaunchFlags(const PyModel& m);
 
 // --- Guards found after the rules ran (python_guards.cc) -----------------------------------------
 
+// Whether line li runs only in one branch of a choice by name: an if/elif chain whose test
+// compares a value with string literals (`elif opt_lower == "fusedsgd":`), beside other branches,
+// where the file does not show the value's default picking it.
+bool InNamedChoice(const PyModel& m, std::size_t li);
 // The branches that import a CUDA-only library themselves: marks their lines guarded and returns
 // them.
 std::vector<LineRange> GuardLibraryBranches(PyModel& m);

@@ -355,5 +355,72 @@ TEST_F(PyModelTest, AValueReadOnlyBehindChecksIsGuarded) {
   EXPECT_TRUE(m.settings().IsOptionLine(3));
 }
 
+TEST_F(PyModelTest, ANameAValueGetsOnlyBehindACheckIsACheckedLiteral) {
+  PyModel& m = Build(
+      "try:\n"
+      "    import xformers.ops\n"
+      "    XFORMERS_AVAILABLE = True\n"
+      "except ImportError:\n"
+      "    XFORMERS_AVAILABLE = False\n"
+      "mode = 'softmax-xformers' if XFORMERS_AVAILABLE else 'softmax'\n"
+      "def make(kind='vanilla'):\n"
+      "    if XFORMERS_AVAILABLE and kind == 'vanilla':\n"
+      "        kind = 'vanilla-xformers'\n"
+      "    if kind == 'vanilla-xformers':\n"
+      "        pass\n"
+      "    elif kind == 'softmax':\n"
+      "        pass\n");
+  EXPECT_TRUE(m.IsCheckedLiteral("softmax-xformers"));
+  EXPECT_TRUE(m.IsCheckedLiteral("vanilla-xformers"));
+  // Written as a value outside any check: the default of `kind`, the other side of the choice.
+  EXPECT_FALSE(m.IsCheckedLiteral("vanilla"));
+  EXPECT_FALSE(m.IsCheckedLiteral("softmax"));
+  EXPECT_EQ(CondAt(m, 10), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 12), Truth::kNone);
+}
+
+TEST_F(PyModelTest, ABranchOfAChoiceByNameIsOneChoiceUnlessTheDefaultPicksIt) {
+  PyModel& m = Build(
+      "import argparse\n"
+      "parser = argparse.ArgumentParser()\n"
+      "parser.add_argument('--opt', default='adamw')\n"
+      "args = parser.parse_args()\n"
+      "def create(opt_lower):\n"
+      "    if opt_lower == 'adamw':\n"
+      "        x = 1\n"
+      "    elif opt_lower == 'fusedsgd':\n"
+      "        x = 2\n"
+      "    if opt_lower == 'alone':\n"
+      "        x = 3\n"
+      "if args.opt == 'adamw':\n"
+      "    y = 1\n"
+      "else:\n"
+      "    y = 2\n");
+  EXPECT_TRUE(InNamedChoice(m, LineAt(m, 7)));
+  EXPECT_TRUE(InNamedChoice(m, LineAt(m, 9)));
+  EXPECT_FALSE(InNamedChoice(m, LineAt(m, 11)));  // No other branch: no choice.
+  EXPECT_FALSE(InNamedChoice(m, LineAt(m, 13)));  // The option's default picks it.
+  EXPECT_FALSE(InNamedChoice(m, LineAt(m, 15)));  // An else is no named branch.
+}
+
+TEST_F(PyModelTest, ASwitchNamedForACudaOnlyLibraryChoosesCuda) {
+  PyModel& m = Build(
+      "import triton\n"
+      "if self.use_apex:\n    pass\n"
+      "if HAS_TRITON:\n    pass\n"
+      "if xformers_enabled:\n    pass\n"
+      "if not use_xformers:\n    pass\n"
+      "if triton.__version__ > '2':\n    pass\n"
+      "if flash_attn_func is None:\n    pass\n"
+      "if capex:\n    pass\n");
+  EXPECT_EQ(CondAt(m, 2), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 4), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 6), Truth::kCuda);
+  EXPECT_EQ(CondAt(m, 8), Truth::kNoCuda);
+  EXPECT_EQ(CondAt(m, 10), Truth::kNone);  // The module itself.
+  EXPECT_EQ(CondAt(m, 12), Truth::kNone);  // A function of the library, not a switch.
+  EXPECT_EQ(CondAt(m, 14), Truth::kNone);
+}
+
 }  // namespace
 }  // namespace dt::scan

@@ -135,9 +135,10 @@ void LineFindings(PyRuleContext& cx, std::size_t li, const LogicalLine& l, int s
   HandleAssignment(cx, line);
 }
 
-// A module-level function whose every call in this file runs behind a CUDA check (directly, or
-// from another such function) runs only with CUDA on the paths this file drives: `dtw()` calls
-// `dtw_cuda()` under `if x.is_cuda:` with a fallback, so the kernel launch inside is guarded.
+// A module-level function or class whose every reference in this file runs behind a CUDA check
+// (directly, or from another such definition) runs only with CUDA on the paths this file drives:
+// `dtw()` calls `dtw_cuda()` under `if x.is_cuda:` with a fallback, so the kernel launch inside
+// is guarded; a class registered under a name the value gets only behind a check is too.
 // Unlike GuardPrivateDefinitions this covers public names too: another module may call one
 // unchecked (a test of the CUDA path), which this file cannot see; the finding then reads as
 // guarded there as well. A function this file never calls is left as it is.
@@ -149,7 +150,7 @@ void GuardCalledOnlyUnderChecks(PyRuleContext& cx) {
   std::unordered_map<std::string_view, std::size_t> defs;
   for (std::size_t s = 1; s < m.scopes().size(); ++s) {
     const PyScope& sc = m.scopes()[s];
-    if (sc.parent != 0 || !sc.is_def || sc.name.empty() || sc.kernel) continue;
+    if (sc.parent != 0 || sc.name.empty() || sc.kernel) continue;
     const auto [first, last] = m.ScopeLines(s);
     if (importing.count(s) || cx.sink.AnyUnguarded(first, last)) defs.emplace(sc.name, s);
   }

@@ -1,6 +1,7 @@
 // Library rules: imports of CUDA-only libraries and extension modules, the registry's Python APIs
 // and keyword arguments, the project's CUDA symbols, and GPU kernels (Triton).
 #include <algorithm>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -141,6 +142,53 @@ bool InVariableAnnotation(const PyModel& m, std::size_t k, const LogicalLine& l)
   return true;
 }
 
+// Whether name [k, ce) is one side of a conditional expression whose other side is None
+// (`fused_fn if fused else None`, `None if cpu else fused_fn`): the value handed on may be
+// nothing, so its users check it. A choice between two real values (`Norm if a else FusedNorm`)
+// is a use.
+bool OrNone(const PyModel& m, std::size_t k, std::size_t ce, const LogicalLine& l) {
+  auto none_at = [&](std::size_t j) { return j < l.end && m.Is(m.T(j), "None"); };
+  if (ce < l.end && m.Is(m.T(ce), "if")) {
+    for (std::size_t j = ce + 1; j < l.end; ++j) {
+      if (m.IsOpen(m.T(j)))
+        j = m.Matching(j, l.end);
+      else if (m.IsClose(m.T(j)) || m.IsOp(m.T(j), ","))
+        return false;
+      else if (m.Is(m.T(j), "else"))
+        return none_at(j + 1);
+    }
+    return false;
+  }
+  if (k == l.begin || !m.Is(m.T(k - 1), "else")) return false;
+  int depth = 0;
+  for (std::size_t j = k - 1; j-- > l.begin;) {
+    if (m.IsClose(m.T(j)))
+      ++depth;
+    else if (m.IsOpen(m.T(j)) && --depth < 0)
+      return false;
+    else if (depth == 0 && m.Is(m.T(j), "if"))
+      return j > l.begin && none_at(j - 1);
+  }
+  return false;
+}
+
+// Whether optional name [k, ce) is tested for truth, whether its import succeeded: `if
+// FlashCrossAttention or hasattr(F, "sdpa"):`, `allow and FlashCrossAttention`, `A if fused_fn
+// else B`. The test runs nothing of the library.
+bool TruthTest(const PyModel& m, std::size_t k, std::size_t ce, const LogicalLine& l) {
+  if (ce != k + 1 || !m.IsOptionalName(m.Text(m.T(k)))) return false;
+  auto word = [&](std::size_t j, std::initializer_list<std::string_view> words) {
+    if (j < l.begin || j >= l.end) return false;
+    const TokenText w = m.Text(m.T(j));
+    return std::find(words.begin(), words.end(), w) != words.end();
+  };
+  const TokenText head = m.Head(l);
+  const bool condition = head == "if" || head == "elif" || head == "while";
+  return (k > l.begin && word(k - 1, {"not", "and", "or"})) || word(ce, {"and", "or"}) ||
+         (condition && k == l.begin + 1 && word(ce, {":"})) ||
+         (k > l.begin && word(k - 1, {"if"}) && word(ce, {"else"}));
+}
+
 }  // namespace
 
 void KernelFinding(PyRuleContext& cx, std::size_t li) {
@@ -275,7 +323,7 @@ std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* b
   std::size_t ce = m.Chain(k, l.end, scope, resolved, head);
   bool assigned = ce == k + 1 && ce < l.end && m.IsOp(m.T(ce), "=");  // `name = None` fallback.
   bool none_test = ce < l.end && m.Is(m.T(ce), "is");
-  if (assigned || none_test) return k;
+  if (assigned || none_test || TruthTest(m, k, ce, l)) return k;
   bool use_guard = guarded || m.IsFallbackName(m.Text(t));
   if (m.IsCudaSymbol(resolved) || (bound && m.IsCudaSymbol(*bound))) {
     const std::string& symbol = m.IsCudaSymbol(resolved) ? resolved : *bound;
@@ -312,12 +360,14 @@ std::size_t ChainFindings(PyRuleContext& cx, std::size_t k, const std::string* b
   if (const Library* lib = m.LibraryOf(resolved)) {
     if (line.launched || (m.kernel_lib() == lib && (m.InLaunch(line.li) || m.IsLaunchScope(scope))))
       return k;
-    // An optional import's name handed on as a value (`self.mlp = fused_mlp_func if fused else
-    // None`): nothing of the library runs here and the value may be the import's None, so the
-    // calls through it need checks of their own.
-    const bool handed_on = ce == k + 1 && m.IsOptionalName(m.Text(t)) &&
-                           !(ce < l.end && (m.IsOp(m.T(ce), "(") || m.IsOp(m.T(ce), ".")));
-    cx.sink.Add("DT202", m.Line(t), m.Column(t), resolved, use_guard || handed_on,
+    // An optional import's name handed on beside None (`self.mlp = fused_mlp_func if fused else
+    // None`): nothing of the library runs here and the value may be nothing, so the calls through
+    // it need checks of their own.
+    const bool handed_on = ce == k + 1 && m.IsOptionalName(m.Text(t)) && OrNone(m, k, ce, l);
+    // An optional import used in one branch of a choice by name (`elif opt == "fusedsgd":`):
+    // the other names are the fallback, and the default picks one of them.
+    const bool chosen = m.IsOptionalName(m.Text(t)) && InNamedChoice(m, line.li);
+    cx.sink.Add("DT202", m.Line(t), m.Column(t), resolved, use_guard || handed_on || chosen,
                 lib->AlternativeFor(resolved));
     return ce - 1;
   }
