@@ -55,7 +55,6 @@ Need NeedOf(const Finding& f, const ScanEvidence& scan) {
       return Need::kMultiGpu;
     return f.fix == FixKind::kSafe ? Need::kAutomaticEdit : Need::kManualEdit;
   }
-  if (IsFloat64Math(f)) return Need::kReplacement;
   // Runs on the Mac's CPU as written (float64, an operator without an MPS kernel, a call into an
   // extension that also has a CPU build): an edit only once the work runs on MPS.
   if (f.mps_only && f.severity != scan::Severity::kBlocker) return Need::kMpsEdit;
@@ -129,47 +128,6 @@ bool IsMultiGpuFinding(const Finding& f) {
     }
   }
   return false;
-}
-
-namespace {
-
-// `_counter_dtype = torch.float64  # internal counters`, `def accuracy(..., dtype: torch.dtype =
-// torch.float64)`: a setting or default naming the dtype, read by code the finding does not show
-// (statistics kept beside the run as often as the math itself), where `arange(n,
-// dtype=torch.float64)` makes a tensor.
-bool NamesDtype(std::string_view snippet) {
-  snippet = snippet.substr(0, snippet.find('#'));
-  std::size_t at = snippet.find("torch.float64");
-  if (at == std::string_view::npos) at = snippet.find("torch.double");
-  if (at == std::string_view::npos) return false;
-  std::string_view before = Trim(snippet.substr(0, at));
-  if (!before.ends_with('=') || before.ends_with("==")) return false;
-  before = Trim(before.substr(0, before.size() - 1));
-  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  // `dtype: torch.dtype = torch.float64`: an annotated parameter or variable.
-  const std::size_t colon = before.rfind(':');
-  if (colon != std::string_view::npos && colon > 0 &&
-      std::all_of(before.begin() + static_cast<std::ptrdiff_t>(colon) + 1, before.end(),
-                  [&](char c) { return ident(c) || c == '.' || c == ' '; }))
-    return true;
-  // `acc_dtype = torch.float64`: the whole statement binds a name.
-  return !before.empty() && std::all_of(before.begin(), before.end(), ident);
-}
-
-}  // namespace
-
-// The recipe asks for float64 itself (`torch.arange(n, dtype=torch.float64, device=device)`,
-// `x.double()`, `.to(torch.float64)`): its math runs in double precision on the device, and
-// float32 on MPS changes the numerics, where numpy's float64 moved as it is (`from_numpy(a)`) or a
-// count of a comparison (`preds.eq(labels).double()`) only needs a cast.
-bool IsFloat64Math(const Finding& f) {
-  if (f.code != "DT204") return false;
-  const bool asked = f.message.starts_with("torch.float64") ||
-                     f.message.starts_with("torch.double") || f.message.starts_with(".double()");
-  if (!asked) return false;
-  for (const char* count : {".eq(", ".ne(", "==", "!=", ".gt(", ".lt("})
-    if (f.snippet.find(count) != std::string::npos) return false;
-  return !NamesDtype(f.snippet);
 }
 
 bool IsSingleProcessEdit(const Finding& f) { return f.code == "DT211" && f.fix == FixKind::kSafe; }

@@ -67,8 +67,6 @@ bool OnPath(const Finding& f, const ScanEvidence& scan);
 bool IsMultiGpuFinding(const Finding& f);
 // An NCCL group every run creates (DT211) that `fix` gives its gloo branch: one process makes a
 // world of one, which needs no communication, so the group is an edit rather than a stop.
-// Float64 the recipe computes in on purpose: to float32 on MPS is a change of numerics.
-bool IsFloat64Math(const Finding& f);
 bool IsSingleProcessEdit(const Finding& f);
 // An import statement of project code that reaches a kernel (DT312 / DT314 on `from x import y`):
 // the import runs none of it, so it is never what stands in the way.
