@@ -356,14 +356,22 @@ class GuardBuilder {
       const int scope = m_.ScopeOf(li);
       for (std::size_t k = l.begin; k + 2 < l.end; ++k) {
         if (T(k).kind() != TokKind::kString || !m_.Is(T(k + 1), "if")) continue;
+        // A condition is a few tokens: the bound keeps a hostile line of `"a" if "a" if ...`
+        // linear.
         std::size_t e = k + 2;
-        while (e < l.end && !m_.Is(T(e), "else"))
-          e = m_.IsOpen(T(e)) ? m_.Matching(e, l.end) + 1 : e + 1;
-        if (e < l.end && m_.Cond(k + 2, e, scope) == Truth::kCuda) note(k);
+        int depth = 0;
+        for (; e < l.end && e < k + kCondTokens; ++e) {
+          if (m_.IsOpen(T(e))) ++depth;
+          if (m_.IsClose(T(e)) && --depth < 0) break;
+          if (depth == 0 && m_.Is(T(e), "else")) break;
+        }
+        if (e < l.end && m_.Is(T(e), "else") && m_.Cond(k + 2, e, scope) == Truth::kCuda) note(k);
       }
       if (m_.Head(l) != "if" || m_.Cond(l.begin + 1, m_.FindColon(l), scope) != Truth::kCuda)
         continue;
-      for (std::size_t j = li + 1; j < lex_.lines.size() && lex_.lines[j].indent > l.indent; ++j) {
+      // The name is given at the top of the branch: a bounded look keeps nested checks linear.
+      for (std::size_t j = li + 1;
+           j < lex_.lines.size() && j <= li + kBodyLines && lex_.lines[j].indent > l.indent; ++j) {
         const auto& b = lex_.lines[j];
         if (b.end - b.begin == 3 && m_.IsName(T(b.begin)) && m_.IsOp(T(b.begin + 1), "="))
           note(b.begin + 2);
@@ -376,6 +384,9 @@ class GuardBuilder {
           found.erase(StringBody(lex_.Text(T(k))));
     m_.checked_literals_ = std::move(found);
   }
+
+  static constexpr std::size_t kCondTokens = 64;  // See CollectCheckedLiterals().
+  static constexpr std::size_t kBodyLines = 16;
 
   // Whether string k of line l is compared, listed for a membership test, or a dict key.
   bool ValueTested(const LogicalLine& l, std::size_t k) const {
@@ -916,9 +927,13 @@ bool NamedTest(const PyModel& m, std::size_t b, std::size_t e, std::size_t& vb, 
 
 bool InNamedChoice(const PyModel& m, std::size_t li) {
   const auto& ls = m.lines();
-  for (std::size_t at = li; at > 0 && ls[at].indent > 0;) {
+  // Asked at each use of an optional library: the walk up to the enclosing headers is bounded,
+  // so that a hostile function of many such uses stays linear.
+  constexpr std::size_t kWalk = 4096;
+  const std::size_t stop = li > kWalk ? li - kWalk : 0;
+  for (std::size_t at = li; at > stop && ls[at].indent > 0;) {
     std::size_t h = at;
-    while (h > 0 && ls[h].indent >= ls[at].indent) --h;
+    while (h > stop && ls[h].indent >= ls[at].indent) --h;
     if (ls[h].indent >= ls[at].indent) return false;
     at = h;
     const TokenText head = m.First(ls[h]);

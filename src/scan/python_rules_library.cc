@@ -147,21 +147,28 @@ bool InVariableAnnotation(const PyModel& m, std::size_t k, const LogicalLine& l)
 // nothing, so its users check it. A choice between two real values (`Norm if a else FusedNorm`)
 // is a use.
 bool OrNone(const PyModel& m, std::size_t k, std::size_t ce, const LogicalLine& l) {
+  // A condition is a few tokens: the bound keeps a hostile line of such names linear.
+  constexpr std::size_t kCondTokens = 64;
   auto none_at = [&](std::size_t j) { return j < l.end && m.Is(m.T(j), "None"); };
   if (ce < l.end && m.Is(m.T(ce), "if")) {
-    for (std::size_t j = ce + 1; j < l.end; ++j) {
-      if (m.IsOpen(m.T(j)))
-        j = m.Matching(j, l.end);
-      else if (m.IsClose(m.T(j)) || m.IsOp(m.T(j), ","))
+    int depth = 0;
+    for (std::size_t j = ce + 1; j < l.end && j < ce + kCondTokens; ++j) {
+      if (m.IsOpen(m.T(j))) {
+        ++depth;
+      } else if (m.IsClose(m.T(j))) {
+        if (--depth < 0) return false;
+      } else if (depth == 0 && m.IsOp(m.T(j), ",")) {
         return false;
-      else if (m.Is(m.T(j), "else"))
+      } else if (depth == 0 && m.Is(m.T(j), "else")) {
         return none_at(j + 1);
+      }
     }
     return false;
   }
   if (k == l.begin || !m.Is(m.T(k - 1), "else")) return false;
   int depth = 0;
-  for (std::size_t j = k - 1; j-- > l.begin;) {
+  const std::size_t stop = k > l.begin + kCondTokens ? k - kCondTokens : l.begin;
+  for (std::size_t j = k - 1; j-- > stop;) {
     if (m.IsClose(m.T(j)))
       ++depth;
     else if (m.IsOpen(m.T(j)) && --depth < 0)
