@@ -852,22 +852,27 @@ void PyModel::BuildGuards() { GuardBuilder(*this).Build(); }
 void PyModel::GuardedBranches(const LogicalLine& l, int scope,
                               std::vector<std::pair<std::size_t, std::size_t>>& out) const {
   out.clear();
+  // Each read below is bounded (a condition, an element, a branch of a few hundred tokens at
+  // most): a hostile line of `"a" if "a" if ... else "b"` would otherwise read the rest of the
+  // line at each `if`, quadratic in its length.
+  constexpr std::size_t kSpan = 256;
   for (std::size_t k = l.begin + 1; k < l.end; ++k) {
     if (!Is(T(k), "if")) continue;
     std::size_t e = k + 1;
     int depth = 0;
-    for (; e < l.end; ++e) {
+    for (; e < l.end && e < k + kSpan; ++e) {
       if (IsOpen(T(e))) ++depth;
       if (IsClose(T(e)) && --depth < 0) break;
       if (depth == 0 && Is(T(e), "else")) break;
     }
+    if (e == k + kSpan) continue;
     Truth t = Cond(k + 1, e, scope);
     if (t == Truth::kNone) continue;
     if (t == Truth::kCuda) {
       // Back to the start of the element: an open bracket, a comma or `=` at this depth.
       std::size_t b = k;
       int d = 0;
-      while (b > l.begin) {
+      while (b > l.begin && b + kSpan > k) {
         const Token& p = T(b - 1);
         if (IsClose(p))
           ++d;
@@ -877,11 +882,11 @@ void PyModel::GuardedBranches(const LogicalLine& l, int scope,
           break;
         --b;
       }
-      out.emplace_back(b, k);
+      if (b + kSpan > k) out.emplace_back(b, k);
     } else if (e < l.end && Is(T(e), "else")) {
       std::size_t f = e + 1;
       int d = 0;
-      for (; f < l.end; ++f) {
+      for (; f < l.end && f < e + kSpan; ++f) {
         if (IsOpen(T(f))) ++d;
         if (IsClose(T(f)) && --d < 0) break;
         if (d == 0 && (IsOp(T(f), ",") || Is(T(f), "if") || Is(T(f), "for"))) break;

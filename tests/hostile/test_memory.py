@@ -97,3 +97,18 @@ def test_report_of_a_large_scan_json_stays_near_its_size(dualtrack_bin, tmp_path
     # The JSON report lists every finding, written one at a time, as valid JSON.
     listed = json.loads((tmp_path / "report.json").read_text())["evidence"]["scan"]["findings"]
     assert len(listed) == n and listed[-1]["line"] == n and listed[0]["file"] == "pkg/m0.py"
+
+
+def test_scan_of_a_line_of_nested_conditional_expressions_ends(dualtrack_bin, tmp_path):
+    """`"a" if "a" if ... else "b"`: each `if` once read its condition, the element before it and
+    its branch to the end of the line, quadratic in the line's length (300,000 of them: minutes).
+    The reads are bounded; the code after the line is still read."""
+    n = 300_000
+    text = ("import torch\ntry:\n    from apex.optimizers import FusedSGD\nexcept ImportError:\n"
+            "    FusedSGD = None\n"
+            "m = " + '"a" if ' * n + 'torch.cuda.is_available() else "b"\n'
+            "v = " + "FusedSGD if " * n + "m else None\n"
+            "x = torch.zeros(1).cuda()\n")
+    findings, peak, size = scan_one_file(dualtrack_bin, tmp_path, "nested.py", text)
+    assert ("DT101", 8) in [(f["code"], f["line"]) for f in findings], findings
+    assert peak <= BASE + 20 * size, f"peak {peak / MB:.0f} MiB for a {size / MB:.0f} MiB file"
