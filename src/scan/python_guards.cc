@@ -849,13 +849,14 @@ void PyModel::BuildGuards() { GuardBuilder(*this).Build(); }
 
 // The branches of conditional expressions that run only with CUDA: `A` of `A if check else B`,
 // `B` of `A if not check else B`. Only that branch is guarded, not the whole statement.
+// Each read of GuardedBranches is bounded (a condition, an element, a branch of a few hundred
+// tokens at most): a hostile line of `"a" if "a" if ... else "b"` would otherwise read the rest of
+// the line at each `if`, quadratic in its length.
+constexpr std::size_t kSpan = 256;
+
 void PyModel::GuardedBranches(const LogicalLine& l, int scope,
                               std::vector<std::pair<std::size_t, std::size_t>>& out) const {
   out.clear();
-  // Each read below is bounded (a condition, an element, a branch of a few hundred tokens at
-  // most): a hostile line of `"a" if "a" if ... else "b"` would otherwise read the rest of the
-  // line at each `if`, quadratic in its length.
-  constexpr std::size_t kSpan = 256;
   for (std::size_t k = l.begin + 1; k < l.end; ++k) {
     if (!Is(T(k), "if")) continue;
     std::size_t e = k + 1;
@@ -865,8 +866,7 @@ void PyModel::GuardedBranches(const LogicalLine& l, int scope,
       if (IsClose(T(e)) && --depth < 0) break;
       if (depth == 0 && Is(T(e), "else")) break;
     }
-    if (e == k + kSpan) continue;
-    Truth t = Cond(k + 1, e, scope);
+    Truth t = e == k + kSpan ? Truth::kNone : Cond(k + 1, e, scope);
     if (t == Truth::kNone) continue;
     if (t == Truth::kCuda) {
       // Back to the start of the element: an open bracket, a comma or `=` at this depth.
